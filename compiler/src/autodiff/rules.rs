@@ -4,9 +4,12 @@
 //! returns one optional cotangent per input (`None`: no contribution). The
 //! formulas follow TensorFlow's registered gradients (`math_grad.py`,
 //! `nn_grad.py`, `array_grad.py`) so results agree with `tf.gradients`.
-//! Ops that are not differentiable return [`Rule::NotDifferentiable`].
+//!
+//! Invariant: [`rule`] is the single source: an op is differentiable exactly
+//! when it has an entry there; [`vjp`] builds that entry and
+//! [`is_not_differentiable`] only looks it up.
 
-use crate::ir::{shape, BinaryOp, DType, Graph, NodeId, Op, ReduceKind, Shape, UnaryOp};
+use crate::ir::{shape, BinaryOp, DType, Graph, Node, NodeId, Op, ReduceKind, Shape, UnaryOp};
 
 pub enum Rule {
     /// One entry per input.
@@ -15,13 +18,35 @@ pub enum Rule {
     NotDifferentiable,
 }
 
-use Rule::{Cotangents, NotDifferentiable};
+/// A VJP ready to build: given the graph, the node's value `y` and its
+/// cotangent `ct`, one optional cotangent per input.
+pub type Vjp<'n> = Box<dyn FnOnce(&mut Graph, NodeId, NodeId) -> Vec<Option<NodeId>> + 'n>;
+
+fn vjp_of<'n>(
+    f: impl FnOnce(&mut Graph, NodeId, NodeId) -> Vec<Option<NodeId>> + 'n,
+) -> Option<Vjp<'n>> {
+    Some(Box::new(f))
+}
 
 /// The VJP of node `y` given its cotangent `ct`.
 pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
     let node = g.node(y).clone();
+    let Some(build) = rule(&node) else {
+        return Rule::NotDifferentiable;
+    };
+    Rule::Cotangents(build(g, y, ct))
+}
+
+/// Whether the op at `n` has no gradient rule.
+pub fn is_not_differentiable(g: &Graph, n: NodeId) -> bool {
+    rule(g.node(n)).is_none()
+}
+
+/// The table: the VJP of `node`'s op, or `None` for the ops without a
+/// gradient (TF registers none, or `NotDifferentiable`).
+pub fn rule(node: &Node) -> Option<Vjp<'_>> {
     let x = |i: usize| node.inputs[i];
-    let one = |v: NodeId| Cotangents(vec![Some(v)]);
+    let one = |v: NodeId| vec![Some(v)];
     match &node.op {
         Op::Input(_)
         | Op::Var(_)
@@ -29,9 +54,20 @@ pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
         | Op::Tensor(_)
         | Op::Iota { .. }
         | Op::BatchSize
-        | Op::GlobalStep => Cotangents(vec![]),
+        | Op::GlobalStep => vjp_of(|_, _, _| vec![]),
 
-        Op::Unary(u) => {
+        // The ops without a gradient.
+        Op::Binary(
+            BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Eq | BinaryOp::Ne,
+        )
+        | Op::Cast(_)
+        | Op::ArgMax { .. }
+        // Only the optimizer stage builds these, after differentiation.
+        | Op::FirstOccurrence { .. }
+        | Op::SumDuplicates
+        | Op::ScatterRows => None,
+
+        Op::Unary(u) => vjp_of(move |g, y, ct| {
             let x0 = x(0);
             let d = match u {
                 UnaryOp::Neg => g.neg(ct),
@@ -60,7 +96,7 @@ pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
                     g.mul(ct, s)
                 }
                 // TF registers None for these: piecewise constant.
-                UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Ceil => return Cotangents(vec![None]),
+                UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Ceil => return vec![None],
                 UnaryOp::Sin => {
                     let c = g.unary(UnaryOp::Cos, x0);
                     g.mul(ct, c)
@@ -103,78 +139,72 @@ pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
                 }
             };
             one(d)
-        }
+        }),
 
-        Op::Binary(b) => {
+        Op::Binary(BinaryOp::Add) => vjp_of(|_, _, ct| vec![Some(ct), Some(ct)]),
+        Op::Binary(BinaryOp::Sub) => vjp_of(|g, _, ct| {
+            let n = g.neg(ct);
+            vec![Some(ct), Some(n)]
+        }),
+        Op::Binary(BinaryOp::Mul) => vjp_of(move |g, _, ct| {
+            let da = g.mul(ct, x(1));
+            let db = g.mul(x(0), ct);
+            vec![Some(da), Some(db)]
+        }),
+        Op::Binary(BinaryOp::Div) => vjp_of(move |g, _, ct| {
+            // TF _RealDivGrad: (grad / y, grad * ((-x / y) / y))
             let (a, bb) = (x(0), x(1));
-            match b {
-                BinaryOp::Add => Cotangents(vec![Some(ct), Some(ct)]),
-                BinaryOp::Sub => {
-                    let n = g.neg(ct);
-                    Cotangents(vec![Some(ct), Some(n)])
-                }
-                BinaryOp::Mul => {
-                    let da = g.mul(ct, bb);
-                    let db = g.mul(a, ct);
-                    Cotangents(vec![Some(da), Some(db)])
-                }
-                BinaryOp::Div => {
-                    // TF _RealDivGrad: (grad / y, grad * ((-x / y) / y))
-                    let da = g.div(ct, bb);
-                    let na = g.neg(a);
-                    let q = g.div(na, bb);
-                    let q = g.div(q, bb);
-                    let db = g.mul(ct, q);
-                    Cotangents(vec![Some(da), Some(db)])
-                }
-                BinaryOp::Pow => {
-                    // TF _PowGrad: dx = grad * y * x^(y-1); dy = grad * z * log(x) where x > 0
-                    let one = g.scalar(1.0);
-                    let ym1 = g.sub(bb, one);
-                    let p = g.binary(BinaryOp::Pow, a, ym1);
-                    let yp = g.mul(bb, p);
-                    let da = g.mul(ct, yp);
-                    let zero = g.scalar(0.0);
-                    let pos = g.binary(BinaryOp::Gt, a, zero);
-                    let l = g.unary(UnaryOp::Log, a);
-                    let l = g.select(pos, l, zero);
-                    let zl = g.mul(y, l);
-                    let db = g.mul(ct, zl);
-                    Cotangents(vec![Some(da), Some(db)])
-                }
-                BinaryOp::Max | BinaryOp::Min => {
-                    // TF _MaximumGrad / _MinimumGrad: ties go to the first operand.
-                    let cmp = if *b == BinaryOp::Max {
-                        BinaryOp::Ge
-                    } else {
-                        BinaryOp::Le
-                    };
-                    let mask = g.binary(cmp, a, bb);
-                    let zero = g.scalar(0.0);
-                    let da = g.select(mask, ct, zero);
-                    let db = g.select(mask, zero, ct);
-                    Cotangents(vec![Some(da), Some(db)])
-                }
-                _ => NotDifferentiable,
-            }
-        }
+            let da = g.div(ct, bb);
+            let na = g.neg(a);
+            let q = g.div(na, bb);
+            let q = g.div(q, bb);
+            let db = g.mul(ct, q);
+            vec![Some(da), Some(db)]
+        }),
+        Op::Binary(BinaryOp::Pow) => vjp_of(move |g, y, ct| {
+            // TF _PowGrad: dx = grad * y * x^(y-1); dy = grad * z * log(x) where x > 0
+            let (a, bb) = (x(0), x(1));
+            let one = g.scalar(1.0);
+            let ym1 = g.sub(bb, one);
+            let p = g.binary(BinaryOp::Pow, a, ym1);
+            let yp = g.mul(bb, p);
+            let da = g.mul(ct, yp);
+            let zero = g.scalar(0.0);
+            let pos = g.binary(BinaryOp::Gt, a, zero);
+            let l = g.unary(UnaryOp::Log, a);
+            let l = g.select(pos, l, zero);
+            let zl = g.mul(y, l);
+            let db = g.mul(ct, zl);
+            vec![Some(da), Some(db)]
+        }),
+        Op::Binary(b @ (BinaryOp::Max | BinaryOp::Min)) => vjp_of(move |g, _, ct| {
+            // TF _MaximumGrad / _MinimumGrad: ties go to the first operand.
+            let cmp = if *b == BinaryOp::Max {
+                BinaryOp::Ge
+            } else {
+                BinaryOp::Le
+            };
+            let mask = g.binary(cmp, x(0), x(1));
+            let zero = g.scalar(0.0);
+            let da = g.select(mask, ct, zero);
+            let db = g.select(mask, zero, ct);
+            vec![Some(da), Some(db)]
+        }),
 
-        Op::Select => {
+        Op::Select => vjp_of(move |g, _, ct| {
             let c = x(0);
             let zero = g.scalar(0.0);
             let da = g.select(c, ct, zero);
             let db = g.select(c, zero, ct);
-            Cotangents(vec![None, Some(da), Some(db)])
-        }
+            vec![None, Some(da), Some(db)]
+        }),
 
-        Op::Cast(_) => NotDifferentiable,
-
-        Op::BroadcastTo(_) => {
+        Op::BroadcastTo(_) => vjp_of(move |g, _, ct| {
             let s = g.shape(x(0)).clone();
             one(g.sum_to(ct, &s))
-        }
+        }),
 
-        Op::Reduce { kind, axes } => {
+        Op::Reduce { kind, axes } => vjp_of(move |g, y, ct| {
             let x0 = x(0);
             let xs = g.shape(x0).clone();
             let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
@@ -193,11 +223,9 @@ pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
                     one(g.mul(share, ct_b))
                 }
             }
-        }
+        }),
 
-        Op::ArgMax { .. } => NotDifferentiable,
-
-        Op::MatMul { ta, tb } => {
+        Op::MatMul { ta, tb } => vjp_of(move |g, _, ct| {
             let (a, b) = (x(0), x(1));
             let (da, db) = match (ta, tb) {
                 (false, false) => (g.matmul(ct, b, false, true), g.matmul(a, ct, true, false)),
@@ -205,23 +233,23 @@ pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
                 (true, false) => (g.matmul(b, ct, false, true), g.matmul(a, ct, false, false)),
                 (true, true) => (g.matmul(b, ct, true, true), g.matmul(ct, a, true, true)),
             };
-            Cotangents(vec![Some(da), Some(db)])
-        }
+            vec![Some(da), Some(db)]
+        }),
 
-        Op::Reshape(_) => {
+        Op::Reshape(_) => vjp_of(move |g, _, ct| {
             let s = g.shape(x(0)).clone();
             one(g.reshape(ct, &s))
-        }
+        }),
 
-        Op::Transpose(perm) => {
+        Op::Transpose(perm) => vjp_of(move |g, _, ct| {
             let mut inv = vec![0usize; perm.len()];
             for (i, &p) in perm.iter().enumerate() {
                 inv[p as usize] = i;
             }
             one(g.transpose(ct, &inv))
-        }
+        }),
 
-        Op::Concat { axis } => {
+        Op::Concat { axis } => vjp_of(move |g, _, ct| {
             let axis = *axis as usize;
             let mut offset = 0u32;
             let mut out = Vec::new();
@@ -232,50 +260,35 @@ pub fn vjp(g: &mut Graph, y: NodeId, ct: NodeId) -> Rule {
                 offset += ps.0[axis].fixed().unwrap_or(0);
                 out.push(Some(g.slice(ct, &begin, &ps)));
             }
-            Cotangents(out)
-        }
+            out
+        }),
 
-        Op::Slice { begin, .. } => {
+        Op::Slice { begin, .. } => vjp_of(move |g, _, ct| {
             let s = g.shape(x(0)).clone();
             one(g.pad(ct, begin, &s))
-        }
+        }),
 
-        Op::Pad { before, .. } => {
+        Op::Pad { before, .. } => vjp_of(move |g, _, ct| {
             let s: Shape = g.shape(x(0)).clone();
             one(g.slice(ct, before, &s))
-        }
+        }),
 
-        Op::StopGradient | Op::NormalNoise { .. } => Cotangents(vec![None]),
+        Op::StopGradient | Op::NormalNoise { .. } => vjp_of(|_, _, _| vec![None]),
 
         // TF _GatherGrad: an IndexedSlices (ids, ct), whose dense value is
         // unsorted_segment_sum(ct, ids, rows); the optimizer stage recognizes the
         // form and applies it sparsely.
-        Op::Gather => {
+        Op::Gather => vjp_of(move |g, _, ct| {
             let params = x(0);
             let zero = g.scalar(0.0);
             let s = g.shape(params).clone();
             let zeros = g.broadcast_to(zero, &s);
-            Cotangents(vec![Some(g.scatter_add(zeros, x(1), ct)), None])
-        }
-        Op::ScatterAdd => {
+            vec![Some(g.scatter_add(zeros, x(1), ct)), None]
+        }),
+        Op::ScatterAdd => vjp_of(move |g, _, ct| {
             let d_updates = g.gather(ct, x(1));
-            Cotangents(vec![Some(ct), None, Some(d_updates)])
-        }
-        // Only the optimizer stage builds these, after differentiation.
-        Op::FirstOccurrence { .. } | Op::SumDuplicates | Op::ScatterRows => NotDifferentiable,
-    }
-}
-
-/// Whether the op at `n` has no gradient rule.
-pub fn is_not_differentiable(g: &Graph, n: NodeId) -> bool {
-    match g.op(n) {
-        Op::ArgMax { .. }
-        | Op::Cast(_)
-        | Op::FirstOccurrence { .. }
-        | Op::SumDuplicates
-        | Op::ScatterRows => true,
-        Op::Binary(b) => b.is_comparison(),
-        _ => false,
+            vec![Some(ct), None, Some(d_updates)]
+        }),
     }
 }
 
