@@ -1,7 +1,8 @@
 //! The checked model: the IR graph plus everything else a spec declares.
 //!
 //! Owns: [`Model`] and its parts (data source, inputs, variables, metrics,
-//! optimizer, training settings, and the IR functions `eval`, `grad`, `step`).
+//! optimizer (its table entry and argument values), training settings, and
+//! the IR functions `eval`, `grad`, `step`).
 //! Sema creates it; autodiff and the optimizer stage add the `grad` and
 //! `step` functions and the optimizer's variables; passes rewrite its graph.
 //!
@@ -14,6 +15,7 @@ use specc_runtime::init::Initializer;
 use specc_runtime::train::TrainConfig;
 
 use crate::ir::{Function, Graph, NodeId};
+use crate::optim::table::OptimizerDef;
 
 /// Where the training data comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,88 +95,79 @@ impl Metric {
     }
 }
 
-/// The optimizers of `tf.compat.v1.train`, with their hyperparameters
-/// (TF's names; the learning rate is in [`OptimizerSpec`]).
-#[derive(Clone, Debug, PartialEq)]
-pub enum OptimizerKind {
-    GradientDescent,
-    Momentum {
-        use_nesterov: bool,
-    },
-    Adagrad {
-        initial_accumulator_value: f32,
-    },
-    AdagradDA {
-        initial_gradient_squared_accumulator_value: f32,
-        l1_regularization_strength: f32,
-        l2_regularization_strength: f32,
-    },
-    Adadelta {
-        epsilon: f32,
-    },
-    Adam {
-        beta1: f32,
-        beta2: f32,
-        epsilon: f32,
-    },
-    Ftrl {
-        learning_rate_power: f32,
-        initial_accumulator_value: f32,
-        l1_regularization_strength: f32,
-        l2_regularization_strength: f32,
-        l2_shrinkage_regularization_strength: f32,
-        beta: f32,
-    },
-    RMSProp {
-        epsilon: f32,
-        centered: bool,
-    },
-    ProximalAdagrad {
-        initial_accumulator_value: f32,
-        l1_regularization_strength: f32,
-        l2_regularization_strength: f32,
-    },
-    ProximalGradientDescent {
-        l1_regularization_strength: f32,
-        l2_regularization_strength: f32,
-    },
-}
-
-/// The hyperparameters that may be any scalar expression (a constant, a
-/// schedule of `global_step`, ...): graph nodes, computed once per step.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hypers {
-    pub learning_rate: NodeId,
-    /// Momentum and RMSProp.
-    pub momentum: Option<NodeId>,
-    /// RMSProp's decay.
-    pub decay: Option<NodeId>,
-    /// Adadelta's rho.
-    pub rho: Option<NodeId>,
-}
+/// The schedulable arguments of the optimizer (`learning_rate`, `momentum`,
+/// `decay`, `rho`): any scalar expression (a constant, a schedule of
+/// `global_step`, ...) as a graph node computed once per step, by TF name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hypers(pub Vec<(&'static str, NodeId)>);
 
 impl Hypers {
     pub fn nodes(&self) -> Vec<NodeId> {
-        let mut v = vec![self.learning_rate];
-        v.extend(self.momentum);
-        v.extend(self.decay);
-        v.extend(self.rho);
-        v
+        self.0.iter().map(|&(_, n)| n).collect()
     }
     pub fn nodes_mut(&mut self) -> Vec<&mut NodeId> {
-        let mut v = vec![&mut self.learning_rate];
-        v.extend(self.momentum.as_mut());
-        v.extend(self.decay.as_mut());
-        v.extend(self.rho.as_mut());
-        v
+        self.0.iter_mut().map(|(_, n)| n).collect()
     }
 }
 
+/// A compile-time argument of the optimizer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Constant {
+    Number(f32),
+    Flag(bool),
+}
+
+/// The optimizer: its entry in the table of `tf.compat.v1.train` optimizers
+/// and the value of every argument of that entry (given or defaulted,
+/// checked), by TF name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OptimizerSpec {
-    pub kind: OptimizerKind,
+    pub def: &'static OptimizerDef,
     pub hypers: Hypers,
+    pub constants: Vec<(&'static str, Constant)>,
     pub span: Span,
+}
+
+impl OptimizerSpec {
+    /// The node of schedulable argument `name`.
+    ///
+    /// Panics if the entry declares no such argument (a bug in the table).
+    pub fn hyper(&self, name: &str) -> NodeId {
+        match self.hypers.0.iter().find(|(n, _)| *n == name) {
+            Some(&(_, node)) => node,
+            None => self.undeclared("schedulable", name),
+        }
+    }
+
+    /// The value of number argument `name`.
+    pub fn number(&self, name: &str) -> f32 {
+        match self.constant(name) {
+            Some(Constant::Number(v)) => v,
+            _ => self.undeclared("number", name),
+        }
+    }
+
+    /// The value of flag argument `name`.
+    pub fn flag(&self, name: &str) -> bool {
+        match self.constant(name) {
+            Some(Constant::Flag(v)) => v,
+            _ => self.undeclared("flag", name),
+        }
+    }
+
+    fn constant(&self, name: &str) -> Option<Constant> {
+        self.constants
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, c)| c)
+    }
+
+    fn undeclared(&self, kind: &str, name: &str) -> ! {
+        panic!(
+            "optimizer table: `{}` reads {kind} argument `{name}`, which its entry does not declare",
+            self.def.name
+        )
+    }
 }
 
 /// Gradient processing before the optimizer, as `tf.clip_by_*`.

@@ -2,20 +2,24 @@
 //!
 //! Owns: turning a checked [`Model`] into its `grad` and `step` functions.
 //! It differentiates the loss with respect to every trainable parameter,
-//! creates the optimizer's variables with TF's names (`W/Adam`, `W/Adam_1`,
-//! `beta1_power`), and writes each update with the rule in [`rules`].
+//! clips the gradients ([`clip`]), creates the optimizer's variables with TF's
+//! names (`W/Adam`, `W/Adam_1`, `beta1_power`), writes each update with the
+//! rules of the optimizer's entry in [`table`] (dense, or sparse through
+//! [`sparse`] for an `IndexedSlices` gradient), and adds moving averages.
 //!
 //! Invariants: every trainable parameter gets a gradient or the model is
 //! rejected (`no-gradient`); slot variables are created in parameter order,
-//! slot by slot, so arena layouts are deterministic; non-slot variables are
-//! updated after (and from the values before) the parameter updates, as TF's
-//! `_finish` does.
+//! slot by slot, so arena layouts are deterministic; every variable is
+//! updated at most once; non-slot variables are updated after (and from the
+//! values before) the parameter updates, as TF's `_finish` does; moving
+//! averages read the parameters' new values.
 
 pub mod clip;
-pub mod rules;
 pub mod sparse;
+pub mod table;
 
 use specc_grammar::Diagnostic;
+use specc_runtime::init::Initializer;
 
 use crate::autodiff;
 use crate::ir::{BinaryOp, Function, NodeId, Op, Output, Shape};
@@ -100,9 +104,9 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     }
     model.graph.current_span = None;
 
-    let kind = model.optimizer.kind.clone();
-    let slot_defs = rules::slots(&kind);
-    let global_defs = rules::globals(&kind);
+    let opt = model.optimizer.clone();
+    let slot_defs = table::slots(&opt);
+    let global_defs = table::globals(&opt);
     // Slot variables: for each param, its slots in rule order (TF names W/Adam, W/Adam_1).
     let mut slot_vars: Vec<Vec<u32>> = Vec::new();
     for &p in &params {
@@ -116,9 +120,9 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
                     shape.clone(),
                     VarKind::Slot {
                         param: p,
-                        slot: s.slot.to_string(),
+                        slot: s.name.to_string(),
                     },
-                    rules::constant_init(s.init),
+                    constant_init(s.init),
                 )
             })
             .collect();
@@ -126,21 +130,20 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     }
     let global_vars: Vec<u32> = global_defs
         .iter()
-        .map(|gd| {
+        .map(|&(name, init)| {
             model.add_var(
-                gd.name,
+                name,
                 Shape::scalar(),
                 VarKind::Optimizer,
-                rules::constant_init(gd.init),
+                constant_init(init),
             )
         })
         .collect();
 
     let g = &mut model.graph;
-    g.current_span = Some(model.optimizer.span);
+    g.current_span = Some(opt.span);
     let globals: Vec<NodeId> = global_vars.iter().map(|&v| g.var(v)).collect();
-    let h = model.optimizer.hypers.clone();
-    let lr = h.learning_rate;
+    let lr = opt.hyper("learning_rate");
     let step_node = g.global_step();
     let mut step = Function::new("step");
     step.outputs.push(Output {
@@ -162,28 +165,42 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     for (k, &p) in params.iter().enumerate() {
         let slots: Vec<NodeId> = slot_vars[k].iter().map(|&v| g.var(v)).collect();
         let param = g.var(p);
-        let inputs = rules::UpdateInputs {
+        let inputs = table::UpdateInputs {
             param,
             grad: grads[k],
             slots: &slots,
             globals: &globals,
             lr,
             step: step_node,
-            momentum: h.momentum,
-            decay: h.decay,
-            rho: h.rho,
         };
         let out = match sparse_ids[k] {
-            None => rules::update(g, &kind, &inputs),
-            Some(ids) => sparse::update(g, &kind, &inputs, ids),
+            None => (opt.def.dense)(g, &opt, &inputs),
+            Some(ids) => sparse::update(g, &opt, &inputs, ids),
         };
+        assert_eq!(
+            out.slots.len(),
+            slots.len(),
+            "optimizer table: `{}` updates {} of its {} slots",
+            opt.def.name,
+            out.slots.len(),
+            slots.len()
+        );
         step.updates.push((p, out.param));
         new_params.push((p, out.param));
         for (&sv, &new) in slot_vars[k].iter().zip(&out.slots) {
             step.updates.push((sv, new));
         }
     }
-    for (&gv, new) in global_vars.iter().zip(rules::finish(g, &kind, &globals)) {
+    let finished = (opt.def.finish)(g, &opt, &globals);
+    assert_eq!(
+        finished.len(),
+        globals.len(),
+        "optimizer table: `{}` finishes {} of its {} globals",
+        opt.def.name,
+        finished.len(),
+        globals.len()
+    );
+    for (&gv, new) in global_vars.iter().zip(finished) {
         step.updates.push((gv, new));
     }
     step.increments_global_step = true;
@@ -261,6 +278,15 @@ fn not_differentiable(model: &Model, e: autodiff::NoGradient) -> Diagnostic {
     )
     .with_label("no gradient rule for this op")
     .with_help("wrap it in stop_gradient(...) if no gradient should flow through it")
+}
+
+/// The initializer of a slot or non-slot variable holding `v`.
+fn constant_init(v: f32) -> Initializer {
+    if v == 0.0 {
+        Initializer::Zeros
+    } else {
+        Initializer::Constant(vec![v])
+    }
 }
 
 /// `(ids, values)` when a gradient is the dense value of an `IndexedSlices`:

@@ -4,7 +4,8 @@
 //! names) with the `wrong-arity`, `unknown-argument`, `duplicate-argument`
 //! and `missing-argument` diagnostics, and the evaluation of compile-time
 //! constants (ints, floats, bools, identifiers, strings, lists) with
-//! `bad-argument` diagnostics.
+//! `bad-argument` diagnostics; the `key = true|false` options of
+//! declarations; "did you mean" suggestions.
 //! Invariant: nothing here touches the graph.
 
 use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
@@ -45,6 +46,57 @@ impl<'a> Bound<'a> {
     pub fn req(&self, i: usize) -> &'a Expr {
         self.get(i).expect("bind() checks required arguments")
     }
+    /// A `true`/`false` argument, false when not given.
+    pub fn flag(&self, i: usize) -> Result<bool, Diagnostic> {
+        self.get(i)
+            .map(eval_bool)
+            .transpose()
+            .map(|v| v.unwrap_or(false))
+    }
+}
+
+/// The `key = true|false` options of a declaration (`trainable = false`).
+pub struct Flags<'a>(Vec<(&'a str, bool)>);
+
+impl Flags<'_> {
+    /// The last value given for `key`, else `default`.
+    pub fn get(&self, key: &str, default: bool) -> bool {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map_or(default, |f| f.1)
+    }
+}
+
+/// The options of a declaration; a key outside `known` is an error saying
+/// that `owner` ("parameters have") has no such option.
+pub fn flag_options<'a>(
+    options: &'a [Arg],
+    known: &[&str],
+    owner: &str,
+    help: &str,
+) -> Result<Flags<'a>, Diagnostic> {
+    let mut out = Vec::new();
+    for o in options {
+        let Some(n) = &o.name else {
+            return Err(
+                Diagnostic::new("bad-argument", o.span, "expected `key = value`")
+                    .with_label("unnamed option"),
+            );
+        };
+        if !known.contains(&n.name.as_str()) {
+            return Err(Diagnostic::new(
+                "unknown-argument",
+                n.span,
+                format!("{owner} no option `{}`", n.name),
+            )
+            .with_label("unknown option")
+            .with_help(help.to_string()));
+        }
+        out.push((n.name.as_str(), eval_bool(&o.value)?));
+    }
+    Ok(Flags(out))
 }
 
 /// Edit distance for "did you mean" suggestions.

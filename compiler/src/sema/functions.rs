@@ -282,19 +282,12 @@ fn lower_where(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     Ok(lw.g.select(cond, x, y))
 }
 
-fn flag(b: &Bound, i: usize) -> R<bool> {
-    b.get(i)
-        .map(args::eval_bool)
-        .transpose()
-        .map(|v| v.unwrap_or(false))
-}
-
 fn lower_matmul(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let (ea, eb) = (b.req(0), b.req(1));
     let x = lw.float(ea)?;
     let y = lw.float(eb)?;
-    let ta = flag(b, 2)?;
-    let tb = flag(b, 3)?;
+    let ta = b.flag(2)?;
+    let tb = b.flag(3)?;
     lw.matmul(x, y, ta, tb, ea.span, eb.span, c.span)
 }
 
@@ -326,7 +319,7 @@ fn lower_reduce(lw: &mut Lowerer, b: &Bound, _c: &Call, kind: Reduction) -> R<No
     let x = lw.float(b.req(0))?;
     let s = lw.g.shape(x).clone();
     let axes = lw.axes(b.get(1), s.rank())?;
-    let keepdims = flag(b, 2)?;
+    let keepdims = b.flag(2)?;
     let r = match kind {
         Reduction::Sum => lw.g.reduce_sum(x, &axes),
         Reduction::Mean => lw.g.reduce_mean(x, &axes),

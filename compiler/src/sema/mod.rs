@@ -1,9 +1,13 @@
 //! Semantic checking: from the AST to a [`Model`].
 //!
 //! Owns: the meaning of every item (data, label, features, params, bindings,
-//! assertions, optimizer, train, metrics), name resolution, and the
-//! diagnostics for them. Expressions are lowered by [`expr`] and
-//! [`functions`]; non-tensor items by [`items`].
+//! assertions, optimizer, train, clip, ema, metrics), name resolution, and
+//! the diagnostics for them. This module drives the items in order and keeps
+//! the checking [`State`]; each kind of item has its module: [`data`],
+//! [`inputs`] (label and feature columns), [`params`], [`statements`],
+//! [`optimizer`], [`settings`] (train, clip, ema) and [`metrics`].
+//! Expressions are lowered by [`expr`] with the builtins of [`functions`] and
+//! [`schedules`]; [`args`] binds and evaluates arguments.
 //!
 //! Invariants: checking never panics and reports every independent error
 //! (an error in one item poisons the names it defines, so later uses do not
@@ -11,10 +15,16 @@
 //! loss is a float32 scalar.
 
 pub mod args;
+pub mod data;
 pub mod expr;
 pub mod functions;
-pub mod items;
+pub mod inputs;
+pub mod metrics;
+pub mod optimizer;
+pub mod params;
 pub mod schedules;
+pub mod settings;
+pub mod statements;
 
 use std::collections::HashMap;
 
@@ -73,12 +83,12 @@ impl State {
             }
             Item::Data(call) => {
                 self.attempted.push("data");
-                items::data(self, call)
+                data::data(self, call)
             }
-            Item::Label(decl) => items::label(self, decl),
+            Item::Label(decl) => inputs::label(self, decl),
             Item::Features(block) => {
                 for b in &block.entries {
-                    if let Err(d) = items::feature(self, b) {
+                    if let Err(d) = inputs::feature(self, b) {
                         self.errors.push(d);
                     }
                 }
@@ -86,7 +96,7 @@ impl State {
             }
             Item::Params(block) => {
                 for p in &block.entries {
-                    if let Err(d) = items::param(self, p) {
+                    if let Err(d) = params::param(self, p) {
                         self.errors.push(d);
                     }
                 }
@@ -114,18 +124,18 @@ impl State {
                 }
                 Ok(())
             }
-            Item::Statement(call) => items::statement(self, call),
+            Item::Statement(call) => statements::statement(self, call),
             Item::Optimizer(call) => {
                 self.attempted.push("optimizer");
                 if let Some(prev) = &self.optimizer {
                     return Err(duplicate_item("optimizer", call.span, prev.span));
                 }
-                let spec = items::optimizer(self, call)?;
+                let spec = optimizer::optimizer(self, call)?;
                 self.optimizer = Some(spec);
                 Ok(())
             }
             Item::Clip(call) => {
-                let c = items::clip(call)?;
+                let c = settings::clip(call)?;
                 self.clips.push(c);
                 Ok(())
             }
@@ -133,7 +143,7 @@ impl State {
                 if let Some(prev) = &self.ema {
                     return Err(duplicate_item("ema", decl.span, prev.span));
                 }
-                self.ema = Some(items::ema(decl)?);
+                self.ema = Some(settings::ema(decl)?);
                 Ok(())
             }
             Item::Train(block) => {
@@ -141,13 +151,13 @@ impl State {
                 if let Some((_, prev)) = &self.train {
                     return Err(duplicate_item("train", block.keyword, *prev));
                 }
-                let t = items::train(block)?;
+                let t = settings::train(block)?;
                 self.train = Some((t, block.keyword));
                 Ok(())
             }
             Item::Metrics(block) => {
                 for m in &block.entries {
-                    if let Err(d) = items::metric(self, m) {
+                    if let Err(d) = metrics::metric(self, m) {
                         self.errors.push(d);
                     }
                 }

@@ -39,7 +39,7 @@ pub const SCHEDULES: &[Builtin] = &[
             let (lr, step) = (scalar(lw, b.req(0))?, step(lw, b)?);
             let ds = positive(b.req(2), "decay_steps")?;
             let rate = lw.g.scalar(number(b.req(3))?);
-            let staircase = flag(b, 4)?;
+            let staircase = b.flag(4)?;
             Ok(exponential(lw.g, lr, step, ds, rate, staircase))
         },
     },
@@ -53,7 +53,7 @@ pub const SCHEDULES: &[Builtin] = &[
             let r = lw.g.scalar(number(b.req(3))?);
             let nr = lw.g.neg(r);
             let rate = lw.g.unary(UnaryOp::Exp, nr);
-            let staircase = flag(b, 4)?;
+            let staircase = b.flag(4)?;
             Ok(exponential(lw.g, lr, step, ds, rate, staircase))
         },
     },
@@ -68,7 +68,7 @@ pub const SCHEDULES: &[Builtin] = &[
             let g = &mut *lw.g;
             let dsn = g.scalar(ds);
             let mut p = g.div(step, dsn);
-            if flag(b, 4)? {
+            if b.flag(4)? {
                 p = g.unary(UnaryOp::Floor, p);
             }
             let rn = g.scalar(rate);
@@ -132,7 +132,7 @@ pub const SCHEDULES: &[Builtin] = &[
             let ds = positive(b.req(2), "decay_steps")?;
             let end = opt_number(b.get(3), 0.0001)?;
             let power = opt_number(b.get(4), 1.0)?;
-            let cycle = flag(b, 5)?;
+            let cycle = b.flag(5)?;
             let g = &mut *lw.g;
             let dsn = g.scalar(ds);
             let (num, den) = if cycle {
@@ -419,13 +419,6 @@ fn opt_number(e: Option<&Expr>, default: f32) -> R<f32> {
 
 fn positive(e: &Expr, what: &str) -> R<f32> {
     args::eval_positive(e, what)
-}
-
-fn flag(b: &Bound, i: usize) -> R<bool> {
-    b.get(i)
-        .map(args::eval_bool)
-        .transpose()
-        .map(|v| v.unwrap_or(false))
 }
 
 fn number_list(e: &Expr) -> R<Vec<f64>> {

@@ -1,0 +1,398 @@
+//! The graph inputs a spec declares: the `label` and the `features` block
+//! (feature columns `numeric` and `integer`), with their columns and
+//! normalizers.
+//!
+//! Owns: translating these declarations into graph inputs and the runtime's
+//! [`InputSpec`]s (which CSV columns, which kind, which normalizer), column
+//! ranges (`px0..px63`), the normalizer expressions in `x`, and their
+//! diagnostics. Feature columns grow here.
+//!
+//! Invariants: every input is one graph input and one [`InputInfo`], in the
+//! same order (`Model::inputs` is parallel to `graph.inputs`); a label is
+//! `[B]` (an int label, or a float label of one unnamed column) or `[B, k]`
+//! for k float columns; a `numeric` feature is `[B, k]`; `integer` ids are
+//! `[B]` for one column and `[B, k]` for k, and declare their range
+//! (`num_buckets`), so the runtime can check every id it loads.
+
+use specc_grammar::ast::{Binding, Call, Expr, ExprKind, LabelDecl, Span};
+use specc_grammar::Diagnostic;
+use specc_runtime::data::{InputKind, InputSpec, NormExpr, NormFunc, Normalizer};
+
+use super::args::{self, req};
+use super::expr::R;
+use super::State;
+use crate::ir::{DType, Dim, Shape};
+use crate::model::{InputInfo, InputRole};
+
+/// Expands column names and ranges like `px0..px63`.
+fn columns(list: &[Expr]) -> R<Vec<String>> {
+    let mut out = Vec::new();
+    for e in list {
+        match &e.kind {
+            ExprKind::Ident(n) => out.push(n.clone()),
+            ExprKind::Str(n) => out.push(n.clone()),
+            ExprKind::Range(a, b) => {
+                let split = |s: &str| {
+                    let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+                    let (p, n) = s.split_at(s.len() - digits);
+                    (p.to_string(), n.parse::<u64>().ok())
+                };
+                let (pa, na) = split(&a.name);
+                let (pb, nb) = split(&b.name);
+                let bad = |msg: String| {
+                    Diagnostic::new("bad-column-range", e.span, msg)
+                        .with_label("bad range")
+                        .with_help("a range is written like px0..px63: the same prefix, then first and last numbers")
+                };
+                match (na, nb) {
+                    (Some(x), Some(y)) if pa == pb => {
+                        if x > y {
+                            return Err(bad(format!("the range {}..{} is empty", a.name, b.name)));
+                        }
+                        if y - x > 1_000_000 {
+                            return Err(bad("the range has more than a million columns".into()));
+                        }
+                        for i in x..=y {
+                            out.push(format!("{pa}{i}"));
+                        }
+                    }
+                    (Some(_), Some(_)) => {
+                        return Err(bad(format!(
+                            "the ends of {}..{} have different prefixes `{pa}` and `{pb}`",
+                            a.name, b.name
+                        )))
+                    }
+                    _ => {
+                        return Err(bad(format!(
+                            "the ends of {}..{} must end in numbers",
+                            a.name, b.name
+                        )))
+                    }
+                }
+            }
+            _ => {
+                return Err(Diagnostic::new(
+                    "bad-argument",
+                    e.span,
+                    format!(
+                        "expected a column name or range, found {}",
+                        args::describe(e)
+                    ),
+                )
+                .with_label("not a column"))
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
+    let kind = match d.dtype.name.as_str() {
+        "int" | "int32" => InputKind::ClassId { num_classes: None },
+        "float" | "float32" => InputKind::Float,
+        other => {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                d.dtype.span,
+                format!("unknown label type `{other}`"),
+            )
+            .with_label("expected int or float"))
+        }
+    };
+    let (cols, shape) = match &d.columns {
+        None => (vec![d.name.name.clone()], Shape(vec![Dim::Batch])),
+        Some(list) => {
+            let cols = columns(list)?;
+            let k = cols.len() as u32;
+            let shape = if matches!(kind, InputKind::ClassId { .. }) {
+                if k != 1 {
+                    return Err(Diagnostic::new(
+                        "label-kind",
+                        d.span,
+                        format!(
+                            "an int label holds one class id per row, but {k} columns are given"
+                        ),
+                    )
+                    .with_label("several columns"));
+                }
+                Shape(vec![Dim::Batch])
+            } else {
+                Shape(vec![Dim::Batch, Dim::Fixed(k)])
+            };
+            (cols, shape)
+        }
+    };
+    let dtype = match kind {
+        InputKind::ClassId { .. } => DType::I32,
+        InputKind::Float => DType::F32,
+    };
+    add_input(
+        st,
+        &d.name.name,
+        d.name.span,
+        InputRole::Label,
+        InputSpec {
+            name: d.name.name.clone(),
+            columns: cols,
+            kind,
+            normalizer: Normalizer::None,
+        },
+        dtype,
+        shape,
+        "label",
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_input(
+    st: &mut State,
+    name: &str,
+    span: Span,
+    role: InputRole,
+    spec: InputSpec,
+    dtype: DType,
+    shape: Shape,
+    what: &'static str,
+) -> R<()> {
+    if st.env.entries.contains_key(name) {
+        st.env.define(name, span, what, None)?;
+    }
+    let i = st.graph.add_input(name, dtype, shape);
+    st.inputs.push(InputInfo { role, spec, span });
+    let node = st.graph.input(i);
+    st.env.define(name, span, what, Some(node))
+}
+
+pub(crate) fn feature(st: &mut State, b: &Binding) -> R<()> {
+    let ExprKind::Call(call) = &b.value.kind else {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            b.value.span,
+            format!(
+                "expected a feature column like numeric(...), found {}",
+                args::describe(&b.value)
+            ),
+        )
+        .with_label("not a feature column"));
+    };
+    if call.func.name == "integer" {
+        return integer_feature(st, b, call);
+    }
+    if call.func.name != "numeric" {
+        return Err(Diagnostic::new(
+            "unknown-function",
+            call.func.span,
+            format!("unknown feature column `{}`", call.func.name),
+        )
+        .with_label("not a feature column")
+        .with_help(
+            "expected numeric(COLUMNS, normalizer = ...) or integer(COLUMNS, num_buckets = N)",
+        ));
+    }
+    let mut cols_exprs = Vec::new();
+    let mut normalizer = Normalizer::None;
+    let mut seen_norm: Option<Span> = None;
+    for a in &call.args {
+        match &a.name {
+            None => cols_exprs.push(a.value.clone()),
+            Some(n) if n.name == "normalizer" => {
+                if let Some(prev) = seen_norm {
+                    return Err(Diagnostic::new(
+                        "duplicate-argument",
+                        a.span,
+                        "argument `normalizer` given twice",
+                    )
+                    .with_secondary(prev, "first value"));
+                }
+                seen_norm = Some(a.span);
+                normalizer = parse_normalizer(&a.value)?;
+            }
+            Some(n) => {
+                return Err(Diagnostic::new(
+                    "unknown-argument",
+                    n.span,
+                    format!("`numeric` has no argument `{}`", n.name),
+                )
+                .with_label("unknown argument")
+                .with_help("signature: numeric(COLUMNS.., normalizer=..)"))
+            }
+        }
+    }
+    let cols = feature_columns(call, &cols_exprs, "numeric")?;
+    let k = cols.len() as u32;
+    add_input(
+        st,
+        &b.name.name,
+        b.name.span,
+        InputRole::Feature,
+        InputSpec {
+            name: b.name.name.clone(),
+            columns: cols,
+            kind: InputKind::Float,
+            normalizer,
+        },
+        DType::F32,
+        Shape(vec![Dim::Batch, Dim::Fixed(k)]),
+        "feature",
+    )
+}
+
+/// `integer(COLUMNS, num_buckets = N)`: int32 ids in `[0, N)`, shape `[B]`
+/// for one column and `[B, k]` for k columns (e.g. for `embedding_lookup`).
+fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
+    let mut cols_exprs = Vec::new();
+    let mut buckets: Option<(u64, Span)> = None;
+    for a in &call.args {
+        match &a.name {
+            None => cols_exprs.push(a.value.clone()),
+            Some(n) if n.name == "num_buckets" => {
+                if let Some((_, prev)) = buckets {
+                    return Err(Diagnostic::new(
+                        "duplicate-argument",
+                        a.span,
+                        "argument `num_buckets` given twice",
+                    )
+                    .with_secondary(prev, "first value"));
+                }
+                let v = args::eval_count(&a.value, "num_buckets")?;
+                if v == 0 || v > i32::MAX as u64 {
+                    return Err(Diagnostic::new(
+                        "bad-argument",
+                        a.value.span,
+                        format!("num_buckets must be in [1, 2^31), got {v}"),
+                    )
+                    .with_label("out of range"));
+                }
+                buckets = Some((v, a.span));
+            }
+            Some(n) => {
+                return Err(Diagnostic::new(
+                    "unknown-argument",
+                    n.span,
+                    format!("`integer` has no argument `{}`", n.name),
+                )
+                .with_label("unknown argument")
+                .with_help("signature: integer(COLUMNS.., num_buckets = N)"))
+            }
+        }
+    }
+    let Some((buckets, _)) = buckets else {
+        return Err(Diagnostic::new(
+            "missing-argument",
+            call.span,
+            "`integer` needs `num_buckets`: ids are checked to be in [0, num_buckets)",
+        )
+        .with_label("no num_buckets"));
+    };
+    let cols = feature_columns(call, &cols_exprs, "integer")?;
+    let k = cols.len() as u32;
+    let shape = if k == 1 {
+        Shape(vec![Dim::Batch])
+    } else {
+        Shape(vec![Dim::Batch, Dim::Fixed(k)])
+    };
+    add_input(
+        st,
+        &b.name.name,
+        b.name.span,
+        InputRole::Feature,
+        InputSpec {
+            name: b.name.name.clone(),
+            columns: cols,
+            kind: InputKind::ClassId {
+                num_classes: Some(buckets as u32),
+            },
+            normalizer: Normalizer::None,
+        },
+        DType::I32,
+        shape,
+        "feature",
+    )
+}
+
+/// The columns of a feature column: its positional arguments, at least one.
+fn feature_columns(call: &Call, exprs: &[Expr], what: &str) -> R<Vec<String>> {
+    if exprs.is_empty() {
+        return Err(Diagnostic::new(
+            "missing-argument",
+            call.span,
+            format!("`{what}` needs at least one column"),
+        )
+        .with_label("no columns"));
+    }
+    columns(exprs)
+}
+
+fn parse_normalizer(e: &Expr) -> R<Normalizer> {
+    if let ExprKind::Ident(n) = &e.kind {
+        if n == "standardize" {
+            return Ok(Normalizer::Standardize);
+        }
+    }
+    Ok(Normalizer::Expr(norm_expr(e)?))
+}
+
+fn norm_expr(e: &Expr) -> R<NormExpr> {
+    use specc_grammar::ast::BinOp;
+    let b = |x: &Expr| norm_expr(x).map(Box::new);
+    Ok(match &e.kind {
+        ExprKind::Number { value, .. } => NormExpr::Const(*value),
+        ExprKind::Ident(n) if n == "x" => NormExpr::X,
+        ExprKind::Ident(n) => {
+            return Err(Diagnostic::new(
+                "unknown-name",
+                e.span,
+                format!("unknown name `{n}` in a normalizer"),
+            )
+            .with_label("not defined here")
+            .with_help("a normalizer is an expression in `x` (the raw value), e.g. (x - 3.5) / 2, or `standardize`"))
+        }
+        ExprKind::Unary(x) => NormExpr::Neg(b(x)?),
+        ExprKind::Binary(op, l, r) => {
+            let (l, r) = (b(l)?, b(r)?);
+            match op {
+                BinOp::Add => NormExpr::Add(l, r),
+                BinOp::Sub => NormExpr::Sub(l, r),
+                BinOp::Mul => NormExpr::Mul(l, r),
+                BinOp::Div => NormExpr::Div(l, r),
+                _ => {
+                    return Err(Diagnostic::new(
+                        "bad-argument",
+                        e.span,
+                        format!("`{}` is not allowed in a normalizer", op.symbol()),
+                    )
+                    .with_label("use + - * /"))
+                }
+            }
+        }
+        ExprKind::Call(c) => {
+            let f = match c.func.name.as_str() {
+                "log" => NormFunc::Log,
+                "log1p" => NormFunc::Log1p,
+                "exp" => NormFunc::Exp,
+                "sqrt" => NormFunc::Sqrt,
+                "abs" => NormFunc::Abs,
+                "square" => NormFunc::Square,
+                other => {
+                    return Err(Diagnostic::new(
+                        "unknown-function",
+                        c.func.span,
+                        format!("`{other}` cannot be used in a normalizer"),
+                    )
+                    .with_label("not allowed here")
+                    .with_help("normalizers may use log, log1p, exp, sqrt, abs, square"))
+                }
+            };
+            let bound = args::bind(&c.func.name, c, &[req("x")])?;
+            NormExpr::Func(f, b(bound.req(0))?)
+        }
+        _ => {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                e.span,
+                format!("expected an expression in `x`, found {}", args::describe(e)),
+            )
+            .with_label("not a normalizer"))
+        }
+    })
+}

@@ -1,0 +1,224 @@
+//! The training settings around the optimizer: the `train` block (batch,
+//! duration, shuffling, seeds, held-out fraction), gradient clipping (`clip`)
+//! and moving averages (`ema`).
+//!
+//! Owns: checking these items into [`TrainSettings`], [`ClipSpec`] and
+//! [`EmaSpec`], with TF's argument names and their diagnostics.
+//! Invariants: a batch is in [1, 2^24]; training has exactly one of `steps`
+//! and `epochs`; `eval_fraction` is in [0, 1); clipping norms are positive
+//! and finite, scalar `by_value` bounds ordered; an EMA decay is in [0, 1].
+
+use specc_grammar::ast::{Arg, Block, Call, EmaDecl, Expr, Span};
+use specc_grammar::Diagnostic;
+
+use super::args::{self, opt, req};
+use super::expr::{constant_values, R};
+use crate::model::{ClipBound, ClipKind, ClipSpec, Duration, EmaSpec, TrainSettings};
+
+const TRAIN_KEYS: &[&str] = &[
+    "batch",
+    "steps",
+    "epochs",
+    "shuffle",
+    "seed",
+    "eval_fraction",
+    "split_seed",
+];
+
+pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
+    let mut batch = None;
+    let mut steps: Option<(u64, Span)> = None;
+    let mut epochs: Option<(u64, Span)> = None;
+    let mut shuffle = 0usize;
+    let mut seed = 0u64;
+    let mut eval_fraction = 0.2f64;
+    let mut split_seed = 0u64;
+    let mut seen: Vec<(String, Span)> = Vec::new();
+    for a in &block.entries {
+        let Some(n) = &a.name else {
+            return Err(
+                Diagnostic::new("bad-setting", a.span, "expected `key = value`")
+                    .with_label("unnamed setting"),
+            );
+        };
+        if let Some((_, prev)) = seen.iter().find(|(k, _)| *k == n.name) {
+            return Err(Diagnostic::new(
+                "duplicate-argument",
+                a.span,
+                format!("`{}` is set twice", n.name),
+            )
+            .with_label("second value")
+            .with_secondary(*prev, "first value"));
+        }
+        seen.push((n.name.clone(), a.span));
+        let v = &a.value;
+        match n.name.as_str() {
+            "batch" => {
+                let b = args::eval_count(v, "batch")?;
+                if b == 0 || b > 1 << 24 {
+                    return Err(Diagnostic::new(
+                        "bad-setting",
+                        v.span,
+                        format!("batch must be between 1 and 16777216, got {b}"),
+                    )
+                    .with_label("bad batch size"));
+                }
+                batch = Some(b as u32);
+            }
+            "steps" => steps = Some((args::eval_count(v, "steps")?, v.span)),
+            "epochs" => epochs = Some((args::eval_count(v, "epochs")?, v.span)),
+            "shuffle" => shuffle = args::eval_count(v, "shuffle")? as usize,
+            "seed" => seed = args::eval_count(v, "seed")?,
+            "split_seed" => split_seed = args::eval_count(v, "split_seed")?,
+            "eval_fraction" => {
+                let f = args::eval_number(v)?;
+                if !(0.0..1.0).contains(&f) {
+                    return Err(Diagnostic::new(
+                        "bad-setting",
+                        v.span,
+                        format!("eval_fraction must be in [0, 1), got {f}"),
+                    )
+                    .with_label("out of range"));
+                }
+                eval_fraction = f;
+            }
+            other => {
+                let mut d = Diagnostic::new(
+                    "unknown-argument",
+                    n.span,
+                    format!("`train` has no setting `{other}`"),
+                )
+                .with_label("unknown setting");
+                if let Some(s) = args::suggest(other, TRAIN_KEYS.iter().copied()) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                }
+                return Err(d.with_help(format!("settings: {}", TRAIN_KEYS.join(", "))));
+            }
+        }
+    }
+    let Some(batch) = batch else {
+        return Err(
+            Diagnostic::new("bad-setting", block.keyword, "`train` needs a `batch` size")
+                .with_label("no batch")
+                .with_help("e.g. train { batch = 32, steps = 1000 }"),
+        );
+    };
+    let duration = match (steps, epochs) {
+        (Some((s, _)), None) => Duration::Steps(s),
+        (None, Some((e, _))) => Duration::Epochs(e),
+        (Some(_), Some((_, sp))) => {
+            return Err(Diagnostic::new(
+                "bad-setting",
+                sp,
+                "give either `steps` or `epochs`, not both",
+            )
+            .with_label("second duration"))
+        }
+        (None, None) => {
+            return Err(Diagnostic::new(
+                "bad-setting",
+                block.keyword,
+                "`train` needs `steps` or `epochs`",
+            )
+            .with_label("no duration"))
+        }
+    };
+    Ok(TrainSettings {
+        batch,
+        duration,
+        shuffle,
+        seed,
+        eval_fraction,
+        split_seed,
+    })
+}
+
+pub(crate) fn clip(call: &Call) -> R<ClipSpec> {
+    let name = call.func.name.as_str();
+    let positive = args::eval_positive;
+    let kind = match name {
+        "by_value" => {
+            let b = args::bind(name, call, &[req("clip_value_min"), req("clip_value_max")])?;
+            let bound = |e: &Expr| -> R<ClipBound> {
+                let (dims, values) = constant_values(e)?;
+                Ok(ClipBound { dims, values })
+            };
+            let (min, max) = (bound(b.req(0))?, bound(b.req(1))?);
+            if min.dims.is_empty() && max.dims.is_empty() && min.values[0] > max.values[0] {
+                return Err(Diagnostic::new(
+                    "bad-argument",
+                    call.span,
+                    format!(
+                        "clip_value_min ({}) is larger than clip_value_max ({})",
+                        min.values[0], max.values[0]
+                    ),
+                )
+                .with_label("empty range"));
+            }
+            ClipKind::ByValue { min, max }
+        }
+        "by_norm" => {
+            let b = args::bind(name, call, &[req("clip_norm"), opt("axes")])?;
+            let clip_norm = positive(b.req(0), "clip_norm")?;
+            let axes = match b.get(1) {
+                Some(e) if !args::is_none(e) => Some(args::eval_int_list(e)?),
+                _ => None,
+            };
+            ClipKind::ByNorm { clip_norm, axes }
+        }
+        "by_average_norm" => {
+            let b = args::bind(name, call, &[req("clip_norm")])?;
+            ClipKind::ByAverageNorm {
+                clip_norm: positive(b.req(0), "clip_norm")?,
+            }
+        }
+        "global_norm" | "by_global_norm" => {
+            let b = args::bind(name, call, &[req("clip_norm"), opt("use_norm")])?;
+            let clip_norm = positive(b.req(0), "clip_norm")?;
+            let use_norm = match b.get(1) {
+                Some(e) if !args::is_none(e) => Some(positive(e, "use_norm")?),
+                _ => None,
+            };
+            ClipKind::GlobalNorm { clip_norm, use_norm }
+        }
+        other => {
+            return Err(Diagnostic::new(
+                "unknown-function",
+                call.func.span,
+                format!("unknown clipping `{other}`"),
+            )
+            .with_label("not a clipping rule")
+            .with_help("clip by_value(min, max), by_norm(clip_norm, axes = ..), by_average_norm(clip_norm) or global_norm(clip_norm, use_norm = ..)"))
+        }
+    };
+    Ok(ClipSpec {
+        kind,
+        span: call.span,
+    })
+}
+
+pub(crate) fn ema(decl: &EmaDecl) -> R<EmaSpec> {
+    let decay = args::eval_number(&decl.decay)?;
+    if !(0.0..=1.0).contains(&decay) {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            decl.decay.span,
+            format!("the moving average's decay must be in [0, 1], got {decay}"),
+        )
+        .with_label("out of range"));
+    }
+    // Shadows of variables start at the variable's value: zero_debias has no
+    // effect on them (as in TF), but is accepted.
+    let flags = args::flag_options(
+        &decl.options,
+        &["num_updates", "zero_debias"],
+        "`ema` has",
+        "ema DECAY, num_updates = true|false, zero_debias = true|false",
+    )?;
+    let num_updates = flags.get("num_updates", false);
+    Ok(EmaSpec {
+        decay: decay as f32,
+        num_updates,
+        span: decl.span,
+    })
+}
