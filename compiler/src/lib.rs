@@ -1,10 +1,19 @@
 //! specc-compiler: from a checked spec to a JIT-compiled training step.
 //!
 //! Code map (the path a spec takes):
-//! - [`sema`]: AST to [`model::Model`] (names, dtypes, shapes, diagnostics).
+//! - [`sema`]: AST to [`model::Model`] (names, dtypes, shapes, diagnostics),
+//!   one module per kind of item.
+//! - [`model`]: the checked model: graph, inputs, variables, metrics,
+//!   optimizer, settings, and its IR functions `eval`, `grad`, `step`.
 //! - [`ir`]: the tensor SSA graph, its builder and its text form.
 //! - [`autodiff`]: reverse mode, one VJP rule per op in `autodiff::rules`.
-//! - [`optim`]: gradients, optimizer slots and updates as IR (the `step` function).
+//! - [`optim`]: gradients, clipping, optimizer slots and updates as IR (the
+//!   `step` function); `optim::table` has one entry per optimizer.
+//! - [`passes`]: rewrite rules, dead code and common subexpressions.
+//! - [`layout`]: variables, constants and inputs to arenas and offsets.
+//! - [`plan`]: kernels and buffers (fusion, views, scratch, threads).
+//! - [`codegen`]: Cranelift functions from plans, JIT.
+//! - [`driver`]: the whole pipeline, and [`driver::Program`], the compiled code.
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.

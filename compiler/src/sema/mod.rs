@@ -3,7 +3,7 @@
 //! Owns: the meaning of every item (data, label, features, params, bindings,
 //! assertions, optimizer, train, clip, ema, metrics), name resolution, and
 //! the diagnostics for them. This module drives the items in order and keeps
-//! the checking [`State`]; each kind of item has its module: [`data`],
+//! the checking `State`; each kind of item has its module: [`data`],
 //! [`inputs`] (label and feature columns), [`params`], [`statements`],
 //! [`optimizer`], [`settings`] (train, clip, ema) and [`metrics`].
 //! Expressions are lowered by [`expr`] with the builtins of [`functions`] and

@@ -1,5 +1,5 @@
 //! `ProximalGradientDescentOptimizer` (`ApplyProximalGradientDescent`): a
-//! gradient step, then l1/l2 shrinkage ([`proximal`], shared with
+//! gradient step, then l1/l2 shrinkage (`proximal`, shared with
 //! ProximalAdagrad).
 //!
 //! Sparse: lazy; `SparseApplyProximalGradientDescent` rounds as the dense kernel.
