@@ -1,0 +1,234 @@
+//! Fusion: which elementwise and reduce nodes are computed in which loop.
+//!
+//! Owns: the fusion groups ([`Group`]: the nodes one loop computes, over one
+//! domain) and the two decisions that build them.
+//! - Tree fusion ([`Planner::fuse`]), walking nodes from last to first: a
+//!   reduction starts a group over its operand's shape; an elementwise node
+//!   joins its consumers' group when every consumer is in that one group,
+//!   the group's domain is the node's shape and the node is not a root;
+//!   otherwise it starts a group of its own.
+//! - Multi-output fusion ([`Planner::merge_groups`], on units): a group
+//!   merges into a consumer group over the same domain (and the same reduced
+//!   axes when both reduce) when the consumer reads it only element by
+//!   element at the same element and no other unit has to run between them.
+//!   Adam's m, v and parameter updates become one loop; a bias gradient is
+//!   summed in the loop that computes it.
+//!
+//! Which members must be written to memory ([`Planner::stored`]) follows:
+//! roots, reductions with a tensor result, and values read outside their loop.
+//!
+//! Invariants: every live elementwise or reduce node is in exactly one live
+//! group; a group's elementwise members have its domain's shape; merging
+//! keeps the unit graph acyclic (it never merges across a unit that has to
+//! run in between).
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::units::{Class, Unit};
+use super::Planner;
+use crate::ir::{NodeId, Op, Shape};
+
+/// A set of nodes computed by one loop.
+#[derive(Clone, Debug)]
+pub(super) struct Group {
+    /// The loop's iteration space: the shape of its elementwise members, or
+    /// of its reductions' operands.
+    pub(super) domain: Shape,
+    /// The reduced axes of `domain` (empty without reductions).
+    pub(super) axes: Vec<usize>,
+    pub(super) members: BTreeSet<NodeId>,
+    /// False once merged into another group.
+    pub(super) alive: bool,
+}
+
+impl Group {
+    fn has_reduce(&self, class: &[Class]) -> bool {
+        self.members
+            .iter()
+            .any(|m| class[m.index()] == Class::Reduce)
+    }
+}
+
+impl Planner<'_> {
+    /// Tree fusion: assigns elementwise and reduce nodes to groups.
+    pub(super) fn fuse(&mut self) {
+        for i in (0..self.g.len()).rev() {
+            let n = NodeId(i as u32);
+            if !self.live[i] {
+                continue;
+            }
+            match self.cls(n) {
+                Class::Reduce => {
+                    let x = self.g.inputs_of(n)[0];
+                    let Op::Reduce { axes, .. } = self.g.op(n) else {
+                        unreachable!()
+                    };
+                    let gi = self.groups.len();
+                    self.groups.push(Group {
+                        domain: self.g.shape(x).clone(),
+                        axes: axes.iter().map(|&a| a as usize).collect(),
+                        members: BTreeSet::from([n]),
+                        alive: true,
+                    });
+                    self.group_of[i] = Some(gi);
+                }
+                Class::Elementwise => {
+                    let shape = self.g.shape(n).clone();
+                    let consumer_groups: Vec<Option<usize>> = self.users[i]
+                        .iter()
+                        .map(|&u| match self.cls(u) {
+                            Class::Elementwise | Class::Reduce => self.group_of[u.index()],
+                            _ => None,
+                        })
+                        .collect();
+                    let joined = match consumer_groups.first() {
+                        Some(Some(gi))
+                            if !self.is_root[i]
+                                && consumer_groups.iter().all(|c| *c == Some(*gi))
+                                && self.groups[*gi].domain == shape =>
+                        {
+                            Some(*gi)
+                        }
+                        _ => None,
+                    };
+                    let gi = joined.unwrap_or_else(|| {
+                        self.groups.push(Group {
+                            domain: shape,
+                            axes: vec![],
+                            members: BTreeSet::new(),
+                            alive: true,
+                        });
+                        self.groups.len() - 1
+                    });
+                    self.groups[gi].members.insert(n);
+                    self.group_of[i] = Some(gi);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether a grouped node must be written to memory.
+    pub(super) fn stored(&self, n: NodeId) -> bool {
+        if self.g.shape(n).is_scalar() {
+            // Scalars are SSA values; scalar roots are stored at the end of the function.
+            return false;
+        }
+        if self.is_root[n.index()] {
+            return true;
+        }
+        let gi = self.group_of[n.index()];
+        match self.cls(n) {
+            // A reduction's result leaves the loop unless it is a scalar SSA value.
+            Class::Reduce => !self.g.shape(n).is_scalar(),
+            _ => self.users[n.index()].iter().any(|&u| {
+                self.group_of[u.index()] != gi
+                    || !matches!(self.cls(u), Class::Elementwise | Class::Reduce)
+            }),
+        }
+    }
+
+    /// Multi-output fusion of loops over the same shape.
+    pub(super) fn merge_groups(&mut self) {
+        loop {
+            let mut merged = false;
+            let n_units = self.units.len();
+            let deps: Vec<BTreeSet<usize>> = (0..n_units).map(|u| self.unit_deps(u)).collect();
+            'outer: for u2 in 0..n_units {
+                let Unit::Group(g2) = self.units[u2] else {
+                    continue;
+                };
+                if !self.groups[g2].alive {
+                    continue;
+                }
+                for &u1 in &deps[u2] {
+                    let Unit::Group(g1) = self.units[u1] else {
+                        continue;
+                    };
+                    if !self.groups[g1].alive || !self.mergeable(g1, g2, u1, u2, &deps) {
+                        continue;
+                    }
+                    let moved: Vec<NodeId> = self.groups[g1].members.iter().copied().collect();
+                    for m in &moved {
+                        self.group_of[m.index()] = Some(g2);
+                        self.producer.insert(*m, u2);
+                    }
+                    if self.groups[g2].axes.is_empty() {
+                        self.groups[g2].axes = self.groups[g1].axes.clone();
+                    }
+                    self.groups[g2].members.extend(moved);
+                    self.groups[g1].alive = false;
+                    self.groups[g1].members.clear();
+                    merged = true;
+                    break 'outer;
+                }
+            }
+            if !merged {
+                break;
+            }
+        }
+        let groups = &self.groups;
+        self.units
+            .retain(|u| !matches!(u, Unit::Group(g) if !groups[*g].alive));
+        self.producer.clear();
+        for (ui, u) in self.units.iter().enumerate() {
+            match u {
+                Unit::Group(gi) => {
+                    for m in &self.groups[*gi].members {
+                        self.producer.insert(*m, ui);
+                    }
+                }
+                Unit::Node(n) => {
+                    self.producer.insert(*n, ui);
+                }
+                Unit::Copy { .. } => {}
+            }
+        }
+    }
+
+    fn mergeable(
+        &self,
+        g1: usize,
+        g2: usize,
+        u1: usize,
+        u2: usize,
+        deps: &[BTreeSet<usize>],
+    ) -> bool {
+        let (a, b) = (&self.groups[g1], &self.groups[g2]);
+        if a.domain != b.domain {
+            return false;
+        }
+        let (ra, rb) = (a.has_reduce(&self.class), b.has_reduce(&self.class));
+        if ra && rb && a.axes != b.axes {
+            return false;
+        }
+        // Every read of g1 by g2 must be an elementwise value at the same element.
+        for m in &b.members {
+            for &i in self.g.inputs_of(*m) {
+                if b.members.contains(&i) {
+                    continue;
+                }
+                let mut prods = BTreeSet::new();
+                self.producers_of(i, &mut prods, &mut HashSet::new());
+                if prods.contains(&u1) {
+                    let direct = a.members.contains(&i) && self.cls(i) == Class::Elementwise;
+                    if !direct {
+                        return false;
+                    }
+                }
+            }
+        }
+        // No other unit may have to run between them.
+        let mut stack: Vec<usize> = deps[u2].iter().copied().filter(|&d| d != u1).collect();
+        let mut seen = HashSet::new();
+        while let Some(u) = stack.pop() {
+            if u == u1 {
+                return false;
+            }
+            if seen.insert(u) {
+                stack.extend(deps[u].iter().copied());
+            }
+        }
+        true
+    }
+}
