@@ -130,42 +130,80 @@ impl Planner<'_> {
 
     /// Multi-output fusion of loops over the same shape.
     pub(super) fn merge_groups(&mut self) {
-        loop {
-            let mut merged = false;
-            let n_units = self.units.len();
-            let deps: Vec<BTreeSet<usize>> = (0..n_units).map(|u| self.unit_deps(u)).collect();
-            'outer: for u2 in 0..n_units {
-                let Unit::Group(g2) = self.units[u2] else {
-                    continue;
-                };
-                if !self.groups[g2].alive {
-                    continue;
+        let n_units = self.units.len();
+        let mut deps: Vec<BTreeSet<usize>> = (0..n_units).map(|u| self.unit_deps(u)).collect();
+        let mut users: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n_units];
+        for (u, ds) in deps.iter().enumerate() {
+            for &d in ds {
+                users[d].insert(u);
+            }
+        }
+        // Merges happen one at a time, always the first mergeable pair in the
+        // order (consumer unit, producer unit). A pair found not mergeable
+        // stays so until one of its units takes part in a merge: merging u1
+        // into u2 only renames u1 to u2 for everyone else and can only add
+        // paths between units. So only the pairs of u2 are looked at again.
+        let mut refused: HashSet<(usize, usize)> = HashSet::new();
+        // Consumers that may have a pair not yet refused.
+        let mut pending: BTreeSet<usize> = (0..n_units).collect();
+        while let Some(u2) = pending.pop_first() {
+            let Unit::Group(g2) = self.units[u2] else {
+                continue;
+            };
+            if !self.groups[g2].alive {
+                continue;
+            }
+            let found = deps[u2].iter().copied().find(|&u1| {
+                if refused.contains(&(u2, u1)) {
+                    return false;
                 }
-                for &u1 in &deps[u2] {
-                    let Unit::Group(g1) = self.units[u1] else {
-                        continue;
-                    };
-                    if !self.groups[g1].alive || !self.mergeable(g1, g2, u1, u2, &deps) {
-                        continue;
-                    }
-                    let moved: Vec<NodeId> = self.groups[g1].members.iter().copied().collect();
-                    for m in &moved {
-                        self.group_of[m.index()] = Some(g2);
-                        self.producer.insert(*m, u2);
-                    }
-                    if self.groups[g2].axes.is_empty() {
-                        self.groups[g2].axes = self.groups[g1].axes.clone();
-                    }
-                    self.groups[g2].members.extend(moved);
-                    self.groups[g1].alive = false;
-                    self.groups[g1].members.clear();
-                    merged = true;
-                    break 'outer;
+                let ok = matches!(self.units[u1], Unit::Group(g1)
+                    if self.groups[g1].alive && self.mergeable(g1, g2, u1, u2, &deps));
+                if !ok {
+                    refused.insert((u2, u1));
+                }
+                ok
+            });
+            let Some(u1) = found else {
+                continue;
+            };
+            let Unit::Group(g1) = self.units[u1] else {
+                unreachable!("only groups merge")
+            };
+            let moved: Vec<NodeId> = self.groups[g1].members.iter().copied().collect();
+            for m in &moved {
+                self.group_of[m.index()] = Some(g2);
+                self.producer.insert(*m, u2);
+            }
+            if self.groups[g2].axes.is_empty() {
+                self.groups[g2].axes = self.groups[g1].axes.clone();
+            }
+            self.groups[g2].members.extend(moved);
+            self.groups[g1].alive = false;
+            self.groups[g1].members.clear();
+            // u1's dependencies and users become u2's.
+            for d in std::mem::take(&mut deps[u1]) {
+                users[d].remove(&u1);
+                if d != u2 {
+                    deps[u2].insert(d);
+                    users[d].insert(u2);
                 }
             }
-            if !merged {
-                break;
+            for u in std::mem::take(&mut users[u1]) {
+                deps[u].remove(&u1);
+                if u != u2 {
+                    deps[u].insert(u2);
+                    users[u2].insert(u);
+                }
             }
+            for &u in &users[u2] {
+                refused.remove(&(u, u2));
+                pending.insert(u);
+            }
+            for &d in &deps[u2] {
+                refused.remove(&(u2, d));
+            }
+            pending.insert(u2);
         }
         let groups = &self.groups;
         self.units

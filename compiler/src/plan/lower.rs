@@ -16,7 +16,7 @@
 //! every kernel of unit `u` is in `kernels[u]`; dependencies are computed
 //! after the last unit is added.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use super::units::{Class, Unit};
 use super::view::{self, BufId, Lin, View};
@@ -86,6 +86,7 @@ impl Planner<'_> {
         let mut body = Vec::new();
         let mut reductions = Vec::new();
         let mut sources: Vec<(NodeId, Source)> = Vec::new();
+        let mut read = HashSet::new();
         for &m in &group.members {
             if self.cls(m) == Class::Reduce {
                 let Op::Reduce { kind, .. } = self.g.op(m) else {
@@ -113,7 +114,7 @@ impl Planner<'_> {
                 body.push(m);
             }
             for &i in self.g.inputs_of(m) {
-                if !group.members.contains(&i) && !sources.iter().any(|(s, _)| *s == i) {
+                if !group.members.contains(&i) && read.insert(i) {
                     let s = self.source(i);
                     sources.push((i, s));
                 }

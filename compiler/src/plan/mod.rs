@@ -124,6 +124,8 @@ struct Planner<'a> {
     /// The buffer that holds each materialized node.
     node_buf: HashMap<NodeId, BufId>,
     units: Vec<Unit>,
+    /// The destination buffers of the copy units.
+    copy_dsts: HashSet<BufId>,
     /// The unit that materializes a node (or computes a scalar reduction).
     producer: HashMap<NodeId, usize>,
     /// In-place updates: var -> node stored into the var's memory.
@@ -144,11 +146,13 @@ impl<'a> Planner<'a> {
     ) -> Planner<'a> {
         let roots = f.roots();
         let live = g.reachable(&roots);
-        let mut users = vec![Vec::new(); g.len()];
+        // Users are pushed in node order, so a repeat is always the last one
+        // pushed (a node that reads the same input twice).
+        let mut users: Vec<Vec<NodeId>> = vec![Vec::new(); g.len()];
         for (id, n) in g.nodes() {
             if live[id.index()] {
                 for &i in &n.inputs {
-                    if !users[i.index()].contains(&id) {
+                    if users[i.index()].last() != Some(&id) {
                         users[i.index()].push(id);
                     }
                 }
@@ -175,6 +179,7 @@ impl<'a> Planner<'a> {
             buffers: Vec::new(),
             node_buf: HashMap::new(),
             units: Vec::new(),
+            copy_dsts: HashSet::new(),
             producer: HashMap::new(),
             in_place: HashMap::new(),
             scalar_loads: HashMap::new(),

@@ -15,7 +15,7 @@
 //! Invariant: in the order returned, every unit comes after the units it
 //! depends on, and no unit reads a variable after it was overwritten.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::units::{Class, Unit};
 use super::{Loc, Planner};
@@ -32,27 +32,13 @@ impl Planner<'_> {
             .iter()
             .map(|(&v, node)| (v, self.producer[node]))
             .collect();
+        let var_nodes = self.var_nodes();
+        let readers = self.var_readers();
         for (v, w) in writers {
-            let var_node = self
-                .g
-                .nodes()
-                .find(|(_, nd)| nd.op == Op::Var(v))
-                .map(|(id, _)| id);
-            let Some(var_node) = var_node else { continue };
-            for r in 0..n {
-                let mut reads = false;
-                let mut same_elem_only = true;
-                for x in self.external_reads(&self.units[r].clone()) {
-                    if self.depends_on_var_node(x, var_node) {
-                        reads = true;
-                        if x != var_node {
-                            same_elem_only = false;
-                        }
-                    }
-                }
-                if !reads {
-                    continue;
-                }
+            let Some(rs) = var_nodes.get(&v).and_then(|var| readers.get(var)) else {
+                continue;
+            };
+            for &(r, same_elem_only) in rs {
                 if r == w {
                     if !same_elem_only {
                         return Err(v);
@@ -63,15 +49,13 @@ impl Planner<'_> {
             }
         }
         // Copies into variables (non-in-place updates) run last.
-        let finals: Vec<usize> = (0..n)
-            .filter(|&u| matches!(&self.units[u], Unit::Copy { dst, .. } if matches!(self.buffers[dst.0 as usize].loc, Loc::Arena { .. })))
+        let is_final: Vec<bool> = self
+            .units
+            .iter()
+            .map(|u| matches!(u, Unit::Copy { dst, .. } if matches!(self.buffers[dst.0 as usize].loc, Loc::Arena { .. })))
             .collect();
-        for &f in &finals {
-            for u in 0..n {
-                if !finals.contains(&u) {
-                    deps[f].insert(u);
-                }
-            }
+        for f in (0..n).filter(|&f| is_final[f]) {
+            deps[f].extend((0..n).filter(|&u| !is_final[u]));
         }
         // Kahn's algorithm, smallest ready unit first.
         let mut indeg = vec![0usize; n];
@@ -105,18 +89,53 @@ impl Planner<'_> {
         Ok(order)
     }
 
-    /// Whether reading `x` reads the variable node (directly or through views).
-    fn depends_on_var_node(&self, x: NodeId, var_node: NodeId) -> bool {
-        if x == var_node {
-            return true;
+    /// The first node that reads each variable.
+    fn var_nodes(&self) -> HashMap<u32, NodeId> {
+        let mut nodes = HashMap::new();
+        for (id, nd) in self.g.nodes() {
+            if let Op::Var(v) = nd.op {
+                nodes.entry(v).or_insert(id);
+            }
         }
-        match self.cls(x) {
-            Class::View => self
-                .g
-                .inputs_of(x)
-                .iter()
-                .any(|&i| self.depends_on_var_node(i, var_node)),
-            _ => false,
+        nodes
+    }
+
+    /// For each variable node, the units that read it (directly or through
+    /// views), in unit order, each with whether every such read is the
+    /// variable node itself (so a loop reads it at the same element it writes).
+    fn var_readers(&self) -> HashMap<NodeId, Vec<(usize, bool)>> {
+        let mut readers: HashMap<NodeId, Vec<(usize, bool)>> = HashMap::new();
+        let mut through_views: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        for (r, unit) in self.units.iter().enumerate() {
+            for x in self.external_reads(unit) {
+                let vars = through_views.entry(x).or_insert_with(|| {
+                    let mut vars = Vec::new();
+                    self.vars_read_by(x, &mut vars);
+                    vars
+                });
+                for &var in vars.iter() {
+                    let list = readers.entry(var).or_default();
+                    match list.last_mut() {
+                        Some((last, same)) if *last == r => *same &= x == var,
+                        _ => list.push((r, x == var)),
+                    }
+                }
+            }
+        }
+        readers
+    }
+
+    /// The variable nodes that reading `x` reads (`x` itself or through views).
+    fn vars_read_by(&self, x: NodeId, out: &mut Vec<NodeId>) {
+        match self.g.op(x) {
+            Op::Var(_) if !out.contains(&x) => out.push(x),
+            Op::Var(_) => {}
+            _ if self.cls(x) == Class::View => {
+                for &i in self.g.inputs_of(x) {
+                    self.vars_read_by(i, out);
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -120,7 +120,7 @@ impl Planner<'_> {
             let already = matches!(self.node_buf.get(&n).map(|b| &self.buffers[b.0 as usize].loc), Some(Loc::Output(j)) if *j == k as u32);
             if !already {
                 let dst = self.add_buffer(n, Loc::Output(k as u32));
-                self.units.push(Unit::Copy { node: n, dst });
+                self.add_copy(n, dst);
             }
         }
         for &(v, n) in &self.f.updates {
@@ -128,7 +128,7 @@ impl Planner<'_> {
                 continue;
             }
             let dst = self.add_buffer(n, arena_loc(self.place.vars[v as usize]));
-            self.units.push(Unit::Copy { node: n, dst });
+            self.add_copy(n, dst);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! (or a view of one); a copy never reads its own destination; each node is
 //! materialized at most once (its buffer is found again by later reads).
 
-use super::units::{Class, Unit};
+use super::units::Class;
 use super::view::View;
 use super::{Loc, Planner, Source};
 use crate::ir::{NodeId, Op};
@@ -23,8 +23,8 @@ impl Planner<'_> {
     /// buffer's contiguous view.
     fn materialize(&mut self, n: NodeId) -> View {
         let b = self.add_buffer(n, Loc::Scratch { offset: 0 });
-        self.units.push(Unit::Copy { node: n, dst: b });
-        self.producer.insert(n, self.units.len() - 1);
+        let unit = self.add_copy(n, b);
+        self.producer.insert(n, unit);
         self.node_buf.insert(n, b);
         View::contiguous(b, self.g.shape(n)).expect("copyable shape")
     }
@@ -117,10 +117,8 @@ impl Planner<'_> {
     /// The source a copy of `n` reads (never the copy's own destination).
     pub(super) fn source_for_copy(&mut self, n: NodeId) -> Source {
         if let Some(&b) = self.node_buf.get(&n) {
-            let src_is_this_copy = self
-                .units
-                .iter()
-                .any(|u| matches!(u, Unit::Copy { node, dst } if *node == n && *dst == b));
+            // `b` is `n`'s buffer, so a copy into `b` copies `n`.
+            let src_is_this_copy = self.copy_dsts.contains(&b);
             if !src_is_this_copy {
                 return Source::Load(
                     View::contiguous(b, self.g.shape(n)).expect("copyable"),

@@ -107,6 +107,13 @@ impl Planner<'_> {
         }
     }
 
+    /// Adds a unit copying `node` into `dst`, a buffer made for it; returns the unit.
+    pub(super) fn add_copy(&mut self, node: NodeId, dst: BufId) -> usize {
+        self.units.push(Unit::Copy { node, dst });
+        self.copy_dsts.insert(dst);
+        self.units.len() - 1
+    }
+
     /// Units whose results `n` needs, looking through views and scalar chains.
     pub(super) fn producers_of(
         &self,
@@ -137,9 +144,10 @@ impl Planner<'_> {
             Unit::Group(gi) => {
                 let g = &self.groups[*gi];
                 let mut out = Vec::new();
+                let mut seen = HashSet::new();
                 for m in &g.members {
                     for &i in self.g.inputs_of(*m) {
-                        if !g.members.contains(&i) && !out.contains(&i) {
+                        if !g.members.contains(&i) && seen.insert(i) {
                             out.push(i);
                         }
                     }
