@@ -49,6 +49,33 @@ impl Group {
     }
 }
 
+/// A set of units for one search at a time, emptied in O(1).
+struct Marks {
+    marks: Vec<u32>,
+    search: u32,
+}
+
+impl Marks {
+    fn new(n: usize) -> Marks {
+        Marks {
+            marks: vec![0; n],
+            search: 0,
+        }
+    }
+
+    /// Starts a new search: the set is empty.
+    fn next(&mut self) {
+        self.search += 1;
+    }
+
+    /// Adds `u`; whether it was not in the set.
+    fn insert(&mut self, u: usize) -> bool {
+        let fresh = self.marks[u] != self.search;
+        self.marks[u] = self.search;
+        fresh
+    }
+}
+
 impl Planner<'_> {
     /// Tree fusion: assigns elementwise and reduce nodes to groups.
     pub(super) fn fuse(&mut self) {
@@ -146,6 +173,7 @@ impl Planner<'_> {
         let mut refused: HashSet<(usize, usize)> = HashSet::new();
         // Consumers that may have a pair not yet refused.
         let mut pending: BTreeSet<usize> = (0..n_units).collect();
+        let mut seen = Marks::new(n_units);
         while let Some(u2) = pending.pop_first() {
             let Unit::Group(g2) = self.units[u2] else {
                 continue;
@@ -158,7 +186,7 @@ impl Planner<'_> {
                     return false;
                 }
                 let ok = matches!(self.units[u1], Unit::Group(g1)
-                    if self.groups[g1].alive && self.mergeable(g1, g2, u1, u2, &deps));
+                    if self.groups[g1].alive && self.mergeable(g1, g2, u1, u2, &deps, &mut seen));
                 if !ok {
                     refused.insert((u2, u1));
                 }
@@ -231,6 +259,7 @@ impl Planner<'_> {
         u1: usize,
         u2: usize,
         deps: &[BTreeSet<usize>],
+        seen: &mut Marks,
     ) -> bool {
         let (a, b) = (&self.groups[g1], &self.groups[g2]);
         if a.domain != b.domain {
@@ -258,7 +287,7 @@ impl Planner<'_> {
         }
         // No other unit may have to run between them.
         let mut stack: Vec<usize> = deps[u2].iter().copied().filter(|&d| d != u1).collect();
-        let mut seen = HashSet::new();
+        seen.next();
         while let Some(u) = stack.pop() {
             if u == u1 {
                 return false;

@@ -58,6 +58,13 @@
 //! intervals of simultaneously live buffers never overlap; a variable is
 //! overwritten only after its last reader.
 //!
+//! Cost: the phases are linear in nodes, units and edges, with two
+//! exceptions that cost O(units) per candidate: multi-output fusion's check
+//! that no unit has to run between two groups (a reachability search per
+//! pair that passes the cheaper checks), and `merge::merge_updates`' check
+//! of the kernels between the members of a run. Keep new per-node work
+//! clear of scans over all nodes or units.
+//!
 //! Code map: [`kernel`] (the public types: buffers, kernels, [`Plan`]),
 //! [`view`] (strided views), `units`, `fusion`, `placement`,
 //! `resolve`, `lower`, `order`, `threads`, [`merge`], `memory`,
