@@ -2,8 +2,9 @@
 //!
 //! Owns: the function's "spine" (the straight-line code between loops),
 //! where buffer pointers, runtime sizes and scalar values are computed once
-//! and memoized, and the GEMM and argmax kernels. Loop kernels are in
-//! [`super::loops`], row kernels in [`super::rows`].
+//! and memoized, the GEMM calls, and the dispatch of every other kernel:
+//! loop kernels are in [`super::loops`], the argmax kernel in
+//! [`super::argmax`], row kernels in [`super::rows`].
 //!
 //! Invariants: memoized values are only created on the spine (never inside a
 //! loop), so they dominate every later kernel; scalars are SSA values (a
@@ -379,8 +380,8 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     dst,
                     ..
                 } => {
-                    let prepared = super::loops::prepare_argmax(self, src, shape, *axis, dst);
-                    self.only_thread0(|e| super::loops::emit_argmax(e, &prepared));
+                    let prepared = super::argmax::prepare(self, src, shape, *axis, dst);
+                    self.only_thread0(|e| super::argmax::emit(e, &prepared));
                 }
                 Kernel::Rows(r) => {
                     let prepared = super::rows::prepare(self, r);

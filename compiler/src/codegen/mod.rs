@@ -4,12 +4,23 @@
 //! StepCtx)`), registering `specc_sgemm` with the JIT, compiling, and the
 //! CLIF text of each function (`specc compile --emit clif`).
 //!
-//! Code map: [`emit`] (the function spine, GEMM, scalars), [`loops`] (fused
-//! loop nests, vector body + scalar tail, reductions), [`ops`] (each op as
-//! CLIF), [`math`] (vectorized exp/log/tanh/sigmoid as inline CLIF).
+//! Code map:
+//! - [`emit`]: the function spine (buffer pointers, runtime sizes and scalars
+//!   computed once), GEMM calls, kernel dispatch, thread barriers, scalar
+//!   outputs and updates at the end.
+//! - [`loops`]: fused loop nests (size-1 dims dropped, contiguous dims
+//!   merged, `f32x4` body with a scalar tail, reductions).
+//! - [`argmax`]: the argmax kernel.
+//! - [`rows`]: the row kernels of embeddings and sparse updates.
+//! - [`ops`]: each elementwise op as CLIF, for both lane types.
+//! - [`math`]: exp/log/log1p/tanh/sigmoid/softplus as straight-line
+//!   polynomial CLIF.
+//! - [`trig`]: floor/ceil/sin/cos for learning-rate schedules.
 //!
-//! Invariant: the only call in generated code is to `specc_sgemm`.
+//! Invariant: the only call in generated code is to `specc_sgemm` (and, with
+//! `--profile`, `specc_profile_mark`).
 
+pub mod argmax;
 pub mod emit;
 pub mod loops;
 pub mod math;

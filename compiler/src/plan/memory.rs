@@ -103,6 +103,9 @@ pub fn assign_scratch(
     let mut placed: Vec<(u64, u64, usize, usize)> = Vec::new();
     let mut total = 0u64;
     for (size, f, l, members) in items {
+        // Items come in order of their first kernel: one that ended before
+        // `f` overlaps nothing placed from now on.
+        placed.retain(|p| f <= p.3);
         let mut live: Vec<(u64, u64)> = placed
             .iter()
             .filter(|p| p.2 <= l && f <= p.3)

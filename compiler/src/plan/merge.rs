@@ -15,7 +15,7 @@
 //! padding between variables is computed on but belongs to no variable; a
 //! member moves later only past kernels that do not read what it writes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::view::{Lin, View};
 use super::{BufId, Buffer, Kernel, Loc, LoopKernel, Source};
@@ -175,7 +175,7 @@ pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -
     }
     let store0 = |c: &Candidate| arena(buffers, c.bufs[c.bufs.len() - c.sig.stores.len()]);
     let mut runs: Vec<Vec<&Candidate>> = Vec::new();
-    let mut used: Vec<BufId> = Vec::new();
+    let mut used: HashSet<BufId> = HashSet::new();
     for mut gr in groups {
         gr.sort_by_key(|c| store0(c));
         let mut run: Vec<&Candidate> = Vec::new();
@@ -206,6 +206,7 @@ pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -
         // read or write what a member writes.
         let hi = run.iter().map(|c| c.index).max().expect("run");
         let members: Vec<usize> = run.iter().map(|c| c.index).collect();
+        let is_member: HashSet<usize> = members.iter().copied().collect();
         let stores_from = first.bufs.len() - first.sig.stores.len();
         let blocked = run.iter().any(|m| {
             let written: Vec<(u32, u64, u64)> = m.bufs[stores_from..]
@@ -216,7 +217,7 @@ pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -
                 })
                 .collect();
             (m.index + 1..hi)
-                .filter(|i| !members.contains(i))
+                .filter(|i| !is_member.contains(i))
                 .any(|i| touches(buffers, &kernels[i], &written))
         });
         if blocked {
