@@ -24,7 +24,7 @@ use specc_grammar::SourceFile;
 const REL: f64 = 1e-6;
 const FLOOR: f64 = 1e-6;
 
-fn tol(want: &[f64]) -> Tol {
+fn tol(want: &[f64]) -> Tol<'static> {
     Tol::scaled(REL, FLOOR, scale(want))
 }
 

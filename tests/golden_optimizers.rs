@@ -14,13 +14,20 @@
 //! the number of states and the constructor arguments all come from the file;
 //! an optimizer class specc does not know fails the test.
 //!
-//! Tolerance: REL relative, with a floor of FLOOR times the quantity's
-//! trajectory scale (the largest magnitude the variable, slot, gradient or
-//! loss takes in any state). specc's GEMM uses FMA where the CPU has it and
-//! TF's CPU kernels do not, so predictions differ in their last bit, and a
-//! residual `prediction - target` keeps that absolute error when it becomes
-//! small: near convergence a gradient has the absolute error of the early,
-//! large gradients, not a relative one, and the updates inherit it.
+//! Tolerance: `|got - want| <= 1e-6 * |want| + 2.5e-6 * S`, where S is the
+//! quantity's trajectory scale: the largest magnitude the variable, slot,
+//! gradient or loss (any element) takes in any state. The floor is relative
+//! to S, not to 1, because the errors are: specc's GEMM uses FMA where the
+//! CPU has it and TF's CPU kernels do not, TF's graph multiplies by the
+//! float32 reciprocal of a static batch size where specc divides by the
+//! runtime one, so predictions and per-example gradients differ in their last
+//! bits; a residual `prediction - target` keeps that absolute error as it
+//! shrinks, so near convergence a gradient (and the updates, slots and
+//! variables built from it, an element crossing zero) has the absolute error
+//! of the early, large values, not a relative one. Measured on the original
+//! data and three other TensorFlow draws (`SPECC_GOLDEN_ERRORS=1`): at most
+//! 1.12e-6 * S on the dense problems (through the GEMM), 6.6e-7 * S on the
+//! sparse ones; the floor is twice the worst.
 
 mod common;
 
@@ -31,19 +38,13 @@ use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 
 const REL: f64 = 1e-6;
-const FLOOR: f64 = 1e-6;
+const FLOOR: f64 = 2.5e-6;
 
-/// The largest magnitude a quantity takes over all states.
-fn trajectory_scale(
-    states: &[serde_json::Value],
-    f: impl Fn(&serde_json::Value) -> Vec<f64>,
-) -> f64 {
-    states.iter().map(|st| scale(&f(st))).fold(0.0, f64::max)
-}
-
-/// The tolerance of a quantity: relative, floored at its trajectory's scale.
-fn tol(states: &[serde_json::Value], f: impl Fn(&serde_json::Value) -> Vec<f64>) -> Tol {
-    Tol::scaled(REL, FLOOR, trajectory_scale(states, f))
+/// The tolerance of a quantity: REL relative, with a floor of FLOOR times the
+/// largest magnitude the quantity (any element) takes over all states.
+fn tol(states: &[serde_json::Value], f: impl Fn(&serde_json::Value) -> Vec<f64>) -> Tol<'static> {
+    let trajectory = states.iter().map(|st| scale(&f(st))).fold(0.0, f64::max);
+    Tol::scaled(REL, FLOOR, trajectory)
 }
 
 /// The spec optimizer call for a golden setting, from its class and kwargs.

@@ -177,6 +177,7 @@ pub fn golden_loss(case: &serde_json::Value, weighted: bool) -> f64 {
 /// both gradient tests: `gradient_case_tests!(super::check)` defines
 /// `const NAMED` (the names) and, in `mod case`, one test per name calling
 /// `check(name)`.
+#[allow(unused_macros)]
 macro_rules! gradient_case_tests {
     ($check:path) => {
         $crate::common::gradient_cases::gradient_case_tests!(@names $check;
@@ -196,6 +197,7 @@ macro_rules! gradient_case_tests {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use gradient_case_tests;
 
 /// A case of `gradients.json` by name.

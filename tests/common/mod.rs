@@ -129,47 +129,72 @@ pub fn scale(values: &[f64]) -> f64 {
         .fold(0.0, |m, v| m.max(v.abs()))
 }
 
-/// A tolerance: `|got - want| <= rel * |want| + abs`. `abs` is a floor for
-/// values near zero, chosen per quantity from its scale (see each test).
+/// The scale a tolerance's floor is relative to: one for a whole tensor, or
+/// one per element.
 #[derive(Clone, Copy, Debug)]
-pub struct Tol {
-    pub rel: f64,
-    pub abs: f64,
-    /// The scale the floor was taken from (for reports; 0 if none).
-    pub scale: f64,
+pub enum Scale<'a> {
+    One(f64),
+    Each(&'a [f64]),
 }
 
-impl Tol {
-    /// Relative `rel`, with a floor of `floor_rel` times `scale` (the largest
-    /// magnitude of the tensor or trajectory the value belongs to).
-    pub fn scaled(rel: f64, floor_rel: f64, scale: f64) -> Tol {
+/// A tolerance: `|got - want| <= rel * |want| + floor * scale`. The floor is
+/// for values near zero, relative to a scale each test chooses and justifies
+/// for its quantity (a tensor's or a trajectory's largest magnitude).
+#[derive(Clone, Copy, Debug)]
+pub struct Tol<'a> {
+    pub rel: f64,
+    pub floor: f64,
+    pub scale: Scale<'a>,
+}
+
+impl<'a> Tol<'a> {
+    /// Relative `rel`, with a floor of `floor` times `scale`.
+    pub fn scaled(rel: f64, floor: f64, scale: f64) -> Tol<'static> {
         Tol {
             rel,
-            abs: floor_rel * scale,
-            scale,
+            floor,
+            scale: Scale::One(scale),
+        }
+    }
+
+    /// Relative `rel`, with a floor of `floor` times each element's own scale.
+    pub fn elementwise(rel: f64, floor: f64, scales: &'a [f64]) -> Tol<'a> {
+        Tol {
+            rel,
+            floor,
+            scale: Scale::Each(scales),
         }
     }
 
     /// Relative only: a zero must be exactly zero.
-    pub fn relative(rel: f64) -> Tol {
-        Tol {
-            rel,
-            abs: 0.0,
-            scale: 0.0,
+    pub fn relative(rel: f64) -> Tol<'static> {
+        Tol::scaled(rel, 0.0, 0.0)
+    }
+
+    /// The scale of element `i`.
+    fn scale_of(&self, i: usize) -> f64 {
+        match self.scale {
+            Scale::One(s) => s,
+            Scale::Each(s) => s[i],
         }
+    }
+
+    /// The absolute floor of element `i`.
+    fn abs(&self, i: usize) -> f64 {
+        self.floor * self.scale_of(i)
     }
 }
 
-/// Whether `got` is within `tol` of `want` (NaN matches NaN, infinities match
-/// themselves exactly).
-pub fn within(got: f64, want: f64, tol: Tol) -> bool {
+/// Whether `got` is within `rel * |want| + abs` of `want` (NaN matches NaN,
+/// infinities match themselves exactly).
+pub fn within(got: f64, want: f64, rel: f64, abs: f64) -> bool {
     if want.is_nan() || got.is_nan() {
         return want.is_nan() && got.is_nan();
     }
     if want.is_infinite() || got.is_infinite() {
         return got == want;
     }
-    (got - want).abs() <= tol.rel * want.abs() + tol.abs
+    (got - want).abs() <= rel * want.abs() + abs
 }
 
 /// |got - want| / |want| (0 when equal, infinite for a nonzero error on 0).
@@ -185,33 +210,26 @@ pub fn rel_error(got: f64, want: f64) -> f64 {
 
 /// With `SPECC_GOLDEN_ERRORS` set, prints the worst errors of a comparison,
 /// to measure what the tolerances leave: `golden-error <what>: relative <r>
-/// relative-1% <r1> scaled <a> floor <f>`, the largest relative error, the
-/// largest relative error among values of at least 1% of the quantity's
-/// scale, the largest absolute error divided by the scale, and the floor.
-fn report(what: &str, got: &[f64], want: &[f64], tol: Tol) {
+/// relative-1% <r1> scaled <a>`: the largest relative error, the largest
+/// relative error among values of at least 1% of their scale, and the largest
+/// absolute error divided by the element's scale.
+fn report(what: &str, got: &[f64], want: &[f64], tol: &Tol) {
     if std::env::var_os("SPECC_GOLDEN_ERRORS").is_none() {
         return;
     }
-    let (mut rel, mut rel1, mut abs) = (0.0f64, 0.0f64, 0.0f64);
-    for (&g, &w) in got.iter().zip(want) {
+    let (mut rel, mut rel1, mut scaled) = (0.0f64, 0.0f64, 0.0f64);
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let r = rel_error(g, w);
+        let s = tol.scale_of(i);
         rel = rel.max(r);
-        if w.abs() >= 0.01 * tol.scale {
+        if w.abs() >= 0.01 * s {
             rel1 = rel1.max(r);
         }
-        if g.is_finite() && w.is_finite() {
-            abs = abs.max((g - w).abs());
+        if g.is_finite() && w.is_finite() && s > 0.0 {
+            scaled = scaled.max((g - w).abs() / s);
         }
     }
-    let scaled = if tol.scale > 0.0 {
-        abs / tol.scale
-    } else {
-        0.0
-    };
-    eprintln!(
-        "golden-error {what}: relative {rel:e} relative-1% {rel1:e} scaled {scaled:e} floor {:e}",
-        tol.abs
-    );
+    eprintln!("golden-error {what}: relative {rel:e} relative-1% {rel1:e} scaled {scaled:e}");
 }
 
 /// Asserts one value against TF's.
@@ -235,27 +253,31 @@ pub fn assert_all_close_f64(what: &str, got: &[f64], want: &[f64], tol: Tol) {
         got.len(),
         want.len()
     );
-    report(what, got, want, tol);
+    if let Scale::Each(s) = tol.scale {
+        assert_eq!(s.len(), want.len(), "{what}: one scale per value");
+    }
+    report(what, got, want, &tol);
     let bad: Vec<String> = got
         .iter()
         .zip(want)
         .enumerate()
-        .filter(|(_, (&g, &w))| !within(g, w, tol))
+        .filter(|&(i, (&g, &w))| !within(g, w, tol.rel, tol.abs(i)))
         .map(|(i, (&g, &w))| {
             format!(
-                "  [{i}] got {g:e}, want {w:e} (diff {:e}, relative {:e})",
+                "  [{i}] got {g:e}, want {w:e} (diff {:e}, relative {:e}, floor {:e})",
                 (g - w).abs(),
-                rel_error(g, w)
+                rel_error(g, w),
+                tol.abs(i)
             )
         })
         .collect();
     assert!(
         bad.is_empty(),
-        "{what}: {} of {} values out of tolerance (relative {:e} + absolute {:e}):\n{}",
+        "{what}: {} of {} values out of tolerance (relative {:e}, floor {:e} of the scale):\n{}",
         bad.len(),
         want.len(),
         tol.rel,
-        tol.abs,
+        tol.floor,
         bad.join("\n")
     );
 }
@@ -291,17 +313,3 @@ pub fn check_all<T>(
 
 pub mod dense_problem;
 pub mod gradient_cases;
-
-/// Asserts two values agree within `rel` relative or `abs` absolute error
-/// (the old comparison; being replaced by [`assert_all_close`]).
-pub fn close(what: &str, got: f64, want: f64, rel: f64, abs: f64) {
-    let ok = (got.is_nan() && want.is_nan())
-        || got == want
-        || (got - want).abs() <= abs
-        || (got - want).abs() <= rel * want.abs();
-    assert!(
-        ok,
-        "{what}: got {got:e}, want {want:e} (diff {:e})",
-        (got - want).abs()
-    );
-}
