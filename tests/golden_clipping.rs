@@ -100,6 +100,10 @@ fn clip_item(call: &str, use_norm: Option<f64>) -> Option<String> {
         "global_norm" => return None,
         other => panic!("unknown clipping call {other}"),
     };
+    assert!(
+        positional.len() <= names.len(),
+        "{call}: more positional arguments than {name} takes"
+    );
     let mut all: Vec<String> = positional
         .iter()
         .zip(names)
