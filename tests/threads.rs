@@ -1,24 +1,43 @@
 //! Steps on two threads (SPMD: both threads run the compiled step, splitting
 //! its kernels) compute exactly the same bits as on one thread: GEMMs are
-//! split by blocks of C and loops along non-reduced dimensions only.
+//! split by blocks of C and loops along non-reduced dimensions only; row
+//! kernels run on thread 0 between barriers. Checked on a dense MLP and on an
+//! embedding model (gather, first occurrence, duplicate sums, row scatter),
+//! each trained past the end of an epoch (a new shuffle of the rows).
 
 use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::plan::Kernel;
 use specc_grammar::SourceFile;
 use specc_runtime::data;
 use specc_runtime::train::Trainer;
 
-/// wide_mlp, a little smaller, so that the step is worth two threads.
-fn spec() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/wide_mlp.spec"))
-        .unwrap()
-        .replace("rows = 8192", "rows = 1024")
+fn read_spec(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// wide_mlp on 1024 rows (4 steps an epoch), so that the step is worth two
+/// threads and a few steps cross an epoch.
+fn wide_mlp() -> String {
+    let spec = read_spec("wide_mlp.spec");
+    assert!(spec.contains("rows = 8192") && spec.contains("batch = 256"));
+    spec.replace("rows = 8192", "rows = 1024")
+}
+
+/// digits_embedding with batches of 512 (the step is then worth two threads;
+/// 1797 rows make an epoch of 4 steps).
+fn digits_embedding() -> String {
+    let spec = read_spec("digits_embedding.spec");
+    assert!(spec.contains("batch = 64"));
+    spec.replace("batch = 64", "batch = 512")
 }
 
 /// Variables by name after training.
 type Vars = Vec<(String, Vec<f32>)>;
 
-fn train(threads: usize, steps: usize) -> (u32, Vars, Vec<f32>) {
-    let src = SourceFile::new("wide.spec", spec());
+/// Trains `steps` steps on `threads` threads: the plan's threads, whether the
+/// step has row kernels, the variables and the losses.
+fn train(text: &str, threads: usize, steps: usize) -> (u32, bool, Vars, Vec<f32>) {
+    let src = SourceFile::new("spec.spec", text.to_string());
     let program = compile_with(
         &src,
         Functions::TRAIN,
@@ -28,15 +47,19 @@ fn train(threads: usize, steps: usize) -> (u32, Vars, Vec<f32>) {
         },
     )
     .unwrap();
-    let plan_threads = program.plans[0].threads;
+    let step = &program.plans[0];
+    let has_rows = step.kernels.iter().any(|k| matches!(k, Kernel::Rows(_)));
     let model = &program.model;
-    assert!(matches!(
-        model.data,
-        specc_compiler::model::DataSource::Synthetic(_)
-    ));
-    let ds = data::load(&model.data_source(".".as_ref()), &model.input_specs()).unwrap();
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
+    let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
     let mut s = program.session().unwrap();
     let cfg = model.train.config(steps as u64);
+    assert!(
+        (steps as u64) * cfg.batch as u64 > ds.rows as u64,
+        "{steps} steps of {} rows stay within the first epoch of {}",
+        cfg.batch,
+        ds.rows
+    );
     let rows: Vec<u32> = (0..ds.rows as u32).collect();
     let mut trainer = Trainer::new(&mut s, &ds, rows, &cfg).unwrap();
     let losses: Vec<f32> = (0..steps).map(|_| trainer.step(&mut s, &ds)).collect();
@@ -46,21 +69,24 @@ fn train(threads: usize, steps: usize) -> (u32, Vars, Vec<f32>) {
         .iter()
         .map(|v| (v.name.clone(), s.var(&v.name).unwrap().to_vec()))
         .collect();
-    (plan_threads, vars, losses)
+    (step.threads, has_rows, vars, losses)
 }
 
-#[test]
-fn two_threads_compute_the_same_bits_as_one() {
-    let (t1, vars1, loss1) = train(1, 4);
-    let (t2, vars2, loss2) = train(2, 4);
+fn same_bits_on_one_and_two_threads(what: &str, text: &str, steps: usize) -> bool {
+    let (t1, rows1, vars1, loss1) = train(text, 1, steps);
+    let (t2, rows2, vars2, loss2) = train(text, 2, steps);
     assert_eq!(t1, 1);
-    assert_eq!(t2, 2, "the wide step should be planned for two threads");
+    assert_eq!(t2, 2, "{what}: the step should be planned for two threads");
+    assert_eq!(rows1, rows2);
     assert_eq!(
         loss1.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
-        loss2.iter().map(|l| l.to_bits()).collect::<Vec<_>>()
+        loss2.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+        "{what}: losses"
     );
+    assert_eq!(vars1.len(), vars2.len());
     for ((n1, v1), (n2, v2)) in vars1.iter().zip(&vars2) {
         assert_eq!(n1, n2);
+        assert_eq!(v1.len(), v2.len());
         let diff = v1
             .iter()
             .zip(v2)
@@ -68,8 +94,23 @@ fn two_threads_compute_the_same_bits_as_one() {
             .count();
         assert_eq!(
             diff, 0,
-            "{n1}: {diff} values differ between one and two threads"
+            "{what}: {n1}: {diff} values differ between one and two threads"
         );
     }
-    assert!(loss1.iter().all(|l| l.is_finite()), "{loss1:?}");
+    assert!(loss1.iter().all(|l| l.is_finite()), "{what}: {loss1:?}");
+    // Training moved: the losses are not all the same.
+    assert!(loss1.windows(2).any(|w| w[0] != w[1]), "{what}: {loss1:?}");
+    rows1
+}
+
+#[test]
+fn two_threads_compute_the_same_bits_as_one() {
+    let rows = same_bits_on_one_and_two_threads("wide_mlp", &wide_mlp(), 6);
+    assert!(!rows, "wide_mlp has no row kernels");
+}
+
+#[test]
+fn two_threads_compute_the_same_bits_as_one_with_row_kernels() {
+    let rows = same_bits_on_one_and_two_threads("digits_embedding", &digits_embedding(), 6);
+    assert!(rows, "digits_embedding's step has row kernels");
 }

@@ -45,13 +45,21 @@ fn load_csv(program: &specc_compiler::driver::Program, file: &str) -> data::Data
     .unwrap()
 }
 
+/// digits_mlp (the W1 workload, unchanged) trained three times as long: at
+/// 3000 steps it classifies 349 of the 359 held-out digits (97.2%), one
+/// mistake above the 97% target; from 8000 steps on it settles at 352
+/// (98.05%), so the target holds with three mistakes to spare, and the
+/// held-out loss (0.080) with a fifth.
 #[test]
 fn digits_mlp_reaches_97_percent_held_out() {
-    let r = run_json("specs/digits_mlp.spec", &[]);
+    let r = run_json("specs/digits_mlp.spec", &["--steps", "9000"]);
+    assert_eq!(r["steps"], 9000);
+    assert_eq!(r["eval"]["rows"], 359);
     let acc = r["eval"]["accuracy"].as_f64().unwrap();
     assert!(acc >= 0.97, "held-out accuracy {acc}");
+    let loss = r["eval"]["loss"].as_f64().unwrap();
+    assert!(loss <= 0.1, "held-out loss {loss}");
     assert!(r["train"]["accuracy"].as_f64().unwrap() >= 0.99);
-    assert_eq!(r["steps"], 3000);
 }
 
 #[test]

@@ -18,7 +18,8 @@
 //! - [`trig`]: floor/ceil/sin/cos for learning-rate schedules.
 //!
 //! Invariant: the only call in generated code is to `specc_sgemm` (and, with
-//! `--profile`, `specc_profile_mark`).
+//! `--profile`, `specc_profile_mark`); checked on the machine code by
+//! [`relocation_targets`].
 
 pub mod argmax;
 pub mod emit;
@@ -211,4 +212,41 @@ pub fn asm_text(g: &Graph, plan: &Plan) -> Result<String, String> {
         plan.name,
         code.code_buffer().len()
     ))
+}
+
+/// Every symbol the machine code of a planned function refers to: the target
+/// of each relocation Cranelift emitted, compiled with the JIT's flags for
+/// this host. Imports appear by name (`specc_sgemm`), Cranelift's own library
+/// calls (added while lowering, e.g. `fmaf` without FMA, `ceilf` without
+/// SSE4.1, `memcpy`) as `libcall:<name>`, anything else by its display form.
+/// For tests of the invariant that generated code calls only `specc_sgemm`.
+pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String> {
+    use cranelift_codegen::ir::ExternalName;
+    use cranelift_codegen::FinalizedRelocTarget;
+    let mut module = JITModule::new(jit_builder()?);
+    let imports = imports(&mut module, false)?;
+    let mut ctx = Context::new();
+    ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
+    build_function(&mut module, &imports, g, plan, &mut ctx.func);
+    let targets: Vec<FinalizedRelocTarget> = ctx
+        .compile(module.isa(), &mut Default::default())
+        .map_err(|e| format!("{:?}", e.inner))?
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| r.target.clone())
+        .collect();
+    let names = ctx.func.params.user_named_funcs();
+    Ok(targets
+        .iter()
+        .map(|t| match t {
+            FinalizedRelocTarget::ExternalName(ExternalName::User(r)) => {
+                let id = cranelift_module::FuncId::from_u32(names[*r].index);
+                let decl = module.declarations().get_function_decl(id);
+                decl.name.clone().unwrap_or_else(|| format!("{id}"))
+            }
+            FinalizedRelocTarget::ExternalName(ExternalName::LibCall(l)) => format!("libcall:{l}"),
+            other => other.display(Some(&ctx.func.params)),
+        })
+        .collect())
 }

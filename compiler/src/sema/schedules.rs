@@ -2,10 +2,31 @@
 //!
 //! Owns: one table row per schedule, with TF's signature (`global_step` in
 //! TF's position, defaulting to the current global step) and its formula in
-//! the float32 order of operations of TF's `LearningRateSchedule`s. A schedule
+//! the float32 order of operations of the graph TF actually runs. A schedule
 //! is an ordinary scalar expression of `global_step`, so it is computed once
 //! per step inside the compiled step and can feed any schedulable
 //! hyperparameter, or be composed (`linear_warmup(cosine_decay(...), 100)`).
+//!
+//! TF's graph is not the Python source's: in graph mode Grappler's constant
+//! folding rewrites it before it runs, and the rewrites change float32 bits.
+//! These are mirrored here, because they decide on which side of a floor,
+//! ceil or restart boundary a step lands (`tools/schedule_boundaries.py`
+//! records TF's values there, `tests/golden/extra/schedule_boundaries.json`):
+//! - `x / c` with a constant `c` becomes `x * (1 / c)`, the reciprocal rounded
+//!   to float32 (`ReduceDivToReciprocalMul`): `41 * (1 / 41) < 1`, so
+//!   `exponential_decay(staircase)` with `decay_steps = 41` does not decay at
+//!   step 41, and `cosine_decay_restarts(first_decay_steps = 17, t_mul = 1.25)`
+//!   finishes its first period at step 17 (`log(1.25) * (1 / log(1.25)) < 1`);
+//! - constant factors are folded together and pushed down
+//!   (`ConstantPushDown`: `c1 * (x * c2)` is `x * (c1 * c2)`), in float32;
+//! - constant subexpressions (`log(t_mul)`, `exp(-decay_rate)`) are computed
+//!   by TF's kernels, i.e. the C library's `logf`/`expf`, here by Rust's
+//!   `f32::ln`/`f32::exp` (the same library on the same platform);
+//! - `pow(x, c)` with `c` in {2, 3, 1, 0.5, 0, -0.5, -1} becomes
+//!   multiplications, `sqrt` or a reciprocal (`ConvertPow`).
+//!
+//! What is computed at run time (`log`, `exp`, `pow`, `cos` of a step) uses
+//! specc's own functions, within an ulp or two of the C library's.
 //!
 //! Invariants: step-like arguments (`decay_steps`, boundaries) are
 //! compile-time numbers, checked here; every schedule is a float32 scalar.
@@ -47,12 +68,11 @@ pub const SCHEDULES: &[Builtin] = &[
         name: "natural_exp_decay",
         params: DECAY_RATE_PARAMS,
         lower: |lw, b, _| {
-            // TF: ExponentialDecay with decay_rate = exp(-decay_rate)
+            // TF: ExponentialDecay with decay_rate = exp(-decay_rate), a constant
+            // that Grappler folds with TF's Exp kernel (the C library's expf).
             let (lr, step) = (scalar(lw, b.req(0))?, step(lw, b)?);
             let ds = positive(b.req(2), "decay_steps")?;
-            let r = lw.g.scalar(number(b.req(3))?);
-            let nr = lw.g.neg(r);
-            let rate = lw.g.unary(UnaryOp::Exp, nr);
+            let rate = lw.g.scalar((-number(b.req(3))?).exp());
             let staircase = b.flag(4)?;
             Ok(exponential(lw.g, lr, step, ds, rate, staircase))
         },
@@ -61,18 +81,21 @@ pub const SCHEDULES: &[Builtin] = &[
         name: "inverse_time_decay",
         params: DECAY_RATE_PARAMS,
         lower: |lw, b, _| {
-            // lr / (1 + decay_rate * p), p = step / decay_steps (floored if staircase)
+            // lr / (1 + decay_rate * p), p = step / decay_steps (floored if
+            // staircase); without the floor TF folds decay_rate / decay_steps.
             let (lr, step) = (scalar(lw, b.req(0))?, step(lw, b)?);
             let ds = positive(b.req(2), "decay_steps")?;
             let rate = number(b.req(3))?;
             let g = &mut *lw.g;
-            let dsn = g.scalar(ds);
-            let mut p = g.div(step, dsn);
-            if b.flag(4)? {
-                p = g.unary(UnaryOp::Floor, p);
-            }
-            let rn = g.scalar(rate);
-            let rp = g.mul(rn, p);
+            let rp = if b.flag(4)? {
+                let p = div_const(g, step, ds);
+                let p = g.unary(UnaryOp::Floor, p);
+                let rn = g.scalar(rate);
+                g.mul(rn, p)
+            } else {
+                let c = g.scalar(rate * recip(ds));
+                g.mul(step, c)
+            };
             let one = g.scalar(1.0);
             let den = g.add(one, rp);
             Ok(g.div(lr, den))
@@ -135,26 +158,37 @@ pub const SCHEDULES: &[Builtin] = &[
             let cycle = b.flag(5)?;
             let g = &mut *lw.g;
             let dsn = g.scalar(ds);
-            let (num, den) = if cycle {
+            let p = if cycle {
                 // multiplier = step == 0 ? 1 : ceil(step / decay_steps)
                 let zero = g.scalar(0.0);
                 let is0 = g.binary(BinaryOp::Eq, step, zero);
-                let q = g.div(step, dsn);
+                let q = div_const(g, step, ds);
                 let cq = g.unary(UnaryOp::Ceil, q);
                 let one = g.scalar(1.0);
                 let mult = g.select(is0, one, cq);
-                (step, g.mul(dsn, mult))
+                let den = g.mul(dsn, mult);
+                g.div(step, den)
             } else {
-                (g.binary(BinaryOp::Min, step, dsn), dsn)
+                let s = g.binary(BinaryOp::Min, step, dsn);
+                div_const(g, s, ds)
             };
-            let p = g.div(num, den);
             let endn = g.scalar(end);
-            let span = g.sub(lr, endn);
+            let span = match g.op(lr).scalar_value() {
+                Some(v) => g.scalar(v - end),
+                None => g.sub(lr, endn),
+            };
             let one = g.scalar(1.0);
             let omp = g.sub(one, p);
-            let pw = g.scalar(power);
-            let f = g.binary(BinaryOp::Pow, omp, pw);
-            let d = g.mul(span, f);
+            let d = if power == 3.0 && g.op(span).scalar_value().is_some() {
+                // x * square(x) with the constant span pushed onto x:
+                // square(x) * (span * x).
+                let sq = g.mul(omp, omp);
+                let sx = g.mul(span, omp);
+                g.mul(sq, sx)
+            } else {
+                let f = pow_const(g, omp, power);
+                g.mul(span, f)
+            };
             Ok(g.add(d, endn))
         },
     },
@@ -167,15 +201,19 @@ pub const SCHEDULES: &[Builtin] = &[
             opt("alpha"),
         ],
         lower: |lw, b, _| {
+            // TF folds pi * (s / decay_steps) into s * (pi * (1 / decay_steps)),
+            // and (1 - alpha) * 0.5 * (1 + cos) into (cos + 1) * (0.5 * (1 - alpha)),
+            // where alpha is a Python float: 1 - alpha is rounded once from float64.
             let (lr, step) = (scalar(lw, b.req(0))?, step(lw, b)?);
             let ds = positive(b.req(2), "decay_steps")?;
-            let alpha = opt_number(b.get(3), 0.0)?;
+            let alpha = b.get(3).map(args::eval_number).transpose()?.unwrap_or(0.0);
             let g = &mut *lw.g;
             let dsn = g.scalar(ds);
             let s = g.binary(BinaryOp::Min, step, dsn);
-            let frac = g.div(s, dsn);
-            let cd = half_cosine(g, frac, None);
-            Ok(blend(g, lr, cd, alpha))
+            let c = g.scalar(PI * recip(ds));
+            let arg = g.mul(s, c);
+            let factor = g.scalar(0.5 * (1.0 - alpha) as f32);
+            Ok(cosine_blend(g, lr, arg, factor, alpha as f32))
         },
     },
     Builtin {
@@ -204,33 +242,40 @@ pub const SCHEDULES: &[Builtin] = &[
                 .with_label("not positive"));
             }
             let g = &mut *lw.g;
-            let fd = g.scalar(fds);
-            let frac = g.div(step, fd);
+            let frac = div_const(g, step, fds);
             let (i_restart, frac) = if t_mul == 1.0 {
                 let i = g.unary(UnaryOp::Floor, frac);
                 (i, g.sub(frac, i))
             } else {
-                // i = floor(log(1 - frac (1 - t_mul)) / log(t_mul))
+                // i = floor(log(1 - frac (1 - t_mul)) / log(t_mul)), the division
+                // by the constant log(t_mul) a multiplication by its reciprocal:
+                // this decides whether a step at a restart boundary ends the
+                // period or starts the next.
                 let one = g.scalar(1.0);
-                let tm = g.scalar(t_mul);
-                let omt = g.sub(one, tm);
-                let fo = g.mul(frac, omt);
+                let omt = 1.0 - t_mul;
+                let omtn = g.scalar(omt);
+                let fo = g.mul(frac, omtn);
                 let a = g.sub(one, fo);
                 let la = g.unary(UnaryOp::Log, a);
-                let lt = g.unary(UnaryOp::Log, tm);
-                let q = g.div(la, lt);
+                let q = div_const(g, la, t_mul.ln());
                 let i = g.unary(UnaryOp::Floor, q);
                 // sum_r = (1 - t_mul^i) / (1 - t_mul); frac = (frac - sum_r) / t_mul^i
+                let tm = g.scalar(t_mul);
                 let ti = g.binary(BinaryOp::Pow, tm, i);
                 let num = g.sub(one, ti);
-                let sum_r = g.div(num, omt);
+                let sum_r = div_const(g, num, omt);
                 let d = g.sub(frac, sum_r);
                 (i, g.div(d, ti))
             };
+            // 0.5 * m_mul^i * (1 + cos(pi * frac)), scaled by the float32 (1 - alpha):
+            // TF folds the constants into (cos + 1) * ((0.5 * (1 - alpha)) * m_mul^i).
             let mm = g.scalar(m_mul);
             let m_fac = g.binary(BinaryOp::Pow, mm, i_restart);
-            let cd = half_cosine(g, frac, Some(m_fac));
-            Ok(blend(g, lr, cd, alpha))
+            let k = g.scalar(0.5 * (1.0 - alpha));
+            let factor = g.mul(k, m_fac);
+            let pi = g.scalar(PI);
+            let arg = g.mul(pi, frac);
+            Ok(cosine_blend(g, lr, arg, factor, alpha))
         },
     },
     Builtin {
@@ -266,10 +311,13 @@ pub const SCHEDULES: &[Builtin] = &[
                 None => 0,
             };
             let step = step(lw, b)?;
-            // std = sqrt(initial_variance / (1 + step)^variance_decay)
+            let ds = positive(b.req(2), "decay_steps")?;
+            // std = sqrt(initial_variance / (1 + min(step, decay_steps))^variance_decay)
             let g = &mut *lw.g;
             let one = g.scalar(1.0);
-            let s1 = g.add(one, step);
+            let dsn = g.scalar(ds);
+            let s = g.binary(BinaryOp::Min, step, dsn);
+            let s1 = g.add(one, s);
             let vdn = g.scalar(vd);
             let pw = g.binary(BinaryOp::Pow, s1, vdn);
             let ivn = g.scalar(iv);
@@ -322,43 +370,68 @@ fn exponential(
     rate: NodeId,
     staircase: bool,
 ) -> NodeId {
-    let dsn = g.scalar(ds);
-    let mut p = g.div(step, dsn);
+    let mut p = div_const(g, step, ds);
     if staircase {
         p = g.unary(UnaryOp::Floor, p);
     }
     let f = g.binary(BinaryOp::Pow, rate, p);
-    g.mul(lr, f)
+    g.mul(f, lr)
 }
 
-/// `0.5 * [m_fac *] (1 + cos(pi * frac))`, in TF's order.
-fn half_cosine(g: &mut Graph, frac: NodeId, m_fac: Option<NodeId>) -> NodeId {
-    let pi = g.scalar(PI);
-    let a = g.mul(pi, frac);
-    let c = g.unary(UnaryOp::Cos, a);
-    let one = g.scalar(1.0);
-    let oc = g.add(one, c);
-    let half = g.scalar(0.5);
-    match m_fac {
-        Some(m) => {
-            let hm = g.mul(half, m);
-            g.mul(hm, oc)
+/// The float32 reciprocal of a constant, as Grappler folds `1 / c`.
+fn recip(c: f32) -> f32 {
+    1.0 / c
+}
+
+/// `x / c` for a constant `c`, as TF's graph computes it: `x * (1 / c)`.
+fn div_const(g: &mut Graph, x: NodeId, c: f32) -> NodeId {
+    let r = g.scalar(recip(c));
+    g.mul(x, r)
+}
+
+/// `x ^ power` for a constant power, with Grappler's `ConvertPow` rewrites
+/// (3 is handled by the caller, where TF folds a constant factor into it).
+fn pow_const(g: &mut Graph, x: NodeId, power: f32) -> NodeId {
+    match power {
+        1.0 => x,
+        2.0 => g.mul(x, x),
+        3.0 => {
+            let sq = g.mul(x, x);
+            g.mul(x, sq)
         }
-        None => g.mul(half, oc),
+        0.5 => g.unary(UnaryOp::Sqrt, x),
+        0.0 => g.scalar(1.0),
+        -0.5 => {
+            let r = g.unary(UnaryOp::Sqrt, x);
+            let one = g.scalar(1.0);
+            g.div(one, r)
+        }
+        -1.0 => {
+            let one = g.scalar(1.0);
+            g.div(one, x)
+        }
+        _ => {
+            let p = g.scalar(power);
+            g.binary(BinaryOp::Pow, x, p)
+        }
     }
 }
 
-/// `lr * ((1 - alpha) * decayed + alpha)`.
-fn blend(g: &mut Graph, lr: NodeId, decayed: NodeId, alpha: f32) -> NodeId {
+/// `lr * (alpha + (cos(arg) + 1) * factor)`: `(1 - alpha) * 0.5 * (1 + cos(arg))
+/// + alpha` with TF's constants folded into `factor`.
+fn cosine_blend(g: &mut Graph, lr: NodeId, arg: NodeId, factor: NodeId, alpha: f32) -> NodeId {
+    let c = g.unary(UnaryOp::Cos, arg);
     let one = g.scalar(1.0);
+    let oc = g.add(c, one);
+    let d = g.mul(oc, factor);
     let al = g.scalar(alpha);
-    let oma = g.sub(one, al);
-    let d = g.mul(oma, decayed);
-    let d = g.add(d, al);
-    g.mul(lr, d)
+    let d = g.add(al, d);
+    g.mul(d, lr)
 }
 
 /// linear_cosine_decay (with `noise` added to the linear part: the noisy variant).
+/// TF folds `pi * (2 * num_periods) * (s / decay_steps)` into
+/// `s * (pi * ((2 * num_periods) * (1 / decay_steps)))`.
 fn linear_cosine(lw: &mut Lowerer, b: &Bound, noise: Option<NodeId>) -> R<NodeId> {
     let noisy = noise.is_some();
     let (periods_i, alpha_i, beta_i) = if noisy { (5, 6, 7) } else { (3, 4, 5) };
@@ -371,20 +444,23 @@ fn linear_cosine(lw: &mut Lowerer, b: &Bound, noise: Option<NodeId>) -> R<NodeId
     let dsn = g.scalar(ds);
     let s = g.binary(BinaryOp::Min, step, dsn);
     let rem = g.sub(dsn, s);
-    let mut linear = g.div(rem, dsn);
+    let mut linear = div_const(g, rem, ds);
     if let Some(n) = noise {
         linear = g.add(linear, n);
     }
-    let frac = g.div(s, dsn);
-    let two_p = g.scalar(2.0 * num_periods);
-    let fraction = g.mul(two_p, frac);
-    let cd = half_cosine(g, fraction, None);
+    let c = g.scalar(PI * ((2.0 * num_periods) * recip(ds)));
+    let arg = g.mul(s, c);
+    let cos = g.unary(UnaryOp::Cos, arg);
+    let one = g.scalar(1.0);
+    let oc = g.add(cos, one);
+    let half = g.scalar(0.5);
+    let cd = g.mul(oc, half);
     let al = g.scalar(alpha);
     let al_lin = g.add(al, linear);
     let lcd = g.mul(al_lin, cd);
     let be = g.scalar(beta);
-    let lcd = g.add(lcd, be);
-    Ok(g.mul(lr, lcd))
+    let lcd = g.add(be, lcd);
+    Ok(g.mul(lcd, lr))
 }
 
 /// A float32 scalar expression argument.

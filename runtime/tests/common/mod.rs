@@ -1,22 +1,33 @@
 //! Shared helpers of the runtime tests: the benchmark fixtures and data sets
-//! under `shared/` (next to the repository). Missing files fail loudly: CI has
-//! them.
+//! of the shared reference set (`../shared` next to the repository), as
+//! copied into the repository: the data sets the specs train on in
+//! `specs/data`, the others and the bench fixtures in `tests/shared` (`.ci/run`
+//! checks the copies against `../shared` where it exists). Missing files fail
+//! loudly.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// `shared/REL`, resolved from this crate's manifest directory.
+/// The repository's copy of `shared/REL`: `specs/REL` (the specs' data
+/// sets, `data/...`) or `tests/shared/REL`.
 pub fn shared(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared")
-        .join(rel);
-    assert!(
-        p.exists(),
-        "test input {} is missing (the tests need the shared bench fixtures and data sets)",
-        p.display()
-    );
-    p
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let candidates = [
+        root.join("specs").join(rel),
+        root.join("tests/shared").join(rel),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "test input {rel} is missing (looked for {} and {})",
+                candidates[0].display(),
+                candidates[1].display()
+            )
+        })
 }
 
 /// A fixture JSON file of `shared/bench/fixtures`.
