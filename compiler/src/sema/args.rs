@@ -7,7 +7,7 @@
 //! `bad-argument` diagnostics.
 //! Invariant: nothing here touches the graph.
 
-use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
+use specc_grammar::ast::{chain_spans, Arg, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
@@ -201,21 +201,30 @@ fn bad(e: &Expr, expected: &str) -> Diagnostic {
     .with_label(format!("expected {expected}"))
 }
 
-/// A compile-time number: literals and `+ - * /` of literals.
+/// A compile-time number: literals and `+ - * /` of literals. A result
+/// that is not finite (`1 / 0`, `1e308 * 10`) is a `non-finite-constant`
+/// error under the operation that produced it.
 pub fn eval_number(e: &Expr) -> Result<f64, Diagnostic> {
     match &e.kind {
         ExprKind::Number { value, .. } => Ok(*value),
         ExprKind::Unary(x) => Ok(-eval_number(x)?),
-        ExprKind::Binary(op, a, b) => {
+        ExprKind::Binary(first, rest) => {
             use specc_grammar::ast::BinOp::*;
-            let (a, b) = (eval_number(a)?, eval_number(b)?);
-            match op {
-                Add => Ok(a + b),
-                Sub => Ok(a - b),
-                Mul => Ok(a * b),
-                Div => Ok(a / b),
-                _ => Err(bad(e, "a number")),
+            let mut acc = eval_number(first)?;
+            for (_, span, o) in chain_spans(first, rest) {
+                let b = eval_number(&o.rhs)?;
+                acc = match o.op {
+                    Add => acc + b,
+                    Sub => acc - b,
+                    Mul => acc * b,
+                    Div => acc / b,
+                    _ => return Err(bad(e, "a number")),
+                };
+                if !acc.is_finite() {
+                    return Err(super::expr::non_finite(span, &format!("{acc}")));
+                }
             }
+            Ok(acc)
         }
         _ => Err(bad(e, "a number")),
     }
