@@ -248,17 +248,24 @@ impl Expr {
     }
 }
 
-/// The partial results of a chain `first op1 e1 op2 e2 ...`, left to right:
-/// for each operation, the span of the left operand (everything before the
-/// operator) and of the partial result that the operation produces.
+/// The partial results of a chain `first op1 e1 op2 e2 ...` whose text is
+/// at `whole`, left to right: for each operation, the span of its left
+/// operand (everything before the operator) and of the partial result it
+/// produces (the last one is `whole`, which includes any parentheses).
 pub fn chain_spans<'a>(
     first: &Expr,
     rest: &'a [Operation],
+    whole: Span,
 ) -> impl Iterator<Item = (Span, Span, &'a Operation)> + 'a {
     let start = first.span;
     let mut lhs = start;
-    rest.iter().map(move |o| {
-        let result = start.to(o.rhs.span);
+    let last = rest.len().saturating_sub(1);
+    rest.iter().enumerate().map(move |(i, o)| {
+        let result = if i == last {
+            whole
+        } else {
+            start.to(o.rhs.span)
+        };
         let item = (lhs, result, o);
         lhs = result;
         item

@@ -211,7 +211,7 @@ pub fn eval_number(e: &Expr) -> Result<f64, Diagnostic> {
         ExprKind::Binary(first, rest) => {
             use specc_grammar::ast::BinOp::*;
             let mut acc = eval_number(first)?;
-            for (_, span, o) in chain_spans(first, rest) {
+            for (_, span, o) in chain_spans(first, rest, e.span) {
                 let b = eval_number(&o.rhs)?;
                 acc = match o.op {
                     Add => acc + b,

@@ -18,7 +18,8 @@ use specc_grammar::ast::{chain_spans, BinOp, Expr, ExprKind, IndexItem, Operatio
 use specc_grammar::Diagnostic;
 
 use super::args::{self, describe};
-use crate::ir::{shape, BinaryOp, DType, Dim, Graph, NodeId, Shape};
+use crate::interp;
+use crate::ir::{shape, BinaryOp, DType, Dim, Graph, NodeId, Op, Shape};
 use crate::passes::rules;
 
 /// Code of a diagnostic that only repeats an earlier error; dropped at the end.
@@ -72,10 +73,22 @@ pub struct ClassUse {
     pub at_most: bool,
 }
 
+/// The value of a constant expression, as far as sema knows it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Known {
+    pub value: f64,
+    /// The float32 value the passes fold it to; otherwise (an op the step
+    /// computes with its own polynomials) the float64 value of the op.
+    pub exact: bool,
+}
+
 pub struct Lowerer<'a> {
     pub g: &'a mut Graph,
     pub env: &'a Env,
     pub class_uses: &'a mut Vec<ClassUse>,
+    /// The values of constant expressions lowered so far (`-1.0` is
+    /// `neg(1.0)` in the IR, and `sqrt(-1.0)` must see its value).
+    pub constants: &'a mut HashMap<NodeId, Known>,
 }
 
 pub type R<T> = Result<T, Diagnostic>;
@@ -101,7 +114,7 @@ impl Lowerer<'_> {
                 let v = self.float(x)?;
                 Ok(self.g.neg(v))
             }
-            ExprKind::Binary(first, rest) => self.chain(first, rest),
+            ExprKind::Binary(first, rest) => self.chain(first, rest, e.span),
             ExprKind::Call(call) => super::functions::lower_call(self, call),
             ExprKind::Index(x, items) => self.index(x, items, e.span),
             ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::Range(..) => Err(Diagnostic::new(
@@ -160,25 +173,82 @@ impl Lowerer<'_> {
         Ok(v)
     }
 
-    /// `v`, unless it is an op on finite constants that folds to inf or NaN
-    /// (`1 / 0`, `sqrt(-1)`, `1e30 * 1e30`): the step would compute that
-    /// value on every call, and training would fail far from the cause.
-    fn finite_constant(&self, v: NodeId, span: Span) -> R<NodeId> {
-        let (op, inputs) = (self.g.op(v), self.g.inputs_of(v));
-        let finite_operands = inputs
-            .iter()
-            .all(|&i| rules::constant(self.g, i).is_some_and(f32::is_finite));
-        match rules::folded_value(self.g, op, inputs) {
-            Some(c) if finite_operands && !c.is_finite() => Err(non_finite(span, &format!("{c}"))),
-            _ => Ok(v),
+    /// The value of `n` if it is a constant expression (looking through
+    /// broadcasts and reshapes of one).
+    fn known(&self, mut n: NodeId) -> Option<Known> {
+        loop {
+            if let Some(k) = self.constants.get(&n) {
+                return Some(*k);
+            }
+            match self.g.op(n) {
+                Op::Scalar(bits) => {
+                    return Some(Known {
+                        value: f64::from(f32::from_bits(*bits)),
+                        exact: true,
+                    })
+                }
+                Op::BroadcastTo(_) | Op::Reshape(_) => n = self.g.inputs_of(n)[0],
+                _ => return None,
+            }
         }
     }
 
-    /// A chain `a op b op c ...`, lowered left to right in a loop (a chain
-    /// may have any length); each partial result has its own span.
-    fn chain(&mut self, first: &Expr, rest: &[Operation]) -> R<NodeId> {
+    /// `v`, unless it is an op on finite constants whose value is inf or NaN
+    /// (`1 / 0`, `sqrt(-1)`, `1e30 * 1e30`, `log(0)`, `exp(1000)`): the step
+    /// would compute that value on every call, and training would fail far
+    /// from the cause. Folded ops are judged by the value the passes fold them
+    /// to; the others (computed by the step's polynomials) by their float64
+    /// value, reported only when NaN or beyond twice float32's range, where
+    /// the step's result is inf however it rounds.
+    fn finite_constant(&mut self, v: NodeId, span: Span) -> R<NodeId> {
+        let op = self.g.op(v);
+        if !matches!(op, Op::Unary(_) | Op::Binary(_)) {
+            return Ok(v);
+        }
+        let args: Option<Vec<Known>> = self.g.inputs_of(v).iter().map(|&i| self.known(i)).collect();
+        let Some(args) = args.filter(|a| a.iter().all(|k| k.value.is_finite())) else {
+            return Ok(v);
+        };
+        let exact: Option<Vec<f32>> = args
+            .iter()
+            .map(|k| k.exact.then_some(k.value as f32))
+            .collect();
+        let k = match (exact.and_then(|a| rules::fold(op, &a)), op, args.as_slice()) {
+            (Some(c), _, _) => Known {
+                value: f64::from(c),
+                exact: true,
+            },
+            (None, Op::Unary(u), [a]) => Known {
+                value: interp::unary(*u, a.value),
+                exact: false,
+            },
+            (None, Op::Binary(b), [a, c]) => Known {
+                value: interp::binary(*b, a.value, c.value),
+                exact: false,
+            },
+            _ => return Ok(v),
+        };
+        self.constants.insert(v, k);
+        let overflows = k.value.abs() > 2.0 * f64::from(f32::MAX);
+        if k.value.is_nan() || (k.exact && k.value.is_infinite()) || overflows {
+            let shown = if k.value.is_nan() {
+                "NaN"
+            } else if k.value > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            };
+            return Err(non_finite(span, shown));
+        }
+        Ok(v)
+    }
+
+    /// A chain `a op b op c ...` (whose text is at `whole`), lowered left to
+    /// right in a loop (a chain may have any length); each partial result has
+    /// its own span.
+    fn chain(&mut self, first: &Expr, rest: &[Operation], whole: Span) -> R<NodeId> {
         let mut acc = self.lower(first)?;
-        for (lhs_span, span, o) in chain_spans(first, rest) {
+        for (lhs_span, span, o) in chain_spans(first, rest, whole) {
             let saved = self.g.current_span;
             self.g.current_span = Some(span);
             let r = self
