@@ -384,7 +384,10 @@ fn every_filetest_passes() {
     collect(&filetest_dir(), &mut files);
     if let Ok(only) = std::env::var("SPECC_FILETEST") {
         files.retain(|f| f.to_string_lossy().contains(&only));
-        assert!(!files.is_empty(), "no filetest matches SPECC_FILETEST={only}");
+        assert!(
+            !files.is_empty(),
+            "no filetest matches SPECC_FILETEST={only}"
+        );
     } else {
         assert!(files.len() >= 30, "only {} filetests found", files.len());
     }
