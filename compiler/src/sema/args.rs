@@ -7,7 +7,7 @@
 //! `bad-argument` diagnostics.
 //! Invariant: nothing here touches the graph.
 
-use specc_grammar::ast::{chain_spans, Arg, Call, Expr, ExprKind, Span};
+use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
@@ -201,9 +201,11 @@ fn bad(e: &Expr, expected: &str) -> Diagnostic {
     .with_label(format!("expected {expected}"))
 }
 
-/// A compile-time number: literals and `+ - * /` of literals. A result
-/// that is not finite (`1 / 0`, `1e308 * 10`) is a `non-finite-constant`
-/// error under the operation that produced it.
+/// A compile-time number: literals and `+ - * /` of literals, in float64.
+/// `1 / 0` is how a spec writes an infinity here (a constant initializer's
+/// value, a clipping bound); each use checks the range it needs (e.g.
+/// [`eval_positive`]), while the same text in a model expression is a
+/// `non-finite-constant` error (see `expr::Lowerer`).
 pub fn eval_number(e: &Expr) -> Result<f64, Diagnostic> {
     match &e.kind {
         ExprKind::Number { value, .. } => Ok(*value),
@@ -211,7 +213,7 @@ pub fn eval_number(e: &Expr) -> Result<f64, Diagnostic> {
         ExprKind::Binary(first, rest) => {
             use specc_grammar::ast::BinOp::*;
             let mut acc = eval_number(first)?;
-            for (_, span, o) in chain_spans(first, rest, e.span) {
+            for o in rest {
                 let b = eval_number(&o.rhs)?;
                 acc = match o.op {
                     Add => acc + b,
@@ -220,9 +222,6 @@ pub fn eval_number(e: &Expr) -> Result<f64, Diagnostic> {
                     Div => acc / b,
                     _ => return Err(bad(e, "a number")),
                 };
-                if !acc.is_finite() {
-                    return Err(super::expr::non_finite(span, &format!("{acc}")));
-                }
             }
             Ok(acc)
         }
