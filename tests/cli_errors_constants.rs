@@ -1,8 +1,10 @@
 //! Constant expressions whose value is inf or NaN (`c = 1 / 0`) are spec
 //! errors at compile time (`non-finite-constant`, exit code 2, a caret under
 //! the expression), not a NaN loss later blamed on the learning rate; the
-//! same for compile-time numbers such as hyperparameters. Constants that are
-//! finite, however computed, are not errors.
+//! same for a hyperparameter that may be a schedule (`learning_rate`), which is
+//! lowered like a model expression. Constants that are finite, however
+//! computed, are not errors. (In compile-time values — an initializer's
+//! `value`, a clipping bound — `1 / 0` writes an infinity; see golden_clipping.)
 
 use std::path::PathBuf;
 use std::process::Command;
