@@ -103,7 +103,8 @@ pub struct LabelDecl {
     /// `int` or `float` (validated by sema).
     pub dtype: Ident,
     /// The columns after `from`; `None` means the single column `name`.
-    /// Entries are `Expr::Ident` or `Expr::Range`.
+    /// Entries are `Expr::Ident`, `Expr::Range` or `Expr::Str` (a quoted
+    /// header such as `"price ($)"`).
     pub columns: Option<Vec<Expr>>,
     pub span: Span,
 }
@@ -216,9 +217,23 @@ pub enum ExprKind {
     /// `[a, b, c]`
     List(Vec<Expr>),
     Unary(Box<Expr>),
-    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `a op b op c ...`: operators of one precedence level applied from the
+    /// left, `((a op b) op c)`. A chain is a list, not nested nodes, so a
+    /// sum of 100,000 terms is one level deep: an expression's depth is its
+    /// real nesting (brackets, calls, operators of different precedence).
+    /// `rest` is never empty; comparisons have exactly one operation.
+    Binary(Box<Expr>, Vec<Operation>),
     /// `x[...]`
     Index(Box<Expr>, Vec<IndexItem>),
+}
+
+/// One step of a [`ExprKind::Binary`] chain: `op rhs`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    pub op: BinOp,
+    /// The operator's position.
+    pub op_span: Span,
+    pub rhs: Expr,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -231,4 +246,28 @@ impl Expr {
     pub fn new(kind: ExprKind, span: Span) -> Expr {
         Expr { kind, span }
     }
+}
+
+/// The partial results of a chain `first op1 e1 op2 e2 ...` whose text is
+/// at `whole`, left to right: for each operation, the span of its left
+/// operand (everything before the operator) and of the partial result it
+/// produces (the last one is `whole`, which includes any parentheses).
+pub fn chain_spans<'a>(
+    first: &Expr,
+    rest: &'a [Operation],
+    whole: Span,
+) -> impl Iterator<Item = (Span, Span, &'a Operation)> + 'a {
+    let start = first.span;
+    let mut lhs = start;
+    let last = rest.len().saturating_sub(1);
+    rest.iter().enumerate().map(move |(i, o)| {
+        let result = if i == last {
+            whole
+        } else {
+            start.to(o.rhs.span)
+        };
+        let item = (lhs, result, o);
+        lhs = result;
+        item
+    })
 }

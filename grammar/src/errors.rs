@@ -358,7 +358,7 @@ impl<'a> Context<'a> {
         for (_, words) in phrases {
             let words = match (words, self.prev_text()) {
                 // In `label NAME: TYPE from COLUMNS`.
-                ("a name", Some("from" | ",")) if in_label => "a column name or range",
+                ("a name" | "a string", Some("from" | ",")) if in_label => "a column name or range",
                 ("a name", Some(":")) if in_label => "a type (`int` or `float`)",
                 (w, _) => w,
             };

@@ -1,9 +1,10 @@
 //! The parser: spec text to [`SpecFile`], or one [`Diagnostic`].
 //!
 //! Owns: running the scan and the pest grammar, and turning pest's parse tree
-//! into the AST (spans, numbers, escapes, operator trees), plus the few syntax
+//! into the AST (spans, numbers, escapes, operator chains), plus the few syntax
 //! rules the grammar leaves to code: comparisons do not chain, numbers must be
-//! representable, expressions may not nest deeper than [`MAX_EXPR_DEPTH`].
+//! representable, expressions may not nest deeper than [`MAX_EXPR_DEPTH`]
+//! (operator chains such as a long sum are one level, not one per operator).
 //!
 //! Invariants: [`parse`] never panics and never recurses deeper than the
 //! bracket nesting the scan admits ([`crate::scan::MAX_NESTING`]); every span
@@ -21,8 +22,10 @@ use crate::{errors, scan};
 #[grammar = "spec.pest"]
 pub(crate) struct SpecParser;
 
-/// The deepest expression tree accepted (operators, calls, lists, indexing).
-/// Later stages walk expressions recursively; this bounds their recursion.
+/// The deepest expression tree accepted (calls, lists, indexing, unary
+/// minus, and one level per operator chain of one precedence: `a + b + c` is
+/// one level, `a + b * c` two). Later stages walk expressions recursively;
+/// this bounds their recursion, and a chain's operands are walked in a loop.
 pub const MAX_EXPR_DEPTH: usize = 256;
 
 /// The largest integer literal: every integer up to 2^53 is exact in an f64.
@@ -313,6 +316,7 @@ fn columns(pair: Pair<'_, Rule>) -> Result<Vec<Expr>> {
         let span = span_of(&col);
         out.push(match col.as_rule() {
             Rule::ident => Expr::new(ExprKind::Ident(col.as_str().to_string()), span),
+            Rule::string => leaf(col)?,
             Rule::range => range(col)?,
             _ => return Err(internal(span, "a column")),
         });
@@ -550,7 +554,8 @@ fn list(pair: Pair<'_, Rule>) -> Result<Built> {
     node(ExprKind::List(items), span, depth, at)
 }
 
-/// `a OP b OP c ...`, folded to the left. Comparisons may not chain.
+/// `a OP b OP c ...`: one chain node, whatever its length (a chain is not
+/// nesting). Comparisons may not chain.
 #[inline(never)]
 fn binary_chain(pair: Pair<'_, Rule>) -> Result<Built> {
     let is_comparison = pair.as_rule() == Rule::comparison;
@@ -558,30 +563,33 @@ fn binary_chain(pair: Pair<'_, Rule>) -> Result<Built> {
     let Some(first) = inner.next() else {
         return Err(internal(Span::default(), "an operand"));
     };
-    let (mut lhs, mut depth) = expr_d(first)?;
-    let mut first_op: Option<Span> = None;
+    let (first, mut depth) = expr_d(first)?;
+    let mut rest = Vec::new();
     while let Some(op) = inner.next() {
         let op_span = span_of(&op);
         let bin = binop(&op)?;
         if is_comparison {
-            if let Some(first_op) = first_op {
+            if let Some(first_op) = rest.first().map(|o: &Operation| o.op_span) {
                 return Err(chained_comparison(first_op, op_span));
             }
-            first_op = Some(op_span);
         }
         let rhs = inner
             .next()
             .ok_or_else(|| internal(op_span, "an operand"))?;
         let (rhs, rhs_depth) = expr_d(rhs)?;
-        let span = lhs.span.to(rhs.span);
-        (lhs, depth) = node(
-            ExprKind::Binary(bin, Box::new(lhs), Box::new(rhs)),
-            span,
-            depth.max(rhs_depth),
+        depth = depth.max(rhs_depth);
+        rest.push(Operation {
+            op: bin,
             op_span,
-        )?;
+            rhs,
+        });
     }
-    Ok((lhs, depth))
+    let Some(last) = rest.last() else {
+        return Ok((first, depth));
+    };
+    let span = first.span.to(last.rhs.span);
+    let at = rest[0].op_span;
+    node(ExprKind::Binary(Box::new(first), rest), span, depth, at)
 }
 
 fn chained_comparison(first: Span, second: Span) -> Diagnostic {

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::ast::{Arg, Call, Expr, ExprKind, IndexItem, Item, SpecFile};
+use crate::ast::{Arg, Call, Expr, ExprKind, IndexItem, Item, Operation, SpecFile};
 
 pub fn print_spec(file: &SpecFile) -> String {
     let mut out = String::new();
@@ -101,6 +101,20 @@ fn call(c: &Call) -> String {
     }
 }
 
+/// A chain as the nested form `(+ (+ a b) c)` it stands for, built in one
+/// pass over the operations (a chain may have any length).
+fn chain(first: &Expr, rest: &[Operation]) -> String {
+    let mut out = String::new();
+    for o in rest.iter().rev() {
+        write!(out, "({} ", o.op.symbol()).ok();
+    }
+    out.push_str(&expr(first));
+    for o in rest {
+        write!(out, " {})", expr(&o.rhs)).ok();
+    }
+    out
+}
+
 pub fn expr(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Number { value, is_int } => {
@@ -120,7 +134,7 @@ pub fn expr(e: &Expr) -> String {
             format!("[{}]", x.join(" "))
         }
         ExprKind::Unary(x) => format!("(neg {})", expr(x)),
-        ExprKind::Binary(op, a, b) => format!("({} {} {})", op.symbol(), expr(a), expr(b)),
+        ExprKind::Binary(first, rest) => chain(first, rest),
         ExprKind::Index(x, items) => {
             let it: Vec<String> = items
                 .iter()

@@ -147,8 +147,10 @@ fn brackets_nested_too_deeply() {
 fn expression_nested_too_deeply() {
     for src in [
         format!("x = {}a", "-".repeat(300)),
-        format!("x = a{}", " + a".repeat(300)),
         format!("x = a{}", "[0]".repeat(300)),
+        // Operators of different precedences nest: each bracket here holds a
+        // sum whose last term is a product (two levels).
+        format!("x = {}a{}", "(a + a * ".repeat(128), ")".repeat(128)),
     ] {
         let d = error(&src);
         assert!(
@@ -158,7 +160,11 @@ fn expression_nested_too_deeply() {
         );
     }
     // 256 levels are fine.
-    assert!(parse(&format!("x = a{}", " + a".repeat(255))).is_ok());
+    assert!(parse(&format!("x = {}a", "-".repeat(255))).is_ok());
+    // A chain of one precedence is one level, whatever its length.
+    for n in [255, 256, 1_000] {
+        assert!(parse(&format!("x = a{}", " + a".repeat(n))).is_ok(), "{n}");
+    }
 }
 
 #[test]

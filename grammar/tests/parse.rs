@@ -123,9 +123,11 @@ fn parses_the_doc_example() {
     assert_eq!(text(src, h.span), "relu(pixels @ W1 + b1)");
     let logits = binding(&f, "logits");
     assert_eq!(sexpr(logits), "(+ (@ h W2) b2)");
-    let ExprKind::Binary(BinOp::Add, lhs, _) = &logits.kind else {
+    let ExprKind::Binary(lhs, rest) = &logits.kind else {
         panic!()
     };
+    assert_eq!(rest[0].op, BinOp::Add);
+    assert_eq!(text(src, rest[0].op_span), "+");
     assert_eq!(text(src, lhs.span), "h @ W2");
     assert_eq!(text(src, logits.span), "h @ W2 + b2");
 
@@ -202,7 +204,7 @@ fn parenthesized_spans_include_the_parentheses() {
     let f = parse_ok(src);
     let e = binding(&f, "x");
     assert_eq!(text(src, e.span), "(a + b) * c");
-    let ExprKind::Binary(_, lhs, _) = &e.kind else {
+    let ExprKind::Binary(lhs, _) = &e.kind else {
         panic!()
     };
     assert_eq!(text(src, lhs.span), "(a + b)");
@@ -289,6 +291,23 @@ fn label_forms() {
         panic!()
     };
     assert_eq!((text(src, a.span), text(src, b.span)), ("y1", "y3"));
+
+    // Headers that are not names are quoted, exactly as in the file.
+    let src =
+        "label y: float from \"größe\", px0..px3, \"price ($)\"\nx = numeric(\"Größe der Klasse\")";
+    let f = parse_ok(src);
+    let Item::Label(l) = &f.items[0] else {
+        panic!()
+    };
+    let cols: Vec<String> = l.columns.as_ref().unwrap().iter().map(sexpr).collect();
+    assert_eq!(cols, ["\"größe\"", "px0..px3", "\"price ($)\""]);
+    assert_eq!(
+        text(src, l.columns.as_ref().unwrap()[2].span),
+        "\"price ($)\""
+    );
+    assert_eq!(sexpr(binding(&f, "x")), "numeric(\"Größe der Klasse\")");
+    let printed = specc_grammar::print::print_spec(&f);
+    assert!(printed.starts_with("(label y float (from \"größe\" px0..px3 \"price ($)\"))"));
 
     // `from` on the next line that is not followed by columns is a binding.
     let f = parse_ok("label y: float\nfrom = 3");

@@ -210,21 +210,74 @@ impl<'a, 'f> Emitter<'a, 'f> {
     }
 
     /// The f32 SSA value of a scalar node, computed on the spine at first use.
+    /// Its operands are computed first, in a loop over an explicit stack (a
+    /// chain of scalar ops, e.g. a long sum, may be 100,000 nodes deep), in
+    /// the order a recursive walk would take.
     pub fn scalar(&mut self, n: NodeId) -> Value {
         if let Some(&v) = self.scalars.get(&n) {
             return v;
         }
+        // Values computed by this call: one straight-line sequence, so they
+        // dominate each other even inside a region, where nothing is memoized.
+        let mut done: HashMap<NodeId, Value> = HashMap::new();
+        let mut stack = vec![(n, false)];
+        while let Some((m, operands_done)) = stack.pop() {
+            if done.contains_key(&m) || self.scalars.contains_key(&m) {
+                continue;
+            }
+            if operands_done {
+                let v = self.scalar_op(m, &done);
+                if self.region == 0 {
+                    self.scalars.insert(m, v);
+                }
+                done.insert(m, v);
+                continue;
+            }
+            stack.push((m, true));
+            for &i in self.scalar_operands(m).iter().rev() {
+                stack.push((i, false));
+            }
+        }
+        done[&n]
+    }
+
+    /// The nodes whose scalar values `n`'s value is computed from.
+    fn scalar_operands(&self, n: NodeId) -> &'a [NodeId] {
+        let g = self.g;
+        if self.plan.scalar_loads.contains_key(&n) {
+            return &[];
+        }
+        match g.op(n) {
+            Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Select
+            | Op::Cast(_)
+            | Op::StopGradient
+            | Op::NormalNoise { .. } => g.inputs_of(n),
+            Op::Reshape(_) | Op::Slice { .. } | Op::Transpose(_) => &g.inputs_of(n)[..1],
+            _ => &[],
+        }
+    }
+
+    /// The value of scalar node `n`, whose operands are computed (memoized or in `done`).
+    fn scalar_op(&mut self, n: NodeId, done: &HashMap<NodeId, Value>) -> Value {
         let ty = types::F32;
-        let inputs = self.g.inputs_of(n).to_vec();
+        let arg: Vec<Value> = self
+            .scalar_operands(n)
+            .iter()
+            .map(|i| {
+                *self
+                    .scalars
+                    .get(i)
+                    .or_else(|| done.get(i))
+                    .expect("operands are computed first")
+            })
+            .collect();
         if let Some((view, dt)) = self.plan.scalar_loads.get(&n).cloned() {
             let p = self.view_ptr(&view);
-            let v = self.load_scalar(p, dt);
-            if self.region == 0 {
-                self.scalars.insert(n, v);
-            }
-            return v;
+            return self.load_scalar(p, dt);
         }
-        let v = match self.g.op(n).clone() {
+        match self.g.op(n).clone() {
             Op::Scalar(bits) => self.b.ins().f32const(f32::from_bits(bits)),
             Op::BatchSize => self.b.ins().fcvt_from_sint(ty, self.batch),
             Op::GlobalStep => {
@@ -239,45 +292,18 @@ impl<'a, 'f> Emitter<'a, 'f> {
                 let base = self.table_entry(abi::CTX_ARENAS, arena as u32);
                 self.b.ins().load(ty, trusted(), base, (offset * 4) as i32)
             }
-            Op::Unary(u) => {
-                let x = self.scalar(inputs[0]);
-                ops::unary(self.b, ty, u, x)
-            }
-            Op::Binary(op) => {
-                let x = self.scalar(inputs[0]);
-                let y = self.scalar(inputs[1]);
-                ops::binary(self.b, ty, op, x, y)
-            }
-            Op::Select => {
-                let c = self.scalar(inputs[0]);
-                let x = self.scalar(inputs[1]);
-                let y = self.scalar(inputs[2]);
-                ops::select(self.b, ty, c, x, y)
-            }
-            Op::Cast(DType::I32) => {
-                let x = self.scalar(inputs[0]);
-                ops::truncate(self.b, x)
-            }
-            Op::Cast(DType::F32) | Op::StopGradient => self.scalar(inputs[0]),
-            Op::Reshape(_) | Op::Slice { .. } | Op::Transpose(_) => {
-                match self.plan.scalar_loads.get(&n).cloned() {
-                    Some((view, dt)) => {
-                        let p = self.view_ptr(&view);
-                        self.load_scalar(p, dt)
-                    }
-                    None => self.scalar(inputs[0]),
-                }
-            }
-            Op::NormalNoise { seed } => {
-                let step = self.scalar(inputs[0]);
-                self.normal_noise(seed, step)
-            }
+            Op::Unary(u) => ops::unary(self.b, ty, u, arg[0]),
+            Op::Binary(op) => ops::binary(self.b, ty, op, arg[0], arg[1]),
+            Op::Select => ops::select(self.b, ty, arg[0], arg[1], arg[2]),
+            Op::Cast(DType::I32) => ops::truncate(self.b, arg[0]),
+            Op::Cast(DType::F32)
+            | Op::StopGradient
+            | Op::Reshape(_)
+            | Op::Slice { .. }
+            | Op::Transpose(_) => arg[0],
+            Op::NormalNoise { seed } => self.normal_noise(seed, arg[0]),
             other => panic!("internal compiler error: scalar {n} ({other:?}) has no value yet"),
-        };
-        if self.region == 0 {
-            self.scalars.insert(n, v);
         }
-        v
     }
 
     /// Output `k` (an i64 value) of the splitmix64 stream `seed`.

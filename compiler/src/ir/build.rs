@@ -369,39 +369,39 @@ impl Graph {
 
 impl Graph {
     /// `root` with every use of the global step replaced by `with` (the nodes
-    /// that depend on it are rebuilt; the rest are shared).
+    /// that depend on it are rebuilt; the rest are shared). A walk over an
+    /// explicit stack, inputs before their users in the order a recursive walk
+    /// takes (a schedule's expression may be a chain of any length).
     pub fn replace_global_step(&mut self, root: NodeId, with: NodeId) -> NodeId {
-        let mut memo = std::collections::HashMap::new();
-        self.replace_rec(root, with, &mut memo)
-    }
-
-    fn replace_rec(
-        &mut self,
-        n: NodeId,
-        with: NodeId,
-        memo: &mut std::collections::HashMap<NodeId, NodeId>,
-    ) -> NodeId {
-        if let Some(&m) = memo.get(&n) {
-            return m;
-        }
-        let node = self.node(n).clone();
-        let r = if node.op == Op::GlobalStep {
-            with
-        } else if node.inputs.is_empty() {
-            n
-        } else {
-            let inputs: Vec<NodeId> = node
-                .inputs
-                .iter()
-                .map(|&i| self.replace_rec(i, with, memo))
-                .collect();
-            if inputs == node.inputs {
+        let mut memo: std::collections::HashMap<NodeId, NodeId> = std::collections::HashMap::new();
+        let mut stack = vec![(root, false)];
+        while let Some((n, inputs_done)) = stack.pop() {
+            if memo.contains_key(&n) {
+                continue;
+            }
+            let node = self.node(n);
+            if node.op == Op::GlobalStep {
+                memo.insert(n, with);
+                continue;
+            }
+            if node.inputs.is_empty() {
+                memo.insert(n, n);
+                continue;
+            }
+            if !inputs_done {
+                stack.push((n, true));
+                stack.extend(node.inputs.iter().rev().map(|&i| (i, false)));
+                continue;
+            }
+            let node = node.clone();
+            let inputs: Vec<NodeId> = node.inputs.iter().map(|i| memo[i]).collect();
+            let r = if inputs == node.inputs {
                 n
             } else {
                 self.intern(node.op, inputs, node.dtype, node.shape)
-            }
-        };
-        memo.insert(n, r);
-        r
+            };
+            memo.insert(n, r);
+        }
+        memo[&root]
     }
 }

@@ -315,24 +315,29 @@ impl Graph {
     /// Interns a node whose dtype and shape the caller has computed.
     /// Structurally equal nodes are returned as the existing id.
     pub fn intern(&mut self, op: Op, inputs: Vec<NodeId>, dtype: DType, shape: Shape) -> NodeId {
-        let key = (op, inputs);
-        if let Some(&id) = self.intern.get(&key) {
-            if self.spans[id.index()].is_none() {
-                self.spans[id.index()] = self.current_span;
+        use std::collections::hash_map::Entry;
+        let next = NodeId(self.nodes.len() as u32);
+        match self.intern.entry((op, inputs)) {
+            Entry::Occupied(e) => {
+                let id = *e.get();
+                if self.spans[id.index()].is_none() {
+                    self.spans[id.index()] = self.current_span;
+                }
+                id
             }
-            return id;
+            Entry::Vacant(e) => {
+                let (op, inputs) = e.key().clone();
+                e.insert(next);
+                self.nodes.push(Node {
+                    op,
+                    inputs,
+                    dtype,
+                    shape,
+                });
+                self.spans.push(self.current_span);
+                next
+            }
         }
-        let id = NodeId(self.nodes.len() as u32);
-        let (op, inputs) = key.clone();
-        self.nodes.push(Node {
-            op,
-            inputs,
-            dtype,
-            shape,
-        });
-        self.spans.push(self.current_span);
-        self.intern.insert(key, id);
-        id
     }
 
     /// Number of uses of each node among the nodes reachable from `roots`.

@@ -2,17 +2,36 @@
 //!
 //! Each rule looks at an op and its (already rewritten) inputs and may return
 //! an equivalent existing or new node. Rules are IEEE-exact: they never change
-//! a result bit (no `x * 0 -> 0`, no `x + 0 -> x`, no folding of
-//! transcendental functions whose runtime result comes from our polynomials).
+//! a result bit of what the compiled step would compute (no `x * 0 -> 0`, no
+//! `x + 0 -> x`).
+//!
+//! Constant folding ([`fold`]) evaluates an op at compile time only where the
+//! compiled code computes the same IEEE operation on the same bits:
+//!
+//! | op | folded | why |
+//! |---|---|---|
+//! | neg, abs, square, sqrt, recip, add, sub, mul, div | yes | one correctly rounded IEEE operation at run time (`fneg`, `fabs`, `x*x`, `sqrt`, `1/x`, ...) |
+//! | maximum, minimum, comparisons, select | yes | the same comparison (`x >= y ? x : y`, ties to the first operand) |
+//! | exp, log, log1p, sigmoid, tanh, softplus, pow, sin, cos | no | the step computes them with specc's own polynomials (`codegen::math`, `codegen::trig`), not libm |
+//! | floor, ceil | no | the step goes through int32 and gives `+0` where IEEE gives `-0` |
+//! | sign, relu, cast | no | not needed; left to the step |
+//!
+//! and never where an operand or the result is subnormal: the step runs with
+//! denormals flushed to zero (as TF does), the compiler does not.
+//! A fold that turns finite constants into inf or NaN is reported by sema
+//! (`non-finite-constant`) before it gets here.
 
 use crate::ir::{BinaryOp, Graph, NodeId, Op, Shape, UnaryOp};
 
 /// The scalar value of a constant, looking through a broadcast.
-fn constant(g: &Graph, x: NodeId) -> Option<f32> {
-    match g.op(x) {
-        Op::Scalar(b) => Some(f32::from_bits(*b)),
-        Op::BroadcastTo(_) => constant(g, g.inputs_of(x)[0]),
-        _ => None,
+pub fn constant(g: &Graph, x: NodeId) -> Option<f32> {
+    let mut x = x;
+    loop {
+        match g.op(x) {
+            Op::Scalar(b) => return Some(f32::from_bits(*b)),
+            Op::BroadcastTo(_) => x = g.inputs_of(x)[0],
+            _ => return None,
+        }
     }
 }
 
@@ -23,15 +42,24 @@ fn fold_unary(u: UnaryOp, a: f32) -> Option<f32> {
         UnaryOp::Square => a * a,
         UnaryOp::Sqrt => a.sqrt(),
         UnaryOp::Recip => 1.0 / a,
-        UnaryOp::Floor => a.floor(),
-        UnaryOp::Ceil => a.ceil(),
-        _ => return None,
+        UnaryOp::Exp
+        | UnaryOp::Log
+        | UnaryOp::Log1p
+        | UnaryOp::Sigmoid
+        | UnaryOp::Tanh
+        | UnaryOp::Softplus
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Sign
+        | UnaryOp::Relu => return None,
     })
 }
 
-fn fold_binary(b: BinaryOp, a: f32, c: f32) -> f32 {
+fn fold_binary(b: BinaryOp, a: f32, c: f32) -> Option<f32> {
     let t = |x: bool| if x { 1.0 } else { 0.0 };
-    match b {
+    Some(match b {
         BinaryOp::Add => a + c,
         BinaryOp::Sub => a - c,
         BinaryOp::Mul => a * c,
@@ -50,14 +78,34 @@ fn fold_binary(b: BinaryOp, a: f32, c: f32) -> f32 {
                 c
             }
         }
-        BinaryOp::Pow => a.powf(c),
+        BinaryOp::Pow => return None,
         BinaryOp::Gt => t(a > c),
         BinaryOp::Ge => t(a >= c),
         BinaryOp::Lt => t(a < c),
         BinaryOp::Le => t(a <= c),
         BinaryOp::Eq => t(a == c),
         BinaryOp::Ne => t(a != c),
+    })
+}
+
+/// The value of `op` applied to the constants `args`, when it is folded
+/// (see the table above); `None` leaves the node to the step.
+pub fn fold(op: &Op, args: &[f32]) -> Option<f32> {
+    if args.iter().any(|a| a.is_subnormal()) {
+        return None;
     }
+    let v = match (op, args) {
+        (Op::Unary(u), &[a]) => fold_unary(*u, a)?,
+        (Op::Binary(b), &[a, c]) => fold_binary(*b, a, c)?,
+        _ => return None,
+    };
+    (!v.is_subnormal()).then_some(v)
+}
+
+/// The folded value of an elementwise node whose operands are all constants.
+pub fn folded_value(g: &Graph, op: &Op, inputs: &[NodeId]) -> Option<f32> {
+    let args: Option<Vec<f32>> = inputs.iter().map(|&i| constant(g, i)).collect();
+    fold(op, &args?)
 }
 
 /// A constant `v` of `shape` (a scalar, broadcast when needed).
@@ -100,7 +148,7 @@ pub fn simplify(g: &mut Graph, op: &Op, inputs: &[NodeId], shape: &Shape) -> Opt
 
         Op::Unary(u) => {
             let x = inputs[0];
-            if let Some(c) = constant(g, x).and_then(|c| fold_unary(*u, c)) {
+            if let Some(c) = folded_value(g, op, inputs) {
                 return Some(filled(g, c, shape));
             }
             // neg(neg(x)) = x
@@ -114,10 +162,10 @@ pub fn simplify(g: &mut Graph, op: &Op, inputs: &[NodeId], shape: &Shape) -> Opt
 
         Op::Binary(b) => {
             let (x, y) = (inputs[0], inputs[1]);
-            let (cx, cy) = (constant(g, x), constant(g, y));
-            if let (Some(a), Some(c)) = (cx, cy) {
-                return Some(filled(g, fold_binary(*b, a, c), shape));
+            if let Some(c) = folded_value(g, op, inputs) {
+                return Some(filled(g, c, shape));
             }
+            let (cx, cy) = (constant(g, x), constant(g, y));
             match (b, cx, cy) {
                 // x * 1 = x, 1 * x = x, x / 1 = x, x - 0 = x
                 (BinaryOp::Mul, _, Some(1.0)) => Some(x),
@@ -146,6 +194,8 @@ pub fn simplify(g: &mut Graph, op: &Op, inputs: &[NodeId], shape: &Shape) -> Opt
                 return Some(a);
             }
             match constant(g, c) {
+                // A subnormal condition is 0 in the step (denormals are zero).
+                Some(v) if v.is_subnormal() => None,
                 Some(v) if v != 0.0 => Some(a),
                 Some(_) => Some(b),
                 None => None,

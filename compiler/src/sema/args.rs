@@ -253,21 +253,29 @@ fn bad(e: &Expr, expected: &str) -> Diagnostic {
     .with_label(format!("expected {expected}"))
 }
 
-/// A compile-time number: literals and `+ - * /` of literals.
+/// A compile-time number: literals and `+ - * /` of literals, in float64.
+/// `1 / 0` is how a spec writes an infinity here (a constant initializer's
+/// value, a clipping bound); each use checks the range it needs (e.g.
+/// [`eval_positive`]), while the same text in a model expression is a
+/// `non-finite-constant` error (see `expr::Lowerer`).
 pub fn eval_number(e: &Expr) -> Result<f64, Diagnostic> {
     match &e.kind {
         ExprKind::Number { value, .. } => Ok(*value),
         ExprKind::Unary(x) => Ok(-eval_number(x)?),
-        ExprKind::Binary(op, a, b) => {
+        ExprKind::Binary(first, rest) => {
             use specc_grammar::ast::BinOp::*;
-            let (a, b) = (eval_number(a)?, eval_number(b)?);
-            match op {
-                Add => Ok(a + b),
-                Sub => Ok(a - b),
-                Mul => Ok(a * b),
-                Div => Ok(a / b),
-                _ => Err(bad(e, "a number")),
+            let mut acc = eval_number(first)?;
+            for o in rest {
+                let b = eval_number(&o.rhs)?;
+                acc = match o.op {
+                    Add => acc + b,
+                    Sub => acc - b,
+                    Mul => acc * b,
+                    Div => acc / b,
+                    _ => return Err(bad(e, "a number")),
+                };
             }
+            Ok(acc)
         }
         _ => Err(bad(e, "a number")),
     }

@@ -6,15 +6,21 @@
 //!
 //! Invariants: a node is only built after its operands' dtypes and shapes
 //! have been checked, so the graph builder never sees bad shapes; every node
-//! created while lowering an expression carries that expression's span.
+//! created while lowering an expression carries that expression's span (the
+//! partial results of an operator chain carry the span up to their operand);
+//! operator chains are lowered in a loop, so a chain of any length lowers in
+//! bounded stack; no expression of finite constants lowers to a node that
+//! the passes would fold to inf or NaN (`non-finite-constant`).
 
 use std::collections::HashMap;
 
-use specc_grammar::ast::{BinOp, Expr, ExprKind, IndexItem, Span};
+use specc_grammar::ast::{chain_spans, BinOp, Expr, ExprKind, IndexItem, Operation, Span};
 use specc_grammar::Diagnostic;
 
 use super::args::{self, describe};
-use crate::ir::{shape, BinaryOp, DType, Dim, Graph, NodeId, Shape};
+use crate::interp;
+use crate::ir::{shape, BinaryOp, DType, Dim, Graph, NodeId, Op, Shape};
+use crate::passes::rules;
 
 /// Code of a diagnostic that only repeats an earlier error; dropped at the end.
 pub const POISONED: &str = "poisoned";
@@ -67,10 +73,22 @@ pub struct ClassUse {
     pub at_most: bool,
 }
 
+/// The value of a constant expression, as far as sema knows it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Known {
+    pub value: f64,
+    /// The float32 value the passes fold it to; otherwise (an op the step
+    /// computes with its own polynomials) the float64 value of the op.
+    pub exact: bool,
+}
+
 pub struct Lowerer<'a> {
     pub g: &'a mut Graph,
     pub env: &'a Env,
     pub class_uses: &'a mut Vec<ClassUse>,
+    /// The values of constant expressions lowered so far (`-1.0` is
+    /// `neg(1.0)` in the IR, and `sqrt(-1.0)` must see its value).
+    pub constants: &'a mut HashMap<NodeId, Known>,
 }
 
 pub type R<T> = Result<T, Diagnostic>;
@@ -80,21 +98,23 @@ impl Lowerer<'_> {
     pub fn lower(&mut self, e: &Expr) -> R<NodeId> {
         let saved = self.g.current_span;
         self.g.current_span = Some(e.span);
-        let r = self.lower_inner(e);
+        let r = self
+            .lower_inner(e)
+            .and_then(|v| self.finite_constant(v, e.span));
         self.g.current_span = saved;
         r
     }
 
     fn lower_inner(&mut self, e: &Expr) -> R<NodeId> {
         match &e.kind {
-            ExprKind::Number { value, .. } => Ok(self.g.scalar(*value as f32)),
+            ExprKind::Number { value, .. } => Ok(self.g.scalar(f32_literal(*value, e.span)?)),
             ExprKind::Ident(name) => self.name(name, e.span),
             ExprKind::List(_) => self.constant(e),
             ExprKind::Unary(x) => {
                 let v = self.float(x)?;
                 Ok(self.g.neg(v))
             }
-            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
+            ExprKind::Binary(first, rest) => self.chain(first, rest, e.span),
             ExprKind::Call(call) => super::functions::lower_call(self, call),
             ExprKind::Index(x, items) => self.index(x, items, e.span),
             ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::Range(..) => Err(Diagnostic::new(
@@ -136,16 +156,108 @@ impl Lowerer<'_> {
     /// Lowers `e` and checks it is float32.
     pub fn float(&mut self, e: &Expr) -> R<NodeId> {
         let v = self.lower(e)?;
+        self.expect_float(v, e.span)
+    }
+
+    /// Checks that the value of the expression at `span` is float32.
+    fn expect_float(&self, v: NodeId, span: Span) -> R<NodeId> {
         if self.g.dtype(v) != DType::F32 {
             return Err(Diagnostic::new(
                 "dtype-mismatch",
-                e.span,
+                span,
                 "expected a float32 tensor, found int32",
             )
             .with_label("int32")
             .with_help("convert it with cast(x, float32)"));
         }
         Ok(v)
+    }
+
+    /// The value of `n` if it is a constant expression (looking through
+    /// broadcasts and reshapes of one).
+    fn known(&self, mut n: NodeId) -> Option<Known> {
+        loop {
+            if let Some(k) = self.constants.get(&n) {
+                return Some(*k);
+            }
+            match self.g.op(n) {
+                Op::Scalar(bits) => {
+                    return Some(Known {
+                        value: f64::from(f32::from_bits(*bits)),
+                        exact: true,
+                    })
+                }
+                Op::BroadcastTo(_) | Op::Reshape(_) => n = self.g.inputs_of(n)[0],
+                _ => return None,
+            }
+        }
+    }
+
+    /// `v`, unless it is an op on finite constants whose value is inf or NaN
+    /// (`1 / 0`, `sqrt(-1)`, `1e30 * 1e30`, `log(0)`, `exp(1000)`): the step
+    /// would compute that value on every call, and training would fail far
+    /// from the cause. Folded ops are judged by the value the passes fold them
+    /// to; the others (computed by the step's polynomials) by their float64
+    /// value, reported only when NaN or beyond twice float32's range, where
+    /// the step's result is inf however it rounds.
+    fn finite_constant(&mut self, v: NodeId, span: Span) -> R<NodeId> {
+        let op = self.g.op(v);
+        if !matches!(op, Op::Unary(_) | Op::Binary(_)) {
+            return Ok(v);
+        }
+        let args: Option<Vec<Known>> = self.g.inputs_of(v).iter().map(|&i| self.known(i)).collect();
+        let Some(args) = args.filter(|a| a.iter().all(|k| k.value.is_finite())) else {
+            return Ok(v);
+        };
+        let exact: Option<Vec<f32>> = args
+            .iter()
+            .map(|k| k.exact.then_some(k.value as f32))
+            .collect();
+        let k = match (exact.and_then(|a| rules::fold(op, &a)), op, args.as_slice()) {
+            (Some(c), _, _) => Known {
+                value: f64::from(c),
+                exact: true,
+            },
+            (None, Op::Unary(u), [a]) => Known {
+                value: interp::unary(*u, a.value),
+                exact: false,
+            },
+            (None, Op::Binary(b), [a, c]) => Known {
+                value: interp::binary(*b, a.value, c.value),
+                exact: false,
+            },
+            _ => return Ok(v),
+        };
+        self.constants.insert(v, k);
+        let overflows = k.value.abs() > 2.0 * f64::from(f32::MAX);
+        if k.value.is_nan() || (k.exact && k.value.is_infinite()) || overflows {
+            let shown = if k.value.is_nan() {
+                "NaN"
+            } else if k.value > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            };
+            return Err(non_finite(span, shown));
+        }
+        Ok(v)
+    }
+
+    /// A chain `a op b op c ...` (whose text is at `whole`), lowered left to
+    /// right in a loop (a chain may have any length); each partial result has
+    /// its own span.
+    fn chain(&mut self, first: &Expr, rest: &[Operation], whole: Span) -> R<NodeId> {
+        let mut acc = self.lower(first)?;
+        for (lhs_span, span, o) in chain_spans(first, rest, whole) {
+            let saved = self.g.current_span;
+            self.g.current_span = Some(span);
+            let r = self
+                .binary(o.op, acc, lhs_span, &o.rhs, span)
+                .and_then(|v| self.finite_constant(v, span));
+            self.g.current_span = saved;
+            acc = r?;
+        }
+        Ok(acc)
     }
 
     /// A tensor constant from a (nested) list of numbers.
@@ -155,10 +267,13 @@ impl Lowerer<'_> {
         Ok(self.g.tensor(DType::F32, shape, values))
     }
 
-    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, span: Span) -> R<NodeId> {
+    /// `x op b`, where `x` is the lowered left operand (the source text at
+    /// `xs`) and `span` covers both operands.
+    fn binary(&mut self, op: BinOp, x: NodeId, xs: Span, b: &Expr, span: Span) -> R<NodeId> {
         if op == BinOp::MatMul {
-            let (x, y) = (self.float(a)?, self.float(b)?);
-            return self.matmul(x, y, false, false, a.span, b.span, span);
+            let x = self.expect_float(x, xs)?;
+            let y = self.float(b)?;
+            return self.matmul(x, y, false, false, xs, b.span, span);
         }
         let cmp = match op {
             BinOp::Eq => Some(BinaryOp::Eq),
@@ -171,17 +286,15 @@ impl Lowerer<'_> {
         };
         let (x, y) = if cmp.is_some() {
             // Comparisons accept int operands (e.g. labels == argmax(logits)).
-            let x = self.lower(a)?;
             let y = self.lower(b)?;
             (self.g.cast(x, DType::F32), self.g.cast(y, DType::F32))
         } else {
-            let x = self.lower(a)?;
             let y = self.lower(b)?;
-            for (v, ex) in [(x, a), (y, b)] {
+            for (v, sp) in [(x, xs), (y, b.span)] {
                 if self.g.dtype(v) == DType::I32 {
                     return Err(Diagnostic::new(
                         "dtype-mismatch",
-                        ex.span,
+                        sp,
                         format!(
                             "`{}` needs float32 operands, but this is int32",
                             op.symbol()
@@ -193,7 +306,7 @@ impl Lowerer<'_> {
             }
             (x, y)
         };
-        self.check_broadcast(x, y, a.span, b.span, span, op.symbol())?;
+        self.check_broadcast(x, y, xs, b.span, span, op.symbol())?;
         let bop = cmp.unwrap_or(match op {
             BinOp::Add => BinaryOp::Add,
             BinOp::Sub => BinaryOp::Sub,
@@ -437,7 +550,38 @@ pub fn constant_values(e: &Expr) -> R<(Vec<u32>, Vec<f32>)> {
         }
         _ => {
             let v = args::eval_number(e)?;
-            Ok((vec![], vec![v as f32]))
+            Ok((vec![], vec![f32_literal(v, e.span)?]))
         }
     }
+}
+
+/// A compile-time number as the float32 the step computes with: a finite
+/// value beyond float32's range would silently become inf.
+fn f32_literal(v: f64, span: Span) -> R<f32> {
+    let f = v as f32;
+    if v.is_finite() && !f.is_finite() {
+        return Err(Diagnostic::new(
+            "non-finite-constant",
+            span,
+            format!("{v:e} is beyond float32's range"),
+        )
+        .with_label(format!("{f} in float32"))
+        .with_help("float32 values are at most about 3.4e38 in magnitude"));
+    }
+    Ok(f)
+}
+
+/// `non-finite-constant`: an expression of constants whose float32 value is `value` (inf or NaN).
+pub fn non_finite(span: Span, value: &str) -> Diagnostic {
+    Diagnostic::new(
+        "non-finite-constant",
+        span,
+        format!("this constant expression evaluates to {value}"),
+    )
+    .with_label(format!("{value} at compile time"))
+    .with_help(
+        "the step would compute this value on every call and training would produce NaN; \
+         look for a division by zero, the square root or log of a negative number, or a \
+         value beyond float32's range (about 3.4e38)",
+    )
 }

@@ -348,22 +348,31 @@ fn norm_expr(e: &Expr) -> R<NormExpr> {
             .with_help("a normalizer is an expression in `x` (the raw value), e.g. (x - 3.5) / 2, or `standardize`"))
         }
         ExprKind::Unary(x) => NormExpr::Neg(b(x)?),
-        ExprKind::Binary(op, l, r) => {
-            let (l, r) = (b(l)?, b(r)?);
-            match op {
-                BinOp::Add => NormExpr::Add(l, r),
-                BinOp::Sub => NormExpr::Sub(l, r),
-                BinOp::Mul => NormExpr::Mul(l, r),
-                BinOp::Div => NormExpr::Div(l, r),
-                _ => {
-                    return Err(Diagnostic::new(
-                        "bad-argument",
-                        e.span,
-                        format!("`{}` is not allowed in a normalizer", op.symbol()),
-                    )
-                    .with_label("use + - * /"))
-                }
+        ExprKind::Binary(first, rest) => {
+            // The runtime evaluates normalizers recursively: bound their depth.
+            if rest.len() >= specc_grammar::MAX_EXPR_DEPTH {
+                return Err(Diagnostic::new("bad-argument", e.span, "this normalizer is too long")
+                    .with_label(format!("more than {} operations", specc_grammar::MAX_EXPR_DEPTH)));
             }
+            let mut acc = b(first)?;
+            for o in rest {
+                let r = b(&o.rhs)?;
+                acc = Box::new(match o.op {
+                    BinOp::Add => NormExpr::Add(acc, r),
+                    BinOp::Sub => NormExpr::Sub(acc, r),
+                    BinOp::Mul => NormExpr::Mul(acc, r),
+                    BinOp::Div => NormExpr::Div(acc, r),
+                    op => {
+                        return Err(Diagnostic::new(
+                            "bad-argument",
+                            e.span,
+                            format!("`{}` is not allowed in a normalizer", op.symbol()),
+                        )
+                        .with_label("use + - * /"))
+                    }
+                });
+            }
+            *acc
         }
         ExprKind::Call(c) => {
             let f = match c.func.name.as_str() {

@@ -61,6 +61,8 @@ pub(crate) struct State {
     pub clips: Vec<crate::model::ClipSpec>,
     pub ema: Option<crate::model::EmaSpec>,
     pub report_global_norm: bool,
+    /// Values of the constant expressions lowered so far (see `Lowerer::constants`).
+    pub constants: HashMap<NodeId, expr::Known>,
 }
 
 impl State {
@@ -69,6 +71,7 @@ impl State {
             g: &mut self.graph,
             env: &self.env,
             class_uses: &mut self.class_uses,
+            constants: &mut self.constants,
         }
     }
 

@@ -25,7 +25,9 @@ pub fn sexpr(e: &Expr) -> String {
             format!("[{}]", items.join(" "))
         }
         ExprKind::Unary(x) => format!("(neg {})", sexpr(x)),
-        ExprKind::Binary(op, a, b) => format!("({} {} {})", op.symbol(), sexpr(a), sexpr(b)),
+        ExprKind::Binary(first, rest) => rest.iter().fold(sexpr(first), |acc, o| {
+            format!("({} {acc} {})", o.op.symbol(), sexpr(&o.rhs))
+        }),
         ExprKind::Index(x, items) => {
             let items: Vec<String> = items
                 .iter()
@@ -242,11 +244,25 @@ impl SpanCheck<'_> {
                 within(x.span);
                 self.expr(x);
             }
-            ExprKind::Binary(_, a, b) => {
-                within(a.span);
-                within(b.span);
-                self.expr(a);
-                self.expr(b);
+            ExprKind::Binary(first, rest) => {
+                within(first.span);
+                self.expr(first);
+                // Only the parentheses of a parenthesized chain lie outside its operands.
+                let src = self.src;
+                let outside = move |a: u32, b: u32, paren: char| {
+                    let t = &src[a as usize..b as usize];
+                    assert!(t.chars().all(|c| c == paren || c.is_whitespace()), "{t:?}");
+                };
+                outside(e.span.start, first.span.start, '(');
+                let mut end = first.span.end;
+                for o in rest {
+                    assert!(end <= o.op_span.start && o.op_span.end <= o.rhs.span.start);
+                    assert_eq!(self.text(o.op_span), o.op.symbol());
+                    within(o.rhs.span);
+                    self.expr(&o.rhs);
+                    end = o.rhs.span.end;
+                }
+                outside(end, e.span.end, ')');
             }
             ExprKind::Index(x, items) => {
                 assert!(t.ends_with(']') || t.ends_with(')'), "{t:?}");
