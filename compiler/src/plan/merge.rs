@@ -138,19 +138,28 @@ fn adjacent(buffers: &[Buffer], prev: &Candidate, next: &Candidate) -> bool {
     })
 }
 
-/// Whether kernel `k` touches arena memory in `[lo, hi)` of `arena`.
-fn touches(buffers: &[Buffer], k: &Kernel, ranges: &[(u32, u64, u64)]) -> bool {
-    super::memory::touched(k).iter().any(|&b| {
-        let buf = &buffers[b.0 as usize];
-        match buf.loc {
-            Loc::Arena { arena, offset } => {
-                let end = offset + buf.shape.fixed_numel().max(1);
-                ranges
-                    .iter()
-                    .any(|&(a, lo, hi)| a == arena && offset < hi && lo < end)
+/// The arena ranges `(arena, lo, hi)` kernel `k` reads or writes.
+fn arena_ranges(buffers: &[Buffer], k: &Kernel) -> Vec<(u32, u64, u64)> {
+    super::memory::touched(k)
+        .iter()
+        .filter_map(|&b| {
+            let buf = &buffers[b.0 as usize];
+            match buf.loc {
+                Loc::Arena { arena, offset } => {
+                    Some((arena, offset, offset + buf.shape.fixed_numel().max(1)))
+                }
+                _ => None,
             }
-            _ => false,
-        }
+        })
+        .collect()
+}
+
+/// Whether any of `touched` overlaps any of `ranges` (both `(arena, lo, hi)`).
+fn overlaps(touched: &[(u32, u64, u64)], ranges: &[(u32, u64, u64)]) -> bool {
+    touched.iter().any(|&(ta, tlo, thi)| {
+        ranges
+            .iter()
+            .any(|&(a, lo, hi)| a == ta && tlo < hi && lo < thi)
     })
 }
 
@@ -195,6 +204,9 @@ pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -
             runs.push(run);
         }
     }
+    // What each kernel touches in the arenas, computed once for the checks below.
+    let touched: Vec<Vec<(u32, u64, u64)>> =
+        kernels.iter().map(|k| arena_ranges(buffers, k)).collect();
     let mut chains = Vec::new();
     let mut replace: HashMap<usize, Option<Kernel>> = HashMap::new();
     for run in runs {
@@ -218,7 +230,7 @@ pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -
                 .collect();
             (m.index + 1..hi)
                 .filter(|i| !is_member.contains(i))
-                .any(|i| touches(buffers, &kernels[i], &written))
+                .any(|i| overlaps(&touched[i], &written))
         });
         if blocked {
             continue;

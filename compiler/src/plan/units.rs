@@ -121,20 +121,20 @@ impl Planner<'_> {
         out: &mut BTreeSet<usize>,
         seen: &mut HashSet<NodeId>,
     ) {
-        if !seen.insert(n) {
-            return;
-        }
-        if let Some(&u) = self.producer.get(&n) {
-            out.insert(u);
-            return;
-        }
-        match self.cls(n) {
-            Class::View | Class::Scalar => {
-                for &i in self.g.inputs_of(n) {
-                    self.producers_of(i, out, seen);
-                }
+        // An explicit stack: a chain of scalars or views can be as long as the
+        // spec (the gradient of a 100,000-term sum).
+        let mut stack = vec![n];
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
             }
-            _ => {}
+            if let Some(&u) = self.producer.get(&n) {
+                out.insert(u);
+                continue;
+            }
+            if matches!(self.cls(n), Class::View | Class::Scalar) {
+                stack.extend(self.g.inputs_of(n).iter().copied());
+            }
         }
     }
 
