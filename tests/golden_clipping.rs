@@ -163,9 +163,9 @@ fn check_case(case: &serde_json::Value) {
     .unwrap();
     let mut s = program.session().unwrap();
     s.bind(&data).unwrap();
-    s.gather(&data, &[0]);
+    s.gather(&data, &[0]).unwrap();
     let step = s.function_index("step").unwrap();
-    s.call(step, 1);
+    s.call(step, 1).unwrap();
 
     let output = &case["output"];
     let (clipped, norm): (Vec<&serde_json::Value>, Option<&serde_json::Value>) = match output {

@@ -63,7 +63,7 @@ fn check_case(name: &str, case: &serde_json::Value) {
     let mut s = program.session().unwrap();
     s.bind(&data).unwrap();
     let rows: Vec<u32> = (0..data.rows as u32).collect();
-    s.gather(&data, &rows);
+    s.gather(&data, &rows).unwrap();
     let step = s.function_index("step").unwrap();
 
     // The variables TF creates, by name (specc keeps the global step apart).
@@ -81,7 +81,7 @@ fn check_case(name: &str, case: &serde_json::Value) {
 
     for (k, state) in case["states"].as_array().unwrap().iter().enumerate() {
         if k > 0 {
-            s.call(step, rows.len());
+            s.call(step, rows.len()).unwrap();
         }
         assert_eq!(s.global_step, k as i64, "{name} global_step");
         for (var, want) in state["variables"].as_object().unwrap() {

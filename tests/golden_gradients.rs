@@ -25,7 +25,7 @@ fn check(case: &serde_json::Value, weighted: bool) -> bool {
     });
     let mut s = program.session().unwrap();
     let f = s.function_index("grad").unwrap();
-    s.call(f, 1);
+    s.call(f, 1).unwrap();
     let (_, out) = array(&case["output"]);
     let (_, w) = array(&case["weights_for_weighted_sum"]);
     let want_loss: f64 = if weighted {

@@ -152,8 +152,8 @@ fn check_setting(name: &str, setting: &serde_json::Value, meta: &serde_json::Val
                 (k - 1) * batch
             };
             let rows: Vec<u32> = (first as u32..(first + batch) as u32).collect();
-            s.gather(&data, &rows);
-            s.call(step, batch);
+            s.gather(&data, &rows).unwrap();
+            s.call(step, batch).unwrap();
             let loss = s.output(step, "loss", batch).unwrap()[0] as f64;
             // The loss computed by step k is evaluated at states[k-1].
             close(

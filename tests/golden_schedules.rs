@@ -62,7 +62,7 @@ fn every_schedule_in_the_file_matches_tensorflow() {
         for v in values {
             let gs = v["global_step"].as_i64().unwrap();
             s.global_step = gs;
-            s.call(step, 4);
+            s.call(step, 4).unwrap();
             let got = s.output(step, "learning_rate", 4).unwrap()[0] as f64;
             close(
                 &format!("{lr} at step {gs}"),
@@ -87,7 +87,7 @@ fn noisy_linear_cosine_decay_is_seeded_noise_around_linear_cosine() {
         (0..200)
             .map(|gs| {
                 s.global_step = gs;
-                s.call(step, 4);
+                s.call(step, 4).unwrap();
                 s.output(step, "learning_rate", 4).unwrap()[0]
             })
             .collect()
@@ -108,7 +108,7 @@ fn linear_warmup_ramps_to_the_schedule() {
     let step = s.function_index("step").unwrap();
     let at = |s: &mut specc_compiler::driver::ProgramSession, gs: i64| {
         s.global_step = gs;
-        s.call(step, 4);
+        s.call(step, 4).unwrap();
         s.output(step, "learning_rate", 4).unwrap()[0] as f64
     };
     let target = 0.1 * 0.5f64.powf(0.4);

@@ -9,7 +9,9 @@ use std::process::Command;
 use specc_compiler::driver::{compile, Functions};
 use specc_grammar::SourceFile;
 use specc_runtime::data::{self, Source};
-use specc_runtime::train::{evaluate, MetricKind, MetricSpec};
+use specc_runtime::metrics::{Metric, MetricKind};
+use specc_runtime::source::ShuffledBatches;
+use specc_runtime::train::{evaluate_rows, fit, StopAtStepHook};
 
 fn run_json(spec: &str, extra: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_specc"))
@@ -85,17 +87,17 @@ fn a_short_last_batch_needs_no_recompile_and_computes_the_same() {
     let text = read_spec("digits_mlp.spec");
     let program = compile(&SourceFile::new("digits_mlp.spec", text), Functions::TRAIN).unwrap();
     let ds = load_csv(&program, "digits.csv");
-    let metrics = [MetricSpec {
+    let metrics = [Metric {
         name: "accuracy".into(),
         kind: MetricKind::Accuracy,
         per_example: 1,
     }];
     let rows: Vec<u32> = (0..100).collect();
     let mut s = program.session().unwrap();
-    let batched = evaluate(&mut s, &ds, &rows, &metrics).unwrap();
+    let batched = evaluate_rows(&mut s, &ds, &rows, &metrics).unwrap();
     let mut one_by_one = 0.0;
     for r in &rows {
-        one_by_one += evaluate(&mut s, &ds, &[*r], &metrics).unwrap().loss;
+        one_by_one += evaluate_rows(&mut s, &ds, &[*r], &metrics).unwrap().loss;
     }
     one_by_one /= rows.len() as f64;
     assert!(
@@ -167,25 +169,23 @@ fn averages_with_decay_one_stay_at_the_initial_values() {
     let initial_w = s.var("W").unwrap().to_vec();
     assert_eq!(s.var("W/ExponentialMovingAverage").unwrap(), &initial_w[..]);
     let rows: Vec<u32> = (0..ds.rows as u32).collect();
-    let before = evaluate(&mut s, &ds, &rows, &[]).unwrap().loss;
-    let cfg = specc_runtime::train::TrainConfig {
-        batch: 32,
-        steps: 200,
-        shuffle: 569,
-        seed: 7,
-    };
-    let mut t = specc_runtime::train::Trainer::new(&mut s, &ds, rows.clone(), &cfg).unwrap();
-    for _ in 0..200 {
-        t.step(&mut s, &ds);
-    }
+    let before = evaluate_rows(&mut s, &ds, &rows, &[]).unwrap().loss;
+    let mut batches = ShuffledBatches::new(&ds, &s.layout, rows.clone(), 32, 569, 7).unwrap();
+    let trained = fit(
+        &mut s,
+        &mut batches,
+        &mut [&mut StopAtStepHook::num_steps(200)],
+    )
+    .unwrap();
+    assert_eq!(trained.steps, 200);
     let trained_w = s.var("W").unwrap().to_vec();
     assert_ne!(trained_w, initial_w);
     assert_eq!(s.var("W/ExponentialMovingAverage").unwrap(), &initial_w[..]);
-    let after = evaluate(&mut s, &ds, &rows, &[]).unwrap().loss;
+    let after = evaluate_rows(&mut s, &ds, &rows, &[]).unwrap().loss;
     assert!(after < before * 0.5, "{after} vs {before}");
     s.swap_averages();
     assert_eq!(s.var("W").unwrap(), &initial_w[..]);
-    let averaged = evaluate(&mut s, &ds, &rows, &[]).unwrap().loss;
+    let averaged = evaluate_rows(&mut s, &ds, &rows, &[]).unwrap().loss;
     assert_eq!(averaged, before);
     s.swap_averages();
     assert_eq!(s.var("W").unwrap(), &trained_w[..]);

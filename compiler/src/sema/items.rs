@@ -1291,7 +1291,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 let sum = g.sum_all(eq);
                 g.current_span = None;
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/sum"),
+                    name: specc_runtime::metrics::MetricOutput::Sum.name(&name),
                     node: sum,
                 });
                 (MetricKind::Accuracy, per)
@@ -1324,11 +1324,11 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 };
                 let lf = st.graph.cast(l, DType::F32);
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/labels"),
+                    name: specc_runtime::metrics::MetricOutput::Labels.name(&name),
                     node: lf,
                 });
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/predictions"),
+                    name: specc_runtime::metrics::MetricOutput::Predictions.name(&name),
                     node: p,
                 });
                 (MetricKind::Auc { num_thresholds: t }, per)
@@ -1339,7 +1339,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 let per = batched(st, v, b.req(0))?;
                 let sum = st.graph.sum_all(v);
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/sum"),
+                    name: specc_runtime::metrics::MetricOutput::Sum.name(&name),
                     node: sum,
                 });
                 (MetricKind::Mean, per)
