@@ -58,8 +58,8 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     let steps = steps.unwrap_or_else(|| model.train.steps(train_rows.len()));
     if steps == 0 {
         return Err(Failure::Other(format!(
-            "{}: nothing to train: the spec sets 0 steps; give `train` at least 1 step \
-             (`steps` or `epochs`), or pass --steps N",
+            "{}: nothing to train: the spec's `train` comes to 0 steps; set `steps` or \
+             `epochs` to at least 1, or pass --steps N",
             spec.display()
         )));
     }
