@@ -608,7 +608,7 @@ fn specc_threads_must_be_a_positive_integer() {
         let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_THREADS", v)]);
         assert_eq!(status, 1, "{v}: {err}");
         assert!(
-            err.contains(&format!("SPECC_THREADS must be a positive integer")) && err.contains(v),
+            err.contains("SPECC_THREADS must be a positive integer") && err.contains(v),
             "{v}: {err}"
         );
     }

@@ -390,7 +390,7 @@ fn nan_tensor_hook_stops_at_the_first_non_finite_loss() {
     )
     .unwrap_err();
     let n = losses.0.len() as u64;
-    assert!(n >= 2 && n < 1000, "{n} steps");
+    assert!((2..1000).contains(&n), "{n} steps");
     assert!(losses.0[..n as usize - 1].iter().all(|l| l.is_finite()));
     let last = losses.0[n as usize - 1];
     assert!(!last.is_finite());

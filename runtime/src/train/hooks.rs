@@ -303,7 +303,7 @@ impl<'d> EvaluationHook<'d> {
 impl Hook for EvaluationHook<'_> {
     #[inline]
     fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
-        if self.every_steps > 0 && v.step % self.every_steps == 0 {
+        if self.every_steps > 0 && v.step.is_multiple_of(self.every_steps) {
             self.evaluate(ctx, v.step)?;
         }
         Ok(())
