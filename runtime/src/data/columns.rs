@@ -172,7 +172,8 @@ pub struct ColumnError {
 }
 
 /// Turns the raw cells of some columns into one input's typed values.
-pub trait ColumnTransform {
+/// `Send`, so a reader may run transforms on a worker thread.
+pub trait ColumnTransform: Send {
     /// The source columns it reads, in order.
     fn columns(&self) -> &[String];
     /// The type of the values it writes.

@@ -43,7 +43,13 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
         .from_reader(limit);
 
     let (header, header_line): (Vec<String>, usize) = {
-        let h = rdr.byte_headers().map_err(|e| read_error(file, &e))?;
+        let h = match rdr.byte_headers() {
+            Ok(h) => h,
+            Err(e) => {
+                let line = rdr.position().line() as usize;
+                return Err(read_error(file, &e, line));
+            }
+        };
         let line = h.position().map_or(1, |p| p.line() as usize);
         let names = h
             .iter()
@@ -134,7 +140,7 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
                     break;
                 }
                 Err(e) => {
-                    pending = Some(read_error(file, &e));
+                    pending = Some(read_error(file, &e, rdr.position().line() as usize));
                     break;
                 }
             }
@@ -218,14 +224,11 @@ fn row_too_long(file: &str, line: Option<usize>) -> DataError {
 
 /// The error [`RowLimit`] raises, carried inside an `io::Error`.
 #[derive(Debug)]
-struct RowTooLong {
-    /// 1-based line at which the limit was crossed.
-    line: usize,
-}
+struct RowTooLong;
 
 impl fmt::Display for RowTooLong {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "row too long at line {}", self.line)
+        write!(f, "the row is too long")
     }
 }
 
@@ -239,8 +242,6 @@ struct RowLimit<R> {
     limit: u64,
     row_start: Rc<Cell<u64>>,
     delivered: u64,
-    /// Line of the next byte delivered (counting `\n`, as the `csv` crate).
-    line: usize,
 }
 
 impl<R: Read> RowLimit<R> {
@@ -250,7 +251,6 @@ impl<R: Read> RowLimit<R> {
             limit,
             row_start: Rc::new(Cell::new(0)),
             delivered: 0,
-            line: 1,
         }
     }
 
@@ -269,17 +269,13 @@ impl<R: Read> Read for RowLimit<R> {
             if self.inner.read(&mut probe)? == 0 {
                 return Ok(0);
             }
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                RowTooLong { line: self.line },
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, RowTooLong));
         }
         let want = buf
             .len()
             .min(usize::try_from(allowed).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         self.delivered += n as u64;
-        self.line += buf[..n].iter().filter(|&&b| b == b'\n').count();
         Ok(n)
     }
 }
@@ -291,10 +287,12 @@ fn io_message(e: &::csv::Error) -> String {
     }
 }
 
-fn read_error(file: &str, e: &::csv::Error) -> DataError {
+/// A read error; `line` is where the parser stopped (the line of a row that
+/// is too long).
+fn read_error(file: &str, e: &::csv::Error, line: usize) -> DataError {
     if let ::csv::ErrorKind::Io(io) = e.kind() {
-        if let Some(t) = io.get_ref().and_then(|x| x.downcast_ref::<RowTooLong>()) {
-            return row_too_long(file, Some(t.line));
+        if io.get_ref().is_some_and(|x| x.is::<RowTooLong>()) {
+            return row_too_long(file, Some(line));
         }
     }
     let line = e.position().map(|p| p.line() as usize);
