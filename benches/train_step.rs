@@ -9,6 +9,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use specc_compiler::driver::{compile, Functions, Program};
 use specc_grammar::SourceFile;
 use specc_runtime::data::{self, Dataset};
+use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::Trainer;
 
 fn load(name: &str) -> (Program, Dataset) {
@@ -27,10 +28,14 @@ fn bench_step(c: &mut Criterion, name: &str) {
     let cfg = t.config(0);
     let mut s = program.session().unwrap();
     let rows: Vec<u32> = (0..ds.rows as u32).collect();
-    let mut trainer = Trainer::new(&mut s, &ds, rows, &cfg).unwrap();
+    let mut batches =
+        ShuffledBatches::new(&ds, &s.layout, rows, cfg.batch, cfg.shuffle, cfg.seed).unwrap();
+    let mut trainer = Trainer::new(&s).unwrap();
     let mut g = c.benchmark_group("train_step");
     g.throughput(Throughput::Elements(t.batch as u64));
-    g.bench_function(name, |b| b.iter(|| trainer.step(&mut s, &ds)));
+    g.bench_function(name, |b| {
+        b.iter(|| trainer.step(&mut s, &mut batches).unwrap())
+    });
     g.finish();
 }
 

@@ -1,20 +1,42 @@
-//! Shared plumbing of the commands: reading specs, reporting diagnostics,
-//! loading the data a model declares.
+//! Shared plumbing of the commands: reading specs (at most
+//! [`MAX_SPEC_BYTES`]), reporting diagnostics, loading the data a model
+//! declares, and turning runtime errors into command failures.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
-use specc_compiler::model::{MetricKind, Model};
+use specc_compiler::model::Model;
 use specc_grammar::{Diagnostic, SourceFile};
 use specc_runtime::data::{self, Dataset, Source};
-use specc_runtime::train::{self, MetricSpec};
+use specc_runtime::train::TrainError;
 
 use crate::Failure;
 
-/// Reads a spec file.
+/// The largest spec file specc reads: 16 MiB (the biggest shipped spec is a
+/// few KiB), so a file that never ends (`/dev/zero`) is an error, not a
+/// process that grows until it is killed.
+pub const MAX_SPEC_BYTES: u64 = 16 << 20;
+
+/// Reads a spec file (UTF-8, at most [`MAX_SPEC_BYTES`]).
 pub fn read_spec(path: &Path) -> Result<SourceFile, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Other(format!("cannot read {}: {e}", path.display())))?;
+    let cannot = |e: std::io::Error| Failure::Other(format!("cannot read {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SPEC_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SPEC_BYTES {
+        return Err(Failure::Other(format!(
+            "cannot read {}: the file is larger than 16 MiB ({MAX_SPEC_BYTES} bytes), the limit for a spec",
+            path.display()
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Failure::Other(format!(
+            "cannot read {}: stream did not contain valid UTF-8",
+            path.display()
+        ))
+    })?;
     Ok(SourceFile::new(path.display().to_string(), text))
 }
 
@@ -60,37 +82,8 @@ fn display_path(p: &Path) -> String {
     p.display().to_string()
 }
 
-/// The metrics of a model, as the runtime evaluates them.
-pub fn metric_specs(model: &Model) -> Vec<MetricSpec> {
-    model
-        .metrics
-        .iter()
-        .map(|m| MetricSpec {
-            name: m.name.clone(),
-            kind: match m.kind {
-                MetricKind::Accuracy => train::MetricKind::Accuracy,
-                MetricKind::Auc { num_thresholds } => train::MetricKind::Auc { num_thresholds },
-                MetricKind::Mean => train::MetricKind::Mean,
-            },
-            per_example: m.per_example,
-        })
-        .collect()
-}
-
-/// The held-out split: stratified by class when the model has a class-id label.
-pub fn held_out_split(model: &Model, data: &Dataset, fraction: f64) -> (Vec<u32>, Vec<u32>) {
-    use specc_compiler::model::InputRole;
-    use specc_runtime::data::{InputKind, Values};
-    let seed = model.train.split_seed;
-    let label = model
-        .inputs
-        .iter()
-        .find(|i| i.role == InputRole::Label && matches!(i.spec.kind, InputKind::ClassId { .. }));
-    if let Some(Values::I32(labels)) = label
-        .and_then(|l| data.input(&l.spec.name))
-        .map(|d| &d.values)
-    {
-        return specc_runtime::batches::split_rows_stratified(labels, fraction, seed);
+impl From<TrainError> for Failure {
+    fn from(e: TrainError) -> Failure {
+        Failure::Other(e.to_string())
     }
-    specc_runtime::batches::split_rows(data.rows, fraction, seed)
 }

@@ -58,10 +58,10 @@ enum Command {
         #[arg(long)]
         data: Option<PathBuf>,
         /// Number of training steps (overrides the spec).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = positive_steps)]
         steps: Option<u64>,
         /// Fraction of rows held out for evaluation (overrides the spec; 0 disables).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         eval_fraction: Option<f64>,
         /// Also evaluate with every parameter replaced by its moving average (the spec's `ema`).
         #[arg(long)]
@@ -75,8 +75,8 @@ enum Command {
         spec: PathBuf,
         #[arg(long)]
         data: Option<PathBuf>,
-        /// Elements checked per parameter (spread evenly).
-        #[arg(long, default_value_t = 32)]
+        /// Elements checked per parameter (spread evenly; at least 1).
+        #[arg(long, default_value_t = 32, allow_negative_numbers = true, value_parser = positive_samples)]
         samples: usize,
         #[arg(long)]
         json: bool,
@@ -84,10 +84,10 @@ enum Command {
     /// Benchmark training throughput (one JSON line, the fields of shared/bench/WORKLOADS.md).
     Bench {
         spec: PathBuf,
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = positive_steps)]
         steps: Option<u64>,
         /// Steps excluded from the steady-state timing (default: 100, or steps/10 below 1000 steps).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = count)]
         warmup: Option<u64>,
         #[arg(long)]
         data: Option<PathBuf>,
@@ -109,6 +109,36 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+}
+
+/// `--steps N`: a positive integer.
+fn positive_steps(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(n) if n >= 1 => {
+            u64::try_from(n).map_err(|_| format!("steps must be at most {}", u64::MAX))
+        }
+        Ok(_) => Err("steps must be a positive integer (at least 1)".into()),
+        Err(_) => Err("steps must be a positive integer".into()),
+    }
+}
+
+/// `--samples N`: a positive integer.
+fn positive_samples(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i128>() {
+        Ok(n) if n >= 1 => {
+            usize::try_from(n).map_err(|_| format!("samples must be at most {}", usize::MAX))
+        }
+        Ok(_) => Err("samples must be a positive integer (at least 1)".into()),
+        Err(_) => Err("samples must be a positive integer".into()),
+    }
+}
+
+/// A count that may be 0.
+fn count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(n) if n >= 0 => u64::try_from(n).map_err(|_| format!("must be at most {}", u64::MAX)),
+        Ok(_) | Err(_) => Err("must be a non-negative integer".into()),
+    }
 }
 
 /// A command's failure: spec diagnostics (exit 2) or another error (exit 1).
@@ -138,6 +168,11 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    // A thread count that cannot be read is refused, not replaced.
+    if let Err(msg) = specc_runtime::threads::threads_from_env() {
+        eprintln!("error: {msg}");
+        return ExitCode::from(1);
+    }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
         Command::Compile { spec, emit } => commands::compile::run(&spec, emit),

@@ -487,3 +487,174 @@ fn missing_spec_file_is_an_error_not_a_panic() {
     assert_eq!(status, 1, "{err}");
     assert!(err.contains("nope.spec"), "{err}");
 }
+
+/// Runs `specc ARGS` in `dir` with extra environment variables.
+fn specc_env(dir: &PathBuf, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run specc");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A spec larger than 16 MiB, or one that never ends, is refused with the
+/// limit, not read until memory runs out.
+#[test]
+fn a_spec_larger_than_16_mib_is_refused() {
+    let dir = workdir("huge_spec");
+    let mut text = BASE.to_string();
+    text.push_str(&"#".repeat((16 << 20) + 1 - text.len()));
+    std::fs::write(dir.join("huge.spec"), text).unwrap();
+    for path in ["huge.spec", "/dev/zero"] {
+        let (status, _, err) = specc(&dir, &["check", path]);
+        assert_eq!(status, 1, "{path}: {err}");
+        assert!(
+            err.contains(path) && err.contains("larger than 16 MiB (16777216 bytes)"),
+            "{path}: {err}"
+        );
+    }
+}
+
+/// Data whose row never ends (`/dev/zero`), or a header of millions of
+/// columns, stops at the row limit with the file and the line.
+#[test]
+fn a_csv_row_longer_than_1_mib_is_a_data_error() {
+    let dir = workdir("long_row");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    let (status, _, err) = specc(&dir, &["run", "spec.spec", "--data", "/dev/zero"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(
+        err.contains("/dev/zero:1: ") && err.contains("1 MiB"),
+        "{err}"
+    );
+    let header: Vec<String> = (0..300_000).map(|i| format!("c{i}")).collect();
+    std::fs::write(dir.join("wide.csv"), header.join(",") + "\n1\n").unwrap();
+    let (status, _, err) = specc(&dir, &["run", "spec.spec", "--data", "wide.csv"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(
+        err.contains("wide.csv:1: the row is longer than 1048576 bytes (1 MiB)"),
+        "{err}"
+    );
+    // A long row after good ones names its own line.
+    let long = format!("{DATA}{}\n", "1".repeat(1 << 20));
+    std::fs::write(dir.join("data.csv"), long).unwrap();
+    let (status, _, err) = specc(&dir, &["run", "spec.spec"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(err.contains("data.csv:7: the row is longer"), "{err}");
+}
+
+/// `--steps` takes a positive number: `-1` and `0` say so (instead of
+/// "unexpected argument"), and so does a spec that trains for 0 steps
+/// (instead of reporting an untrained model).
+#[test]
+fn steps_must_be_positive() {
+    let dir = workdir("steps");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for steps in ["-1", "0"] {
+        let (status, out, err) = specc(&dir, &["run", "spec.spec", "--steps", steps]);
+        assert_eq!(status, 2, "{steps}: {err}");
+        assert!(
+            err.contains("steps must be a positive integer (at least 1)"),
+            "{steps}: {err}"
+        );
+        assert!(out.is_empty(), "{out}");
+    }
+    let (status, _, err) = specc(&dir, &["bench", "spec.spec", "--steps", "-5"]);
+    assert_eq!(status, 2, "{err}");
+    assert!(err.contains("steps must be a positive integer"), "{err}");
+    std::fs::write(dir.join("zero.spec"), replace("steps = 10", "steps = 0")).unwrap();
+    let (status, out, err) = specc(&dir, &["run", "zero.spec"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(
+        err.contains("nothing to train") && err.contains("--steps"),
+        "{err}"
+    );
+    assert!(!out.contains("learning_rate"), "{out}");
+    // An explicit --steps trains it.
+    let (status, out, err) = specc(&dir, &["run", "zero.spec", "--steps", "3"]);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.starts_with("trained 3 steps"), "{out}");
+}
+
+/// A negative `--eval-fraction` reaches specc's own range check.
+#[test]
+fn eval_fraction_must_be_in_range() {
+    let dir = workdir("eval_fraction");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for f in ["-0.5", "1"] {
+        let (status, _, err) = specc(&dir, &["run", "spec.spec", "--eval-fraction", f]);
+        assert_eq!(status, 1, "{f}: {err}");
+        assert!(
+            err.contains("--eval-fraction must be in [0, 1)"),
+            "{f}: {err}"
+        );
+    }
+}
+
+/// `SPECC_THREADS` that is not a positive integer is refused, not replaced
+/// by the core count.
+#[test]
+fn specc_threads_must_be_a_positive_integer() {
+    let dir = workdir("threads_env");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for v in ["abc", "0", "-1", "1.5"] {
+        let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_THREADS", v)]);
+        assert_eq!(status, 1, "{v}: {err}");
+        assert!(
+            err.contains("SPECC_THREADS must be a positive integer") && err.contains(v),
+            "{v}: {err}"
+        );
+    }
+    let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_THREADS", "1")]);
+    assert_eq!(status, 0, "{err}");
+}
+
+/// `gradcheck --samples 0` would check nothing: refused.
+#[test]
+fn gradcheck_needs_at_least_one_sample() {
+    let dir = workdir("samples");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for n in ["0", "-2"] {
+        let (status, out, err) = specc(&dir, &["gradcheck", "spec.spec", "--samples", n]);
+        assert_eq!(status, 2, "{n}: {err}");
+        assert!(
+            err.contains("samples must be a positive integer (at least 1)"),
+            "{n}: {err}"
+        );
+        assert!(!out.contains("passed"), "{out}");
+    }
+    let (status, out, err) = specc(&dir, &["gradcheck", "spec.spec", "--samples", "1"]);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.contains("1 elements"), "{out}");
+}
+
+/// A loss that becomes NaN stops the run with the step and the global step.
+#[test]
+fn a_nan_loss_stops_the_run_naming_the_step() {
+    let dir = workdir("nan");
+    std::fs::write(
+        dir.join("spec.spec"),
+        replace(
+            "adam(learning_rate = 0.01)",
+            "gradient_descent(learning_rate = 1e38)",
+        ),
+    )
+    .unwrap();
+    let (status, out, err) = specc(&dir, &["run", "spec.spec", "--json"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(
+        err.contains("error: the loss became")
+            && err.contains(" at step ")
+            && err.contains("(global_step ")
+            && err.ends_with("); lower the learning rate or check the data\n"),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+}

@@ -345,9 +345,9 @@ fn check(c: &Case, seed: u64) {
     let mut s = program.session().unwrap();
     s.bind(&ds).unwrap();
     let rows: Vec<u32> = (0..BATCH as u32).collect();
-    s.gather(&ds, &rows);
+    s.gather(&ds, &rows).unwrap();
     let gf = s.function_index("grad").unwrap();
-    s.call(gf, BATCH);
+    s.call(gf, BATCH).unwrap();
 
     let inputs: Vec<Tensor> = model
         .graph

@@ -312,9 +312,9 @@ fn check_case(case: &serde_json::Value) {
     .unwrap();
     let mut s = program.session().unwrap();
     s.bind(&data).unwrap();
-    s.gather(&data, &[0]);
+    s.gather(&data, &[0]).unwrap();
     let step = s.function_index("step").unwrap();
-    s.call(step, 1);
+    s.call(step, 1).unwrap();
 
     if !clipped.is_empty() {
         assert_eq!(

@@ -77,7 +77,7 @@ fn check_case(name: &str, case: &serde_json::Value) {
     let mut s = program.session().unwrap();
     s.bind(&data).unwrap();
     let rows: Vec<u32> = (0..data.rows as u32).collect();
-    s.gather(&data, &rows);
+    s.gather(&data, &rows).unwrap();
     let step = s.function_index("step").unwrap();
 
     // The variables TF creates, by name (specc keeps the global step apart).
@@ -100,7 +100,7 @@ fn check_case(name: &str, case: &serde_json::Value) {
             assert_eq!(int(step_no), k as i64, "{at}: states in order");
         }
         if k > 0 {
-            s.call(step, rows.len());
+            s.call(step, rows.len()).unwrap();
         }
         assert_eq!(s.global_step, k as i64, "{at}: global_step");
         if let Some(g) = state.get("global_step") {

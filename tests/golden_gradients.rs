@@ -45,7 +45,7 @@ fn check(case: &serde_json::Value, weighted: bool) {
     });
     let mut s = program.session().unwrap();
     let f = s.function_index("grad").unwrap();
-    s.call(f, 1);
+    s.call(f, 1).unwrap();
 
     let (_, want_y) = array(&case["output"]);
     let y = s.output(f, &format!("grad/{OUTPUT_PROBE}"), 1).unwrap();

@@ -195,7 +195,7 @@ fn problem(name: &str, setting: &serde_json::Value, meta: &serde_json::Value) ->
 fn gather(s: &mut ProgramSession, p: &Problem, b: usize) {
     let first = p.batch_start[b] as u32;
     let rows: Vec<u32> = (first..first + p.batch as u32).collect();
-    s.gather(&p.data, &rows);
+    s.gather(&p.data, &rows).unwrap();
 }
 
 /// The dense value of a golden gradient (an `IndexedSlices` is summed into
@@ -285,7 +285,7 @@ fn check_setting(name: &str, setting: &serde_json::Value, meta: &serde_json::Val
         if k > 0 {
             // Step k trains on batch k - 1; its loss is evaluated at states[k - 1].
             gather(&mut s, &p, k - 1);
-            s.call(step, p.batch);
+            s.call(step, p.batch).unwrap();
             let loss = s.output(step, "loss", p.batch).unwrap()[0];
             let want = num(&states[k - 1]["loss"]);
             assert_all_close(
@@ -334,7 +334,7 @@ fn check_setting(name: &str, setting: &serde_json::Value, meta: &serde_json::Val
         // The loss and gradients at this state, on the next step's batch.
         gather(&mut s, &p, k);
         let global_step = s.global_step;
-        s.call(grad, p.batch);
+        s.call(grad, p.batch).unwrap();
         assert_eq!(s.global_step, global_step, "{at}: grad does not step");
         let loss = s.output(grad, "loss", p.batch).unwrap()[0];
         assert_all_close(

@@ -93,7 +93,7 @@ fn check_case(case: &serde_json::Value) -> usize {
     let mut want = Vec::new();
     for v in values {
         s.global_step = v["global_step"].as_i64().expect("an integer step");
-        s.call(step, 4);
+        s.call(step, 4).unwrap();
         got.push(s.output(step, "learning_rate", 4).unwrap()[0]);
         want.push(num(&v["value"]));
     }
@@ -222,7 +222,7 @@ fn noisy_linear_cosine_decay_is_seeded_noise_around_linear_cosine() {
         (0..200)
             .map(|gs| {
                 s.global_step = gs;
-                s.call(step, 4);
+                s.call(step, 4).unwrap();
                 s.output(step, "learning_rate", 4).unwrap()[0]
             })
             .collect()
@@ -243,7 +243,7 @@ fn linear_warmup_ramps_to_the_schedule() {
     let step = s.function_index("step").unwrap();
     let at = |s: &mut specc_compiler::driver::ProgramSession, gs: i64| {
         s.global_step = gs;
-        s.call(step, 4);
+        s.call(step, 4).unwrap();
         s.output(step, "learning_rate", 4).unwrap()[0] as f64
     };
     let target = 0.1 * 0.5f64.powf(0.4);

@@ -59,9 +59,9 @@ fn compiled_loss_and_gradient(text: &str, n: usize) {
     let data = data::load(&model.data_source(Path::new(".")), &model.input_specs()).unwrap();
     let mut s = program.session().unwrap();
     s.bind(&data).unwrap();
-    s.gather(&data, &[0, 1, 2, 3]);
+    s.gather(&data, &[0, 1, 2, 3]).unwrap();
     let f = s.function_index("grad").unwrap();
-    s.call(f, 4);
+    s.call(f, 4).unwrap();
     let (loss, grad) = expected(n);
     assert_eq!(s.output(f, "loss", 4).unwrap(), [loss], "{n} terms: loss");
     assert_eq!(

@@ -2,7 +2,9 @@
 //! per-thread packing buffers are allocated once), a counting global
 //! allocator sees no allocation over 200 steps of the digits MLP, on one
 //! thread, over the steps of a sparse (embedding) model, and over steps of the
-//! wide MLP on two threads (the worker thread included).
+//! wide MLP on two threads (the worker thread included). The steps run in the
+//! runtime's training loop (`fit`) with its hooks (stop at step, NaN check),
+//! so the loop around the step is measured too.
 //!
 //! The only test in this binary, so no other test allocates meanwhile.
 
@@ -12,7 +14,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_grammar::SourceFile;
 use specc_runtime::data;
-use specc_runtime::train::Trainer;
+use specc_runtime::source::ShuffledBatches;
+use specc_runtime::train::{
+    fit, Hook, NanTensorHook, RunContext, StepValues, StopAtStepHook, TrainError,
+};
 
 struct Counting;
 
@@ -43,9 +48,33 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Counts the allocations between the end of step `from` and the end of
+/// step `to`, and sums the losses of those steps.
+struct CountAllocations {
+    from: u64,
+    to: u64,
+    before: usize,
+    allocations: Option<usize>,
+    loss: f32,
+}
+
+impl Hook for CountAllocations {
+    fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if v.step == self.from {
+            self.before = ALLOCATIONS.load(Ordering::SeqCst);
+        } else if v.step > self.from {
+            self.loss += v.loss;
+        }
+        if v.step == self.to {
+            self.allocations = Some(ALLOCATIONS.load(Ordering::SeqCst) - self.before);
+        }
+        Ok(())
+    }
+}
+
 /// Allocations over `measured` steps after 20 warm-up steps; also the
 /// step's thread count.
-fn steps_allocate(spec: &str, threads: usize, measured: usize) -> (usize, u32) {
+fn steps_allocate(spec: &str, threads: usize, measured: u64) -> (usize, u32) {
     let root = env!("CARGO_MANIFEST_DIR");
     let text = std::fs::read_to_string(format!("{root}/specs/{spec}")).unwrap();
     let options = Options {
@@ -59,18 +88,31 @@ fn steps_allocate(spec: &str, threads: usize, measured: usize) -> (usize, u32) {
     let mut s = program.session().unwrap();
     let cfg = model.train.config(300);
     let rows: Vec<u32> = (0..ds.rows as u32).collect();
-    let mut t = Trainer::new(&mut s, &ds, rows, &cfg).unwrap();
-    for _ in 0..20 {
-        t.step(&mut s, &ds);
-    }
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
-    let mut loss = 0.0;
-    for _ in 0..measured {
-        loss += t.step(&mut s, &ds);
-    }
-    let after = ALLOCATIONS.load(Ordering::SeqCst);
-    assert!(loss.is_finite());
-    (after - before, program.plans[0].threads)
+    let mut batches =
+        ShuffledBatches::new(&ds, &s.layout, rows, cfg.batch, cfg.shuffle, cfg.seed).unwrap();
+    let mut count = CountAllocations {
+        from: 20,
+        to: 20 + measured,
+        before: 0,
+        allocations: None,
+        loss: 0.0,
+    };
+    let summary = fit(
+        &mut s,
+        &mut batches,
+        &mut [
+            &mut StopAtStepHook::num_steps(20 + measured),
+            &mut NanTensorHook::default(),
+            &mut count,
+        ],
+    )
+    .unwrap();
+    assert_eq!(summary.steps, 20 + measured);
+    assert!(count.loss.is_finite() && count.loss > 0.0, "{}", count.loss);
+    (
+        count.allocations.expect("measured"),
+        program.plans[0].threads,
+    )
 }
 
 #[test]

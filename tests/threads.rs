@@ -9,6 +9,7 @@ use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::plan::Kernel;
 use specc_grammar::SourceFile;
 use specc_runtime::data;
+use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::Trainer;
 
 fn read_spec(name: &str) -> String {
@@ -61,8 +62,12 @@ fn train(text: &str, threads: usize, steps: usize) -> (u32, bool, Vars, Vec<f32>
         ds.rows
     );
     let rows: Vec<u32> = (0..ds.rows as u32).collect();
-    let mut trainer = Trainer::new(&mut s, &ds, rows, &cfg).unwrap();
-    let losses: Vec<f32> = (0..steps).map(|_| trainer.step(&mut s, &ds)).collect();
+    let mut batches =
+        ShuffledBatches::new(&ds, &s.layout, rows, cfg.batch, cfg.shuffle, cfg.seed).unwrap();
+    let mut trainer = Trainer::new(&s).unwrap();
+    let losses: Vec<f32> = (0..steps)
+        .map(|_| trainer.step(&mut s, &mut batches).unwrap().unwrap().loss)
+        .collect();
     let vars = s
         .layout
         .vars

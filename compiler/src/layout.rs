@@ -11,6 +11,7 @@
 //! is a pure function of the model (deterministic).
 
 use specc_runtime::abi::{ArenaLayout, ElemType, InputLayout, Layout, VarLayout, VarRole};
+use specc_runtime::data::InputKind;
 use specc_runtime::init::Initializer;
 
 use crate::ir::DType;
@@ -152,13 +153,18 @@ pub fn place(model: &Model) -> VarPlacement {
     let inputs = g
         .inputs
         .iter()
-        .map(|leaf| InputLayout {
+        .zip(&model.inputs)
+        .map(|(leaf, info)| InputLayout {
             name: leaf.name.clone(),
             elem: match leaf.dtype {
                 DType::F32 => ElemType::F32,
                 DType::I32 => ElemType::I32,
             },
             per_example: leaf.shape.fixed_numel() as usize,
+            num_classes: match info.spec.kind {
+                InputKind::ClassId { num_classes } => num_classes,
+                InputKind::Float => None,
+            },
         })
         .collect();
     VarPlacement {

@@ -10,8 +10,13 @@
 //! `graph.vars`; every function's roots are nodes of `graph`.
 
 use specc_grammar::ast::Span;
-use specc_runtime::data::{InputSpec, Source, SyntheticSpec};
+use specc_runtime::data::{Dataset, InputKind, InputSpec, Source, SyntheticSpec};
 use specc_runtime::init::Initializer;
+/// Metrics are the runtime's: it evaluates them (one definition, one place
+/// that names their outputs).
+pub use specc_runtime::metrics::{Metric, MetricKind};
+/// How long to train is the runtime's too (it turns epochs into steps).
+pub use specc_runtime::train::Duration;
 use specc_runtime::train::TrainConfig;
 
 use crate::ir::{Function, Graph, NodeId};
@@ -60,39 +65,6 @@ pub struct VarInfo {
     pub init: Initializer,
     /// Where the spec declared it (params only).
     pub span: Option<Span>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum MetricKind {
-    /// Fraction of elements where labels == predictions.
-    Accuracy,
-    /// TF's bucketed ROC AUC.
-    Auc { num_thresholds: u32 },
-    /// Mean of a tensor over all its elements.
-    Mean,
-}
-
-/// A metric: its kind and the eval outputs it reads.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Metric {
-    pub name: String,
-    pub kind: MetricKind,
-    /// Elements per example of the compared tensor (the per-batch count is this times B).
-    pub per_example: u64,
-}
-
-impl Metric {
-    /// Eval output holding the per-batch sum (Accuracy, Mean).
-    pub fn sum_output(&self) -> String {
-        format!("metric/{}/sum", self.name)
-    }
-    /// Eval outputs holding per-example labels and predictions (Auc).
-    pub fn labels_output(&self) -> String {
-        format!("metric/{}/labels", self.name)
-    }
-    pub fn predictions_output(&self) -> String {
-        format!("metric/{}/predictions", self.name)
-    }
 }
 
 /// The schedulable arguments of the optimizer (`learning_rate`, `momentum`,
@@ -211,12 +183,6 @@ pub struct EmaSpec {
     pub span: Span,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Duration {
-    Steps(u64),
-    Epochs(u64),
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrainSettings {
     pub batch: u32,
@@ -230,6 +196,12 @@ pub struct TrainSettings {
 }
 
 impl TrainSettings {
+    /// The number of training steps over `train_rows` rows (`epochs` become
+    /// `ceil(epochs * train_rows / batch)` steps).
+    pub fn steps(&self, train_rows: usize) -> u64 {
+        self.duration.steps(train_rows, self.batch as usize)
+    }
+
     /// The runtime's training loop settings for `steps` steps.
     pub fn config(&self, steps: u64) -> TrainConfig {
         TrainConfig {
@@ -289,6 +261,28 @@ impl Model {
             },
             DataSource::Synthetic(s) => Source::Synthetic(s.clone()),
         }
+    }
+
+    /// The class-id label input, if the model has one (the held-out split is
+    /// stratified by it).
+    pub fn class_label(&self) -> Option<&str> {
+        self.inputs
+            .iter()
+            .find(|i| {
+                i.role == InputRole::Label && matches!(i.spec.kind, InputKind::ClassId { .. })
+            })
+            .map(|i| i.spec.name.as_str())
+    }
+
+    /// The held-out split of `data`: `(train, held_out)` rows, `fraction` of
+    /// them held out, stratified by the class label, seeded by `split_seed`.
+    pub fn held_out_split(&self, data: &Dataset, fraction: f64) -> (Vec<u32>, Vec<u32>) {
+        specc_runtime::batches::held_out_split(
+            data,
+            self.class_label(),
+            fraction,
+            self.train.split_seed,
+        )
     }
 
     /// Indices of the trainable parameters, in declaration order.

@@ -49,6 +49,13 @@ pub const CTX_SYNC: i32 = 64;
 /// Byte offset of the barrier's generation word from `sync`.
 pub const SYNC_GENERATION: i32 = 64;
 
+/// The scalar output every `step` and `eval` function has: the loss.
+pub const OUTPUT_LOSS: &str = "loss";
+/// The step's learning rate (after its schedule), when the step has one.
+pub const OUTPUT_LEARNING_RATE: &str = "learning_rate";
+/// The gradients' global norm, when the spec asks for the `global_norm` metric.
+pub const OUTPUT_GLOBAL_NORM: &str = "global_norm";
+
 /// A compiled function.
 pub type StepFn = unsafe extern "C" fn(*mut StepCtx);
 
@@ -103,6 +110,10 @@ pub struct InputLayout {
     pub elem: ElemType,
     /// Elements per example (the product of the non-batch dimensions).
     pub per_example: usize,
+    /// For int32 ids (class labels, embedding ids): every id must be in
+    /// `0..num_classes` (the compiled code clamps ids into tables, so an id
+    /// out of range would silently read another row). `None`: any id `>= 0`.
+    pub num_classes: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

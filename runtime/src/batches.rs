@@ -23,9 +23,11 @@
 //! [`BatchOrder::epochs_started`] counts epochs that have contributed at least
 //! one index. `next_batch` never allocates.
 //!
-//! [`split_rows`] draws the held-out split from its own stream; [`gather_f32`]
+//! [`split_rows`] draws the held-out split from its own stream
+//! ([`held_out_split`] picks it, or its stratified form); [`gather_f32`]
 //! and [`gather_i32`] copy the rows of a batch into a contiguous buffer.
 
+use crate::data::Dataset;
 use crate::prng::SplitMix64;
 
 /// Mixed into the seed of the held-out split's stream so that it differs from
@@ -239,6 +241,26 @@ pub fn split_rows_stratified(
     train.sort_unstable();
     eval.sort_unstable();
     (train, eval)
+}
+
+/// The held-out split of a data set: `(train, held_out)` row ids, both
+/// ascending, with `fraction` of the rows held out (seeded by `seed`).
+/// Stratified by class ([`split_rows_stratified`]) when `stratify_by` names
+/// an int32 input of one column (the class label), else [`split_rows`].
+pub fn held_out_split(
+    data: &Dataset,
+    stratify_by: Option<&str>,
+    fraction: f64,
+    seed: u64,
+) -> (Vec<u32>, Vec<u32>) {
+    let labels = stratify_by
+        .and_then(|name| data.input(name))
+        .filter(|d| d.width == 1)
+        .and_then(|d| d.values.as_i32());
+    match labels {
+        Some(labels) => split_rows_stratified(labels, fraction, seed),
+        None => split_rows(data.rows, fraction, seed),
+    }
 }
 
 /// Copy rows `rows` of the row-major `[_, width]` array `src` into `dst`

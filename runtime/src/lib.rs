@@ -8,9 +8,16 @@
 //! - [`threads`]: the thread count and the worker running thread 1 of SPMD steps.
 //! - [`prng`]: splitmix64, the one random stream behind every seed in specc.
 //! - [`init`]: parameter initializers (TF's names and semantics).
-//! - [`data`]: CSV and synthetic sources into in-memory [`data::Dataset`]s.
+//! - [`data`]: CSV and synthetic sources into in-memory [`data::Dataset`]s,
+//!   through column transforms ([`data::columns`]) that see raw cells.
 //! - [`batches`]: batch order (shuffled epochs), held-out split, gathering rows.
-//! - [`metrics`]: accuracy and TF's bucketed AUC.
+//! - [`source`]: the batch-source boundary: what fills the step's inputs
+//!   ([`source::BatchSource`]), with the in-memory sources.
+//! - [`session`]: the memory a compiled model runs in.
+//! - [`train`]: the training loop with hooks (TF's `MonitoredSession` and
+//!   `SessionRunHook`), and evaluation.
+//! - [`metrics`]: the metrics a model declares, accuracy and TF's bucketed AUC.
+//! - [`profile`]: per-kernel timing of profiled steps.
 //! - [`memory`]: the session's zeroed, aligned blocks (large ones on huge pages).
 //!
 //! The runtime does not depend on the compiler: the compiler depends on the
@@ -27,5 +34,6 @@ pub mod prng;
 pub mod profile;
 pub mod session;
 pub mod sgemm;
+pub mod source;
 pub mod threads;
 pub mod train;

@@ -1,4 +1,7 @@
-//! Streaming metrics: TF's bucketed ROC AUC and a weighted mean.
+//! Metrics: what a spec's `metrics` item declares ([`Metric`]), the names of
+//! the eval outputs each one reads ([`MetricOutput`], the one place those
+//! names are spelled), and the streaming accumulators: TF's bucketed ROC AUC
+//! and a weighted mean.
 //!
 //! [`Auc`] reproduces `tf.compat.v1.metrics.auc(labels, predictions,
 //! num_thresholds = T, curve = 'ROC', summation_method = 'trapezoidal')`:
@@ -25,6 +28,62 @@
 //!
 //! [`MeanMetric`] is `tf.compat.v1.metrics.mean`: `sum(value * weight) /
 //! sum(weight)`, 0 when the total weight is 0 (TF's `div_no_nan`).
+
+/// How a metric is computed from the eval function's outputs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MetricKind {
+    /// Fraction of elements where labels == predictions
+    /// (`tf.compat.v1.metrics.accuracy`): reads [`MetricOutput::Sum`].
+    Accuracy,
+    /// TF's bucketed ROC AUC: reads [`MetricOutput::Labels`] and
+    /// [`MetricOutput::Predictions`].
+    Auc { num_thresholds: u32 },
+    /// Mean of a tensor over all its elements: reads [`MetricOutput::Sum`].
+    Mean,
+}
+
+/// A metric of a model: its name (the key `specc run` reports it under), its
+/// kind, and the size of its per-example tensor. The compiler builds these
+/// from the spec; the runtime evaluates them ([`crate::train::evaluate`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    pub name: String,
+    pub kind: MetricKind,
+    /// Elements per example of the metric's tensor (the per-batch count is
+    /// this times the batch size).
+    pub per_example: u64,
+}
+
+/// An eval output a metric reads. The output of metric `m` is named
+/// `metric/m/sum`, `metric/m/labels` or `metric/m/predictions`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricOutput {
+    /// The batch's sum of the compared or averaged values (a scalar).
+    Sum,
+    /// Per-example labels as float32 (AUC).
+    Labels,
+    /// Per-example predictions (AUC).
+    Predictions,
+}
+
+impl MetricOutput {
+    /// The output's name for the metric called `metric`.
+    pub fn name(self, metric: &str) -> String {
+        let part = match self {
+            MetricOutput::Sum => "sum",
+            MetricOutput::Labels => "labels",
+            MetricOutput::Predictions => "predictions",
+        };
+        format!("metric/{metric}/{part}")
+    }
+}
+
+impl Metric {
+    /// The name of this metric's output `part`.
+    pub fn output(&self, part: MetricOutput) -> String {
+        part.name(&self.name)
+    }
+}
 
 /// Streaming ROC AUC with TF's bucketed, trapezoidal definition.
 #[derive(Debug, Clone, PartialEq)]

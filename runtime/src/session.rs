@@ -2,19 +2,23 @@
 //!
 //! Owns: the arenas (variables, slots, constants), the per-function scratch
 //! and output buffers, the batch input buffers, and the global step. It
-//! initializes variables from the layout's initializers, fills inputs from a
-//! dataset, and calls compiled functions.
+//! initializes variables from the layout's initializers, lets a
+//! [`BatchSource`] fill the inputs ([`Session::fill`]), calls compiled
+//! functions, and reads and writes variables by TF name.
 //!
 //! Invariants: every buffer is allocated once, 64-byte aligned and zeroed,
 //! sized for `max_batch`; calling a function allocates nothing; the pointers
 //! handed to compiled code stay valid for the session's lifetime (buffers
-//! never move).
+//! never move); a function is only called with `1..=max_batch` rows (anything
+//! else is an error, not a panic).
+
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 
 use crate::abi::{ElemType, FunctionLayout, Layout, StepCtx, StepFn, VarRole};
-use crate::batches;
-use crate::data::{Dataset, Values};
+use crate::data::{DataError, Dataset};
 use crate::init;
 use crate::memory::AlignedBuf;
+use crate::source::{BatchBuffers, BatchSource, Binding, IN_MEMORY};
 use crate::threads::Worker;
 
 struct FunctionState {
@@ -36,8 +40,8 @@ pub struct Session {
     functions: Vec<FunctionState>,
     /// TF's global_step.
     pub global_step: i64,
-    /// Which dataset input feeds each model input (by position), set by `bind`.
-    input_map: Vec<usize>,
+    /// The dataset bound by [`Session::bind`] for [`Session::gather`].
+    binding: Option<Binding>,
     /// Runs thread 1 of functions compiled for two threads.
     worker: Option<Worker>,
 }
@@ -91,7 +95,7 @@ impl Session {
             input_ptrs,
             functions,
             global_step: 0,
-            input_map: Vec::new(),
+            binding: None,
             worker: None,
         };
         s.init_vars()?;
@@ -159,71 +163,105 @@ impl Session {
         }
     }
 
+    /// Runs `f` with every parameter that has a moving average replaced by
+    /// its shadow (TF's `ExponentialMovingAverage.variables_to_restore`),
+    /// then puts the parameters back, whatever `f` returns.
+    pub fn with_averages<R>(&mut self, f: impl FnOnce(&mut Session) -> R) -> R {
+        self.swap_averages();
+        let r = f(self);
+        self.swap_averages();
+        r
+    }
+
     pub fn max_batch(&self) -> usize {
         self.layout.max_batch
     }
 
-    /// A variable's values.
+    /// A variable's values (row-major, flat), by TF name.
     pub fn var(&self, name: &str) -> Option<&[f32]> {
         let v = self.layout.var(name)?;
         let n: usize = v.shape.iter().product();
         Some(&self.arenas[v.arena].f32s()[v.offset..v.offset + n])
     }
 
+    /// A variable's values for writing, by TF name.
     pub fn var_mut(&mut self, name: &str) -> Option<&mut [f32]> {
         let v = self.layout.var(name)?.clone();
         let n: usize = v.shape.iter().product();
         Some(&mut self.arenas[v.arena].f32s_mut()[v.offset..v.offset + n])
     }
 
-    /// Matches the model's inputs to a dataset's columns by name.
+    /// A variable as an array of its shape, by TF name (`W1`, `W1/Adam`,
+    /// `beta1_power`).
+    pub fn variable(&self, name: &str) -> Option<ArrayViewD<'_, f32>> {
+        let shape = self.layout.var(name)?.shape.clone();
+        let values = self.var(name)?;
+        ArrayViewD::from_shape(IxDyn(&shape), values).ok()
+    }
+
+    /// A variable as a mutable array of its shape, by TF name.
+    pub fn variable_mut(&mut self, name: &str) -> Option<ArrayViewMutD<'_, f32>> {
+        let shape = self.layout.var(name)?.shape.clone();
+        let values = self.var_mut(name)?;
+        ArrayViewMutD::from_shape(IxDyn(&shape), values).ok()
+    }
+
+    /// The input buffers, for a [`BatchSource`] to fill.
+    pub fn batch_buffers(&mut self) -> BatchBuffers<'_> {
+        BatchBuffers {
+            layout: &self.layout.inputs,
+            buffers: &mut self.inputs,
+            max_batch: self.layout.max_batch,
+        }
+    }
+
+    /// Fills the inputs with the next batch of `source`; returns its rows
+    /// (0: the source is exhausted).
+    pub fn fill(&mut self, source: &mut (impl BatchSource + ?Sized)) -> Result<usize, DataError> {
+        let max = self.layout.max_batch;
+        let rows = source.next_batch(&mut self.batch_buffers())?;
+        if rows > max {
+            return Err(DataError::new(
+                "batch source",
+                format!("filled {rows} rows, more than the compiled maximum {max}"),
+            ));
+        }
+        Ok(rows)
+    }
+
+    /// Binds an in-memory dataset's inputs to the model's by name (checking
+    /// widths, types and id ranges), for [`Session::gather`].
     pub fn bind(&mut self, data: &Dataset) -> Result<(), String> {
-        self.input_map = self
-            .layout
-            .inputs
-            .iter()
-            .map(|i| {
-                let k = data
-                    .inputs
-                    .iter()
-                    .position(|d| d.name == i.name)
-                    .ok_or_else(|| format!("the data has no input `{}`", i.name))?;
-                let d = &data.inputs[k];
-                let ok = d.width == i.per_example
-                    && matches!(
-                        (&d.values, i.elem),
-                        (Values::F32(_), ElemType::F32) | (Values::I32(_), ElemType::I32)
-                    );
-                if !ok {
-                    return Err(format!(
-                        "input `{}` does not match the model's shape or type",
-                        i.name
-                    ));
-                }
-                Ok(k)
-            })
-            .collect::<Result<_, String>>()?;
+        self.binding = Some(Binding::new(data, &self.layout.inputs)?);
         Ok(())
     }
 
-    /// Copies the given dataset rows into the input buffers (after `bind`).
-    pub fn gather(&mut self, data: &Dataset, rows: &[u32]) {
-        assert!(
-            rows.len() <= self.layout.max_batch,
-            "batch larger than max_batch"
-        );
-        for (i, &k) in self.input_map.iter().enumerate() {
-            let d = &data.inputs[k];
-            let n = rows.len() * d.width;
-            match &d.values {
-                Values::F32(v) => {
-                    batches::gather_f32(v, d.width, rows, &mut self.inputs[i].f32s_mut()[..n])
-                }
-                Values::I32(v) => {
-                    batches::gather_i32(v, d.width, rows, &mut self.inputs[i].i32s_mut()[..n])
-                }
-            }
-        }
+    /// Copies the given rows of the bound dataset into the input buffers.
+    /// Errors: nothing bound, a row out of range, or more rows than the
+    /// compiled maximum batch.
+    pub fn gather(&mut self, data: &Dataset, rows: &[u32]) -> Result<(), String> {
+        let binding = self
+            .binding
+            .take()
+            .ok_or_else(|| format!("{IN_MEMORY}: gather before bind"))?;
+        let r = binding.gather(data, rows, &mut self.batch_buffers());
+        self.binding = Some(binding);
+        r
+    }
+
+    /// The first `rows` rows of model input `i`'s buffer as float32 (`None`
+    /// for an int32 input or an index out of range).
+    pub fn input_f32(&self, i: usize, rows: usize) -> Option<&[f32]> {
+        let l = self.layout.inputs.get(i)?;
+        let n = rows.min(self.layout.max_batch) * l.per_example;
+        (l.elem == ElemType::F32).then(|| &self.inputs[i].f32s()[..n])
+    }
+
+    /// [`Session::input_f32`] for int32 inputs.
+    pub fn input_i32(&self, i: usize, rows: usize) -> Option<&[i32]> {
+        let l = self.layout.inputs.get(i)?;
+        let n = rows.min(self.layout.max_batch) * l.per_example;
+        (l.elem == ElemType::I32).then(|| &self.inputs[i].i32s()[..n])
     }
 
     /// The input buffer of model input `i` (for callers that fill inputs themselves).
@@ -240,11 +278,17 @@ impl Session {
     }
 
     /// Runs compiled function `f` on the first `batch` rows of the inputs.
-    pub fn call(&mut self, f: usize, batch: usize) {
-        assert!(
-            batch >= 1 && batch <= self.layout.max_batch,
-            "batch out of range"
-        );
+    /// Errors: no function `f`, or `batch` not in `1..=max_batch`.
+    pub fn call(&mut self, f: usize, batch: usize) -> Result<(), String> {
+        if f >= self.functions.len() {
+            return Err(format!("there is no function {f}"));
+        }
+        if batch == 0 || batch > self.layout.max_batch {
+            return Err(format!(
+                "a batch of {batch} rows is not in 1..={}, the compiled maximum",
+                self.layout.max_batch
+            ));
+        }
         let threads = self.functions[f].layout.threads.max(1);
         if threads > 1 && self.worker.is_none() {
             self.worker = Some(Worker::new());
@@ -277,21 +321,42 @@ impl Session {
             _ => unsafe { func(&mut ctx) },
         }
         self.global_step = ctx.global_step;
+        Ok(())
     }
 
     /// An output of function `f` after a call with `batch` rows.
     pub fn output(&self, f: usize, name: &str, batch: usize) -> Option<&[f32]> {
-        let fs = &self.functions[f];
-        let k = fs.layout.outputs.iter().position(|o| o.name == name)?;
-        let n = fs.layout.outputs[k].len(batch);
-        Some(&fs.outputs[k].f32s()[..n])
+        self.output_at(f, self.output_index(f, name)?, batch)
     }
 
     pub fn output_i32(&self, f: usize, name: &str, batch: usize) -> Option<&[i32]> {
-        let fs = &self.functions[f];
-        let k = fs.layout.outputs.iter().position(|o| o.name == name)?;
-        let n = fs.layout.outputs[k].len(batch);
+        let k = self.output_index(f, name)?;
+        let fs = self.functions.get(f)?;
+        let n = fs.layout.outputs[k].len(batch.min(self.layout.max_batch));
         Some(&fs.outputs[k].i32s()[..n])
+    }
+
+    /// The position of output `name` of function `f` (look it up once, read
+    /// it every step with [`Session::output_at`]).
+    pub fn output_index(&self, f: usize, name: &str) -> Option<usize> {
+        self.functions
+            .get(f)?
+            .layout
+            .outputs
+            .iter()
+            .position(|o| o.name == name)
+    }
+
+    /// Output `k` of function `f` (float32) after a call with `batch` rows.
+    #[inline]
+    pub fn output_at(&self, f: usize, k: usize, batch: usize) -> Option<&[f32]> {
+        let fs = self.functions.get(f)?;
+        let n = fs
+            .layout
+            .outputs
+            .get(k)?
+            .len(batch.min(self.layout.max_batch));
+        Some(&fs.outputs[k].f32s()[..n])
     }
 
     pub fn function_layout(&self, f: usize) -> &FunctionLayout {

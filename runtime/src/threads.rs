@@ -2,7 +2,7 @@
 //! thread 1's share of an SPMD function.
 //!
 //! Owns: [`threads`] (from `SPECC_THREADS`, else the available cores, at most
-//! 2) and [`Worker`], a persistent thread that executes compiled functions for
+//! 2; [`threads_from_env`] reads the variable strictly) and [`Worker`], a persistent thread that executes compiled functions for
 //! thread 1 while the caller runs thread 0. Between jobs it spins briefly (steps
 //! come back to back), then sleeps.
 //!
@@ -16,14 +16,15 @@ use std::time::{Duration, Instant};
 
 use crate::abi::{StepCtx, StepFn};
 
-/// The number of threads steps use (1 or 2).
+/// The number of threads steps use (1 or 2): `SPECC_THREADS` (at most 2),
+/// else the available cores (at most 2). An unreadable `SPECC_THREADS` falls
+/// back to the cores here; the CLI refuses it first ([`threads_from_env`]).
 pub fn threads() -> usize {
     static T: OnceLock<usize> = OnceLock::new();
     *T.get_or_init(|| {
-        std::env::var("SPECC_THREADS")
+        threads_from_env()
             .ok()
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|&n| n > 0)
+            .flatten()
             .unwrap_or_else(|| {
                 std::thread::available_parallelism()
                     .map(|n| n.get())
@@ -31,6 +32,24 @@ pub fn threads() -> usize {
             })
             .min(2)
     })
+}
+
+/// `SPECC_THREADS` read: `None` when unset or empty, the count when it is a
+/// positive integer, an error saying so otherwise.
+pub fn threads_from_env() -> Result<Option<usize>, String> {
+    let Some(v) = std::env::var_os("SPECC_THREADS") else {
+        return Ok(None);
+    };
+    let s = v.to_string_lossy();
+    if s.trim().is_empty() {
+        return Ok(None);
+    }
+    match s.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(format!(
+            "SPECC_THREADS must be a positive integer (steps use at most 2 threads), got {s:?}"
+        )),
+    }
 }
 
 /// How long a waiting thread spins before it sleeps or yields.

@@ -1,10 +1,14 @@
 //! Batch order against the benchmark's vectors (W1 digits, W2 cancer), the
-//! other shuffle regimes, the held-out split and gathering.
+//! other shuffle regimes, the held-out split (plain and stratified) and
+//! gathering.
 
 mod common;
 
 use common::fixture;
-use specc_runtime::batches::{gather_f32, gather_i32, split_rows, BatchOrder};
+use specc_runtime::batches::{
+    gather_f32, gather_i32, held_out_split, split_rows, split_rows_stratified, BatchOrder,
+};
+use specc_runtime::data::{Dataset, InputData, Values};
 use specc_runtime::prng::SplitMix64;
 
 fn batches(n: usize, buffer: usize, seed: u64, batch: usize, count: usize) -> Vec<Vec<u32>> {
@@ -182,6 +186,38 @@ fn split_edge_cases() {
     let (train, eval) = split_rows(10, 1.0, 1);
     assert_eq!((train.len(), eval.len()), (1, 9));
     assert_eq!(split_rows(0, 0.5, 1), (vec![], vec![]));
+}
+
+/// The held-out split picks its rule by the label: stratified by a class-id
+/// input of one column, plain otherwise. The stratified rule keeps each
+/// class's share (`round(n_c * fraction)` held out).
+#[test]
+fn held_out_split_is_stratified_by_a_class_label() {
+    let labels: Vec<i32> = (0..100).map(|r| if r % 10 < 7 { 0 } else { 1 }).collect();
+    let data = Dataset::from_inputs(
+        100,
+        vec![
+            InputData::new("y", 1, Values::I32(labels.clone())),
+            InputData::new("z", 1, Values::F32(vec![0.5; 100])),
+            InputData::new("pair", 2, Values::I32(vec![1; 200])),
+        ],
+    )
+    .unwrap();
+    let (train, held) = held_out_split(&data, Some("y"), 0.2, 3);
+    assert_eq!(
+        (train.clone(), held.clone()),
+        split_rows_stratified(&labels, 0.2, 3)
+    );
+    let held_ones = held.iter().filter(|&&r| labels[r as usize] == 1).count();
+    assert_eq!((held.len(), held_ones), (20, 6)); // 14 of 70 zeros, 6 of 30 ones
+    assert_eq!(train.len(), 80);
+    for not_a_label in [None, Some("z"), Some("pair"), Some("nope")] {
+        assert_eq!(
+            held_out_split(&data, not_a_label, 0.2, 3),
+            split_rows(100, 0.2, 3),
+            "{not_a_label:?}"
+        );
+    }
 }
 
 #[test]

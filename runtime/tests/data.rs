@@ -1,13 +1,16 @@
 //! Data loading: the benchmark data sets (W1 digits, W2 standardized cancer,
-//! W3 synthetic) and the error reports on bad files.
+//! W3 synthetic), the error reports on bad files, the row limit, and the
+//! column transforms the readers hand raw cells to.
 
 mod common;
 
 use common::{as_f64s, as_u64s, assert_f32_exact, exact_f64_array, fixture, shared, temp_file};
+use specc_runtime::abi::ElemType;
+use specc_runtime::data::columns::transform_for;
 use specc_runtime::data::norm::mean_std;
 use specc_runtime::data::{
-    load, Dataset, Distribution, InputData, InputKind, InputSpec, NormExpr, NormFunc, Normalizer,
-    Source, SyntheticSpec, Values,
+    load, CellRows, Dataset, Distribution, InputData, InputKind, InputSpec, NormExpr, NormFunc,
+    Normalizer, Source, SyntheticSpec, Values, ValuesMut, MAX_CSV_ROW_BYTES,
 };
 
 fn float_input(name: &str, cols: &[&str], normalizer: Normalizer) -> InputSpec {
@@ -552,4 +555,182 @@ fn in_memory_dataset() {
         ]
     )
     .is_err());
+    // Ids follow the loader's rule: non-negative (the upper bound is the
+    // model's, checked when the data is bound to a session).
+    let e = Dataset::from_inputs(
+        2,
+        vec![InputData::new("ids", 2, Values::I32(vec![0, 1, 2, -3]))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "input `ids`, row 2: an id must be a non-negative integer, got -3"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// bounded rows, chunks, column transforms
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_csv_row_may_hold_1_mib_and_no_more() {
+    assert_eq!(MAX_CSV_ROW_BYTES, 1 << 20);
+    // Row 2: "1", padding spaces, "\n": exactly the limit, terminator included.
+    let row = |len: usize| format!("1{}\n", " ".repeat(len - 2));
+    let p = temp_file("at_limit.csv", &format!("x\n{}2\n", row(MAX_CSV_ROW_BYTES)));
+    assert_eq!(
+        f32s(&load(&csv(&p), &x_only()).unwrap(), "x"),
+        vec![1.0, 2.0]
+    );
+    let p = temp_file("over.csv", &format!("x\n{}2\n", row(MAX_CSV_ROW_BYTES + 1)));
+    let e = load(&csv(&p), &x_only()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:2: the row is longer than 1048576 bytes (1 MiB), the limit for one row of a CSV file",
+            p.display()
+        )
+    );
+    // Far past the limit the reader stops at the limit: the row's line.
+    let p = temp_file("far.csv", &format!("x\n1\n{}\n", "7".repeat(5 << 20)));
+    assert_eq!(load(&csv(&p), &x_only()).unwrap_err().row, Some(3));
+    // The header is a row too.
+    let header: String = (0..200_000).map(|i| format!("c{i},")).collect();
+    let p = temp_file("wide.csv", &format!("{header}x\n1\n"));
+    let e = load(&csv(&p), &x_only()).unwrap_err();
+    assert_eq!(e.row, Some(1));
+    assert!(e.message.contains("1 MiB"), "{e}");
+    // A quoted field that never closes spans lines but not memory.
+    let open_quote = format!("x,y\n1,\"{}", "ab\n".repeat(1 << 20));
+    let p = temp_file("open_quote.csv", &open_quote);
+    let e = load(&csv(&p), &x_only()).unwrap_err();
+    assert!(e.message.contains("the row is longer than"), "{e}");
+    // A file that never ends.
+    if std::path::Path::new("/dev/zero").exists() {
+        let e = load(&csv("/dev/zero"), &x_only()).unwrap_err();
+        assert_eq!((e.file.as_str(), e.row), ("/dev/zero", Some(1)));
+    }
+}
+
+/// A file of `rows` rows `a,b` (a = row, b = 2 * row), with `edit` applied
+/// to the text of some lines (1-based, the header is line 1).
+fn numbered(rows: usize, edit: &[(usize, &str)]) -> String {
+    let mut lines = vec!["a,b".to_string()];
+    lines.extend((1..=rows).map(|r| format!("{r},{}", 2 * r)));
+    for (line, text) in edit {
+        lines[line - 1] = text.to_string();
+    }
+    lines.join("\n") + "\n"
+}
+
+fn a_and_b() -> Vec<InputSpec> {
+    vec![
+        float_input("a", &["a"], Normalizer::None),
+        class_input("b", "b", None),
+    ]
+}
+
+/// Rows reach the transforms in chunks; whatever the chunk boundaries, every
+/// value is read and the error reported is the file's first bad cell in
+/// row-major order (row, then input, then column), or a bad record if it
+/// comes first.
+#[test]
+fn the_first_bad_cell_of_the_file_is_reported_across_chunks() {
+    let p = temp_file("many.csv", &numbered(1000, &[]));
+    let d = load(&csv(&p), &a_and_b()).unwrap();
+    assert_eq!(d.rows, 1000);
+    let want_a: Vec<f32> = (1..=1000).map(|r| r as f32).collect();
+    let want_b: Vec<i32> = (1..=1000).map(|r| 2 * r).collect();
+    assert_eq!(f32s(&d, "a"), want_a);
+    assert_eq!(d.input("b").unwrap().values, Values::I32(want_b));
+
+    let first = |edit: &[(usize, &str)]| {
+        let p = temp_file("bad_many.csv", &numbered(1000, edit));
+        let e = load(&csv(&p), &a_and_b()).unwrap_err();
+        (e.row, e.column)
+    };
+    let col = |c: &str| Some(c.to_string());
+    // b's bad cell on line 300 comes before a's on line 301 (another input).
+    assert_eq!(
+        first(&[(301, "x,600"), (300, "299,-1")]),
+        (Some(300), col("b"))
+    );
+    // On one line, the first input's cell.
+    assert_eq!(first(&[(300, "x,-1")]), (Some(300), col("a")));
+    // Across a chunk boundary (256 records a chunk): line 258 is the first
+    // record of the second chunk.
+    assert_eq!(first(&[(258, "y,2"), (700, "x,2")]), (Some(258), col("a")));
+    // A bad cell before a ragged row is reported, and a ragged row before a
+    // bad cell.
+    assert_eq!(
+        first(&[(499, "x,2"), (500, "1,2,3")]),
+        (Some(499), col("a"))
+    );
+    assert_eq!(first(&[(500, "1,2,3"), (501, "x,2")]), (Some(500), None));
+}
+
+#[test]
+fn column_transforms_see_raw_cells_a_chunk_at_a_time() {
+    let float = float_input("x", &["p", "q"], div16());
+    let mut t = transform_for(&float);
+    assert_eq!(
+        (t.width(), t.elem(), t.is_fitted()),
+        (2, ElemType::F32, false)
+    );
+    assert_eq!(t.columns(), ["p", "q"]);
+    let cells: Vec<&[u8]> = vec![b" 8", b"16 ", b"4", b"-2"];
+    let mut out = vec![0f32; 4];
+    t.transform(&CellRows::text(&cells, 2), ValuesMut::F32(&mut out))
+        .unwrap();
+    assert_eq!(out, [0.5, 1.0, 0.25, -0.125]);
+    // Numbers (synthetic data) skip the parse; the same values.
+    let numbers = [8.0, 16.0, 4.0, -2.0];
+    let mut again = vec![0f32; 4];
+    t.transform(&CellRows::numbers(&numbers, 2), ValuesMut::F32(&mut again))
+        .unwrap();
+    assert_eq!(again, out);
+    // The first bad cell in row-major order: row 1, column 0.
+    let bad: Vec<&[u8]> = vec![b"1", b"2", b"zz", b""];
+    let e = t
+        .transform(&CellRows::text(&bad, 2), ValuesMut::F32(&mut out))
+        .unwrap_err();
+    assert_eq!((e.row, e.column), (1, 0));
+    assert_eq!(e.message, "cannot parse \"zz\" as a number");
+
+    let ids = class_input("c", "c", Some(3));
+    let mut t = transform_for(&ids);
+    assert_eq!(t.elem(), ElemType::I32);
+    let cells: Vec<&[u8]> = vec![b"2", b"0", b"3"];
+    let mut out = vec![0i32; 3];
+    let e = t
+        .transform(&CellRows::text(&cells, 1), ValuesMut::I32(&mut out))
+        .unwrap_err();
+    assert_eq!((e.row, e.column), (2, 0));
+    assert_eq!(e.message, "id 3 is out of range: expected 0 <= id < 3");
+
+    // Standardize is fitted: it observes every chunk, then writes all rows;
+    // two chunks give what one chunk gives.
+    let std_spec = float_input("s", &["v"], Normalizer::Standardize);
+    let column = [1.0, 2.0, 3.0, 6.0];
+    let run = |chunks: &[&[f64]]| {
+        let mut t = transform_for(&std_spec);
+        assert!(t.is_fitted());
+        let mut out = vec![0f32; 4];
+        let mut at = 0;
+        for c in chunks {
+            t.transform(
+                &CellRows::numbers(c, 1),
+                ValuesMut::F32(&mut out[at..at + c.len()]),
+            )
+            .unwrap();
+            at += c.len();
+        }
+        t.finish(ValuesMut::F32(&mut out)).unwrap();
+        out
+    };
+    let whole = run(&[&column]);
+    assert_eq!(run(&[&column[..1], &column[1..]]), whole);
+    let s = 3.5f64.sqrt();
+    let want: Vec<f32> = column.iter().map(|&v| ((v - 3.0) / s) as f32).collect();
+    assert_eq!(whole, want);
 }

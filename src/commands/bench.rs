@@ -9,12 +9,53 @@ use std::path::Path;
 use std::time::Instant;
 
 use specc_compiler::driver::{compile_with, Functions, Options};
-use specc_compiler::model::Duration;
 use specc_compiler::plan::Kernel;
-use specc_runtime::train::{evaluate, Trainer};
+use specc_runtime::source::ShuffledBatches;
+use specc_runtime::train::{
+    evaluate_rows, fit, Hook, RunContext, StepValues, StopAtStepHook, TrainError,
+};
 
-use crate::load::{load_data, metric_specs, read_spec, report};
+use crate::load::{load_data, read_spec, report};
 use crate::Failure;
+
+/// The bench's clock, as a hook: the first step (from "model defined"), the
+/// second step, and the steady state from the end of the warm-up to the end.
+struct BenchClock {
+    model_defined: Instant,
+    warmup: u64,
+    first_loss: f32,
+    first_step_s: f64,
+    second_start: Option<Instant>,
+    second_step_s: f64,
+    steady_start: Option<Instant>,
+    steady_s: f64,
+}
+
+impl Hook for BenchClock {
+    #[inline]
+    fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if v.step <= 2 {
+            if v.step == 1 {
+                self.first_loss = v.loss;
+                self.first_step_s = self.model_defined.elapsed().as_secs_f64();
+                self.second_start = Some(Instant::now());
+            } else if let Some(t) = self.second_start {
+                self.second_step_s = t.elapsed().as_secs_f64();
+            }
+        }
+        if v.step == self.warmup {
+            self.steady_start = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, _ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        self.steady_s = self
+            .steady_start
+            .map_or(f64::NAN, |t| t.elapsed().as_secs_f64());
+        Ok(())
+    }
+}
 
 pub fn run(
     spec: &Path,
@@ -29,10 +70,7 @@ pub fn run(
     let (dataset, _) = load_data(&checked, spec, data)?;
     let batch = checked.train.batch as usize;
     let rows: Vec<u32> = (0..dataset.rows as u32).collect();
-    let steps = steps.unwrap_or(match checked.train.duration {
-        Duration::Steps(s) => s,
-        Duration::Epochs(e) => (e * rows.len() as u64).div_ceil(batch as u64),
-    });
+    let steps = steps.unwrap_or_else(|| checked.train.steps(rows.len()));
     if steps < 3 {
         return Err(Failure::Other("bench needs at least 3 steps".into()));
     }
@@ -55,28 +93,34 @@ pub fn run(
     let model = &program.model;
     let mut session = program.session()?;
     let cfg = model.train.config(steps);
-    let mut trainer = Trainer::new(&mut session, &dataset, rows.clone(), &cfg)?;
-    let first_loss = trainer.step(&mut session, &dataset);
-    let first_step_s = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    trainer.step(&mut session, &dataset);
-    let second_step_s = t1.elapsed().as_secs_f64();
-    let mut t_steady = None;
-    for k in 2..steps {
-        if k == warm {
-            t_steady = Some(Instant::now());
-        }
-        trainer.step(&mut session, &dataset);
-    }
-    let steady_s = t_steady
-        .map(|t| t.elapsed().as_secs_f64())
-        .unwrap_or(f64::NAN);
-    let steady = (steps - warm) as f64 / steady_s;
+    let mut batches = ShuffledBatches::new(
+        &dataset,
+        &session.layout,
+        rows.clone(),
+        cfg.batch,
+        cfg.shuffle,
+        cfg.seed,
+    )?;
+    let mut clock = BenchClock {
+        model_defined: t0,
+        warmup: warm,
+        first_loss: f32::NAN,
+        first_step_s: f64::NAN,
+        second_start: None,
+        second_step_s: f64::NAN,
+        steady_start: None,
+        steady_s: f64::NAN,
+    };
+    fit(
+        &mut session,
+        &mut batches,
+        &mut [&mut StopAtStepHook::num_steps(steps), &mut clock],
+    )?;
+    let steady = (steps - warm) as f64 / clock.steady_s;
     if profile {
         print_profile(&program, steps);
     }
-    let metrics = metric_specs(model);
-    let ev = evaluate(&mut session, &dataset, &rows, &metrics)?;
+    let ev = evaluate_rows(&mut session, &dataset, &rows, &model.metrics)?;
     let accuracy = ev
         .metrics
         .iter()
@@ -90,13 +134,13 @@ pub fn run(
         "steps": steps,
         "warmup_steps_excluded": warm,
         "threads": threads,
-        "first_step_s": first_step_s,
-        "second_step_s": second_step_s,
+        "first_step_s": clock.first_step_s,
+        "second_step_s": clock.second_step_s,
         "steady_steps_per_s": steady,
         "examples_per_s": steady * batch as f64,
         "final_train_accuracy": accuracy,
         "final_train_loss": ev.loss,
-        "first_loss": first_loss,
+        "first_loss": clock.first_loss,
         "compile_s": compile_s,
         "step_threads": program.plans[0].threads,
         "specc_version": env!("CARGO_PKG_VERSION"),

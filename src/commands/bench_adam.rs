@@ -63,15 +63,14 @@ pub fn run(params: u64, iters: u64, warmup: u64, threads: Option<usize>) -> Resu
         .function_index("step")
         .ok_or("the program has no step function")?;
     for _ in 0..warmup {
-        session.call(step, 1);
+        session.call(step, 1)?;
     }
-    let mut ms: Vec<f64> = (0..iters)
-        .map(|_| {
-            let t = Instant::now();
-            session.call(step, 1);
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
+    let mut ms: Vec<f64> = Vec::new();
+    for _ in 0..iters {
+        let t = Instant::now();
+        session.call(step, 1)?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
     ms.sort_by(f64::total_cmp);
     let median = if ms.len() % 2 == 1 {
         ms[ms.len() / 2]

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::interp::{self, Tensor};
-use specc_runtime::batches::BatchOrder;
-use specc_runtime::data::Values;
+use specc_runtime::source::ShuffledBatches;
 
 use crate::load::{load_data, read_spec, report};
 use crate::Failure;
@@ -16,48 +15,48 @@ use crate::Failure;
 const TOLERANCE: f64 = 1e-2;
 
 pub fn run(spec: &Path, data: Option<&Path>, samples: usize, json: bool) -> Result<(), Failure> {
+    if samples == 0 {
+        return Err(Failure::Other("--samples must be at least 1".into()));
+    }
     let src = read_spec(spec)?;
     let program = compile(&src, Functions::ALL).map_err(|d| report(&d, &src))?;
     let model = &program.model;
     let (dataset, _) = load_data(model, spec, data)?;
+    // The first training batch (all rows, the spec's batch order).
     let batch = (model.train.batch as usize).min(dataset.rows);
-    let mut order = BatchOrder::new(dataset.rows, model.train.shuffle, model.train.seed);
-    let mut rows = vec![0u32; batch];
-    order.next_batch(&mut rows);
-
     let mut s = program.session()?;
-    s.bind(&dataset)?;
-    s.gather(&dataset, &rows);
+    let all_rows: Vec<u32> = (0..dataset.rows as u32).collect();
+    let mut batches = ShuffledBatches::new(
+        &dataset,
+        &s.layout,
+        all_rows,
+        batch,
+        model.train.shuffle,
+        model.train.seed,
+    )?;
+    let rows = s
+        .fill(&mut batches)
+        .map_err(|e| Failure::Other(e.to_string()))?;
     let gf = s.function_index("grad").ok_or("no grad function")?;
-    s.call(gf, batch);
+    s.call(gf, rows)?;
 
-    // The same batch as float64 tensors for the interpreter.
+    // The same batch, as the step saw it, as float64 tensors for the interpreter.
     let inputs: Vec<Tensor> = model
         .graph
         .inputs
         .iter()
-        .map(|leaf| {
-            let d = dataset.input(&leaf.name).expect("bound above");
+        .enumerate()
+        .map(|(i, leaf)| {
+            let width = s.layout.inputs[i].per_example;
             let mut dims = vec![batch];
             if leaf.shape.rank() > 1 {
-                dims.push(d.width);
+                dims.push(width);
             }
-            let data = rows
-                .iter()
-                .flat_map(|&r| {
-                    let r = r as usize;
-                    match &d.values {
-                        Values::F32(v) => v[r * d.width..(r + 1) * d.width]
-                            .iter()
-                            .map(|&x| x as f64)
-                            .collect::<Vec<_>>(),
-                        Values::I32(v) => v[r * d.width..(r + 1) * d.width]
-                            .iter()
-                            .map(|&x| x as f64)
-                            .collect(),
-                    }
-                })
-                .collect();
+            let data = match (s.input_f32(i, batch), s.input_i32(i, batch)) {
+                (Some(v), _) => v.iter().map(|&x| f64::from(x)).collect(),
+                (_, Some(v)) => v.iter().map(|&x| f64::from(x)).collect(),
+                _ => Vec::new(),
+            };
             Tensor::new(dims, data)
         })
         .collect();

@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
-use specc_compiler::model::Duration;
-use specc_runtime::train::{evaluate, Evaluation, Trainer};
+use specc_runtime::source::ShuffledBatches;
+use specc_runtime::train::{
+    evaluate_rows, fit, Evaluation, LoggingHook, NanTensorHook, StopAtStepHook,
+};
 
-use crate::load::{held_out_split, load_data, metric_specs, read_spec, report};
+use crate::load::{load_data, read_spec, report};
 use crate::Failure;
 
 /// The command line of `specc run`.
@@ -21,6 +23,9 @@ pub struct RunOptions {
     pub eval_with_averages: bool,
     pub json: bool,
 }
+
+/// Steps between two updates of the progress bar.
+const PROGRESS_EVERY: u64 = 64;
 
 pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     let RunOptions {
@@ -48,12 +53,16 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
             "--eval-fraction must be in [0, 1), got {fraction}"
         )));
     }
-    let (train_rows, eval_rows) = held_out_split(model, &dataset, fraction);
+    let (train_rows, eval_rows) = model.held_out_split(&dataset, fraction);
     let batch = model.train.batch as usize;
-    let steps = steps.unwrap_or(match model.train.duration {
-        Duration::Steps(s) => s,
-        Duration::Epochs(e) => (e * train_rows.len() as u64).div_ceil(batch as u64),
-    });
+    let steps = steps.unwrap_or_else(|| model.train.steps(train_rows.len()));
+    if steps == 0 {
+        return Err(Failure::Other(format!(
+            "{}: nothing to train: the spec's `train` comes to 0 steps; set `steps` or \
+             `epochs` to at least 1, or pass --steps N",
+            spec.display()
+        )));
+    }
     eprintln!(
         "specc: compiled `{}` in {:.1} ms; data {}: {} rows ({} train, {} held out)",
         model.name,
@@ -66,7 +75,14 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
 
     let mut session = program.session()?;
     let cfg = model.train.config(steps);
-    let mut trainer = Trainer::new(&mut session, &dataset, train_rows.clone(), &cfg)?;
+    let mut batches = ShuffledBatches::new(
+        &dataset,
+        &session.layout,
+        train_rows.clone(),
+        cfg.batch,
+        cfg.shuffle,
+        cfg.seed,
+    )?;
     let pb = ProgressBar::new(steps);
     pb.set_style(
         ProgressStyle::with_template(
@@ -74,62 +90,72 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let mut progress = LoggingHook::new(PROGRESS_EVERY, |v| {
+        pb.set_position(v.step);
+        pb.set_message(format!("{:.4}", v.loss));
+    });
     let t1 = Instant::now();
-    let mut last_loss = f32::NAN;
-    for step in 0..steps {
-        last_loss = trainer.step(&mut session, &dataset);
-        if step % 64 == 63 || step + 1 == steps {
-            pb.set_position(step + 1);
-            pb.set_message(format!("{last_loss:.4}"));
-        }
-        if !last_loss.is_finite() {
-            pb.abandon();
-            return Err(Failure::Other(format!(
-                "the loss became {last_loss} at step {} (global_step {}); lower the learning rate or check the data",
-                step + 1,
-                session.global_step
-            )));
-        }
-    }
-    pb.finish_and_clear();
+    let trained = fit(
+        &mut session,
+        &mut batches,
+        &mut [
+            &mut StopAtStepHook::num_steps(steps),
+            &mut progress,
+            &mut NanTensorHook::default(),
+        ],
+    );
     let train_s = t1.elapsed().as_secs_f64();
-    let metrics = metric_specs(model);
-    let train_eval = evaluate(&mut session, &dataset, &train_rows, &metrics)?;
+    let trained = match trained {
+        Ok(t) => t,
+        Err(e) => {
+            pb.abandon();
+            return Err(e.into());
+        }
+    };
+    pb.finish_and_clear();
+    let last = trained.last.ok_or("no step ran")?;
+    let metrics = &model.metrics;
+    let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
     let held_out = if eval_rows.is_empty() {
         None
     } else {
-        Some(evaluate(&mut session, &dataset, &eval_rows, &metrics)?)
+        Some(evaluate_rows(&mut session, &dataset, &eval_rows, metrics)?)
     };
     // The last step's scalar outputs besides the loss: the learning rate and,
     // with the `global_norm` metric, the gradients' global norm.
-    let last_outputs: Vec<(&str, f32)> = ["learning_rate", "global_norm"]
-        .into_iter()
-        .filter_map(|n| Some((n, trainer.last_output(&session, n)?)))
-        .collect();
+    let last_outputs: Vec<(&str, f32)> = [
+        ("learning_rate", last.learning_rate),
+        ("global_norm", last.global_norm),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| Some((n, v?)))
+    .collect();
     let averaged = if opts.eval_with_averages {
-        session.swap_averages();
-        let train = evaluate(&mut session, &dataset, &train_rows, &metrics);
-        let held = if eval_rows.is_empty() {
-            Ok(None)
-        } else {
-            evaluate(&mut session, &dataset, &eval_rows, &metrics).map(Some)
-        };
-        session.swap_averages();
+        let (train, held) = session.with_averages(|s| {
+            let train = evaluate_rows(s, &dataset, &train_rows, metrics);
+            let held = if eval_rows.is_empty() {
+                Ok(None)
+            } else {
+                evaluate_rows(s, &dataset, &eval_rows, metrics).map(Some)
+            };
+            (train, held)
+        });
         Some((train?, held?))
     } else {
         None
     };
-    let sps = steps as f64 / train_s.max(1e-9);
+    let last_loss = last.loss;
+    let sps = trained.steps as f64 / train_s.max(1e-9);
     let mut last = format!("last batch loss {last_loss:.4}");
     for (n, v) in &last_outputs {
         last += &format!(", {n} {v:.6}");
     }
     println!(
         "trained {} steps in {:.2} s ({:.0} steps/s, {} epochs), {last}",
-        steps,
+        trained.steps,
         train_s,
         sps,
-        trainer.epochs_started()
+        batches.epochs_started()
     );
     println!("{}", line("train", &train_eval));
     if let Some(e) = &held_out {
@@ -144,7 +170,7 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     if json {
         let mut obj = serde_json::Map::new();
         obj.insert("model".into(), model.name.clone().into());
-        obj.insert("steps".into(), steps.into());
+        obj.insert("steps".into(), trained.steps.into());
         obj.insert("batch".into(), batch.into());
         obj.insert("compile_s".into(), compile_s.into());
         obj.insert("train_s".into(), train_s.into());

@@ -15,6 +15,7 @@ use super::expr::R;
 use super::State;
 use crate::ir::{BinaryOp, DType, Dim, NodeId, Output};
 use crate::model::{Metric, MetricKind};
+use specc_runtime::metrics::MetricOutput;
 
 pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
     let call_storage;
@@ -110,7 +111,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 let sum = g.sum_all(eq);
                 g.current_span = None;
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/sum"),
+                    name: MetricOutput::Sum.name(&name),
                     node: sum,
                 });
                 (MetricKind::Accuracy, per)
@@ -143,11 +144,11 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 };
                 let lf = st.graph.cast(l, DType::F32);
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/labels"),
+                    name: MetricOutput::Labels.name(&name),
                     node: lf,
                 });
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/predictions"),
+                    name: MetricOutput::Predictions.name(&name),
                     node: p,
                 });
                 (MetricKind::Auc { num_thresholds: t }, per)
@@ -158,7 +159,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 let per = batched(st, v, b.req(0))?;
                 let sum = st.graph.sum_all(v);
                 st.metric_outputs.push(Output {
-                    name: format!("metric/{name}/sum"),
+                    name: MetricOutput::Sum.name(&name),
                     node: sum,
                 });
                 (MetricKind::Mean, per)

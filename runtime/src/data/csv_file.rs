@@ -1,21 +1,55 @@
-//! CSV source: header row required, only the requested columns are parsed.
+//! CSV source: header row required, only the requested columns are read.
 //! Row numbers in errors are 1-based line numbers in the file (the position
 //! the `csv` crate reports for the start of the record).
+//!
+//! The reader splits records and hands the raw bytes of each input's columns
+//! to its column transform, a chunk of records at a time (at most
+//! [`CHUNK_ROWS`] records or [`CHUNK_BYTES`] bytes, so memory stays bounded);
+//! a record error (wrong field count, a row over [`MAX_CSV_ROW_BYTES`], an
+//! I/O error) is reported after the cells of the rows before it, so the first
+//! error in the file is the one reported.
+//!
+//! Row length: [`RowLimit`] sits between the file and the `csv` parser and
+//! refuses to deliver the bytes of a row beyond the limit (plus the parser's
+//! read-ahead), so no row, however malformed, grows memory past it; each row
+//! read is then checked against the limit exactly.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Read};
 use std::path::Path;
+use std::rc::Rc;
 
-use super::{DataError, Dataset, InputSpec, Sink};
+use super::{Builder, CellRows, DataError, Dataset, InputSpec, MAX_CSV_ROW_BYTES, MAX_ROWS};
+
+/// Records per chunk handed to the transforms.
+const CHUNK_ROWS: usize = 256;
+/// Bytes of records per chunk (a chunk ends at the record that reaches it).
+const CHUNK_BYTES: usize = 1 << 20;
+/// The `csv` parser's read buffer: how far it may read ahead of the record it
+/// is parsing.
+const READ_AHEAD: usize = 64 << 10;
 
 pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
+    let f = std::fs::File::open(path)
+        .map_err(|e| DataError::new(file, format!("cannot open the file: {e}")))?;
+    let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
+    let row_start = limit.row_start();
     let mut rdr = ::csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
-        .from_path(path)
-        .map_err(|e| DataError::new(file, format!("cannot open the file: {}", io_message(&e))))?;
+        .buffer_capacity(READ_AHEAD)
+        .from_reader(limit);
 
     let (header, header_line): (Vec<String>, usize) = {
-        let h = rdr.byte_headers().map_err(|e| read_error(file, &e))?;
+        let h = match rdr.byte_headers() {
+            Ok(h) => h,
+            Err(e) => {
+                let line = rdr.position().line() as usize;
+                return Err(read_error(file, &e, line));
+            }
+        };
         let line = h.position().map_or(1, |p| p.line() as usize);
         let names = h
             .iter()
@@ -32,6 +66,11 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
             .collect();
         (names, line)
     };
+    let header_end = rdr.position().byte();
+    if header_end > MAX_CSV_ROW_BYTES as u64 {
+        return Err(row_too_long(file, Some(header_line)));
+    }
+    row_start.set(header_end);
     if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
         return Err(DataError::new(
             file,
@@ -79,68 +118,165 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
         plan.push(idx);
     }
 
-    let mut sinks: Vec<Sink> = inputs.iter().map(|s| Sink::new(s, 0)).collect();
-    let mut rec = ::csv::ByteRecord::new();
-    let mut rows = 0usize;
+    let mut builder = Builder::new(inputs, 0);
+    let mut records: Vec<::csv::ByteRecord> = Vec::new();
+    let mut lines: Vec<Option<usize>> = Vec::new();
     loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(read_error(file, &e)),
-        }
-        let line = rec.position().map(|p| p.line() as usize);
-        if rec.len() != header.len() {
-            return Err(DataError::at(
-                file,
-                line,
-                None,
-                format!(
-                    "the row has {} fields but the header has {}",
-                    rec.len(),
-                    header.len()
-                ),
-            ));
-        }
-        for ((sink, idx), inp) in sinks.iter_mut().zip(&plan).zip(inputs) {
-            for (&fi, col) in idx.iter().zip(&inp.columns) {
-                let cell = rec.get(fi).unwrap_or(b"");
-                let x = parse_cell(cell).map_err(|m| DataError::at(file, line, Some(col), m))?;
-                sink.push(x)
-                    .map_err(|m| DataError::at(file, line, Some(col), m))?;
+        // Read a chunk; stop early at a record error, reported after the
+        // cells of the rows before it.
+        let (mut n, mut bytes) = (0usize, 0usize);
+        let mut pending: Option<DataError> = None;
+        let mut eof = false;
+        while n < CHUNK_ROWS && bytes < CHUNK_BYTES {
+            if records.len() == n {
+                records.push(::csv::ByteRecord::new());
+                lines.push(None);
             }
+            let rec = &mut records[n];
+            match rdr.read_byte_record(rec) {
+                Ok(true) => {}
+                Ok(false) => {
+                    eof = true;
+                    break;
+                }
+                Err(e) => {
+                    pending = Some(read_error(file, &e, rdr.position().line() as usize));
+                    break;
+                }
+            }
+            let line = rec.position().map(|p| p.line() as usize);
+            let end = rdr.position().byte();
+            let len = end.saturating_sub(row_start.get());
+            row_start.set(end);
+            if len > MAX_CSV_ROW_BYTES as u64 {
+                pending = Some(row_too_long(file, line));
+                break;
+            }
+            if rec.len() != header.len() {
+                pending = Some(DataError::at(
+                    file,
+                    line,
+                    None,
+                    format!(
+                        "the row has {} fields but the header has {}",
+                        rec.len(),
+                        header.len()
+                    ),
+                ));
+                break;
+            }
+            if builder.rows() + n >= MAX_ROWS {
+                pending = Some(DataError::at(
+                    file,
+                    line,
+                    None,
+                    format!("the file has more than {MAX_ROWS} rows, the most a data set may have"),
+                ));
+                break;
+            }
+            lines[n] = line;
+            bytes += rec.as_slice().len();
+            n += 1;
         }
-        rows += 1;
+        if n > 0 {
+            let chunk = &records[..n];
+            builder
+                .push(n, |t| CellRows::records(chunk, &plan[t]))
+                .map_err(|(t, e)| {
+                    DataError::at(
+                        file,
+                        lines[e.row],
+                        Some(&inputs[t].columns[e.column]),
+                        e.message,
+                    )
+                })?;
+        }
+        if let Some(e) = pending {
+            return Err(e);
+        }
+        if eof {
+            break;
+        }
     }
+    let rows = builder.rows();
     if rows == 0 {
         return Err(DataError::new(
             file,
             "the file has a header but no data rows",
         ));
     }
-
-    let mut out = Vec::with_capacity(inputs.len());
-    for (sink, inp) in sinks.into_iter().zip(inputs) {
-        out.push(sink.finish(file, inp, rows)?);
-    }
+    let out = builder.finish(inputs).map_err(|(t, e)| {
+        DataError::at(file, None, Some(&inputs[t].columns[e.column]), e.message)
+    })?;
     Ok(Dataset { rows, inputs: out })
 }
 
-/// Parse one cell as f64 (surrounding spaces trimmed).
-fn parse_cell(cell: &[u8]) -> Result<f64, String> {
-    let s = std::str::from_utf8(cell).map_err(|_| {
+fn row_too_long(file: &str, line: Option<usize>) -> DataError {
+    DataError::at(
+        file,
+        line,
+        None,
         format!(
-            "cannot parse {:?} as a number (not UTF-8)",
-            String::from_utf8_lossy(cell)
-        )
-    })?;
-    let t = s.trim();
-    if t.is_empty() {
-        return Err("empty cell (missing value) and the column has no default".to_string());
+            "the row is longer than {MAX_CSV_ROW_BYTES} bytes (1 MiB), the limit for one row of a CSV file"
+        ),
+    )
+}
+
+/// The error [`RowLimit`] raises, carried inside an `io::Error`.
+#[derive(Debug)]
+struct RowTooLong;
+
+impl fmt::Display for RowTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the row is too long")
     }
-    match t.parse::<f64>() {
-        Ok(x) if x.is_finite() => Ok(x),
-        Ok(_) => Err(format!("{t:?} is not a finite number")),
-        Err(_) => Err(format!("cannot parse {t:?} as a number")),
+}
+
+impl std::error::Error for RowTooLong {}
+
+/// A reader that delivers at most `limit` bytes past the start of the row
+/// being parsed (`row_start`, which the caller advances after every record),
+/// then fails with [`RowTooLong`].
+struct RowLimit<R> {
+    inner: R,
+    limit: u64,
+    row_start: Rc<Cell<u64>>,
+    delivered: u64,
+}
+
+impl<R: Read> RowLimit<R> {
+    fn new(inner: R, limit: u64) -> RowLimit<R> {
+        RowLimit {
+            inner,
+            limit,
+            row_start: Rc::new(Cell::new(0)),
+            delivered: 0,
+        }
+    }
+
+    fn row_start(&self) -> Rc<Cell<u64>> {
+        Rc::clone(&self.row_start)
+    }
+}
+
+impl<R: Read> Read for RowLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let end = self.row_start.get().saturating_add(self.limit);
+        let allowed = end.saturating_sub(self.delivered);
+        if allowed == 0 && !buf.is_empty() {
+            // Only fail if the file really goes on.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            return Err(io::Error::new(io::ErrorKind::InvalidData, RowTooLong));
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(allowed).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.delivered += n as u64;
+        Ok(n)
     }
 }
 
@@ -151,7 +287,14 @@ fn io_message(e: &::csv::Error) -> String {
     }
 }
 
-fn read_error(file: &str, e: &::csv::Error) -> DataError {
+/// A read error; `line` is where the parser stopped (the line of a row that
+/// is too long).
+fn read_error(file: &str, e: &::csv::Error, line: usize) -> DataError {
+    if let ::csv::ErrorKind::Io(io) = e.kind() {
+        if io.get_ref().is_some_and(|x| x.is::<RowTooLong>()) {
+            return row_too_long(file, Some(line));
+        }
+    }
     let line = e.position().map(|p| p.line() as usize);
     DataError::at(
         file,

@@ -1,6 +1,10 @@
 //! Data sources (CSV files, seeded synthetic data) loaded into an in-memory
 //! [`Dataset`]: one row-major float32 or int32 array per model input.
 //!
+//! A source reads raw cells and hands them, a chunk of rows at a time, to one
+//! [`ColumnTransform`] per input ([`columns`]), which parses and normalizes
+//! them into typed values; the source never interprets a cell itself.
+//!
 //! What this module guarantees:
 //! - Only the requested columns are read; each input's array is
 //!   `[rows, width]` row-major with `width` = number of its columns, in the
@@ -21,6 +25,10 @@
 //!   applies the row and column. For CSV, `row` is the 1-based line number in
 //!   the file (the header is line 1, so the first data row is usually line 2);
 //!   for synthetic data the file is `synthetic` and `row` is the 1-based row.
+//!   The error reported is the first bad cell in row-major order.
+//! - Memory is bounded by the data, not by a malformed file: a CSV row longer
+//!   than [`MAX_CSV_ROW_BYTES`] is an error, and so is a data set of more than
+//!   [`MAX_ROWS`] rows.
 //!
 //! CSV: a header row is required; cells are trimmed and parsed as f64 (Rust's
 //! `str::parse`, correctly rounded); an empty cell is a missing value, which is
@@ -29,6 +37,7 @@
 //!
 //! Synthetic: columns `x0..x{features-1}` and `label`; see [`SyntheticSpec`].
 
+pub mod columns;
 mod csv_file;
 pub mod norm;
 mod synthetic;
@@ -36,7 +45,19 @@ mod synthetic;
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::abi::ElemType;
+
+pub use columns::{Cell, CellRows, ColumnTransform, ValuesMut};
 pub use norm::{NormExpr, NormFunc};
+
+/// The longest row of a CSV file, in bytes (its line terminator included;
+/// a quoted field may span lines): 1 MiB. A longer row is an error naming the
+/// file and line, so a file that never ends a line (`/dev/zero`) or a header
+/// of millions of columns cannot exhaust memory.
+pub const MAX_CSV_ROW_BYTES: usize = 1 << 20;
+
+/// The most rows a data set may have (row ids are `u32`).
+pub const MAX_ROWS: usize = u32::MAX as usize;
 
 /// Where the rows come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,8 +194,14 @@ impl InputData {
 impl Dataset {
     /// A dataset from in-memory inputs (for tests and embedding). Checks that
     /// every input holds exactly `rows * width` values, that widths are
-    /// non-zero, and that names are unique.
+    /// non-zero, that names are unique, that there are at most [`MAX_ROWS`]
+    /// rows, and that every int32 value is an id (`>= 0`, the rule [`load`]
+    /// applies). The ids' upper bound is the model's: binding the data to a
+    /// session ([`crate::source::Binding`]) checks it.
     pub fn from_inputs(rows: usize, inputs: Vec<InputData>) -> Result<Dataset, String> {
+        if rows > MAX_ROWS {
+            return Err(format!("{rows} rows is more than the limit of {MAX_ROWS}"));
+        }
         for (i, inp) in inputs.iter().enumerate() {
             if inp.width == 0 {
                 return Err(format!("input `{}` has width 0", inp.name));
@@ -190,6 +217,16 @@ impl Dataset {
             }
             if inputs[..i].iter().any(|o| o.name == inp.name) {
                 return Err(format!("two inputs are named `{}`", inp.name));
+            }
+            if let Values::I32(ids) = &inp.values {
+                if let Some(k) = ids.iter().position(|&id| id < 0) {
+                    return Err(format!(
+                        "input `{}`, row {}: an id must be a non-negative integer, got {}",
+                        inp.name,
+                        k / inp.width + 1,
+                        ids[k]
+                    ));
+                }
             }
         }
         Ok(Dataset { rows, inputs })
@@ -291,144 +328,109 @@ fn check_specs(file: &str, inputs: &[InputSpec]) -> Result<(), DataError> {
     Ok(())
 }
 
-/// Accumulates one input's values row by row, then produces its
-/// [`InputData`]. Errors are returned as bare messages; the caller adds the
-/// file, row and column.
-pub(crate) enum Sink<'a> {
-    /// Float input with `None` or `Expr` normalizer: values are final at push.
-    Float {
-        expr: Option<&'a NormExpr>,
-        out: Vec<f32>,
-    },
-    /// Float input with `Standardize`: raw values kept until all rows are in.
-    Standardize { raw: Vec<f64> },
-    /// Class ids.
-    Class {
-        num_classes: Option<u32>,
-        out: Vec<i32>,
-    },
+/// The arrays of a data set being loaded: one [`ColumnTransform`] per input,
+/// fed chunk by chunk, and the values it wrote.
+pub(crate) struct Builder {
+    transforms: Vec<Box<dyn ColumnTransform>>,
+    values: Vec<Values>,
+    rows: usize,
 }
 
-impl<'a> Sink<'a> {
-    pub(crate) fn new(spec: &'a InputSpec, rows_hint: usize) -> Sink<'a> {
-        let cap = rows_hint.saturating_mul(spec.columns.len());
-        match (spec.kind, &spec.normalizer) {
-            (InputKind::ClassId { num_classes }, _) => Sink::Class {
-                num_classes,
-                out: Vec::with_capacity(cap),
-            },
-            (InputKind::Float, Normalizer::Standardize) => Sink::Standardize {
-                raw: Vec::with_capacity(cap),
-            },
-            (InputKind::Float, Normalizer::None) => Sink::Float {
-                expr: None,
-                out: Vec::with_capacity(cap),
-            },
-            (InputKind::Float, Normalizer::Expr(e)) => Sink::Float {
-                expr: Some(e),
-                out: Vec::with_capacity(cap),
-            },
+impl Builder {
+    pub(crate) fn new(inputs: &[InputSpec], rows_hint: usize) -> Builder {
+        let transforms: Vec<Box<dyn ColumnTransform>> =
+            inputs.iter().map(columns::transform_for).collect();
+        let values = transforms
+            .iter()
+            .map(|t| {
+                let cap = rows_hint.saturating_mul(t.width());
+                match t.elem() {
+                    ElemType::F32 => Values::F32(Vec::with_capacity(cap)),
+                    ElemType::I32 => Values::I32(Vec::with_capacity(cap)),
+                }
+            })
+            .collect();
+        Builder {
+            transforms,
+            values,
+            rows: 0,
         }
     }
 
-    /// Add the next raw value (row-major order).
-    #[inline]
-    pub(crate) fn push(&mut self, x: f64) -> Result<(), String> {
-        if !x.is_finite() {
-            return Err(format!("value {x} is not a finite number"));
-        }
-        match self {
-            Sink::Float { expr: None, out } => {
-                let y = x as f32;
-                if !y.is_finite() {
-                    return Err(format!("value {x} overflows float32"));
-                }
-                out.push(y);
-            }
-            Sink::Float { expr: Some(e), out } => {
-                let v = e.eval(x);
-                let y = v as f32;
-                if !y.is_finite() {
-                    return Err(format!(
-                        "normalizer `{e}` maps {x} to {v}, which is not a finite float32"
-                    ));
-                }
-                out.push(y);
-            }
-            Sink::Standardize { raw } => raw.push(x),
-            Sink::Class { num_classes, out } => {
-                if x.fract() != 0.0 || x < 0.0 || x > f64::from(i32::MAX) {
-                    return Err(format!("an id must be a non-negative integer, got {x}"));
-                }
-                if let Some(c) = *num_classes {
-                    if x >= f64::from(c) {
-                        return Err(format!("id {x} is out of range: expected 0 <= id < {c}"));
-                    }
-                }
-                out.push(x as i32);
-            }
-        }
-        Ok(())
+    /// Rows added so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
     }
 
-    /// Produce the input's data. `rows` is the number of rows pushed.
+    /// Adds a chunk of `rows` rows; `cells(t)` is transform `t`'s cells. On
+    /// error, the first bad cell in row-major order (row, then input, then
+    /// column) as `(input, error)`.
+    pub(crate) fn push<'c>(
+        &mut self,
+        rows: usize,
+        mut cells: impl FnMut(usize) -> CellRows<'c>,
+    ) -> Result<(), (usize, columns::CellError)> {
+        let mut first: Option<(usize, columns::CellError)> = None;
+        for (t, (transform, values)) in self.transforms.iter_mut().zip(&mut self.values).enumerate()
+        {
+            let n = rows * transform.width();
+            let out = match values {
+                Values::F32(v) => {
+                    let s = v.len();
+                    v.resize(s + n, 0.0);
+                    ValuesMut::F32(&mut v[s..])
+                }
+                Values::I32(v) => {
+                    let s = v.len();
+                    v.resize(s + n, 0);
+                    ValuesMut::I32(&mut v[s..])
+                }
+            };
+            if let Err(e) = transform.transform(&cells(t), out) {
+                // Each transform reports its own first bad cell; the earliest
+                // row wins, and in a row the earlier input.
+                if first.as_ref().is_none_or(|(_, f)| e.row < f.row) {
+                    first = Some((t, e));
+                }
+            }
+        }
+        match first {
+            Some(e) => Err(e),
+            None => {
+                self.rows += rows;
+                Ok(())
+            }
+        }
+    }
+
+    /// The inputs' data, after the fitted transforms have written theirs. On
+    /// error, `(input, error)`.
     pub(crate) fn finish(
         self,
-        file: &str,
-        spec: &InputSpec,
-        rows: usize,
-    ) -> Result<InputData, DataError> {
-        let width = spec.columns.len();
-        let values = match self {
-            Sink::Float { out, .. } => Values::F32(out),
-            Sink::Class { out, .. } => Values::I32(out),
-            Sink::Standardize { raw } => Values::F32(standardize(file, spec, rows, &raw)?),
-        };
-        debug_assert_eq!(values.len(), rows * width);
-        Ok(InputData {
-            name: spec.name.clone(),
-            width,
-            values,
-        })
-    }
-}
-
-/// Per-column `f32((x - mean) / std)` of a row-major `[rows, width]` array.
-fn standardize(
-    file: &str,
-    spec: &InputSpec,
-    rows: usize,
-    raw: &[f64],
-) -> Result<Vec<f32>, DataError> {
-    let width = spec.columns.len();
-    let mut out = vec![0.0f32; raw.len()];
-    let mut col = Vec::with_capacity(rows);
-    let mut scratch = Vec::with_capacity(rows);
-    for c in 0..width {
-        col.clear();
-        col.extend(raw.iter().skip(c).step_by(width));
-        let Some(&first) = col.first() else {
-            continue;
-        };
-        if col.iter().all(|&v| v == first) {
-            // Constant column: leave the zeros.
-            continue;
-        }
-        let (mean, std) = norm::mean_std(&col, &mut scratch);
-        for (r, &x) in col.iter().enumerate() {
-            let y = ((x - mean) / std) as f32;
-            if !y.is_finite() {
-                return Err(DataError::at(
-                    file,
-                    None,
-                    Some(&spec.columns[c]),
-                    format!(
-                        "standardizing {x} (mean {mean}, std {std}) gives a non-finite float32"
-                    ),
-                ));
+        inputs: &[InputSpec],
+    ) -> Result<Vec<InputData>, (usize, columns::ColumnError)> {
+        let mut out = Vec::with_capacity(inputs.len());
+        for (t, ((mut transform, mut values), spec)) in self
+            .transforms
+            .into_iter()
+            .zip(self.values)
+            .zip(inputs)
+            .enumerate()
+        {
+            if transform.is_fitted() {
+                let dst = match &mut values {
+                    Values::F32(v) => ValuesMut::F32(v),
+                    Values::I32(v) => ValuesMut::I32(v),
+                };
+                transform.finish(dst).map_err(|e| (t, e))?;
             }
-            out[r * width + c] = y;
+            debug_assert_eq!(values.len(), self.rows * transform.width());
+            out.push(InputData {
+                name: spec.name.clone(),
+                width: transform.width(),
+                values,
+            });
         }
+        Ok(out)
     }
-    Ok(out)
 }

@@ -1,10 +1,14 @@
 //! Synthetic source: seeded random columns `x0..x{features-1}` and `label`
 //! (definitions in [`super::SyntheticSpec`]). Every value is computed by random
 //! access into its splitmix64 stream, so a subset of columns needs no
-//! materialization of the others.
+//! materialization of the others. Values reach the inputs' column transforms
+//! as numbers, a chunk of [`CHUNK_ROWS`] rows at a time.
 
-use super::{DataError, Dataset, Distribution, InputSpec, Sink, SyntheticSpec};
+use super::{Builder, CellRows, DataError, Dataset, Distribution, InputSpec, SyntheticSpec};
 use crate::prng::{box_muller, u64_to_uniform01_f32, SplitMix64};
+
+/// Rows per chunk handed to the transforms.
+const CHUNK_ROWS: usize = 256;
 
 /// The `file` of errors about synthetic data.
 pub(super) const FILE: &str = "synthetic";
@@ -58,21 +62,35 @@ pub(super) fn load(spec: &SyntheticSpec, inputs: &[InputSpec]) -> Result<Dataset
         plan.push(cols);
     }
 
-    let mut sinks: Vec<Sink> = inputs.iter().map(|s| Sink::new(s, spec.rows)).collect();
-    for r in 0..spec.rows as u64 {
-        for ((sink, cols), inp) in sinks.iter_mut().zip(&plan).zip(inputs) {
-            for (&col, name) in cols.iter().zip(&inp.columns) {
-                let x = value(spec, col, r);
-                sink.push(x)
-                    .map_err(|m| DataError::at(FILE, Some(r as usize + 1), Some(name), m))?;
+    let mut builder = Builder::new(inputs, spec.rows);
+    let mut numbers: Vec<Vec<f64>> = vec![Vec::new(); inputs.len()];
+    let total = spec.rows as u64;
+    let mut r0 = 0u64;
+    while r0 < total {
+        let n = (total - r0).min(CHUNK_ROWS as u64);
+        for (buf, cols) in numbers.iter_mut().zip(&plan) {
+            buf.clear();
+            for r in r0..r0 + n {
+                buf.extend(cols.iter().map(|&col| value(spec, col, r)));
             }
         }
+        builder
+            .push(n as usize, |t| {
+                CellRows::numbers(&numbers[t], plan[t].len())
+            })
+            .map_err(|(t, e)| {
+                DataError::at(
+                    FILE,
+                    Some((r0 as usize) + e.row + 1),
+                    Some(&inputs[t].columns[e.column]),
+                    e.message,
+                )
+            })?;
+        r0 += n;
     }
-
-    let mut out = Vec::with_capacity(inputs.len());
-    for (sink, inp) in sinks.into_iter().zip(inputs) {
-        out.push(sink.finish(FILE, inp, spec.rows)?);
-    }
+    let out = builder.finish(inputs).map_err(|(t, e)| {
+        DataError::at(FILE, None, Some(&inputs[t].columns[e.column]), e.message)
+    })?;
     Ok(Dataset {
         rows: spec.rows,
         inputs: out,

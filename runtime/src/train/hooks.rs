@@ -1,0 +1,318 @@
+//! Hooks around the training loop, modelled on TF's `SessionRunHook`.
+//!
+//! Owns: the [`Hook`] trait (`begin`, `before_run` / `after_run` around each
+//! step, `end`), the [`RunContext`] a hook acts through (request a stop, see
+//! the global step and the last step's outputs, read and write variables by
+//! TF name, use the session, e.g. to evaluate), [`StepValues`] (a step's
+//! scalar outputs), and the built-in hooks: [`StopAtStepHook`],
+//! [`NanTensorHook`], [`LoggingHook`] and [`EvaluationHook`]. Checkpoints and
+//! summaries are hooks of the same kind.
+//!
+//! Invariants: the built-in hooks allocate nothing in `before_run` or
+//! `after_run` except when they act (an evaluation, a log call); a hook sees
+//! the session between steps only, never during one.
+
+use ndarray::{ArrayViewD, ArrayViewMutD};
+
+use super::eval::{evaluate_rows, Evaluation};
+use super::TrainError;
+use crate::data::Dataset;
+use crate::metrics::Metric;
+use crate::session::Session;
+
+/// The scalar outputs of one training step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepValues {
+    /// Steps run in this run, this one included (1-based).
+    pub step: u64,
+    /// TF's `global_step` after the step.
+    pub global_step: i64,
+    /// Rows in the step's batch.
+    pub rows: usize,
+    pub loss: f32,
+    /// The learning rate the step used (after its schedule).
+    pub learning_rate: Option<f32>,
+    /// The gradients' global norm (the `global_norm` metric).
+    pub global_norm: Option<f32>,
+}
+
+/// What a hook can see and do during a run.
+pub struct RunContext<'s> {
+    session: &'s mut Session,
+    step_fn: usize,
+    stop: bool,
+    last: Option<StepValues>,
+}
+
+impl<'s> RunContext<'s> {
+    pub(crate) fn new(session: &'s mut Session, step_fn: usize) -> RunContext<'s> {
+        RunContext {
+            session,
+            step_fn,
+            stop: false,
+            last: None,
+        }
+    }
+
+    pub(crate) fn set_last(&mut self, v: StepValues) {
+        self.last = Some(v);
+    }
+
+    /// Ends the run after the current step (TF's `request_stop`).
+    pub fn request_stop(&mut self) {
+        self.stop = true;
+    }
+
+    /// True once some hook has requested a stop.
+    pub fn stop_requested(&self) -> bool {
+        self.stop
+    }
+
+    /// TF's `global_step` now.
+    pub fn global_step(&self) -> i64 {
+        self.session.global_step
+    }
+
+    /// The values of the last step run (`None` before the first).
+    pub fn last_step(&self) -> Option<&StepValues> {
+        self.last.as_ref()
+    }
+
+    /// Any output of the last step, by name (`loss`, `learning_rate`,
+    /// `global_norm`, ...).
+    pub fn step_output(&self, name: &str) -> Option<&[f32]> {
+        let rows = self.last?.rows;
+        self.session.output(self.step_fn, name, rows)
+    }
+
+    /// A variable by TF name (`W1`, `W1/Adam`, `beta1_power`), shaped.
+    pub fn variable(&self, name: &str) -> Option<ArrayViewD<'_, f32>> {
+        self.session.variable(name)
+    }
+
+    /// A variable by TF name, for writing.
+    pub fn variable_mut(&mut self, name: &str) -> Option<ArrayViewMutD<'_, f32>> {
+        self.session.variable_mut(name)
+    }
+
+    /// The session (to evaluate, swap in moving averages, save).
+    pub fn session(&self) -> &Session {
+        self.session
+    }
+
+    /// The session, mutable.
+    pub fn session_mut(&mut self) -> &mut Session {
+        self.session
+    }
+}
+
+/// Code run around the steps of [`super::fit`] (TF's `SessionRunHook`).
+/// Every method does nothing by default; an error ends the run.
+pub trait Hook {
+    /// Before the first step.
+    fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        let _ = ctx;
+        Ok(())
+    }
+    /// Before each step.
+    fn before_run(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        let _ = ctx;
+        Ok(())
+    }
+    /// After each step, with its values.
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, step: &StepValues) -> Result<(), TrainError> {
+        let _ = (ctx, step);
+        Ok(())
+    }
+    /// After the last step (when no hook failed).
+    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        let _ = ctx;
+        Ok(())
+    }
+}
+
+/// Stops the run after a number of steps, or at a global step (TF's
+/// `StopAtStepHook(num_steps, last_step)`). `num_steps` counts the steps of
+/// this run (TF counts from the global step at `begin`; the same when every
+/// step increments it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StopAtStepHook {
+    num_steps: Option<u64>,
+    last_step: Option<i64>,
+}
+
+impl StopAtStepHook {
+    /// Stop after `n` steps of this run (none when `n` is 0).
+    pub fn num_steps(n: u64) -> StopAtStepHook {
+        StopAtStepHook {
+            num_steps: Some(n),
+            last_step: None,
+        }
+    }
+
+    /// Stop once `global_step` reaches `last_step` (none if it already has).
+    pub fn last_step(last_step: i64) -> StopAtStepHook {
+        StopAtStepHook {
+            num_steps: None,
+            last_step: Some(last_step),
+        }
+    }
+}
+
+impl Hook for StopAtStepHook {
+    fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        if self.num_steps == Some(0) || self.last_step.is_some_and(|l| ctx.global_step() >= l) {
+            ctx.request_stop();
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if self.num_steps.is_some_and(|n| v.step >= n)
+            || self.last_step.is_some_and(|l| v.global_step >= l)
+        {
+            ctx.request_stop();
+        }
+        Ok(())
+    }
+}
+
+/// Fails the run when the loss is NaN or infinite (TF's `NanTensorHook` with
+/// `fail_on_nan_loss = True`: [`TrainError::NanLoss`]); with
+/// `fail_on_nan_loss = false` it only stops the run, and records the step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NanTensorHook {
+    pub fail_on_nan_loss: bool,
+    /// The step that stopped the run (when not failing).
+    pub stopped_at: Option<StepValues>,
+}
+
+impl Default for NanTensorHook {
+    fn default() -> NanTensorHook {
+        NanTensorHook {
+            fail_on_nan_loss: true,
+            stopped_at: None,
+        }
+    }
+}
+
+impl Hook for NanTensorHook {
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if v.loss.is_finite() {
+            return Ok(());
+        }
+        if self.fail_on_nan_loss {
+            return Err(TrainError::NanLoss {
+                step: v.step,
+                global_step: v.global_step,
+                loss: v.loss,
+            });
+        }
+        self.stopped_at = Some(*v);
+        ctx.request_stop();
+        Ok(())
+    }
+}
+
+/// Calls `log` with the step's values at the first step, then every
+/// `every_steps` steps, and at the end for the last step if it was not
+/// logged (TF's `LoggingTensorHook(every_n_iter)`, `at_end = True`).
+pub struct LoggingHook<F: FnMut(&StepValues)> {
+    every_steps: u64,
+    log: F,
+    logged: Option<u64>,
+}
+
+impl<F: FnMut(&StepValues)> LoggingHook<F> {
+    /// `every_steps` of 0 logs the first and the last step only.
+    pub fn new(every_steps: u64, log: F) -> LoggingHook<F> {
+        LoggingHook {
+            every_steps,
+            log,
+            logged: None,
+        }
+    }
+}
+
+impl<F: FnMut(&StepValues)> Hook for LoggingHook<F> {
+    #[inline]
+    fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        let due = match self.logged {
+            None => true,
+            Some(last) => self.every_steps > 0 && v.step >= last + self.every_steps,
+        };
+        if due {
+            (self.log)(v);
+            self.logged = Some(v.step);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        if let Some(v) = ctx.last_step().copied() {
+            if self.logged != Some(v.step) {
+                (self.log)(&v);
+                self.logged = Some(v.step);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Evaluates the model on rows of an in-memory dataset every `every_steps`
+/// steps, and at the end if the last step was not evaluated (periodic
+/// held-out evaluation, as Estimator's `train_and_evaluate`). The results,
+/// with the global step of each, are in [`EvaluationHook::results`].
+pub struct EvaluationHook<'d> {
+    every_steps: u64,
+    data: &'d Dataset,
+    rows: &'d [u32],
+    metrics: &'d [Metric],
+    /// `(global_step, evaluation)`, in order.
+    pub results: Vec<(i64, Evaluation)>,
+    evaluated: Option<u64>,
+}
+
+impl<'d> EvaluationHook<'d> {
+    pub fn new(
+        every_steps: u64,
+        data: &'d Dataset,
+        rows: &'d [u32],
+        metrics: &'d [Metric],
+    ) -> EvaluationHook<'d> {
+        EvaluationHook {
+            every_steps,
+            data,
+            rows,
+            metrics,
+            results: Vec::new(),
+            evaluated: None,
+        }
+    }
+
+    fn evaluate(&mut self, ctx: &mut RunContext<'_>, step: u64) -> Result<(), TrainError> {
+        let e = evaluate_rows(ctx.session_mut(), self.data, self.rows, self.metrics)?;
+        self.results.push((ctx.global_step(), e));
+        self.evaluated = Some(step);
+        Ok(())
+    }
+}
+
+impl Hook for EvaluationHook<'_> {
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if self.every_steps > 0 && v.step.is_multiple_of(self.every_steps) {
+            self.evaluate(ctx, v.step)?;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        match ctx.last_step().map(|v| v.step) {
+            Some(step) if self.evaluated != Some(step) => self.evaluate(ctx, step),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The training loop: one compiled `step` per batch of a [`BatchSource`], with
+//! hooks around every step — TF's `MonitoredSession` and `SessionRunHook`.
+//!
+//! Owns: [`Trainer`] (one step: fill the inputs from the source, call the
+//! step, read its scalar outputs into [`StepValues`]), [`fit`] (the loop:
+//! every hook's `begin`; then `before_run`, a step, `after_run` until a hook
+//! requests a stop or the source is exhausted; then `end`), [`Duration`]
+//! (epochs to steps), [`TrainConfig`] and [`TrainError`]. The hooks
+//! (stopping, NaN detection, logging, periodic evaluation) are in [`hooks`],
+//! evaluation in [`eval`].
+//!
+//! Invariants: a step allocates nothing (the step's outputs are looked up by
+//! position once; the runtime's sources and hooks allocate nothing per step);
+//! the loop ends only when a hook asks (`StopAtStepHook`), the source is
+//! exhausted, or something fails — a non-finite loss is `NanTensorHook`'s
+//! error, a bad batch the source's [`DataError`]. Hooks run in the order
+//! given, and a failing hook ends the run at once (no `end`).
+
+pub mod eval;
+pub mod hooks;
+
+use std::fmt;
+
+use crate::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
+use crate::data::DataError;
+use crate::session::Session;
+use crate::source::BatchSource;
+
+pub use eval::{evaluate, evaluate_rows, Evaluation};
+pub use hooks::{
+    EvaluationHook, Hook, LoggingHook, NanTensorHook, RunContext, StepValues, StopAtStepHook,
+};
+
+/// How long to train, as a spec says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Duration {
+    Steps(u64),
+    Epochs(u64),
+}
+
+impl Duration {
+    /// The number of steps: `steps`, or `ceil(epochs * train_rows / batch)`.
+    pub fn steps(self, train_rows: usize, batch: usize) -> u64 {
+        match self {
+            Duration::Steps(s) => s,
+            Duration::Epochs(e) => e
+                .saturating_mul(train_rows as u64)
+                .div_ceil(batch.max(1) as u64),
+        }
+    }
+}
+
+/// How to train: batches of `batch` rows drawn in the batch order of
+/// `shuffle` and `seed` ([`crate::batches::BatchOrder`]), for `steps` steps.
+#[derive(Clone, Debug)]
+pub struct TrainConfig {
+    pub batch: usize,
+    pub steps: u64,
+    /// Shuffle buffer (0: data order).
+    pub shuffle: usize,
+    pub seed: u64,
+}
+
+/// Why training stopped early.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrainError {
+    /// The batch source failed (file, row, column).
+    Data(DataError),
+    /// [`NanTensorHook`]: the loss of step `step` (1-based, in this run) is
+    /// not finite.
+    NanLoss {
+        step: u64,
+        global_step: i64,
+        loss: f32,
+    },
+    /// The program or session cannot do what was asked (no step function, a
+    /// batch larger than the compiled maximum).
+    Session(String),
+    /// A hook failed.
+    Hook(String),
+}
+
+impl fmt::Display for TrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainError::Data(e) => write!(f, "{e}"),
+            TrainError::NanLoss {
+                step,
+                global_step,
+                loss,
+            } => write!(
+                f,
+                "the loss became {loss} at step {step} (global_step {global_step}); \
+                 lower the learning rate or check the data"
+            ),
+            TrainError::Session(m) | TrainError::Hook(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for TrainError {}
+
+impl From<DataError> for TrainError {
+    fn from(e: DataError) -> TrainError {
+        TrainError::Data(e)
+    }
+}
+
+/// Runs the compiled `step` function one batch at a time.
+#[derive(Clone, Debug)]
+pub struct Trainer {
+    step_fn: usize,
+    /// Positions of the step's scalar outputs.
+    loss: Option<usize>,
+    learning_rate: Option<usize>,
+    global_norm: Option<usize>,
+    steps: u64,
+}
+
+impl Trainer {
+    /// A trainer for the session's `step` function.
+    pub fn new(session: &Session) -> Result<Trainer, String> {
+        let step_fn = session
+            .function_index("step")
+            .ok_or("the program has no step function")?;
+        Ok(Trainer {
+            step_fn,
+            loss: session.output_index(step_fn, OUTPUT_LOSS),
+            learning_rate: session.output_index(step_fn, OUTPUT_LEARNING_RATE),
+            global_norm: session.output_index(step_fn, OUTPUT_GLOBAL_NORM),
+            steps: 0,
+        })
+    }
+
+    /// Runs one step on the next batch of `source`; `None` when the source
+    /// is exhausted (nothing ran).
+    #[inline]
+    pub fn step(
+        &mut self,
+        session: &mut Session,
+        source: &mut (impl BatchSource + ?Sized),
+    ) -> Result<Option<StepValues>, TrainError> {
+        let rows = session.fill(source)?;
+        if rows == 0 {
+            return Ok(None);
+        }
+        session
+            .call(self.step_fn, rows)
+            .map_err(TrainError::Session)?;
+        self.steps += 1;
+        let f = self.step_fn;
+        let scalar = |k: Option<usize>| {
+            k.and_then(|k| session.output_at(f, k, rows))
+                .and_then(|v| v.first().copied())
+        };
+        Ok(Some(StepValues {
+            step: self.steps,
+            global_step: session.global_step,
+            rows,
+            loss: scalar(self.loss).unwrap_or(f32::NAN),
+            learning_rate: scalar(self.learning_rate),
+            global_norm: scalar(self.global_norm),
+        }))
+    }
+
+    /// Steps run so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The index of the step function in the session.
+    pub fn step_function(&self) -> usize {
+        self.step_fn
+    }
+}
+
+/// How a [`fit`] ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitSummary {
+    /// Steps run.
+    pub steps: u64,
+    /// The last step's values (`None` if no step ran).
+    pub last: Option<StepValues>,
+    /// True when the source ran out (rather than a hook stopping the run).
+    pub exhausted: bool,
+}
+
+/// Trains: calls every hook's `begin`, then runs steps on batches of
+/// `source` — each between the hooks' `before_run` and `after_run` — until a
+/// hook requests a stop (e.g. [`StopAtStepHook`]) or the source is exhausted,
+/// then calls every hook's `end`.
+pub fn fit(
+    session: &mut Session,
+    source: &mut (impl BatchSource + ?Sized),
+    hooks: &mut [&mut dyn Hook],
+) -> Result<FitSummary, TrainError> {
+    let mut trainer = Trainer::new(session).map_err(TrainError::Session)?;
+    let mut ctx = RunContext::new(session, trainer.step_fn);
+    for h in hooks.iter_mut() {
+        h.begin(&mut ctx)?;
+    }
+    let mut exhausted = false;
+    while !ctx.stop_requested() {
+        for h in hooks.iter_mut() {
+            h.before_run(&mut ctx)?;
+        }
+        let Some(values) = trainer.step(ctx.session_mut(), source)? else {
+            exhausted = true;
+            break;
+        };
+        ctx.set_last(values);
+        for h in hooks.iter_mut() {
+            h.after_run(&mut ctx, &values)?;
+        }
+    }
+    for h in hooks.iter_mut() {
+        h.end(&mut ctx)?;
+    }
+    Ok(FitSummary {
+        steps: trainer.steps,
+        last: ctx.last_step().copied(),
+        exhausted,
+    })
+}
