@@ -11,6 +11,7 @@ use std::ops::{Deref, DerefMut};
 
 use specc_grammar::{Diagnostic, SourceFile};
 use specc_runtime::abi::{FunctionLayout, StepFn};
+use specc_runtime::memory::MemoryNeeds;
 use specc_runtime::session::Session;
 
 use crate::codegen::{self, Jit};
@@ -120,6 +121,28 @@ pub fn plan_model_with(
     })
 }
 
+impl Planned {
+    /// The memory a session of this model allocates (what `specc check` reports).
+    pub fn memory(&self) -> MemoryNeeds {
+        memory(&self.placement, &self.plans)
+    }
+}
+
+/// What the runtime needs to know of one planned function.
+fn function_layout(p: &Plan) -> FunctionLayout {
+    FunctionLayout {
+        name: p.name.clone(),
+        outputs: p.outputs.clone(),
+        scratch_bytes: p.scratch_bytes as usize,
+        threads: p.threads as usize,
+    }
+}
+
+fn memory(placement: &VarPlacement, plans: &[Plan]) -> MemoryNeeds {
+    let functions: Vec<FunctionLayout> = plans.iter().map(function_layout).collect();
+    MemoryNeeds::of(&placement.layout, &functions)
+}
+
 /// Compiled code for a model.
 pub struct Program {
     pub model: Model,
@@ -164,17 +187,15 @@ impl Program {
         self.plans
             .iter()
             .map(|p| {
-                (
-                    FunctionLayout {
-                        name: p.name.clone(),
-                        outputs: p.outputs.clone(),
-                        scratch_bytes: p.scratch_bytes as usize,
-                        threads: p.threads as usize,
-                    },
-                    self.jit.function(&p.name).expect("compiled"),
-                )
+                let f = self.jit.function(&p.name).expect("compiled");
+                (function_layout(p), f)
             })
             .collect()
+    }
+
+    /// The memory a session of this program allocates.
+    pub fn memory(&self) -> MemoryNeeds {
+        memory(&self.placement, &self.plans)
     }
 
     /// A fresh session (variables initialized) over this program's code.

@@ -10,14 +10,16 @@
 //! sized for `max_batch`; calling a function allocates nothing; the pointers
 //! handed to compiled code stay valid for the session's lifetime (buffers
 //! never move); a function is only called with `1..=max_batch` rows (anything
-//! else is an error, not a panic).
+//! else is an error, not a panic); a session that needs more memory than the
+//! machine has available is refused before anything is allocated
+//! ([`MemoryNeeds`]), and a failed allocation is an error.
 
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 
 use crate::abi::{ElemType, FunctionLayout, Layout, StepCtx, StepFn, VarRole};
 use crate::data::{DataError, Dataset};
 use crate::init;
-use crate::memory::AlignedBuf;
+use crate::memory::{AlignedBuf, MemoryNeeds};
 use crate::source::{BatchBuffers, BatchSource, Binding, IN_MEMORY};
 use crate::threads::Worker;
 
@@ -56,37 +58,45 @@ impl Session {
         layout: Layout,
         functions: Vec<(FunctionLayout, StepFn)>,
     ) -> Result<Session, String> {
+        let needs = MemoryNeeds::of(
+            &layout,
+            &functions.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>(),
+        );
+        needs.check_available()?;
+        let cannot = |e: String| format!("{e} for the model, which needs {needs} of memory");
         let arenas: Vec<AlignedBuf> = layout
             .arenas
             .iter()
-            .map(|a| AlignedBuf::zeroed(a.len * 4))
-            .collect();
+            .map(|a| AlignedBuf::zeroed(a.len.saturating_mul(4)))
+            .collect::<Result<_, _>>()
+            .map_err(cannot)?;
         let arena_ptrs = arenas.iter().map(|a| a.as_ptr() as *mut f32).collect();
         let inputs: Vec<AlignedBuf> = layout
             .inputs
             .iter()
-            .map(|i| AlignedBuf::zeroed(i.per_example * layout.max_batch * 4))
-            .collect();
+            .map(|i| AlignedBuf::zeroed(i.per_example.saturating_mul(layout.max_batch * 4)))
+            .collect::<Result<_, _>>()
+            .map_err(cannot)?;
         let input_ptrs = inputs.iter().map(|b| b.as_ptr() as *const u8).collect();
-        let functions = functions
-            .into_iter()
-            .map(|(fl, f)| {
-                let outputs: Vec<AlignedBuf> = fl
-                    .outputs
-                    .iter()
-                    .map(|o| AlignedBuf::zeroed(o.len(layout.max_batch) * 4))
-                    .collect();
-                let output_ptrs = outputs.iter().map(|b| b.as_ptr() as *mut f32).collect();
-                FunctionState {
-                    scratch: AlignedBuf::zeroed(fl.scratch_bytes),
-                    sync: AlignedBuf::zeroed(128),
-                    layout: fl,
-                    f,
-                    outputs,
-                    output_ptrs,
-                }
-            })
-            .collect();
+        let mut states = Vec::with_capacity(functions.len());
+        for (fl, f) in functions {
+            let outputs: Vec<AlignedBuf> = fl
+                .outputs
+                .iter()
+                .map(|o| AlignedBuf::zeroed(o.len(layout.max_batch).saturating_mul(4)))
+                .collect::<Result<_, _>>()
+                .map_err(cannot)?;
+            let output_ptrs = outputs.iter().map(|b| b.as_ptr() as *mut f32).collect();
+            states.push(FunctionState {
+                scratch: AlignedBuf::zeroed(fl.scratch_bytes).map_err(cannot)?,
+                sync: AlignedBuf::zeroed(128).map_err(cannot)?,
+                layout: fl,
+                f,
+                outputs,
+                output_ptrs,
+            });
+        }
+        let functions = states;
         let mut s = Session {
             layout,
             arenas,

@@ -1,13 +1,19 @@
-//! `specc check SPEC`: every static check, including that each parameter gets a gradient.
+//! `specc check SPEC`: every static check, including that each parameter gets
+//! a gradient, and the memory a training session of the model needs.
 
 use std::path::Path;
+
+use specc_compiler::driver::{plan_model, Functions};
+use specc_runtime::memory::{available_memory, human_bytes};
 
 use crate::load::{read_spec, report};
 use crate::Failure;
 
 pub fn run(spec: &Path) -> Result<(), Failure> {
     let src = read_spec(spec)?;
-    let model = specc_compiler::build(&src).map_err(|d| report(&d, &src))?;
+    // Every stage but code generation: the plans give the session's memory.
+    let planned = plan_model(&src, Functions::TRAIN).map_err(|d| report(&d, &src))?;
+    let model = &planned.model;
     let params = model.trainable_params();
     let values: u64 = params
         .iter()
@@ -20,5 +26,14 @@ pub fn run(spec: &Path) -> Result<(), Failure> {
         params.len(),
         model.graph.shape(model.loss)
     );
+    let needs = planned.memory();
+    let fits = match available_memory() {
+        Some(have) if needs.total() > have => format!(
+            "; more than the {} this machine has available, so `specc run` would refuse it",
+            human_bytes(have)
+        ),
+        _ => String::new(),
+    };
+    println!("memory: {needs}{fits}");
     Ok(())
 }

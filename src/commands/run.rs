@@ -45,6 +45,9 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
             spec.display()
         )));
     }
+    // The session first: a model that does not fit in memory is refused
+    // before its data is read.
+    let mut session = program.session()?;
     let (dataset, data_name) = load_data(model, spec, opts.data.as_deref())?;
 
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);
@@ -73,7 +76,6 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
         eval_rows.len()
     );
 
-    let mut session = program.session()?;
     let cfg = model.train.config(steps);
     let mut batches = ShuffledBatches::new(
         &dataset,

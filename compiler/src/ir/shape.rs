@@ -69,17 +69,19 @@ impl Shape {
     pub fn has_batch(&self) -> bool {
         self.0.contains(&Dim::Batch)
     }
-    /// Product of the fixed dimensions (the element count per unit of B).
+    /// Product of the fixed dimensions (the element count per unit of B),
+    /// saturating at `u64::MAX` (sema refuses tensors beyond
+    /// `sema::sizes::MAX_ELEMENTS`, so later stages never see a saturated count).
     pub fn fixed_numel(&self) -> u64 {
         self.0
             .iter()
             .filter_map(|d| d.fixed())
-            .map(u64::from)
-            .product()
+            .fold(1u64, |n, d| n.saturating_mul(u64::from(d)))
     }
-    /// Element count for a given batch size.
+    /// Element count for a given batch size (saturating, as [`Shape::fixed_numel`]).
     pub fn numel(&self, batch: u64) -> u64 {
-        self.fixed_numel() * if self.has_batch() { batch } else { 1 }
+        self.fixed_numel()
+            .saturating_mul(if self.has_batch() { batch } else { 1 })
     }
     /// The dimensions as concrete sizes for a given batch size.
     pub fn concrete(&self, batch: u64) -> Vec<u64> {

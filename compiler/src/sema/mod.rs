@@ -7,12 +7,13 @@
 //! [`inputs`] (label and feature columns), [`params`], [`statements`],
 //! [`optimizer`], [`settings`] (train, clip, ema) and [`metrics`].
 //! Expressions are lowered by [`expr`] with the builtins of [`functions`] and
-//! [`schedules`]; [`args`] binds and evaluates arguments.
+//! [`schedules`]; [`args`] binds and evaluates arguments. At the end, [`sizes`]
+//! refuses tensors too large to address.
 //!
 //! Invariants: checking never panics and reports every independent error
 //! (an error in one item poisons the names it defines, so later uses do not
 //! repeat it); names must be defined before they are used; a returned model's
-//! loss is a float32 scalar.
+//! loss is a float32 scalar, and every tensor fits [`sizes`]' limits.
 
 pub mod args;
 pub mod data;
@@ -24,6 +25,7 @@ pub mod optimizer;
 pub mod params;
 pub mod schedules;
 pub mod settings;
+pub mod sizes;
 pub mod statements;
 
 use std::collections::HashMap;
@@ -293,6 +295,10 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
                 None => *num_classes = Some(u.classes),
             }
         }
+    }
+    if st.errors.iter().all(|d| d.code == POISONED) {
+        let batch = st.train.as_ref().map_or(1, |(t, _)| t.batch);
+        st.errors.extend(sizes::check(&st.graph, &st.vars, batch));
     }
     st.errors.retain(|d| d.code != POISONED);
     if !st.errors.is_empty() {

@@ -118,7 +118,7 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
         plan.push(idx);
     }
 
-    let mut builder = Builder::new(inputs, 0);
+    let mut builder = Builder::new(inputs);
     let mut records: Vec<::csv::ByteRecord> = Vec::new();
     let mut lines: Vec<Option<usize>> = Vec::new();
     loop {
@@ -180,6 +180,9 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
         }
         if n > 0 {
             let chunk = &records[..n];
+            builder
+                .reserve(n)
+                .map_err(|e| DataError::at(file, lines[0], None, e))?;
             builder
                 .push(n, |t| CellRows::records(chunk, &plan[t]))
                 .map_err(|(t, e)| {

@@ -337,17 +337,15 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    pub(crate) fn new(inputs: &[InputSpec], rows_hint: usize) -> Builder {
+    /// A builder for `inputs`; call [`Builder::reserve`] before pushing rows.
+    pub(crate) fn new(inputs: &[InputSpec]) -> Builder {
         let transforms: Vec<Box<dyn ColumnTransform>> =
             inputs.iter().map(columns::transform_for).collect();
         let values = transforms
             .iter()
-            .map(|t| {
-                let cap = rows_hint.saturating_mul(t.width());
-                match t.elem() {
-                    ElemType::F32 => Values::F32(Vec::with_capacity(cap)),
-                    ElemType::I32 => Values::I32(Vec::with_capacity(cap)),
-                }
+            .map(|t| match t.elem() {
+                ElemType::F32 => Values::F32(Vec::new()),
+                ElemType::I32 => Values::I32(Vec::new()),
             })
             .collect();
         Builder {
@@ -355,6 +353,31 @@ impl Builder {
             values,
             rows: 0,
         }
+    }
+
+    /// Makes room for `rows` more rows of every input, or says that the data
+    /// does not fit in memory (an allocation failure is an error, not an abort).
+    pub(crate) fn reserve(&mut self, rows: usize) -> Result<(), String> {
+        for (transform, values) in self.transforms.iter().zip(&mut self.values) {
+            let n = rows.saturating_mul(transform.width());
+            let ok = match values {
+                Values::F32(v) => v.try_reserve(n).is_ok(),
+                Values::I32(v) => v.try_reserve(n).is_ok(),
+            };
+            if !ok {
+                return Err(format!(
+                    "cannot allocate memory for {} rows: the data does not fit in memory",
+                    self.rows.saturating_add(rows)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes `rows` rows of every input take once loaded.
+    pub(crate) fn bytes_for(&self, rows: usize) -> u64 {
+        let width: usize = self.transforms.iter().map(|t| t.width()).sum();
+        (rows as u64).saturating_mul(width as u64).saturating_mul(4)
     }
 
     /// Rows added so far.

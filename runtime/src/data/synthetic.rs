@@ -5,6 +5,7 @@
 //! as numbers, a chunk of [`CHUNK_ROWS`] rows at a time.
 
 use super::{Builder, CellRows, DataError, Dataset, Distribution, InputSpec, SyntheticSpec};
+use crate::memory::{available_memory, human_bytes};
 use crate::prng::{box_muller, u64_to_uniform01_f32, SplitMix64};
 
 /// Rows per chunk handed to the transforms.
@@ -62,7 +63,23 @@ pub(super) fn load(spec: &SyntheticSpec, inputs: &[InputSpec]) -> Result<Dataset
         plan.push(cols);
     }
 
-    let mut builder = Builder::new(inputs, spec.rows);
+    let mut builder = Builder::new(inputs);
+    // All rows at once: refused, with both numbers, when they cannot fit.
+    let bytes = builder.bytes_for(spec.rows);
+    if let Some(have) = available_memory().filter(|&have| bytes > have) {
+        return Err(DataError::new(
+            FILE,
+            format!(
+                "{} rows take {} of memory, but the machine has {} available",
+                spec.rows,
+                human_bytes(bytes),
+                human_bytes(have)
+            ),
+        ));
+    }
+    builder
+        .reserve(spec.rows)
+        .map_err(|e| DataError::new(FILE, e))?;
     let mut numbers: Vec<Vec<f64>> = vec![Vec::new(); inputs.len()];
     let total = spec.rows as u64;
     let mut r0 = 0u64;
