@@ -271,6 +271,16 @@ case!(
     "bad-setting"
 );
 case!(
+    zero_steps,
+    replace("steps = 10", "steps = 0"),
+    "bad-setting"
+);
+case!(
+    zero_epochs,
+    replace("steps = 10", "epochs = 0"),
+    "bad-setting"
+);
+case!(
     bad_column_range,
     replace("x0..x3", "x0..z3"),
     "bad-column-range"
@@ -551,8 +561,9 @@ fn a_csv_row_longer_than_1_mib_is_a_data_error() {
 }
 
 /// `--steps` takes a positive number: `-1` and `0` say so (instead of
-/// "unexpected argument"), and so does a spec that trains for 0 steps
-/// (instead of reporting an untrained model).
+/// "unexpected argument"); a spec that trains for 0 steps is refused by
+/// `check` (`zero_steps`), so `run` refuses it before training, even with
+/// `--steps`.
 #[test]
 fn steps_must_be_positive() {
     let dir = workdir("steps");
@@ -570,15 +581,18 @@ fn steps_must_be_positive() {
     assert_eq!(status, 2, "{err}");
     assert!(err.contains("steps must be a positive integer"), "{err}");
     std::fs::write(dir.join("zero.spec"), replace("steps = 10", "steps = 0")).unwrap();
-    let (status, out, err) = specc(&dir, &["run", "zero.spec"]);
-    assert_eq!(status, 1, "{err}");
-    assert!(
-        err.contains("nothing to train") && err.contains("--steps"),
-        "{err}"
-    );
-    assert!(!out.contains("learning_rate"), "{out}");
-    // An explicit --steps trains it.
-    let (status, out, err) = specc(&dir, &["run", "zero.spec", "--steps", "3"]);
+    for extra in [&[][..], &["--steps", "3"][..]] {
+        let args = [&["run", "zero.spec"][..], extra].concat();
+        let (status, out, err) = specc(&dir, &args);
+        assert_eq!(status, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("error[bad-setting]: steps must be at least 1, got 0"),
+            "{args:?}: {err}"
+        );
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+    // --steps overrides a valid duration.
+    let (status, out, err) = specc(&dir, &["run", "spec.spec", "--steps", "3"]);
     assert_eq!(status, 0, "{err}");
     assert!(out.starts_with("trained 3 steps"), "{out}");
 }
