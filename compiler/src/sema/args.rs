@@ -10,6 +10,7 @@
 
 use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
+use specc_runtime::suggest::edit_distance;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
 #[derive(Clone, Copy, Debug)]
@@ -99,23 +100,9 @@ pub fn flag_options<'a>(
     Ok(Flags(out))
 }
 
-/// Edit distance for "did you mean" suggestions.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The closest candidate within a small edit distance.
+/// The closest candidate within a small edit distance
+/// ([`specc_runtime::suggest::edit_distance`]): at most a third of `name`'s
+/// length (1 to 3); ties go to the shorter, then the alphabetically first.
 pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let limit = (name.chars().count() / 3).clamp(1, 3);
     candidates
