@@ -2,77 +2,21 @@
 //! file:line:column and a caret under the offending text (snapshotted), never a panic.
 //! Data errors exit 1 and name the file, row and column.
 
+mod cli;
+
 use std::path::PathBuf;
-use std::process::Command;
 
-/// A valid spec; each case replaces one piece of it.
-const BASE: &str = r#"model tiny
-data csv("data.csv")
-label y: int
-features {
-  x = numeric(x0..x3)
-}
-params {
-  W1: [4, 8] = glorot_uniform(seed = 1)
-  b1: [8]    = zeros
-  W2: [8, 3] = glorot_uniform(seed = 2)
-  b2: [3]    = zeros
-}
-h      = relu(x @ W1 + b1)
-logits = h @ W2 + b2
-loss   = mean(sparse_softmax_cross_entropy(y, logits))
-optimizer adam(learning_rate = 0.01)
-train { batch = 4, steps = 10 }
-metrics { accuracy(y, argmax(logits)) }
-"#;
+use cli::{replace, specc, specc_env, BASE, DATA};
 
-const DATA: &str = "x0,x1,x2,x3,y\n1,2,3,4,0\n0.5,1,1.5,2,1\n-1,0,1,2,2\n3,1,4,1,0\n2,7,1,8,1\n";
+const SUITE: &str = "cli_errors";
 
 fn workdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli_errors")
-        .join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("data.csv"), DATA).unwrap();
-    d
-}
-
-/// Runs `specc ARGS` in `dir`; returns (exit code, stdout, stderr).
-fn specc(dir: &PathBuf, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cli::workdir(SUITE, name)
 }
 
 /// Checks a spec that must fail with `code`; returns the rendered diagnostics.
 fn fails(name: &str, spec: &str, code: &str) -> String {
-    let dir = workdir(name);
-    std::fs::write(dir.join("spec.spec"), spec).unwrap();
-    let (status, _, err) = specc(&dir, &["check", "spec.spec"]);
-    assert_eq!(status, 2, "{name}: expected exit 2, got {status}\n{err}");
-    assert!(
-        err.contains(&format!("error[{code}]")),
-        "{name}: expected error[{code}], got:\n{err}"
-    );
-    assert!(
-        err.contains("spec.spec:"),
-        "{name}: no file:line:column\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{name}: panic\n{err}");
-    err
-}
-
-fn replace(from: &str, to: &str) -> String {
-    assert!(BASE.contains(from), "base spec has no {from:?}");
-    BASE.replacen(from, to, 1)
+    cli::fails(SUITE, name, spec, code)
 }
 
 macro_rules! case {
@@ -496,22 +440,6 @@ fn missing_spec_file_is_an_error_not_a_panic() {
     let (status, _, err) = specc(&dir, &["check", "nope.spec"]);
     assert_eq!(status, 1, "{err}");
     assert!(err.contains("nope.spec"), "{err}");
-}
-
-/// Runs `specc ARGS` in `dir` with extra environment variables.
-fn specc_env(dir: &PathBuf, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A spec larger than 16 MiB, or one that never ends, is refused with the
