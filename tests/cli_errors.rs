@@ -348,6 +348,14 @@ case!(
     "missing-argument"
 );
 case!(
+    integer_unknown_argument,
+    replace(
+        "x = numeric(x0..x3)",
+        "x = numeric(x0..x3)\n  ids = integer(y, num_bucket = 3)"
+    ),
+    "unknown-argument"
+);
+case!(
     ids_beyond_the_table,
     replace(
         "x = numeric(x0..x3)",
