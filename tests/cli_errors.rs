@@ -2,77 +2,21 @@
 //! file:line:column and a caret under the offending text (snapshotted), never a panic.
 //! Data errors exit 1 and name the file, row and column.
 
+mod cli;
+
 use std::path::PathBuf;
-use std::process::Command;
 
-/// A valid spec; each case replaces one piece of it.
-const BASE: &str = r#"model tiny
-data csv("data.csv")
-label y: int
-features {
-  x = numeric(x0..x3)
-}
-params {
-  W1: [4, 8] = glorot_uniform(seed = 1)
-  b1: [8]    = zeros
-  W2: [8, 3] = glorot_uniform(seed = 2)
-  b2: [3]    = zeros
-}
-h      = relu(x @ W1 + b1)
-logits = h @ W2 + b2
-loss   = mean(sparse_softmax_cross_entropy(y, logits))
-optimizer adam(learning_rate = 0.01)
-train { batch = 4, steps = 10 }
-metrics { accuracy(y, argmax(logits)) }
-"#;
+use cli::{replace, specc, specc_env, BASE, DATA};
 
-const DATA: &str = "x0,x1,x2,x3,y\n1,2,3,4,0\n0.5,1,1.5,2,1\n-1,0,1,2,2\n3,1,4,1,0\n2,7,1,8,1\n";
+const SUITE: &str = "cli_errors";
 
 fn workdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli_errors")
-        .join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("data.csv"), DATA).unwrap();
-    d
-}
-
-/// Runs `specc ARGS` in `dir`; returns (exit code, stdout, stderr).
-fn specc(dir: &PathBuf, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cli::workdir(SUITE, name)
 }
 
 /// Checks a spec that must fail with `code`; returns the rendered diagnostics.
 fn fails(name: &str, spec: &str, code: &str) -> String {
-    let dir = workdir(name);
-    std::fs::write(dir.join("spec.spec"), spec).unwrap();
-    let (status, _, err) = specc(&dir, &["check", "spec.spec"]);
-    assert_eq!(status, 2, "{name}: expected exit 2, got {status}\n{err}");
-    assert!(
-        err.contains(&format!("error[{code}]")),
-        "{name}: expected error[{code}], got:\n{err}"
-    );
-    assert!(
-        err.contains("spec.spec:"),
-        "{name}: no file:line:column\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{name}: panic\n{err}");
-    err
-}
-
-fn replace(from: &str, to: &str) -> String {
-    assert!(BASE.contains(from), "base spec has no {from:?}");
-    BASE.replacen(from, to, 1)
+    cli::fails(SUITE, name, spec, code)
 }
 
 macro_rules! case {
@@ -271,6 +215,16 @@ case!(
     "bad-setting"
 );
 case!(
+    zero_steps,
+    replace("steps = 10", "steps = 0"),
+    "bad-setting"
+);
+case!(
+    zero_epochs,
+    replace("steps = 10", "epochs = 0"),
+    "bad-setting"
+);
+case!(
     bad_column_range,
     replace("x0..x3", "x0..z3"),
     "bad-column-range"
@@ -394,6 +348,14 @@ case!(
     "missing-argument"
 );
 case!(
+    integer_unknown_argument,
+    replace(
+        "x = numeric(x0..x3)",
+        "x = numeric(x0..x3)\n  ids = integer(y, num_bucket = 3)"
+    ),
+    "unknown-argument"
+);
+case!(
     ids_beyond_the_table,
     replace(
         "x = numeric(x0..x3)",
@@ -488,22 +450,6 @@ fn missing_spec_file_is_an_error_not_a_panic() {
     assert!(err.contains("nope.spec"), "{err}");
 }
 
-/// Runs `specc ARGS` in `dir` with extra environment variables.
-fn specc_env(dir: &PathBuf, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// A spec larger than 16 MiB, or one that never ends, is refused with the
 /// limit, not read until memory runs out.
 #[test]
@@ -551,8 +497,9 @@ fn a_csv_row_longer_than_1_mib_is_a_data_error() {
 }
 
 /// `--steps` takes a positive number: `-1` and `0` say so (instead of
-/// "unexpected argument"), and so does a spec that trains for 0 steps
-/// (instead of reporting an untrained model).
+/// "unexpected argument"); a spec that trains for 0 steps is refused by
+/// `check` (`zero_steps`), so `run` refuses it before training, even with
+/// `--steps`.
 #[test]
 fn steps_must_be_positive() {
     let dir = workdir("steps");
@@ -570,15 +517,18 @@ fn steps_must_be_positive() {
     assert_eq!(status, 2, "{err}");
     assert!(err.contains("steps must be a positive integer"), "{err}");
     std::fs::write(dir.join("zero.spec"), replace("steps = 10", "steps = 0")).unwrap();
-    let (status, out, err) = specc(&dir, &["run", "zero.spec"]);
-    assert_eq!(status, 1, "{err}");
-    assert!(
-        err.contains("nothing to train") && err.contains("--steps"),
-        "{err}"
-    );
-    assert!(!out.contains("learning_rate"), "{out}");
-    // An explicit --steps trains it.
-    let (status, out, err) = specc(&dir, &["run", "zero.spec", "--steps", "3"]);
+    for extra in [&[][..], &["--steps", "3"][..]] {
+        let args = [&["run", "zero.spec"][..], extra].concat();
+        let (status, out, err) = specc(&dir, &args);
+        assert_eq!(status, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("error[bad-setting]: steps must be at least 1, got 0"),
+            "{args:?}: {err}"
+        );
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+    // --steps overrides a valid duration.
+    let (status, out, err) = specc(&dir, &["run", "spec.spec", "--steps", "3"]);
     assert_eq!(status, 0, "{err}");
     assert!(out.starts_with("trained 3 steps"), "{out}");
 }

@@ -6,72 +6,23 @@
 //! computed, are not errors. (In compile-time values — an initializer's
 //! `value`, a clipping bound — `1 / 0` writes an infinity; see golden_clipping.)
 
-use std::path::PathBuf;
-use std::process::Command;
+mod cli;
 
-/// A valid spec; each case replaces one piece of it.
-const BASE: &str = r#"model tiny
-data csv("data.csv")
-label y: int
-features {
-  x = numeric(x0..x3)
-}
-params {
-  W1: [4, 8] = glorot_uniform(seed = 1)
-  b1: [8]    = zeros
-  W2: [8, 3] = glorot_uniform(seed = 2)
-  b2: [3]    = zeros
-}
-h      = relu(x @ W1 + b1)
-logits = h @ W2 + b2
-loss   = mean(sparse_softmax_cross_entropy(y, logits))
-optimizer adam(learning_rate = 0.01)
-train { batch = 4, steps = 10 }
-metrics { accuracy(y, argmax(logits)) }
-"#;
+use cli::{replace, specc};
 
-const DATA: &str = "x0,x1,x2,x3,y\n1,2,3,4,0\n0.5,1,1.5,2,1\n-1,0,1,2,2\n3,1,4,1,0\n2,7,1,8,1\n";
-
-fn workdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("cli_errors_constants")
-        .join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("data.csv"), DATA).unwrap();
-    d
-}
+const SUITE: &str = "cli_errors_constants";
 
 /// Runs `specc check spec.spec` on `spec`; returns (exit code, stdout, stderr).
 fn check(name: &str, spec: &str) -> (i32, String, String) {
-    let dir = workdir(name);
+    let dir = cli::workdir(SUITE, name);
     std::fs::write(dir.join("spec.spec"), spec).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(["check", "spec.spec"])
-        .current_dir(&dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    specc(&dir, &["check", "spec.spec"])
 }
 
 /// Checks a spec that must fail with a non-finite constant under `caret`;
 /// returns the rendered diagnostic.
 fn fails(name: &str, spec: &str, caret: &str) -> String {
-    let (status, _, err) = check(name, spec);
-    assert_eq!(status, 2, "{name}: expected exit 2, got {status}\n{err}");
-    assert!(
-        err.contains("error[non-finite-constant]"),
-        "{name}: expected error[non-finite-constant], got:\n{err}"
-    );
-    assert!(
-        err.contains("spec.spec:"),
-        "{name}: no file:line:column\n{err}"
-    );
-    assert!(!err.contains("panicked"), "{name}: panic\n{err}");
+    let err = cli::fails(SUITE, name, spec, "non-finite-constant");
     // The caret line is the one after the source line (`14 | ...`) holding `caret`.
     let lines: Vec<&str> = err.lines().collect();
     let src = lines
@@ -91,11 +42,6 @@ fn fails(name: &str, spec: &str, caret: &str) -> String {
     err
 }
 
-fn replace(from: &str, to: &str) -> String {
-    assert!(BASE.contains(from), "base spec has no {from:?}");
-    BASE.replacen(from, to, 1)
-}
-
 macro_rules! case {
     ($name:ident, $spec:expr, $caret:literal) => {
         #[test]
@@ -104,13 +50,6 @@ macro_rules! case {
             insta::assert_snapshot!(err);
         }
     };
-}
-
-#[test]
-fn base_spec_is_valid() {
-    let (status, out, err) = check("valid", BASE);
-    assert_eq!(status, 0, "{err}");
-    assert!(out.contains("ok"), "{out}");
 }
 
 case!(

@@ -86,28 +86,7 @@ fn check_case(case: &serde_json::Value) {
     check(case, true);
 }
 
-fn run(name: &str) {
-    let g = golden("gradients.json");
-    check_case(find_case(&g, name));
-}
-
-gradient_case_tests!(super::run);
-
-/// The cases of the file without a test of their own (a regenerated file
-/// with more cases is still checked); every named case must be in the file.
-#[test]
-fn every_other_case_in_the_file_matches_tensorflow() {
-    let g = golden("gradients.json");
-    let all = g["cases"].as_array().unwrap();
-    let others = all
-        .iter()
-        .filter(|c| !NAMED.contains(&c["name"].as_str().unwrap()))
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c));
-    common::check_all(others, |_, c| check_case(c));
-    for name in NAMED {
-        find_case(&g, name);
-    }
-}
+gradient_case_tests!(check_case);
 
 #[test]
 fn a_parameter_without_a_gradient_path_is_rejected_as_tf_returns_none() {

@@ -15,8 +15,8 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use common::gradient_cases::{case_spec, find_case, golden_gradient, gradient_case_tests};
-use common::{array, assert_all_close_f64, golden, scale, Tol};
+use common::gradient_cases::{case_spec, golden_gradient, gradient_case_tests};
+use common::{array, assert_all_close_f64, scale, Tol};
 use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
 
@@ -115,26 +115,4 @@ fn check_case(case: &serde_json::Value) {
     check(case, true);
 }
 
-fn run(name: &str) {
-    let g = golden("gradients.json");
-    check_case(find_case(&g, name));
-}
-
-gradient_case_tests!(super::run);
-
-/// The cases of the file without a test of their own (a regenerated file
-/// with more cases is still checked); every named case must be in the file.
-#[test]
-fn every_other_case_in_the_file_matches_tensorflow() {
-    let g = golden("gradients.json");
-    let others = g["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| !NAMED.contains(&c["name"].as_str().unwrap()))
-        .map(|c| (c["name"].as_str().unwrap().to_string(), c));
-    common::check_all(others, |_, c| check_case(c));
-    for name in NAMED {
-        find_case(&g, name);
-    }
-}
+gradient_case_tests!(check_case);

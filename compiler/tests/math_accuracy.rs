@@ -1,7 +1,8 @@
 //! Accuracy of the emitted math functions against an f64 reference, for both
 //! the scalar and the `f32x4` path (which must agree bit for bit).
 //!
-//! Run with `cargo test --test accuracy -- --nocapture` to see the ulp table.
+//! Run with `cargo test -p specc-compiler --test math_accuracy -- --nocapture`
+//! to see the ulp table.
 
 mod jit;
 

@@ -1,8 +1,11 @@
 //! The ABI between compiled steps and the runtime.
 //!
 //! Owns: [`StepCtx`], the one argument of every compiled function, the byte
-//! offsets of its fields (which the code generator uses), and the [`Layout`]
-//! a compiled model carries: where every variable, input and output lives.
+//! offsets of its fields (which the code generator uses), the names of the
+//! functions' fixed outputs (`OUTPUT_*`, [`grad_output`]: the compiler names
+//! them and the runtime and CLI read them through these, nowhere else), and
+//! the [`Layout`] a compiled model carries: where every variable, input and
+//! output lives.
 //!
 //! Invariants: `StepCtx` is `repr(C)` and its field offsets are the `CTX_*`
 //! constants; every pointer in it is valid for the sizes the layout gives
@@ -55,6 +58,14 @@ pub const OUTPUT_LOSS: &str = "loss";
 pub const OUTPUT_LEARNING_RATE: &str = "learning_rate";
 /// The gradients' global norm, when the spec asks for the `global_norm` metric.
 pub const OUTPUT_GLOBAL_NORM: &str = "global_norm";
+/// The prefix of the `grad` function's outputs: `grad/<param>` is the
+/// gradient of the loss for the parameter `<param>` ([`grad_output`]).
+pub const OUTPUT_GRAD_PREFIX: &str = "grad/";
+
+/// The name of the `grad` function's output holding the gradient of `param`.
+pub fn grad_output(param: &str) -> String {
+    format!("{OUTPUT_GRAD_PREFIX}{param}")
+}
 
 /// A compiled function.
 pub type StepFn = unsafe extern "C" fn(*mut StepCtx);

@@ -19,6 +19,7 @@
 //! - [`metrics`]: the metrics a model declares, accuracy and TF's bucketed AUC.
 //! - [`profile`]: per-kernel timing of profiled steps.
 //! - [`memory`]: the session's zeroed, aligned blocks (large ones on huge pages).
+//! - [`suggest`]: the edit distance behind every "did you mean".
 //!
 //! The runtime does not depend on the compiler: the compiler depends on the
 //! runtime for the ABI of the step it generates.
@@ -35,5 +36,6 @@ pub mod profile;
 pub mod session;
 pub mod sgemm;
 pub mod source;
+pub mod suggest;
 pub mod threads;
 pub mod train;

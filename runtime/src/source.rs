@@ -123,22 +123,11 @@ impl Binding {
         rows: &[u32],
         buffers: &mut BatchBuffers<'_>,
     ) -> Result<(), String> {
-        if rows.len() > buffers.max_batch {
-            return Err(format!(
-                "a batch of {} rows is larger than the compiled maximum {}",
-                rows.len(),
-                buffers.max_batch
-            ));
-        }
+        fits(rows.len(), buffers.max_batch)?;
         if data.rows != self.rows || self.map.len() != buffers.layout.len() {
             return Err("the data is not the data set this binding was made for".into());
         }
-        if let Some(&r) = rows.iter().find(|&&r| r as usize >= data.rows) {
-            return Err(format!(
-                "row {r} is out of range: the data has {} rows",
-                data.rows
-            ));
-        }
+        check_rows(data, rows)?;
         self.gather_unchecked(data, rows, buffers);
         Ok(())
     }
@@ -184,6 +173,24 @@ fn check_ids(
     })
 }
 
+/// Checks that a batch of `rows` rows fits buffers of `max_batch` rows.
+fn fits(rows: usize, max_batch: usize) -> Result<(), String> {
+    if rows > max_batch {
+        return Err(format!(
+            "a batch of {rows} rows is larger than the compiled maximum {max_batch}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a source's batch size: at least 1, and it [`fits`].
+fn check_batch_size(batch: usize, max_batch: usize) -> Result<(), String> {
+    if batch == 0 {
+        return Err("the batch size must be at least 1".into());
+    }
+    fits(batch, max_batch)
+}
+
 /// Checks that every row id is a row of the data.
 fn check_rows(data: &Dataset, rows: &[u32]) -> Result<(), String> {
     if let Some(&r) = rows.iter().find(|&&r| r as usize >= data.rows) {
@@ -223,15 +230,7 @@ impl<'d> ShuffledBatches<'d> {
         if rows.is_empty() {
             return Err("no training rows".into());
         }
-        if batch == 0 {
-            return Err("the batch size must be at least 1".into());
-        }
-        if batch > layout.max_batch {
-            return Err(format!(
-                "batch {batch} is larger than the compiled maximum {}",
-                layout.max_batch
-            ));
-        }
+        check_batch_size(batch, layout.max_batch)?;
         if rows.len() > u32::MAX as usize {
             return Err(format!("more than {} rows", u32::MAX));
         }
@@ -260,16 +259,7 @@ impl<'d> ShuffledBatches<'d> {
 
 impl BatchSource for ShuffledBatches<'_> {
     fn next_batch(&mut self, buffers: &mut BatchBuffers<'_>) -> Result<usize, DataError> {
-        if self.batch_rows.len() > buffers.max_batch {
-            return Err(DataError::new(
-                IN_MEMORY,
-                format!(
-                    "batch {} is larger than the compiled maximum {}",
-                    self.batch_rows.len(),
-                    buffers.max_batch
-                ),
-            ));
-        }
+        fits(self.batch_rows.len(), buffers.max_batch).map_err(|m| DataError::new(IN_MEMORY, m))?;
         self.order.next_batch(&mut self.idx);
         for (r, &i) in self.batch_rows.iter_mut().zip(&self.idx) {
             *r = self.rows[i as usize];
@@ -301,15 +291,7 @@ impl<'d> SequentialBatches<'d> {
         rows: &'d [u32],
         batch: usize,
     ) -> Result<SequentialBatches<'d>, String> {
-        if batch == 0 {
-            return Err("the batch size must be at least 1".into());
-        }
-        if batch > layout.max_batch {
-            return Err(format!(
-                "batch {batch} is larger than the compiled maximum {}",
-                layout.max_batch
-            ));
-        }
+        check_batch_size(batch, layout.max_batch)?;
         check_rows(data, rows)?;
         Ok(SequentialBatches {
             data,

@@ -1,4 +1,4 @@
-//! `specc bench SPEC --steps N`: the benchmark contract of shared/bench/WORKLOADS.md.
+//! `specc bench SPEC --steps N`: the benchmark contract of `../shared/bench/WORKLOADS.md`.
 //!
 //! "Model defined" is the moment the spec text and the data are in memory, so
 //! `first_step_s` covers parsing, checking, autodiff, planning, Cranelift code

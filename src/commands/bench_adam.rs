@@ -1,4 +1,4 @@
-//! `specc bench-adam`: workload W4 of shared/bench/WORKLOADS.md, one Adam
+//! `specc bench-adam`: workload W4 of `../shared/bench/WORKLOADS.md`, one Adam
 //! update over N float32 parameters in one flat buffer with a fixed gradient.
 //!
 //! The update is specc's own compiled step for the spec below: `loss =

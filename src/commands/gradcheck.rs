@@ -7,6 +7,7 @@ use std::path::Path;
 
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::interp::{self, Tensor};
+use specc_runtime::abi::grad_output;
 use specc_runtime::source::ShuffledBatches;
 
 use crate::load::{load_data, read_spec, report};
@@ -90,7 +91,7 @@ pub fn run(spec: &Path, data: Option<&Path>, samples: usize, json: bool) -> Resu
     for p in model.trainable_params() {
         let name = model.var_name(p).to_string();
         let grad = s
-            .output(gf, &format!("grad/{name}"), batch)
+            .output(gf, &grad_output(&name), batch)
             .ok_or("missing gradient")?
             .to_vec();
         let n = grad.len();

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
+use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
     evaluate_rows, fit, Evaluation, LoggingHook, NanTensorHook, StopAtStepHook,
@@ -61,9 +62,9 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     let steps = steps.unwrap_or_else(|| model.train.steps(train_rows.len()));
     if steps == 0 {
         return Err(Failure::Other(format!(
-            "{}: nothing to train: the spec's `train` comes to 0 steps; set `steps` or \
-             `epochs` to at least 1, or pass --steps N",
-            spec.display()
+            "{}: nothing to train: {} training rows come to 0 steps",
+            spec.display(),
+            train_rows.len()
         )));
     }
     eprintln!(
@@ -126,8 +127,8 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     // The last step's scalar outputs besides the loss: the learning rate and,
     // with the `global_norm` metric, the gradients' global norm.
     let last_outputs: Vec<(&str, f32)> = [
-        ("learning_rate", last.learning_rate),
-        ("global_norm", last.global_norm),
+        (OUTPUT_LEARNING_RATE, last.learning_rate),
+        (OUTPUT_GLOBAL_NORM, last.global_norm),
     ]
     .into_iter()
     .filter_map(|(n, v)| Some((n, v?)))
@@ -213,7 +214,7 @@ fn line(what: &str, e: &Evaluation) -> String {
 fn eval_json(e: &Evaluation) -> serde_json::Value {
     let mut o = serde_json::Map::new();
     o.insert("rows".into(), e.rows.into());
-    o.insert("loss".into(), e.loss.into());
+    o.insert(OUTPUT_LOSS.into(), e.loss.into());
     for (n, v) in &e.metrics {
         o.insert(n.clone(), (*v).into());
     }

@@ -7,7 +7,7 @@
 //! A case specc has no expression for fails.
 #![allow(dead_code)]
 
-use super::{array, ints, literal, shape_text};
+use super::{array, check_all, golden, ints, literal, shape_text};
 
 /// A list of ints as spec text: `[0, 2, 2, 4]`.
 fn int_list(v: &[i64]) -> String {
@@ -174,13 +174,14 @@ pub fn golden_loss(case: &serde_json::Value, weighted: bool) -> f64 {
 }
 
 /// Every case name `gradients.json` holds, each with a test of its own in
-/// both gradient tests: `gradient_case_tests!(super::check)` defines
-/// `const NAMED` (the names) and, in `mod case`, one test per name calling
-/// `check(name)`.
+/// both gradient tests: `gradient_case_tests!(check_case)` defines `const
+/// NAMED` (the names), in `mod case` one test per name running
+/// `check_case` on that case, and a test running it on every case of the
+/// file not named (see [`check_unnamed_cases`]).
 #[allow(unused_macros)]
 macro_rules! gradient_case_tests {
-    ($check:path) => {
-        $crate::common::gradient_cases::gradient_case_tests!(@names $check;
+    ($check_case:ident) => {
+        $crate::common::gradient_cases::gradient_case_tests!(@names $check_case;
             matmul, matmul_transpose_a, multiply, divide, relu, sigmoid, tanh, softplus,
             softmax, softmax_cross_entropy_with_logits_v2, softmax_cross_entropy_with_logits_v1,
             sigmoid_cross_entropy_with_logits, log, exp, sqrt, square, abs, reduce_sum_axis1,
@@ -189,16 +190,48 @@ macro_rules! gradient_case_tests {
             reshape, transpose, embedding_lookup, l2_loss,
             sparse_softmax_cross_entropy_with_logits);
     };
-    (@names $check:path; $($name:ident),* $(,)?) => {
+    (@names $check_case:ident; $($name:ident),* $(,)?) => {
         /// The cases with a test of their own.
         const NAMED: &[&str] = &[$(stringify!($name)),*];
         mod case {
-            $( #[test] fn $name() { $check(stringify!($name)); } )*
+            $( #[test] fn $name() {
+                $crate::common::gradient_cases::check_named_case(stringify!($name), super::$check_case);
+            } )*
+        }
+        /// The cases of the file without a test of their own (a regenerated
+        /// file with more cases is still checked); every named case must be
+        /// in the file.
+        #[test]
+        fn every_other_case_in_the_file_matches_tensorflow() {
+            $crate::common::gradient_cases::check_unnamed_cases(NAMED, $check_case);
         }
     };
 }
 #[allow(unused_imports)]
 pub(crate) use gradient_case_tests;
+
+/// Runs `check_case` on the case `name` of `gradients.json`.
+pub fn check_named_case(name: &str, check_case: fn(&serde_json::Value)) {
+    let g = golden("gradients.json");
+    check_case(find_case(&g, name));
+}
+
+/// Runs `check_case` on every case of `gradients.json` not in `named`, all
+/// of them before failing ([`check_all`]); every name in `named` must be in
+/// the file.
+pub fn check_unnamed_cases(named: &[&str], check_case: fn(&serde_json::Value)) {
+    let g = golden("gradients.json");
+    let others = g["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| !named.contains(&c["name"].as_str().expect("a case name")))
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c));
+    check_all(others, |_, c| check_case(c));
+    for name in named {
+        find_case(&g, name);
+    }
+}
 
 /// A case of `gradients.json` by name.
 pub fn find_case<'a>(file: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

@@ -19,6 +19,7 @@ pub mod sparse;
 pub mod table;
 
 use specc_grammar::Diagnostic;
+use specc_runtime::abi::{grad_output, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::init::Initializer;
 
 use crate::autodiff;
@@ -57,12 +58,12 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
 
     let mut grad_fn = Function::new("grad");
     grad_fn.outputs.push(Output {
-        name: "loss".into(),
+        name: OUTPUT_LOSS.into(),
         node: model.loss,
     });
     for (&p, &gr) in params.iter().zip(&grads) {
         grad_fn.outputs.push(Output {
-            name: format!("grad/{}", model.var_name(p)),
+            name: grad_output(model.var_name(p)),
             node: gr,
         });
     }
@@ -147,17 +148,17 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     let step_node = g.global_step();
     let mut step = Function::new("step");
     step.outputs.push(Output {
-        name: "loss".into(),
+        name: OUTPUT_LOSS.into(),
         node: model.loss,
     });
     // The learning rate this step used (a schedule's current value).
     step.outputs.push(Output {
-        name: "learning_rate".into(),
+        name: OUTPUT_LEARNING_RATE.into(),
         node: lr,
     });
     if let Some(n) = raw_norm {
         step.outputs.push(Output {
-            name: "global_norm".into(),
+            name: OUTPUT_GLOBAL_NORM.into(),
             node: n,
         });
     }

@@ -10,6 +10,7 @@
 
 use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
+use specc_runtime::suggest::edit_distance;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
 #[derive(Clone, Copy, Debug)]
@@ -99,23 +100,9 @@ pub fn flag_options<'a>(
     Ok(Flags(out))
 }
 
-/// Edit distance for "did you mean" suggestions.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The closest candidate within a small edit distance.
+/// The closest candidate within a small edit distance
+/// ([`specc_runtime::suggest::edit_distance`]): at most a third of `name`'s
+/// length (1 to 3); ties go to the shorter, then the alphabetically first.
 pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
     let limit = (name.chars().count() / 3).clamp(1, 3);
     candidates
@@ -137,12 +124,45 @@ pub fn bind_args<'a>(
     call_span: Span,
     params: &[Param],
 ) -> Result<Bound<'a>, Diagnostic> {
+    bind_with(what, args, call_span, params, None).map(|(_, bound)| bound)
+}
+
+/// Binds a call that takes any number of positional arguments (the columns
+/// of a feature column, `numeric(x0, x1, normalizer = ..)`) and the keyword
+/// arguments `params`: returns the positional arguments in order, and the
+/// keywords bound as [`bind`] binds them (the same unknown and duplicate
+/// argument diagnostics). `variadic` names the positional arguments in the
+/// signature help (`COLUMNS`).
+pub fn bind_variadic<'a>(
+    what: &str,
+    call: &'a Call,
+    variadic: &str,
+    params: &[Param],
+) -> Result<(Vec<&'a Expr>, Bound<'a>), Diagnostic> {
+    bind_with(what, &call.args, call.span, params, Some(variadic))
+}
+
+/// [`bind_args`]; with `variadic`, every positional argument goes to the
+/// returned list instead of a parameter.
+fn bind_with<'a>(
+    what: &str,
+    args: &'a [Arg],
+    call_span: Span,
+    params: &[Param],
+    variadic: Option<&str>,
+) -> Result<(Vec<&'a Expr>, Bound<'a>), Diagnostic> {
+    let help = |params: &[Param]| match variadic {
+        Some(name) => signature_help_variadic(what, name, params),
+        None => signature_help(what, params),
+    };
+    let mut rest = Vec::new();
     let mut bound: Vec<Option<&'a Expr>> = vec![None; params.len()];
     let mut spans: Vec<Option<Span>> = vec![None; params.len()];
     let mut seen_keyword = false;
     let mut positional = 0usize;
     for arg in args {
         match &arg.name {
+            None if variadic.is_some() => rest.push(&arg.value),
             None => {
                 if seen_keyword {
                     return Err(Diagnostic::new(
@@ -163,7 +183,7 @@ pub fn bind_args<'a>(
                         ),
                     )
                     .with_label("unexpected argument")
-                    .with_help(signature_help(what, params)));
+                    .with_help(help(params)));
                 }
                 bound[positional] = Some(&arg.value);
                 spans[positional] = Some(arg.span);
@@ -181,7 +201,7 @@ pub fn bind_args<'a>(
                     if let Some(s) = suggest(&name.name, params.iter().map(|p| p.name)) {
                         d = d.with_help(format!("did you mean `{s}`?"));
                     }
-                    return Err(d.with_help(signature_help(what, params)));
+                    return Err(d.with_help(help(params)));
                 };
                 if let Some(prev) = spans[i] {
                     return Err(Diagnostic::new(
@@ -205,16 +225,28 @@ pub fn bind_args<'a>(
                 format!("`{what}` needs the argument `{}`", p.name),
             )
             .with_label(format!("`{}` missing", p.name))
-            .with_help(signature_help(what, params)));
+            .with_help(help(params)));
         }
     }
-    Ok(Bound {
-        args: bound,
-        call_span,
-    })
+    Ok((
+        rest,
+        Bound {
+            args: bound,
+            call_span,
+        },
+    ))
 }
 
 pub fn signature_help(what: &str, params: &[Param]) -> String {
+    format!("signature: {what}({})", param_list(params))
+}
+
+/// The help of a call with positional arguments `variadic` before `params`.
+fn signature_help_variadic(what: &str, variadic: &str, params: &[Param]) -> String {
+    format!("signature: {what}({variadic}.., {})", param_list(params))
+}
+
+fn param_list(params: &[Param]) -> String {
     let ps: Vec<String> = params
         .iter()
         .map(|p| {
@@ -225,7 +257,7 @@ pub fn signature_help(what: &str, params: &[Param]) -> String {
             }
         })
         .collect();
-    format!("signature: {what}({})", ps.join(", "))
+    ps.join(", ")
 }
 
 /// A short description of what an expression is, for "expected X, found Y".

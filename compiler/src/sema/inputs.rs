@@ -18,14 +18,14 @@ use specc_grammar::ast::{Binding, Call, Expr, ExprKind, LabelDecl, Span};
 use specc_grammar::Diagnostic;
 use specc_runtime::data::{InputKind, InputSpec, NormExpr, NormFunc, Normalizer};
 
-use super::args::{self, req};
+use super::args::{self, opt, req};
 use super::expr::R;
 use super::State;
 use crate::ir::{DType, Dim, Shape};
 use crate::model::{InputInfo, InputRole};
 
 /// Expands column names and ranges like `px0..px63`.
-fn columns(list: &[Expr]) -> R<Vec<String>> {
+fn columns<'e>(list: impl IntoIterator<Item = &'e Expr>) -> R<Vec<String>> {
     let mut out = Vec::new();
     for e in list {
         match &e.kind {
@@ -189,35 +189,12 @@ pub(crate) fn feature(st: &mut State, b: &Binding) -> R<()> {
             "expected numeric(COLUMNS, normalizer = ...) or integer(COLUMNS, num_buckets = N)",
         ));
     }
-    let mut cols_exprs = Vec::new();
-    let mut normalizer = Normalizer::None;
-    let mut seen_norm: Option<Span> = None;
-    for a in &call.args {
-        match &a.name {
-            None => cols_exprs.push(a.value.clone()),
-            Some(n) if n.name == "normalizer" => {
-                if let Some(prev) = seen_norm {
-                    return Err(Diagnostic::new(
-                        "duplicate-argument",
-                        a.span,
-                        "argument `normalizer` given twice",
-                    )
-                    .with_secondary(prev, "first value"));
-                }
-                seen_norm = Some(a.span);
-                normalizer = parse_normalizer(&a.value)?;
-            }
-            Some(n) => {
-                return Err(Diagnostic::new(
-                    "unknown-argument",
-                    n.span,
-                    format!("`numeric` has no argument `{}`", n.name),
-                )
-                .with_label("unknown argument")
-                .with_help("signature: numeric(COLUMNS.., normalizer=..)"))
-            }
-        }
-    }
+    let (cols_exprs, bound) =
+        args::bind_variadic("numeric", call, "COLUMNS", &[opt("normalizer")])?;
+    let normalizer = match bound.get(0) {
+        Some(e) => parse_normalizer(e)?,
+        None => Normalizer::None,
+    };
     let cols = feature_columns(call, &cols_exprs, "numeric")?;
     let k = cols.len() as u32;
     add_input(
@@ -240,43 +217,9 @@ pub(crate) fn feature(st: &mut State, b: &Binding) -> R<()> {
 /// `integer(COLUMNS, num_buckets = N)`: int32 ids in `[0, N)`, shape `[B]`
 /// for one column and `[B, k]` for k columns (e.g. for `embedding_lookup`).
 fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
-    let mut cols_exprs = Vec::new();
-    let mut buckets: Option<(u64, Span)> = None;
-    for a in &call.args {
-        match &a.name {
-            None => cols_exprs.push(a.value.clone()),
-            Some(n) if n.name == "num_buckets" => {
-                if let Some((_, prev)) = buckets {
-                    return Err(Diagnostic::new(
-                        "duplicate-argument",
-                        a.span,
-                        "argument `num_buckets` given twice",
-                    )
-                    .with_secondary(prev, "first value"));
-                }
-                let v = args::eval_count(&a.value, "num_buckets")?;
-                if v == 0 || v > i32::MAX as u64 {
-                    return Err(Diagnostic::new(
-                        "bad-argument",
-                        a.value.span,
-                        format!("num_buckets must be in [1, 2^31), got {v}"),
-                    )
-                    .with_label("out of range"));
-                }
-                buckets = Some((v, a.span));
-            }
-            Some(n) => {
-                return Err(Diagnostic::new(
-                    "unknown-argument",
-                    n.span,
-                    format!("`integer` has no argument `{}`", n.name),
-                )
-                .with_label("unknown argument")
-                .with_help("signature: integer(COLUMNS.., num_buckets = N)"))
-            }
-        }
-    }
-    let Some((buckets, _)) = buckets else {
+    let (cols_exprs, bound) =
+        args::bind_variadic("integer", call, "COLUMNS", &[opt("num_buckets")])?;
+    let Some(e) = bound.get(0) else {
         return Err(Diagnostic::new(
             "missing-argument",
             call.span,
@@ -284,6 +227,15 @@ fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
         )
         .with_label("no num_buckets"));
     };
+    let buckets = args::eval_count(e, "num_buckets")?;
+    if buckets == 0 || buckets > i32::MAX as u64 {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            e.span,
+            format!("num_buckets must be in [1, 2^31), got {buckets}"),
+        )
+        .with_label("out of range"));
+    }
     let cols = feature_columns(call, &cols_exprs, "integer")?;
     let k = cols.len() as u32;
     let shape = if k == 1 {
@@ -311,7 +263,7 @@ fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
 }
 
 /// The columns of a feature column: its positional arguments, at least one.
-fn feature_columns(call: &Call, exprs: &[Expr], what: &str) -> R<Vec<String>> {
+fn feature_columns(call: &Call, exprs: &[&Expr], what: &str) -> R<Vec<String>> {
     if exprs.is_empty() {
         return Err(Diagnostic::new(
             "missing-argument",
@@ -320,7 +272,7 @@ fn feature_columns(call: &Call, exprs: &[Expr], what: &str) -> R<Vec<String>> {
         )
         .with_label("no columns"));
     }
-    columns(exprs)
+    columns(exprs.iter().copied())
 }
 
 fn parse_normalizer(e: &Expr) -> R<Normalizer> {

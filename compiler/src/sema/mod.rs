@@ -308,7 +308,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     let (loss, loss_span) = st.loss.expect("checked above");
     let mut eval = Function::new("eval");
     eval.outputs.push(Output {
-        name: "loss".into(),
+        name: specc_runtime::abi::OUTPUT_LOSS.into(),
         node: loss,
     });
     eval.outputs.extend(st.metric_outputs);

@@ -7,9 +7,9 @@
 //! learning rate), a number is a finite compile-time constant meeting TF's
 //! check, a flag is `true` or `false`.
 //! Invariant: the [`OptimizerSpec`] holds a value for every argument of its
-//! entry, given or defaulted, evaluated in TF's signature order (after the
-//! entry's `evaluate_first`), so the first error reported is the first in
-//! that order.
+//! entry, given or defaulted, evaluated in TF's signature order, so the
+//! first error reported is the first in that order (and schedulable
+//! arguments get their node ids in that order).
 
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::Diagnostic;
@@ -19,7 +19,7 @@ use super::expr::R;
 use super::State;
 use crate::ir::NodeId;
 use crate::model::{Constant, Hypers, OptimizerSpec};
-use crate::optim::table::{self, ArgKind, OptimizerDef, OPTIMIZERS};
+use crate::optim::table::{self, ArgKind, OPTIMIZERS};
 
 pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
     let name = call.func.name.as_str();
@@ -51,8 +51,7 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
     let bound = args::bind(name, call, &params)?;
     let mut hypers = Vec::new();
     let mut constants = Vec::new();
-    for i in evaluation_order(def) {
-        let a = &def.args[i];
+    for (i, a) in def.args.iter().enumerate() {
         match a.kind {
             ArgKind::Schedule { default, positive } => {
                 let node = match (default, bound.get(i)) {
@@ -88,26 +87,6 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
         constants,
         span: call.span,
     })
-}
-
-/// Indices of the entry's arguments in the order they are evaluated: its
-/// `evaluate_first` names, then the others in signature order.
-fn evaluation_order(def: &OptimizerDef) -> Vec<usize> {
-    let position = |name: &str| {
-        def.args
-            .iter()
-            .position(|a| a.name == name)
-            .unwrap_or_else(|| {
-                panic!(
-                    "optimizer table: `{}` evaluates undeclared `{name}` first",
-                    def.name
-                )
-            })
-    };
-    let mut order: Vec<usize> = def.evaluate_first.iter().map(|n| position(n)).collect();
-    let rest: Vec<usize> = (0..def.args.len()).filter(|i| !order.contains(i)).collect();
-    order.extend(rest);
-    order
 }
 
 /// A finite compile-time number, as float32.

@@ -5,7 +5,7 @@
 //! Owns: checking these items into [`TrainSettings`], [`ClipSpec`] and
 //! [`EmaSpec`], with TF's argument names and their diagnostics.
 //! Invariants: a batch is in [1, 2^24]; training has exactly one of `steps`
-//! and `epochs`; `eval_fraction` is in [0, 1); clipping norms are positive
+//! and `epochs`, at least 1; `eval_fraction` is in [0, 1); clipping norms are positive
 //! and finite, scalar `by_value` bounds ordered; an EMA decay is in [0, 1].
 
 use specc_grammar::ast::{Arg, Block, Call, EmaDecl, Expr, Span};
@@ -65,8 +65,8 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
                 }
                 batch = Some(b as u32);
             }
-            "steps" => steps = Some((args::eval_count(v, "steps")?, v.span)),
-            "epochs" => epochs = Some((args::eval_count(v, "epochs")?, v.span)),
+            "steps" => steps = Some((positive_count(v, "steps")?, v.span)),
+            "epochs" => epochs = Some((positive_count(v, "epochs")?, v.span)),
             "shuffle" => shuffle = args::eval_count(v, "shuffle")? as usize,
             "seed" => seed = args::eval_count(v, "seed")?,
             "split_seed" => split_seed = args::eval_count(v, "split_seed")?,
@@ -131,6 +131,21 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
         eval_fraction,
         split_seed,
     })
+}
+
+/// A training duration (`steps`, `epochs`): a count of at least 1, so that a
+/// spec that would train nothing is refused by `specc check`, not by `run`.
+fn positive_count(v: &Expr, what: &str) -> R<u64> {
+    let n = args::eval_count(v, what)?;
+    if n == 0 {
+        return Err(Diagnostic::new(
+            "bad-setting",
+            v.span,
+            format!("{what} must be at least 1, got 0"),
+        )
+        .with_label("nothing to train"));
+    }
+    Ok(n)
 }
 
 pub(crate) fn clip(call: &Call) -> R<ClipSpec> {

@@ -22,6 +22,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use super::{Builder, CellRows, DataError, Dataset, InputSpec, MAX_CSV_ROW_BYTES, MAX_ROWS};
+use crate::suggest::edit_distance;
 
 /// Records per chunk handed to the transforms.
 const CHUNK_ROWS: usize = 256;
@@ -338,21 +339,6 @@ fn suggestion_distance(a: &str, b: &str) -> usize {
     if a.eq_ignore_ascii_case(b) {
         0
     } else {
-        levenshtein(a, b)
+        edit_distance(a, b)
     }
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
 }

@@ -17,7 +17,6 @@ pub static ADADELTA: OptimizerDef = OptimizerDef {
         schedule("rho", Some(0.95)),
         number("epsilon", 1e-8, Check::NonNegative),
     ],
-    evaluate_first: &[],
     slots: &[
         slot("accum", Init::Value(0.0)),
         slot("accum_update", Init::Value(0.0)),

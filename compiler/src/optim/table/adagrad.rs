@@ -17,7 +17,6 @@ pub static ADAGRAD: OptimizerDef = OptimizerDef {
         LEARNING_RATE,
         number("initial_accumulator_value", 0.1, Check::Positive),
     ],
-    evaluate_first: &[],
     slots: &[slot("accumulator", Init::Arg("initial_accumulator_value"))],
     globals: &[],
     dense,

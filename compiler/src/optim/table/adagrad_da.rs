@@ -24,7 +24,6 @@ pub static ADAGRAD_DA: OptimizerDef = OptimizerDef {
         L1,
         L2,
     ],
-    evaluate_first: &[],
     slots: &[
         slot("gradient_accumulator", Init::Value(0.0)),
         slot(

@@ -22,7 +22,6 @@ pub static ADAM: OptimizerDef = OptimizerDef {
         number("beta2", 0.999, Check::UnitInterval),
         number("epsilon", 1e-8, Check::NonNegative),
     ],
-    evaluate_first: &[],
     slots: &[slot("m", Init::Value(0.0)), slot("v", Init::Value(0.0))],
     globals: &[
         GlobalDef {

@@ -28,7 +28,6 @@ pub static FTRL: OptimizerDef = OptimizerDef {
         ),
         number("beta", 0.0, Check::NonNegative),
     ],
-    evaluate_first: &[],
     slots: &[
         slot("accum", Init::Arg("initial_accumulator_value")),
         slot("linear", Init::Value(0.0)),

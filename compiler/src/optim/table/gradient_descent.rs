@@ -10,7 +10,6 @@ pub static GRADIENT_DESCENT: OptimizerDef = OptimizerDef {
     name: "gradient_descent",
     class: "GradientDescentOptimizer",
     args: &[LEARNING_RATE],
-    evaluate_first: &[],
     slots: &[],
     globals: &[],
     dense,

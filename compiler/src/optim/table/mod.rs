@@ -67,10 +67,6 @@ pub struct OptimizerDef {
     pub class: &'static str,
     /// Constructor arguments in TF's signature order (the positional order).
     pub args: &'static [ArgDef],
-    /// Arguments sema evaluates before the others, in this order (it fixes
-    /// the node ids of schedulable arguments, and so the `--emit` text);
-    /// the rest follow in `args` order.
-    pub evaluate_first: &'static [&'static str],
     /// Per-parameter slots, in TF's creation order.
     pub slots: &'static [SlotDef],
     /// Non-slot scalar variables (`beta1_power`), in creation order.
@@ -424,9 +420,6 @@ mod tests {
                 if let ArgKind::Number { default, check } = a.kind {
                     assert!(check.holds(f64::from(default)), "{}: {}", d.name, a.name);
                 }
-            }
-            for n in d.evaluate_first {
-                assert!(d.args.iter().any(|a| a.name == *n), "{}: {n}", d.name);
             }
             let inits = d.slots.iter().map(|s| s.init);
             for init in inits.chain(d.globals.iter().map(|g| g.init)) {

@@ -18,7 +18,6 @@ pub static MOMENTUM: OptimizerDef = OptimizerDef {
         schedule("momentum", None),
         flag("use_nesterov"),
     ],
-    evaluate_first: &[],
     slots: &[slot("momentum", Init::Value(0.0))],
     globals: &[],
     dense,

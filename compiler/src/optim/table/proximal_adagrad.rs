@@ -22,7 +22,6 @@ pub static PROXIMAL_ADAGRAD: OptimizerDef = OptimizerDef {
         L1,
         L2,
     ],
-    evaluate_first: &[],
     slots: &[slot("accumulator", Init::Arg("initial_accumulator_value"))],
     globals: &[],
     dense,

@@ -14,7 +14,6 @@ pub static PROXIMAL_GRADIENT_DESCENT: OptimizerDef = OptimizerDef {
     name: "proximal_gradient_descent",
     class: "ProximalGradientDescentOptimizer",
     args: &[LEARNING_RATE, L1, L2],
-    evaluate_first: &[],
     slots: &[],
     globals: &[],
     dense,

@@ -21,8 +21,6 @@ pub static RMSPROP: OptimizerDef = OptimizerDef {
         number("epsilon", 1e-10, Check::NonNegative),
         flag("centered"),
     ],
-    // specc has always computed momentum before decay.
-    evaluate_first: &["learning_rate", "momentum", "decay"],
     slots: &[
         SlotDef {
             name: "rms",
