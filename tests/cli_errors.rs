@@ -608,3 +608,26 @@ fn a_nan_loss_stops_the_run_naming_the_step() {
     );
     assert!(out.is_empty(), "{out}");
 }
+
+/// A feature or parameter whose definition fails is poisoned: its uses in
+/// later bindings report nothing more (one error each, not an "unknown name"
+/// at every use).
+#[test]
+fn failed_definitions_are_not_reported_again_at_their_uses() {
+    let spec = replace(
+        "x = numeric(x0..x3)",
+        "x = numeric(x0..x3, normalizer = bogus)",
+    )
+    .replace("W1: [4, 8]", "W1: [4, 0]");
+    let dir = workdir("poisoned");
+    std::fs::write(dir.join("spec.spec"), spec).unwrap();
+    let (status, _, err) = specc(&dir, &["check", "spec.spec"]);
+    assert_eq!(status, 2, "{err}");
+    assert_eq!(err.matches("error[").count(), 2, "{err}");
+    assert!(
+        err.contains("error[unknown-name]: unknown name `bogus`"),
+        "{err}"
+    );
+    assert!(err.contains("error[bad-shape]: dimension 0"), "{err}");
+    assert!(err.contains("specc found 2 errors"), "{err}");
+}

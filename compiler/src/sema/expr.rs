@@ -61,6 +61,16 @@ impl Env {
             .insert(name.to_string(), Entry { value, span, what });
         Ok(())
     }
+
+    /// Poisons a name whose definition had an error, unless something
+    /// already defines it: its uses then report nothing more.
+    pub fn poison(&mut self, name: &str, span: Span, what: &'static str) {
+        self.entries.entry(name.to_string()).or_insert(Entry {
+            value: None,
+            span,
+            what,
+        });
+    }
 }
 
 /// A use of an int input as ids: class ids of exactly `classes` classes, or

@@ -30,7 +30,7 @@ pub mod statements;
 
 use std::collections::HashMap;
 
-use specc_grammar::ast::{Item, Span, SpecFile};
+use specc_grammar::ast::{Ident, Item, Span, SpecFile};
 use specc_grammar::Diagnostic;
 
 use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
@@ -77,6 +77,20 @@ impl State {
         }
     }
 
+    /// After a definition's error, its name is poisoned (if nothing defines it
+    /// yet), so its uses do not repeat the error as "unknown name".
+    fn poison_on_error(
+        &mut self,
+        r: Result<(), Diagnostic>,
+        name: &Ident,
+        what: &'static str,
+    ) -> Result<(), Diagnostic> {
+        if r.is_err() {
+            self.env.poison(&name.name, name.span, what);
+        }
+        r
+    }
+
     fn item(&mut self, item: &Item) -> Result<(), Diagnostic> {
         match item {
             Item::Model(id) => {
@@ -90,10 +104,14 @@ impl State {
                 self.attempted.push("data");
                 data::data(self, call)
             }
-            Item::Label(decl) => inputs::label(self, decl),
+            Item::Label(decl) => {
+                let r = inputs::label(self, decl);
+                self.poison_on_error(r, &decl.name, "label")
+            }
             Item::Features(block) => {
                 for b in &block.entries {
-                    if let Err(d) = inputs::feature(self, b) {
+                    let r = inputs::feature(self, b);
+                    if let Err(d) = self.poison_on_error(r, &b.name, "feature") {
                         self.errors.push(d);
                     }
                 }
@@ -101,7 +119,8 @@ impl State {
             }
             Item::Params(block) => {
                 for p in &block.entries {
-                    if let Err(d) = params::param(self, p) {
+                    let r = params::param(self, p);
+                    if let Err(d) = self.poison_on_error(r, &p.name, "parameter") {
                         self.errors.push(d);
                     }
                 }
