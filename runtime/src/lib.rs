@@ -8,6 +8,7 @@
 //! - [`threads`]: the thread count and the worker running thread 1 of SPMD steps.
 //! - [`prng`]: splitmix64, the one random stream behind every seed in specc.
 //! - [`init`]: parameter initializers (TF's names and semantics).
+//! - [`io`]: TF's on-disk building blocks: CRC32C, protobuf fields, TFRecord framing.
 //! - [`data`]: CSV and synthetic sources into in-memory [`data::Dataset`]s,
 //!   through column transforms ([`data::columns`]) that see raw cells.
 //! - [`batches`]: batch order (shuffled epochs), held-out split, gathering rows.
@@ -29,6 +30,7 @@ pub mod batches;
 pub mod data;
 pub mod gemm;
 pub mod init;
+pub mod io;
 pub mod memory;
 pub mod metrics;
 pub mod prng;
