@@ -23,6 +23,12 @@
 //! [`BatchOrder::epochs_started`] counts epochs that have contributed at least
 //! one index. `next_batch` never allocates.
 //!
+//! [`BatchOrder::state`] and [`BatchOrder::restore`] save and restore the
+//! position in the order exactly — the stream, the epoch's permutation or
+//! shuffle buffer, the position in it — so a resumed run draws the same
+//! batches as one that never stopped (checkpoints keep it as an int64
+//! tensor).
+//!
 //! [`split_rows`] draws the held-out split from its own stream
 //! ([`held_out_split`] picks it, or its stratified form); [`gather_f32`]
 //! and [`gather_i32`] copy the rows of a batch into a contiguous buffer.
@@ -43,6 +49,9 @@ enum Mode {
     /// tf.data shuffle buffer: `buf[..len]` holds the candidates.
     Buffer { len: usize, next_in: u32 },
 }
+
+/// The layout version of [`BatchOrder::state`].
+const STATE_VERSION: i64 = 1;
 
 /// An endless, deterministic stream of row indices, served in batches.
 #[derive(Debug, Clone)]
@@ -105,6 +114,80 @@ impl BatchOrder {
     /// Number of epochs that have contributed at least one index so far.
     pub fn epochs_started(&self) -> usize {
         self.epochs
+    }
+
+    /// The position in the order, as integers: `[version, n, buffer_size,
+    /// mode, len, next_in, stream state, pos, epoch_done, epochs, buf...]`.
+    pub fn state(&self) -> Vec<i64> {
+        let (mode, len, next_in) = match self.mode {
+            Mode::Sequential => (0, 0, 0),
+            Mode::Permutation => (1, 0, 0),
+            Mode::Buffer { len, next_in } => (2, len as i64, i64::from(next_in)),
+        };
+        let mut v = vec![
+            STATE_VERSION,
+            self.n as i64,
+            self.buffer_size as i64,
+            mode,
+            len,
+            next_in,
+            self.rng.state() as i64,
+            self.pos as i64,
+            i64::from(self.epoch_done),
+            self.epochs as i64,
+        ];
+        v.extend(self.buf.iter().map(|&b| i64::from(b)));
+        v
+    }
+
+    /// Restores a position saved by [`state`](Self::state) into this order,
+    /// which must be the order of the same rows and shuffle buffer (the seed
+    /// is part of the state). An inconsistent state is an error, not a panic.
+    pub fn restore(&mut self, state: &[i64]) -> Result<(), String> {
+        const HEAD: usize = 10;
+        let bad = |why: &str| Err(format!("the saved batch order is not valid: {why}"));
+        if state.len() < HEAD || state[0] != STATE_VERSION {
+            return bad("unknown layout");
+        }
+        if state[1] != self.n as i64 || state[2] != self.buffer_size as i64 {
+            return Err(format!(
+                "the saved batch order is over {} rows with a shuffle buffer of {}; \
+                 this run has {} rows and a buffer of {}",
+                state[1], state[2], self.n, self.buffer_size
+            ));
+        }
+        let buf = &state[HEAD..];
+        if buf.len() != self.buf.len() || buf.iter().any(|&b| b < 0 || b as u64 >= self.n as u64) {
+            return bad("its buffer does not fit the rows");
+        }
+        let (len, next_in, pos) = (state[4], state[5], state[7]);
+        let in_range = |x: i64, hi: usize| (0..=hi as i64).contains(&x);
+        let mode = match state[3] {
+            0 if matches!(self.mode, Mode::Sequential) => Mode::Sequential,
+            1 if matches!(self.mode, Mode::Permutation) => Mode::Permutation,
+            2 if matches!(self.mode, Mode::Buffer { .. })
+                && in_range(len, self.buf.len())
+                && in_range(next_in, self.n) =>
+            {
+                Mode::Buffer {
+                    len: len as usize,
+                    next_in: next_in as u32,
+                }
+            }
+            _ => return bad("its mode does not match the shuffle buffer"),
+        };
+        if !in_range(pos, self.n) || !(0..=1).contains(&state[8]) || state[9] < 0 {
+            return bad("its position is out of range");
+        }
+        self.mode = mode;
+        self.rng = SplitMix64::new(state[6] as u64);
+        self.pos = pos as usize;
+        self.epoch_done = state[8] == 1;
+        self.epochs = state[9] as usize;
+        for (d, &b) in self.buf.iter_mut().zip(buf) {
+            *d = b as u32;
+        }
+        Ok(())
     }
 
     #[inline]
@@ -300,5 +383,54 @@ fn gather<T: Copy>(src: &[T], width: usize, rows: &[u32], dst: &mut [T]) {
     for (d, &r) in dst.chunks_exact_mut(width).zip(rows) {
         let s = r as usize * width;
         d.copy_from_slice(&src[s..s + width]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draw(o: &mut BatchOrder, batches: usize, batch: usize) -> Vec<u32> {
+        let mut out = vec![0; batches * batch];
+        for chunk in out.chunks_mut(batch) {
+            o.next_batch(chunk);
+        }
+        out
+    }
+
+    #[test]
+    fn a_restored_order_continues_exactly() {
+        // Sequential, full shuffle and a shuffle buffer; positions inside an
+        // epoch, at its end and before the first.
+        for (n, buffer) in [(10, 0), (10, 10), (10, 4), (7, 3)] {
+            for before in [0, 1, 3, 5] {
+                let mut a = BatchOrder::new(n, buffer, 42);
+                draw(&mut a, before, 3);
+                let saved = a.state();
+                let rest = draw(&mut a, 9, 3);
+                let mut b = BatchOrder::new(n, buffer, 7);
+                b.restore(&saved).unwrap();
+                assert_eq!(draw(&mut b, 9, 3), rest, "n {n} buffer {buffer} after {before}");
+                assert_eq!(a.epochs_started(), b.epochs_started());
+            }
+        }
+    }
+
+    #[test]
+    fn a_state_of_other_rows_or_garbage_is_refused() {
+        let a = BatchOrder::new(10, 4, 1);
+        let saved = a.state();
+        let err = BatchOrder::new(11, 4, 1).restore(&saved).unwrap_err();
+        assert!(err.contains("10 rows") && err.contains("11 rows"), "{err}");
+        assert!(BatchOrder::new(10, 10, 1).restore(&saved).is_err());
+        for k in 0..saved.len() {
+            let mut bad = saved.clone();
+            bad[k] = -5;
+            if k == 6 {
+                continue; // any stream state is valid
+            }
+            assert!(BatchOrder::new(10, 4, 1).restore(&bad).is_err(), "field {k}");
+        }
+        assert!(BatchOrder::new(10, 4, 1).restore(&saved[..3]).is_err());
     }
 }

@@ -75,6 +75,12 @@ impl SplitMix64 {
         mix(seed.wrapping_add(k.wrapping_mul(GAMMA)))
     }
 
+    /// The stream's state (the seed advanced once per output drawn): with
+    /// [`SplitMix64::new`], saves and restores the position in the stream.
+    pub fn state(&self) -> u64 {
+        self.state
+    }
+
     /// The next output.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {

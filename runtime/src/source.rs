@@ -35,6 +35,20 @@ pub trait BatchSource {
     /// Fills the next batch into `buffers`; returns the number of rows filled
     /// (`1..=buffers.max_batch()`), or 0 when the source is exhausted.
     fn next_batch(&mut self, buffers: &mut BatchBuffers<'_>) -> Result<usize, DataError>;
+
+    /// The source's position, as integers a checkpoint keeps (TF keeps a
+    /// `tf.data` iterator's state the same way), so a resumed run reads the
+    /// same batches as one that never stopped; `None` if the source cannot
+    /// say (then a resumed run starts the source over).
+    fn position(&self) -> Option<Vec<i64>> {
+        None
+    }
+
+    /// Moves the source to a position [`position`](Self::position) returned.
+    fn seek(&mut self, position: &[i64]) -> Result<(), String> {
+        let _ = position;
+        Err("this batch source cannot move to a saved position".into())
+    }
 }
 
 /// The input buffers of a session, by model input (the layout's order), each
@@ -267,6 +281,14 @@ impl BatchSource for ShuffledBatches<'_> {
         self.binding
             .gather_unchecked(self.data, &self.batch_rows, buffers);
         Ok(self.batch_rows.len())
+    }
+
+    fn position(&self) -> Option<Vec<i64>> {
+        Some(self.order.state())
+    }
+
+    fn seek(&mut self, position: &[i64]) -> Result<(), String> {
+        self.order.restore(position)
     }
 }
 
