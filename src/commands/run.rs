@@ -1,7 +1,13 @@
-//! `specc run SPEC`: compile, train with a progress bar, report metrics on the
-//! training rows and on a held-out split (and, with `--eval-with-averages`,
-//! again with the parameters' moving averages in their place).
+//! `specc run SPEC`: compile, train with a progress bar (on a terminal) or a
+//! log line every few seconds (elsewhere), report metrics on the training
+//! rows and on a held-out split (and, with `--eval-with-averages`, again with
+//! the parameters' moving averages in their place).
+//!
+//! With `--json` the last line of stdout is one JSON object, also when the
+//! run fails: then it holds `error` and the step the run reached.
 
+use std::cell::Cell;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -10,7 +16,8 @@ use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
-    evaluate_rows, fit, Evaluation, LoggingHook, NanTensorHook, StopAtStepHook,
+    evaluate_rows, fit, DivergenceHook, Evaluation, LoggingHook, NanTensorHook, StepValues,
+    StopAtStepHook, Timer, DIVERGENCE_FACTOR,
 };
 
 use crate::load::{load_data, read_spec, report};
@@ -28,7 +35,53 @@ pub struct RunOptions {
 /// Steps between two updates of the progress bar.
 const PROGRESS_EVERY: u64 = 64;
 
+/// Seconds between two log lines when stderr is not a terminal.
+const LOG_EVERY_SECS: f64 = 10.0;
+
+/// How far a run got: what `--json` reports when it fails.
+#[derive(Default)]
+struct Reached {
+    model: Option<String>,
+    last: Cell<Option<StepValues>>,
+}
+
 pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
+    let mut reached = Reached::default();
+    let result = train(spec, opts, &mut reached);
+    if let (Err(failure), true) = (&result, opts.json) {
+        let last = reached.last.get();
+        let mut obj = serde_json::Map::new();
+        if let Some(m) = &reached.model {
+            obj.insert("model".into(), m.clone().into());
+        }
+        let error = match failure {
+            Failure::Spec => format!("{} has errors (see stderr)", spec.display()),
+            Failure::Other(m) => m.clone(),
+        };
+        obj.insert("error".into(), error.into());
+        obj.insert("steps".into(), last.map_or(0, |v| v.step).into());
+        obj.insert(
+            "global_step".into(),
+            last.map_or(0, |v| v.global_step).into(),
+        );
+        if let Some(v) = last {
+            obj.insert("last_loss".into(), json_f32(v.loss));
+        }
+        println!("{}", serde_json::Value::Object(obj));
+    }
+    result
+}
+
+/// A float as JSON: a number, or a string (`"NaN"`, `"inf"`) where JSON has none.
+fn json_f32(v: f32) -> serde_json::Value {
+    if v.is_finite() {
+        f64::from(v).into()
+    } else {
+        v.to_string().into()
+    }
+}
+
+fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Failure> {
     let RunOptions {
         steps,
         eval_fraction,
@@ -40,6 +93,7 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     let program = compile(&src, Functions::TRAIN).map_err(|d| report(&d, &src))?;
     let compile_s = t0.elapsed().as_secs_f64();
     let model = &program.model;
+    reached.model = Some(model.name.clone());
     if opts.eval_with_averages && model.ema.is_none() {
         return Err(Failure::Other(format!(
             "--eval-with-averages: {} has no moving averages; add `ema DECAY` to the spec",
@@ -86,37 +140,70 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
         cfg.shuffle,
         cfg.seed,
     )?;
-    let pb = ProgressBar::new(steps);
+    // A progress bar on a terminal; elsewhere (a log file, CI) a line every
+    // few seconds, as TF's LoggingTensorHook and StepCounterHook print.
+    let terminal = std::io::stderr().is_terminal();
+    let pb = if terminal {
+        ProgressBar::new(steps)
+    } else {
+        ProgressBar::hidden()
+    };
     pb.set_style(
         ProgressStyle::with_template(
             "{bar:32} {pos}/{len} steps  {per_sec}  loss {msg}  eta {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let last_seen = &reached.last;
+    let mut reach = LoggingHook::new(1, |v| last_seen.set(Some(*v)));
     let mut progress = LoggingHook::new(PROGRESS_EVERY, |v| {
         pb.set_position(v.step);
         pb.set_message(format!("{:.4}", v.loss));
     });
+    let mut since = (0u64, Instant::now());
+    let log_timer = Timer::new(None, Some(LOG_EVERY_SECS));
+    let mut log_lines = LoggingHook::with_timer(log_timer, |v| {
+        if !terminal {
+            let sps = (v.step - since.0) as f64 / since.1.elapsed().as_secs_f64().max(1e-9);
+            since = (v.step, Instant::now());
+            eprintln!("{}", log_line(v, steps, sps));
+        }
+    });
+    let mut divergence = DivergenceHook::new(DIVERGENCE_FACTOR, |first, now| {
+        pb.suspend(|| {
+            eprintln!(
+                "warning: the loss grew from {:.4e} at step {} to {:.4e} at step {}: \
+                 training is diverging; lower the learning rate",
+                first.loss, first.step, now.loss, now.step
+            )
+        })
+    });
+    let mut nan = NanTensorHook::default();
     let t1 = Instant::now();
     let trained = fit(
         &mut session,
         &mut batches,
         &mut [
             &mut StopAtStepHook::num_steps(steps),
+            &mut reach,
             &mut progress,
-            &mut NanTensorHook::default(),
+            &mut log_lines,
+            &mut divergence,
+            &mut nan,
         ],
     );
     let train_s = t1.elapsed().as_secs_f64();
     let trained = match trained {
         Ok(t) => t,
         Err(e) => {
+            // `reach` ran before the failing hook: `reached` has the step.
             pb.abandon();
             return Err(e.into());
         }
     };
     pb.finish_and_clear();
     let last = trained.last.ok_or("no step ran")?;
+    reached.last.set(Some(last));
     let metrics = &model.metrics;
     let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
     let held_out = if eval_rows.is_empty() {
@@ -200,6 +287,21 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
         println!("{}", serde_json::Value::Object(obj));
     }
     Ok(())
+}
+
+/// A log line: `step 1000/5000  loss 0.2345  12345 steps/s  learning_rate 0.01`.
+fn log_line(v: &StepValues, steps: u64, steps_per_s: f64) -> String {
+    let mut s = format!(
+        "step {}/{steps}  loss {:.4}  {steps_per_s:.0} steps/s",
+        v.step, v.loss
+    );
+    if let Some(lr) = v.learning_rate {
+        s.push_str(&format!("  {OUTPUT_LEARNING_RATE} {lr}"));
+    }
+    if let Some(n) = v.global_norm {
+        s.push_str(&format!("  {OUTPUT_GLOBAL_NORM} {n:.4}"));
+    }
+    s
 }
 
 fn line(what: &str, e: &Evaluation) -> String {

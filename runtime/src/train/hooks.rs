@@ -15,6 +15,7 @@
 use ndarray::{ArrayViewD, ArrayViewMutD};
 
 use super::eval::{evaluate_rows, Evaluation};
+use super::timer::Timer;
 use super::TrainError;
 use crate::data::Dataset;
 use crate::metrics::Metric;
@@ -216,46 +217,95 @@ impl Hook for NanTensorHook {
     }
 }
 
-/// Calls `log` with the step's values at the first step, then every
-/// `every_steps` steps, and at the end for the last step if it was not
-/// logged (TF's `LoggingTensorHook(every_n_iter)`, `at_end = True`).
+/// Calls `log` with the step's values at the first step, then whenever its
+/// [`Timer`] is due (every N steps and/or S seconds), and at the end for the
+/// last step if it was not logged (TF's `LoggingTensorHook(every_n_iter,
+/// every_n_secs)`, `at_end = True`).
 pub struct LoggingHook<F: FnMut(&StepValues)> {
-    every_steps: u64,
+    timer: Timer,
     log: F,
-    logged: Option<u64>,
 }
 
 impl<F: FnMut(&StepValues)> LoggingHook<F> {
-    /// `every_steps` of 0 logs the first and the last step only.
+    /// Every `every_steps` steps; 0 logs the first and the last step only.
     pub fn new(every_steps: u64, log: F) -> LoggingHook<F> {
-        LoggingHook {
-            every_steps,
-            log,
-            logged: None,
-        }
+        LoggingHook::with_timer(Timer::every_steps(every_steps), log)
+    }
+
+    /// Whenever `timer` is due.
+    pub fn with_timer(timer: Timer, log: F) -> LoggingHook<F> {
+        LoggingHook { timer, log }
     }
 }
 
 impl<F: FnMut(&StepValues)> Hook for LoggingHook<F> {
     #[inline]
     fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
-        let due = match self.logged {
-            None => true,
-            Some(last) => self.every_steps > 0 && v.step >= last + self.every_steps,
-        };
-        if due {
+        if self.timer.due(v.step) {
             (self.log)(v);
-            self.logged = Some(v.step);
+            self.timer.triggered(v.step);
         }
         Ok(())
     }
 
     fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
         if let Some(v) = ctx.last_step().copied() {
-            if self.logged != Some(v.step) {
+            if self.timer.last_step() != Some(v.step) {
                 (self.log)(&v);
-                self.logged = Some(v.step);
+                self.timer.triggered(v.step);
             }
+        }
+        Ok(())
+    }
+}
+
+/// Warns, once, when the loss has grown by orders of magnitude: a run that
+/// diverges without becoming NaN (a learning rate far too large) otherwise
+/// ends with a huge loss and success. `warn(first, now)` gets the first
+/// step's values and the step where the loss reached `factor` times the
+/// first step's (in absolute value).
+pub struct DivergenceHook<F: FnMut(&StepValues, &StepValues)> {
+    factor: f32,
+    first: Option<StepValues>,
+    warned: bool,
+    warn: F,
+}
+
+impl<F: FnMut(&StepValues, &StepValues)> DivergenceHook<F> {
+    /// [`DIVERGENCE_FACTOR`] is the CLI's `factor`.
+    pub fn new(factor: f32, warn: F) -> DivergenceHook<F> {
+        DivergenceHook {
+            factor,
+            first: None,
+            warned: false,
+            warn,
+        }
+    }
+
+    /// True once the hook has warned.
+    pub fn warned(&self) -> bool {
+        self.warned
+    }
+}
+
+/// How much the loss must grow over the first step's to count as diverging:
+/// two orders of magnitude (a loss that starts at 2.3 and passes 230).
+pub const DIVERGENCE_FACTOR: f32 = 100.0;
+
+impl<F: FnMut(&StepValues, &StepValues)> Hook for DivergenceHook<F> {
+    #[inline]
+    fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if self.warned || !v.loss.is_finite() {
+            return Ok(());
+        }
+        let Some(first) = self.first else {
+            self.first = Some(*v);
+            return Ok(());
+        };
+        // A first loss of 0 gives no scale to grow from.
+        if first.loss != 0.0 && v.loss.abs() >= self.factor * first.loss.abs() {
+            self.warned = true;
+            (self.warn)(&first, v);
         }
         Ok(())
     }

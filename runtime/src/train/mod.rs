@@ -6,8 +6,9 @@
 //! every hook's `begin`; then `before_run`, a step, `after_run` until a hook
 //! requests a stop or the source is exhausted; then `end`), [`Duration`]
 //! (epochs to steps), [`TrainConfig`] and [`TrainError`]. The hooks
-//! (stopping, NaN detection, logging, periodic evaluation) are in [`hooks`],
-//! evaluation in [`eval`].
+//! (stopping, NaN detection, divergence warnings, logging, periodic
+//! evaluation) are in [`hooks`], their every-N-steps-or-S-seconds [`Timer`]
+//! in [`timer`], evaluation in [`eval`].
 //!
 //! Invariants: a step allocates nothing (the step's outputs are looked up by
 //! position once; the runtime's sources and hooks allocate nothing per step);
@@ -18,6 +19,7 @@
 
 pub mod eval;
 pub mod hooks;
+pub mod timer;
 
 use std::fmt;
 
@@ -28,8 +30,10 @@ use crate::source::BatchSource;
 
 pub use eval::{evaluate, evaluate_rows, Evaluation};
 pub use hooks::{
-    EvaluationHook, Hook, LoggingHook, NanTensorHook, RunContext, StepValues, StopAtStepHook,
+    DivergenceHook, EvaluationHook, Hook, LoggingHook, NanTensorHook, RunContext, StepValues,
+    StopAtStepHook, DIVERGENCE_FACTOR,
 };
+pub use timer::Timer;
 
 /// How long to train, as a spec says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
