@@ -9,6 +9,8 @@
 //! - [`prng`]: splitmix64, the one random stream behind every seed in specc.
 //! - [`init`]: parameter initializers (TF's names and semantics).
 //! - [`io`]: TF's on-disk building blocks: CRC32C, protobuf fields, TFRecord framing.
+//! - [`checkpoint`]: TF V2 checkpoints (tensor bundles), the `checkpoint` state
+//!   file, the checkpoint manager, saving and restoring a session.
 //! - [`data`]: CSV and synthetic sources into in-memory [`data::Dataset`]s,
 //!   through column transforms ([`data::columns`]) that see raw cells.
 //! - [`batches`]: batch order (shuffled epochs), held-out split, gathering rows.
@@ -27,6 +29,7 @@
 
 pub mod abi;
 pub mod batches;
+pub mod checkpoint;
 pub mod data;
 pub mod gemm;
 pub mod init;
