@@ -69,6 +69,8 @@ enum Command {
         /// Print one JSON object with the results as the last line of stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        checkpoint: commands::run::CheckpointArgs,
     },
     /// Compare compiled gradients with finite differences on one batch.
     Gradcheck {
@@ -112,6 +114,14 @@ enum Command {
 }
 
 /// `--steps N`: a positive integer.
+/// A positive, finite number of seconds (or hours).
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err("must be a positive number".into()),
+    }
+}
+
 fn positive_steps(s: &str) -> Result<u64, String> {
     match s.trim().parse::<i128>() {
         Ok(n) if n >= 1 => {
@@ -183,6 +193,7 @@ fn main() -> ExitCode {
             eval_fraction,
             eval_with_averages,
             json,
+            checkpoint,
         } => commands::run::run(
             &spec,
             &commands::run::RunOptions {
@@ -191,6 +202,7 @@ fn main() -> ExitCode {
                 eval_fraction,
                 eval_with_averages,
                 json,
+                checkpoint,
             },
         ),
         Command::Gradcheck {

@@ -15,9 +15,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::source::ShuffledBatches;
+use specc_runtime::checkpoint::CheckpointManager;
 use specc_runtime::train::{
-    evaluate_rows, fit, DivergenceHook, Evaluation, LoggingHook, NanTensorHook, StepValues,
-    StopAtStepHook, Timer, DIVERGENCE_FACTOR,
+    evaluate_rows, fit, restore_latest, CheckpointSaverHook, DivergenceHook, Evaluation, Hook,
+    LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
 };
 
 use crate::load::{load_data, read_spec, report};
@@ -30,7 +31,34 @@ pub struct RunOptions {
     pub eval_fraction: Option<f64>,
     pub eval_with_averages: bool,
     pub json: bool,
+    pub checkpoint: CheckpointArgs,
 }
+
+/// Where and when to save checkpoints (TF's `MonitoredTrainingSession`
+/// `checkpoint_dir`, `save_checkpoint_steps`, `save_checkpoint_secs`, and
+/// `Saver`'s `max_to_keep`, `keep_checkpoint_every_n_hours`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CheckpointArgs {
+    /// Save checkpoints in DIR (TF's format), and resume from its latest one.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Save every N steps (default: every 600 seconds, as TF).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::positive_steps)]
+    pub checkpoint_every_steps: Option<u64>,
+    /// Save every S seconds.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = crate::positive_secs)]
+    pub checkpoint_every_secs: Option<f64>,
+    /// Keep the last K checkpoints (TF's max_to_keep; default 5, 0 keeps all).
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = crate::count)]
+    pub keep: Option<u64>,
+    /// Also keep one checkpoint every H hours (TF's keep_checkpoint_every_n_hours).
+    #[arg(long, value_name = "H", allow_negative_numbers = true, value_parser = crate::positive_secs)]
+    pub keep_every_n_hours: Option<f64>,
+}
+
+/// TF's defaults: `save_checkpoint_secs = 600`, `max_to_keep = 5`.
+const CHECKPOINT_EVERY_SECS: f64 = 600.0;
+const CHECKPOINT_KEEP: u64 = 5;
 
 /// Steps between two updates of the progress bar.
 const PROGRESS_EVERY: u64 = 64;
@@ -140,11 +168,42 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         cfg.shuffle,
         cfg.seed,
     )?;
+    // A checkpoint directory with a checkpoint: continue from it, to the
+    // same bits as a run that never stopped (MonitoredTrainingSession).
+    let mut saver = None;
+    if let Some(dir) = &opts.checkpoint.checkpoint_dir {
+        let c = &opts.checkpoint;
+        let keep = c.keep.unwrap_or(CHECKPOINT_KEEP);
+        let manager =
+            CheckpointManager::new(dir, (keep > 0).then_some(keep as usize), c.keep_every_n_hours)
+                .map_err(|e| e.to_string())?;
+        if let Some(r) = restore_latest(dir, &mut session, &mut batches).map_err(|e| {
+            format!("cannot resume from {}: {e}", dir.display())
+        })? {
+            eprintln!(
+                "specc: resumed from {} at global step {}{}",
+                r.prefix.display(),
+                r.global_step,
+                if r.position_restored {
+                    ""
+                } else {
+                    " (the checkpoint has no batch position: the data starts over)"
+                }
+            );
+        }
+        let timer = match (c.checkpoint_every_steps, c.checkpoint_every_secs) {
+            (None, None) => Timer::new(None, Some(CHECKPOINT_EVERY_SECS)),
+            (n, s) => Timer::new(n, s),
+        };
+        saver = Some(CheckpointSaverHook::new(manager, timer)?);
+    }
+    let start_step = session.global_step;
+    let last_step = i64::try_from(steps).unwrap_or(i64::MAX);
     // A progress bar on a terminal; elsewhere (a log file, CI) a line every
     // few seconds, as TF's LoggingTensorHook and StepCounterHook print.
     let terminal = std::io::stderr().is_terminal();
     let pb = if terminal {
-        ProgressBar::new(steps)
+        ProgressBar::new(steps.saturating_sub(start_step.max(0) as u64))
     } else {
         ProgressBar::hidden()
     };
@@ -179,19 +238,23 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         })
     });
     let mut nan = NanTensorHook::default();
+    // `steps` is the global step training ends at (TF's `last_step`), so a
+    // resumed run does the rest.
+    let mut stop = StopAtStepHook::last_step(last_step);
+    let mut hooks: Vec<&mut dyn Hook> = vec![
+        &mut stop,
+        &mut reach,
+        &mut progress,
+        &mut log_lines,
+        &mut divergence,
+        &mut nan,
+    ];
+    if let Some(s) = saver.as_mut() {
+        hooks.push(s);
+    }
     let t1 = Instant::now();
-    let trained = fit(
-        &mut session,
-        &mut batches,
-        &mut [
-            &mut StopAtStepHook::num_steps(steps),
-            &mut reach,
-            &mut progress,
-            &mut log_lines,
-            &mut divergence,
-            &mut nan,
-        ],
-    );
+    let trained = fit(&mut session, &mut batches, &mut hooks);
+    drop(hooks);
     let train_s = t1.elapsed().as_secs_f64();
     let trained = match trained {
         Ok(t) => t,
@@ -202,7 +265,12 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
     };
     pb.finish_and_clear();
-    let last = trained.last.ok_or("no step ran")?;
+    let Some(last) = trained.last else {
+        return Err(Failure::Other(format!(
+            "nothing to train: the checkpoint is at global step {start_step}, \
+             and training ends at step {steps}; raise --steps to train further"
+        )));
+    };
     reached.last.set(Some(last));
     let metrics = &model.metrics;
     let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
@@ -261,6 +329,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         let mut obj = serde_json::Map::new();
         obj.insert("model".into(), model.name.clone().into());
         obj.insert("steps".into(), trained.steps.into());
+        obj.insert("global_step".into(), session.global_step.into());
         obj.insert("batch".into(), batch.into());
         obj.insert("compile_s".into(), compile_s.into());
         obj.insert("train_s".into(), train_s.into());
@@ -293,7 +362,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
 fn log_line(v: &StepValues, steps: u64, steps_per_s: f64) -> String {
     let mut s = format!(
         "step {}/{steps}  loss {:.4}  {steps_per_s:.0} steps/s",
-        v.step, v.loss
+        v.global_step, v.loss
     );
     if let Some(lr) = v.learning_rate {
         s.push_str(&format!("  {OUTPUT_LEARNING_RATE} {lr}"));

@@ -20,6 +20,7 @@ use super::TrainError;
 use crate::data::Dataset;
 use crate::metrics::Metric;
 use crate::session::Session;
+use crate::source::BatchSource;
 
 /// The scalar outputs of one training step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,19 +41,35 @@ pub struct StepValues {
 /// What a hook can see and do during a run.
 pub struct RunContext<'s> {
     session: &'s mut Session,
+    source: &'s mut dyn BatchSource,
     step_fn: usize,
     stop: bool,
     last: Option<StepValues>,
 }
 
 impl<'s> RunContext<'s> {
-    pub(crate) fn new(session: &'s mut Session, step_fn: usize) -> RunContext<'s> {
+    pub(crate) fn new(
+        session: &'s mut Session,
+        source: &'s mut dyn BatchSource,
+        step_fn: usize,
+    ) -> RunContext<'s> {
         RunContext {
             session,
+            source,
             step_fn,
             stop: false,
             last: None,
         }
+    }
+
+    /// The session and the batch source, to run a step.
+    pub(crate) fn parts(&mut self) -> (&mut Session, &mut dyn BatchSource) {
+        (self.session, self.source)
+    }
+
+    /// The batch source's position now ([`BatchSource::position`]), for a checkpoint.
+    pub fn source_position(&self) -> Option<Vec<i64>> {
+        self.source.position()
     }
 
     pub(crate) fn set_last(&mut self, v: StepValues) {

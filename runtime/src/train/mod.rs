@@ -7,7 +7,8 @@
 //! requests a stop or the source is exhausted; then `end`), [`Duration`]
 //! (epochs to steps), [`TrainConfig`] and [`TrainError`]. The hooks
 //! (stopping, NaN detection, divergence warnings, logging, periodic
-//! evaluation) are in [`hooks`], their every-N-steps-or-S-seconds [`Timer`]
+//! evaluation) are in [`hooks`], checkpoints and resuming in
+//! [`checkpoint_saver`], their every-N-steps-or-S-seconds [`Timer`]
 //! in [`timer`], evaluation in [`eval`].
 //!
 //! Invariants: a step allocates nothing (the step's outputs are looked up by
@@ -17,6 +18,7 @@
 //! error, a bad batch the source's [`DataError`]. Hooks run in the order
 //! given, and a failing hook ends the run at once (no `end`).
 
+pub mod checkpoint_saver;
 pub mod eval;
 pub mod hooks;
 pub mod timer;
@@ -28,6 +30,7 @@ use crate::data::DataError;
 use crate::session::Session;
 use crate::source::BatchSource;
 
+pub use checkpoint_saver::{restore, restore_latest, CheckpointSaverHook, Restored, BATCH_ORDER};
 pub use eval::{evaluate, evaluate_rows, Evaluation};
 pub use hooks::{
     DivergenceHook, EvaluationHook, Hook, LoggingHook, NanTensorHook, RunContext, StepValues,
@@ -195,11 +198,11 @@ pub struct FitSummary {
 /// then calls every hook's `end`.
 pub fn fit(
     session: &mut Session,
-    source: &mut (impl BatchSource + ?Sized),
+    source: &mut dyn BatchSource,
     hooks: &mut [&mut dyn Hook],
 ) -> Result<FitSummary, TrainError> {
     let mut trainer = Trainer::new(session).map_err(TrainError::Session)?;
-    let mut ctx = RunContext::new(session, trainer.step_fn);
+    let mut ctx = RunContext::new(session, source, trainer.step_fn);
     for h in hooks.iter_mut() {
         h.begin(&mut ctx)?;
     }
@@ -208,7 +211,8 @@ pub fn fit(
         for h in hooks.iter_mut() {
             h.before_run(&mut ctx)?;
         }
-        let Some(values) = trainer.step(ctx.session_mut(), source)? else {
+        let (session, source) = ctx.parts();
+        let Some(values) = trainer.step(session, source)? else {
             exhausted = true;
             break;
         };
