@@ -52,7 +52,10 @@ fn a_nan_loss_still_prints_the_json_line_with_the_error_and_the_step() {
     assert!(error.contains("NaN") || error.contains("inf"), "{error}");
     let step = json["steps"].as_u64().unwrap();
     assert!(step >= 1, "{json}");
-    assert!(error.contains(&format!("at step {step} ")), "{error} / {json}");
+    assert!(
+        error.contains(&format!("at step {step} ")),
+        "{error} / {json}"
+    );
     assert_eq!(json["global_step"].as_u64(), Some(step));
     assert_eq!(json["model"], "tiny");
 }
@@ -61,13 +64,20 @@ fn a_nan_loss_still_prints_the_json_line_with_the_error_and_the_step() {
 fn a_data_error_still_prints_the_json_line_naming_the_file_line_and_column() {
     let dir = workdir(SUITE, "data_error");
     std::fs::write(dir.join("spec.spec"), BASE).unwrap();
-    std::fs::write(dir.join("data.csv"), "x0,x1,x2,x3,y\n1,2,3,4,0\n1,2,x,4,1\n").unwrap();
+    std::fs::write(
+        dir.join("data.csv"),
+        "x0,x1,x2,x3,y\n1,2,3,4,0\n1,2,x,4,1\n",
+    )
+    .unwrap();
     let (code, out, err) = specc(&dir, &["run", "spec.spec", "--json"]);
     assert_eq!(code, 1, "{err}");
     let json = last_json(&out);
     let error = json["error"].as_str().unwrap();
     // File, line and column of the bad cell.
-    assert!(error.contains("data.csv:3") && error.contains("`x2`"), "{error}");
+    assert!(
+        error.contains("data.csv:3") && error.contains("`x2`"),
+        "{error}"
+    );
     assert_eq!(json["steps"], 0);
 }
 
@@ -75,7 +85,10 @@ fn a_data_error_still_prints_the_json_line_naming_the_file_line_and_column() {
 fn a_spec_error_still_prints_the_json_line() {
     let (code, out, _) = run("spec_error", &replace("relu(", "relux("), &["--json"]);
     assert_eq!(code, 2);
-    assert!(last_json(&out)["error"].as_str().unwrap().contains("spec.spec"));
+    assert!(last_json(&out)["error"]
+        .as_str()
+        .unwrap()
+        .contains("spec.spec"));
 }
 
 #[test]

@@ -37,7 +37,14 @@ fn a_run_killed_at_any_moment_leaves_its_latest_checkpoint_complete() {
     for kill in 0..KILLS {
         let mut child = Command::new(env!("CARGO_BIN_EXE_specc"))
             .args(["run", "spec.spec", "--steps", "1000000000"])
-            .args(["--checkpoint-dir", "ck", "--checkpoint-every-steps", "1", "--keep", "3"])
+            .args([
+                "--checkpoint-dir",
+                "ck",
+                "--checkpoint-every-steps",
+                "1",
+                "--keep",
+                "3",
+            ])
             .current_dir(&dir)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

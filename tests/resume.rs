@@ -22,7 +22,9 @@ fn specs_dir() -> PathBuf {
 
 /// A work directory with `spec.spec` (and the specs' data next to it).
 fn setup(name: &str, spec: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SUITE).join(name);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(SUITE)
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(d.join("data")).unwrap();
     std::fs::copy(
@@ -60,13 +62,23 @@ fn check_resume_is_exact(name: &str, spec: &str) {
     assert_eq!(resumed["global_step"], 1000);
     assert_eq!(straight["last_loss"], resumed["last_loss"]);
     assert_eq!(straight["eval"], resumed["eval"]);
-    let (a, b) = (files(&dir.join("straight"), 1000), files(&dir.join("resumed"), 1000));
+    let (a, b) = (
+        files(&dir.join("straight"), 1000),
+        files(&dir.join("resumed"), 1000),
+    );
     assert!(a.0 == b.0, "{name}: the .index files differ");
     assert!(a.1 == b.1, "{name}: the .data files differ");
     // A finished run asked for no more steps does nothing and says so.
     let (code, _, err) = specc(
         &dir,
-        &["run", "spec.spec", "--steps", "1000", "--checkpoint-dir", "resumed"],
+        &[
+            "run",
+            "spec.spec",
+            "--steps",
+            "1000",
+            "--checkpoint-dir",
+            "resumed",
+        ],
     );
     assert_eq!(code, 1);
     assert!(err.contains("global step 1000"), "{err}");
@@ -114,6 +126,9 @@ fn a_checkpoint_with_another_shape_is_refused_naming_the_variable_and_both_shape
     std::fs::write(dir.join("spec.spec"), wider).unwrap();
     let (code, _, err) = specc(&dir, &["run", "spec.spec", "--checkpoint-dir", "ck"]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("W1") && err.contains("[64, 128]") && err.contains("[64, 96]"), "{err}");
+    assert!(
+        err.contains("W1") && err.contains("[64, 128]") && err.contains("[64, 96]"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(dir.join("ck/checkpoint")).unwrap(), before);
 }

@@ -410,7 +410,11 @@ mod tests {
                 let rest = draw(&mut a, 9, 3);
                 let mut b = BatchOrder::new(n, buffer, 7);
                 b.restore(&saved).unwrap();
-                assert_eq!(draw(&mut b, 9, 3), rest, "n {n} buffer {buffer} after {before}");
+                assert_eq!(
+                    draw(&mut b, 9, 3),
+                    rest,
+                    "n {n} buffer {buffer} after {before}"
+                );
                 assert_eq!(a.epochs_started(), b.epochs_started());
             }
         }
@@ -429,7 +433,10 @@ mod tests {
             if k == 6 {
                 continue; // any stream state is valid
             }
-            assert!(BatchOrder::new(10, 4, 1).restore(&bad).is_err(), "field {k}");
+            assert!(
+                BatchOrder::new(10, 4, 1).restore(&bad).is_err(),
+                "field {k}"
+            );
         }
         assert!(BatchOrder::new(10, 4, 1).restore(&saved[..3]).is_err());
     }

@@ -14,8 +14,8 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
-use specc_runtime::source::ShuffledBatches;
 use specc_runtime::checkpoint::CheckpointManager;
+use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
     evaluate_rows, fit, restore_latest, CheckpointSaverHook, DivergenceHook, Evaluation, Hook,
     LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
@@ -174,12 +174,15 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     if let Some(dir) = &opts.checkpoint.checkpoint_dir {
         let c = &opts.checkpoint;
         let keep = c.keep.unwrap_or(CHECKPOINT_KEEP);
-        let manager =
-            CheckpointManager::new(dir, (keep > 0).then_some(keep as usize), c.keep_every_n_hours)
-                .map_err(|e| e.to_string())?;
-        if let Some(r) = restore_latest(dir, &mut session, &mut batches).map_err(|e| {
-            format!("cannot resume from {}: {e}", dir.display())
-        })? {
+        let manager = CheckpointManager::new(
+            dir,
+            (keep > 0).then_some(keep as usize),
+            c.keep_every_n_hours,
+        )
+        .map_err(|e| e.to_string())?;
+        if let Some(r) = restore_latest(dir, &mut session, &mut batches)
+            .map_err(|e| format!("cannot resume from {}: {e}", dir.display()))?
+        {
             eprintln!(
                 "specc: resumed from {} at global step {}{}",
                 r.prefix.display(),
