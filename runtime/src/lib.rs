@@ -27,6 +27,7 @@
 
 pub mod abi;
 pub mod batches;
+pub mod config;
 pub mod data;
 pub mod gemm;
 pub mod init;
