@@ -63,6 +63,27 @@ enum Command {
         /// Fraction of rows held out for evaluation (overrides the spec; 0 disables).
         #[arg(long, allow_negative_numbers = true)]
         eval_fraction: Option<f64>,
+        /// A YAML run configuration (keys in README, "Runs"); it overrides the spec.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Override one setting, e.g. `--set optimizer.learning_rate=0.01` (repeatable; wins over --config).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Save checkpoints in this directory (the spec's `checkpoint { dir }`).
+        #[arg(long, value_name = "DIR")]
+        checkpoint_dir: Option<PathBuf>,
+        /// Save a checkpoint every N steps (0: only at the end).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+        checkpoint_every_steps: Option<u64>,
+        /// Save a checkpoint every S seconds (0: not by time).
+        #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = seconds)]
+        checkpoint_every_secs: Option<f64>,
+        /// Keep the K most recent checkpoints (TF's max_to_keep; 0 keeps all).
+        #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
+        keep: Option<u64>,
+        /// Write TensorBoard event files in this directory (the spec's `summaries { dir }`).
+        #[arg(long, value_name = "DIR")]
+        summary_dir: Option<PathBuf>,
         /// Also evaluate with every parameter replaced by its moving average (the spec's `ema`).
         #[arg(long)]
         eval_with_averages: bool,
@@ -141,6 +162,14 @@ fn count(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A number of seconds: finite, not negative.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err("must be a number of seconds, not negative".into()),
+    }
+}
+
 /// A command's failure: spec diagnostics (exit 2) or another error (exit 1).
 pub enum Failure {
     Spec,
@@ -181,18 +210,39 @@ fn main() -> ExitCode {
             data,
             steps,
             eval_fraction,
+            config,
+            set,
+            checkpoint_dir,
+            checkpoint_every_steps,
+            checkpoint_every_secs,
+            keep,
+            summary_dir,
             eval_with_averages,
             json,
-        } => commands::run::run(
-            &spec,
-            &commands::run::RunOptions {
+        } => {
+            let flags = specc_compiler::config::Flags {
                 data,
                 steps,
                 eval_fraction,
-                eval_with_averages,
-                json,
-            },
-        ),
+                checkpoint_dir,
+                checkpoint_every_steps,
+                checkpoint_every_secs,
+                keep,
+                summary_dir,
+            };
+            load::resolve_run(&spec, config.as_deref(), &set, &flags).and_then(|run| {
+                commands::run::run(
+                    &spec,
+                    &commands::run::RunOptions {
+                        steps,
+                        eval_fraction,
+                        eval_with_averages,
+                        json,
+                        run,
+                    },
+                )
+            })
+        }
         Command::Gradcheck {
             spec,
             data,

@@ -13,16 +13,21 @@ use specc_runtime::train::{
     evaluate_rows, fit, Evaluation, LoggingHook, NanTensorHook, StopAtStepHook,
 };
 
-use crate::load::{load_data, read_spec, report};
+use specc_compiler::config::Resolved;
+
+use crate::load::{load_data, report};
 use crate::Failure;
 
 /// The command line of `specc run`.
 pub struct RunOptions {
-    pub data: Option<PathBuf>,
     pub steps: Option<u64>,
     pub eval_fraction: Option<f64>,
     pub eval_with_averages: bool,
     pub json: bool,
+    /// The resolved run configuration: the spec with every override applied
+    /// (`run.source`, what is compiled) and `run.config` (checkpoints,
+    /// summaries, logging, evaluation, warm start, the data file).
+    pub run: Resolved,
 }
 
 /// Steps between two updates of the progress bar.
@@ -35,9 +40,9 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
         json,
         ..
     } = *opts;
-    let src = read_spec(spec)?;
+    let src = &opts.run.source;
     let t0 = Instant::now();
-    let program = compile(&src, Functions::TRAIN).map_err(|d| report(&d, &src))?;
+    let program = compile(src, Functions::TRAIN).map_err(|d| report(&d, src))?;
     let compile_s = t0.elapsed().as_secs_f64();
     let model = &program.model;
     if opts.eval_with_averages && model.ema.is_none() {
@@ -49,7 +54,7 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
     let mut session = program.session()?;
-    let (dataset, data_name) = load_data(model, spec, opts.data.as_deref())?;
+    let (dataset, data_name) = load_data(model, spec, opts.run.config.data.as_deref())?;
 
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);
     if !(0.0..1.0).contains(&fraction) {
