@@ -2,7 +2,7 @@
 //! training rows and on a held-out split (and, with `--eval-with-averages`,
 //! again with the parameters' moving averages in their place).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};

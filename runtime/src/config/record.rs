@@ -284,29 +284,30 @@ impl RunRecord {
                 )),
             }
         }
-        let optimizer = |r: &RunRecord| -> Vec<(String, String)> {
+        // The optimizer's settings: a changed one is named with both values.
+        let value = |r: &RunRecord, k: &str| {
             r.config
                 .iter()
-                .filter(|(k, _)| k.starts_with("optimizer."))
-                .cloned()
-                .collect()
+                .find(|(key, _)| key == k)
+                .map_or("(not set)".to_string(), |(_, v)| v.clone())
         };
-        let (old, new) = (optimizer(self), optimizer(current));
-        if old != new {
-            let show = |v: &[(String, String)]| {
-                let s: Vec<String> = v.iter().map(|(k, x)| format!("{k}={x}")).collect();
-                if s.is_empty() {
-                    "none".to_string()
-                } else {
-                    s.join(", ")
-                }
-            };
-            warnings.push(format!(
-                "the optimizer's overrides changed since the checkpoint in {} was written: {}, now {}",
-                dir.display(),
-                show(&old),
-                show(&new)
-            ));
+        let mut keys: Vec<&str> = self
+            .config
+            .iter()
+            .chain(&current.config)
+            .map(|(k, _)| k.as_str())
+            .filter(|k| k.starts_with("optimizer."))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            let (old, new) = (value(self, k), value(current, k));
+            if old != new {
+                warnings.push(format!(
+                    "{k} changed since the checkpoint in {} was written: {old}, now {new}",
+                    dir.display()
+                ));
+            }
         }
         Ok(ResumeCheck { warnings })
     }
