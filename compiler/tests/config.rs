@@ -477,3 +477,47 @@ fn the_record_hashes_the_spec_as_written_and_reads_back() {
         "{e}"
     );
 }
+
+#[test]
+fn empty_blocks_and_calls_take_inserted_values() {
+    let c = Case::new(
+        "empty_blocks",
+        &format!(
+            "{}evaluate {{}}\n",
+            SPEC.replace("adam(0.01)", "gradient_descent(learning_rate = 0.5)")
+        ),
+    );
+    let r = c.ok(None, &["evaluate.every_steps=5"], &Flags::default());
+    assert!(
+        r.source.text.contains("evaluate { every_steps = 5 }"),
+        "{}",
+        r.source.text
+    );
+    assert_eq!(r.config.evaluate.every_steps, Some(5));
+    let c = Case::new("empty_call", &SPEC.replace("adam(0.01)", "adam()"));
+    let r = c.ok(None, &["optimizer.beta1=0.5"], &Flags::default());
+    assert!(
+        r.source.text.contains("adam(beta1 = 0.5)"),
+        "{}",
+        r.source.text
+    );
+    let c = Case::new(
+        "empty_call_ok",
+        &format!("{SPEC}checkpoint {{ }}\n")
+            .replace("adam(0.01)", "adam(learning_rate = 0.01, beta2 = 0.9)"),
+    );
+    let r = c.ok(
+        None,
+        &["optimizer.epsilon=0.001", "checkpoint.keep=1"],
+        &Flags::default(),
+    );
+    assert!(
+        r.source
+            .text
+            .contains("adam(learning_rate = 0.01, beta2 = 0.9, epsilon = 0.001)"),
+        "{}",
+        r.source.text
+    );
+    assert!(r.source.text.contains("keep = 1 }"), "{}", r.source.text);
+    assert_eq!(r.config.checkpoint.keep, 1);
+}

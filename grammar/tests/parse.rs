@@ -490,7 +490,12 @@ checkpoint = 3
         .collect();
     assert_eq!(
         blocks,
-        [("checkpoint", 3), ("summaries", 2), ("logging", 2), ("evaluate", 1)]
+        [
+            ("checkpoint", 3),
+            ("summaries", 2),
+            ("logging", 2),
+            ("evaluate", 1)
+        ]
     );
     let Item::InitFromCheckpoint(i) = &f.items[4] else {
         panic!("{:?}", f.items[4]);
@@ -509,7 +514,10 @@ checkpoint = 3
     assert!(empty.assignment_map.is_empty());
     assert!(matches!(&f.items[6], Item::Let(b) if b.name.name == "checkpoint"));
     let printed = specc_grammar::print::print_spec(&f);
-    assert!(printed.contains("(checkpoint dir=\"runs/d\" every_steps=1000 keep=5)"), "{printed}");
+    assert!(
+        printed.contains("(checkpoint dir=\"runs/d\" every_steps=1000 keep=5)"),
+        "{printed}"
+    );
     assert!(
         printed.contains("(init_from_checkpoint \"runs/pre\" (\"old/scope/\" \"new/scope/\") (\"W1\" \"layer1/W\"))"),
         "{printed}"
@@ -523,7 +531,10 @@ fn run_item_syntax_errors() {
     let e = specc_grammar::parse("init_from_checkpoint(\"p\", { \"a\" \"b\" })").unwrap_err();
     assert_eq!(e.message, "expected `:`, found a string", "{e:?}");
     let e = specc_grammar::parse("checkpoint { dir = \"x\" keep = 5 }").unwrap_err();
-    assert!(e.message.starts_with("expected `,` or a line break"), "{e:?}");
+    assert!(
+        e.message.starts_with("expected `,` or a line break"),
+        "{e:?}"
+    );
     let e = specc_grammar::parse("logging { every_steps 5 }").unwrap_err();
     assert!(e.message.contains("expected `=`"), "{e:?}");
 }
