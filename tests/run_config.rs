@@ -124,6 +124,9 @@ fn config_file_errors_name_the_file_line_and_column() {
     let (status, _, err) = specc(&dir, &["run", "spec.spec", "--config", "missing.yaml"]);
     assert_eq!(status, 1, "{err}");
     assert!(err.contains("cannot read missing.yaml"), "{err}");
+    let (status, _, err) = specc(&dir, &["run", "spec.spec", "--config", "/dev/zero"]);
+    assert_eq!(status, 1, "{err}");
+    assert!(err.contains("larger than 1 MiB"), "{err}");
     std::fs::write(dir.join("run.yaml"), "steps: [3\n").unwrap();
     let (status, _, err) = specc(&dir, &["run", "spec.spec", "--config", "run.yaml"]);
     assert_eq!(status, 1, "{err}");

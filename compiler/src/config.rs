@@ -342,10 +342,26 @@ pub fn resolve(
     })
 }
 
+/// The largest config file read: 1 MiB (a file that never ends, such as
+/// `/dev/zero`, is an error, not a process that grows until it is killed).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Reads a config file into settings (paths made relative to its directory).
 pub fn read_config_file(path: &Path) -> Result<Vec<Setting>, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    use std::io::Read;
+    let cannot = |e: String| format!("cannot read {}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| cannot(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| cannot(e.to_string()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(cannot(format!(
+            "the file is larger than 1 MiB ({MAX_CONFIG_BYTES} bytes), the limit for a run configuration"
+        ))
+        .into());
+    }
+    let text = String::from_utf8(bytes).map_err(|_| cannot("it is not UTF-8 text".into()))?;
     let name = path.display().to_string();
     let root = yaml::parse(&text).map_err(|e| format!("{name}:{e}"))?;
     let Some(root) = root else {
