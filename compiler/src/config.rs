@@ -66,7 +66,8 @@ impl Ty {
 }
 
 /// The top-level keys that are values (the `train` block's settings and
-/// the data file).
+/// the data file). The `train` settings may also be written in a `train:`
+/// mapping or as `train.KEY`, like the spec's block.
 pub const TOP_KEYS: &[(&str, Ty)] = &[
     ("data", Ty::Path),
     ("steps", Ty::Int),
@@ -395,6 +396,22 @@ pub fn read_config_file(path: &Path) -> Result<Vec<Setting>, ConfigError> {
             out.push(s);
             continue;
         }
+        if key == "train" {
+            // `train: { steps: 5 }` is the top-level keys, as in the spec's block.
+            let Kind::Map(inner) = &v.kind else {
+                return Err(format!(
+                    "{}: `train` is a mapping of its settings (`train: {{ steps: 1000 }}`), found {}",
+                    origin(v),
+                    v.describe()
+                )
+                .into());
+            };
+            for (ik, iv) in inner {
+                let ikey = ik.str().unwrap_or_default();
+                out.push(train_setting(ikey, iv, origin(ik), origin(iv))?);
+            }
+            continue;
+        }
         let Some(&(section, keys)) = SECTIONS.iter().find(|(n, _)| *n == key) else {
             return Err(unknown_key(key, None, &origin(k)).into());
         };
@@ -417,6 +434,25 @@ pub fn read_config_file(path: &Path) -> Result<Vec<Setting>, ConfigError> {
         }
     }
     Ok(out)
+}
+
+/// `train.KEY`: a top-level key of the `train` block (not `data`).
+fn train_setting(key: &str, v: &Node, at_key: Origin, at_value: Origin) -> Result<Setting, String> {
+    match TOP_KEYS.iter().find(|(n, _)| *n == key && *n != "data") {
+        Some(&(_, ty)) => typed("", key, ty, v, at_value),
+        None => {
+            let keys: Vec<&str> = TOP_KEYS
+                .iter()
+                .map(|(k, _)| *k)
+                .filter(|k| *k != "data")
+                .collect();
+            let mut msg = format!("{at_key}: unknown key `train.{key}`");
+            if let Some(s) = closest(key, keys.iter().copied()) {
+                msg += &format!("; did you mean `train.{s}`?");
+            }
+            Err(msg + &format!(" (keys of `train`: {})", keys.join(", ")))
+        }
+    }
 }
 
 /// One `section.key` value; `at_key` is where the key is (for unknown keys).
@@ -591,6 +627,7 @@ pub fn parse_set(raw: &str) -> Result<Setting, String> {
             Some(&(_, ty)) => typed("", key, ty, &node, origin.clone())?,
             None => return Err(unknown_key(key, None, &origin)),
         },
+        Some(("train", k)) => train_setting(k, &node, origin.clone(), origin.clone())?,
         Some((section, k)) => match SECTIONS.iter().find(|(n, _)| *n == section) {
             Some(&(section, keys)) => {
                 section_setting(section, keys, k, &node, origin.clone(), origin.clone())?

@@ -521,3 +521,24 @@ fn empty_blocks_and_calls_take_inserted_values() {
     assert!(r.source.text.contains("keep = 1 }"), "{}", r.source.text);
     assert_eq!(r.config.checkpoint.keep, 1);
 }
+
+#[test]
+fn train_settings_may_be_written_as_a_train_section() {
+    let c = Case::new("train_section", SPEC);
+    let file = c.yaml("train:\n  steps: 6\n  batch: 2\n");
+    let r = c.ok(Some(&file), &[], &Flags::default());
+    assert_eq!((steps(&r), r.model.train.batch), (Duration::Steps(6), 2));
+    let r = c.ok(Some(&file), &["train.steps=8"], &Flags::default());
+    assert_eq!(steps(&r), Duration::Steps(8));
+    let file = c.yaml("train:\n  batches: 6\n");
+    let e = c.other(Some(&file), &[]);
+    assert!(
+        e.starts_with(&format!(
+            "{}:2:3: unknown key `train.batches`; did you mean `train.batch`?",
+            file.display()
+        )),
+        "{e}"
+    );
+    let e = c.other(None, &["train.data=x.csv"]);
+    assert!(e.contains("unknown key `train.data`"), "{e}");
+}
