@@ -472,10 +472,10 @@ fn section_setting(
             Value::Number(x)
         } else {
             match v.str() {
-                Some(t) if !v.is_null() && !t.contains('\n') => Value::Expr(t.to_string()),
+                Some(t) if !v.is_null() && is_one_expression(t) => Value::Expr(t.to_string()),
                 _ => {
                     return Err(format!(
-                        "{at_value}: optimizer.{key} must be a number, `true`/`false` or a spec expression, found {}",
+                        "{at_value}: optimizer.{key} must be a number, `true`/`false` or one spec expression, found {}",
                         v.describe()
                     ))
                 }
@@ -492,6 +492,18 @@ fn section_setting(
         return Err(unknown_key(key, Some(section), &at_key));
     };
     typed(section, key, ty, v, at_value)
+}
+
+/// Whether `t` is exactly one spec expression (so an override cannot add
+/// items to the spec).
+fn is_one_expression(t: &str) -> bool {
+    let text = format!("v = {t}");
+    match specc_grammar::parse(&text) {
+        Ok(f) => {
+            matches!(f.items.as_slice(), [Item::Let(b)] if b.value.span.end as usize == text.trim_end().len())
+        }
+        Err(_) => false,
+    }
 }
 
 fn finite(x: f64, key: &str, at: &Origin) -> Result<(), String> {

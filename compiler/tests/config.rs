@@ -229,6 +229,11 @@ fn optimizer_arguments_are_checked_against_the_optimizer() {
         e.starts_with(&format!("{}:2:17: `adam` has no argument `learnig_rate`; did you mean `optimizer.learning_rate`?", file.display())),
         "{e}"
     );
+    let e = c.other(None, &["optimizer.learning_rate=0.1) clip global_norm(1.0"]);
+    assert!(
+        e.contains("must be a number, `true`/`false` or one spec expression"),
+        "{e}"
+    );
     let e = c.other(None, &["optimizer.momentum=0.9"]);
     assert!(
         e.starts_with("--set optimizer.momentum=0.9: `adam` has no argument `momentum`"),
