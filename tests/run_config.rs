@@ -397,3 +397,13 @@ fn init_from_checkpoint_may_come_before_the_params() {
     let (status, _, err) = specc(&dir, &["check", "spec.spec"]);
     assert_eq!(status, 0, "{err}");
 }
+
+#[test]
+fn logging_accepts_every_kind_of_name() {
+    let dir = workdir(SUITE, "log_names");
+    let spec =
+        with("logging { tensors = [loss, h, accuracy, global_step, learning_rate, W1, x, y] }");
+    std::fs::write(dir.join("spec.spec"), spec).unwrap();
+    let (status, _, err) = specc(&dir, &["check", "spec.spec"]);
+    assert_eq!(status, 0, "{err}");
+}
