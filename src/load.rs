@@ -5,6 +5,7 @@
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 
+use specc_compiler::config::{ConfigError, Flags, Resolved};
 use specc_compiler::model::Model;
 use specc_grammar::{Diagnostic, SourceFile};
 use specc_runtime::data::{self, Dataset, Source};
@@ -38,6 +39,33 @@ pub fn read_spec(path: &Path) -> Result<SourceFile, Failure> {
         ))
     })?;
     Ok(SourceFile::new(path.display().to_string(), text))
+}
+
+/// `specc run`'s configuration: the spec at `spec`, then `config`, `sets`
+/// and `flags` ([`specc_compiler::config::resolve`]); errors are reported.
+pub fn resolve_run(
+    spec: &Path,
+    config: Option<&Path>,
+    sets: &[String],
+    flags: &Flags,
+) -> Result<Resolved, Failure> {
+    // The flag's own range check (exit 1), before it reaches the spec.
+    if let Some(f) = flags.eval_fraction {
+        if !(0.0..1.0).contains(&f) {
+            return Err(Failure::Other(format!(
+                "--eval-fraction must be in [0, 1), got {f}"
+            )));
+        }
+    }
+    let src = read_spec(spec)?;
+    match specc_compiler::config::resolve(&src, spec, config, sets, flags) {
+        Ok(r) => Ok(r),
+        Err(ConfigError::Spec {
+            source,
+            diagnostics,
+        }) => Err(report(&diagnostics, &source)),
+        Err(ConfigError::Other(msg)) => Err(Failure::Other(msg)),
+    }
 }
 
 /// Prints diagnostics to stderr (in color on a terminal, unless NO_COLOR is set).

@@ -63,14 +63,33 @@ enum Command {
         /// Fraction of rows held out for evaluation (overrides the spec; 0 disables).
         #[arg(long, allow_negative_numbers = true)]
         eval_fraction: Option<f64>,
+        /// A YAML run configuration (keys in README, "Runs"); it overrides the spec.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Override one setting, e.g. `--set optimizer.learning_rate=0.01` (repeatable; wins over --config).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Save checkpoints in this directory (the spec's `checkpoint { dir }`).
+        #[arg(long, value_name = "DIR")]
+        checkpoint_dir: Option<PathBuf>,
+        /// Save a checkpoint every N steps (0: only at the end).
+        #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+        checkpoint_every_steps: Option<u64>,
+        /// Save a checkpoint every S seconds (0: not by time).
+        #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = seconds)]
+        checkpoint_every_secs: Option<f64>,
+        /// Keep the K most recent checkpoints (TF's max_to_keep; 0 keeps all).
+        #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
+        keep: Option<u64>,
+        /// Write TensorBoard event files in this directory (the spec's `summaries { dir }`).
+        #[arg(long, value_name = "DIR")]
+        summary_dir: Option<PathBuf>,
         /// Also evaluate with every parameter replaced by its moving average (the spec's `ema`).
         #[arg(long)]
         eval_with_averages: bool,
         /// Print one JSON object with the results as the last line of stdout.
         #[arg(long)]
         json: bool,
-        #[command(flatten)]
-        checkpoint: commands::run::CheckpointArgs,
     },
     /// Compare compiled gradients with finite differences on one batch.
     Gradcheck {
@@ -114,14 +133,6 @@ enum Command {
 }
 
 /// `--steps N`: a positive integer.
-/// A positive, finite number of seconds (or hours).
-fn positive_secs(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err("must be a positive number".into()),
-    }
-}
-
 fn positive_steps(s: &str) -> Result<u64, String> {
     match s.trim().parse::<i128>() {
         Ok(n) if n >= 1 => {
@@ -148,6 +159,14 @@ fn count(s: &str) -> Result<u64, String> {
     match s.trim().parse::<i128>() {
         Ok(n) if n >= 0 => u64::try_from(n).map_err(|_| format!("must be at most {}", u64::MAX)),
         Ok(_) | Err(_) => Err("must be a non-negative integer".into()),
+    }
+}
+
+/// A number of seconds: finite, not negative.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err("must be a number of seconds, not negative".into()),
     }
 }
 
@@ -191,20 +210,37 @@ fn main() -> ExitCode {
             data,
             steps,
             eval_fraction,
+            config,
+            set,
+            checkpoint_dir,
+            checkpoint_every_steps,
+            checkpoint_every_secs,
+            keep,
+            summary_dir,
             eval_with_averages,
             json,
-            checkpoint,
-        } => commands::run::run(
-            &spec,
-            &commands::run::RunOptions {
+        } => {
+            let flags = specc_compiler::config::Flags {
                 data,
                 steps,
                 eval_fraction,
-                eval_with_averages,
-                json,
-                checkpoint,
-            },
-        ),
+                checkpoint_dir,
+                checkpoint_every_steps,
+                checkpoint_every_secs,
+                keep,
+                summary_dir,
+            };
+            commands::run::run(
+                &spec,
+                &commands::run::RunOptions {
+                    config,
+                    sets: set,
+                    flags,
+                    eval_with_averages,
+                    json,
+                },
+            )
+        }
         Command::Gradcheck {
             spec,
             data,

@@ -132,3 +132,18 @@ fn a_checkpoint_with_another_shape_is_refused_naming_the_variable_and_both_shape
     );
     assert_eq!(std::fs::read(dir.join("ck/checkpoint")).unwrap(), before);
 }
+
+#[test]
+fn a_changed_spec_is_refused_and_the_checkpoint_kept() {
+    let spec = digits("digits_mlp.spec");
+    let dir = setup("changed_spec", &spec);
+    run(&dir, &["--steps", "10", "--checkpoint-dir", "ck"]);
+    let before = std::fs::read(dir.join("ck/checkpoint")).unwrap();
+    let edited = spec.replace("adam(learning_rate = 0.001)", "adam(learning_rate = 0.002)");
+    assert_ne!(edited, spec);
+    std::fs::write(dir.join("spec.spec"), edited).unwrap();
+    let (code, _, err) = specc(&dir, &["run", "spec.spec", "--checkpoint-dir", "ck"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("spec changed"), "{err}");
+    assert_eq!(std::fs::read(dir.join("ck/checkpoint")).unwrap(), before);
+}

@@ -20,6 +20,7 @@
 
 pub mod autodiff;
 pub mod codegen;
+pub mod config;
 pub mod driver;
 pub mod interp;
 pub mod ir;

@@ -10,6 +10,9 @@
 //! `graph.vars`; every function's roots are nodes of `graph`.
 
 use specc_grammar::ast::Span;
+use specc_runtime::config::{
+    CheckpointConfig, EvaluateConfig, LoggingConfig, SummaryConfig, WarmStart,
+};
 use specc_runtime::data::{Dataset, InputKind, InputSpec, Source, SyntheticSpec};
 use specc_runtime::init::Initializer;
 /// Metrics are the runtime's: it evaluates them (one definition, one place
@@ -244,6 +247,16 @@ pub struct Model {
     pub ema: Option<EmaSpec>,
     /// The `global_norm` metric: the step reports the gradients' global norm.
     pub report_global_norm: bool,
+    /// `checkpoint { .. }` (directories relative to the spec's directory).
+    pub checkpoint: CheckpointConfig,
+    /// `summaries { .. }`.
+    pub summaries: SummaryConfig,
+    /// `logging { .. }`.
+    pub logging: LoggingConfig,
+    /// `evaluate { .. }`.
+    pub evaluate: EvaluateConfig,
+    /// `init_from_checkpoint(..)`.
+    pub warm_start: Option<WarmStart>,
 }
 
 impl Model {

@@ -78,6 +78,50 @@ pub enum Item {
     Train(Block<Arg>),
     /// `metrics { accuracy(label, argmax(logits)) acc2 = ... }`
     Metrics(Block<MetricDecl>),
+    /// `checkpoint { dir = "runs/x", every_steps = 1000, keep = 5 }`
+    Checkpoint(Block<Arg>),
+    /// `summaries { dir = "runs/x", every_steps = 100, histograms = false }`
+    Summaries(Block<Arg>),
+    /// `logging { every_steps = 100, tensors = [loss, h1] }`
+    Logging(Block<Arg>),
+    /// `evaluate { every_steps = 500 }`
+    Evaluate(Block<Arg>),
+    /// `init_from_checkpoint("path", { "old/": "new/", "W1": "layer1/W" })`
+    InitFromCheckpoint(InitFromCheckpoint),
+}
+
+/// A string literal with its position (quotes included in the span).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StrLit {
+    pub value: String,
+    pub span: Span,
+}
+
+/// `init_from_checkpoint(PATH, { "CKPT NAME OR SCOPE": "PARAM NAME OR SCOPE", .. })`:
+/// TF's `tf.compat.v1.train.init_from_checkpoint` and its `assignment_map`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InitFromCheckpoint {
+    pub path: StrLit,
+    /// The entries in source order: (checkpoint side, spec side).
+    pub assignment_map: Vec<(StrLit, StrLit)>,
+    /// The `{ .. }` of the map.
+    pub map_span: Span,
+    pub span: Span,
+}
+
+impl Item {
+    /// The settings block of a keyword-block item (`train`, `checkpoint`,
+    /// `summaries`, `logging`, `evaluate`) and its keyword.
+    pub fn settings_block(&self) -> Option<(&'static str, &Block<Arg>)> {
+        Some(match self {
+            Item::Train(b) => ("train", b),
+            Item::Checkpoint(b) => ("checkpoint", b),
+            Item::Summaries(b) => ("summaries", b),
+            Item::Logging(b) => ("logging", b),
+            Item::Evaluate(b) => ("evaluate", b),
+            _ => return None,
+        })
+    }
 }
 
 /// A braced block: its entries and the span of the keyword that opened it.

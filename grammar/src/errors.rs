@@ -44,6 +44,11 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::clip_item
         | Rule::ema_item
         | Rule::train_item
+        | Rule::checkpoint_item
+        | Rule::summaries_item
+        | Rule::logging_item
+        | Rule::evaluate_item
+        | Rule::init_item
         | Rule::metrics_item
         | Rule::statement_item
         | Rule::let_item => (Boundary, "a statement"),
@@ -56,6 +61,11 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::kw_clip
         | Rule::kw_ema
         | Rule::kw_train
+        | Rule::kw_checkpoint
+        | Rule::kw_summaries
+        | Rule::kw_logging
+        | Rule::kw_evaluate
+        | Rule::kw_init_from_checkpoint
         | Rule::kw_metrics => (Boundary, "a statement"),
         Rule::kw_from => (Continuation, "`from`"),
         // Silent rules: pest never reports them, but the match must be total.
@@ -70,6 +80,11 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         Rule::param_decl => (Start, "a parameter `NAME: [DIMS] = INIT`"),
         Rule::param_option | Rule::kwarg => (Start, "`NAME = VALUE`"),
         Rule::metric_decl => (Start, "a metric"),
+        Rule::assignment_map => (
+            Start,
+            "an assignment map `{ \"CHECKPOINT NAME\": \"PARAMETER\" }`",
+        ),
+        Rule::map_entry => (Start, "an entry `\"CHECKPOINT NAME\": \"PARAMETER\"`"),
         Rule::shape => (Start, "a shape `[d0, d1, ...]`"),
         Rule::expr
         | Rule::comparison
@@ -105,7 +120,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
 }
 
 /// Words that start a statement form (or, for `from`, continue `label`).
-const KEYWORDS: [&str; 9] = [
+const KEYWORDS: [&str; 13] = [
     "model",
     "data",
     "label",
@@ -113,11 +128,24 @@ const KEYWORDS: [&str; 9] = [
     "params",
     "optimizer",
     "train",
+    "checkpoint",
+    "summaries",
+    "logging",
+    "evaluate",
     "metrics",
     "from",
 ];
 
-const BLOCK_KEYWORDS: [&str; 4] = ["features", "params", "train", "metrics"];
+const BLOCK_KEYWORDS: [&str; 8] = [
+    "features",
+    "params",
+    "train",
+    "checkpoint",
+    "summaries",
+    "logging",
+    "evaluate",
+    "metrics",
+];
 
 /// Converts pest's error into our diagnostic. `scan` is the token scan of
 /// the same `src`.
@@ -514,6 +542,10 @@ fn block_help(keyword: &str) -> Option<&'static str> {
              e.g. `W1: [64, 128] = glorot_uniform(seed = 1)`"
         }
         "train" => "each entry of `train` is `key = value`, e.g. `batch = 64`",
+        "checkpoint" => "each entry of `checkpoint` is `key = value`, e.g. `every_steps = 1000`",
+        "summaries" => "each entry of `summaries` is `key = value`, e.g. `every_steps = 100`",
+        "logging" => "each entry of `logging` is `key = value`, e.g. `tensors = [loss]`",
+        "evaluate" => "each entry of `evaluate` is `key = value`, e.g. `every_steps = 500`",
         "metrics" => {
             "each entry of `metrics` is a metric, optionally named: \
              `acc = accuracy(label, argmax(logits))`"
@@ -535,6 +567,12 @@ fn statement_help(keyword: &str) -> Option<&'static str> {
         "features" => "a features block is `features { NAME = numeric(COLUMNS) ... }`",
         "params" => "a params block is `params { NAME: [d0, d1] = INIT ... }`",
         "train" => "a train block is `train { batch = 64, steps = 1000 }`",
+        "checkpoint" => {
+            "a checkpoint block is `checkpoint { dir = \"runs/NAME\", every_steps = 1000, keep = 5 }`"
+        }
+        "summaries" => "a summaries block is `summaries { dir = \"runs/NAME\", every_steps = 100 }`",
+        "logging" => "a logging block is `logging { every_steps = 100, tensors = [loss] }`",
+        "evaluate" => "an evaluate block is `evaluate { every_steps = 500 }`",
         "metrics" => "a metrics block is `metrics { accuracy(label, argmax(logits)) }`",
         _ => return None,
     })

@@ -131,6 +131,11 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::kw_ema
             | Rule::kw_train
             | Rule::kw_metrics
+            | Rule::kw_checkpoint
+            | Rule::kw_summaries
+            | Rule::kw_logging
+            | Rule::kw_evaluate
+            | Rule::kw_init_from_checkpoint
             | Rule::kw_from
     )
 }
@@ -151,9 +156,11 @@ fn check_separators(src: &str, scan: &scan::Scan, file: &SpecFile) -> Result<()>
         let (keyword, entries) = match item {
             Item::Features(b) => spans(b, |e| e.span),
             Item::Params(b) => spans(b, |e| e.span),
-            Item::Train(b) => spans(b, |e| e.span),
             Item::Metrics(b) => spans(b, |e| e.span),
-            _ => continue,
+            other => match other.settings_block() {
+                Some((_, b)) => spans(b, |e| e.span),
+                None => continue,
+            },
         };
         for pair in entries.windows(2) {
             let (prev_end, next) = (pair[0].end as usize, pair[1].start as usize);
@@ -288,6 +295,29 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
         Rule::params_item => Item::Params(block(keyword, span, c, param_decl)?),
         Rule::train_item => Item::Train(block(keyword, span, c, named_arg)?),
         Rule::metrics_item => Item::Metrics(block(keyword, span, c, metric_decl)?),
+        Rule::checkpoint_item => Item::Checkpoint(block(keyword, span, c, named_arg)?),
+        Rule::summaries_item => Item::Summaries(block(keyword, span, c, named_arg)?),
+        Rule::logging_item => Item::Logging(block(keyword, span, c, named_arg)?),
+        Rule::evaluate_item => Item::Evaluate(block(keyword, span, c, named_arg)?),
+        Rule::init_item => {
+            let path = str_lit(c.expect("a path")?)?;
+            let map = c.expect("an assignment map")?;
+            let map_span = span_of(&map);
+            let mut entries = Children::of(map);
+            let mut assignment_map = Vec::new();
+            while let Some(entry) = entries.next() {
+                let mut e = Children::of(entry);
+                let from = str_lit(e.expect("a checkpoint name")?)?;
+                let to = str_lit(e.expect("a parameter name")?)?;
+                assignment_map.push((from, to));
+            }
+            Item::InitFromCheckpoint(InitFromCheckpoint {
+                path,
+                assignment_map,
+                map_span,
+                span,
+            })
+        }
         _ => return Err(internal(span, "an item")),
     })
 }
@@ -307,6 +337,18 @@ fn block<'i, T>(
         entries,
         span,
     })
+}
+
+/// A string token as a [`StrLit`].
+fn str_lit(pair: Pair<'_, Rule>) -> Result<StrLit> {
+    let e = leaf(pair)?;
+    match e.kind {
+        ExprKind::Str(value) => Ok(StrLit {
+            value,
+            span: e.span,
+        }),
+        _ => Err(internal(e.span, "a string")),
+    }
 }
 
 fn columns(pair: Pair<'_, Rule>) -> Result<Vec<Expr>> {

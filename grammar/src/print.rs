@@ -64,9 +64,25 @@ pub fn print_spec(file: &SpecFile) -> String {
                 let opts: String = e.options.iter().map(|o| format!(" {}", arg(o))).collect();
                 (format!("(ema {}{opts})", expr(&e.decay)), e.span)
             }
-            Item::Train(b) => {
+            Item::Train(b)
+            | Item::Checkpoint(b)
+            | Item::Summaries(b)
+            | Item::Logging(b)
+            | Item::Evaluate(b) => {
+                let kw = item.settings_block().map_or("settings", |(k, _)| k);
                 let e: Vec<String> = b.entries.iter().map(arg).collect();
-                (format!("(train {})", e.join(" ")), b.span)
+                (format!("({kw} {})", e.join(" ")), b.span)
+            }
+            Item::InitFromCheckpoint(i) => {
+                let e: Vec<String> = i
+                    .assignment_map
+                    .iter()
+                    .map(|(a, b)| format!(" ({:?} {:?})", a.value, b.value))
+                    .collect();
+                (
+                    format!("(init_from_checkpoint {:?}{})", i.path.value, e.concat()),
+                    i.span,
+                )
             }
             Item::Metrics(b) => {
                 let e: Vec<String> = b

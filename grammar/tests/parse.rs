@@ -465,3 +465,76 @@ fn clip_and_ema_items() {
     assert!(matches!(&f.items[3], Item::Let(b) if b.name.name == "ema"));
     assert!(matches!(&f.items[4], Item::Let(b) if b.name.name == "clip"));
 }
+
+/// The run's items: four `key = value` blocks, and `init_from_checkpoint`
+/// with its map literal; keywords stay usable as names.
+#[test]
+fn run_items_parse() {
+    let src = r#"checkpoint { dir = "runs/d", every_steps = 1000, keep = 5 }
+summaries {
+  every_steps = 100
+  histograms = true
+}
+logging { tensors = [loss, h1], every_secs = 30 }
+evaluate { every_steps = 500 }
+init_from_checkpoint("runs/pre", { "old/scope/": "new/scope/", "W1": "layer1/W", })
+init_from_checkpoint("p", {})
+checkpoint = 3
+"#;
+    let f = parse_ok(src);
+    let blocks: Vec<(&str, usize)> = f
+        .items
+        .iter()
+        .filter_map(|i| i.settings_block())
+        .map(|(k, b)| (k, b.entries.len()))
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            ("checkpoint", 3),
+            ("summaries", 2),
+            ("logging", 2),
+            ("evaluate", 1)
+        ]
+    );
+    let Item::InitFromCheckpoint(i) = &f.items[4] else {
+        panic!("{:?}", f.items[4]);
+    };
+    assert_eq!(i.path.value, "runs/pre");
+    let map: Vec<(&str, &str)> = i
+        .assignment_map
+        .iter()
+        .map(|(a, b)| (a.value.as_str(), b.value.as_str()))
+        .collect();
+    assert_eq!(map, [("old/scope/", "new/scope/"), ("W1", "layer1/W")]);
+    assert_eq!(text(src, i.assignment_map[1].1.span), "\"layer1/W\"");
+    let Item::InitFromCheckpoint(empty) = &f.items[5] else {
+        panic!("{:?}", f.items[5]);
+    };
+    assert!(empty.assignment_map.is_empty());
+    assert!(matches!(&f.items[6], Item::Let(b) if b.name.name == "checkpoint"));
+    let printed = specc_grammar::print::print_spec(&f);
+    assert!(
+        printed.contains("(checkpoint dir=\"runs/d\" every_steps=1000 keep=5)"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("(init_from_checkpoint \"runs/pre\" (\"old/scope/\" \"new/scope/\") (\"W1\" \"layer1/W\"))"),
+        "{printed}"
+    );
+}
+
+/// A malformed map says what an entry looks like; a block's entries need
+/// separators like `train`'s.
+#[test]
+fn run_item_syntax_errors() {
+    let e = specc_grammar::parse("init_from_checkpoint(\"p\", { \"a\" \"b\" })").unwrap_err();
+    assert_eq!(e.message, "expected `:`, found a string", "{e:?}");
+    let e = specc_grammar::parse("checkpoint { dir = \"x\" keep = 5 }").unwrap_err();
+    assert!(
+        e.message.starts_with("expected `,` or a line break"),
+        "{e:?}"
+    );
+    let e = specc_grammar::parse("logging { every_steps 5 }").unwrap_err();
+    assert!(e.message.contains("expected `=`"), "{e:?}");
+}

@@ -30,6 +30,7 @@
 pub mod abi;
 pub mod batches;
 pub mod checkpoint;
+pub mod config;
 pub mod data;
 pub mod gemm;
 pub mod init;

@@ -1,10 +1,11 @@
 //! Edit distance for "did you mean" suggestions, shared by the compiler's
 //! diagnostics (names in a spec) and the data readers (column names).
 //!
-//! Owns: [`edit_distance`], the one Levenshtein distance in specc. Which
-//! candidates are close enough to suggest stays with each message: the
-//! compiler's `sema::args::suggest` for names in a spec, the CSV reader's
-//! (case-insensitive) for a missing column.
+//! Owns: [`edit_distance`], the one Levenshtein distance in specc, and
+//! [`closest`], the rule for names (used by the compiler's
+//! `sema::args::suggest`, run configuration keys and checkpoint tensors);
+//! other messages keep their own rule (the CSV reader's, case-insensitive,
+//! for a missing column).
 //! Invariant: the distance counts `char`s (Unicode scalar values), not bytes.
 
 /// The Levenshtein distance between `a` and `b`: the fewest insertions,
@@ -22,6 +23,20 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
+}
+
+/// The closest candidate within a small edit distance: at most a third of
+/// `name`'s length (1 to 3); ties go to the shorter, then the alphabetically
+/// first. The rule of "did you mean" for names (a spec's names, run
+/// configuration keys, checkpoint tensors).
+pub fn closest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let limit = (name.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, c)| (*d, c.len(), *c))
+        .map(|(_, c)| c)
 }
 
 #[cfg(test)]

@@ -21,44 +21,23 @@ use specc_runtime::train::{
     LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
 };
 
-use crate::load::{load_data, read_spec, report};
+use specc_compiler::config::{self, Flags};
+use specc_runtime::config::record::RunRecord;
+
+use crate::load::{load_data, report, resolve_run};
 use crate::Failure;
 
 /// The command line of `specc run`.
 pub struct RunOptions {
-    pub data: Option<PathBuf>,
-    pub steps: Option<u64>,
-    pub eval_fraction: Option<f64>,
+    /// `--config FILE`: a YAML run configuration.
+    pub config: Option<PathBuf>,
+    /// `--set KEY=VALUE`, in order.
+    pub sets: Vec<String>,
+    /// The dedicated flags (`--steps`, `--data`, `--checkpoint-dir`, ...).
+    pub flags: Flags,
     pub eval_with_averages: bool,
     pub json: bool,
-    pub checkpoint: CheckpointArgs,
 }
-
-/// Where and when to save checkpoints (TF's `MonitoredTrainingSession`
-/// `checkpoint_dir`, `save_checkpoint_steps`, `save_checkpoint_secs`, and
-/// `Saver`'s `max_to_keep`, `keep_checkpoint_every_n_hours`).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct CheckpointArgs {
-    /// Save checkpoints in DIR (TF's format), and resume from its latest one.
-    #[arg(long, value_name = "DIR")]
-    pub checkpoint_dir: Option<PathBuf>,
-    /// Save every N steps (default: every 600 seconds, as TF).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::positive_steps)]
-    pub checkpoint_every_steps: Option<u64>,
-    /// Save every S seconds.
-    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = crate::positive_secs)]
-    pub checkpoint_every_secs: Option<f64>,
-    /// Keep the last K checkpoints (TF's max_to_keep; default 5, 0 keeps all).
-    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = crate::count)]
-    pub keep: Option<u64>,
-    /// Also keep one checkpoint every H hours (TF's keep_checkpoint_every_n_hours).
-    #[arg(long, value_name = "H", allow_negative_numbers = true, value_parser = crate::positive_secs)]
-    pub keep_every_n_hours: Option<f64>,
-}
-
-/// TF's defaults: `save_checkpoint_secs = 600`, `max_to_keep = 5`.
-const CHECKPOINT_EVERY_SECS: f64 = 600.0;
-const CHECKPOINT_KEEP: u64 = 5;
 
 /// Steps between two updates of the progress bar.
 const PROGRESS_EVERY: u64 = 64;
@@ -110,15 +89,15 @@ fn json_f32(v: f32) -> serde_json::Value {
 }
 
 fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Failure> {
-    let RunOptions {
-        steps,
-        eval_fraction,
-        json,
-        ..
-    } = *opts;
-    let src = read_spec(spec)?;
+    let json = opts.json;
+    let (steps, eval_fraction) = (opts.flags.steps, opts.flags.eval_fraction);
+    // The spec with the config file's, `--set`'s and the flags' overrides
+    // written into it, checked; and the run's settings.
+    let run = resolve_run(spec, opts.config.as_deref(), &opts.sets, &opts.flags)?;
+    let config = &run.config;
+    let src = &run.source;
     let t0 = Instant::now();
-    let program = compile(&src, Functions::TRAIN).map_err(|d| report(&d, &src))?;
+    let program = compile(src, Functions::TRAIN).map_err(|d| report(&d, src))?;
     let compile_s = t0.elapsed().as_secs_f64();
     let model = &program.model;
     reached.model = Some(model.name.clone());
@@ -131,7 +110,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
     let mut session = program.session()?;
-    let (dataset, data_name) = load_data(model, spec, opts.data.as_deref())?;
+    let (dataset, data_name) = load_data(model, spec, config.data.as_deref())?;
 
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);
     if !(0.0..1.0).contains(&fraction) {
@@ -171,18 +150,27 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // A checkpoint directory with a checkpoint: continue from it, to the
     // same bits as a run that never stopped (MonitoredTrainingSession).
     let mut saver = None;
-    if let Some(dir) = &opts.checkpoint.checkpoint_dir {
-        let c = &opts.checkpoint;
-        let keep = c.keep.unwrap_or(CHECKPOINT_KEEP);
-        let manager = CheckpointManager::new(
-            dir,
-            (keep > 0).then_some(keep as usize),
-            c.keep_every_n_hours,
-        )
-        .map_err(|e| e.to_string())?;
-        if let Some(r) = restore_latest(dir, &mut session, &mut batches)
-            .map_err(|e| format!("cannot resume from {}: {e}", dir.display()))?
-        {
+    let c = &config.checkpoint;
+    if let Some(dir) = &c.dir {
+        let keep = (c.keep > 0).then_some(c.keep as usize);
+        let manager =
+            CheckpointManager::new(dir, keep, c.keep_every_n_hours).map_err(|e| e.to_string())?;
+        // A variable of another shape is refused first (naming it and both
+        // shapes); then `run.yaml`, the record of the run (spec, its hash,
+        // overrides, data), refuses a changed spec and warns about changed
+        // data.
+        let restored = restore_latest(dir, &mut session, &mut batches)
+            .map_err(|e| format!("cannot resume from {}: {e}", dir.display()))?;
+        let record = config::record(&run, spec, env!("CARGO_PKG_VERSION"))?;
+        if restored.is_some() {
+            if let Some(old) = RunRecord::read(dir)? {
+                for w in old.check_resume(&record, dir)?.warnings {
+                    eprintln!("warning: {w}");
+                }
+            }
+        }
+        record.write(dir)?;
+        if let Some(r) = restored {
             eprintln!(
                 "specc: resumed from {} at global step {}{}",
                 r.prefix.display(),
@@ -194,10 +182,9 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
                 }
             );
         }
-        let timer = match (c.checkpoint_every_steps, c.checkpoint_every_secs) {
-            (None, None) => Timer::new(None, Some(CHECKPOINT_EVERY_SECS)),
-            (n, s) => Timer::new(n, s),
-        };
+        // The config has TF's defaults applied (600 s with a directory alone);
+        // with neither period, the hook saves at the end only.
+        let timer = Timer::new(c.every_steps, c.every_secs);
         saver = Some(CheckpointSaverHook::new(manager, timer)?);
     }
     let start_step = session.global_step;

@@ -10,7 +10,7 @@
 
 use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
-use specc_runtime::suggest::edit_distance;
+use specc_runtime::suggest::closest;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
 #[derive(Clone, Copy, Debug)]
@@ -101,16 +101,10 @@ pub fn flag_options<'a>(
 }
 
 /// The closest candidate within a small edit distance
-/// ([`specc_runtime::suggest::edit_distance`]): at most a third of `name`'s
+/// ([`specc_runtime::suggest::closest`]): at most a third of `name`'s
 /// length (1 to 3); ties go to the shorter, then the alphabetically first.
 pub fn suggest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
-    let limit = (name.chars().count() / 3).clamp(1, 3);
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, c)| (*d, c.len(), *c))
-        .map(|(_, c)| c)
+    closest(name, candidates)
 }
 
 /// Binds `call`'s arguments to `params` (for a function called `what`).

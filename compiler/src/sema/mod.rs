@@ -23,6 +23,7 @@ pub mod inputs;
 pub mod metrics;
 pub mod optimizer;
 pub mod params;
+pub mod run;
 pub mod schedules;
 pub mod settings;
 pub mod sizes;
@@ -30,8 +31,11 @@ pub mod statements;
 
 use std::collections::HashMap;
 
-use specc_grammar::ast::{Ident, Item, Span, SpecFile};
+use specc_grammar::ast::{Ident, InitFromCheckpoint, Item, Span, SpecFile};
 use specc_grammar::Diagnostic;
+use specc_runtime::config::{
+    CheckpointConfig, EvaluateConfig, LoggingConfig, SummaryConfig, WarmStart,
+};
 
 use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
 use crate::model::{
@@ -65,6 +69,12 @@ pub(crate) struct State {
     pub report_global_norm: bool,
     /// Values of the constant expressions lowered so far (see `Lowerer::constants`).
     pub constants: HashMap<NodeId, expr::Known>,
+    pub checkpoint: Option<(CheckpointConfig, Span)>,
+    pub summaries: Option<(SummaryConfig, Span)>,
+    /// The logging settings and the spans of the tensor names (checked at the end).
+    pub logging: Option<(LoggingConfig, Span, Vec<Span>)>,
+    pub evaluate: Option<(EvaluateConfig, Span)>,
+    pub warm_start: Option<(WarmStart, InitFromCheckpoint)>,
 }
 
 impl State {
@@ -177,6 +187,42 @@ impl State {
                 }
                 let t = settings::train(block)?;
                 self.train = Some((t, block.keyword));
+                Ok(())
+            }
+            Item::Checkpoint(block) => {
+                if let Some((_, prev)) = &self.checkpoint {
+                    return Err(duplicate_item("checkpoint", block.keyword, *prev));
+                }
+                self.checkpoint = Some((run::checkpoint(block)?, block.keyword));
+                Ok(())
+            }
+            Item::Summaries(block) => {
+                if let Some((_, prev)) = &self.summaries {
+                    return Err(duplicate_item("summaries", block.keyword, *prev));
+                }
+                self.summaries = Some((run::summaries(block)?, block.keyword));
+                Ok(())
+            }
+            Item::Logging(block) => {
+                if let Some((_, prev, _)) = &self.logging {
+                    return Err(duplicate_item("logging", block.keyword, *prev));
+                }
+                let (l, spans) = run::logging(block)?;
+                self.logging = Some((l, block.keyword, spans));
+                Ok(())
+            }
+            Item::Evaluate(block) => {
+                if let Some((_, prev)) = &self.evaluate {
+                    return Err(duplicate_item("evaluate", block.keyword, *prev));
+                }
+                self.evaluate = Some((run::evaluate(block)?, block.keyword));
+                Ok(())
+            }
+            Item::InitFromCheckpoint(i) => {
+                if let Some((_, prev)) = &self.warm_start {
+                    return Err(duplicate_item("init_from_checkpoint", i.span, prev.span));
+                }
+                self.warm_start = Some((run::init_from_checkpoint(i)?, i.clone()));
                 Ok(())
             }
             Item::Metrics(block) => {
@@ -315,6 +361,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             }
         }
     }
+    check_run_names(&mut st);
     if st.errors.iter().all(|d| d.code == POISONED) {
         let batch = st.train.as_ref().map_or(1, |(t, _)| t.batch);
         st.errors.extend(sizes::check(&st.graph, &st.vars, batch));
@@ -354,5 +401,66 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         clips: st.clips,
         ema: st.ema,
         report_global_norm: st.report_global_norm,
+        checkpoint: st.checkpoint.map(|c| c.0).unwrap_or_default(),
+        summaries: st.summaries.map(|c| c.0).unwrap_or_default(),
+        logging: st.logging.map(|c| c.0).unwrap_or_default(),
+        evaluate: st.evaluate.map(|c| c.0).unwrap_or_default(),
+        warm_start: st.warm_start.map(|c| c.0),
     })
+}
+
+/// The names the run's items mention: logged tensors (any name the spec
+/// defines, a metric, `global_step` or `learning_rate`) and the parameters
+/// of `init_from_checkpoint`'s assignment map.
+fn check_run_names(st: &mut State) {
+    if let Some((l, _, spans)) = &st.logging {
+        let fixed = ["global_step", specc_runtime::abi::OUTPUT_LEARNING_RATE];
+        for (name, span) in l.tensors.iter().zip(spans) {
+            let known = st.env.entries.contains_key(name)
+                || st.metrics.iter().any(|m| m.name == *name)
+                || fixed.contains(&name.as_str());
+            if known {
+                continue;
+            }
+            let mut candidates: Vec<&str> = st.env.entries.keys().map(|k| k.as_str()).collect();
+            candidates.extend(st.metrics.iter().map(|m| m.name.as_str()));
+            candidates.extend(fixed);
+            candidates.sort_unstable();
+            let mut d = Diagnostic::new(
+                "unknown-name",
+                *span,
+                format!("unknown tensor `{name}` in `logging`"),
+            )
+            .with_label("not defined");
+            if let Some(s) = args::suggest(name, candidates.iter().copied()) {
+                d = d.with_help(format!("did you mean `{s}`?"));
+            } else {
+                d = d.with_help(
+                    "logging prints any name the spec defines (a binding, feature, label or parameter), a metric, `global_step` or `learning_rate`",
+                );
+            }
+            st.errors.push(d);
+        }
+    }
+    if let Some((_, item)) = &st.warm_start {
+        let params: Vec<&str> = st
+            .vars
+            .iter()
+            .zip(&st.graph.vars)
+            .filter(|(v, _)| matches!(v.kind, crate::model::VarKind::Param { .. }))
+            .map(|(_, leaf)| leaf.name.as_str())
+            .collect();
+        // A parameter that failed to check is poisoned: do not call it unknown.
+        let poisoned: Vec<&str> = st
+            .env
+            .entries
+            .iter()
+            .filter(|(_, e)| e.value.is_none() && e.what == "parameter")
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let mut all = params.clone();
+        all.extend(poisoned);
+        let errors = run::check_assignment_map(item, &all);
+        st.errors.extend(errors);
+    }
 }

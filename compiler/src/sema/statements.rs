@@ -14,6 +14,17 @@ use super::State;
 use crate::ir::Dim;
 
 pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
+    if call.func.name == "init_from_checkpoint" {
+        // The grammar's `init_from_checkpoint` form did not match: a path and
+        // a map literal are missing or malformed.
+        return Err(Diagnostic::new(
+            "bad-argument",
+            call.span,
+            "`init_from_checkpoint` takes a checkpoint path and an assignment map",
+        )
+        .with_label("expected init_from_checkpoint(\"PATH\", { \"CHECKPOINT NAME\": \"PARAMETER\" })")
+        .with_help("e.g. init_from_checkpoint(\"runs/pretrained\", { \"/\": \"/\" }) loads every parameter"));
+    }
     if call.func.name != "assert_shape" {
         return Err(Diagnostic::new(
             "unknown-function",

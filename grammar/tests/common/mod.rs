@@ -157,7 +157,28 @@ impl SpanCheck<'_> {
                 assert_eq!(p.span.end, last.end, "param span ends with its last part");
             }),
             Item::Let(b) => self.binding(b),
-            Item::Train(b) => self.block(b, |c, a| c.arg(a)),
+            Item::Train(b)
+            | Item::Checkpoint(b)
+            | Item::Summaries(b)
+            | Item::Logging(b)
+            | Item::Evaluate(b) => self.block(b, |c, a| c.arg(a)),
+            Item::InitFromCheckpoint(i) => {
+                let t = self.text(i.span);
+                assert!(
+                    t.starts_with("init_from_checkpoint") && t.ends_with(')'),
+                    "{t:?}"
+                );
+                let p = self.text(i.path.span);
+                assert!(p.starts_with('"') && p.ends_with('"'), "{p:?}");
+                let m = self.text(i.map_span);
+                assert!(m.starts_with('{') && m.ends_with('}'), "{m:?}");
+                for (a, b) in &i.assignment_map {
+                    for s in [a, b] {
+                        let t = self.text(s.span);
+                        assert!(t.starts_with('"') && t.ends_with('"'), "{t:?}");
+                    }
+                }
+            }
             Item::Metrics(b) => self.block(b, |c, m| {
                 c.text(m.span);
                 if let Some(n) = &m.name {
