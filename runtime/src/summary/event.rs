@@ -543,7 +543,11 @@ mod tests {
 
     #[test]
     fn malformed_events_are_errors() {
-        for bad in [&[0x2a, 0x05, 1][..], &[0x09, 1, 2], &[0x2a, 0x02, 0x0a, 0x07]] {
+        for bad in [
+            &[0x2a, 0x05, 1][..],
+            &[0x09, 1, 2],
+            &[0x2a, 0x02, 0x0a, 0x07],
+        ] {
             assert!(Event::decode(bad).is_err(), "{bad:?}");
         }
     }

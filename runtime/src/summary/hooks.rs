@@ -154,7 +154,12 @@ impl Hook for SummarySaverHook {
             .function_index("step")
             .ok_or_else(|| TrainError::Session("the program has no step function".into()))?;
         self.scalars.clear();
-        for (index, o) in session.function_layout(self.step_fn).outputs.iter().enumerate() {
+        for (index, o) in session
+            .function_layout(self.step_fn)
+            .outputs
+            .iter()
+            .enumerate()
+        {
             if o.elem != ElemType::F32 || o.batched || o.per_example != 1 {
                 continue;
             }

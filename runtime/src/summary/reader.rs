@@ -60,20 +60,20 @@ impl EventFileReader {
 
     fn read(&mut self) -> Result<Option<Event>, SummaryError> {
         let offset = self.records.offset();
-        let more = self
-            .records
-            .read_into(&mut self.payload)
-            .map_err(|error| SummaryError::Record {
-                path: self.path.clone(),
-                index: self.index,
-                offset: match &error {
-                    RecordError::Io { offset, .. }
-                    | RecordError::Truncated { offset }
-                    | RecordError::Corrupt { offset, .. }
-                    | RecordError::TooLong { offset, .. } => *offset,
-                },
-                error,
-            })?;
+        let more =
+            self.records
+                .read_into(&mut self.payload)
+                .map_err(|error| SummaryError::Record {
+                    path: self.path.clone(),
+                    index: self.index,
+                    offset: match &error {
+                        RecordError::Io { offset, .. }
+                        | RecordError::Truncated { offset }
+                        | RecordError::Corrupt { offset, .. }
+                        | RecordError::TooLong { offset, .. } => *offset,
+                    },
+                    error,
+                })?;
         if !more {
             return Ok(None);
         }

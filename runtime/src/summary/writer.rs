@@ -335,7 +335,12 @@ struct Worker {
 }
 
 impl Worker {
-    fn write(&mut self, out: &mut BufWriter<File>, ev: &Event, fail: &dyn Fn(std::io::Error, &str)) {
+    fn write(
+        &mut self,
+        out: &mut BufWriter<File>,
+        ev: &Event,
+        fail: &dyn Fn(std::io::Error, &str),
+    ) {
         if self.failed {
             return;
         }
