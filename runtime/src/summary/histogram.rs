@@ -9,7 +9,8 @@
 //! empty buckets becomes one empty bucket at the run's last limit, and an
 //! empty histogram is one empty bucket at `DBL_MAX`).
 //!
-//! Invariants: a value `v` counts in the first bucket whose limit is greater
+//! Invariants: a value `v` (a float32 subnormal flushed to zero, as TF's
+//! kernels do) counts in the first bucket whose limit is greater
 //! than `v` (`std::upper_bound`), so bucket `i` holds
 //! `limits[i-1] <= v < limits[i]`; `sum` and `sum_squares` add the values as
 //! float64 in the order given, as TF does; the limits are computed once per
@@ -115,15 +116,28 @@ impl Histogram {
         self.sum_squares += value * value;
     }
 
-    /// Adds every value of a float32 tensor, as TF's `HistogramSummary`
-    /// kernel does; a NaN or infinity is refused (TF's "Nan in summary
-    /// histogram" error) with its position, and then nothing was added.
+    /// Adds a float32 value as TF's `HistogramSummary` kernel does: its CPU
+    /// kernels run with denormals flushed, so a subnormal input counts as a
+    /// zero of its sign.
+    #[inline]
+    pub fn add_f32(&mut self, value: f32) {
+        let v = if value.is_subnormal() {
+            0.0f32.copysign(value)
+        } else {
+            value
+        };
+        self.add(f64::from(v));
+    }
+
+    /// Adds every value of a float32 tensor ([`Histogram::add_f32`]); a NaN
+    /// or infinity is refused (TF's "Nan in summary histogram" error) with
+    /// its position, and then nothing was added.
     pub fn add_finite(&mut self, values: &[f32]) -> Result<(), usize> {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(i);
         }
         for &v in values {
-            self.add(f64::from(v));
+            self.add_f32(v);
         }
         Ok(())
     }
@@ -209,6 +223,15 @@ mod tests {
         // The run of empty buckets up to the limit 0, then [0, 1e-12), then the rest.
         assert_eq!(p.bucket_limit, [0.0, 1e-12, f64::MAX]);
         assert_eq!(p.bucket, [0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn subnormal_inputs_count_as_zeros_as_in_tfs_kernels() {
+        let mut h = Histogram::new();
+        h.add_finite(&[1e-45, -1e-45, 0.0]).unwrap();
+        let p = h.to_proto();
+        assert_eq!((p.sum, p.num, p.min, p.max), (0.0, 3.0, 0.0, 0.0));
+        assert_eq!(p.bucket, [0.0, 3.0, 0.0]);
     }
 
     #[test]

@@ -374,7 +374,7 @@ impl SummaryBatch {
         for (tag, xs) in &self.histograms {
             h.clear();
             for &x in xs {
-                h.add(f64::from(x));
+                h.add_f32(x);
             }
             values.push(SummaryValue::histogram(tag, h.to_proto()));
         }
