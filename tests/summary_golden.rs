@@ -634,3 +634,23 @@ fn bad_event_files_are_errors_naming_the_file() {
     assert!(matches!(e, SummaryError::Decode { index: 0, .. }), "{e}");
     assert!(Path::new(e.path()) == junk);
 }
+
+/// Two writers of one directory in the same second write two files (TF's
+/// name, then `.1`), never one over the other.
+#[test]
+fn writers_never_overwrite_each_other() {
+    let dir = temp_dir("two");
+    let a = SummaryWriter::create(&dir).unwrap();
+    let b = SummaryWriter::create(&dir).unwrap();
+    assert_ne!(a.path(), b.path());
+    a.add_scalars(1, &[("loss", 1.0)]).unwrap();
+    b.add_scalars(2, &[("loss", 2.0)]).unwrap();
+    a.close().unwrap();
+    b.close().unwrap();
+    assert_eq!(event_files(&dir).unwrap().len(), 2);
+    for (w, step) in [(&a, 1), (&b, 2)] {
+        let events = read_events(w.path()).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].step, step);
+    }
+}

@@ -542,6 +542,40 @@ mod tests {
     }
 
     #[test]
+    fn tf2_scalar_tensors_decode_as_scalars() {
+        // Summary.Value{tag, metadata.plugin_data.plugin_name = "scalars",
+        // tensor: TensorProto{dtype: DT_FLOAT, tensor_shape: {}, float_val: [2.5]}},
+        // as tf.summary.scalar writes it; and a DT_DOUBLE in tensor_content.
+        for (dtype, field, bytes) in [
+            (DT_FLOAT, 5, 2.5f32.to_le_bytes().to_vec()),
+            (DT_DOUBLE, 4, 2.5f64.to_le_bytes().to_vec()),
+        ] {
+            let mut e = Encoder::new();
+            e.double(1, 3.0);
+            e.int64(2, 9);
+            e.message(5, |e| {
+                e.message(1, |e| {
+                    e.bytes(1, b"loss");
+                    e.message(8, |e| {
+                        e.varint(1, dtype as u64);
+                        e.message(2, |_| {});
+                        e.bytes(field, &bytes);
+                    });
+                    e.message(9, |e| e.message(1, |e| e.bytes(1, b"scalars")));
+                })
+            });
+            let ev = Event::decode(&e.finish()).unwrap();
+            let What::Summary(s) = &ev.what else {
+                panic!("{ev:?}")
+            };
+            assert_eq!(ev.step, 9);
+            assert_eq!(s.values[0].tag, "loss");
+            assert_eq!(s.values[0].plugin_name.as_deref(), Some("scalars"));
+            assert_eq!(s.values[0].as_scalar(), Some(2.5));
+        }
+    }
+
+    #[test]
     fn malformed_events_are_errors() {
         for bad in [
             &[0x2a, 0x05, 1][..],
