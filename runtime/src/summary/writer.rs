@@ -17,7 +17,8 @@
 //!
 //! Invariants: the training thread only copies values into a
 //! [`SummaryBatch`] and sends it (histograms are bucketed, events encoded
-//! and written on the writer thread); the queue is bounded, so a slow disk
+//! and written on the writer thread, which runs at a lower priority, nice
+//! 10, so that it yields to training threads); the queue is bounded, so a slow disk
 //! slows training rather than growing memory. Handles are clones of one
 //! writer (TF's `FileWriterCache`: every hook of a directory writes the
 //! same file). The first I/O error is kept and returned, naming the file, by
@@ -283,8 +284,19 @@ impl SummaryWriter {
     }
 }
 
+/// Lowers the calling thread's scheduling priority (nice 10): on a machine
+/// whose cores the training threads keep busy, the writer yields to them.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls on the calling thread; a failure changes nothing.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+    }
+}
+
 /// The writer thread: handles messages, flushing whenever the queue is empty.
 fn run(mut out: BufWriter<File>, rx: Receiver<Msg>, shared: &Shared) {
+    lower_priority();
     let mut w = Worker {
         histogram: Histogram::new(),
         payload: Vec::new(),
