@@ -185,6 +185,12 @@ impl SummaryWriter {
                 action: "write",
                 error,
             })?;
+        SummaryWriter::start(path, out)
+    }
+
+    /// Starts the writer thread on `out`, an event file at `path` whose
+    /// `file_version` event is written.
+    fn start(path: PathBuf, out: BufWriter<File>) -> Result<SummaryWriter, SummaryError> {
         let shared = Arc::new(Shared {
             path,
             error: Mutex::new(None),
@@ -396,5 +402,36 @@ impl SummaryBatch {
             what: What::Summary(Summary { values }),
             source_writer: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full disk (`/dev/full`): the write error comes back from `flush`
+    /// naming the file, and every later call fails too.
+    #[test]
+    fn a_full_disk_is_an_error_naming_the_file_and_it_sticks() {
+        let path = PathBuf::from("/dev/full");
+        let Ok(file) = OpenOptions::new().write(true).open(&path) else {
+            return; // no /dev/full on this system
+        };
+        let w = SummaryWriter::start(path.clone(), BufWriter::new(file)).unwrap();
+        w.add_scalars(1, &[("loss", 1.0)]).unwrap();
+        let e = w.flush().unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("/dev/full"), "{text}");
+        assert!(text.contains("cannot write"), "{text}");
+        assert_eq!(e.path(), path);
+        assert!(w.add_scalars(2, &[("loss", 1.0)]).is_err());
+        assert!(w.close().is_err());
+    }
+
+    /// Creating a writer where no directory can be made names the directory.
+    #[test]
+    fn an_impossible_directory_is_an_error_naming_it() {
+        let e = SummaryWriter::create("/dev/null/summaries").unwrap_err();
+        assert!(e.to_string().contains("/dev/null/summaries"), "{e}");
     }
 }
