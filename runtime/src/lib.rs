@@ -23,6 +23,8 @@
 //! - [`profile`]: per-kernel timing of profiled steps.
 //! - [`memory`]: the session's zeroed, aligned blocks (large ones on huge pages).
 //! - [`suggest`]: the edit distance behind every "did you mean".
+//! - [`summary`]: TensorBoard event files (written off the training thread,
+//!   read with every CRC checked), TF's histograms, and the summary hooks.
 //!
 //! The runtime does not depend on the compiler: the compiler depends on the
 //! runtime for the ABI of the step it generates.
@@ -43,5 +45,6 @@ pub mod session;
 pub mod sgemm;
 pub mod source;
 pub mod suggest;
+pub mod summary;
 pub mod threads;
 pub mod train;

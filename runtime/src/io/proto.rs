@@ -298,6 +298,24 @@ pub fn doubles(v: Value<'_>, out: &mut Vec<f64>) -> Result<(), ProtoError> {
     Ok(())
 }
 
+/// The elements of a packed `repeated float` field (or one unpacked element).
+pub fn floats(v: Value<'_>, out: &mut Vec<f32>) -> Result<(), ProtoError> {
+    match v {
+        Value::Fixed32(b) => out.push(f32::from_bits(b)),
+        Value::Bytes(b) if b.len() % 4 == 0 => out.extend(
+            b.chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap_or([0; 4]))),
+        ),
+        _ => {
+            return Err(ProtoError {
+                offset: 0,
+                what: "a repeated float field of the wrong type or length",
+            })
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,6 +349,11 @@ mod tests {
         let mut d = Vec::new();
         doubles(got[4].1, &mut d).unwrap();
         assert_eq!(d, [1.0, 2.0]);
+        let mut f = Vec::new();
+        floats(got[3].1, &mut f).unwrap();
+        floats(Value::Bytes(&[0, 0, 0x80, 0x3f]), &mut f).unwrap();
+        assert_eq!(f, [-2.0, 1.0]);
+        assert!(floats(Value::Bytes(&[0, 0, 0x80]), &mut f).is_err());
     }
 
     #[test]

@@ -1,0 +1,355 @@
+//! The training hooks that write summaries (TF's `SummarySaverHook`,
+//! `StepCounterHook`, and Estimator's evaluation summaries).
+//!
+//! Owns: [`SummarySaverHook`] (every scalar output of the step — `loss`,
+//! `learning_rate`, `global_norm`, metrics — under its name, and opt-in a
+//! histogram of every trainable parameter under its TF name),
+//! [`StepCounterHook`] (`global_step/sec`), [`EvaluationSummaryHook`] and
+//! [`write_evaluation`] (an [`Evaluation`] under the training tags, in the
+//! run's `eval/` directory, so TensorBoard overlays the two runs).
+//!
+//! Invariants: the hooks follow TF's `SecondOrStepTimer` by steps — a write
+//! at the first step of the run, then at the first global step at least
+//! `every_steps` past the last write — at the global step the step reached;
+//! between writes `after_run` compares two integers and allocates nothing;
+//! at a write the training thread copies values into a [`SummaryBatch`] and
+//! the writer thread does the rest.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::writer::{SummaryBatch, SummaryWriter};
+use super::SummaryError;
+use crate::abi::{ElemType, VarRole};
+use crate::metrics::{Metric, MetricOutput};
+use crate::train::{Evaluation, EvaluationHook, Hook, RunContext, StepValues, TrainError};
+
+/// The subdirectory of a summary directory that holds evaluation summaries
+/// (Estimator's `eval`).
+pub const EVAL_DIR: &str = "eval";
+
+/// The tag of [`StepCounterHook`]'s summary (`global_step` op name + `/sec`).
+pub const STEPS_PER_SEC_TAG: &str = "global_step/sec";
+
+fn hook_error(e: SummaryError) -> TrainError {
+    TrainError::Hook(e.to_string())
+}
+
+/// TF's `SecondOrStepTimer` by steps: due at the first step, then at the
+/// first global step at least `every` past the last trigger.
+#[derive(Clone, Copy, Debug, Default)]
+struct StepTimer {
+    every: u64,
+    last: Option<i64>,
+}
+
+impl StepTimer {
+    #[inline]
+    fn due(&self, global_step: i64) -> bool {
+        match self.last {
+            None => true,
+            Some(last) => {
+                global_step != last && global_step >= last.saturating_add(self.every as i64)
+            }
+        }
+    }
+}
+
+/// A scalar output of the step and the tag it is written under.
+#[derive(Clone, Debug)]
+struct ScalarOutput {
+    tag: String,
+    index: usize,
+    /// For a metric's `sum`: elements per example (the value is the sum
+    /// divided by this times the batch's rows).
+    per_example: Option<u64>,
+}
+
+/// Writes the step's scalar outputs (and opt-in the parameters' histograms)
+/// every `every_steps` global steps: TF's `SummarySaverHook(save_steps)`
+/// over `tf.compat.v1.summary.scalar` of each output and
+/// `tf.compat.v1.summary.histogram(var.op.name, var)` of each parameter.
+pub struct SummarySaverHook {
+    writer: SummaryWriter,
+    timer: StepTimer,
+    histograms: bool,
+    metrics: Vec<Metric>,
+    step_fn: usize,
+    scalars: Vec<ScalarOutput>,
+    params: Vec<String>,
+    started: bool,
+}
+
+impl SummarySaverHook {
+    /// Writes to `writer` every `every_steps` global steps (0 counts as 1);
+    /// with `histograms`, also a histogram of every trainable parameter.
+    pub fn new(writer: SummaryWriter, every_steps: u64, histograms: bool) -> SummarySaverHook {
+        SummarySaverHook {
+            writer,
+            timer: StepTimer {
+                every: every_steps.max(1),
+                last: None,
+            },
+            histograms,
+            metrics: Vec::new(),
+            step_fn: 0,
+            scalars: Vec::new(),
+            params: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// The model's metrics: a step output `metric/<m>/sum` is written as the
+    /// mean under the tag `<m>` (without them, under its output name).
+    pub fn with_metrics(mut self, metrics: &[Metric]) -> SummarySaverHook {
+        self.metrics = metrics.to_vec();
+        self
+    }
+
+    /// The tags written for scalars, in order (known after `begin`).
+    pub fn scalar_tags(&self) -> impl Iterator<Item = &str> {
+        self.scalars.iter().map(|s| s.tag.as_str())
+    }
+
+    fn write(&mut self, ctx: &RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        let session = ctx.session();
+        let mut batch = SummaryBatch::new(v.global_step);
+        batch.scalars.reserve(self.scalars.len());
+        for s in &self.scalars {
+            let Some(&x) = session
+                .output_at(self.step_fn, s.index, v.rows)
+                .and_then(|o| o.first())
+            else {
+                continue;
+            };
+            let x = match s.per_example {
+                Some(n) => (f64::from(x) / (n as f64 * v.rows as f64).max(1.0)) as f32,
+                None => x,
+            };
+            batch.scalars.push((s.tag.clone(), x));
+        }
+        for p in &self.params {
+            let Some(values) = session.var(p) else {
+                continue;
+            };
+            if let Some(i) = values.iter().position(|x| !x.is_finite()) {
+                return Err(TrainError::Hook(format!(
+                    "NaN in summary histogram for: {p} (element {i} is {}) at global step {}; \
+                     event file {}",
+                    values[i],
+                    v.global_step,
+                    self.writer.path().display()
+                )));
+            }
+            batch.histograms.push((p.clone(), values.to_vec()));
+        }
+        self.writer.add(batch).map_err(hook_error)
+    }
+}
+
+impl Hook for SummarySaverHook {
+    fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        let session = ctx.session();
+        self.step_fn = session
+            .function_index("step")
+            .ok_or_else(|| TrainError::Session("the program has no step function".into()))?;
+        self.scalars.clear();
+        for (index, o) in session
+            .function_layout(self.step_fn)
+            .outputs
+            .iter()
+            .enumerate()
+        {
+            if o.elem != ElemType::F32 || o.batched || o.per_example != 1 {
+                continue;
+            }
+            let metric = self
+                .metrics
+                .iter()
+                .find(|m| MetricOutput::Sum.name(&m.name) == o.name);
+            self.scalars.push(match metric {
+                Some(m) => ScalarOutput {
+                    tag: m.name.clone(),
+                    index,
+                    per_example: Some(m.per_example.max(1)),
+                },
+                None => ScalarOutput {
+                    tag: o.name.clone(),
+                    index,
+                    per_example: None,
+                },
+            });
+        }
+        self.params = if self.histograms {
+            session
+                .layout
+                .vars
+                .iter()
+                .filter(|v| matches!(v.kind, VarRole::Param { .. }))
+                .map(|v| v.name.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        self.timer.last = None;
+        self.started = false;
+        Ok(())
+    }
+
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if !self.timer.due(v.global_step) {
+            return Ok(());
+        }
+        if !self.started {
+            self.writer
+                .add_session_start(v.global_step)
+                .map_err(hook_error)?;
+            self.started = true;
+        }
+        self.timer.last = Some(v.global_step);
+        self.write(ctx, v)
+    }
+
+    fn end(&mut self, _ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        self.writer.flush().map_err(hook_error)
+    }
+}
+
+/// Measures and writes `global_step/sec` every `every_steps` global steps:
+/// TF's `StepCounterHook` (the global steps since the last measurement over
+/// the wall time since it; the first step only starts the clock).
+pub struct StepCounterHook {
+    writer: Option<SummaryWriter>,
+    timer: StepTimer,
+    started: Option<Instant>,
+    rate: Option<f64>,
+}
+
+impl StepCounterHook {
+    /// Writes to `writer` every `every_steps` global steps (0 counts as 1).
+    pub fn new(writer: SummaryWriter, every_steps: u64) -> StepCounterHook {
+        StepCounterHook {
+            writer: Some(writer),
+            ..StepCounterHook::without_writer(every_steps)
+        }
+    }
+
+    /// Measures only ([`StepCounterHook::steps_per_sec`]), for a log line.
+    pub fn without_writer(every_steps: u64) -> StepCounterHook {
+        StepCounterHook {
+            writer: None,
+            timer: StepTimer {
+                every: every_steps.max(1),
+                last: None,
+            },
+            started: None,
+            rate: None,
+        }
+    }
+
+    /// The last measurement of global steps per second.
+    pub fn steps_per_sec(&self) -> Option<f64> {
+        self.rate
+    }
+}
+
+impl Hook for StepCounterHook {
+    fn begin(&mut self, _ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        self.timer.last = None;
+        self.started = None;
+        Ok(())
+    }
+
+    #[inline]
+    fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if !self.timer.due(v.global_step) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if let (Some(last), Some(t)) = (self.timer.last, self.started) {
+            let secs = now.duration_since(t).as_secs_f64();
+            if secs > 0.0 {
+                let rate = (v.global_step - last) as f64 / secs;
+                self.rate = Some(rate);
+                if let Some(w) = &self.writer {
+                    w.add_scalars(v.global_step, &[(STEPS_PER_SEC_TAG, rate as f32)])
+                        .map_err(hook_error)?;
+                }
+            }
+        }
+        self.timer.last = Some(v.global_step);
+        self.started = Some(now);
+        Ok(())
+    }
+}
+
+/// Writes an evaluation at `global_step`: `loss` and every metric under its
+/// name, the tags the training summaries use (Estimator's
+/// `_write_dict_to_summary`). Use a writer of the summary directory's
+/// [`EVAL_DIR`].
+pub fn write_evaluation(
+    writer: &SummaryWriter,
+    global_step: i64,
+    evaluation: &Evaluation,
+) -> Result<(), SummaryError> {
+    let mut b = SummaryBatch::new(global_step);
+    b.scalars.push(("loss".to_string(), evaluation.loss as f32));
+    for (name, value) in &evaluation.metrics {
+        b.scalars.push((name.clone(), *value as f32));
+    }
+    writer.add(b)
+}
+
+/// A writer of `summary_dir/eval` (Estimator's evaluation directory).
+pub fn create_eval_writer(summary_dir: impl AsRef<Path>) -> Result<SummaryWriter, SummaryError> {
+    SummaryWriter::create(summary_dir.as_ref().join(EVAL_DIR))
+}
+
+/// An [`EvaluationHook`] whose every result is also written with
+/// [`write_evaluation`] (periodic held-out evaluation in TensorBoard).
+pub struct EvaluationSummaryHook<'d> {
+    /// The evaluations run so far are in `evaluation.results`.
+    pub evaluation: EvaluationHook<'d>,
+    writer: SummaryWriter,
+    written: usize,
+}
+
+impl<'d> EvaluationSummaryHook<'d> {
+    pub fn new(evaluation: EvaluationHook<'d>, writer: SummaryWriter) -> EvaluationSummaryHook<'d> {
+        EvaluationSummaryHook {
+            evaluation,
+            writer,
+            written: 0,
+        }
+    }
+
+    fn write_new(&mut self) -> Result<(), TrainError> {
+        while let Some((step, e)) = self.evaluation.results.get(self.written) {
+            write_evaluation(&self.writer, *step, e).map_err(hook_error)?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Hook for EvaluationSummaryHook<'_> {
+    fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        self.evaluation.begin(ctx)
+    }
+
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        self.evaluation.after_run(ctx, v)?;
+        if self.written < self.evaluation.results.len() {
+            self.write_new()?;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        self.evaluation.end(ctx)?;
+        self.write_new()?;
+        self.writer.flush().map_err(hook_error)
+    }
+}
