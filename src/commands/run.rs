@@ -112,7 +112,17 @@ pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
         Ok(t) => t,
         Err(e) => {
             pb.abandon();
-            return Err(e.into());
+            return Err(crate::report::train_failure(e, &src, || {
+                let replay = ShuffledBatches::new(
+                    &dataset,
+                    &session.layout,
+                    train_rows.clone(),
+                    cfg.batch,
+                    cfg.shuffle,
+                    cfg.seed,
+                )?;
+                Ok(Box::new(replay))
+            }));
         }
     };
     pb.finish_and_clear();
