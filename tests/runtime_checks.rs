@@ -60,9 +60,12 @@ fn batches<'d>(program: &Program, ds: &'d data::Dataset, s: &Session) -> Shuffle
     ShuffledBatches::new(ds, &s.layout, rows, t.batch as usize, t.shuffle, t.seed).unwrap()
 }
 
+/// Every variable's bits, by TF name.
+type VariableBits = Vec<(String, Vec<u32>)>;
+
 /// Trains `steps` steps (with NanTensorHook); the result and the session's
 /// variables' bits.
-fn train(text: &str, steps: u64) -> (Result<u64, TrainError>, Vec<(String, Vec<u32>)>) {
+fn train(text: &str, steps: u64) -> (Result<u64, TrainError>, VariableBits) {
     let (program, ds) = build(text);
     let mut s = program.session().unwrap();
     let mut source = batches(&program, &ds, &s);
@@ -80,7 +83,12 @@ fn train(text: &str, steps: u64) -> (Result<u64, TrainError>, Vec<(String, Vec<u
         .vars
         .iter()
         .map(|v| {
-            let b = s.var(&v.name).unwrap().iter().map(|x| x.to_bits()).collect();
+            let b = s
+                .var(&v.name)
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
             (v.name.clone(), b)
         })
         .collect();
@@ -124,7 +132,8 @@ fn check_numerics_reports_its_message_span_and_step() {
     assert_eq!(assertion.span, span_of(&text, &call));
     assert_eq!(*value, 2.0, "NaN");
     assert!(
-        e.to_string().contains("hidden layer: Tensor had NaN values"),
+        e.to_string()
+            .contains("hidden layer: Tensor had NaN values"),
         "{e}"
     );
 }
@@ -173,7 +182,13 @@ fn assert_less_reports_the_step_and_the_failing_elements() {
     assert_eq!(assertion.message, "too far");
     assert_eq!(assertion.span, span_of(&text, &call));
     // Every element of h fails: batch * width.
-    let h = program.model.bindings.iter().find(|b| b.0 == "h").unwrap().1;
+    let h = program
+        .model
+        .bindings
+        .iter()
+        .find(|b| b.0 == "h")
+        .unwrap()
+        .1;
     let per_row = program.model.graph.shape(h).fixed_numel();
     let elements = program.model.train.batch as u64 * per_row;
     assert_eq!(*value, elements as f32);
@@ -265,11 +280,9 @@ fn a_spec_without_checks_has_no_check_outputs() {
     let s = program.session().unwrap();
     let step = s.function_index("step").unwrap();
     assert!(s.function_layout(step).assertions.is_empty());
-    assert!(s
-        .function_layout(step)
-        .outputs
-        .iter()
-        .all(|o| !o.name.starts_with(specc_runtime::abi::OUTPUT_ASSERTION_PREFIX)));
+    assert!(s.function_layout(step).outputs.iter().all(|o| !o
+        .name
+        .starts_with(specc_runtime::abi::OUTPUT_ASSERTION_PREFIX)));
 }
 
 /// `assert_rank` and `assert_type` are static: compile errors with a caret
@@ -339,7 +352,10 @@ fn nan_origin_is_the_first_non_finite_binding() {
     let mut replay = batches(&program, &ds, &s);
     let src = SourceFile::new("d.spec", text.as_str());
     let origin = find_nan_origin(&src, &Options::default(), step, &mut replay, None).unwrap();
-    assert_eq!((origin.kind, origin.name.as_str()), (ValueKind::Binding, "z"));
+    assert_eq!(
+        (origin.kind, origin.name.as_str()),
+        (ValueKind::Binding, "z")
+    );
     assert!(!origin.nan, "log(0) is -inf");
     assert_eq!(origin.step, step);
     let (s0, e0) = span_of(&text, &format!("z = {value}"));
@@ -434,10 +450,7 @@ fn workdir(name: &str) -> PathBuf {
 /// `specc run` on a spec text (its data path made absolute).
 fn specc_run(name: &str, text: &str) -> (i32, String) {
     let dir = workdir(name);
-    let text = text.replace(
-        "data/digits.csv",
-        &format!("{ROOT}/specs/data/digits.csv"),
-    );
+    let text = text.replace("data/digits.csv", &format!("{ROOT}/specs/data/digits.csv"));
     std::fs::write(dir.join("spec.spec"), &text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_specc"))
         .args(["run", "spec.spec", "--steps", "100"])
@@ -481,8 +494,16 @@ fn cli_renders_a_failed_check_with_a_caret_and_the_step() {
         "{err}"
     );
     let line = format!("hc = {call}");
-    assert_eq!(caret_under(&err, &line), ("hc = ".len(), call.len()), "{err}");
-    assert!(err.trim_end().ends_with("a runtime check of spec.spec failed"), "{err}");
+    assert_eq!(
+        caret_under(&err, &line),
+        ("hc = ".len(), call.len()),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .ends_with("a runtime check of spec.spec failed"),
+        "{err}"
+    );
 }
 
 /// The CLI names the binding where a non-finite loss came from, with a

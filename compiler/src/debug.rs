@@ -210,6 +210,10 @@ impl std::fmt::Display for SearchError {
     }
 }
 
+/// Sets a fresh session's variables (and global step) to where a run
+/// started, e.g. from a checkpoint.
+pub type Restore<'a> = &'a mut dyn FnMut(&mut Session) -> Result<(), String>;
+
 /// Finds the first value of the spec (in evaluation order) that is not finite
 /// in step `failed_step` (1-based, in the run) of a run whose loss became
 /// NaN or infinite there ([`TrainError::NanLoss`]'s `step`).
@@ -226,7 +230,7 @@ pub fn find_nan_origin(
     options: &Options,
     failed_step: u64,
     source: &mut dyn BatchSource,
-    restore: Option<&mut dyn FnMut(&mut Session) -> Result<(), String>>,
+    restore: Option<Restore<'_>>,
 ) -> Result<NanOrigin, SearchError> {
     let which = Functions {
         step: true,
