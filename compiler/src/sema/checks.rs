@@ -5,7 +5,8 @@
 //! - `check_numerics(tensor, message)` and `assert_all_finite(x, message)`
 //!   are expressions that return their tensor (an identity: the gradient
 //!   passes through, as TF's); the step computes one scalar that is 2 when
-//!   the tensor has a NaN, 1 when it has an infinity, 0 otherwise.
+//!   the tensor has a NaN, 1 when it has an infinity, 0 otherwise (two sums
+//!   fused into the loop that computes the tensor, see [`non_finite_flag`]).
 //! - `assert_equal`, `assert_none_equal`, `assert_less`, `assert_less_equal`,
 //!   `assert_greater`, `assert_greater_equal` (x, y broadcast), and
 //!   `assert_positive`, `assert_negative`, `assert_non_negative`,
@@ -19,9 +20,8 @@
 //! Invariants: a check adds no node to any value the spec computes (its
 //! nodes only feed its own scalar), so the values it watches, and training,
 //! are unchanged; each runtime check is one [`Assertion`] of the model in
-//! source order, whose value reduces its predicate over the tensor with a
-//! `max` or `sum` (fused into the loops where the planner allows, no branch
-//! per element).
+//! source order, whose value reduces its predicate over the tensor with sums
+//! (fused into the loops where the planner allows, no branch per element).
 
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::Diagnostic;
@@ -29,7 +29,7 @@ use specc_runtime::abi::AssertionValue;
 
 use super::args::{self, opt, req, Bound, Param};
 use super::expr::{Lowerer, R};
-use crate::ir::{BinaryOp, DType, NodeId, ReduceKind};
+use crate::ir::{BinaryOp, DType, NodeId};
 use crate::model::Assertion;
 
 /// How a check is computed.
@@ -336,19 +336,24 @@ fn count_failures(lw: &mut Lowerer, holds: NodeId) -> NodeId {
 }
 
 /// Over every element of `x`: 2 if one is NaN, else 1 if one is infinite,
-/// else 0 (`x != x` is 1 for NaN; `x - x != 0` is 1 for NaN and ±inf).
+/// else 0 (see [`non_finite_flag`]).
 fn non_finite(lw: &mut Lowerer, x: NodeId) -> NodeId {
     non_finite_flag(lw.g, x)
 }
 
-/// The non-finite flag of `x` (see [`non_finite`]), built in `g`; shared
-/// with the search for a NaN's origin.
+/// The non-finite flag of `x`, built in `g` (shared with the search for a
+/// NaN's origin): two sums over the elements, fused into one loop — `x - x`
+/// (0 for a finite element, NaN for an infinite or NaN one, so the sum is
+/// NaN when any element is not finite) and `x != x` (the NaNs) — then, on
+/// scalars, `(sum1 != sum1) + (sum2 > 0)`. Two additions, a subtraction and
+/// a compare per element; no branch.
 pub fn non_finite_flag(g: &mut crate::ir::Graph, x: NodeId) -> NodeId {
     let zero = g.scalar(0.0);
-    let nan = g.binary(BinaryOp::Ne, x, x);
     let d = g.sub(x, x);
-    let bad = g.binary(BinaryOp::Ne, d, zero);
-    let flag = g.add(nan, bad);
-    let axes: Vec<usize> = (0..g.shape(flag).rank()).collect();
-    g.reduce(ReduceKind::Max, flag, &axes)
+    let any_non_finite = g.sum_all(d);
+    let nan = g.binary(BinaryOp::Ne, x, x);
+    let nans = g.sum_all(nan);
+    let non_finite = g.binary(BinaryOp::Ne, any_non_finite, any_non_finite);
+    let has_nan = g.binary(BinaryOp::Gt, nans, zero);
+    g.add(non_finite, has_nan)
 }
