@@ -538,3 +538,93 @@ fn cli_names_the_origin_of_a_nan_loss() {
         "{err}"
     );
 }
+
+/// wide_mlp (a step planned for two threads) with `edit` applied, trained
+/// `steps` steps on `threads` threads: the plan's thread count, the result,
+/// and the variables' bits.
+fn wide_mlp_on(
+    edit: impl Fn(String) -> String,
+    threads: usize,
+    steps: u64,
+) -> (u32, Result<u64, TrainError>, VariableBits) {
+    let text = edit(std::fs::read_to_string(format!("{ROOT}/specs/wide_mlp.spec")).unwrap());
+    let options = Options {
+        threads,
+        ..Options::default()
+    };
+    let program = specc_compiler::driver::compile_with(
+        &SourceFile::new("wide.spec", text.as_str()),
+        Functions::TRAIN,
+        &options,
+    )
+    .unwrap_or_else(|d| panic!("{d:?}"));
+    let model = &program.model;
+    let ds = data::load(
+        &model.data_source(format!("{ROOT}/specs").as_ref()),
+        &model.input_specs(),
+    )
+    .unwrap();
+    let mut s = program.session().unwrap();
+    let mut source = batches(&program, &ds, &s);
+    let r = fit(
+        &mut s,
+        &mut source,
+        &mut [
+            &mut StopAtStepHook::num_steps(steps),
+            &mut NanTensorHook::default(),
+        ],
+    )
+    .map(|f| f.steps);
+    let bits = s
+        .layout
+        .vars
+        .iter()
+        .map(|v| {
+            let b = s.var(&v.name).unwrap().iter().map(|x| x.to_bits()).collect();
+            (v.name.clone(), b)
+        })
+        .collect();
+    (program.plans[0].threads, r, bits)
+}
+
+/// On two threads (each taking its share of the checked loops), passing
+/// checks change no bit, and a failing one fails at the same step with the
+/// same value as on one thread.
+#[test]
+fn checks_on_two_threads() {
+    let steps = 3;
+    let checked = |t: String| {
+        t.replacen(
+            "relu(x @ W1 + b1)",
+            "check_numerics(relu(x @ W1 + b1), \"h1\")",
+            1,
+        )
+        .replacen("\nloss = ", "\nassert_non_negative(h2)\nloss = ", 1)
+    };
+    let (t, r, plain) = wide_mlp_on(|t| t, 2, steps);
+    assert_eq!((t, r.unwrap()), (2, steps));
+    let (t, r, with_checks) = wide_mlp_on(checked, 2, steps);
+    assert_eq!((t, r.unwrap()), (2, steps));
+    assert!(plain == with_checks, "checks changed the variables");
+
+    let k = steps as i64 - 2;
+    let failing = move |t: String| {
+        checked(t).replacen(
+            "\nloss = ",
+            &format!("\nassert_less(h1 * 0 + global_step, {k})\nloss = "),
+            1,
+        )
+    };
+    let mut seen = Vec::new();
+    for threads in [1, 2] {
+        let (t, r, _) = wide_mlp_on(failing, threads, steps);
+        assert_eq!(t as usize, threads);
+        let e = r.unwrap_err();
+        let TrainError::Assertion { step, value, .. } = e else {
+            panic!("{e:?}")
+        };
+        seen.push((step, value.to_bits()));
+    }
+    assert_eq!(seen[0].0, k as u64 + 1);
+    assert_eq!(seen[0], seen[1]);
+}
