@@ -504,6 +504,31 @@ fn cli_renders_a_failed_check_with_a_caret_and_the_step() {
             .ends_with("a runtime check of spec.spec failed"),
         "{err}"
     );
+    insta::assert_snapshot!("cli_failed_check", diagnostics(&err));
+}
+
+/// The rendering from the first diagnostic on (without the timing line).
+fn diagnostics(err: &str) -> &str {
+    &err[err.find("error[").expect("a diagnostic")..]
+}
+
+/// A static check renders as a compile error (exit 2) with the user's
+/// message as help.
+#[test]
+fn cli_renders_a_static_check_as_a_compile_error() {
+    let dir = workdir("static");
+    let text = digits_plus("assert_rank(h, 3, message = \"h is a batch of vectors\")")
+        .replace("data/digits.csv", &format!("{ROOT}/specs/data/digits.csv"));
+    std::fs::write(dir.join("spec.spec"), &text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
+        .args(["check", "spec.spec"])
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    insta::assert_snapshot!("cli_static_check", diagnostics(&err));
 }
 
 /// The CLI names the binding where a non-finite loss came from, with a
@@ -537,6 +562,7 @@ fn cli_names_the_origin_of_a_nan_loss() {
             .ends_with("lower the learning rate or check the data"),
         "{err}"
     );
+    insta::assert_snapshot!("cli_nan_origin", diagnostics(&err));
 }
 
 /// wide_mlp (a step planned for two threads) with `edit` applied, trained
@@ -580,7 +606,12 @@ fn wide_mlp_on(
         .vars
         .iter()
         .map(|v| {
-            let b = s.var(&v.name).unwrap().iter().map(|x| x.to_bits()).collect();
+            let b = s
+                .var(&v.name)
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
             (v.name.clone(), b)
         })
         .collect();
