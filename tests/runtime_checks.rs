@@ -304,6 +304,30 @@ fn static_checks_are_compile_errors() {
         let (s, e) = span_of(&text, call);
         assert_eq!((d[0].span.start as usize, d[0].span.end as usize), (s, e));
     }
+    // Checks of constants are decided when compiling, as TF does.
+    let x = 2.0f32;
+    let y = x / 4.0;
+    for (call, fails) in [
+        (format!("assert_less({x}, {y})"), true),
+        (format!("assert_greater({x}, {y})"), false),
+        (format!("assert_positive(-{y})"), true),
+        (format!("assert_near({x}, {x} + {y})"), true),
+        (format!("assert_equal({x}, {x})"), false),
+    ] {
+        let text = digits_plus(&call);
+        match specc_compiler::build(&SourceFile::new("d.spec", text.as_str())) {
+            Err(d) => {
+                assert!(fails, "{call}: {d:?}");
+                assert_eq!(d[0].code, "assertion-failed", "{call}");
+                let (s, e) = span_of(&text, &call);
+                assert_eq!((d[0].span.start as usize, d[0].span.end as usize), (s, e));
+            }
+            Ok(model) => {
+                assert!(!fails, "{call} should fail");
+                assert!(model.assertions.is_empty(), "{call}: nothing left to check");
+            }
+        }
+    }
     // And they pass silently when they hold.
     for call in ["assert_rank(h, 2)", "assert_type(h, float32)"] {
         specc_compiler::check(&SourceFile::new("d.spec", digits_plus(call)))

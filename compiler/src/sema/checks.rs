@@ -15,7 +15,8 @@
 //!   (TF's condition, so a NaN fails every comparison but `!=`).
 //! - `assert_rank`, `assert_rank_at_least` and `assert_type` are static in
 //!   specc (shapes and dtypes are known when compiling): a failure is a
-//!   compile error with a caret, and nothing is computed.
+//!   compile error with a caret, and nothing is computed. So is a comparison
+//!   of constants (as TF checks constant operands when building the graph).
 //!
 //! Invariants: a check adds no node to any value the spec computes (its
 //! nodes only feed its own scalar), so the values it watches, and training,
@@ -187,6 +188,9 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
         }
         Kind::Compare(op) => {
             let (x, y) = operands(g, &b, call)?;
+            if let Some(holds) = constant_holds(g, x, y, |x, y| compare(op, x, y)) {
+                return static_outcome(holds, check, call, &message);
+            }
             let holds = g.g.binary(op, x, y);
             (count_failures(g, holds), AssertionValue::Count, None)
         }
@@ -194,6 +198,9 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
             let x = g.lower(b.req(0))?;
             let x = g.g.cast(x, DType::F32);
             let zero = g.g.scalar(0.0);
+            if let Some(holds) = constant_holds(g, x, zero, |x, y| compare(op, x, y)) {
+                return static_outcome(holds, check, call, &message);
+            }
             let holds = g.g.binary(op, x, zero);
             (count_failures(g, holds), AssertionValue::Count, None)
         }
@@ -218,6 +225,11 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
                 }
             };
             let (rtol, atol) = (tol(2)?, tol(3)?);
+            // In the step's float32 operations and order.
+            let near = |x: f32, y: f32| (x - y).abs() <= atol + rtol * y.abs();
+            if let Some(holds) = constant_holds(g, x, y, near) {
+                return static_outcome(holds, check, call, &message);
+            }
             let diff = g.g.sub(x, y);
             let diff = g.g.unary(crate::ir::UnaryOp::Abs, diff);
             let ay = g.g.unary(crate::ir::UnaryOp::Abs, y);
@@ -298,6 +310,49 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
         node: flag,
     });
     Ok(result)
+}
+
+/// Whether `holds(x, y)` for two exact float32 constants (`None` when either
+/// is not one: the step checks it). TF checks constant operands when it
+/// builds the graph, too.
+fn constant_holds(
+    lw: &Lowerer,
+    x: NodeId,
+    y: NodeId,
+    holds: impl Fn(f32, f32) -> bool,
+) -> Option<bool> {
+    let (kx, ky) = (lw.known(x)?, lw.known(y)?);
+    (kx.exact && ky.exact).then(|| holds(kx.value as f32, ky.value as f32))
+}
+
+/// A comparison as the step computes it (a NaN fails all but `!=`).
+fn compare(op: BinaryOp, x: f32, y: f32) -> bool {
+    match op {
+        BinaryOp::Eq => x == y,
+        BinaryOp::Ne => x != y,
+        BinaryOp::Lt => x < y,
+        BinaryOp::Le => x <= y,
+        BinaryOp::Gt => x > y,
+        _ => x >= y,
+    }
+}
+
+/// A check of constants: nothing to compute when it holds, a compile error
+/// when it does not.
+fn static_outcome(holds: bool, check: &Check, call: &Call, message: &str) -> R<Option<NodeId>> {
+    if holds {
+        return Ok(None);
+    }
+    Err(static_failure(
+        "assertion-failed",
+        call,
+        message,
+        format!(
+            "`{}` fails for constants: Condition {} does not hold",
+            check.name, check.condition
+        ),
+        "always fails".into(),
+    ))
 }
 
 /// A static check's failure, with the user's message as help.

@@ -188,7 +188,7 @@ impl Lowerer<'_> {
 
     /// The value of `n` if it is a constant expression (looking through
     /// broadcasts and reshapes of one).
-    fn known(&self, mut n: NodeId) -> Option<Known> {
+    pub(crate) fn known(&self, mut n: NodeId) -> Option<Known> {
         loop {
             if let Some(k) = self.constants.get(&n) {
                 return Some(*k);
