@@ -24,7 +24,7 @@ use specc_grammar::ast::Span;
 use specc_grammar::{Diagnostic, SourceFile};
 use specc_runtime::session::Session;
 use specc_runtime::source::BatchSource;
-use specc_runtime::train::{TrainError, Trainer};
+use specc_runtime::train::Trainer;
 
 use crate::driver::{compile_with, Functions, Options};
 use crate::ir::{DType, Function, NodeId, Output};
@@ -216,7 +216,7 @@ pub type Restore<'a> = &'a mut dyn FnMut(&mut Session) -> Result<(), String>;
 
 /// Finds the first value of the spec (in evaluation order) that is not finite
 /// in step `failed_step` (1-based, in the run) of a run whose loss became
-/// NaN or infinite there ([`TrainError::NanLoss`]'s `step`).
+/// NaN or infinite there (`TrainError::NanLoss`'s `step`).
 ///
 /// - `source` must give the run's batches again from the run's first step
 ///   (a new source built as the run built its own: same rows, batch, order).
@@ -232,6 +232,11 @@ pub fn find_nan_origin(
     source: &mut dyn BatchSource,
     restore: Option<Restore<'_>>,
 ) -> Result<NanOrigin, SearchError> {
+    if failed_step == 0 {
+        return Err(SearchError::Replay(
+            "steps are counted from 1: there is no step 0".into(),
+        ));
+    }
     let which = Functions {
         step: true,
         eval: false,
@@ -254,7 +259,6 @@ pub fn find_nan_origin(
                     k - 1
                 )))
             }
-            Err(e @ TrainError::Assertion { .. }) => return Err(replay(e.to_string())),
             Err(e) => return Err(replay(e.to_string())),
         };
         if !values.loss.is_finite() {

@@ -1,6 +1,6 @@
 //! Runtime checks: TF's `tf.debugging` ops.
 //!
-//! Owns: the table of checks ([`CHECKS`]: TF's names and argument names),
+//! Owns: the table of checks (`CHECKS`: TF's names and argument names),
 //! their lowering and the static ones' diagnostics.
 //! - `check_numerics(tensor, message)` and `assert_all_finite(x, message)`
 //!   are expressions that return their tensor (an identity: the gradient
