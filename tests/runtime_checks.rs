@@ -388,11 +388,52 @@ fn nan_origin_is_the_first_non_finite_binding() {
         (origin.span.start as usize, origin.span.end as usize),
         (value_start, e0)
     );
+    assert_eq!(origin.operation, None, "the whole value is the operation");
     let d = origin.diagnostic();
     assert_eq!(d.code, "non-finite-value");
     let shown = d.render(&src, false);
     let (line, col) = src.line_col(origin.span.start);
     assert!(shown.contains(&format!("d.spec:{line}:{col}")), "{shown}");
+}
+
+/// Inside the binding, the first operation that is not finite is named too
+/// (a secondary caret), in evaluation order: `log(a)` before the products
+/// and the sum that follow it.
+#[test]
+fn nan_origin_names_the_first_operation_inside_the_binding() {
+    let operation = "log(a)";
+    let value = format!("1 + 0.5 * {operation} * 2");
+    let text = digits_with(
+        "\nloss = mean(sparse_softmax_cross_entropy(label, logits))",
+        &format!(
+            "\na = {K} - global_step\nz = {value}\n\
+             loss = mean(sparse_softmax_cross_entropy(label, logits)) + 0.001 * z"
+        ),
+    );
+    let (r, _) = train(&text, 100);
+    let TrainError::NanLoss { step, .. } = r.unwrap_err() else {
+        panic!()
+    };
+    let (program, ds) = build(&text);
+    let s = program.session().unwrap();
+    let mut replay = batches(&program, &ds, &s);
+    let src = SourceFile::new("d.spec", text.as_str());
+    let origin = find_nan_origin(&src, &Options::default(), step, &mut replay, None).unwrap();
+    assert_eq!(origin.name, "z");
+    let (vs, ve) = span_of(&text, &format!("z = {value}"));
+    let value_start = vs + "z = ".len();
+    assert_eq!(
+        (origin.span.start as usize, origin.span.end as usize),
+        (value_start, ve)
+    );
+    let op = origin.operation.expect("an operation inside z");
+    let op_start = value_start + value.find(operation).unwrap();
+    assert_eq!(
+        (op.start as usize, op.end as usize),
+        (op_start, op_start + operation.len())
+    );
+    let d = origin.diagnostic();
+    assert_eq!(d.secondary.len(), 1);
 }
 
 /// A NaN (not an infinity) is told apart: `log` of a negative value.

@@ -4,7 +4,7 @@
 //! float feature, parameter and binding of the spec, computed like
 //! `check_numerics`) and [`find_nan_origin`], which finds the first value of
 //! the spec, in evaluation order, that is not finite in the step whose loss
-//! was NaN or infinite.
+//! was NaN or infinite, and the first operation inside it that is not.
 //!
 //! How: specc's training is reproducible to the bit, so the search compiles
 //! the spec again with the `check` function beside the `step` (compiling
@@ -36,6 +36,11 @@ pub const CHECK_FUNCTION: &str = "check";
 /// The prefix of the `check` function's outputs: `finite/<k>` is the flag of
 /// watched value `k` (0 finite, 1 an infinity, 2 a NaN).
 pub const OUTPUT_FINITE_PREFIX: &str = "finite/";
+
+/// The prefix of the `check` function's outputs for the operations inside
+/// bindings: `expr/<start>-<end>` is the flag of the expression at those
+/// byte offsets, in evaluation order.
+pub const OUTPUT_EXPR_PREFIX: &str = "expr/";
 
 /// What kind of spec value a watched value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +127,9 @@ pub struct NanOrigin {
     pub kind: ValueKind,
     pub name: String,
     pub span: Span,
+    /// For a binding: the first operation inside it (in evaluation order)
+    /// whose value is not finite, when it is not the whole expression.
+    pub operation: Option<Span>,
     /// True for a NaN, false for an infinity (and no NaN).
     pub nan: bool,
     /// The failing step (1-based, in the run).
@@ -162,9 +170,11 @@ impl NanOrigin {
                 "check the data file for nan or inf cells".to_string(),
             ),
         };
-        Diagnostic::new("non-finite-value", self.span, message)
-            .with_label(label)
-            .with_help(help)
+        let mut d = Diagnostic::new("non-finite-value", self.span, message).with_label(label);
+        if let Some(op) = self.operation {
+            d = d.with_secondary(op, "the first operation that is not finite");
+        }
+        d.with_help(help)
     }
 }
 
@@ -185,7 +195,62 @@ pub fn add_check_function(model: &mut Model) {
             node: flag,
         });
     }
+    for (span, node) in sub_expressions(model, &watch) {
+        let flag = non_finite_flag(&mut model.graph, node);
+        f.outputs.push(Output {
+            name: format!("{OUTPUT_EXPR_PREFIX}{}-{}", span.start, span.end),
+            node: flag,
+        });
+    }
     model.functions.check = Some(f);
+}
+
+/// The operations inside the bindings' expressions, each by its source span
+/// (the last node of a span is the value of its text), in evaluation order
+/// (node ids), at most [`MAX_SUB_EXPRESSIONS`].
+fn sub_expressions(model: &Model, watch: &[Watched]) -> Vec<(Span, NodeId)> {
+    let g = &model.graph;
+    let bindings: Vec<(Span, NodeId)> = watch
+        .iter()
+        .filter_map(|w| match w.at {
+            At::Node(n) => Some((w.span, n)),
+            _ => None,
+        })
+        .collect();
+    let roots: Vec<NodeId> = bindings.iter().map(|b| b.1).collect();
+    let live = g.reachable(&roots);
+    let inside = |s: Span| {
+        bindings.iter().any(|(b, _)| {
+            b.start <= s.start && s.end <= b.end && (s.start, s.end) != (b.start, b.end)
+        })
+    };
+    let mut last: std::collections::HashMap<(u32, u32), NodeId> = Default::default();
+    for (id, node) in g.nodes() {
+        let Some(span) = g.span(id) else { continue };
+        if live[id.index()] && !node.op.is_leaf() && node.dtype == DType::F32 && inside(span) {
+            last.insert((span.start, span.end), id);
+        }
+    }
+    let mut out: Vec<(Span, NodeId)> = last
+        .into_iter()
+        .map(|((start, end), id)| (Span { start, end }, id))
+        .collect();
+    out.sort_by_key(|&(_, id)| id);
+    out.truncate(MAX_SUB_EXPRESSIONS);
+    out
+}
+
+/// The most sub-expressions the `check` function watches (beyond, the
+/// origin is named by its binding only).
+pub const MAX_SUB_EXPRESSIONS: usize = 4096;
+
+/// `<start>-<end>` as a span.
+fn parse_span(s: &str) -> Option<Span> {
+    let (a, b) = s.split_once('-')?;
+    Some(Span {
+        start: a.parse().ok()?,
+        end: b.parse().ok()?,
+    })
 }
 
 /// Why the search could not name an origin.
@@ -288,10 +353,19 @@ pub fn find_nan_origin(
             .and_then(|v| v.first().copied())
             .unwrap_or(0.0);
         if flag != 0.0 {
+            let layout = session.function_layout(check);
+            // The first operation inside the binding that is not finite.
+            let operation = layout.outputs.iter().enumerate().find_map(|(i, o)| {
+                let span = parse_span(o.name.strip_prefix(OUTPUT_EXPR_PREFIX)?)?;
+                let inside = w.span.start <= span.start && span.end <= w.span.end;
+                let v = session.output_at(check, i, rows)?.first().copied()?;
+                (w.kind == ValueKind::Binding && inside && v != 0.0).then_some(span)
+            });
             return Ok(NanOrigin {
                 kind: w.kind,
                 name: w.name.clone(),
                 span: w.span,
+                operation,
                 nan: flag >= 2.0,
                 step: failed_step,
                 global_step,
