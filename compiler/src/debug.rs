@@ -283,10 +283,13 @@ pub type Restore<'a> = &'a mut dyn FnMut(&mut Session) -> Result<(), String>;
 /// in step `failed_step` (1-based, in the run) of a run whose loss became
 /// NaN or infinite there (`TrainError::NanLoss`'s `step`).
 ///
-/// - `source` must give the run's batches again from the run's first step
-///   (a new source built as the run built its own: same rows, batch, order).
-/// - `restore` sets the variables (and the global step) the run started
-///   from, e.g. from a checkpoint; `None`: the initializers, as a fresh run.
+/// - `restore` sets the variables (and the global step) to a state the run
+///   went through, e.g. its last checkpoint; `None`: the initializers, the
+///   start of a fresh run. `failed_step` counts from that state (the failing
+///   global step minus the restored one).
+/// - `source` must give the run's batches again from that state on (a new
+///   source built as the run built its own: same rows, batch, order,
+///   advanced to the restored step).
 /// - `options` should be the run's (the thread count does not change results).
 ///
 /// Costs one compile and `failed_step - 1` steps; nothing while training.
