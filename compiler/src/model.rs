@@ -2,7 +2,8 @@
 //!
 //! Owns: [`Model`] and its parts (data source, inputs, variables, metrics,
 //! optimizer (its table entry and argument values), training settings, and
-//! the IR functions `eval`, `grad`, `step`).
+//! the IR functions `eval`, `grad`, `step` and, on request, `check`), the
+//! runtime checks (`assertions`) and where each binding is written.
 //! Sema creates it; autodiff and the optimizer stage add the `grad` and
 //! `step` functions and the optimizer's variables; passes rewrite its graph.
 //!

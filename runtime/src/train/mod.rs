@@ -13,7 +13,9 @@
 //! position once; the runtime's sources and hooks allocate nothing per step);
 //! the loop ends only when a hook asks (`StopAtStepHook`), the source is
 //! exhausted, or something fails — a non-finite loss is `NanTensorHook`'s
-//! error, a bad batch the source's [`DataError`]. Hooks run in the order
+//! error, a bad batch the source's [`DataError`], a failed runtime check of
+//! the spec (`check_numerics`, `assert_*`: one scalar output each, read by
+//! [`Trainer::step`] after the step, before the hooks) [`TrainError::Assertion`]. Hooks run in the order
 //! given, and a failing hook ends the run at once (no `end`).
 
 pub mod eval;
