@@ -6,6 +6,7 @@
 
 mod commands;
 mod load;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -77,6 +77,12 @@ impl Hook for CountAllocations {
 fn steps_allocate(spec: &str, threads: usize, measured: u64) -> (usize, u32) {
     let root = env!("CARGO_MANIFEST_DIR");
     let text = std::fs::read_to_string(format!("{root}/specs/{spec}")).unwrap();
+    steps_allocate_text(spec, text, threads, measured)
+}
+
+/// [`steps_allocate`] of a spec's text (data paths relative to `specs/`).
+fn steps_allocate_text(spec: &str, text: String, threads: usize, measured: u64) -> (usize, u32) {
+    let root = env!("CARGO_MANIFEST_DIR");
     let options = Options {
         threads,
         ..Options::default()
@@ -128,5 +134,26 @@ fn training_steps_allocate_nothing() {
         steps_allocate("wide_mlp.spec", 2, 10),
         (0, 2),
         "two threads"
+    );
+    steps_with_runtime_checks_allocate_nothing();
+}
+
+/// Runtime checks (`check_numerics`, `assert_*`) read after every step
+/// allocate nothing either. (Called from the one test of this file: the
+/// allocation counter is global, so measurements must not overlap.)
+fn steps_with_runtime_checks_allocate_nothing() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/specs/digits_mlp.spec"))
+        .unwrap()
+        .replacen(
+            "relu(pixels @ W1 + b1)",
+            "check_numerics(relu(pixels @ W1 + b1), \"hidden layer\")",
+            1,
+        )
+        .replacen("\nloss = ", "\nassert_non_negative(h)\nloss = ", 1);
+    assert!(text.contains("check_numerics") && text.contains("assert_non_negative"));
+    assert_eq!(
+        steps_allocate_text("digits_checked.spec", text, 1, 200),
+        (0, 1)
     );
 }

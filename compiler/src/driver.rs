@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 
 use specc_grammar::{Diagnostic, SourceFile};
-use specc_runtime::abi::{FunctionLayout, StepFn};
+use specc_runtime::abi::{assertion_output, AssertionLayout, FunctionLayout, StepFn};
 use specc_runtime::memory::MemoryNeeds;
 use specc_runtime::session::Session;
 
@@ -26,6 +26,8 @@ pub struct Functions {
     pub step: bool,
     pub eval: bool,
     pub grad: bool,
+    /// The forward pass with a non-finite flag per value (see [`crate::debug`]).
+    pub check: bool,
 }
 
 impl Functions {
@@ -33,11 +35,13 @@ impl Functions {
         step: true,
         eval: true,
         grad: false,
+        check: false,
     };
     pub const ALL: Functions = Functions {
         step: true,
         eval: true,
         grad: true,
+        check: false,
     };
 }
 
@@ -89,6 +93,9 @@ pub fn plan_model_with(
                 step.outputs.clear();
             }
         }
+        if which.check {
+            crate::debug::add_check_function(&mut model);
+        }
         passes::optimize(&mut model);
         let placement = layout::place(&model);
         let mut plans = Vec::new();
@@ -113,6 +120,11 @@ pub fn plan_model_with(
                 threads,
             ));
         }
+        if which.check {
+            if let Some(check) = fs.check.as_ref() {
+                plans.push(plan::plan(&model.graph, check, &placement, threads));
+            }
+        }
         Ok(Planned {
             model,
             placement,
@@ -124,22 +136,38 @@ pub fn plan_model_with(
 impl Planned {
     /// The memory a session of this model allocates (what `specc check` reports).
     pub fn memory(&self) -> MemoryNeeds {
-        memory(&self.placement, &self.plans)
+        memory(&self.placement, &self.plans, &self.model)
     }
 }
 
-/// What the runtime needs to know of one planned function.
-fn function_layout(p: &Plan) -> FunctionLayout {
+/// What the runtime needs to know of one planned function: its outputs, and
+/// the model's runtime checks among them (`assert/<i>` is assertion `i`).
+fn function_layout(p: &Plan, model: &Model) -> FunctionLayout {
+    let assertions = model
+        .assertions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| AssertionLayout {
+            output: assertion_output(i),
+            kind: a.kind.to_string(),
+            condition: a.condition.clone(),
+            message: a.message.clone(),
+            span: (a.span.start as usize, a.span.end as usize),
+            value: a.value,
+        })
+        .filter(|a| p.outputs.iter().any(|o| o.name == a.output))
+        .collect();
     FunctionLayout {
         name: p.name.clone(),
         outputs: p.outputs.clone(),
         scratch_bytes: p.scratch_bytes as usize,
         threads: p.threads as usize,
+        assertions,
     }
 }
 
-fn memory(placement: &VarPlacement, plans: &[Plan]) -> MemoryNeeds {
-    let functions: Vec<FunctionLayout> = plans.iter().map(function_layout).collect();
+fn memory(placement: &VarPlacement, plans: &[Plan], model: &Model) -> MemoryNeeds {
+    let functions: Vec<FunctionLayout> = plans.iter().map(|p| function_layout(p, model)).collect();
     MemoryNeeds::of(&placement.layout, &functions)
 }
 
@@ -188,14 +216,14 @@ impl Program {
             .iter()
             .map(|p| {
                 let f = self.jit.function(&p.name).expect("compiled");
-                (function_layout(p), f)
+                (function_layout(p, &self.model), f)
             })
             .collect()
     }
 
     /// The memory a session of this program allocates.
     pub fn memory(&self) -> MemoryNeeds {
-        memory(&self.placement, &self.plans)
+        memory(&self.placement, &self.plans, &self.model)
     }
 
     /// A fresh session (variables initialized) over this program's code.

@@ -14,6 +14,8 @@
 //! - [`plan`]: kernels and buffers (fusion, views, scratch, threads).
 //! - [`codegen`]: Cranelift functions from plans, JIT.
 //! - [`driver`]: the whole pipeline, and [`driver::Program`], the compiled code.
+//! - [`debug`]: where a non-finite loss came from (the `check` function and
+//!   the replay that runs it).
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
@@ -21,6 +23,7 @@
 pub mod autodiff;
 pub mod codegen;
 pub mod config;
+pub mod debug;
 pub mod driver;
 pub mod interp;
 pub mod ir;

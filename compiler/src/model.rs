@@ -2,7 +2,8 @@
 //!
 //! Owns: [`Model`] and its parts (data source, inputs, variables, metrics,
 //! optimizer (its table entry and argument values), training settings, and
-//! the IR functions `eval`, `grad`, `step`).
+//! the IR functions `eval`, `grad`, `step` and, on request, `check`), the
+//! runtime checks (`assertions`) and where each binding is written.
 //! Sema creates it; autodiff and the optimizer stage add the `grad` and
 //! `step` functions and the optimizer's variables; passes rewrite its graph.
 //!
@@ -225,6 +226,28 @@ pub struct Functions {
     pub grad: Option<Function>,
     /// One training step: `loss`, and the updates of every variable.
     pub step: Option<Function>,
+    /// Forward only, for finding where a non-finite loss came from: one
+    /// non-finite flag per feature, parameter and binding (see [`crate::debug`]).
+    /// Built only on request, never for training.
+    pub check: Option<Function>,
+}
+
+/// A runtime check of the spec (`tf.debugging`: `check_numerics`,
+/// `assert_less`, ...): `node` is an f32 scalar that is 0 when the check
+/// holds; the step returns it as output `assert/<i>` (its index in
+/// [`Model::assertions`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assertion {
+    /// TF's op name (`check_numerics`, `assert_positive`, ...).
+    pub kind: &'static str,
+    /// The condition in words (`x > 0`).
+    pub condition: String,
+    /// The user's message (empty when none).
+    pub message: String,
+    /// The call in the spec.
+    pub span: Span,
+    pub value: specc_runtime::abi::AssertionValue,
+    pub node: NodeId,
 }
 
 #[derive(Clone, Debug)]
@@ -242,6 +265,10 @@ pub struct Model {
     pub functions: Functions,
     /// Named bindings (`h = ...`) in source order.
     pub bindings: Vec<(String, NodeId)>,
+    /// Where each binding's value is written, parallel to `bindings`.
+    pub binding_spans: Vec<Span>,
+    /// The runtime checks, in source order.
+    pub assertions: Vec<Assertion>,
     /// Gradient clipping, applied in order.
     pub clips: Vec<ClipSpec>,
     pub ema: Option<EmaSpec>,

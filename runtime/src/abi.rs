@@ -62,6 +62,16 @@ pub const OUTPUT_GLOBAL_NORM: &str = "global_norm";
 /// gradient of the loss for the parameter `<param>` ([`grad_output`]).
 pub const OUTPUT_GRAD_PREFIX: &str = "grad/";
 
+/// The prefix of the outputs that hold the runtime checks of a function
+/// (`tf.debugging`): `assert/<i>` is the value of assertion `i` of
+/// [`FunctionLayout::assertions`] ([`assertion_output`]).
+pub const OUTPUT_ASSERTION_PREFIX: &str = "assert/";
+
+/// The name of the output holding the value of assertion `i`.
+pub fn assertion_output(i: usize) -> String {
+    format!("{OUTPUT_ASSERTION_PREFIX}{i}")
+}
+
 /// The name of the `grad` function's output holding the gradient of `param`.
 pub fn grad_output(param: &str) -> String {
     format!("{OUTPUT_GRAD_PREFIX}{param}")
@@ -154,6 +164,63 @@ pub struct FunctionLayout {
     pub scratch_bytes: usize,
     /// How many threads must run every call together (1 or 2).
     pub threads: usize,
+    /// The runtime checks (`tf.debugging` assertions) the function computes,
+    /// each in its scalar output [`AssertionLayout::output`].
+    pub assertions: Vec<AssertionLayout>,
+}
+
+/// One runtime check of a compiled function (`check_numerics`,
+/// `assert_positive`, ...): the function computes one f32 scalar per check,
+/// 0 when it holds. The runtime reads it after every call; the spec position
+/// is plain data (byte offsets into the spec text) for the caller to render.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AssertionLayout {
+    /// The output holding the check's value ([`assertion_output`]).
+    pub output: String,
+    /// TF's name of the op (`check_numerics`, `assert_less`, ...).
+    pub kind: String,
+    /// The condition that must hold, in words (`x < y`, `x is finite`).
+    pub condition: String,
+    /// The user's `message` (empty when none was given).
+    pub message: String,
+    /// Byte offsets of the call in the spec text.
+    pub span: (usize, usize),
+    /// How to read a non-zero value: `check_numerics` computes 2 when the
+    /// tensor has a NaN and 1 when it has an infinity but no NaN; every other
+    /// check counts the elements for which its condition does not hold.
+    pub value: AssertionValue,
+}
+
+/// What the value of an [`AssertionLayout`] means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssertionValue {
+    /// 0: all finite, 1: an infinity (no NaN), 2: a NaN.
+    NonFinite,
+    /// The number of elements that fail the condition (exact below 2^24).
+    Count,
+}
+
+impl AssertionLayout {
+    /// What a failed check found, in TF's words where TF has them
+    /// (`Tensor had NaN values`).
+    pub fn describe(&self, value: f32) -> String {
+        match self.value {
+            AssertionValue::NonFinite if value >= 2.0 => "Tensor had NaN values".into(),
+            AssertionValue::NonFinite => "Tensor had Inf values".into(),
+            AssertionValue::Count => {
+                let n = if value >= 16_777_216.0 {
+                    "more than 16777216".to_string()
+                } else {
+                    format!("{}", value as u64)
+                };
+                let s = if value == 1.0 { "" } else { "s" };
+                format!(
+                    "Condition {} did not hold element-wise ({n} element{s})",
+                    self.condition
+                )
+            }
+        }
+    }
 }
 
 /// Everything the runtime must know to call a compiled model.

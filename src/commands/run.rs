@@ -14,11 +14,11 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
-use specc_runtime::checkpoint::CheckpointManager;
+use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
-    evaluate_rows, fit, restore_latest, CheckpointSaverHook, DivergenceHook, Evaluation, Hook,
-    LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
+    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
+    Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
 };
 
 use specc_compiler::config::{self, Flags};
@@ -150,6 +150,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // A checkpoint directory with a checkpoint: continue from it, to the
     // same bits as a run that never stopped (MonitoredTrainingSession).
     let mut saver = None;
+    let mut resumed_from = None;
     let c = &config.checkpoint;
     if let Some(dir) = &c.dir {
         let keep = (c.keep > 0).then_some(c.keep as usize);
@@ -171,6 +172,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
         record.write(dir)?;
         if let Some(r) = restored {
+            resumed_from = Some(r.prefix.clone());
             eprintln!(
                 "specc: resumed from {} at global step {}{}",
                 r.prefix.display(),
@@ -251,7 +253,22 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         Err(e) => {
             // `reach` ran before the failing hook: `reached` has the step.
             pb.abandon();
-            return Err(e.into());
+            let resumed = resumed_from.as_deref();
+            return Err(crate::report::train_failure(e, src, resumed, || {
+                let mut replay = ShuffledBatches::new(
+                    &dataset,
+                    &session.layout,
+                    train_rows.clone(),
+                    cfg.batch,
+                    cfg.shuffle,
+                    cfg.seed,
+                )?;
+                if let Some(prefix) = resumed {
+                    let reader = BundleReader::open(prefix).map_err(|e| e.to_string())?;
+                    seek(&reader, &mut replay).map_err(|e| e.to_string())?;
+                }
+                Ok(Box::new(replay))
+            }));
         }
     };
     pb.finish_and_clear();

@@ -19,7 +19,9 @@ pub mod sparse;
 pub mod table;
 
 use specc_grammar::Diagnostic;
-use specc_runtime::abi::{grad_output, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
+use specc_runtime::abi::{
+    assertion_output, grad_output, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS,
+};
 use specc_runtime::init::Initializer;
 
 use crate::autodiff;
@@ -160,6 +162,13 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         step.outputs.push(Output {
             name: OUTPUT_GLOBAL_NORM.into(),
             node: n,
+        });
+    }
+    // The runtime checks (`tf.debugging`), one scalar each.
+    for (i, a) in model.assertions.iter().enumerate() {
+        step.outputs.push(Output {
+            name: assertion_output(i),
+            node: a.node,
         });
     }
     let mut new_params: Vec<(u32, NodeId)> = Vec::new();

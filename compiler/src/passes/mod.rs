@@ -67,6 +67,7 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
         Some(&m.functions.eval),
         m.functions.grad.as_ref(),
         m.functions.step.as_ref(),
+        m.functions.check.as_ref(),
     ]
     .into_iter()
     .flatten()
@@ -74,6 +75,7 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
         roots.extend(f.roots());
     }
     roots.extend(m.bindings.iter().map(|b| b.1));
+    roots.extend(m.assertions.iter().map(|a| a.node));
     roots.extend(m.optimizer.hypers.nodes());
     roots
 }
@@ -85,6 +87,7 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
         Some(&mut m.functions.eval),
         m.functions.grad.as_mut(),
         m.functions.step.as_mut(),
+        m.functions.check.as_mut(),
     ]
     .into_iter()
     .flatten()
@@ -98,6 +101,9 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
     }
     for b in &mut m.bindings {
         f(&mut b.1);
+    }
+    for a in &mut m.assertions {
+        f(&mut a.node);
     }
     for n in m.optimizer.hypers.nodes_mut() {
         f(n);

@@ -99,6 +99,9 @@ pub struct Lowerer<'a> {
     /// The values of constant expressions lowered so far (`-1.0` is
     /// `neg(1.0)` in the IR, and `sqrt(-1.0)` must see its value).
     pub constants: &'a mut HashMap<NodeId, Known>,
+    /// The runtime checks lowered so far (`check_numerics` in expressions,
+    /// `assert_*` statements).
+    pub assertions: &'a mut Vec<crate::model::Assertion>,
 }
 
 pub type R<T> = Result<T, Diagnostic>;
@@ -185,7 +188,7 @@ impl Lowerer<'_> {
 
     /// The value of `n` if it is a constant expression (looking through
     /// broadcasts and reshapes of one).
-    fn known(&self, mut n: NodeId) -> Option<Known> {
+    pub(crate) fn known(&self, mut n: NodeId) -> Option<Known> {
         loop {
             if let Some(k) = self.constants.get(&n) {
                 return Some(*k);

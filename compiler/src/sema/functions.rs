@@ -229,6 +229,12 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
         .iter()
         .find(|b| b.name == name)
         .or_else(|| super::schedules::find(name));
+    if super::checks::is_expression(name) {
+        let x = super::checks::lower(lw, call)?;
+        return x.ok_or_else(|| {
+            Diagnostic::new("internal-error", call.span, "a check without a value")
+        });
+    }
     let Some(b) = found else {
         let mut d = Diagnostic::new(
             "unknown-function",
@@ -236,7 +242,7 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
             format!("unknown function `{name}`"),
         )
         .with_label("not a builtin");
-        if STATEMENTS.contains(&name) {
+        if STATEMENTS.contains(&name) || super::checks::is_check(name) {
             d = d.with_help(format!("`{name}` is a statement; write it on its own line"));
         } else if let Some(s) = args::suggest(
             name,

@@ -16,6 +16,7 @@
 //! loss is a float32 scalar, and every tensor fits [`sizes`]' limits.
 
 pub mod args;
+pub mod checks;
 pub mod data;
 pub mod expr;
 pub mod functions;
@@ -62,6 +63,8 @@ pub(crate) struct State {
     pub class_uses: Vec<ClassUse>,
     pub shape_symbols: HashMap<String, (Dim, Span)>,
     pub bindings: Vec<(String, NodeId)>,
+    pub binding_spans: Vec<Span>,
+    pub assertions: Vec<crate::model::Assertion>,
     /// Items that were written but had errors (not reported missing again).
     pub attempted: Vec<&'static str>,
     pub clips: Vec<crate::model::ClipSpec>,
@@ -84,6 +87,7 @@ impl State {
             env: &self.env,
             class_uses: &mut self.class_uses,
             constants: &mut self.constants,
+            assertions: &mut self.assertions,
         }
     }
 
@@ -149,6 +153,7 @@ impl State {
                     .define(&b.name.name, b.name.span, "binding", value)?;
                 if let Some(v) = value {
                     self.bindings.push((b.name.name.clone(), v));
+                    self.binding_spans.push(b.value.span);
                 }
                 if b.name.name == "loss" {
                     self.loss_defined = true;
@@ -396,8 +401,11 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             eval,
             grad: None,
             step: None,
+            check: None,
         },
         bindings: st.bindings,
+        binding_spans: st.binding_spans,
+        assertions: st.assertions,
         clips: st.clips,
         ema: st.ema,
         report_global_norm: st.report_global_norm,

@@ -1,9 +1,11 @@
 //! Statements: calls written on their own line for their effect on
-//! checking (today `assert_shape(x, [dims])`).
+//! checking: `assert_shape(x, [dims])`, and the `tf.debugging` checks of
+//! [`super::checks`].
 //!
 //! Owns: checking shape assertions, with symbolic dimensions (`assert_shape(h,
 //! [B, n])` binds `n` on first use and checks it on every later one).
-//! Invariant: a statement only checks; it defines no name and adds no output.
+//! Invariant: a statement only checks; it defines no name and adds no
+//! output but a runtime check's (see [`super::checks`]).
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::Diagnostic;
@@ -25,6 +27,11 @@ pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
         .with_label("expected init_from_checkpoint(\"PATH\", { \"CHECKPOINT NAME\": \"PARAMETER\" })")
         .with_help("e.g. init_from_checkpoint(\"runs/pretrained\", { \"/\": \"/\" }) loads every parameter"));
     }
+    if super::checks::is_check(&call.func.name) {
+        // A runtime check (or a static one); `check_numerics` as a statement
+        // discards its value but keeps its check.
+        return super::checks::lower(&mut st.lowerer(), call).map(|_| ());
+    }
     if call.func.name != "assert_shape" {
         return Err(Diagnostic::new(
             "unknown-function",
@@ -32,7 +39,7 @@ pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
             format!("`{}` is not a statement", call.func.name),
         )
         .with_label("unknown statement")
-        .with_help("statements: assert_shape(x, [dims]); bind other expressions to a name"));
+        .with_help("statements: assert_shape(x, [dims]), check_numerics(x, message) and the assert_* checks; bind other expressions to a name"));
     }
     let b = args::bind("assert_shape", call, &[req("x"), req("shape")])?;
     let x = st.lowerer().lower(b.req(0))?;

@@ -121,11 +121,7 @@ fn encode_handle(buf: &mut Vec<u8>, (offset, size): (u64, u64)) {
 
 fn shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
     let min = start.len().min(limit.len());
-    let diff = start
-        .iter()
-        .zip(limit)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let diff = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
     if diff < min {
         let byte = start[diff];
         if byte < 0xff && byte + 1 < limit[diff] {
@@ -230,11 +226,7 @@ fn block<'a>(file: &'a [u8], (offset, size): (u64, u64), what: &str) -> Result<&
 }
 
 /// The entries of one block, appended to `out`.
-fn entries(
-    contents: &[u8],
-    what: &str,
-    out: &mut Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<(), String> {
+fn entries(contents: &[u8], what: &str, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), String> {
     let bad = |why: &str| format!("malformed {what}: {why}");
     if contents.len() < 4 {
         return Err(bad("shorter than its restart count"));
@@ -313,7 +305,11 @@ pub fn read(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
     }
     block(file, metaindex, "metaindex block")?;
     let mut index_entries = Vec::new();
-    entries(block(file, index, "index block")?, "index block", &mut index_entries)?;
+    entries(
+        block(file, index, "index block")?,
+        "index block",
+        &mut index_entries,
+    )?;
     let mut out = Vec::new();
     for (i, (_, handle)) in index_entries.iter().enumerate() {
         let mut p = 0;
@@ -352,9 +348,15 @@ mod tests {
 
     #[test]
     fn many_blocks_round_trip() {
-        let keys: Vec<Vec<u8>> = (0..20_000).map(|i| format!("var{i:06}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..20_000)
+            .map(|i| format!("var{i:06}").into_bytes())
+            .collect();
         let values: Vec<Vec<u8>> = (0..20_000).map(|i| vec![i as u8; 30]).collect();
-        let t = build(keys.iter().map(Vec::as_slice).zip(values.iter().map(Vec::as_slice)));
+        let t = build(
+            keys.iter()
+                .map(Vec::as_slice)
+                .zip(values.iter().map(Vec::as_slice)),
+        );
         let back = read(&t).unwrap();
         assert_eq!(back.len(), keys.len());
         for ((k, v), (bk, bv)) in keys.iter().zip(&values).zip(&back) {

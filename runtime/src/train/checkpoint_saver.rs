@@ -213,6 +213,26 @@ pub fn restore_latest(
     restore(&prefix, session, source).map(Some)
 }
 
+/// Moves `source` to the position saved in the checkpoint of `reader`;
+/// false if the checkpoint has none (the source is left where it is).
+pub fn seek(reader: &BundleReader, source: &mut dyn BatchSource) -> Result<bool, CheckpointError> {
+    if reader.entry(BATCH_ORDER).is_none() {
+        return Ok(false);
+    }
+    let crate::checkpoint::Tensor::I64(p) = reader.load(BATCH_ORDER)? else {
+        return Err(CheckpointError::tensor(
+            reader.index_file(),
+            BATCH_ORDER,
+            "is not an int64 tensor",
+        ));
+    };
+    let p: Vec<i64> = p.iter().copied().collect();
+    source
+        .seek(&p)
+        .map_err(|m| CheckpointError::tensor(reader.index_file(), BATCH_ORDER, m))?;
+    Ok(true)
+}
+
 /// [`restore_latest`] from the checkpoint `prefix`.
 pub fn restore(
     prefix: &Path,
@@ -220,24 +240,9 @@ pub fn restore(
     source: &mut dyn BatchSource,
 ) -> Result<Restored, CheckpointError> {
     let reader = BundleReader::open(prefix)?;
-    let position = match reader.entry(BATCH_ORDER) {
-        Some(_) => match reader.load(BATCH_ORDER)? {
-            crate::checkpoint::Tensor::I64(a) => Some(a.iter().copied().collect::<Vec<i64>>()),
-            _ => None,
-        },
-        None => None,
-    };
     // The source first: a refused position leaves the session untouched,
     // and a refused restore leaves the session as it was.
-    let position_restored = match position {
-        Some(p) => {
-            source
-                .seek(&p)
-                .map_err(|m| CheckpointError::tensor(reader.index_file(), BATCH_ORDER, m))?;
-            true
-        }
-        None => false,
-    };
+    let position_restored = seek(&reader, source)?;
     session.restore(&reader)?;
     Ok(Restored {
         prefix: prefix.to_path_buf(),

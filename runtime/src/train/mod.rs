@@ -15,7 +15,9 @@
 //! position once; the runtime's sources and hooks allocate nothing per step);
 //! the loop ends only when a hook asks (`StopAtStepHook`), the source is
 //! exhausted, or something fails — a non-finite loss is `NanTensorHook`'s
-//! error, a bad batch the source's [`DataError`]. Hooks run in the order
+//! error, a bad batch the source's [`DataError`], a failed runtime check of
+//! the spec (`check_numerics`, `assert_*`: one scalar output each, read by
+//! [`Trainer::step`] after the step, before the hooks) [`TrainError::Assertion`]. Hooks run in the order
 //! given, and a failing hook ends the run at once (no `end`).
 
 pub mod checkpoint_saver;
@@ -25,12 +27,14 @@ pub mod timer;
 
 use std::fmt;
 
-use crate::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
+use crate::abi::{AssertionLayout, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use crate::data::DataError;
 use crate::session::Session;
 use crate::source::BatchSource;
 
-pub use checkpoint_saver::{restore, restore_latest, CheckpointSaverHook, Restored, BATCH_ORDER};
+pub use checkpoint_saver::{
+    restore, restore_latest, seek, CheckpointSaverHook, Restored, BATCH_ORDER,
+};
 pub use eval::{evaluate, evaluate_rows, Evaluation};
 pub use hooks::{
     DivergenceHook, EvaluationHook, Hook, LoggingHook, NanTensorHook, RunContext, StepValues,
@@ -80,6 +84,16 @@ pub enum TrainError {
         global_step: i64,
         loss: f32,
     },
+    /// A runtime check of the spec (`check_numerics`, `assert_less`, ...)
+    /// failed in step `step` (1-based, in this run; `global_step` after it).
+    /// The step ran to its end: the variables hold its updates.
+    Assertion {
+        step: u64,
+        global_step: i64,
+        assertion: Box<AssertionLayout>,
+        /// The check's value (see [`AssertionLayout::value`]).
+        value: f32,
+    },
     /// The program or session cannot do what was asked (no step function, a
     /// batch larger than the compiled maximum).
     Session(String),
@@ -100,6 +114,22 @@ impl fmt::Display for TrainError {
                 "the loss became {loss} at step {step} (global_step {global_step}); \
                  lower the learning rate or check the data"
             ),
+            TrainError::Assertion {
+                step,
+                global_step,
+                assertion,
+                value,
+            } => {
+                write!(
+                    f,
+                    "`{}` failed at step {step} (global_step {global_step}): ",
+                    assertion.kind
+                )?;
+                if !assertion.message.is_empty() {
+                    write!(f, "{}: ", assertion.message)?;
+                }
+                write!(f, "{}", assertion.describe(*value))
+            }
             TrainError::Session(m) | TrainError::Hook(m) => write!(f, "{m}"),
         }
     }
@@ -121,6 +151,9 @@ pub struct Trainer {
     loss: Option<usize>,
     learning_rate: Option<usize>,
     global_norm: Option<usize>,
+    /// Output positions of the step's runtime checks, parallel to its
+    /// layout's `assertions` (empty for a spec without checks).
+    assertions: Vec<usize>,
     steps: u64,
 }
 
@@ -130,8 +163,19 @@ impl Trainer {
         let step_fn = session
             .function_index("step")
             .ok_or("the program has no step function")?;
+        let layout = session.function_layout(step_fn);
+        let assertions = layout
+            .assertions
+            .iter()
+            .map(|a| {
+                session
+                    .output_index(step_fn, &a.output)
+                    .ok_or_else(|| format!("the step has no output `{}`", a.output))
+            })
+            .collect::<Result<Vec<usize>, String>>()?;
         Ok(Trainer {
             step_fn,
+            assertions,
             loss: session.output_index(step_fn, OUTPUT_LOSS),
             learning_rate: session.output_index(step_fn, OUTPUT_LEARNING_RATE),
             global_norm: session.output_index(step_fn, OUTPUT_GLOBAL_NORM),
@@ -160,6 +204,18 @@ impl Trainer {
             k.and_then(|k| session.output_at(f, k, rows))
                 .and_then(|v| v.first().copied())
         };
+        // The runtime checks: one load and compare each (none without them).
+        for (i, &k) in self.assertions.iter().enumerate() {
+            let value = scalar(Some(k)).unwrap_or(0.0);
+            if value != 0.0 {
+                return Err(TrainError::Assertion {
+                    step: self.steps,
+                    global_step: session.global_step,
+                    assertion: Box::new(session.function_layout(f).assertions[i].clone()),
+                    value,
+                });
+            }
+        }
         Ok(Some(StepValues {
             step: self.steps,
             global_step: session.global_step,
