@@ -23,7 +23,7 @@ pub use specc_runtime::metrics::{Metric, MetricKind};
 pub use specc_runtime::train::Duration;
 use specc_runtime::train::TrainConfig;
 
-use crate::ir::{Function, Graph, NodeId};
+use crate::ir::{Function, Graph, NodeId, Output};
 use crate::optim::table::OptimizerDef;
 
 /// Where the training data comes from.
@@ -284,6 +284,9 @@ pub struct Model {
     pub evaluate: EvaluateConfig,
     /// `init_from_checkpoint(..)`.
     pub warm_start: Option<WarmStart>,
+    /// Outputs the step adds for the run's hooks (summaries of the metrics,
+    /// logged tensors); empty without `summaries` and `logging { tensors }`.
+    pub step_outputs: Vec<Output>,
 }
 
 impl Model {

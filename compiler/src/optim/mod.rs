@@ -164,6 +164,12 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             node: n,
         });
     }
+    // What the run's hooks read (summaries of metrics, logged tensors).
+    for o in &model.step_outputs {
+        if !step.outputs.iter().any(|e| e.name == o.name) {
+            step.outputs.push(o.clone());
+        }
+    }
     // The runtime checks (`tf.debugging`), one scalar each.
     for (i, a) in model.assertions.iter().enumerate() {
         step.outputs.push(Output {

@@ -39,6 +39,7 @@ use specc_runtime::config::{
 };
 
 use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
+use specc_runtime::metrics::MetricOutput;
 use crate::model::{
     DataSource, Functions, InputInfo, Metric, Model, OptimizerSpec, TrainSettings, VarInfo,
 };
@@ -382,6 +383,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         name: specc_runtime::abi::OUTPUT_LOSS.into(),
         node: loss,
     });
+    let step_outputs = run_step_outputs(&st);
     eval.outputs.extend(st.metric_outputs);
     Ok(Model {
         name: st
@@ -414,7 +416,48 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         logging: st.logging.map(|c| c.0).unwrap_or_default(),
         evaluate: st.evaluate.map(|c| c.0).unwrap_or_default(),
         warm_start: st.warm_start.map(|c| c.0),
+        step_outputs,
     })
+}
+
+/// The step's outputs the run's hooks read besides the loss and the learning
+/// rate: with `summaries`, every metric's batch sum (TF's summaries of the
+/// metric on the training batch; AUC is only evaluated on rows, not per
+/// batch); with `logging { tensors }`, every logged binding, feature, label
+/// or parameter under its own name, and a logged metric's sum. Nothing
+/// without those items: the step stays as it was.
+fn run_step_outputs(st: &State) -> Vec<Output> {
+    let mut out: Vec<Output> = Vec::new();
+    let mut add = |o: &Output| {
+        if !out.iter().any(|e| e.name == o.name) {
+            out.push(o.clone());
+        }
+    };
+    let summed = |m: &Metric| {
+        let sum = MetricOutput::Sum.name(&m.name);
+        st.metric_outputs.iter().filter(move |o| o.name == sum)
+    };
+    if st.summaries.as_ref().is_some_and(|(s, _)| s.dir.is_some()) {
+        st.metrics.iter().flat_map(summed).for_each(&mut add);
+    }
+    if let Some((l, _, _)) = &st.logging {
+        let fixed = [
+            specc_runtime::abi::OUTPUT_LOSS,
+            specc_runtime::abi::OUTPUT_LEARNING_RATE,
+            "global_step",
+        ];
+        for name in l.tensors.iter().filter(|n| !fixed.contains(&n.as_str())) {
+            if let Some(node) = st.env.entries.get(name).and_then(|e| e.value) {
+                add(&Output {
+                    name: name.clone(),
+                    node,
+                });
+            } else if let Some(m) = st.metrics.iter().find(|m| m.name == *name) {
+                summed(m).for_each(&mut add);
+            }
+        }
+    }
+    out
 }
 
 /// The names the run's items mention: logged tensors (any name the spec
