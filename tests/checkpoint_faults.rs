@@ -32,20 +32,30 @@ fn make_writable(d: &Path) {
 /// A small checkpoint of several dtypes; `k` varies the values.
 fn tensors(k: f32) -> Vec<(String, Tensor)> {
     let f = |d: DType, s: &[usize], b: Vec<u8>| Tensor::from_bytes(d, s, &b).unwrap();
-    let w: Vec<u8> = (0..6).flat_map(|i| (k + i as f32 * 0.25).to_le_bytes()).collect();
-    let m: Vec<u8> = [k as f64 * 1e-3, -2.5].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let w: Vec<u8> = (0..6)
+        .flat_map(|i| (k + i as f32 * 0.25).to_le_bytes())
+        .collect();
+    let m: Vec<u8> = [k as f64 * 1e-3, -2.5]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     let ids: Vec<u8> = [7i32, -1, 3].iter().flat_map(|x| x.to_le_bytes()).collect();
     vec![
         ("w".to_string(), f(DType::Float, &[2, 3], w)),
         ("w/Adam".to_string(), f(DType::Double, &[2], m)),
         ("ids".to_string(), f(DType::Int32, &[3], ids)),
         ("mask".to_string(), f(DType::Bool, &[4], vec![1, 0, 0, 1])),
-        ("global_step".to_string(), f(DType::Int64, &[], (k as i64).to_le_bytes().to_vec())),
+        (
+            "global_step".to_string(),
+            f(DType::Int64, &[], (k as i64).to_le_bytes().to_vec()),
+        ),
     ]
 }
 
 fn refs(t: &mut [(String, Tensor)]) -> Vec<(&str, TensorRef<'_>)> {
-    t.iter_mut().map(|(n, t)| (n.as_str(), t.as_ref())).collect()
+    t.iter_mut()
+        .map(|(n, t)| (n.as_str(), t.as_ref()))
+        .collect()
 }
 
 fn write_small(d: &Path) -> PathBuf {
@@ -64,7 +74,10 @@ fn assert_holds(prefix: &Path, k: f32) {
 
 fn assert_names(e: &CheckpointError, file: &Path) {
     assert_eq!(e.file, file, "{e}");
-    assert!(e.to_string().starts_with(&file.display().to_string()), "{e}");
+    assert!(
+        e.to_string().starts_with(&file.display().to_string()),
+        "{e}"
+    );
 }
 
 #[test]
@@ -169,7 +182,9 @@ fn missing_data_shard_is_named() {
     let prefix = write_small(&d);
     let data = data_path(&prefix, 0, 1);
     std::fs::remove_file(&data).unwrap();
-    let e = BundleReader::open(&prefix).err().expect("opened without data");
+    let e = BundleReader::open(&prefix)
+        .err()
+        .expect("opened without data");
     assert_names(&e, &data);
     assert!(e.message.contains("missing data shard"), "{e}");
 }
@@ -177,7 +192,9 @@ fn missing_data_shard_is_named() {
 #[test]
 fn missing_index_is_named() {
     let d = dir("missing_index");
-    let e = BundleReader::open(d.join("model.ckpt-7")).err().expect("opened");
+    let e = BundleReader::open(d.join("model.ckpt-7"))
+        .err()
+        .expect("opened");
     assert_names(&e, &d.join("model.ckpt-7.index"));
 }
 
@@ -292,13 +309,24 @@ fn full_disk_at_every_stage_keeps_the_previous_checkpoint() {
     for limit in limits {
         m.set_write_limit(Some(limit));
         let e = m.save(2, &refs(&mut tensors(2.0))).unwrap_err();
-        assert!(e.message.contains("No space left on device"), "limit {limit}: {e}");
+        assert!(
+            e.message.contains("No space left on device"),
+            "limit {limit}: {e}"
+        );
         assert!(e.file.starts_with(&d), "{e}");
         if limit < data_len {
             assert_names(&e, &data_path(&d.join("model.ckpt-2"), 0, 1));
         }
-        assert_eq!(std::fs::read(d.join("checkpoint")).unwrap(), state_before, "limit {limit}");
-        assert_eq!(latest_checkpoint(&d).unwrap(), Some(first.clone()), "limit {limit}");
+        assert_eq!(
+            std::fs::read(d.join("checkpoint")).unwrap(),
+            state_before,
+            "limit {limit}"
+        );
+        assert_eq!(
+            latest_checkpoint(&d).unwrap(),
+            Some(first.clone()),
+            "limit {limit}"
+        );
         assert_eq!(m.latest_checkpoint(), Some(first.clone()));
         assert_holds(&first, 1.0);
         no_temporary_files(&d);

@@ -183,7 +183,11 @@ fn reads_tf_checkpoint_entries_as_decoded() {
         assert_eq!(u64::from(e.shard_id), want["shard_id"].as_u64().unwrap());
         assert_eq!(e.offset, want["offset"].as_u64().unwrap(), "{name}");
         assert_eq!(e.size, want["size"].as_u64().unwrap(), "{name}");
-        assert_eq!(u64::from(e.crc32c), want["crc32c"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            u64::from(e.crc32c),
+            want["crc32c"].as_u64().unwrap(),
+            "{name}"
+        );
     }
 }
 
@@ -195,7 +199,10 @@ fn state_file_parses_and_rewrites_byte_identical() {
     assert_eq!(text, g["checkpoint_state_file"].as_str().unwrap());
     let listed = &g["files"]["checkpoint"];
     assert_eq!(text.len() as u64, listed["size"].as_u64().unwrap());
-    assert_eq!(sha256_hex(text.as_bytes()), listed["sha256"].as_str().unwrap());
+    assert_eq!(
+        sha256_hex(text.as_bytes()),
+        listed["sha256"].as_str().unwrap()
+    );
     let st = CheckpointState::parse(&text, &path).unwrap();
     let name = golden_prefix(&g)
         .file_name()

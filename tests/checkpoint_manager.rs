@@ -58,14 +58,20 @@ fn max_to_keep_deletes_the_oldest_after_listing_the_new() {
     assert!(exists(&saved[2]) && exists(&saved[3]));
     let st = state(&d);
     assert_eq!(st.model_checkpoint_path, "model.ckpt-40");
-    assert_eq!(st.all_model_checkpoint_paths, ["model.ckpt-30", "model.ckpt-40"]);
+    assert_eq!(
+        st.all_model_checkpoint_paths,
+        ["model.ckpt-30", "model.ckpt-40"]
+    );
     assert_eq!(st.all_model_checkpoint_timestamps.len(), 2);
     assert!(st.last_preserved_timestamp.is_some());
     assert_eq!(latest_checkpoint(&d).unwrap(), Some(saved[3].clone()));
     assert_eq!(m.checkpoints(), saved[2..].to_vec());
     let r = BundleReader::open(&saved[3]).unwrap();
     let w = r.load("w").unwrap();
-    assert_eq!(w.to_f64_vec(), values(40).iter().map(|&x| f64::from(x)).collect::<Vec<_>>());
+    assert_eq!(
+        w.to_f64_vec(),
+        values(40).iter().map(|&x| f64::from(x)).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -121,7 +127,10 @@ fn resume_picks_up_the_state_file() {
     let third = save(&mut m, 3);
     assert!(!exists(&first));
     assert!(exists(&second) && exists(&third));
-    assert_eq!(state(&d).all_model_checkpoint_paths, ["model.ckpt-2", "model.ckpt-3"]);
+    assert_eq!(
+        state(&d).all_model_checkpoint_paths,
+        ["model.ckpt-2", "model.ckpt-3"]
+    );
 }
 
 #[test]
@@ -176,7 +185,10 @@ fn saves_a_snapshot_from_a_background_thread() {
     assert_eq!(snap.bytes(), 12 * 4 + 8);
     let r = BundleReader::open(&prefix).unwrap();
     let got = r.load("w").unwrap().to_f64_vec();
-    assert_eq!(got, values(7).iter().map(|&x| f64::from(x)).collect::<Vec<_>>());
+    assert_eq!(
+        got,
+        values(7).iter().map(|&x| f64::from(x)).collect::<Vec<_>>()
+    );
     assert_eq!(r.load("global_step").unwrap().to_f64_vec(), [7.0]);
 }
 

@@ -75,12 +75,12 @@ fn checkpoint_tensors_are_every_variable_under_tf_names() {
     }
     for role in ["slot", "optimizer", "average"] {
         assert!(
-            s.layout.vars.iter().any(|v| match (&v.kind, role) {
-                (VarRole::Slot { .. }, "slot") => true,
-                (VarRole::Optimizer, "optimizer") => true,
-                (VarRole::Average { .. }, "average") => true,
-                _ => false,
-            }),
+            s.layout.vars.iter().any(|v| matches!(
+                (&v.kind, role),
+                (VarRole::Slot { .. }, "slot")
+                    | (VarRole::Optimizer, "optimizer")
+                    | (VarRole::Average { .. }, "average")
+            )),
             "the spec has no {role} variable to save"
         );
     }
@@ -159,7 +159,11 @@ fn restore_refuses_a_missing_variable_by_name() {
         .unwrap();
     assert!(e.tensor.is_some(), "{e}");
     assert!(b.layout.var(e.tensor.as_deref().unwrap()).is_some(), "{e}");
-    assert!(a.layout.var(e.tensor.as_deref().unwrap()).is_none(), "{e} ({})", missing.name);
+    assert!(
+        a.layout.var(e.tensor.as_deref().unwrap()).is_none(),
+        "{e} ({})",
+        missing.name
+    );
     assert!(e.to_string().contains("not in the checkpoint"), "{e}");
     assert_eq!(values(&b), before, "a refused restore changes nothing");
 }
@@ -186,13 +190,18 @@ fn restore_refuses_a_shape_mismatch_naming_both_shapes() {
     write_bundle(&prefix, &tensors).unwrap();
     drop(tensors);
     let before = values(&s);
-    let e = s.restore(&BundleReader::open(&prefix).unwrap()).unwrap_err();
+    let e = s
+        .restore(&BundleReader::open(&prefix).unwrap())
+        .unwrap_err();
     assert_eq!(e.tensor.as_deref(), Some(victim.name.as_str()));
     let text = e.to_string();
     let shape = |d: &[usize]| {
         format!(
             "[{}]",
-            d.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+            d.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
     assert!(text.contains(&shape(&flipped)), "{text}");

@@ -113,7 +113,10 @@ fn every_tensor_as_json_is_exact() {
             assert_eq!(a.to_bits(), b.to_bits(), "{name}: {a} vs {b}");
         }
         if want["dtype"] == "int64" {
-            assert_eq!(out["values"], want["values"], "{name}: integers print as integers");
+            assert_eq!(
+                out["values"], want["values"],
+                "{name}: integers print as integers"
+            );
         }
     }
 }

@@ -49,7 +49,11 @@ fn bytes(dtype: DType, values: &Value) -> Result<Vec<u8>, String> {
     for v in vals {
         macro_rules! int_as {
             ($t:ty) => {
-                out.extend(<$t>::try_from(int(v)?).map_err(|e| format!("{v}: {e}"))?.to_le_bytes())
+                out.extend(
+                    <$t>::try_from(int(v)?)
+                        .map_err(|e| format!("{v}: {e}"))?
+                        .to_le_bytes(),
+                )
             };
         }
         match dtype {
@@ -63,7 +67,9 @@ fn bytes(dtype: DType, values: &Value) -> Result<Vec<u8>, String> {
             DType::UInt16 => int_as!(u16),
             DType::UInt32 => int_as!(u32),
             DType::UInt64 => int_as!(u64),
-            DType::Bool => out.push(u8::from(v.as_bool().ok_or_else(|| format!("{v} is not a bool"))?)),
+            DType::Bool => out.push(u8::from(
+                v.as_bool().ok_or_else(|| format!("{v} is not a bool"))?,
+            )),
             DType::Half | DType::BFloat16 => int_as!(u16), // raw bits
         }
     }
@@ -75,7 +81,10 @@ fn run(path: &str) -> Result<(), String> {
     let spec: Value = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let mut owned = Vec::new();
     for t in spec["tensors"].as_array().ok_or("no `tensors` list")? {
-        let name = t["name"].as_str().ok_or("a tensor without a name")?.to_string();
+        let name = t["name"]
+            .as_str()
+            .ok_or("a tensor without a name")?
+            .to_string();
         let dtype = t["dtype"]
             .as_str()
             .and_then(DType::from_name)
@@ -84,21 +93,34 @@ fn run(path: &str) -> Result<(), String> {
             .as_array()
             .ok_or_else(|| format!("{name}: no shape"))?
             .iter()
-            .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(|| format!("{name}: bad dim {d}")))
+            .map(|d| {
+                d.as_u64()
+                    .map(|d| d as usize)
+                    .ok_or_else(|| format!("{name}: bad dim {d}"))
+            })
             .collect::<Result<_, _>>()?;
         let b = bytes(dtype, &t["values"]).map_err(|e| format!("{name}: {e}"))?;
         owned.push((name, dtype, shape, b));
     }
     let refs: Vec<(&str, TensorRef<'_>)> = owned
         .iter()
-        .map(|(n, d, s, b)| Ok((n.as_str(), TensorRef::from_bytes(*d, s, b).map_err(|e| format!("{n}: {e}"))?)))
+        .map(|(n, d, s, b)| {
+            Ok((
+                n.as_str(),
+                TensorRef::from_bytes(*d, s, b).map_err(|e| format!("{n}: {e}"))?,
+            ))
+        })
         .collect::<Result<_, String>>()?;
     if let Some(prefix) = spec["prefix"].as_str() {
         write_bundle(prefix, &refs).map_err(|e| e.to_string())?;
     } else {
         let m = &spec["manager"];
-        let dir = m["dir"].as_str().ok_or("neither `prefix` nor `manager.dir`")?;
-        let step = m["step"].as_i64().ok_or("`manager.step` is not an integer")?;
+        let dir = m["dir"]
+            .as_str()
+            .ok_or("neither `prefix` nor `manager.dir`")?;
+        let step = m["step"]
+            .as_i64()
+            .ok_or("`manager.step` is not an integer")?;
         let keep = m["max_to_keep"].as_u64().map(|k| k as usize);
         let mut manager = CheckpointManager::new(dir, keep, None).map_err(|e| e.to_string())?;
         manager.save(step, &refs).map_err(|e| e.to_string())?;

@@ -164,7 +164,13 @@ fn nest_text(shape: &[usize], flat: &[String], depth: usize) -> String {
         Some((&n, rest)) => {
             let step: usize = rest.iter().product();
             let parts: Vec<String> = (0..n)
-                .map(|i| nest_text(rest, flat.get(i * step..(i + 1) * step).unwrap_or(&[]), depth + 1))
+                .map(|i| {
+                    nest_text(
+                        rest,
+                        flat.get(i * step..(i + 1) * step).unwrap_or(&[]),
+                        depth + 1,
+                    )
+                })
                 .collect();
             let sep = if rest.is_empty() {
                 ", ".to_string()

@@ -99,13 +99,15 @@ impl BundleEntry {
                 (4, Value::Varint(x)) => offset = x,
                 (5, Value::Varint(x)) => size = x,
                 (6, Value::Fixed32(x)) => crc32c = x,
-                (7, _) => {
-                    return Err(
-                        "a slice of a partitioned variable; partitioned variables are not supported"
-                            .to_string(),
-                    )
+                (7, _) => return Err(
+                    "a slice of a partitioned variable; partitioned variables are not supported"
+                        .to_string(),
+                ),
+                (1..=6, _) => {
+                    return Err(format!(
+                        "BundleEntryProto field {n} has the wrong wire type"
+                    ))
                 }
-                (1..=6, _) => return Err(format!("BundleEntryProto field {n} has the wrong wire type")),
                 _ => {}
             }
         }
@@ -125,7 +127,8 @@ impl BundleEntry {
                 shape_string(&shape)
             ));
         }
-        let shard_id = u32::try_from(shard_id).map_err(|_| format!("shard id {shard_id} out of range"))?;
+        let shard_id =
+            u32::try_from(shard_id).map_err(|_| format!("shard id {shard_id} out of range"))?;
         Ok(BundleEntry {
             dtype,
             shape,
@@ -145,11 +148,14 @@ fn decode_shape(bytes: &[u8]) -> Result<Vec<usize>, String> {
             (2, Value::Bytes(dim)) => {
                 let mut size = 0i64;
                 for f in fields(dim) {
-                    if let (1, Value::Varint(x)) = f.map_err(|e| format!("malformed shape dim: {e}"))? {
+                    if let (1, Value::Varint(x)) =
+                        f.map_err(|e| format!("malformed shape dim: {e}"))?
+                    {
                         size = x as i64;
                     }
                 }
-                let size = usize::try_from(size).map_err(|_| format!("negative dimension {size}"))?;
+                let size =
+                    usize::try_from(size).map_err(|_| format!("negative dimension {size}"))?;
                 shape.push(size);
             }
             (3, Value::Varint(x)) if x != 0 => return Err("unknown rank".to_string()),
@@ -189,14 +195,18 @@ fn decode_header(bytes: &[u8]) -> Result<u32, String> {
         }
     }
     if endianness != 0 {
-        return Err("the checkpoint is big-endian; only little-endian checkpoints are supported".to_string());
+        return Err(
+            "the checkpoint is big-endian; only little-endian checkpoints are supported"
+                .to_string(),
+        );
     }
     if min_consumer > VERSION || bad.contains(&VERSION) {
         return Err(format!(
             "the checkpoint needs a reader of bundle version {min_consumer} or later; this one reads version {VERSION}"
         ));
     }
-    let num_shards = u32::try_from(num_shards).map_err(|_| format!("{num_shards} shards is out of range"))?;
+    let num_shards =
+        u32::try_from(num_shards).map_err(|_| format!("{num_shards} shards is out of range"))?;
     Ok(num_shards)
 }
 
@@ -252,7 +262,10 @@ fn key_order<S: AsRef<str>>(tensors: &[(S, TensorRef<'_>)]) -> Result<Vec<usize>
             return Err(format!("two tensors are named `{name}`"));
         }
     }
-    if order.first().is_some_and(|&i| tensors[i].0.as_ref().is_empty()) {
+    if order
+        .first()
+        .is_some_and(|&i| tensors[i].0.as_ref().is_empty())
+    {
         return Err("a tensor has the empty name (the key of the bundle header)".to_string());
     }
     Ok(order)
@@ -285,7 +298,8 @@ fn write_data<S: AsRef<str>, W: Write>(
     data.flush().map_err(|e| (None, e))?;
     let header = encode_header(1);
     let values: Vec<Vec<u8>> = entries.iter().map(BundleEntry::encode).collect();
-    let keys = std::iter::once(&b""[..]).chain(order.iter().map(|&i| tensors[i].0.as_ref().as_bytes()));
+    let keys =
+        std::iter::once(&b""[..]).chain(order.iter().map(|&i| tensors[i].0.as_ref().as_bytes()));
     let vals = std::iter::once(&header[..]).chain(values.iter().map(Vec::as_slice));
     Ok(table::build(keys.zip(vals)))
 }
@@ -308,7 +322,8 @@ pub(crate) fn write_files<S: AsRef<str>>(
     opts: WriteOptions,
 ) -> Result<u64, CheckpointError> {
     let order = key_order(tensors).map_err(|m| CheckpointError::new(index, m))?;
-    let create = |p: &Path| File::create(p).map_err(|e| CheckpointError::io(p, "create the file", &e));
+    let create =
+        |p: &Path| File::create(p).map_err(|e| CheckpointError::io(p, "create the file", &e));
     let data_file = create(data)?;
     let mut w = BufWriter::with_capacity(WRITE_BUFFER, LimitedWriter::new(data_file, opts.limit));
     let table = write_data(&mut w, tensors, &order).map_err(|(t, e)| CheckpointError {
@@ -316,7 +331,12 @@ pub(crate) fn write_files<S: AsRef<str>>(
         tensor: t,
         message: format!("cannot write: {e}"),
     })?;
-    let written = w.get_ref().get_ref().metadata().map(|m| m.len()).unwrap_or(0);
+    let written = w
+        .get_ref()
+        .get_ref()
+        .metadata()
+        .map(|m| m.len())
+        .unwrap_or(0);
     let (lw, _) = w.into_parts();
     if opts.sync {
         lw.get_ref()
@@ -385,18 +405,30 @@ impl BundleReader {
         let mut pairs = pairs.into_iter();
         let num_shards = match pairs.next() {
             Some((k, v)) if k.is_empty() => decode_header(&v).map_err(err)?,
-            _ => return Err(err("no bundle header (the key \"\"): not a TF V2 checkpoint index".to_string())),
+            _ => {
+                return Err(err(
+                    "no bundle header (the key \"\"): not a TF V2 checkpoint index".to_string(),
+                ))
+            }
         };
         let mut entries = Vec::with_capacity(pairs.len());
         for (k, v) in pairs {
-            let name = String::from_utf8(k)
-                .map_err(|e| err(format!("a tensor name is not UTF-8: {:?}", String::from_utf8_lossy(e.as_bytes()))))?;
-            let entry = BundleEntry::decode(&v).map_err(|m| CheckpointError::tensor(&index, &name, m))?;
+            let name = String::from_utf8(k).map_err(|e| {
+                err(format!(
+                    "a tensor name is not UTF-8: {:?}",
+                    String::from_utf8_lossy(e.as_bytes())
+                ))
+            })?;
+            let entry =
+                BundleEntry::decode(&v).map_err(|m| CheckpointError::tensor(&index, &name, m))?;
             if entry.shard_id >= num_shards {
                 return Err(CheckpointError::tensor(
                     &index,
                     &name,
-                    format!("shard {} of a checkpoint with {num_shards} shards", entry.shard_id),
+                    format!(
+                        "shard {} of a checkpoint with {num_shards} shards",
+                        entry.shard_id
+                    ),
                 ));
             }
             entries.push((name, entry));
@@ -419,7 +451,10 @@ impl BundleReader {
         }
         for (name, e) in &entries {
             let shard = &shards[e.shard_id as usize];
-            if e.offset.checked_add(e.size).is_none_or(|end| end > shard.len) {
+            if e.offset
+                .checked_add(e.size)
+                .is_none_or(|end| end > shard.len)
+            {
                 return Err(CheckpointError::tensor(
                     &shard.path,
                     name,
@@ -470,9 +505,8 @@ impl BundleReader {
     }
 
     fn entry_or_err(&self, name: &str) -> Result<&BundleEntry, CheckpointError> {
-        self.entry(name).ok_or_else(|| {
-            CheckpointError::tensor(&self.index, name, "not in the checkpoint")
-        })
+        self.entry(name)
+            .ok_or_else(|| CheckpointError::tensor(&self.index, name, "not in the checkpoint"))
     }
 
     /// Reads tensor `name`'s bytes straight into `dst` (exactly its size)
@@ -487,8 +521,9 @@ impl BundleReader {
                 format!("has {} bytes, the destination {}", e.size, dst.len()),
             ));
         }
-        read_at(&shard.file, dst, e.offset)
-            .map_err(|err| CheckpointError::tensor(&shard.path, name, format!("cannot read: {err}")))?;
+        read_at(&shard.file, dst, e.offset).map_err(|err| {
+            CheckpointError::tensor(&shard.path, name, format!("cannot read: {err}"))
+        })?;
         let actual = crc::masked_crc32c(dst);
         if actual != e.crc32c {
             return Err(CheckpointError::tensor(

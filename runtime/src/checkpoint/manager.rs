@@ -237,7 +237,10 @@ impl CheckpointManager {
             all_model_checkpoint_timestamps: maybe_delete.iter().map(|&(_, t)| t).collect(),
             last_preserved_timestamp: Some(last_preserved),
         };
-        self.write_state(&state, self.write_limit.map(|l| l.saturating_sub(bundle_bytes)))?;
+        self.write_state(
+            &state,
+            self.write_limit.map(|l| l.saturating_sub(bundle_bytes)),
+        )?;
         self.maybe_delete = maybe_delete;
         self.last_preserved_timestamp = last_preserved;
         self.latest = Some(name);
@@ -284,7 +287,8 @@ fn modified(p: &Path) -> f64 {
 
 fn write_synced(path: &Path, bytes: &[u8], limit: Option<u64>) -> Result<(), CheckpointError> {
     use std::io::Write;
-    let f = std::fs::File::create(path).map_err(|e| CheckpointError::io(path, "create the file", &e))?;
+    let f = std::fs::File::create(path)
+        .map_err(|e| CheckpointError::io(path, "create the file", &e))?;
     let mut w = super::bundle::LimitedWriter::new(f, limit);
     w.write_all(bytes)
         .and_then(|()| w.get_ref().sync_all())
@@ -292,9 +296,8 @@ fn write_synced(path: &Path, bytes: &[u8], limit: Option<u64>) -> Result<(), Che
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), CheckpointError> {
-    std::fs::rename(from, to).map_err(|e| {
-        CheckpointError::io(to, &format!("rename {} into place", from.display()), &e)
-    })
+    std::fs::rename(from, to)
+        .map_err(|e| CheckpointError::io(to, &format!("rename {} into place", from.display()), &e))
 }
 
 /// Makes the renames in `dir` durable.

@@ -50,7 +50,11 @@ impl Session {
                 continue;
             }
             let e = reader.entry(&v.name).ok_or_else(|| {
-                CheckpointError::tensor(&index, &v.name, "the model's variable is not in the checkpoint")
+                CheckpointError::tensor(
+                    &index,
+                    &v.name,
+                    "the model's variable is not in the checkpoint",
+                )
             })?;
             if e.dtype != DType::Float || e.shape != v.shape {
                 return Err(CheckpointError::tensor(

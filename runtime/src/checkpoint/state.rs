@@ -77,7 +77,10 @@ impl CheckpointState {
             string_field(&mut s, "all_model_checkpoint_paths", p);
         }
         for t in &self.all_model_checkpoint_timestamps {
-            s.push_str(&format!("all_model_checkpoint_timestamps: {}\n", fmt_double(*t)));
+            s.push_str(&format!(
+                "all_model_checkpoint_timestamps: {}\n",
+                fmt_double(*t)
+            ));
         }
         if let Some(t) = self.last_preserved_timestamp.filter(|&t| t != 0.0) {
             s.push_str(&format!("last_preserved_timestamp: {}\n", fmt_double(t)));
@@ -96,7 +99,10 @@ impl CheckpointState {
                     .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                     .unwrap_or(rest.len());
                 if name_len == 0 {
-                    return Err(err(format!("expected a field name, found {:?}", trunc(rest))));
+                    return Err(err(format!(
+                        "expected a field name, found {:?}",
+                        trunc(rest)
+                    )));
                 }
                 let name = &rest[..name_len];
                 rest = rest[name_len..].trim_start();
@@ -105,8 +111,12 @@ impl CheckpointState {
                     .ok_or_else(|| err(format!("expected `:` after `{name}`")))?
                     .trim_start();
                 let value;
-                (value, rest) = parse_value(rest).map_err(|m| err(format!("field `{name}`: {m}")))?;
-                rest = rest.trim_start().trim_start_matches([';', ',']).trim_start();
+                (value, rest) =
+                    parse_value(rest).map_err(|m| err(format!("field `{name}`: {m}")))?;
+                rest = rest
+                    .trim_start()
+                    .trim_start_matches([';', ','])
+                    .trim_start();
                 let number = |v: &Value| match v {
                     Value::Number(x) => Ok(*x),
                     Value::Text(_) => Err(err(format!("field `{name}` needs a number"))),
@@ -144,8 +154,9 @@ impl CheckpointState {
         let file = dir.join(STATE_FILE);
         match std::fs::read(&file) {
             Ok(bytes) => {
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| CheckpointError::new(&file, "not UTF-8 text: not a checkpoint state file"))?;
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    CheckpointError::new(&file, "not UTF-8 text: not a checkpoint state file")
+                })?;
                 CheckpointState::parse(&text, &file).map(Some)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -236,8 +247,13 @@ fn unquote<'a>(s: &'a str, q: u8, out: &mut Vec<u8>) -> Result<&'a str, String> 
                         out.push(u8::try_from(v).map_err(|_| "octal escape above \\377")?);
                     }
                     b'x' => {
-                        let hex: String = s[i..].chars().take_while(char::is_ascii_hexdigit).take(2).collect();
-                        let v = u8::from_str_radix(&hex, 16).map_err(|_| "`\\x` without hex digits")?;
+                        let hex: String = s[i..]
+                            .chars()
+                            .take_while(char::is_ascii_hexdigit)
+                            .take(2)
+                            .collect();
+                        let v =
+                            u8::from_str_radix(&hex, 16).map_err(|_| "`\\x` without hex digits")?;
                         i += hex.len();
                         out.push(v);
                     }
@@ -285,14 +301,23 @@ mod tests {
     fn round_trips_with_escapes_and_timestamps() {
         let st = CheckpointState {
             model_checkpoint_path: "dir \"q\"/é\\model.ckpt-3".to_string(),
-            all_model_checkpoint_paths: vec!["a".to_string(), "dir \"q\"/é\\model.ckpt-3".to_string()],
+            all_model_checkpoint_paths: vec![
+                "a".to_string(),
+                "dir \"q\"/é\\model.ckpt-3".to_string(),
+            ],
             all_model_checkpoint_timestamps: vec![1700000000.0, 1700000001.25],
             last_preserved_timestamp: Some(1699999999.5),
         };
         let text = st.to_text();
-        assert!(text.contains("all_model_checkpoint_timestamps: 1700000000.0\n"), "{text}");
+        assert!(
+            text.contains("all_model_checkpoint_timestamps: 1700000000.0\n"),
+            "{text}"
+        );
         assert!(text.contains("\\303\\251"), "{text}");
-        assert_eq!(CheckpointState::parse(&text, Path::new("checkpoint")).unwrap(), st);
+        assert_eq!(
+            CheckpointState::parse(&text, Path::new("checkpoint")).unwrap(),
+            st
+        );
     }
 
     #[test]
@@ -304,8 +329,15 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.file, Path::new("d/checkpoint"));
         assert!(e.message.starts_with("line 3:"), "{e}");
-        for bad in ["model_checkpoint_path: \"a", "model_checkpoint_path: 1x", "@"] {
-            assert!(CheckpointState::parse(bad, Path::new("c")).is_err(), "{bad}");
+        for bad in [
+            "model_checkpoint_path: \"a",
+            "model_checkpoint_path: 1x",
+            "@",
+        ] {
+            assert!(
+                CheckpointState::parse(bad, Path::new("c")).is_err(),
+                "{bad}"
+            );
         }
     }
 }

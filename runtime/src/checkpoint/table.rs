@@ -121,11 +121,7 @@ fn encode_handle(buf: &mut Vec<u8>, (offset, size): (u64, u64)) {
 
 fn shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
     let min = start.len().min(limit.len());
-    let diff = start
-        .iter()
-        .zip(limit)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let diff = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
     if diff < min {
         let byte = start[diff];
         if byte < 0xff && byte + 1 < limit[diff] {
@@ -151,8 +147,7 @@ pub fn build<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec
     let mut last_key: Vec<u8> = Vec::new();
     let mut pending: Option<(u64, u64)> = None;
     let mut handle_buf = Vec::new();
-    let mut num_entries = 0usize;
-    for (key, value) in entries {
+    for (num_entries, (key, value)) in entries.into_iter().enumerate() {
         if num_entries > 0 && key.len() + value.len() >= 2 * BLOCK_SIZE && !data.is_empty() {
             pending = Some(data.write_to(&mut out));
         }
@@ -164,7 +159,6 @@ pub fn build<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec
         }
         last_key.clear();
         last_key.extend_from_slice(key);
-        num_entries += 1;
         data.add(key, value);
         if data.size_estimate() >= BLOCK_SIZE {
             pending = Some(data.write_to(&mut out));
@@ -229,12 +223,11 @@ fn block<'a>(file: &'a [u8], (offset, size): (u64, u64), what: &str) -> Result<&
     Ok(contents)
 }
 
+/// A key and its value.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
 /// The entries of one block, appended to `out`.
-fn entries(
-    contents: &[u8],
-    what: &str,
-    out: &mut Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<(), String> {
+fn entries(contents: &[u8], what: &str, out: &mut Vec<Pair>) -> Result<(), String> {
     let bad = |why: &str| format!("malformed {what}: {why}");
     if contents.len() < 4 {
         return Err(bad("shorter than its restart count"));
@@ -288,7 +281,7 @@ fn entries(
 
 /// Every `(key, value)` of the table `file`, in order, after checking the
 /// footer, every block's CRC and that keys strictly increase.
-pub fn read(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn read(file: &[u8]) -> Result<Vec<Pair>, String> {
     if file.len() < FOOTER_LEN {
         return Err(format!(
             "{} bytes is too short for a table (its footer alone is {FOOTER_LEN} bytes): truncated",
@@ -313,7 +306,11 @@ pub fn read(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
     }
     block(file, metaindex, "metaindex block")?;
     let mut index_entries = Vec::new();
-    entries(block(file, index, "index block")?, "index block", &mut index_entries)?;
+    entries(
+        block(file, index, "index block")?,
+        "index block",
+        &mut index_entries,
+    )?;
     let mut out = Vec::new();
     for (i, (_, handle)) in index_entries.iter().enumerate() {
         let mut p = 0;
@@ -352,9 +349,15 @@ mod tests {
 
     #[test]
     fn many_blocks_round_trip() {
-        let keys: Vec<Vec<u8>> = (0..20_000).map(|i| format!("var{i:06}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..20_000)
+            .map(|i| format!("var{i:06}").into_bytes())
+            .collect();
         let values: Vec<Vec<u8>> = (0..20_000).map(|i| vec![i as u8; 30]).collect();
-        let t = build(keys.iter().map(Vec::as_slice).zip(values.iter().map(Vec::as_slice)));
+        let t = build(
+            keys.iter()
+                .map(Vec::as_slice)
+                .zip(values.iter().map(Vec::as_slice)),
+        );
         let back = read(&t).unwrap();
         assert_eq!(back.len(), keys.len());
         for ((k, v), (bk, bv)) in keys.iter().zip(&values).zip(&back) {

@@ -122,7 +122,11 @@ pub struct ProtoError {
 
 impl fmt::Display for ProtoError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "malformed protobuf at byte {}: {}", self.offset, self.what)
+        write!(
+            f,
+            "malformed protobuf at byte {}: {}",
+            self.offset, self.what
+        )
     }
 }
 
@@ -331,7 +335,13 @@ mod tests {
 
     #[test]
     fn malformed_input_is_an_error_not_a_panic() {
-        for bad in [&[0x08][..], &[0x1a, 0x05, 1], &[0x0b], &[0x80; 12], &[0x00, 0x01]] {
+        for bad in [
+            &[0x08][..],
+            &[0x1a, 0x05, 1],
+            &[0x0b],
+            &[0x80; 12],
+            &[0x00, 0x01],
+        ] {
             assert!(fields(bad).any(|f| f.is_err()), "{bad:?}");
         }
     }

@@ -33,13 +33,25 @@ pub fn framed_len(payload: usize) -> usize {
 /// Why a record could not be read.
 #[derive(Debug)]
 pub enum RecordError {
-    Io { offset: u64, error: io::Error },
+    Io {
+        offset: u64,
+        error: io::Error,
+    },
     /// The file ends inside a record.
-    Truncated { offset: u64 },
+    Truncated {
+        offset: u64,
+    },
     /// A CRC does not match (`what`: "length" or "data").
-    Corrupt { offset: u64, what: &'static str },
+    Corrupt {
+        offset: u64,
+        what: &'static str,
+    },
     /// A record longer than the reader's limit.
-    TooLong { offset: u64, len: u64, limit: u64 },
+    TooLong {
+        offset: u64,
+        len: u64,
+        limit: u64,
+    },
 }
 
 impl fmt::Display for RecordError {
@@ -192,7 +204,10 @@ mod tests {
     #[test]
     fn round_trips() {
         let bytes = framed(&[b"", b"hello", &[7u8; 1000]]);
-        assert_eq!(bytes.len(), framed_len(0) + framed_len(5) + framed_len(1000));
+        assert_eq!(
+            bytes.len(),
+            framed_len(0) + framed_len(5) + framed_len(1000)
+        );
         let got: Vec<Vec<u8>> = RecordReader::new(&bytes[..]).map(Result::unwrap).collect();
         assert_eq!(got, vec![b"".to_vec(), b"hello".to_vec(), vec![7u8; 1000]]);
     }
