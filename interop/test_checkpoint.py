@@ -251,3 +251,31 @@ def test_specc_follows_tf_saver_state_file(tmp_path, specc):
     assert {x["name"]: x["dtype"] for x in out["variables"]} == {"v": "float64", "global_step": "int64"}
     assert_exact(inspect(specc, d, "--json", "--tensor", "v")["values"], want, "v")
     assert inspect(specc, d, "--json", "--tensor", "global_step")["values"] == 3
+
+
+def test_specc_reads_tf_sharded_checkpoint(tmp_path, specc):
+    """Saver(sharded=True) over two CPU devices: two data shards, one index."""
+    d = tmp_path / "sharded"
+    d.mkdir()
+    a0, a1 = random_array("float32", [3, 5]), random_array("int64", [4])
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            v0 = tf.compat.v1.get_variable("dev0/v", initializer=tf.constant(a0))
+        with tf.device("/cpu:1"):
+            v1 = tf.compat.v1.get_variable("dev1/v", initializer=tf.constant(a1))
+        saver = tf.compat.v1.train.Saver(sharded=True)
+        config = tf.compat.v1.ConfigProto(device_count={"CPU": 2})
+        with tf.compat.v1.Session(graph=g, config=config) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            prefix = saver.save(sess, str(d / "model.ckpt"), global_step=9)
+            want0, want1 = sess.run([v0, v1])
+    shards = sorted(p.name for p in d.glob("model.ckpt-9.data-*"))
+    assert shards == ["model.ckpt-9.data-00000-of-00002", "model.ckpt-9.data-00001-of-00002"]
+    assert_exact(inspect(specc, prefix, "--json", "--tensor", "dev0/v")["values"], want0, "dev0/v")
+    assert_exact(inspect(specc, prefix, "--json", "--tensor", "dev1/v")["values"], want1, "dev1/v")
+    # A missing shard is named.
+    Path(d / shards[1]).unlink()
+    out = subprocess.run([specc, "inspect", prefix], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert shards[1] in out.stderr and "missing data shard" in out.stderr, out.stderr
