@@ -1,12 +1,14 @@
 //! Checkpoint throughput for a ~200 MB model: 16M float32 parameters and
 //! Adam's two slots (`W`, `W/Adam`, `W/Adam_1`: 192 MiB) plus the scalars.
-//! `save`: `write_bundle` (buffered writes, hardware CRC32C) to the page
-//! cache; `save_snapshot`: capturing a `Snapshot` (the copy a background
+//! `save`: `write_bundle` (buffered writes, hardware CRC32C) into new files
+//! in the page cache; `save_snapshot`: capturing a `Snapshot` (the copy a background
 //! save starts from); `restore`: reading every tensor straight into
 //! preallocated buffers, CRCs checked. `cargo bench --bench checkpoint`.
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use specc_runtime::checkpoint::{write_bundle, BundleReader, Snapshot, TensorRef};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use specc_runtime::checkpoint::{
+    data_path, index_path, write_bundle, BundleReader, Snapshot, TensorRef,
+};
 
 const PARAMS: usize = 16 * 1024 * 1024;
 
@@ -51,8 +53,18 @@ fn checkpoint(c: &mut Criterion) {
     let mut g = c.benchmark_group("checkpoint");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(model.bytes()));
+    // Into new files, as the manager saves (the old files are removed
+    // untimed; overwriting would also time freeing their page cache).
+    let remove = || {
+        let _ = std::fs::remove_file(index_path(&prefix));
+        let _ = std::fs::remove_file(data_path(&prefix, 0, 1));
+    };
     g.bench_function("save", |b| {
-        b.iter(|| write_bundle(&prefix, &model.tensors()).unwrap())
+        b.iter_batched(
+            remove,
+            |()| write_bundle(&prefix, &model.tensors()).unwrap(),
+            BatchSize::PerIteration,
+        )
     });
     let mut snap = Snapshot::new();
     g.bench_function("save_snapshot", |b| {
