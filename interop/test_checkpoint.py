@@ -279,3 +279,40 @@ def test_specc_reads_tf_sharded_checkpoint(tmp_path, specc):
     out = subprocess.run([specc, "inspect", prefix], capture_output=True, text=True)
     assert out.returncode == 1
     assert shards[1] in out.stderr and "missing data shard" in out.stderr, out.stderr
+
+
+def test_tf_saver_restores_specc_checkpoint_and_trains_on(tmp_path, writer):
+    """A tf.compat.v1 program with the same variable names (Adam's slots and
+    beta powers, global_step) restores specc's checkpoint and continues."""
+    arrays = {
+        "w": random_array("float32", [3, 2]),
+        "w/Adam": random_array("float32", [3, 2]),
+        "w/Adam_1": np.abs(random_array("float32", [3, 2])),
+        "beta1_power": np.asarray(0.5, np.float32),
+        "beta2_power": np.asarray(0.9, np.float32),
+        "global_step": np.asarray(41, np.int64),
+    }
+    for k in ("w", "w/Adam", "w/Adam_1"):
+        arrays[k] = np.nan_to_num(arrays[k], nan=0.5, posinf=1.0, neginf=-1.0).clip(-1e3, 1e3)
+    d = tmp_path / "run"
+    specc_write(writer, tmp_path, arrays, manager={"dir": str(d), "step": 41})
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.compat.v1.get_variable("w", shape=[3, 2], dtype=tf.float32)
+        step = tf.compat.v1.train.get_or_create_global_step()
+        loss = tf.reduce_sum(w * w)
+        opt = tf.compat.v1.train.AdamOptimizer(0.01)
+        train = opt.minimize(loss, global_step=step)
+        saver = tf.compat.v1.train.Saver()
+        with tf.compat.v1.Session(graph=g) as sess:
+            saver.restore(sess, tf.train.latest_checkpoint(str(d)))
+            got = sess.run({"w": w, "w/Adam": opt.get_slot(w, "m"), "w/Adam_1": opt.get_slot(w, "v"),
+                            "global_step": step})
+            b1, b2 = sess.run(opt._get_beta_accumulators())
+            for k in ("w", "w/Adam", "w/Adam_1"):
+                assert got[k].tobytes() == arrays[k].tobytes(), k
+            assert got["global_step"] == 41
+            assert (b1, b2) == (arrays["beta1_power"], arrays["beta2_power"])
+            sess.run(train)
+            assert sess.run(step) == 42
+            assert np.isfinite(sess.run(w)).all()
