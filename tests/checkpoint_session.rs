@@ -4,8 +4,6 @@
 //! training resumes exactly, and refuses a missing variable or a shape
 //! mismatch by name.
 
-mod common;
-
 use std::path::PathBuf;
 
 use specc_compiler::driver::{compile, Functions, Program};
@@ -209,104 +207,4 @@ fn restore_refuses_a_shape_mismatch_naming_both_shapes() {
     assert!(text.contains(&shape(&flipped)), "{text}");
     assert!(text.contains(&shape(&victim.shape)), "{text}");
     assert_eq!(values(&s), before);
-}
-
-/// A spec whose variables are those of TF's golden checkpoint: its
-/// parameters (the variables that have slots) with their shapes, Adam with
-/// the golden hyperparameters, and a loss that touches every parameter.
-fn golden_spec(g: &serde_json::Value) -> String {
-    let vars = g["variables"].as_object().unwrap();
-    let params: Vec<(&String, Vec<u64>)> = vars
-        .iter()
-        .filter(|(n, _)| vars.keys().any(|m| m.starts_with(&format!("{n}/"))))
-        .map(|(n, v)| {
-            let shape = v["shape"].as_array().unwrap();
-            (n, shape.iter().map(|d| d.as_u64().unwrap()).collect())
-        })
-        .collect();
-    assert!(!params.is_empty());
-    let decls: Vec<String> = params
-        .iter()
-        .map(|(n, s)| {
-            let dims: Vec<String> = s.iter().map(u64::to_string).collect();
-            format!("  {n}: [{}] = zeros", dims.join(", "))
-        })
-        .collect();
-    let loss: Vec<String> = params
-        .iter()
-        .map(|(n, _)| format!("reduce_sum({n} * {n})"))
-        .collect();
-    let kwargs: Vec<String> = g["_meta"]["optimizer_kwargs"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| format!("{k} = {v}"))
-        .collect();
-    format!(
-        "model golden_ckpt\ndata synthetic(rows = 8, features = 2, classes = 2, seed = 1)\n\
-         label label: int\nfeatures {{\n  x = numeric(x0..x1)\n}}\nparams {{\n{}\n}}\n\
-         loss = mean(x) * 0.0 + {}\noptimizer adam({})\ntrain {{ batch = 4, steps = 1 }}\n",
-        decls.join("\n"),
-        loss.join(" + "),
-        kwargs.join(", ")
-    )
-}
-
-/// TF's own Adam checkpoint restores into a specc session of the same model
-/// (the same variable names and shapes, every value exact), and saving that
-/// session writes TF's bytes again.
-#[test]
-fn restores_tfs_checkpoint_and_saves_its_bytes_again() {
-    let g = common::golden("ckpt.json");
-    let text = golden_spec(&g);
-    let program = compile(
-        &SourceFile::new("golden_ckpt.spec", text.clone()),
-        Functions::TRAIN,
-    )
-    .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    let mut s = program.session().unwrap();
-    let name = PathBuf::from(g["prefix"].as_str().unwrap());
-    let prefix = common::golden_dir()
-        .join("ckpt")
-        .join(name.file_name().unwrap());
-    let reader = BundleReader::open(&prefix).unwrap();
-    s.restore(&reader).unwrap();
-
-    let ours: Vec<&str> = s.checkpoint_tensors().iter().map(|(n, _)| *n).collect();
-    let mut ours = ours.into_iter().map(String::from).collect::<Vec<_>>();
-    ours.sort();
-    let mut theirs: Vec<String> = g["variables"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect();
-    theirs.sort();
-    assert_eq!(ours, theirs, "specc names the model's variables as TF does");
-    for (n, v) in g["variables"].as_object().unwrap() {
-        if n == "global_step" {
-            assert_eq!(s.global_step, v["values"].as_i64().unwrap());
-            continue;
-        }
-        let (_, want) = common::array(&v["values"]);
-        let got = s.var(n).unwrap();
-        let want: Vec<u32> = want.iter().map(|&x| (x as f32).to_bits()).collect();
-        let got: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
-        assert_eq!(got, want, "{n}");
-    }
-
-    let again = dir("golden_again").join(name.file_name().unwrap());
-    write_bundle(&again, &s.checkpoint_tensors()).unwrap();
-    for f in [
-        specc_runtime::checkpoint::index_path(&prefix),
-        specc_runtime::checkpoint::data_path(&prefix, 0, 1),
-    ] {
-        let mine = again.with_file_name(f.file_name().unwrap());
-        assert_eq!(
-            std::fs::read(&mine).unwrap(),
-            std::fs::read(&f).unwrap(),
-            "{}",
-            f.display()
-        );
-    }
 }

@@ -1,7 +1,9 @@
 //! TF V2 checkpoints against the one TensorFlow wrote (`tests/golden/ckpt/`,
 //! described by `tests/golden/ckpt.json`): writing its variables gives the
 //! same bytes, reading it gives its values, and the state file reads and
-//! writes as TF's.
+//! writes as TF's; and TF's checkpoint restores into a specc session of the
+//! same model (TF's names for slots and optimizer variables), whose save
+//! gives TF's bytes again.
 
 mod common;
 
@@ -9,6 +11,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use specc_compiler::driver::{compile, Functions};
+use specc_grammar::SourceFile;
 use specc_runtime::checkpoint::state::CheckpointState;
 use specc_runtime::checkpoint::{
     data_path, index_path, latest_checkpoint, write_bundle, BundleReader, DType, Tensor,
@@ -176,7 +180,9 @@ fn reads_tf_checkpoint_keys_in_order_with_list_variables() {
 fn reads_tf_checkpoint_entries_as_decoded() {
     let g = ckpt();
     let r = BundleReader::open(golden_prefix(&g)).unwrap();
-    for (name, want) in g["index_decoded"]["entries"].as_object().unwrap() {
+    let entries = g["index_decoded"]["entries"].as_object().unwrap();
+    assert_eq!(entries.len(), r.entries().len());
+    for (name, want) in entries {
         let e = r.entry(name).unwrap_or_else(|| panic!("no entry {name}"));
         assert_eq!(e.dtype.enum_value(), want["dtype_enum"].as_u64().unwrap());
         assert_eq!(e.shape, shape(&want["shape"]), "{name}");
@@ -219,4 +225,104 @@ fn latest_checkpoint_of_tf_directory() {
     let g = ckpt();
     let latest = latest_checkpoint(common::golden_dir().join("ckpt")).unwrap();
     assert_eq!(latest, Some(golden_prefix(&g)));
+}
+
+/// A spec whose variables are those of TF's golden checkpoint: its
+/// parameters (the variables that have slots) with their shapes, Adam with
+/// the golden hyperparameters, and a loss that touches every parameter.
+fn golden_spec(g: &serde_json::Value) -> String {
+    let vars = g["variables"].as_object().unwrap();
+    let params: Vec<(&String, Vec<u64>)> = vars
+        .iter()
+        .filter(|(n, _)| vars.keys().any(|m| m.starts_with(&format!("{n}/"))))
+        .map(|(n, v)| {
+            let shape = v["shape"].as_array().unwrap();
+            (n, shape.iter().map(|d| d.as_u64().unwrap()).collect())
+        })
+        .collect();
+    assert!(!params.is_empty());
+    let decls: Vec<String> = params
+        .iter()
+        .map(|(n, s)| {
+            let dims: Vec<String> = s.iter().map(u64::to_string).collect();
+            format!("  {n}: [{}] = zeros", dims.join(", "))
+        })
+        .collect();
+    let loss: Vec<String> = params
+        .iter()
+        .map(|(n, _)| format!("reduce_sum({n} * {n})"))
+        .collect();
+    let kwargs: Vec<String> = g["_meta"]["optimizer_kwargs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    format!(
+        "model golden_ckpt\ndata synthetic(rows = 8, features = 2, classes = 2, seed = 1)\n\
+         label label: int\nfeatures {{\n  x = numeric(x0..x1)\n}}\nparams {{\n{}\n}}\n\
+         loss = mean(x) * 0.0 + {}\noptimizer adam({})\ntrain {{ batch = 4, steps = 1 }}\n",
+        decls.join("\n"),
+        loss.join(" + "),
+        kwargs.join(", ")
+    )
+}
+
+/// TF's own Adam checkpoint restores into a specc session of the same model
+/// (the same variable names and shapes, every value exact), and saving that
+/// session writes TF's bytes again.
+#[test]
+fn restores_tfs_checkpoint_and_saves_its_bytes_again() {
+    let g = common::golden("ckpt.json");
+    let text = golden_spec(&g);
+    let program = compile(
+        &SourceFile::new("golden_ckpt.spec", text.clone()),
+        Functions::TRAIN,
+    )
+    .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let mut s = program.session().unwrap();
+    let name = PathBuf::from(g["prefix"].as_str().unwrap());
+    let prefix = common::golden_dir()
+        .join("ckpt")
+        .join(name.file_name().unwrap());
+    let reader = BundleReader::open(&prefix).unwrap();
+    s.restore(&reader).unwrap();
+
+    let ours: Vec<&str> = s.checkpoint_tensors().iter().map(|(n, _)| *n).collect();
+    let mut ours = ours.into_iter().map(String::from).collect::<Vec<_>>();
+    ours.sort();
+    let mut theirs: Vec<String> = g["variables"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    theirs.sort();
+    assert_eq!(ours, theirs, "specc names the model's variables as TF does");
+    for (n, v) in g["variables"].as_object().unwrap() {
+        if n == "global_step" {
+            assert_eq!(s.global_step, v["values"].as_i64().unwrap());
+            continue;
+        }
+        let (_, want) = common::array(&v["values"]);
+        let got = s.var(n).unwrap();
+        let want: Vec<u32> = want.iter().map(|&x| (x as f32).to_bits()).collect();
+        let got: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, want, "{n}");
+    }
+
+    let again = out_dir("golden_again").join(name.file_name().unwrap());
+    write_bundle(&again, &s.checkpoint_tensors()).unwrap();
+    for f in [
+        specc_runtime::checkpoint::index_path(&prefix),
+        specc_runtime::checkpoint::data_path(&prefix, 0, 1),
+    ] {
+        let mine = again.with_file_name(f.file_name().unwrap());
+        assert_eq!(
+            std::fs::read(&mine).unwrap(),
+            std::fs::read(&f).unwrap(),
+            "{}",
+            f.display()
+        );
+    }
 }
