@@ -117,6 +117,17 @@ enum Command {
         #[arg(long)]
         profile: bool,
     },
+    /// List a TF checkpoint's variables (name, dtype, shape), or print one tensor's values.
+    Inspect {
+        /// A checkpoint prefix (DIR/model.ckpt-100), its .index file, or a directory (its latest checkpoint).
+        checkpoint: PathBuf,
+        /// Print this tensor's values.
+        #[arg(long)]
+        tensor: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmark the fused Adam update alone (workload W4: one JSON line with `ms_per_step`, `gbps`).
     BenchAdam {
         /// Parameters in the flat buffer.
@@ -261,6 +272,11 @@ fn main() -> ExitCode {
             warmup,
             threads,
         } => commands::bench_adam::run(params, iters, warmup, threads),
+        Command::Inspect {
+            checkpoint,
+            tensor,
+            json,
+        } => commands::inspect::run(&checkpoint, tensor.as_deref(), json),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

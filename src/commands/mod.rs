@@ -4,4 +4,5 @@ pub mod bench_adam;
 pub mod check;
 pub mod compile;
 pub mod gradcheck;
+pub mod inspect;
 pub mod run;

@@ -203,9 +203,16 @@ impl CheckpointManager {
             .and_then(|()| rename(&tmp_data, &data))
             .and_then(|()| rename(&tmp_index, &index))
             .and_then(|()| sync_dir(&self.dir));
-        if let Err(e) = written {
+        if let Err(mut e) = written {
             let _ = std::fs::remove_file(&tmp_index);
             let _ = std::fs::remove_file(&tmp_data);
+            // Name the file being saved; say which temporary failed.
+            for (tmp, file) in [(&tmp_index, &index), (&tmp_data, &data)] {
+                if e.file == *tmp {
+                    e.file = file.clone();
+                    e.message = format!("{} (writing it as {})", e.message, tmp.display());
+                }
+            }
             return Err(e);
         }
 

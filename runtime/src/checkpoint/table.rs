@@ -147,8 +147,7 @@ pub fn build<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec
     let mut last_key: Vec<u8> = Vec::new();
     let mut pending: Option<(u64, u64)> = None;
     let mut handle_buf = Vec::new();
-    let mut num_entries = 0usize;
-    for (key, value) in entries {
+    for (num_entries, (key, value)) in entries.into_iter().enumerate() {
         if num_entries > 0 && key.len() + value.len() >= 2 * BLOCK_SIZE && !data.is_empty() {
             pending = Some(data.write_to(&mut out));
         }
@@ -160,7 +159,6 @@ pub fn build<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec
         }
         last_key.clear();
         last_key.extend_from_slice(key);
-        num_entries += 1;
         data.add(key, value);
         if data.size_estimate() >= BLOCK_SIZE {
             pending = Some(data.write_to(&mut out));
@@ -225,8 +223,11 @@ fn block<'a>(file: &'a [u8], (offset, size): (u64, u64), what: &str) -> Result<&
     Ok(contents)
 }
 
+/// A key and its value.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
 /// The entries of one block, appended to `out`.
-fn entries(contents: &[u8], what: &str, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), String> {
+fn entries(contents: &[u8], what: &str, out: &mut Vec<Pair>) -> Result<(), String> {
     let bad = |why: &str| format!("malformed {what}: {why}");
     if contents.len() < 4 {
         return Err(bad("shorter than its restart count"));
@@ -280,7 +281,7 @@ fn entries(contents: &[u8], what: &str, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Re
 
 /// Every `(key, value)` of the table `file`, in order, after checking the
 /// footer, every block's CRC and that keys strictly increase.
-pub fn read(file: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn read(file: &[u8]) -> Result<Vec<Pair>, String> {
     if file.len() < FOOTER_LEN {
         return Err(format!(
             "{} bytes is too short for a table (its footer alone is {FOOTER_LEN} bytes): truncated",

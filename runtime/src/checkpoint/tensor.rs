@@ -306,10 +306,10 @@ impl Tensor {
             Tensor::I16(a) => slice_bytes(a),
             Tensor::I8(a) => slice_bytes(a),
             Tensor::I64(a) => slice_bytes(a),
-            // SAFETY-free: bool is one byte, 0 or 1; bytemuck allows bool -> u8.
+            // bool is one byte, 0 or 1: bytemuck allows bool -> u8.
             Tensor::Bool(a) => a
                 .as_slice()
-                .map(|s| bytemuck::cast_slice::<bool, u8>(s))
+                .map(bytemuck::cast_slice::<bool, u8>)
                 .unwrap_or(&[]),
             Tensor::BF16(a) | Tensor::U16(a) | Tensor::F16(a) => slice_bytes(a),
             Tensor::U32(a) => slice_bytes(a),
