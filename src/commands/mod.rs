@@ -6,3 +6,4 @@ pub mod compile;
 pub mod gradcheck;
 pub mod inspect;
 pub mod run;
+pub mod run_hooks;

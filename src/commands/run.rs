@@ -14,16 +14,23 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
-use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
+use specc_runtime::abi::VarRole;
+use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
+use specc_runtime::config::warm_start::{self, Named};
+use specc_runtime::config::WarmStart;
+use specc_runtime::session::Session;
+use specc_runtime::summary::hooks::{create_eval_writer, StepCounterHook, SummarySaverHook};
+use specc_runtime::summary::SummaryWriter;
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
-    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
+    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, EvaluationHook, DivergenceHook, Evaluation,
     Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
 };
 
 use specc_compiler::config::{self, Flags};
 use specc_runtime::config::record::RunRecord;
 
+use super::run_hooks::{PeriodicEvaluation, TensorLogHook};
 use crate::load::{load_data, report, resolve_run};
 use crate::Failure;
 
@@ -149,6 +156,11 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     )?;
     // A checkpoint directory with a checkpoint: continue from it, to the
     // same bits as a run that never stopped (MonitoredTrainingSession).
+    // `init_from_checkpoint`: parameters start from another checkpoint (a
+    // resumed run then overwrites them with its own).
+    if let Some(ws) = &config.warm_start {
+        warm_start(&mut session, ws)?;
+    }
     let mut saver = None;
     let mut resumed_from = None;
     let c = &config.checkpoint;
@@ -233,6 +245,51 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // `steps` is the global step training ends at (TF's `last_step`), so a
     // resumed run does the rest.
     let mut stop = StopAtStepHook::last_step(last_step);
+
+    // Summaries for TensorBoard: the step's scalars (and opt-in histograms
+    // of the parameters) and global_step/sec in DIR, evaluations in DIR/eval.
+    let sc = &config.summaries;
+    let summary_dir = sc.dir.as_ref().filter(|_| sc.every_steps.is_some());
+    let writer = summary_dir
+        .map(SummaryWriter::create)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let every = sc.every_steps.unwrap_or(1);
+    let mut summary_hooks = writer.as_ref().map(|w| {
+        (
+            SummarySaverHook::new(w.clone(), every, sc.histograms).with_metrics(&model.metrics),
+            StepCounterHook::new(w.clone(), every),
+        )
+    });
+    // Held-out evaluation: every N steps when asked, and at the end (the
+    // run's final held-out numbers).
+    let print_eval = |step: i64, e: &Evaluation| {
+        pb.suspend(|| eprintln!("{}", line(&format!("eval @ {step}"), e)))
+    };
+    let mut evaluation = if eval_rows.is_empty() {
+        None
+    } else {
+        let eval_writer = summary_dir
+            .map(create_eval_writer)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let periodic = config.evaluate.every_steps;
+        Some(PeriodicEvaluation::new(
+            EvaluationHook::new(periodic.unwrap_or(0), &dataset, &eval_rows, &model.metrics),
+            eval_writer,
+            periodic.map(|_| print_eval),
+        ))
+    };
+    // `logging { tensors }`: the named tensors (TF's LoggingTensorHook).
+    let lc = &config.logging;
+    let mut tensor_log = (!lc.tensors.is_empty()).then(|| {
+        TensorLogHook::new(
+            lc.tensors.clone(),
+            &model.metrics,
+            Timer::new(lc.every_steps, lc.every_secs),
+            |l: &str| pb.suspend(|| eprintln!("{l}")),
+        )
+    });
     let mut hooks: Vec<&mut dyn Hook> = vec![
         &mut stop,
         &mut reach,
@@ -241,6 +298,18 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         &mut divergence,
         &mut nan,
     ];
+    if let Some(h) = tensor_log.as_mut() {
+        hooks.push(h);
+    }
+    if let Some((saver, counter)) = summary_hooks.as_mut() {
+        hooks.push(saver);
+        hooks.push(counter);
+    }
+    if let Some(e) = evaluation.as_mut() {
+        hooks.push(e);
+    }
+    // Checkpoints last: a failing hook before it ends the run without a
+    // checkpoint of its step.
     if let Some(s) = saver.as_mut() {
         hooks.push(s);
     }
@@ -248,6 +317,9 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     let trained = fit(&mut session, &mut batches, &mut hooks);
     drop(hooks);
     let train_s = t1.elapsed().as_secs_f64();
+    if let Some(w) = &writer {
+        w.close().map_err(|e| e.to_string())?;
+    }
     let trained = match trained {
         Ok(t) => t,
         Err(e) => {
@@ -281,10 +353,12 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     reached.last.set(Some(last));
     let metrics = &model.metrics;
     let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
-    let held_out = if eval_rows.is_empty() {
-        None
-    } else {
-        Some(evaluate_rows(&mut session, &dataset, &eval_rows, metrics)?)
+    let held_out = match evaluation.as_mut() {
+        Some(e) => {
+            e.close()?;
+            e.hook.results.last().map(|(_, e)| e.clone())
+        }
+        None => None,
     };
     // The last step's scalar outputs besides the loss: the learning rate and,
     // with the `global_norm` metric, the gradients' global norm.
@@ -362,6 +436,54 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
         println!("{}", serde_json::Value::Object(obj));
     }
+    Ok(())
+}
+
+/// Sets the parameters `init_from_checkpoint`'s assignment map names from
+/// the checkpoint (TF's `tf.compat.v1.train.init_from_checkpoint`): a
+/// missing tensor or a shape mismatch is an error naming both.
+fn warm_start(session: &mut Session, ws: &WarmStart) -> Result<(), Failure> {
+    let what = ws.path.display().to_string();
+    let prefix = if ws.path.is_dir() {
+        latest_checkpoint(&ws.path)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("init_from_checkpoint: {what} holds no checkpoint"))?
+    } else {
+        ws.path.clone()
+    };
+    let reader = BundleReader::open(&prefix).map_err(|e| format!("init_from_checkpoint: {e}"))?;
+    let listed = reader.list_variables();
+    let tensor_shapes: Vec<(String, Vec<u64>)> = listed
+        .iter()
+        .map(|(n, _, s)| (n.clone(), s.iter().map(|&d| d as u64).collect()))
+        .collect();
+    let param_shapes: Vec<(String, Vec<u64>)> = session
+        .layout
+        .vars
+        .iter()
+        .filter(|v| matches!(v.kind, VarRole::Param { .. }))
+        .map(|v| (v.name.clone(), v.shape.iter().map(|&d| d as u64).collect()))
+        .collect();
+    fn named(v: &[(String, Vec<u64>)]) -> Vec<Named<'_>> {
+        v.iter().map(|(n, s)| Named { name: n, shape: s }).collect()
+    }
+    let (tensors, params) = (named(&tensor_shapes), named(&param_shapes));
+    let assignments = warm_start::resolve(&ws.assignment_map, &tensors, &params, &what)
+        .map_err(|e| e.to_string())?;
+    for a in &assignments {
+        let dst = session
+            .var_mut(&a.param)
+            .ok_or_else(|| format!("init_from_checkpoint: no parameter `{}`", a.param))?;
+        reader
+            .load_f32_into(&a.tensor, dst)
+            .map_err(|e| format!("init_from_checkpoint: {e}"))?;
+    }
+    eprintln!(
+        "specc: {} parameter{} initialized from {}",
+        assignments.len(),
+        if assignments.len() == 1 { "" } else { "s" },
+        prefix.display()
+    );
     Ok(())
 }
 

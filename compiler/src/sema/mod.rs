@@ -421,7 +421,8 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
 }
 
 /// The step's outputs the run's hooks read besides the loss and the learning
-/// rate: with `summaries`, every metric's batch sum (TF's summaries of the
+/// rate: with summaries (a `summaries` or `checkpoint` directory), every
+/// metric's batch sum (TF's summaries of the
 /// metric on the training batch; AUC is only evaluated on rows, not per
 /// batch); with `logging { tensors }`, every logged binding, feature, label
 /// or parameter under its own name, and a logged metric's sum. Nothing
@@ -437,7 +438,11 @@ fn run_step_outputs(st: &State) -> Vec<Output> {
         let sum = MetricOutput::Sum.name(&m.name);
         st.metric_outputs.iter().filter(move |o| o.name == sum)
     };
-    if st.summaries.as_ref().is_some_and(|(s, _)| s.dir.is_some()) {
+    // Summaries go to the checkpoint directory when they have none (TF's
+    // MonitoredTrainingSession).
+    let summaries = st.summaries.as_ref().is_some_and(|(s, _)| s.dir.is_some())
+        || st.checkpoint.as_ref().is_some_and(|(c, _)| c.dir.is_some());
+    if summaries {
         st.metrics.iter().flat_map(summed).for_each(&mut add);
     }
     if let Some((l, _, _)) = &st.logging {

@@ -1,0 +1,203 @@
+//! The hooks `specc run` adds that print: TF's `LoggingTensorHook` over the
+//! spec's names (`logging { tensors = [...] }`) and periodic evaluation on
+//! the held-out rows (`evaluate { every_steps }`), printed and, with
+//! `summaries`, written to the summary directory's `eval/` run.
+//!
+//! Owns: [`TensorLogHook`], [`PeriodicEvaluation`] and how their lines look.
+//! Invariants: between two lines they read nothing and allocate nothing; a
+//! line is printed through the caller's `print` (above a progress bar).
+
+use specc_runtime::abi::{ElemType, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
+use specc_runtime::metrics::{Metric, MetricOutput};
+use specc_runtime::summary::hooks::write_evaluation;
+use specc_runtime::summary::SummaryWriter;
+use specc_runtime::train::{
+    Evaluation, EvaluationHook, Hook, RunContext, StepValues, Timer, TrainError,
+};
+
+/// Elements of a tensor printed before `...` (numpy's `summarize`).
+const SUMMARIZE: usize = 6;
+
+/// Prints the named tensors of the spec whenever its timer is due and after
+/// the last step (TF's `LoggingTensorHook(tensors, every_n_iter,
+/// every_n_secs, at_end = True)`): bindings, features and labels from the
+/// step's outputs (the compiler adds them when `logging` names them),
+/// parameters from the session, metrics as their batch value, and
+/// `loss`, `learning_rate`, `global_step`.
+pub struct TensorLogHook<'m, P: FnMut(&str)> {
+    names: Vec<String>,
+    metrics: &'m [Metric],
+    timer: Timer,
+    print: P,
+}
+
+impl<'m, P: FnMut(&str)> TensorLogHook<'m, P> {
+    pub fn new(names: Vec<String>, metrics: &'m [Metric], timer: Timer, print: P) -> Self {
+        TensorLogHook {
+            names,
+            metrics,
+            timer,
+            print,
+        }
+    }
+
+    fn log(&mut self, ctx: &RunContext<'_>, v: &StepValues) {
+        let mut line = format!("step {}:", v.global_step);
+        for (k, name) in self.names.iter().enumerate() {
+            let value = tensor_text(ctx, v, name, self.metrics);
+            line.push_str(if k == 0 { " " } else { ", " });
+            line.push_str(&format!("{name} = {value}"));
+        }
+        (self.print)(&line);
+    }
+}
+
+impl<P: FnMut(&str)> Hook for TensorLogHook<'_, P> {
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if self.timer.due(v.step) {
+            self.timer.triggered(v.step);
+            self.log(ctx, v);
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        if let Some(v) = ctx.last_step().copied() {
+            if self.timer.last_step() != Some(v.step) {
+                self.log(ctx, &v);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One logged tensor's value as text: a scalar, or `[shape] [v0 v1 ... vn]`.
+fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metric]) -> String {
+    match name {
+        OUTPUT_LOSS => return v.loss.to_string(),
+        OUTPUT_LEARNING_RATE if v.learning_rate.is_some() => {
+            return v.learning_rate.map(|x| x.to_string()).unwrap_or_default()
+        }
+        "global_step" => return v.global_step.to_string(),
+        _ => {}
+    }
+    if let Some(m) = metrics.iter().find(|m| m.name == name) {
+        let sum = ctx.step_output(&MetricOutput::Sum.name(&m.name));
+        return match sum.and_then(|s| s.first()) {
+            Some(&s) => (f64::from(s) / (m.per_example as f64 * v.rows as f64).max(1.0)).to_string(),
+            None => "(evaluated on rows only)".into(),
+        };
+    }
+    if let Some(p) = ctx.variable(name) {
+        let shape: Vec<usize> = p.shape().to_vec();
+        let values: Vec<String> = p.iter().take(SUMMARIZE + 1).map(|x| x.to_string()).collect();
+        return array_text(&shape, p.len(), &values);
+    }
+    let session = ctx.session();
+    let Some(f) = session.function_index("step") else {
+        return "?".into();
+    };
+    let Some(k) = session.output_index(f, name) else {
+        return "?".into();
+    };
+    let layout = &session.function_layout(f).outputs[k];
+    let (n, per) = (layout.len(v.rows), layout.per_example);
+    let shape = if layout.batched {
+        vec![v.rows, per]
+    } else {
+        vec![per]
+    };
+    let values: Vec<String> = match layout.elem {
+        ElemType::F32 => session
+            .output_at(f, k, v.rows)
+            .map(|o| o.iter().take(SUMMARIZE + 1).map(|x| x.to_string()).collect())
+            .unwrap_or_default(),
+        ElemType::I32 => session
+            .output_i32(f, name, v.rows)
+            .map(|o| o.iter().take(SUMMARIZE + 1).map(|x| x.to_string()).collect())
+            .unwrap_or_default(),
+    };
+    if n == 1 {
+        return values.into_iter().next().unwrap_or_default();
+    }
+    array_text(&shape, n, &values)
+}
+
+fn array_text(shape: &[usize], n: usize, first: &[String]) -> String {
+    if shape.is_empty() {
+        return first.first().cloned().unwrap_or_default();
+    }
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let mut s = format!("[{}] [", dims.join(", "));
+    s.push_str(&first[..first.len().min(SUMMARIZE)].join(" "));
+    if n > SUMMARIZE {
+        s.push_str(" ...");
+    }
+    s.push(']');
+    s
+}
+
+/// Periodic held-out evaluation: an [`EvaluationHook`] whose results are
+/// printed when periodic (`print_each`) and written to the summary
+/// directory's `eval/` run (Estimator's layout, so TensorBoard overlays the
+/// train and eval curves). The last result is the run's final held-out
+/// evaluation.
+pub struct PeriodicEvaluation<'d, P: FnMut(i64, &Evaluation)> {
+    pub hook: EvaluationHook<'d>,
+    writer: Option<SummaryWriter>,
+    print_each: Option<P>,
+    done: usize,
+}
+
+impl<'d, P: FnMut(i64, &Evaluation)> PeriodicEvaluation<'d, P> {
+    pub fn new(hook: EvaluationHook<'d>, writer: Option<SummaryWriter>, print_each: Option<P>) -> Self {
+        PeriodicEvaluation {
+            hook,
+            writer,
+            print_each,
+            done: 0,
+        }
+    }
+
+    fn report_new(&mut self) -> Result<(), TrainError> {
+        while let Some((step, e)) = self.hook.results.get(self.done) {
+            if let Some(p) = self.print_each.as_mut() {
+                p(*step, e);
+            }
+            if let Some(w) = &self.writer {
+                write_evaluation(w, *step, e).map_err(|e| TrainError::Hook(e.to_string()))?;
+            }
+            self.done += 1;
+        }
+        Ok(())
+    }
+
+    /// Flushes and closes the `eval/` event file.
+    pub fn close(&mut self) -> Result<(), String> {
+        match self.writer.take() {
+            Some(w) => w.close().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<P: FnMut(i64, &Evaluation)> Hook for PeriodicEvaluation<'_, P> {
+    #[inline]
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        self.hook.after_run(ctx, v)?;
+        if self.done < self.hook.results.len() {
+            self.report_new()?;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        // The final evaluation is printed by the caller, with the train one.
+        let print = self.print_each.take();
+        self.hook.end(ctx)?;
+        self.report_new()?;
+        self.print_each = print;
+        Ok(())
+    }
+}
