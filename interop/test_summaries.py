@@ -5,8 +5,7 @@ SummaryWriter, the histogram code and `write_evaluation` the training hooks
 use) from a JSON description; TensorBoard's `EventAccumulator` and
 `EventMultiplexer` must then see the same tags, steps and values, and
 histograms equal to the ones TensorFlow's own `tf.compat.v1.summary.histogram`
-computes from the same float32 values (with TensorFlow absent, a reference of
-TF's default buckets written out below).
+computes from the same float32 values.
 
 The binary: `SPECC_WRITE_EVENTS` if set, else target/debug/examples/write_events
 (built with cargo when missing).
@@ -17,7 +16,6 @@ import math
 import os
 import pathlib
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,10 +24,7 @@ from tensorboard.backend.event_processing import event_accumulator, event_multip
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
-try:  # TensorFlow is the reference where the environment has it.
-    import tensorflow as tf
-except ImportError:  # pragma: no cover - depends on the environment
-    tf = None
+import tensorflow as tf  # the reference: the suite's venv pins it
 
 DISTRIBUTIONS = {
     "empty": [],
@@ -85,60 +80,8 @@ def f32(x):
     return float(np.float32(x))
 
 
-def tf_default_limits():
-    """TF's InitDefaultBuckets: -DBL_MAX, -1e20 > ... > -1e-12, 0, 1e-12 < ... < 1e20, DBL_MAX."""
-    pos = []
-    v = 1.0e-12
-    while v < 1.0e20:
-        pos.append(v)
-        v *= 1.1
-    pos.append(sys.float_info.max)
-    return [-x for x in reversed(pos)] + [0.0] + pos
-
-
-def reference_histogram(values):
-    """TF's HistogramSummary: Histogram::Add over the float32 values, EncodeToProto
-    without zero buckets."""
-    limits = tf_default_limits()
-    counts = [0.0] * len(limits)
-    # float32 values; subnormals flushed to zero, as TF's CPU kernels do.
-    xs = [float(np.float32(v)) for v in values]
-    xs = [0.0 if abs(x) < np.finfo(np.float32).tiny else x for x in xs]
-    for x in xs:
-        counts[np.searchsorted(limits, x, side="right")] += 1.0
-    out_limits, out_counts = [], []
-    i = 0
-    while i < len(counts):
-        end, count = limits[i], counts[i]
-        i += 1
-        if count <= 0.0:
-            while i < len(counts) and counts[i] <= 0.0:
-                end, count = limits[i], counts[i]
-                i += 1
-        out_limits.append(end)
-        out_counts.append(count)
-    if not out_counts:
-        out_limits, out_counts = [sys.float_info.max], [0.0]
-    total = 0.0
-    squares = 0.0
-    for x in xs:
-        total += x
-        squares += x * x
-    return {
-        "min": min(xs) if xs else sys.float_info.max,
-        "max": max(xs) if xs else -sys.float_info.max,
-        "num": float(len(xs)),
-        "sum": total,
-        "sum_squares": squares,
-        "bucket_limit": out_limits,
-        "bucket": out_counts,
-    }
-
-
 def tf_histogram(values):
     """What tf.compat.v1.summary.histogram computes for these float32 values."""
-    if tf is None:
-        return reference_histogram(values)
     graph = tf.Graph()
     with graph.as_default():
         op = tf.compat.v1.summary.histogram("h", tf.constant(np.array(values, np.float32)))
@@ -228,7 +171,6 @@ def test_eval_run_overlays_the_training_run(write_events, tmp_path):
         ]
 
 
-@pytest.mark.skipif(tf is None, reason="TensorFlow is not installed")
 def test_tensorflow_summary_iterator_reads_our_file(write_events, tmp_path):
     events = [{"step": 5, "scalars": {"loss": 0.5}, "histograms": {"W": [1.0, -1.0, 0.5]}}]
     _, files = run_writer(write_events, tmp_path, {"events": events})
