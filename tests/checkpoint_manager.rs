@@ -193,7 +193,7 @@ fn saves_a_snapshot_from_a_background_thread() {
 }
 
 #[test]
-fn stray_temporary_files_of_a_crash_are_ignored() {
+fn stray_temporary_files_of_a_crash_are_ignored_then_removed() {
     let d = dir("stray_temps");
     let mut m = CheckpointManager::new(&d, Some(1), None).unwrap();
     let first = save(&mut m, 1);
@@ -201,7 +201,16 @@ fn stray_temporary_files_of_a_crash_are_ignored() {
     std::fs::write(d.join("model.ckpt-2.index.tmp99-1"), b"partial").unwrap();
     std::fs::write(d.join("model.ckpt-2.data-00000-of-00001.tmp99-2"), b"par").unwrap();
     assert_eq!(latest_checkpoint(&d).unwrap(), Some(first.clone()));
+    std::fs::write(d.join("checkpoint.tmp99-3"), b"model_").unwrap();
+    std::fs::write(d.join("notes.tmp.txt"), b"the user's").unwrap();
     let mut m = CheckpointManager::new(&d, Some(1), None).unwrap();
+    // A new manager sweeps the temporaries away, and nothing else.
+    let left: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert_eq!(left, ["notes.tmp.txt"]);
     let second = save(&mut m, 2);
     assert_eq!(latest_checkpoint(&d).unwrap(), Some(second));
 }

@@ -606,7 +606,9 @@ fn a_nan_loss_stops_the_run_naming_the_step() {
             && err.ends_with("); lower the learning rate or check the data\n"),
         "{err}"
     );
-    assert!(out.is_empty(), "{out}");
+    // `--json` still prints its line: the error and the step reached.
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(err.contains(json["error"].as_str().unwrap()), "{out}");
 }
 
 /// A feature or parameter whose definition fails is poisoned: its uses in

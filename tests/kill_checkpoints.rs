@@ -72,6 +72,18 @@ fn a_run_killed_at_any_moment_leaves_its_latest_checkpoint_complete() {
             .expect("global_step");
         steps_seen.push(step);
     }
+    // A last run to the end sweeps the temporaries killed saves left.
+    let (code, _, err) = cli::specc(
+        &dir,
+        &["run", "spec.spec", "--steps", "1", "--checkpoint-dir", "ck"],
+    );
+    assert!(code == 1 && err.contains("nothing to train"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     // The runs got somewhere: most kills found a checkpoint, and resumed
     // runs moved the global step on.
     assert!(steps_seen.len() >= KILLS / 2, "{steps_seen:?}");

@@ -110,6 +110,7 @@ impl CheckpointManager {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir)
             .map_err(|e| CheckpointError::io(&dir, "create the checkpoint directory", &e))?;
+        CheckpointManager::sweep_temporaries(&dir);
         let mut m = CheckpointManager {
             basename: "model.ckpt".to_string(),
             max_to_keep,
@@ -252,6 +253,27 @@ impl CheckpointManager {
         Ok(prefix)
     }
 
+    /// Removes the temporary files a killed save left in the directory
+    /// (`NAME.tmpPID-N`, never listed in the state file; best effort).
+    fn sweep_temporaries(dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some((_, tail)) = name.rsplit_once(".tmp") else {
+                continue;
+            };
+            let temporary = tail
+                .split_once('-')
+                .is_some_and(|(pid, n)| is_digits(pid) && is_digits(n));
+            if temporary && e.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
     fn temp_path(&mut self, path: &Path) -> PathBuf {
         self.temp_counter += 1;
         let mut p = path.as_os_str().to_owned();
@@ -332,4 +354,8 @@ fn delete_checkpoint(prefix: &Path) {
             }
         }
     }
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
