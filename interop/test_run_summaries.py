@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import tensorflow as tf
-from tensorboard.backend.event_processing import event_multiplexer
+from tensorboard.backend.event_processing import event_accumulator, event_multiplexer
 
 SPEC = """model tiny
 data csv("data.csv")
@@ -49,7 +49,8 @@ def test_tensorboard_reads_the_train_and_eval_runs_of_specc_run(specc, tmp_path)
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
 
-    mux = event_multiplexer.EventMultiplexer()
+    # Keep every histogram (TensorBoard samples them down to 1 by default).
+    mux = event_multiplexer.EventMultiplexer(size_guidance={event_accumulator.HISTOGRAMS: 0})
     mux.AddRunsFromDirectory(str(tmp_path / "ck"))
     mux.Reload()
     runs = mux.Runs()

@@ -29,7 +29,10 @@ fn run(dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
     all.extend_from_slice(args);
     let (code, out, err) = specc(dir, &all);
     assert_eq!(code, 0, "specc {all:?}\n{err}");
-    (serde_json::from_str(out.lines().last().unwrap()).unwrap(), err)
+    (
+        serde_json::from_str(out.lines().last().unwrap()).unwrap(),
+        err,
+    )
 }
 
 /// `(step, tag, value)` of every scalar in the event files of `dir`.
@@ -146,7 +149,10 @@ fn init_from_checkpoint_starts_the_parameters_from_another_run() {
     // A learning rate of 1e-30: one step leaves the loaded parameters as
     // they were (to far below float32's resolution).
     let warm = spec()
-        .replace("adam(learning_rate = 0.01)", "gradient_descent(learning_rate = 1e-30)")
+        .replace(
+            "adam(learning_rate = 0.01)",
+            "gradient_descent(learning_rate = 1e-30)",
+        )
         .replace(
             "optimizer",
             "init_from_checkpoint(\"first\", { \"W1\": \"W1\", \"b1\": \"b1\" })\noptimizer",
@@ -165,7 +171,10 @@ fn init_from_checkpoint_starts_the_parameters_from_another_run() {
         let (a, b) = (f32s(&first, name), f32s(&second, name));
         assert_eq!(a.len(), b.len());
         for (x, y) in a.iter().zip(&b) {
-            assert!((x - y).abs() <= 1e-6 * x.abs() + 1e-20, "{name}: {x} vs {y}");
+            assert!(
+                (x - y).abs() <= 1e-6 * x.abs() + 1e-20,
+                "{name}: {x} vs {y}"
+            );
         }
     }
     // W2 was not mapped: it has its initializer's value, not the trained one.

@@ -13,18 +13,19 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
-use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::abi::VarRole;
+use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
 use specc_runtime::config::warm_start::{self, Named};
 use specc_runtime::config::WarmStart;
 use specc_runtime::session::Session;
+use specc_runtime::source::ShuffledBatches;
 use specc_runtime::summary::hooks::{create_eval_writer, StepCounterHook, SummarySaverHook};
 use specc_runtime::summary::SummaryWriter;
-use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
-    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, EvaluationHook, DivergenceHook, Evaluation,
-    Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer, DIVERGENCE_FACTOR,
+    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
+    EvaluationHook, Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer,
+    DIVERGENCE_FACTOR,
 };
 
 use specc_compiler::config::{self, Flags};

@@ -85,13 +85,19 @@ fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metr
     if let Some(m) = metrics.iter().find(|m| m.name == name) {
         let sum = ctx.step_output(&MetricOutput::Sum.name(&m.name));
         return match sum.and_then(|s| s.first()) {
-            Some(&s) => (f64::from(s) / (m.per_example as f64 * v.rows as f64).max(1.0)).to_string(),
+            Some(&s) => {
+                (f64::from(s) / (m.per_example as f64 * v.rows as f64).max(1.0)).to_string()
+            }
             None => "(evaluated on rows only)".into(),
         };
     }
     if let Some(p) = ctx.variable(name) {
         let shape: Vec<usize> = p.shape().to_vec();
-        let values: Vec<String> = p.iter().take(SUMMARIZE + 1).map(|x| x.to_string()).collect();
+        let values: Vec<String> = p
+            .iter()
+            .take(SUMMARIZE + 1)
+            .map(|x| x.to_string())
+            .collect();
         return array_text(&shape, p.len(), &values);
     }
     let session = ctx.session();
@@ -111,11 +117,21 @@ fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metr
     let values: Vec<String> = match layout.elem {
         ElemType::F32 => session
             .output_at(f, k, v.rows)
-            .map(|o| o.iter().take(SUMMARIZE + 1).map(|x| x.to_string()).collect())
+            .map(|o| {
+                o.iter()
+                    .take(SUMMARIZE + 1)
+                    .map(|x| x.to_string())
+                    .collect()
+            })
             .unwrap_or_default(),
         ElemType::I32 => session
             .output_i32(f, name, v.rows)
-            .map(|o| o.iter().take(SUMMARIZE + 1).map(|x| x.to_string()).collect())
+            .map(|o| {
+                o.iter()
+                    .take(SUMMARIZE + 1)
+                    .map(|x| x.to_string())
+                    .collect()
+            })
             .unwrap_or_default(),
     };
     if n == 1 {
@@ -151,7 +167,11 @@ pub struct PeriodicEvaluation<'d, P: FnMut(i64, &Evaluation)> {
 }
 
 impl<'d, P: FnMut(i64, &Evaluation)> PeriodicEvaluation<'d, P> {
-    pub fn new(hook: EvaluationHook<'d>, writer: Option<SummaryWriter>, print_each: Option<P>) -> Self {
+    pub fn new(
+        hook: EvaluationHook<'d>,
+        writer: Option<SummaryWriter>,
+        print_each: Option<P>,
+    ) -> Self {
         PeriodicEvaluation {
             hook,
             writer,

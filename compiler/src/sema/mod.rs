@@ -39,11 +39,11 @@ use specc_runtime::config::{
 };
 
 use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
-use specc_runtime::metrics::MetricOutput;
 use crate::model::{
     DataSource, Functions, InputInfo, Metric, Model, OptimizerSpec, TrainSettings, VarInfo,
 };
 use expr::{ClassUse, Env, Lowerer, POISONED};
+use specc_runtime::metrics::MetricOutput;
 
 /// Checking state, filled item by item.
 #[derive(Default)]
