@@ -194,3 +194,26 @@ fn init_from_checkpoint_names_a_missing_tensor() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`W7`") && err.contains("first"), "{err}");
 }
+
+#[test]
+fn the_summary_step_trains_to_the_same_bits_as_the_step() {
+    // Summaries and logged tensors at every step run the summary step every
+    // step; with summaries never written the plain step runs. Same updates.
+    let dir = setup("summary_step_bits", &spec());
+    let every = [
+        "--set",
+        "summaries.every_steps=1",
+        "--set",
+        "logging.tensors=[h, accuracy]",
+        "--set",
+        "logging.every_steps=1",
+    ];
+    let never = ["--set", "summaries.every_steps=0", "--set", "logging.tensors=[h]"];
+    run(&dir, &[&["--checkpoint-dir", "every"][..], &every].concat());
+    run(&dir, &[&["--checkpoint-dir", "never"][..], &never].concat());
+    let bytes = |d: &str| {
+        let p = latest_checkpoint(dir.join(d)).unwrap().unwrap();
+        std::fs::read(format!("{}.data-00000-of-00001", p.display())).unwrap()
+    };
+    assert!(bytes("every") == bytes("never"), "the summary step changed the training");
+}

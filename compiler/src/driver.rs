@@ -92,6 +92,7 @@ pub fn plan_model_with(
             if let Some(step) = model.functions.step.as_mut() {
                 step.outputs.clear();
             }
+            model.functions.summary_step = None;
         }
         if which.check {
             crate::debug::add_check_function(&mut model);
@@ -108,6 +109,9 @@ pub fn plan_model_with(
                 &placement,
                 threads,
             ));
+            if let Some(summary) = fs.summary_step.as_ref() {
+                plans.push(plan::plan(&model.graph, summary, &placement, threads));
+            }
         }
         if which.eval {
             plans.push(plan::plan(&model.graph, &fs.eval, &placement, threads));

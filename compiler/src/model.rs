@@ -226,6 +226,11 @@ pub struct Functions {
     pub grad: Option<Function>,
     /// One training step: `loss`, and the updates of every variable.
     pub step: Option<Function>,
+    /// The same step that also returns what the run's hooks read
+    /// ([`Model::step_outputs`]: metric sums for summaries, logged tensors),
+    /// called only on the steps a hook writes or logs (TF's `SessionRunArgs`
+    /// fetches of `before_run`); `None` when the run reads nothing more.
+    pub summary_step: Option<Function>,
     /// Forward only, for finding where a non-finite loss came from: one
     /// non-finite flag per feature, parameter and binding (see [`crate::debug`]).
     /// Built only on request, never for training.
@@ -284,8 +289,9 @@ pub struct Model {
     pub evaluate: EvaluateConfig,
     /// `init_from_checkpoint(..)`.
     pub warm_start: Option<WarmStart>,
-    /// Outputs the step adds for the run's hooks (summaries of the metrics,
-    /// logged tensors); empty without `summaries` and `logging { tensors }`.
+    /// Outputs the summary step adds for the run's hooks (summaries of the
+    /// metrics, logged tensors); empty without `summaries` and `logging {
+    /// tensors }`.
     pub step_outputs: Vec<Output>,
 }
 

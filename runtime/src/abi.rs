@@ -52,6 +52,11 @@ pub const CTX_SYNC: i32 = 64;
 /// Byte offset of the barrier's generation word from `sync`.
 pub const SYNC_GENERATION: i32 = 64;
 
+/// The training step that also returns what the run's hooks read (metric
+/// sums for summaries, logged tensors): the same updates as `step`, called
+/// on the steps a hook asks for it ([`crate::train::RunContext::request_summary_outputs`]).
+pub const SUMMARY_STEP: &str = "summary_step";
+
 /// The scalar output every `step` and `eval` function has: the loss.
 pub const OUTPUT_LOSS: &str = "loss";
 /// The step's learning rate (after its schedule), when the step has one.

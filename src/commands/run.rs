@@ -288,6 +288,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             lc.tensors.clone(),
             &model.metrics,
             Timer::new(lc.every_steps, lc.every_secs),
+            last_step,
             |l: &str| pb.suspend(|| eprintln!("{l}")),
         )
     });

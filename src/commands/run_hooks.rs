@@ -29,15 +29,29 @@ pub struct TensorLogHook<'m, P: FnMut(&str)> {
     metrics: &'m [Metric],
     timer: Timer,
     print: P,
+    /// The timer was due before this step: it runs the summary step, whose
+    /// outputs hold the logged tensors.
+    pending: bool,
+    /// The global step the run ends at, logged too (`at_end`).
+    last_global_step: i64,
 }
 
 impl<'m, P: FnMut(&str)> TensorLogHook<'m, P> {
-    pub fn new(names: Vec<String>, metrics: &'m [Metric], timer: Timer, print: P) -> Self {
+    /// Logs `names` whenever `timer` is due and at `last_global_step`.
+    pub fn new(
+        names: Vec<String>,
+        metrics: &'m [Metric],
+        timer: Timer,
+        last_global_step: i64,
+        print: P,
+    ) -> Self {
         TensorLogHook {
             names,
             metrics,
             timer,
             print,
+            pending: false,
+            last_global_step,
         }
     }
 
@@ -54,8 +68,19 @@ impl<'m, P: FnMut(&str)> TensorLogHook<'m, P> {
 
 impl<P: FnMut(&str)> Hook for TensorLogHook<'_, P> {
     #[inline]
+    fn before_run(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        let next = ctx.last_step().map_or(1, |v| v.step + 1);
+        self.pending = self.timer.due(next)
+            || ctx.global_step().saturating_add(1) == self.last_global_step;
+        if self.pending {
+            ctx.request_summary_outputs();
+        }
+        Ok(())
+    }
+
+    #[inline]
     fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
-        if self.timer.due(v.step) {
+        if self.pending {
             self.timer.triggered(v.step);
             self.log(ctx, v);
         }
@@ -63,6 +88,8 @@ impl<P: FnMut(&str)> Hook for TensorLogHook<'_, P> {
     }
 
     fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        // The last step is logged (`at_end`); a run that stopped before its
+        // last global step (a hook's request) logs what its last step has.
         if let Some(v) = ctx.last_step().copied() {
             if self.timer.last_step() != Some(v.step) {
                 self.log(ctx, &v);
@@ -101,11 +128,9 @@ fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metr
         return array_text(&shape, p.len(), &values);
     }
     let session = ctx.session();
-    let Some(f) = session.function_index("step") else {
-        return "?".into();
-    };
+    let f = v.function;
     let Some(k) = session.output_index(f, name) else {
-        return "?".into();
+        return "(not computed at this step)".into();
     };
     let layout = &session.function_layout(f).outputs[k];
     let (n, per) = (layout.len(v.rows), layout.per_example);

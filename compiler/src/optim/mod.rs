@@ -21,6 +21,7 @@ pub mod table;
 use specc_grammar::Diagnostic;
 use specc_runtime::abi::{
     assertion_output, grad_output, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS,
+    SUMMARY_STEP,
 };
 use specc_runtime::init::Initializer;
 
@@ -164,12 +165,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             node: n,
         });
     }
-    // What the run's hooks read (summaries of metrics, logged tensors).
-    for o in &model.step_outputs {
-        if !step.outputs.iter().any(|e| e.name == o.name) {
-            step.outputs.push(o.clone());
-        }
-    }
+
     // The runtime checks (`tf.debugging`), one scalar each.
     for (i, a) in model.assertions.iter().enumerate() {
         step.outputs.push(Output {
@@ -259,6 +255,18 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     }
 
     model.functions.grad = Some(grad_fn);
+    // The summary step: the same step, also returning what the run's hooks
+    // read; the plain step stays as it was.
+    if !model.step_outputs.is_empty() {
+        let mut summary = step.clone();
+        summary.name = SUMMARY_STEP.into();
+        for o in &model.step_outputs {
+            if !summary.outputs.iter().any(|e| e.name == o.name) {
+                summary.outputs.push(o.clone());
+            }
+        }
+        model.functions.summary_step = Some(summary);
+    }
     model.functions.step = Some(step);
     Ok(())
 }

@@ -67,6 +67,7 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
         Some(&m.functions.eval),
         m.functions.grad.as_ref(),
         m.functions.step.as_ref(),
+        m.functions.summary_step.as_ref(),
         m.functions.check.as_ref(),
     ]
     .into_iter()
@@ -87,6 +88,7 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
         Some(&mut m.functions.eval),
         m.functions.grad.as_mut(),
         m.functions.step.as_mut(),
+        m.functions.summary_step.as_mut(),
         m.functions.check.as_mut(),
     ]
     .into_iter()

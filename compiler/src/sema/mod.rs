@@ -403,6 +403,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             eval,
             grad: None,
             step: None,
+            summary_step: None,
             check: None,
         },
         bindings: st.bindings,

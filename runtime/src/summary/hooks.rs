@@ -149,10 +149,10 @@ impl SummarySaverHook {
 
 impl Hook for SummarySaverHook {
     fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        // The summary step returns the metric sums; it runs on the steps this
+        // hook writes (it asks in `before_run`).
+        self.step_fn = ctx.summary_function();
         let session = ctx.session();
-        self.step_fn = session
-            .function_index("step")
-            .ok_or_else(|| TrainError::Session("the program has no step function".into()))?;
         self.scalars.clear();
         for (index, o) in session
             .function_layout(self.step_fn)
@@ -193,6 +193,15 @@ impl Hook for SummarySaverHook {
         };
         self.timer.last = None;
         self.started = false;
+        Ok(())
+    }
+
+    #[inline]
+    fn before_run(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
+        // A step adds one to the global step.
+        if self.timer.due(ctx.global_step().saturating_add(1)) {
+            ctx.request_summary_outputs();
+        }
         Ok(())
     }
 

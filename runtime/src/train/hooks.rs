@@ -36,6 +36,9 @@ pub struct StepValues {
     pub learning_rate: Option<f32>,
     /// The gradients' global norm (the `global_norm` metric).
     pub global_norm: Option<f32>,
+    /// The session function that ran: the step, or the summary step when a
+    /// hook asked for its outputs ([`RunContext::request_summary_outputs`]).
+    pub function: usize,
 }
 
 /// What a hook can see and do during a run.
@@ -43,6 +46,8 @@ pub struct RunContext<'s> {
     session: &'s mut Session,
     source: &'s mut dyn BatchSource,
     step_fn: usize,
+    summary_fn: usize,
+    summary_requested: bool,
     stop: bool,
     last: Option<StepValues>,
 }
@@ -52,11 +57,14 @@ impl<'s> RunContext<'s> {
         session: &'s mut Session,
         source: &'s mut dyn BatchSource,
         step_fn: usize,
+        summary_fn: usize,
     ) -> RunContext<'s> {
         RunContext {
             session,
             source,
             step_fn,
+            summary_fn,
+            summary_requested: false,
             stop: false,
             last: None,
         }
@@ -65,6 +73,29 @@ impl<'s> RunContext<'s> {
     /// The session and the batch source, to run a step.
     pub(crate) fn parts(&mut self) -> (&mut Session, &mut dyn BatchSource) {
         (self.session, self.source)
+    }
+
+    /// The session's plain training step function.
+    pub fn step_function(&self) -> usize {
+        self.step_fn
+    }
+
+    /// Asks for the summary step's outputs at the next step (call it in
+    /// `before_run`; TF's `SessionRunArgs` fetches): the metric sums and the
+    /// logged tensors the run's `summaries` and `logging` read. The step's
+    /// updates are the same either way.
+    pub fn request_summary_outputs(&mut self) {
+        self.summary_requested = true;
+    }
+
+    pub(crate) fn take_summary_request(&mut self) -> bool {
+        std::mem::take(&mut self.summary_requested)
+    }
+
+    /// The function whose outputs a hook that asked for summary outputs
+    /// reads (the summary step, or the step when the program has none).
+    pub fn summary_function(&self) -> usize {
+        self.summary_fn
     }
 
     /// The batch source's position now ([`BatchSource::position`]), for a checkpoint.
@@ -99,8 +130,8 @@ impl<'s> RunContext<'s> {
     /// Any output of the last step, by name (`loss`, `learning_rate`,
     /// `global_norm`, ...).
     pub fn step_output(&self, name: &str) -> Option<&[f32]> {
-        let rows = self.last?.rows;
-        self.session.output(self.step_fn, name, rows)
+        let last = self.last?;
+        self.session.output(last.function, name, last.rows)
     }
 
     /// A variable by TF name (`W1`, `W1/Adam`, `beta1_power`), shaped.

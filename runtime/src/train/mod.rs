@@ -27,7 +27,9 @@ pub mod timer;
 
 use std::fmt;
 
-use crate::abi::{AssertionLayout, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
+use crate::abi::{
+    AssertionLayout, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS, SUMMARY_STEP,
+};
 use crate::data::DataError;
 use crate::session::Session;
 use crate::source::BatchSource;
@@ -146,39 +148,60 @@ impl From<DataError> for TrainError {
 /// Runs the compiled `step` function one batch at a time.
 #[derive(Clone, Debug)]
 pub struct Trainer {
-    step_fn: usize,
-    /// Positions of the step's scalar outputs.
+    step: StepFunction,
+    /// The step that also returns what hooks read, when the program has one.
+    summary: Option<StepFunction>,
+    steps: u64,
+}
+
+/// A compiled training step and the positions of the outputs the trainer
+/// reads after each call.
+#[derive(Clone, Debug)]
+struct StepFunction {
+    index: usize,
     loss: Option<usize>,
     learning_rate: Option<usize>,
     global_norm: Option<usize>,
     /// Output positions of the step's runtime checks, parallel to its
     /// layout's `assertions` (empty for a spec without checks).
     assertions: Vec<usize>,
-    steps: u64,
 }
 
-impl Trainer {
-    /// A trainer for the session's `step` function.
-    pub fn new(session: &Session) -> Result<Trainer, String> {
-        let step_fn = session
-            .function_index("step")
-            .ok_or("the program has no step function")?;
-        let layout = session.function_layout(step_fn);
-        let assertions = layout
+impl StepFunction {
+    fn new(session: &Session, index: usize) -> Result<StepFunction, String> {
+        let assertions = session
+            .function_layout(index)
             .assertions
             .iter()
             .map(|a| {
                 session
-                    .output_index(step_fn, &a.output)
+                    .output_index(index, &a.output)
                     .ok_or_else(|| format!("the step has no output `{}`", a.output))
             })
             .collect::<Result<Vec<usize>, String>>()?;
-        Ok(Trainer {
-            step_fn,
+        Ok(StepFunction {
+            index,
             assertions,
-            loss: session.output_index(step_fn, OUTPUT_LOSS),
-            learning_rate: session.output_index(step_fn, OUTPUT_LEARNING_RATE),
-            global_norm: session.output_index(step_fn, OUTPUT_GLOBAL_NORM),
+            loss: session.output_index(index, OUTPUT_LOSS),
+            learning_rate: session.output_index(index, OUTPUT_LEARNING_RATE),
+            global_norm: session.output_index(index, OUTPUT_GLOBAL_NORM),
+        })
+    }
+}
+
+impl Trainer {
+    /// A trainer for the session's `step` function (and its `summary_step`).
+    pub fn new(session: &Session) -> Result<Trainer, String> {
+        let step = session
+            .function_index("step")
+            .ok_or("the program has no step function")?;
+        let summary = session
+            .function_index(SUMMARY_STEP)
+            .map(|f| StepFunction::new(session, f))
+            .transpose()?;
+        Ok(Trainer {
+            step: StepFunction::new(session, step)?,
+            summary,
             steps: 0,
         })
     }
@@ -191,21 +214,35 @@ impl Trainer {
         session: &mut Session,
         source: &mut (impl BatchSource + ?Sized),
     ) -> Result<Option<StepValues>, TrainError> {
+        self.step_with(session, source, false)
+    }
+
+    /// [`Trainer::step`], calling the summary step (the same updates, more
+    /// outputs) when `summaries` is asked and the program has one.
+    #[inline]
+    pub fn step_with(
+        &mut self,
+        session: &mut Session,
+        source: &mut (impl BatchSource + ?Sized),
+        summaries: bool,
+    ) -> Result<Option<StepValues>, TrainError> {
         let rows = session.fill(source)?;
         if rows == 0 {
             return Ok(None);
         }
-        session
-            .call(self.step_fn, rows)
-            .map_err(TrainError::Session)?;
+        let func = match &self.summary {
+            Some(s) if summaries => s,
+            _ => &self.step,
+        };
+        let f = func.index;
+        session.call(f, rows).map_err(TrainError::Session)?;
         self.steps += 1;
-        let f = self.step_fn;
         let scalar = |k: Option<usize>| {
             k.and_then(|k| session.output_at(f, k, rows))
                 .and_then(|v| v.first().copied())
         };
         // The runtime checks: one load and compare each (none without them).
-        for (i, &k) in self.assertions.iter().enumerate() {
+        for (i, &k) in func.assertions.iter().enumerate() {
             let value = scalar(Some(k)).unwrap_or(0.0);
             if value != 0.0 {
                 return Err(TrainError::Assertion {
@@ -220,9 +257,10 @@ impl Trainer {
             step: self.steps,
             global_step: session.global_step,
             rows,
-            loss: scalar(self.loss).unwrap_or(f32::NAN),
-            learning_rate: scalar(self.learning_rate),
-            global_norm: scalar(self.global_norm),
+            loss: scalar(func.loss).unwrap_or(f32::NAN),
+            learning_rate: scalar(func.learning_rate),
+            global_norm: scalar(func.global_norm),
+            function: f,
         }))
     }
 
@@ -233,7 +271,12 @@ impl Trainer {
 
     /// The index of the step function in the session.
     pub fn step_function(&self) -> usize {
-        self.step_fn
+        self.step.index
+    }
+
+    /// The index of the summary step, or of the step without one.
+    pub fn summary_function(&self) -> usize {
+        self.summary.as_ref().unwrap_or(&self.step).index
     }
 }
 
@@ -258,7 +301,8 @@ pub fn fit(
     hooks: &mut [&mut dyn Hook],
 ) -> Result<FitSummary, TrainError> {
     let mut trainer = Trainer::new(session).map_err(TrainError::Session)?;
-    let mut ctx = RunContext::new(session, source, trainer.step_fn);
+    let summary_fn = trainer.summary_function();
+    let mut ctx = RunContext::new(session, source, trainer.step_function(), summary_fn);
     for h in hooks.iter_mut() {
         h.begin(&mut ctx)?;
     }
@@ -267,8 +311,9 @@ pub fn fit(
         for h in hooks.iter_mut() {
             h.before_run(&mut ctx)?;
         }
+        let summaries = ctx.take_summary_request();
         let (session, source) = ctx.parts();
-        let Some(values) = trainer.step(session, source)? else {
+        let Some(values) = trainer.step_with(session, source, summaries)? else {
             exhausted = true;
             break;
         };
