@@ -208,12 +208,20 @@ fn the_summary_step_trains_to_the_same_bits_as_the_step() {
         "--set",
         "logging.every_steps=1",
     ];
-    let never = ["--set", "summaries.every_steps=0", "--set", "logging.tensors=[h]"];
+    let never = [
+        "--set",
+        "summaries.every_steps=0",
+        "--set",
+        "logging.tensors=[h]",
+    ];
     run(&dir, &[&["--checkpoint-dir", "every"][..], &every].concat());
     run(&dir, &[&["--checkpoint-dir", "never"][..], &never].concat());
     let bytes = |d: &str| {
         let p = latest_checkpoint(dir.join(d)).unwrap().unwrap();
         std::fs::read(format!("{}.data-00000-of-00001", p.display())).unwrap()
     };
-    assert!(bytes("every") == bytes("never"), "the summary step changed the training");
+    assert!(
+        bytes("every") == bytes("never"),
+        "the summary step changed the training"
+    );
 }

@@ -70,8 +70,8 @@ impl<P: FnMut(&str)> Hook for TensorLogHook<'_, P> {
     #[inline]
     fn before_run(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
         let next = ctx.last_step().map_or(1, |v| v.step + 1);
-        self.pending = self.timer.due(next)
-            || ctx.global_step().saturating_add(1) == self.last_global_step;
+        self.pending =
+            self.timer.due(next) || ctx.global_step().saturating_add(1) == self.last_global_step;
         if self.pending {
             ctx.request_summary_outputs();
         }
