@@ -77,7 +77,7 @@ fn a_run_killed_at_any_moment_leaves_its_latest_checkpoint_complete() {
         &dir,
         &["run", "spec.spec", "--steps", "1", "--checkpoint-dir", "ck"],
     );
-    assert!(code == 1 && err.contains("nothing to train"), "{err}");
+    assert!(code == 0 && err.contains("nothing to train"), "{err}");
     let left: Vec<_> = std::fs::read_dir(&ckpt)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

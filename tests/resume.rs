@@ -68,20 +68,30 @@ fn check_resume_is_exact(name: &str, spec: &str) {
     );
     assert!(a.0 == b.0, "{name}: the .index files differ");
     assert!(a.1 == b.1, "{name}: the .data files differ");
-    // A finished run asked for no more steps does nothing and says so.
-    let (code, _, err) = specc(
+    // A finished run asked for no more steps trains nothing, says so and
+    // reports the checkpoint's model (Estimator's "Skipping training").
+    let (code, out, err) = specc(
         &dir,
         &[
             "run",
             "spec.spec",
+            "--json",
             "--steps",
             "1000",
             "--checkpoint-dir",
             "resumed",
         ],
     );
-    assert_eq!(code, 1);
-    assert!(err.contains("global step 1000"), "{err}");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("nothing to train") && err.contains("global step 1000"),
+        "{err}"
+    );
+    let again: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(again["steps"], 0);
+    assert_eq!(again["global_step"], 1000);
+    assert_eq!(again["eval"], straight["eval"]);
+    assert_eq!(files(&dir.join("resumed"), 1000), b);
 }
 
 fn digits(name: &str) -> String {

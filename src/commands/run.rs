@@ -346,31 +346,39 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
     };
     pb.finish_and_clear();
-    let Some(last) = trained.last else {
-        return Err(Failure::Other(format!(
-            "nothing to train: the checkpoint is at global step {start_step}, \
-             and training ends at step {steps}; raise --steps to train further"
-        )));
-    };
-    reached.last.set(Some(last));
+    // A resumed run already at its last step trains nothing and reports
+    // (Estimator's "Skipping training since max_steps has already saved").
+    if trained.last.is_none() {
+        eprintln!(
+            "specc: nothing to train: the checkpoint is at global step {start_step}, \
+             and training ends at step {steps} (raise --steps to train further)"
+        );
+    }
+    reached.last.set(trained.last);
     let metrics = &model.metrics;
     let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
-    let held_out = match evaluation.as_mut() {
+    let mut held_out = match evaluation.as_mut() {
         Some(e) => {
             e.close()?;
             e.hook.results.last().map(|(_, e)| e.clone())
         }
         None => None,
     };
+    if held_out.is_none() && !eval_rows.is_empty() {
+        held_out = Some(evaluate_rows(&mut session, &dataset, &eval_rows, metrics)?);
+    }
     // The last step's scalar outputs besides the loss: the learning rate and,
     // with the `global_norm` metric, the gradients' global norm.
-    let last_outputs: Vec<(&str, f32)> = [
-        (OUTPUT_LEARNING_RATE, last.learning_rate),
-        (OUTPUT_GLOBAL_NORM, last.global_norm),
-    ]
-    .into_iter()
-    .filter_map(|(n, v)| Some((n, v?)))
-    .collect();
+    let last_outputs: Vec<(&str, f32)> = match trained.last {
+        Some(last) => [
+            (OUTPUT_LEARNING_RATE, last.learning_rate),
+            (OUTPUT_GLOBAL_NORM, last.global_norm),
+        ]
+        .into_iter()
+        .filter_map(|(n, v)| Some((n, v?)))
+        .collect(),
+        None => Vec::new(),
+    };
     let averaged = if opts.eval_with_averages {
         let (train, held) = session.with_averages(|s| {
             let train = evaluate_rows(s, &dataset, &train_rows, metrics);
@@ -385,14 +393,17 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     } else {
         None
     };
-    let last_loss = last.loss;
+    let last_loss = trained.last.map(|v| v.loss);
     let sps = trained.steps as f64 / train_s.max(1e-9);
-    let mut last = format!("last batch loss {last_loss:.4}");
+    let mut last = match last_loss {
+        Some(l) => format!(", last batch loss {l:.4}"),
+        None => String::new(),
+    };
     for (n, v) in &last_outputs {
         last += &format!(", {n} {v:.6}");
     }
     println!(
-        "trained {} steps in {:.2} s ({:.0} steps/s, {} epochs), {last}",
+        "trained {} steps in {:.2} s ({:.0} steps/s, {} epochs){last}",
         trained.steps,
         train_s,
         sps,
@@ -417,7 +428,9 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         obj.insert("compile_s".into(), compile_s.into());
         obj.insert("train_s".into(), train_s.into());
         obj.insert("steps_per_s".into(), sps.into());
-        obj.insert("last_loss".into(), f64::from(last_loss).into());
+        if let Some(l) = last_loss {
+            obj.insert("last_loss".into(), f64::from(l).into());
+        }
         for (n, v) in &last_outputs {
             obj.insert((*n).into(), f64::from(*v).into());
         }
