@@ -82,6 +82,9 @@ enum Command {
         /// Keep the K most recent checkpoints (TF's max_to_keep; 0 keeps all).
         #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
         keep: Option<u64>,
+        /// Also keep one checkpoint every H hours (TF's keep_checkpoint_every_n_hours).
+        #[arg(long, value_name = "H", allow_negative_numbers = true, value_parser = seconds)]
+        keep_every_n_hours: Option<f64>,
         /// Write TensorBoard event files in this directory (the spec's `summaries { dir }`).
         #[arg(long, value_name = "DIR")]
         summary_dir: Option<PathBuf>,
@@ -228,6 +231,7 @@ fn main() -> ExitCode {
             checkpoint_every_steps,
             checkpoint_every_secs,
             keep,
+            keep_every_n_hours,
             summary_dir,
             eval_with_averages,
             json,
@@ -240,6 +244,7 @@ fn main() -> ExitCode {
                 checkpoint_every_steps,
                 checkpoint_every_secs,
                 keep,
+                keep_every_n_hours,
                 summary_dir,
             };
             commands::run::run(

@@ -206,6 +206,7 @@ pub struct Flags {
     pub checkpoint_every_steps: Option<u64>,
     pub checkpoint_every_secs: Option<f64>,
     pub keep: Option<u64>,
+    pub keep_every_n_hours: Option<f64>,
     pub summary_dir: Option<PathBuf>,
 }
 
@@ -698,6 +699,14 @@ fn flag_settings(f: &Flags) -> Vec<Setting> {
     }
     if let Some(n) = f.keep {
         push("checkpoint", "keep", Value::Int(clamp_i64(n)), "--keep");
+    }
+    if let Some(h) = f.keep_every_n_hours {
+        push(
+            "checkpoint",
+            "keep_every_n_hours",
+            Value::Number(h),
+            "--keep-every-n-hours",
+        );
     }
     if let Some(p) = &f.summary_dir {
         push(
