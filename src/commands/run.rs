@@ -147,14 +147,19 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     );
 
     let cfg = model.train.config(steps);
-    let mut batches = ShuffledBatches::new(
-        &dataset,
-        &session.layout,
-        train_rows.clone(),
-        cfg.batch,
-        cfg.shuffle,
-        cfg.seed,
-    )?;
+    // The training batches (again for a replay that finds a NaN's origin).
+    let layout = session.layout.clone();
+    let train_batches = || {
+        ShuffledBatches::new(
+            &dataset,
+            &layout,
+            train_rows.clone(),
+            cfg.batch,
+            cfg.shuffle,
+            cfg.seed,
+        )
+    };
+    let mut batches = train_batches()?;
     // A checkpoint directory with a checkpoint: continue from it, to the
     // same bits as a run that never stopped (MonitoredTrainingSession).
     // `init_from_checkpoint`: parameters start from another checkpoint (a
@@ -329,14 +334,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             pb.abandon();
             let resumed = resumed_from.as_deref();
             return Err(crate::report::train_failure(e, src, resumed, || {
-                let mut replay = ShuffledBatches::new(
-                    &dataset,
-                    &session.layout,
-                    train_rows.clone(),
-                    cfg.batch,
-                    cfg.shuffle,
-                    cfg.seed,
-                )?;
+                let mut replay = train_batches()?;
                 if let Some(prefix) = resumed {
                     let reader = BundleReader::open(prefix).map_err(|e| e.to_string())?;
                     seek(&reader, &mut replay).map_err(|e| e.to_string())?;

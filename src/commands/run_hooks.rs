@@ -140,29 +140,20 @@ fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metr
         vec![per]
     };
     let values: Vec<String> = match layout.elem {
-        ElemType::F32 => session
-            .output_at(f, k, v.rows)
-            .map(|o| {
-                o.iter()
-                    .take(SUMMARIZE + 1)
-                    .map(|x| x.to_string())
-                    .collect()
-            })
-            .unwrap_or_default(),
-        ElemType::I32 => session
-            .output_i32(f, name, v.rows)
-            .map(|o| {
-                o.iter()
-                    .take(SUMMARIZE + 1)
-                    .map(|x| x.to_string())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        ElemType::F32 => first_values(session.output_at(f, k, v.rows)),
+        ElemType::I32 => first_values(session.output_i32(f, name, v.rows)),
     };
     if n == 1 {
         return values.into_iter().next().unwrap_or_default();
     }
     array_text(&shape, n, &values)
+}
+
+/// The first values of an output as text, enough to summarize it.
+fn first_values<T: ToString>(values: Option<&[T]>) -> Vec<String> {
+    values
+        .map(|o| o.iter().take(SUMMARIZE + 1).map(T::to_string).collect())
+        .unwrap_or_default()
 }
 
 fn array_text(shape: &[usize], n: usize, first: &[String]) -> String {
