@@ -162,7 +162,18 @@ impl RunRecord {
         let fail =
             |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
         std::fs::create_dir_all(dir).map_err(|e| fail("create the directory", dir, e))?;
-        let tmp = dir.join(format!(".{RUN_YAML}.tmp-{}", std::process::id()));
+        // Temporaries of runs killed while writing (best effort).
+        let stale = format!(".{RUN_YAML}.tmp-");
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                let pid = name.to_str().and_then(|n| n.strip_prefix(stale.as_str()));
+                if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+                    std::fs::remove_file(e.path()).ok();
+                }
+            }
+        }
+        let tmp = dir.join(format!("{stale}{}", std::process::id()));
         let result = (|| {
             let mut f = File::create(&tmp).map_err(|e| fail("create", &tmp, e))?;
             f.write_all(self.to_yaml().as_bytes())
