@@ -8,6 +8,7 @@
 
 mod cli;
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -24,7 +25,7 @@ fn a_run_killed_at_any_moment_leaves_its_latest_checkpoint_complete() {
     std::fs::write(dir.join("data.csv"), cli::DATA).unwrap();
     std::fs::write(dir.join("spec.spec"), cli::BASE).unwrap();
     let ckpt = dir.join("ck");
-    // A fixed pseudo-random sequence of delays (splitmix64), 1 to 120 ms.
+    // A fixed pseudo-random sequence of delays (splitmix64), 1 to 60 ms.
     let mut state = 0x5eed_u64;
     let mut next = || {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -50,10 +51,18 @@ fn a_run_killed_at_any_moment_leaves_its_latest_checkpoint_complete() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1 + next() % 120));
+        // Three kills in four land while it trains and saves: after its first
+        // line ("compiled ..."), so that a slow machine's start-up does not
+        // take the moments; the fourth anywhere, start-up included.
+        let mut first_line = String::new();
+        if kill % 4 != 3 {
+            let stderr = child.stderr.as_mut().unwrap();
+            BufReader::new(stderr).read_line(&mut first_line).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(1 + next() % 60));
         child.kill().unwrap(); // SIGKILL
         let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = first_line + &String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "kill {kill}: {err}");
         let Some(prefix) = latest_checkpoint(&ckpt)
             .unwrap_or_else(|e| panic!("kill {kill}: the state file is broken: {e}"))
