@@ -388,9 +388,9 @@ pub fn cross_start(hash_key: u64) -> u64 {
 /// [`cross_start`]`(hash_key)`, in the op's input order.
 #[inline]
 pub fn cross_hash<'a>(values: impl IntoIterator<Item = CrossValue<'a>>, hash_key: u64) -> u64 {
-    values
-        .into_iter()
-        .fold(cross_start(hash_key), |h, v| fingerprint_cat64(h, v.fingerprint()))
+    values.into_iter().fold(cross_start(hash_key), |h, v| {
+        fingerprint_cat64(h, v.fingerprint())
+    })
 }
 
 /// The id of one cross in `crossed_column(hash_bucket_size = num_buckets)`.
