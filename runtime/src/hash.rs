@@ -28,7 +28,7 @@ use std::num::NonZeroU64;
 
 /// The key every cross starts from unless `crossed_column(hash_key=...)` sets
 /// one (TF's `sparse_ops._DEFAULT_HASH_KEY`, 0xDECAFCAFFE).
-pub const DEFAULT_HASH_KEY: u64 = 0xDECA_FCAF_FE;
+pub const DEFAULT_HASH_KEY: u64 = 0xDE_CAFC_AFFE;
 
 // FarmHash's primes between 2^63 and 2^64.
 const K0: u64 = 0xc3a5_c85c_97cb_3127;
