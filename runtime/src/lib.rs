@@ -7,6 +7,8 @@
 //!   AVX2+FMA and scalar kernels with bit-identical results).
 //! - [`threads`]: the thread count and the worker running thread 1 of SPMD steps.
 //! - [`prng`]: splitmix64, the one random stream behind every seed in specc.
+//! - [`hash`]: TF's feature hashing (FarmHash `Fingerprint64`, `FingerprintCat64`
+//!   crosses, SipHash `to_hash_bucket_strong`), bit-identical and allocation-free.
 //! - [`init`]: parameter initializers (TF's names and semantics).
 //! - [`io`]: TF's on-disk building blocks: CRC32C, protobuf fields, TFRecord framing.
 //! - [`checkpoint`]: TF V2 checkpoints (tensor bundles), the `checkpoint` state
@@ -35,6 +37,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod gemm;
+pub mod hash;
 pub mod init;
 pub mod io;
 pub mod memory;
