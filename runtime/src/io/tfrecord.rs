@@ -419,7 +419,11 @@ mod tests {
             "uncompressed is the plain framing"
         );
         let gz = compressed(Compression::Gzip, &records);
-        assert_eq!(&gz[..10], [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3], "TF's gzip header");
+        assert_eq!(
+            &gz[..10],
+            [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3],
+            "TF's gzip header"
+        );
     }
 
     #[test]
