@@ -285,8 +285,11 @@ fn proto_error(record: usize, feature: Option<&str>, e: ProtoError) -> ExampleEr
     }
 }
 
+/// A map entry that could not be decoded: the key, where known, and why.
+type EntryError = (Option<String>, ProtoError);
+
 /// Decodes one map entry (`key = 1`, `value = 2`): the key and the value bytes.
-fn map_entry(entry: &[u8]) -> Result<(String, &[u8]), (Option<String>, ProtoError)> {
+fn map_entry(entry: &[u8]) -> Result<(String, &[u8]), EntryError> {
     let mut key = Vec::new();
     let mut value: &[u8] = &[];
     for f in fields(entry) {
