@@ -445,21 +445,19 @@ fn a_missing_fixed_len_feature_without_default_is_an_error_naming_record_and_fea
             default: None,
         },
     )]);
-    // Only the records before the first missing one: the error must be the missing one.
-    let e = parse_example(&exs[..=record], &spec)
-        .err()
-        .map(|e| (e.record, e.feature.clone(), e.to_string()));
-    let (got_record, got_feature, text) = e.expect("an error");
-    assert_eq!(got_feature.as_deref(), Some(name.as_str()));
-    if exs[..record]
-        .iter()
-        .all(|e| e.features.get(&name).map(Feature::len) == Some(f.len()))
-    {
-        assert_eq!(got_record, record, "{text}");
-        assert!(text.contains("missing"), "{text}");
+    // The records before it given the feature at the right length: the
+    // error must be the missing one.
+    let mut exs = exs[..=record].to_vec();
+    for ex in &mut exs[..record] {
+        ex.features.insert(name.clone(), f.clone());
     }
+    let e = parse_example(&exs, &spec).expect_err("an error");
+    let text = e.to_string();
+    assert_eq!(e.feature.as_deref(), Some(name.as_str()), "{text}");
+    assert_eq!(e.record, record, "{text}");
+    assert!(text.contains("missing"), "{text}");
     assert!(
-        text.contains(&name) && text.contains(&format!("record {got_record}")),
+        text.contains(&name) && text.contains(&format!("record {record}")),
         "{text}"
     );
 }
@@ -500,7 +498,7 @@ fn a_fixed_len_feature_of_the_wrong_length_is_an_error_naming_record_and_feature
     let j = examples_json();
     let exs = golden_examples(&j);
     // The first feature whose length differs between two records.
-    for (i, ex) in exs.iter().enumerate() {
+    for ex in &exs {
         for (name, f) in &ex.features {
             if let Some((k, _)) = exs
                 .iter()
@@ -526,7 +524,6 @@ fn a_fixed_len_feature_of_the_wrong_length_is_an_error_naming_record_and_feature
                     (1, Some(name.as_str())),
                     "{e}"
                 );
-                let _ = i;
                 return;
             }
         }
