@@ -454,7 +454,7 @@ fn a_missing_fixed_len_feature_without_default_is_an_error_naming_record_and_fea
     let e = parse_example(&exs, &spec).expect_err("an error");
     let text = e.to_string();
     assert_eq!(e.feature.as_deref(), Some(name.as_str()), "{text}");
-    assert_eq!(e.record, record, "{text}");
+    assert_eq!(e.record, Some(record), "{text}");
     assert!(text.contains("missing"), "{text}");
     assert!(
         text.contains(&name) && text.contains(&format!("record {record}")),
@@ -521,7 +521,7 @@ fn a_fixed_len_feature_of_the_wrong_length_is_an_error_naming_record_and_feature
                 let e = parse_example(&pair, &spec).expect_err("wrong length");
                 assert_eq!(
                     (e.record, e.feature.as_deref()),
-                    (1, Some(name.as_str())),
+                    (Some(1), Some(name.as_str())),
                     "{e}"
                 );
                 return;

@@ -258,8 +258,9 @@ impl Feature {
 /// Why a record could not be decoded or parsed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExampleError {
-    /// The record (example) number, from 0.
-    pub record: usize,
+    /// The record (example) number, from 0; `None` when the parse spec
+    /// itself is wrong.
+    pub record: Option<usize>,
     /// The feature concerned, where there is one.
     pub feature: Option<String>,
     pub what: String,
@@ -267,7 +268,10 @@ pub struct ExampleError {
 
 impl fmt::Display for ExampleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "record {}", self.record)?;
+        match self.record {
+            Some(r) => write!(f, "record {r}")?,
+            None => write!(f, "the parse spec")?,
+        }
         if let Some(name) = &self.feature {
             write!(f, ", feature '{name}'")?;
         }
@@ -279,7 +283,7 @@ impl std::error::Error for ExampleError {}
 
 fn proto_error(record: usize, feature: Option<&str>, e: ProtoError) -> ExampleError {
     ExampleError {
-        record,
+        record: Some(record),
         feature: feature.map(str::to_string),
         what: format!("malformed protobuf: {e}"),
     }
@@ -338,7 +342,7 @@ fn decode_features(bytes: &[u8], record: usize, out: &mut Features) -> Result<()
             continue;
         }
         let entry = v.as_bytes().ok_or_else(|| ExampleError {
-            record,
+            record: Some(record),
             feature: None,
             what: "a Features entry that is not a message".into(),
         })?;
@@ -362,7 +366,7 @@ fn encode_features(e: &mut Encoder, features: &Features) {
 /// The message bytes of a field that must be a message.
 fn message<'a>(v: Value<'a>, record: usize, what: &str) -> Result<&'a [u8], ExampleError> {
     v.as_bytes().ok_or_else(|| ExampleError {
-        record,
+        record: Some(record),
         feature: None,
         what: format!("{what} is not a message"),
     })
@@ -421,7 +425,7 @@ impl SequenceExample {
                                 continue;
                             }
                             let b = v.as_bytes().ok_or_else(|| ExampleError {
-                                record,
+                                record: Some(record),
                                 feature: Some(key.clone()),
                                 what: "a FeatureList element that is not a message".into(),
                             })?;
@@ -534,7 +538,7 @@ impl Parsed {
 
 fn spec_error(feature: &str, what: String) -> ExampleError {
     ExampleError {
-        record: 0,
+        record: None,
         feature: Some(feature.to_string()),
         what,
     }
@@ -549,7 +553,7 @@ pub fn parse_example(
     let mut out = BTreeMap::new();
     for (name, fs) in spec {
         let wrong_type = |record: usize, f: &Feature, dtype: DType| ExampleError {
-            record,
+            record: Some(record),
             feature: Some(name.clone()),
             what: format!(
                 "the data type does not match: {} in the example, {} in the spec",
@@ -583,7 +587,7 @@ pub fn parse_example(
                         Some(f) => {
                             if f.len() != n {
                                 return Err(ExampleError {
-                                    record: i,
+                                    record: Some(i),
                                     feature: Some(name.clone()),
                                     what: format!(
                                         "{} values where the shape {shape:?} wants {n}",
@@ -599,7 +603,7 @@ pub fn parse_example(
                             Some(d) => values.extend_from(d),
                             None => {
                                 return Err(ExampleError {
-                                    record: i,
+                                    record: Some(i),
                                     feature: Some(name.clone()),
                                     what: "the feature is required (no default value) \
                                            but missing"
@@ -663,7 +667,7 @@ pub fn parse_example(
                         None if *allow_missing => 0,
                         None => {
                             return Err(ExampleError {
-                                record: i,
+                                record: Some(i),
                                 feature: Some(name.clone()),
                                 what: "the feature is missing and allow_missing is false".into(),
                             })
@@ -671,7 +675,7 @@ pub fn parse_example(
                     };
                     if (n == 0 && count != 0) || (n != 0 && count % n != 0) {
                         return Err(ExampleError {
-                            record: i,
+                            record: Some(i),
                             feature: Some(name.clone()),
                             what: format!(
                                 "{count} values, not a multiple of the {n} of the shape {shape:?}"
@@ -820,9 +824,9 @@ mod tests {
             default,
         };
         let e = parse_example(&exs, &spec(fixed(2, None))).unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (1, Some("f")));
+        assert_eq!((e.record, e.feature.as_deref()), (Some(1), Some("f")));
         let e = parse_example(&exs, &spec(fixed(3, None))).unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (0, Some("f")));
+        assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("f")));
         let got =
             parse_example(&exs, &spec(fixed(2, Some(Values::Float32(vec![7.0, 8.0]))))).unwrap();
         assert_eq!(
@@ -839,7 +843,7 @@ mod tests {
             }),
         )
         .unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (0, Some("f")));
+        assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("f")));
         let seq = FeatureSpec::FixedLenSequence {
             shape: vec![],
             dtype: DType::Float32,
