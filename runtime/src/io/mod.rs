@@ -1,14 +1,16 @@
 //! TensorFlow's on-disk building blocks, shared by checkpoints, event files
 //! and TFRecord input.
 //!
-//! Owns: [`crc`] (CRC32C and TF's masked form), [`proto`] (the protobuf wire
+//! Owns: [`crc`] (CRC32C and TF's masked form), [`example`]
+//! (`tf.train.Example`/`SequenceExample` and `tf.io.parse_example`), [`proto`] (the protobuf wire
 //! format: an encoder and a field reader, enough for TF's few messages
 //! without a code generator), [`tfrecord`] (TFRecord framing: length,
-//! masked CRCs, payload).
+//! masked CRCs, payload; GZIP/ZLIB compression).
 //!
 //! Invariants: readers never panic on any bytes; every CRC a format has is
 //! checked on read, and a mismatch is an error that says where.
 
 pub mod crc;
+pub mod example;
 pub mod proto;
 pub mod tfrecord;

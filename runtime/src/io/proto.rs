@@ -99,6 +99,31 @@ impl Encoder {
         self.bytes(field, &inner.buf);
     }
 
+    /// A packed `repeated float` field (nothing when empty, as protobuf does).
+    pub fn packed_floats(&mut self, field: u32, v: &[f32]) {
+        if v.is_empty() {
+            return;
+        }
+        self.key(field, LEN);
+        self.raw_varint(4 * v.len() as u64);
+        for x in v {
+            self.buf.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+
+    /// A packed `repeated int64` field (nothing when empty, as protobuf does).
+    pub fn packed_int64s(&mut self, field: u32, v: &[i64]) {
+        if v.is_empty() {
+            return;
+        }
+        let len: usize = v.iter().map(|&x| varint_len(x as u64)).sum();
+        self.key(field, LEN);
+        self.raw_varint(len as u64);
+        for &x in v {
+            self.raw_varint(x as u64);
+        }
+    }
+
     /// A packed `repeated double` field (nothing when empty, as protobuf does).
     pub fn packed_doubles(&mut self, field: u32, v: &[f64]) {
         if v.is_empty() {
@@ -173,6 +198,31 @@ impl<'a> Value<'a> {
             _ => None,
         }
     }
+}
+
+/// The bytes of `v` as a base-128 varint.
+pub fn varint_len(v: u64) -> usize {
+    (64 - v.leading_zeros() as usize).max(1).div_ceil(7)
+}
+
+/// The elements of a packed `repeated int64` field (or one unpacked element).
+pub fn int64s(v: Value<'_>, out: &mut Vec<i64>) -> Result<(), ProtoError> {
+    match v {
+        Value::Varint(x) => out.push(x as i64),
+        Value::Bytes(b) => {
+            let mut pos = 0;
+            while pos < b.len() {
+                out.push(read_varint(b, &mut pos)? as i64);
+            }
+        }
+        _ => {
+            return Err(ProtoError {
+                offset: 0,
+                what: "a repeated int64 field of the wrong type",
+            })
+        }
+    }
+    Ok(())
 }
 
 /// Reads a base-128 varint at `*pos`, advancing it.
@@ -366,6 +416,32 @@ mod tests {
             &[0x00, 0x01],
         ] {
             assert!(fields(bad).any(|f| f.is_err()), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn packed_int64s_and_floats_round_trip() {
+        let ints = [0, 1, -1, 127, 128, i64::MIN, i64::MAX, -300];
+        let fs = [0.0f32, -3.63, f32::MAX, f32::MIN_POSITIVE];
+        let mut e = Encoder::new();
+        e.packed_int64s(1, &ints);
+        e.packed_floats(2, &fs);
+        e.packed_int64s(3, &[]);
+        let bytes = e.finish();
+        let (mut gi, mut gf) = (Vec::new(), Vec::new());
+        for f in fields(&bytes) {
+            match f.unwrap() {
+                (1, v) => int64s(v, &mut gi).unwrap(),
+                (2, v) => floats(v, &mut gf).unwrap(),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(gi, ints);
+        assert_eq!(gf, fs);
+        for v in [0u64, 1, 127, 128, 16383, 16384, u64::MAX] {
+            let mut e = Encoder::new();
+            e.raw_varint(v);
+            assert_eq!(e.finish().len(), varint_len(v), "{v}");
         }
     }
 }
