@@ -33,26 +33,8 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
     let mut seed = 0u64;
     let mut eval_fraction = 0.2f64;
     let mut split_seed = 0u64;
-    let mut seen: Vec<(String, Span)> = Vec::new();
-    for a in &block.entries {
-        let Some(n) = &a.name else {
-            return Err(
-                Diagnostic::new("bad-setting", a.span, "expected `key = value`")
-                    .with_label("unnamed setting"),
-            );
-        };
-        if let Some((_, prev)) = seen.iter().find(|(k, _)| *k == n.name) {
-            return Err(Diagnostic::new(
-                "duplicate-argument",
-                a.span,
-                format!("`{}` is set twice", n.name),
-            )
-            .with_label("second value")
-            .with_secondary(*prev, "first value"));
-        }
-        seen.push((n.name.clone(), a.span));
-        let v = &a.value;
-        match n.name.as_str() {
+    super::run::entries(block, "train", TRAIN_KEYS, |key, v| {
+        match key {
             "batch" => {
                 let b = args::eval_count(v, "batch")?;
                 if b == 0 || b > 1 << 24 {
@@ -82,20 +64,11 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
                 }
                 eval_fraction = f;
             }
-            other => {
-                let mut d = Diagnostic::new(
-                    "unknown-argument",
-                    n.span,
-                    format!("`train` has no setting `{other}`"),
-                )
-                .with_label("unknown setting");
-                if let Some(s) = args::suggest(other, TRAIN_KEYS.iter().copied()) {
-                    d = d.with_help(format!("did you mean `{s}`?"));
-                }
-                return Err(d.with_help(format!("settings: {}", TRAIN_KEYS.join(", "))));
-            }
+            // `entries` refused every key not in TRAIN_KEYS.
+            _ => {}
         }
-    }
+        Ok(())
+    })?;
     let Some(batch) = batch else {
         return Err(
             Diagnostic::new("bad-setting", block.keyword, "`train` needs a `batch` size")
