@@ -122,7 +122,8 @@ enum Command {
     },
     /// List a TF checkpoint's variables (name, dtype, shape), or print one tensor's values.
     Inspect {
-        /// A checkpoint prefix (DIR/model.ckpt-100), its .index file, or a directory (its latest checkpoint).
+        /// A checkpoint prefix (DIR/model.ckpt-100), its .index file, or a directory (its latest
+        /// checkpoint); or a TFRecord file of tf.train.Example (plain, GZIP or ZLIB).
         checkpoint: PathBuf,
         /// Print this tensor's values.
         #[arg(long)]
@@ -281,7 +282,13 @@ fn main() -> ExitCode {
             checkpoint,
             tensor,
             json,
-        } => commands::inspect::run(&checkpoint, tensor.as_deref(), json),
+        } => match commands::inspect_tfrecord::looks_like_tfrecord(&checkpoint) {
+            // A file of records, not a checkpoint's index.
+            Some(c) if tensor.is_none() && checkpoint.is_file() => {
+                commands::inspect_tfrecord::run(&checkpoint, c, json)
+            }
+            _ => commands::inspect::run(&checkpoint, tensor.as_deref(), json),
+        },
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -177,3 +177,91 @@ fn a_directory_without_state_file_is_refused() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("checkpoint"), "{err}");
 }
+
+/// One feature as `examples.json` describes it: name, kind, records having
+/// it, fewest values, most values.
+type FeatureSummary = (String, String, u64, u64, u64);
+
+/// The record count and each feature of the golden TFRecord files.
+fn example_features() -> (usize, Vec<FeatureSummary>) {
+    let g = common::golden("examples.json");
+    let records = g["records"].as_array().unwrap();
+    let mut out: std::collections::BTreeMap<String, (String, u64, u64, u64)> = Default::default();
+    for r in records {
+        for (name, f) in r["features"].as_object().unwrap() {
+            let n = f
+                .get("values_hex")
+                .or_else(|| f.get("values"))
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len) as u64;
+            let e = out.entry(name.clone()).or_insert((
+                f["kind"].as_str().unwrap().to_string(),
+                0,
+                u64::MAX,
+                0,
+            ));
+            e.1 += 1;
+            e.2 = e.2.min(n);
+            e.3 = e.3.max(n);
+        }
+    }
+    let features = out
+        .into_iter()
+        .map(|(n, (k, c, lo, hi))| (n, k, c, lo, hi))
+        .collect();
+    (records.len(), features)
+}
+
+fn check_tfrecord_summary(file: &str, compression: &str) {
+    let path = common::golden_dir().join(file);
+    let out = ok(&[path.to_str().unwrap(), "--json"]);
+    let got: Value = serde_json::from_str(out.trim()).unwrap();
+    let (count, features) = example_features();
+    assert_eq!(got["records"].as_u64(), Some(count as u64));
+    assert_eq!(got["compression"], compression);
+    let listed = got["features"].as_array().unwrap();
+    assert_eq!(listed.len(), features.len(), "{got}");
+    for (f, (name, kind, records, lo, hi)) in listed.iter().zip(&features) {
+        assert_eq!(f["name"], name.as_str());
+        assert_eq!(f["kinds"], serde_json::json!([kind]), "{name}");
+        assert_eq!(f["records"].as_u64(), Some(*records), "{name}");
+        assert_eq!(f["min_values"].as_u64(), Some(*lo), "{name}");
+        assert_eq!(f["max_values"].as_u64(), Some(*hi), "{name}");
+    }
+    // The text form names every feature and the count.
+    let text = ok(&[path.to_str().unwrap()]);
+    assert!(text.contains(&format!("{count} records")), "{text}");
+    for (name, ..) in &features {
+        assert!(text.contains(name.as_str()), "{text}");
+    }
+}
+
+#[test]
+fn inspect_summarizes_tfs_tfrecord_of_examples() {
+    check_tfrecord_summary("examples.tfrecord", "none");
+}
+
+#[test]
+fn inspect_summarizes_tfs_gzip_tfrecord_of_examples() {
+    check_tfrecord_summary("examples.gz.tfrecord", "GZIP");
+}
+
+#[test]
+fn inspect_names_the_record_of_a_corrupt_tfrecord() {
+    let data = std::fs::read(common::golden_dir().join("examples.tfrecord")).unwrap();
+    let dir = cli::workdir("cli_inspect", "corrupt_tfrecord");
+    let mut bad = data.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 1; // the last record's data CRC
+    std::fs::write(dir.join("bad.tfrecord"), bad).unwrap();
+    let (code, _, err) = cli::specc(&dir, &["inspect", "bad.tfrecord"]);
+    assert_eq!(code, 1, "{err}");
+    let records = common::golden("examples.json")["records"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        err.contains("bad.tfrecord") && err.contains(&format!("record {}", records - 1)),
+        "{err}"
+    );
+}

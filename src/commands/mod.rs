@@ -5,5 +5,6 @@ pub mod check;
 pub mod compile;
 pub mod gradcheck;
 pub mod inspect;
+pub mod inspect_tfrecord;
 pub mod run;
 pub mod run_hooks;
