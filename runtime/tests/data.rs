@@ -734,3 +734,41 @@ fn column_transforms_see_raw_cells_a_chunk_at_a_time() {
     let want: Vec<f32> = column.iter().map(|&v| ((v - 3.0) / s) as f32).collect();
     assert_eq!(whole, want);
 }
+
+/// A gzip CSV (recognised by its magic bytes, whatever its name) loads to
+/// exactly what the plain file loads to; a corrupt gzip stream is an error
+/// naming the file, never fewer rows.
+#[test]
+fn a_gzip_csv_loads_like_the_plain_file() {
+    use std::io::Write;
+    let path = shared("data/digits.csv");
+    let cols: Vec<String> = (0..64).map(|i| format!("px{i}")).collect();
+    let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
+    let specs = [
+        float_input("pixels", &cols, div16()),
+        class_input("label", "label", Some(10)),
+    ];
+    let plain = load(&csv(&path), &specs).unwrap();
+    let dir = std::env::temp_dir().join(format!("specc-gzip-csv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&std::fs::read(&path).unwrap()).unwrap();
+    let gz = gz.finish().unwrap();
+    for name in ["digits.csv.gz", "digits.csv"] {
+        let p = dir.join(name);
+        std::fs::write(&p, &gz).unwrap();
+        let d = load(&csv(&p), &specs).unwrap();
+        assert_eq!(d.rows, plain.rows, "{name}");
+        assert_eq!(f32s(&d, "pixels"), f32s(&plain, "pixels"), "{name}");
+        assert_eq!(
+            d.input("label").unwrap().values.as_i32(),
+            plain.input("label").unwrap().values.as_i32()
+        );
+    }
+    // Cut the stream short: an error naming the file.
+    let p = dir.join("cut.csv.gz");
+    std::fs::write(&p, &gz[..gz.len() / 2]).unwrap();
+    let e = load(&csv(&p), &specs).unwrap_err();
+    assert!(e.to_string().contains("cut.csv.gz"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

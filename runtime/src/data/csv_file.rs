@@ -1,4 +1,6 @@
-//! CSV source: header row required, only the requested columns are read.
+//! CSV source: header row required, only the requested columns are read; a
+//! gzip file (`data.csv.gz`, recognised by its magic bytes) is decompressed
+//! as it is read.
 //! Row numbers in errors are 1-based line numbers in the file (the position
 //! the `csv` crate reports for the start of the record).
 //!
@@ -17,7 +19,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek};
 use std::path::Path;
 use std::rc::Rc;
 
@@ -32,9 +34,24 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// is parsing.
 const READ_AHEAD: usize = 64 << 10;
 
+/// The file's bytes: decompressed as it is read when it is gzip (its first
+/// two bytes are gzip's magic, whatever its name), as `tf.data`'s
+/// `compression_type="GZIP"` would; else as they are.
+fn open(path: &Path, file: &str) -> Result<Box<dyn Read>, DataError> {
+    let cannot = |e: io::Error| DataError::new(file, format!("cannot open the file: {e}"));
+    let mut f = std::fs::File::open(path).map_err(cannot)?;
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic).map_err(cannot)?;
+    f.seek(io::SeekFrom::Start(0)).map_err(cannot)?;
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::new(f)))
+    } else {
+        Box::new(f)
+    })
+}
+
 pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| DataError::new(file, format!("cannot open the file: {e}")))?;
+    let f = open(path, file)?;
     let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
     let row_start = limit.row_start();
     let mut rdr = ::csv::ReaderBuilder::new()
