@@ -1,8 +1,10 @@
 """Shared fixtures of the interop suite: the specc binaries under test.
 
-`SPECC` is the `specc` binary (default: target/debug/specc, which
-`cargo test --workspace` builds). Example binaries of the runtime crate are
-found next to it (target/debug/examples/NAME) and built on demand.
+`SPECC` names the `specc` binary (default: target/debug/specc, which
+`cargo test --workspace` builds). The runtime's example binaries (writers of
+checkpoints, event files, Examples) are found under target/debug/examples,
+or through their own variable (`SPECC_WRITE_CHECKPOINT`, ...); without one,
+cargo builds them first (a no-op when they are up to date).
 """
 
 import os
@@ -15,19 +17,19 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
 
+def binary(env, path, build):
+    """`$env` if set; else target/`path`, built first with `cargo build build...`."""
+    if env in os.environ:
+        return os.environ[env]
+    subprocess.run(["cargo", "build", "-q", *build], cwd=ROOT, check=True)
+    return str(TARGET / path)
+
+
+def runtime_example(name, env):
+    """A runtime example binary (`$env` if set, else built with cargo)."""
+    return binary(env, f"debug/examples/{name}", ["-p", "specc-runtime", "--example", name])
+
+
 @pytest.fixture(scope="session")
 def specc():
-    path = pathlib.Path(os.environ.get("SPECC", TARGET / "debug" / "specc"))
-    if not path.exists():
-        subprocess.run(["cargo", "build", "--bin", "specc"], cwd=ROOT, check=True)
-    return str(path)
-
-
-def runtime_example(name):
-    """Builds (if needed) and returns the path of a runtime example binary."""
-    subprocess.run(
-        ["cargo", "build", "-p", "specc-runtime", "--example", name],
-        cwd=ROOT,
-        check=True,
-    )
-    return str(TARGET / "debug" / "examples" / name)
+    return binary("SPECC", "debug/specc", ["--bin", "specc"])

@@ -23,31 +23,12 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-
-
-def _binary(env, default, build):
-    if env in os.environ:
-        return os.environ[env]
-    path = TARGET / default
-    if not path.exists():
-        subprocess.run(["cargo", "build", "-q", *build], cwd=REPO, check=True)
-    return str(path)
-
-
-@pytest.fixture(scope="session")
-def specc():
-    return _binary("SPECC", "debug/specc", ["--bin", "specc"])
+from conftest import runtime_example  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def writer():
-    return _binary(
-        "SPECC_WRITE_CHECKPOINT",
-        "debug/examples/write_checkpoint",
-        ["-p", "specc-runtime", "--example", "write_checkpoint"],
-    )
+    return runtime_example("write_checkpoint", "SPECC_WRITE_CHECKPOINT")
 
 
 RNG = np.random.default_rng(20260123)

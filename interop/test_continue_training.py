@@ -11,7 +11,6 @@ different orders).
 """
 
 import json
-import pathlib
 import shutil
 import subprocess
 

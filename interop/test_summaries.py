@@ -13,7 +13,6 @@ The binary: `SPECC_WRITE_EVENTS` if set, else target/debug/examples/write_events
 
 import json
 import math
-import os
 import pathlib
 import subprocess
 
@@ -21,8 +20,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator, event_multiplexer
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+from conftest import runtime_example
 
 import tensorflow as tf  # the reference: the suite's venv pins it
 
@@ -40,15 +38,7 @@ DISTRIBUTIONS = {
 
 @pytest.fixture(scope="session")
 def write_events():
-    path = os.environ.get("SPECC_WRITE_EVENTS")
-    if path:
-        return path
-    subprocess.run(
-        ["cargo", "build", "-p", "specc-runtime", "--example", "write_events"],
-        cwd=ROOT,
-        check=True,
-    )
-    return str(TARGET / "debug" / "examples" / "write_events")
+    return runtime_example("write_events", "SPECC_WRITE_EVENTS")
 
 
 def run_writer(write_events, tmp_path, description):

@@ -29,9 +29,7 @@ N = 23
 
 @pytest.fixture(scope="session")
 def writer():
-    if "SPECC_WRITE_EXAMPLES" in os.environ:
-        return os.environ["SPECC_WRITE_EXAMPLES"]
-    return runtime_example("write_examples")
+    return runtime_example("write_examples", "SPECC_WRITE_EXAMPLES")
 
 
 def make_examples():

@@ -237,7 +237,7 @@ fn evaluations_go_to_eval_under_the_training_tags() {
     let mut saver = SummarySaverHook::new(train_writer.clone(), 10, false);
     let mut eval = EvaluationSummaryHook::new(
         EvaluationHook::new(10, &ds, &held_out, &model.metrics),
-        eval_writer.clone(),
+        Some(eval_writer.clone()),
     );
     fit(
         &mut s,

@@ -13,14 +13,13 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use specc_compiler::driver::{compile, Functions};
-use specc_runtime::abi::VarRole;
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
-use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
-use specc_runtime::config::warm_start::{self, Named};
-use specc_runtime::config::WarmStart;
-use specc_runtime::session::Session;
+use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
+use specc_runtime::config::warm_start;
 use specc_runtime::source::ShuffledBatches;
-use specc_runtime::summary::hooks::{create_eval_writer, StepCounterHook, SummarySaverHook};
+use specc_runtime::summary::hooks::{
+    create_eval_writer, EvaluationSummaryHook, StepCounterHook, SummarySaverHook,
+};
 use specc_runtime::summary::SummaryWriter;
 use specc_runtime::train::{
     evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
@@ -31,7 +30,7 @@ use specc_runtime::train::{
 use specc_compiler::config::{self, Flags};
 use specc_runtime::config::record::RunRecord;
 
-use super::run_hooks::{PeriodicEvaluation, TensorLogHook};
+use super::run_hooks::TensorLogHook;
 use crate::load::{load_data, report, resolve_run};
 use crate::Failure;
 
@@ -165,7 +164,12 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // `init_from_checkpoint`: parameters start from another checkpoint (a
     // resumed run then overwrites them with its own).
     if let Some(ws) = &config.warm_start {
-        warm_start(&mut session, ws)?;
+        let (n, prefix) = warm_start::apply(&mut session, ws)?;
+        eprintln!(
+            "specc: {n} parameter{} initialized from {}",
+            if n == 1 { "" } else { "s" },
+            prefix.display()
+        );
     }
     let mut saver = None;
     let mut resumed_from = None;
@@ -269,9 +273,6 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     });
     // Held-out evaluation: every N steps when asked, and at the end (the
     // run's final held-out numbers).
-    let print_eval = |step: i64, e: &Evaluation| {
-        pb.suspend(|| eprintln!("{}", line(&format!("eval @ {step}"), e)))
-    };
     let mut evaluation = if eval_rows.is_empty() {
         None
     } else {
@@ -280,11 +281,16 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             .transpose()
             .map_err(|e| e.to_string())?;
         let periodic = config.evaluate.every_steps;
-        Some(PeriodicEvaluation::new(
+        let hook = EvaluationSummaryHook::new(
             EvaluationHook::new(periodic.unwrap_or(0), &dataset, &eval_rows, &model.metrics),
             eval_writer,
-            periodic.map(|_| print_eval),
-        ))
+        );
+        Some(match periodic {
+            Some(_) => hook.reporting(|step: i64, e: &Evaluation| {
+                pb.suspend(|| eprintln!("{}", line(&format!("eval @ {step}"), e)))
+            }),
+            None => hook,
+        })
     };
     // `logging { tensors }`: the named tensors (TF's LoggingTensorHook).
     let lc = &config.logging;
@@ -357,8 +363,8 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
     let mut held_out = match evaluation.as_mut() {
         Some(e) => {
-            e.close()?;
-            e.hook.results.last().map(|(_, e)| e.clone())
+            e.close().map_err(|e| e.to_string())?;
+            e.evaluation.results.last().map(|(_, e)| e.clone())
         }
         None => None,
     };
@@ -449,54 +455,6 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
         println!("{}", serde_json::Value::Object(obj));
     }
-    Ok(())
-}
-
-/// Sets the parameters `init_from_checkpoint`'s assignment map names from
-/// the checkpoint (TF's `tf.compat.v1.train.init_from_checkpoint`): a
-/// missing tensor or a shape mismatch is an error naming both.
-fn warm_start(session: &mut Session, ws: &WarmStart) -> Result<(), Failure> {
-    let what = ws.path.display().to_string();
-    let prefix = if ws.path.is_dir() {
-        latest_checkpoint(&ws.path)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("init_from_checkpoint: {what} holds no checkpoint"))?
-    } else {
-        ws.path.clone()
-    };
-    let reader = BundleReader::open(&prefix).map_err(|e| format!("init_from_checkpoint: {e}"))?;
-    let listed = reader.list_variables();
-    let tensor_shapes: Vec<(String, Vec<u64>)> = listed
-        .iter()
-        .map(|(n, _, s)| (n.clone(), s.iter().map(|&d| d as u64).collect()))
-        .collect();
-    let param_shapes: Vec<(String, Vec<u64>)> = session
-        .layout
-        .vars
-        .iter()
-        .filter(|v| matches!(v.kind, VarRole::Param { .. }))
-        .map(|v| (v.name.clone(), v.shape.iter().map(|&d| d as u64).collect()))
-        .collect();
-    fn named(v: &[(String, Vec<u64>)]) -> Vec<Named<'_>> {
-        v.iter().map(|(n, s)| Named { name: n, shape: s }).collect()
-    }
-    let (tensors, params) = (named(&tensor_shapes), named(&param_shapes));
-    let assignments = warm_start::resolve(&ws.assignment_map, &tensors, &params, &what)
-        .map_err(|e| e.to_string())?;
-    for a in &assignments {
-        let dst = session
-            .var_mut(&a.param)
-            .ok_or_else(|| format!("init_from_checkpoint: no parameter `{}`", a.param))?;
-        reader
-            .load_f32_into(&a.tensor, dst)
-            .map_err(|e| format!("init_from_checkpoint: {e}"))?;
-    }
-    eprintln!(
-        "specc: {} parameter{} initialized from {}",
-        assignments.len(),
-        if assignments.len() == 1 { "" } else { "s" },
-        prefix.display()
-    );
     Ok(())
 }
 

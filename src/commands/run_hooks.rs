@@ -1,19 +1,13 @@
-//! The hooks `specc run` adds that print: TF's `LoggingTensorHook` over the
-//! spec's names (`logging { tensors = [...] }`) and periodic evaluation on
-//! the held-out rows (`evaluate { every_steps }`), printed and, with
-//! `summaries`, written to the summary directory's `eval/` run.
+//! The hook `specc run` adds that prints the spec's tensors: TF's
+//! `LoggingTensorHook` over the spec's names (`logging { tensors = [...] }`).
 //!
-//! Owns: [`TensorLogHook`], [`PeriodicEvaluation`] and how their lines look.
-//! Invariants: between two lines they read nothing and allocate nothing; a
+//! Owns: [`TensorLogHook`] and how its lines look.
+//! Invariants: between two lines it reads nothing and allocates nothing; a
 //! line is printed through the caller's `print` (above a progress bar).
 
 use specc_runtime::abi::{ElemType, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::metrics::{Metric, MetricOutput};
-use specc_runtime::summary::hooks::write_evaluation;
-use specc_runtime::summary::SummaryWriter;
-use specc_runtime::train::{
-    Evaluation, EvaluationHook, Hook, RunContext, StepValues, Timer, TrainError,
-};
+use specc_runtime::train::{Hook, RunContext, StepValues, Timer, TrainError};
 
 /// Elements of a tensor printed before `...` (numpy's `summarize`).
 const SUMMARIZE: usize = 6;
@@ -168,72 +162,4 @@ fn array_text(shape: &[usize], n: usize, first: &[String]) -> String {
     }
     s.push(']');
     s
-}
-
-/// Periodic held-out evaluation: an [`EvaluationHook`] whose results are
-/// printed when periodic (`print_each`) and written to the summary
-/// directory's `eval/` run (Estimator's layout, so TensorBoard overlays the
-/// train and eval curves). The last result is the run's final held-out
-/// evaluation.
-pub struct PeriodicEvaluation<'d, P: FnMut(i64, &Evaluation)> {
-    pub hook: EvaluationHook<'d>,
-    writer: Option<SummaryWriter>,
-    print_each: Option<P>,
-    done: usize,
-}
-
-impl<'d, P: FnMut(i64, &Evaluation)> PeriodicEvaluation<'d, P> {
-    pub fn new(
-        hook: EvaluationHook<'d>,
-        writer: Option<SummaryWriter>,
-        print_each: Option<P>,
-    ) -> Self {
-        PeriodicEvaluation {
-            hook,
-            writer,
-            print_each,
-            done: 0,
-        }
-    }
-
-    fn report_new(&mut self) -> Result<(), TrainError> {
-        while let Some((step, e)) = self.hook.results.get(self.done) {
-            if let Some(p) = self.print_each.as_mut() {
-                p(*step, e);
-            }
-            if let Some(w) = &self.writer {
-                write_evaluation(w, *step, e).map_err(|e| TrainError::Hook(e.to_string()))?;
-            }
-            self.done += 1;
-        }
-        Ok(())
-    }
-
-    /// Flushes and closes the `eval/` event file.
-    pub fn close(&mut self) -> Result<(), String> {
-        match self.writer.take() {
-            Some(w) => w.close().map_err(|e| e.to_string()),
-            None => Ok(()),
-        }
-    }
-}
-
-impl<P: FnMut(i64, &Evaluation)> Hook for PeriodicEvaluation<'_, P> {
-    #[inline]
-    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
-        self.hook.after_run(ctx, v)?;
-        if self.done < self.hook.results.len() {
-            self.report_new()?;
-        }
-        Ok(())
-    }
-
-    fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
-        // The final evaluation is printed by the caller, with the train one.
-        let print = self.print_each.take();
-        self.hook.end(ctx)?;
-        self.report_new()?;
-        self.print_each = print;
-        Ok(())
-    }
 }

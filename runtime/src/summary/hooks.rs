@@ -315,30 +315,60 @@ pub fn create_eval_writer(summary_dir: impl AsRef<Path>) -> Result<SummaryWriter
     SummaryWriter::create(summary_dir.as_ref().join(EVAL_DIR))
 }
 
+/// What [`EvaluationSummaryHook::reporting`] calls: `(global_step, evaluation)`.
+type Report<'d> = Box<dyn FnMut(i64, &Evaluation) + 'd>;
+
 /// An [`EvaluationHook`] whose every result is also written with
-/// [`write_evaluation`] (periodic held-out evaluation in TensorBoard).
+/// [`write_evaluation`] when it has a writer (periodic held-out evaluation
+/// in TensorBoard) and handed to its `report` callback when it has one
+/// (the periodic evaluations, not the one `end` adds: the caller reports the
+/// final result with the training one).
 pub struct EvaluationSummaryHook<'d> {
     /// The evaluations run so far are in `evaluation.results`.
     pub evaluation: EvaluationHook<'d>,
-    writer: SummaryWriter,
+    writer: Option<SummaryWriter>,
+    report: Option<Report<'d>>,
     written: usize,
 }
 
 impl<'d> EvaluationSummaryHook<'d> {
-    pub fn new(evaluation: EvaluationHook<'d>, writer: SummaryWriter) -> EvaluationSummaryHook<'d> {
+    pub fn new(
+        evaluation: EvaluationHook<'d>,
+        writer: Option<SummaryWriter>,
+    ) -> EvaluationSummaryHook<'d> {
         EvaluationSummaryHook {
             evaluation,
             writer,
+            report: None,
             written: 0,
         }
     }
 
-    fn write_new(&mut self) -> Result<(), TrainError> {
+    /// Also hands every periodic result to `report` (e.g. to print it).
+    pub fn reporting(mut self, report: impl FnMut(i64, &Evaluation) + 'd) -> Self {
+        self.report = Some(Box::new(report));
+        self
+    }
+
+    fn write_new(&mut self, report: bool) -> Result<(), TrainError> {
         while let Some((step, e)) = self.evaluation.results.get(self.written) {
-            write_evaluation(&self.writer, *step, e).map_err(hook_error)?;
+            if let (true, Some(r)) = (report, self.report.as_mut()) {
+                r(*step, e);
+            }
+            if let Some(w) = &self.writer {
+                write_evaluation(w, *step, e).map_err(hook_error)?;
+            }
             self.written += 1;
         }
         Ok(())
+    }
+
+    /// Closes the writer (flushed and fsynced), if there is one.
+    pub fn close(&mut self) -> Result<(), SummaryError> {
+        match self.writer.take() {
+            Some(w) => w.close(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -351,14 +381,17 @@ impl Hook for EvaluationSummaryHook<'_> {
     fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
         self.evaluation.after_run(ctx, v)?;
         if self.written < self.evaluation.results.len() {
-            self.write_new()?;
+            self.write_new(true)?;
         }
         Ok(())
     }
 
     fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
         self.evaluation.end(ctx)?;
-        self.write_new()?;
-        self.writer.flush().map_err(hook_error)
+        self.write_new(false)?;
+        match &self.writer {
+            Some(w) => w.flush().map_err(hook_error),
+            None => Ok(()),
+        }
     }
 }
