@@ -36,6 +36,7 @@ pub mod batches;
 pub mod checkpoint;
 pub mod config;
 pub mod data;
+pub mod feature_column;
 pub mod gemm;
 pub mod hash;
 pub mod init;

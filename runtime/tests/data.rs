@@ -19,6 +19,7 @@ fn float_input(name: &str, cols: &[&str], normalizer: Normalizer) -> InputSpec {
         columns: cols.iter().map(|c| c.to_string()).collect(),
         kind: InputKind::Float,
         normalizer,
+        feature: None,
     }
 }
 
@@ -28,6 +29,7 @@ fn class_input(name: &str, col: &str, num_classes: Option<u32>) -> InputSpec {
         columns: vec![col.to_string()],
         kind: InputKind::ClassId { num_classes },
         normalizer: Normalizer::None,
+        feature: None,
     }
 }
 

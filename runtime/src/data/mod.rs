@@ -106,6 +106,10 @@ pub struct InputSpec {
     pub columns: Vec<String>,
     pub kind: InputKind,
     pub normalizer: Normalizer,
+    /// The feature column this input comes from, when it is one of the
+    /// inputs of `tf.feature_column` (ids, weights, dense values, a string
+    /// label); `None` for the plain `numeric` / `integer` inputs.
+    pub feature: Option<crate::feature_column::FeatureInput>,
 }
 
 /// The element type of an input.

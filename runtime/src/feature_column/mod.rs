@@ -1,0 +1,220 @@
+//! `tf.feature_column`: what a spec's feature columns are, as data, and the
+//! names TensorFlow gives them.
+//!
+//! Owns: the column descriptions ([`NumericColumn`], [`CategoricalColumn`]
+//! and its kinds, [`CrossKey`]), TF's column names ([`NumericColumn::name`],
+//! [`CategoricalColumn::name`]), bucket counts, and how many ids a column can
+//! give one example ([`CategoricalColumn::max_values`]). The transforms that
+//! turn raw cells into a column's inputs live in `transform` (next to these
+//! types); the compiler's `sema::features` builds these descriptions from a
+//! spec, and lowers `indicator_column`, `embedding_column`, `input_layer` and
+//! `linear_model` to graph ops over the inputs below.
+//!
+//! How a column reaches the compiled step (the boundary between runtime and
+//! compiler):
+//! - a dense column (`numeric_column`) is one f32 input `[B, shape]`
+//!   ([`FeatureInput::Dense`]);
+//! - a categorical column is two inputs of `[B, max_values]`: its ids (i32,
+//!   [`FeatureInput::Ids`]; a padding slot holds id 0) and its weights (f32,
+//!   [`FeatureInput::Weights`]; 1 for a present id of an unweighted column,
+//!   the weight feature's value for a weighted one, 0 for padding and for
+//!   values TF drops: `""` strings, `-1` ints). TF's SparseTensor of a row is
+//!   the slots with a non-zero weight, in slot order.
+//! - a string label is one i32 input `[B]` of class ids
+//!   ([`FeatureInput::LabelVocabulary`]).
+//!
+//! Invariants: a description is checked when it is built (sizes are
+//! positive, boundaries sorted, vocabularies without duplicates), so the
+//! transforms never divide by zero or index out of range; names are TF's
+//! `_FeatureColumn.name` strings, which decide `input_layer`'s output order.
+
+use std::num::NonZeroU64;
+
+use crate::data::NormExpr;
+
+/// The type TF parses a raw feature key as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyDType {
+    /// `tf.string`: bytes, taken verbatim (a CSV cell is not trimmed).
+    String,
+    /// `tf.int64`: parsed as a decimal integer.
+    Int64,
+}
+
+/// `numeric_column(key, shape, default_value, normalizer_fn)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NumericColumn {
+    /// The raw feature key (a CSV column, an Example feature).
+    pub key: String,
+    /// Values per example (`shape` flattened; TF's default `(1,)`).
+    pub shape: usize,
+    /// What a missing value becomes (`shape` values); `None`: an error.
+    pub default_value: Option<Vec<f64>>,
+    /// `normalizer_fn` as an expression in `x`, applied after the default.
+    pub normalizer: Option<NormExpr>,
+}
+
+impl NumericColumn {
+    /// TF's name: the key.
+    pub fn name(&self) -> String {
+        self.key.clone()
+    }
+}
+
+/// A vocabulary of strings or of int64 ids.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Vocabulary {
+    Strings(Vec<Vec<u8>>),
+    Ints(Vec<i64>),
+}
+
+impl Vocabulary {
+    pub fn len(&self) -> usize {
+        match self {
+            Vocabulary::Strings(v) => v.len(),
+            Vocabulary::Ints(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One key of a `crossed_column`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CrossKey {
+    /// A raw feature key (TF: a string key): strings cross as their
+    /// Fingerprint64, int64 values raw.
+    Raw { key: String, dtype: KeyDType },
+    /// A categorical column (TF: a column object): its ids cross raw.
+    Column(Box<CategoricalColumn>),
+}
+
+/// A categorical column: ids in `[0, num_buckets)` per example.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CategoricalColumn {
+    /// `categorical_column_with_hash_bucket(key, hash_bucket_size, dtype)`:
+    /// Fingerprint64 of the bytes (ints: of their decimal string) modulo
+    /// the size.
+    HashBucket {
+        key: String,
+        hash_bucket_size: NonZeroU64,
+        dtype: KeyDType,
+    },
+    /// `categorical_column_with_identity(key, num_buckets, default_value)`:
+    /// the int64 value is the id; out of range: `default_value`, or passed
+    /// through unchanged when there is none (TF 2.21 does not range-check).
+    Identity {
+        key: String,
+        num_buckets: u64,
+        default_value: Option<i64>,
+    },
+    /// `categorical_column_with_vocabulary_list(key, vocabulary_list, dtype,
+    /// default_value, num_oov_buckets)` and `..._with_vocabulary_file`
+    /// (the file read when the spec is checked; `vocabulary_file` keeps its
+    /// path for the record): the position in the vocabulary; otherwise
+    /// `vocabulary_size + hash % num_oov_buckets`, or `default_value`.
+    Vocabulary {
+        key: String,
+        vocabulary: Vocabulary,
+        vocabulary_file: Option<String>,
+        num_oov_buckets: u64,
+        default_value: i64,
+    },
+    /// `bucketized_column(source_column, boundaries)`: for a source of shape
+    /// k, k ids: value j of an example falls in bucket b, id `j * (n + 1) + b`.
+    Bucketized {
+        source: NumericColumn,
+        boundaries: Vec<f64>,
+    },
+    /// `crossed_column(keys, hash_bucket_size, hash_key)`.
+    Crossed {
+        keys: Vec<CrossKey>,
+        hash_bucket_size: NonZeroU64,
+        /// The key the chain starts from (`None`: TF's default 0xDECAFCAFFE).
+        hash_key: Option<u64>,
+    },
+    /// `weighted_categorical_column(categorical_column, weight_feature_key)`.
+    Weighted {
+        categorical: Box<CategoricalColumn>,
+        weight_feature_key: String,
+    },
+}
+
+/// The inputs a feature column gives the compiled step (see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub enum FeatureInput {
+    /// A dense column's values, f32 `[B, shape]`.
+    Dense(NumericColumn),
+    /// A categorical column's ids, i32 `[B, max_values]`.
+    Ids {
+        column: CategoricalColumn,
+        max_values: usize,
+        /// Ids outside `[0, num_buckets)` are an error naming the row (set
+        /// when an embedding or `linear_model` consumes the ids, as TF's
+        /// lookup fails); otherwise they pass (an indicator drops them).
+        check_range: bool,
+    },
+    /// The same column's weights, f32 `[B, max_values]`.
+    Weights {
+        column: CategoricalColumn,
+        max_values: usize,
+    },
+    /// A string label's class id: the position of the cell in `vocabulary`
+    /// (an unknown value is an error naming the row).
+    LabelVocabulary { vocabulary: Vec<Vec<u8>> },
+}
+
+impl CrossKey {
+    /// The name TF sorts and joins a cross's keys by.
+    pub fn name(&self) -> String {
+        match self {
+            CrossKey::Raw { key, .. } => key.clone(),
+            CrossKey::Column(c) => c.name(),
+        }
+    }
+}
+
+impl CategoricalColumn {
+    /// TF's `name`: the key; `<key>_bucketized`; the crossed keys' names
+    /// sorted and joined by `_X_`; `<name>_weighted_by_<weight key>`.
+    pub fn name(&self) -> String {
+        match self {
+            CategoricalColumn::HashBucket { key, .. }
+            | CategoricalColumn::Identity { key, .. }
+            | CategoricalColumn::Vocabulary { key, .. } => key.clone(),
+            CategoricalColumn::Bucketized { source, .. } => format!("{}_bucketized", source.name()),
+            CategoricalColumn::Crossed { keys, .. } => {
+                let mut names: Vec<String> = keys.iter().map(CrossKey::name).collect();
+                names.sort();
+                names.join("_X_")
+            }
+            CategoricalColumn::Weighted {
+                categorical,
+                weight_feature_key,
+            } => format!("{}_weighted_by_{weight_feature_key}", categorical.name()),
+        }
+    }
+
+    /// TF's `num_buckets`: the ids are in `[0, num_buckets)`.
+    pub fn num_buckets(&self) -> u64 {
+        match self {
+            CategoricalColumn::HashBucket {
+                hash_bucket_size, ..
+            }
+            | CategoricalColumn::Crossed {
+                hash_bucket_size, ..
+            } => hash_bucket_size.get(),
+            CategoricalColumn::Identity { num_buckets, .. } => *num_buckets,
+            CategoricalColumn::Vocabulary {
+                vocabulary,
+                num_oov_buckets,
+                ..
+            } => vocabulary.len() as u64 + num_oov_buckets,
+            CategoricalColumn::Bucketized { source, boundaries } => {
+                (boundaries.len() as u64 + 1) * source.shape as u64
+            }
+            CategoricalColumn::Weighted { categorical, .. } => categorical.num_buckets(),
+        }
+    }
+}
