@@ -39,6 +39,9 @@ pub enum Cell<'a> {
     Text(&'a [u8]),
     /// A value from a typed source (synthetic data).
     Number(f64),
+    /// The values of a `tf.train.Example` feature (TFRecord sources);
+    /// `None` when the example does not have the feature.
+    Feature(Option<&'a crate::io::example::Feature>),
 }
 
 /// The cells of a transform's columns for `rows()` consecutive rows.
@@ -224,9 +227,25 @@ pub fn transform_for(spec: &InputSpec) -> Box<dyn ColumnTransform> {
 /// The number in a cell: a text cell trimmed and parsed with Rust's
 /// `str::parse::<f64>` (correctly rounded); must be finite.
 pub fn parse_number(cell: Cell<'_>) -> Result<f64, String> {
+    use crate::io::example::Feature;
     let x = match cell {
         Cell::Number(x) => x,
         Cell::Text(bytes) => return parse_text(bytes),
+        Cell::Feature(None) => {
+            return Err("missing feature and the column has no default".to_string())
+        }
+        Cell::Feature(Some(f)) => match f {
+            Feature::FloatList(v) if v.len() == 1 => f64::from(v[0]),
+            Feature::Int64List(v) if v.len() == 1 => v[0] as f64,
+            Feature::BytesList(v) if v.len() == 1 => return parse_text(&v[0]),
+            other => {
+                return Err(format!(
+                    "expected one number, found {} value(s) of kind {}",
+                    other.len(),
+                    other.kind()
+                ))
+            }
+        },
     };
     if !x.is_finite() {
         return Err(format!("value {x} is not a finite number"));
