@@ -77,7 +77,8 @@ pub fn parse(src: &SourceFile) -> Result<SpecFile, Vec<Diagnostic>> {
 pub fn check(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
     guard(|| {
         let ast = parse(src)?;
-        sema::check(&ast, &default_name(src))
+        let dir = std::path::Path::new(&src.path).parent();
+        sema::check_in(&ast, &default_name(src), dir)
     })
 }
 
@@ -85,7 +86,8 @@ pub fn check(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
 pub fn build(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
     guard(|| {
         let ast = parse(src)?;
-        let mut model = sema::check(&ast, &default_name(src))?;
+        let dir = std::path::Path::new(&src.path).parent();
+        let mut model = sema::check_in(&ast, &default_name(src), dir)?;
         optim::build(&mut model)?;
         Ok(model)
     })

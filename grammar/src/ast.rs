@@ -58,7 +58,8 @@ pub enum Item {
     Model(Ident),
     /// `data csv("path.csv")` or `data synthetic(rows = .., ..)`
     Data(Call),
-    /// `label NAME: int` / `label NAME: float from c0, c1..c3`
+    /// `label NAME: int` / `label NAME: float from c0, c1..c3` /
+    /// `label NAME: vocabulary ["no", "yes"]`
     Label(LabelDecl),
     /// `features { name = numeric(...) ... }`
     Features(Block<Binding>),
@@ -150,6 +151,9 @@ pub struct LabelDecl {
     /// Entries are `Expr::Ident`, `Expr::Range` or `Expr::Str` (a quoted
     /// header such as `"price ($)"`).
     pub columns: Option<Vec<Expr>>,
+    /// The list after the type (`label y: vocabulary ["no", "yes"]`): the
+    /// label's vocabulary, a list of strings (validated by sema).
+    pub vocabulary: Option<Expr>,
     pub span: Span,
 }
 

@@ -280,14 +280,19 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
         Rule::label_item => {
             let name = c.ident()?;
             let dtype = c.ident()?;
-            let columns = match c.next() {
-                Some(list) => Some(columns(list)?),
-                None => None,
-            };
+            let mut vocabulary = None;
+            let mut columns_list = None;
+            while let Some(p) = c.next() {
+                match p.as_rule() {
+                    Rule::list => vocabulary = Some(list(p)?.0),
+                    _ => columns_list = Some(columns(p)?),
+                }
+            }
             Item::Label(LabelDecl {
                 name,
                 dtype,
-                columns,
+                columns: columns_list,
+                vocabulary,
                 span,
             })
         }

@@ -25,8 +25,13 @@ pub fn print_spec(file: &SpecFile) -> String {
                         )
                     })
                     .unwrap_or_default();
+                let vocab = l
+                    .vocabulary
+                    .as_ref()
+                    .map(|v| format!(" {}", expr(v)))
+                    .unwrap_or_default();
                 (
-                    format!("(label {} {}{cols})", l.name.name, l.dtype.name),
+                    format!("(label {} {}{vocab}{cols})", l.name.name, l.dtype.name),
                     l.span,
                 )
             }

@@ -146,6 +146,27 @@ impl Lowerer<'_> {
         }
         match self.env.entries.get(name) {
             Some(Entry { value: Some(v), .. }) => Ok(*v),
+            Some(Entry {
+                value: None,
+                what,
+                span: defined,
+            }) if *what == super::features::CATEGORICAL
+                || *what == super::features::DENSE_COLUMN =>
+            {
+                let help = if *what == super::features::CATEGORICAL {
+                    "wrap it in indicator_column or embedding_column inside input_layer, or pass it to linear_model"
+                } else {
+                    "use it inside input_layer (or linear_model), and that layer's binding in the computation"
+                };
+                Err(Diagnostic::new(
+                    "bad-argument",
+                    span,
+                    format!("`{name}` is a {what}, not a tensor"),
+                )
+                .with_label(format!("a {what}"))
+                .with_secondary(*defined, "defined here")
+                .with_help(help))
+            }
             Some(Entry { value: None, .. }) => Err(Diagnostic::new(POISONED, span, "")),
             None => {
                 let mut d = Diagnostic::new("unknown-name", span, format!("unknown name `{name}`"))

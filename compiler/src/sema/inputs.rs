@@ -87,6 +87,9 @@ fn columns<'e>(list: impl IntoIterator<Item = &'e Expr>) -> R<Vec<String>> {
 }
 
 pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
+    if d.dtype.name == "vocabulary" || d.vocabulary.is_some() {
+        return vocabulary_label(st, d);
+    }
     let kind = match d.dtype.name.as_str() {
         "int" | "int32" => InputKind::ClassId { num_classes: None },
         "float" | "float32" => InputKind::Float,
@@ -96,7 +99,7 @@ pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
                 d.dtype.span,
                 format!("unknown label type `{other}`"),
             )
-            .with_label("expected int or float"))
+            .with_label("expected int, float or vocabulary [..]"))
         }
     };
     let (cols, shape) = match &d.columns {
@@ -142,6 +145,114 @@ pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
         shape,
         "label",
     )
+}
+
+/// `label NAME: vocabulary ["no", "yes"] [from COLUMN]`: a string label
+/// whose class id is the cell's position in the vocabulary (TF's
+/// `label_vocabulary`), an i32 `[B]` input of that many classes.
+fn vocabulary_label(st: &mut State, d: &LabelDecl) -> R<()> {
+    let Some(list) = &d.vocabulary else {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            d.dtype.span,
+            "a vocabulary label lists its values",
+        )
+        .with_label("no vocabulary")
+        .with_help("e.g. label survived: vocabulary [\"no\", \"yes\"]"));
+    };
+    if d.dtype.name != "vocabulary" {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            list.span,
+            format!(
+                "a list of values follows `vocabulary`, not `{}`",
+                d.dtype.name
+            ),
+        )
+        .with_label("unexpected list")
+        .with_help("e.g. label survived: vocabulary [\"no\", \"yes\"]"));
+    }
+    let ExprKind::List(items) = &list.kind else {
+        return Err(
+            Diagnostic::new("bad-argument", list.span, "expected a list of strings")
+                .with_label("not a list"),
+        );
+    };
+    if items.len() < 2 {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            list.span,
+            format!(
+                "a label vocabulary needs at least 2 values, got {}",
+                items.len()
+            ),
+        )
+        .with_label("too few values"));
+    }
+    let mut vocabulary: Vec<Vec<u8>> = Vec::new();
+    let mut spans: Vec<Span> = Vec::new();
+    for it in items {
+        let v = args::eval_string(it)?;
+        if let Some(k) = vocabulary.iter().position(|x| x == v.as_bytes()) {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                it.span,
+                format!("the label vocabulary has \"{v}\" twice"),
+            )
+            .with_label("duplicate")
+            .with_secondary(spans[k], "first here"));
+        }
+        vocabulary.push(v.as_bytes().to_vec());
+        spans.push(it.span);
+    }
+    let cols = match &d.columns {
+        None => vec![d.name.name.clone()],
+        Some(list) => {
+            let cols = columns(list)?;
+            if cols.len() != 1 {
+                return Err(Diagnostic::new(
+                    "label-kind",
+                    d.span,
+                    format!(
+                        "a vocabulary label is one column, but {} are given",
+                        cols.len()
+                    ),
+                )
+                .with_label("several columns"));
+            }
+            cols
+        }
+    };
+    let n = vocabulary.len() as u32;
+    let input = st.graph.inputs.len() as u32;
+    add_input(
+        st,
+        &d.name.name,
+        d.name.span,
+        InputRole::Label,
+        InputSpec {
+            name: d.name.name.clone(),
+            columns: cols,
+            kind: InputKind::ClassId {
+                num_classes: Some(n),
+            },
+            normalizer: Normalizer::None,
+            feature: Some(
+                specc_runtime::feature_column::FeatureInput::LabelVocabulary { vocabulary },
+            ),
+        },
+        DType::I32,
+        Shape(vec![Dim::Batch]),
+        "label",
+    )?;
+    // Every use of the label must agree with the vocabulary's size.
+    st.class_uses.push(super::expr::ClassUse {
+        input,
+        classes: n,
+        span: list.span,
+        at_most: false,
+    });
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -287,7 +398,7 @@ fn parse_normalizer(e: &Expr) -> R<Normalizer> {
     Ok(Normalizer::Expr(norm_expr(e)?))
 }
 
-fn norm_expr(e: &Expr) -> R<NormExpr> {
+pub(crate) fn norm_expr(e: &Expr) -> R<NormExpr> {
     use specc_grammar::ast::BinOp;
     let b = |x: &Expr| norm_expr(x).map(Box::new);
     Ok(match &e.kind {

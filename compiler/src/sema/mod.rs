@@ -19,6 +19,7 @@ pub mod args;
 pub mod checks;
 pub mod data;
 pub mod expr;
+pub mod features;
 pub mod functions;
 pub mod inputs;
 pub mod metrics;
@@ -79,6 +80,11 @@ pub(crate) struct State {
     pub logging: Option<(LoggingConfig, Span, Vec<Span>)>,
     pub evaluate: Option<(EvaluateConfig, Span)>,
     pub warm_start: Option<(WarmStart, InitFromCheckpoint)>,
+    /// The feature columns of the `features` block (see [`features`]).
+    pub features: features::Features,
+    /// The spec's directory (files a spec names, e.g. a vocabulary file,
+    /// are relative to it); `None`: the working directory.
+    pub spec_dir: Option<std::path::PathBuf>,
 }
 
 impl State {
@@ -125,7 +131,19 @@ impl State {
             }
             Item::Features(block) => {
                 for b in &block.entries {
-                    let r = inputs::feature(self, b);
+                    let r = match &b.value.kind {
+                        specc_grammar::ast::ExprKind::Call(c)
+                            if features::handles(&c.func.name) =>
+                        {
+                            features::feature(self, b, c)
+                        }
+                        specc_grammar::ast::ExprKind::Call(c)
+                            if c.func.name != "numeric" && c.func.name != "integer" =>
+                        {
+                            Err(features::unknown(c))
+                        }
+                        _ => inputs::feature(self, b),
+                    };
                     if let Err(d) = self.poison_on_error(r, &b.name, "feature") {
                         self.errors.push(d);
                     }
@@ -261,7 +279,20 @@ fn missing_item(what: &str, example: &str) -> Diagnostic {
 
 /// Checks a parsed spec. `default_name` names the model when it has no `model` item.
 pub fn check(file: &SpecFile, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
-    let mut st = State::default();
+    check_in(file, default_name, None)
+}
+
+/// [`check`], with the spec's directory (files the spec names are relative
+/// to it).
+pub fn check_in(
+    file: &SpecFile,
+    default_name: &str,
+    spec_dir: Option<&std::path::Path>,
+) -> Result<Model, Vec<Diagnostic>> {
+    let mut st = State {
+        spec_dir: spec_dir.map(|d| d.to_path_buf()),
+        ..State::default()
+    };
     for item in &file.items {
         if let Err(d) = st.item(item) {
             st.errors.push(d);

@@ -73,7 +73,7 @@ pub(crate) fn param(st: &mut State, p: &ParamDecl) -> R<()> {
         .define(&p.name.name, p.name.span, "parameter", Some(node))
 }
 
-fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer> {
+pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer> {
     let (name, span, args_list): (&str, Span, &[Arg]) = match &e.kind {
         ExprKind::Ident(n) => (n, e.span, &[]),
         ExprKind::Call(c) => (&c.func.name, c.func.span, &c.args),
