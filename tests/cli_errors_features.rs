@@ -1,0 +1,123 @@
+//! Feature-column errors through the CLI (`sema::features`, string labels):
+//! exit code 2, the diagnostic's code, file:line:column and a caret under
+//! the offending text with its help (snapshotted), never a panic.
+
+mod cli;
+
+use cli::{replace, BASE};
+
+const SUITE: &str = "cli_errors_features";
+
+/// The base spec with `entries` added to its features block.
+fn with_features(entries: &str) -> String {
+    replace(
+        "  x = numeric(x0..x3)\n",
+        &format!("  x = numeric(x0..x3)\n{entries}"),
+    )
+}
+
+macro_rules! case {
+    ($name:ident, $spec:expr, $code:literal) => {
+        #[test]
+        fn $name() {
+            let err = cli::fails(SUITE, stringify!($name), &$spec, $code);
+            insta::assert_snapshot!(err);
+        }
+    };
+}
+
+#[test]
+fn feature_columns_check() {
+    let spec = with_features(
+        "  city = categorical_column_with_hash_bucket(city, 100, max_values = 2)\n  \
+         deep = input_layer(embedding_column(city, dimension = 4), numeric_column(x0))\n",
+    )
+    .replace("relu(x @ W1 + b1)", "relu(deep @ W1 + b1)")
+    .replace("W1: [4, 8]", "W1: [5, 8]");
+    let dir = cli::workdir(SUITE, "valid");
+    std::fs::write(dir.join("spec.spec"), &spec).unwrap();
+    let (status, _, err) = cli::specc(&dir, &["check", "spec.spec"]);
+    assert_eq!(status, 0, "{err}\n{spec}");
+    assert!(BASE.contains("numeric(x0..x3)"));
+}
+
+case!(
+    categorical_column_used_as_a_tensor,
+    with_features("  city = categorical_column_with_hash_bucket(city, 100)\n")
+        .replace("relu(x @ W1 + b1)", "relu(city @ W1 + b1)"),
+    "bad-argument"
+);
+case!(
+    unknown_feature_column,
+    with_features("  city = categorical_column_with_hash_bukcet(city, 100)\n"),
+    "unknown-function"
+);
+case!(
+    zero_hash_bucket_size,
+    with_features("  city = categorical_column_with_hash_bucket(city, 0)\n"),
+    "bad-argument"
+);
+case!(
+    unsorted_boundaries,
+    with_features("  a = bucketized_column(numeric_column(x0), boundaries = [1, 3, 2])\n"),
+    "bad-argument"
+);
+case!(
+    duplicate_vocabulary,
+    with_features("  s = categorical_column_with_vocabulary_list(s, [\"a\", \"b\", \"a\"])\n"),
+    "bad-argument"
+);
+case!(
+    embedding_dimension_zero,
+    with_features(
+        "  city = categorical_column_with_hash_bucket(city, 100)\n  \
+         e = input_layer(embedding_column(city, dimension = 0))\n"
+    ),
+    "bad-argument"
+);
+case!(
+    categorical_column_in_input_layer,
+    with_features(
+        "  city = categorical_column_with_hash_bucket(city, 100)\n  d = input_layer(city)\n"
+    ),
+    "bad-argument"
+);
+case!(
+    unknown_column_in_a_layer,
+    with_features(
+        "  city = categorical_column_with_hash_bucket(city, 100)\n  \
+         d = input_layer(indicator_column(ctiy))\n"
+    ),
+    "unknown-name"
+);
+case!(
+    unknown_embedding_argument,
+    with_features(
+        "  city = categorical_column_with_hash_bucket(city, 100)\n  \
+         d = input_layer(embedding_column(city, dimenson = 4))\n"
+    ),
+    "unknown-argument"
+);
+case!(
+    unknown_combiner,
+    with_features(
+        "  city = categorical_column_with_hash_bucket(city, 100)\n  \
+         d = input_layer(embedding_column(city, dimension = 4, combiner = \"maen\"))\n"
+    ),
+    "bad-argument"
+);
+case!(
+    cross_of_one_key,
+    with_features("  c = crossed_column([\"a\"], hash_bucket_size = 10)\n"),
+    "bad-argument"
+);
+case!(
+    duplicate_label_vocabulary,
+    replace("label y: int", "label y: vocabulary [\"a\", \"b\", \"a\"]"),
+    "bad-argument"
+);
+case!(
+    label_vocabulary_and_logits_disagree,
+    replace("label y: int", "label y: vocabulary [\"a\", \"b\"]"),
+    "label-kind"
+);
