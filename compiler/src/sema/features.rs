@@ -551,8 +551,11 @@ fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {
     if boundaries.is_empty() {
         return Err(bad(be.span, "boundaries must not be empty", "empty"));
     }
+    if boundaries.iter().any(|v| !v.is_finite()) {
+        return Err(bad(be.span, "boundaries must be finite", "not finite"));
+    }
     for (i, w) in boundaries.windows(2).enumerate() {
-        if !(w[0] < w[1]) {
+        if w[0] >= w[1] {
             return Err(bad(
                 items[i + 1].span,
                 format!(
@@ -562,9 +565,6 @@ fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {
                 "not above the previous boundary",
             ));
         }
-    }
-    if boundaries.iter().any(|v| !v.is_finite()) {
-        return Err(bad(be.span, "boundaries must be finite", "not finite"));
     }
     let max_values = source.shape;
     Ok(Column::Categorical(Categorical {
