@@ -121,3 +121,32 @@ case!(
     replace("label y: int", "label y: vocabulary [\"a\", \"b\"]"),
     "label-kind"
 );
+
+#[test]
+fn vocabulary_file_is_read_relative_to_the_spec() {
+    let dir = cli::workdir(SUITE, "vocabulary_file");
+    std::fs::write(dir.join("cities.txt"), "paris\nlondon\ntokyo\n").unwrap();
+    let spec = with_features(
+        "  city = categorical_column_with_vocabulary_file(city, \"cities.txt\", num_oov_buckets = 2)\n  \
+         d = input_layer(indicator_column(city))\n",
+    )
+    .replace("relu(x @ W1 + b1)", "relu(d @ W1 + b1)")
+    .replace("W1: [4, 8]", "W1: [5, 8]");
+    std::fs::write(dir.join("spec.spec"), &spec).unwrap();
+    let (status, _, err) = cli::specc(&dir, &["check", "spec.spec"]);
+    assert_eq!(status, 0, "{err}\n{spec}");
+    // 3 entries + 2 OOV buckets: a [5, 8] W1 fits, a [4, 8] one does not.
+    std::fs::write(
+        dir.join("spec.spec"),
+        spec.replace("W1: [5, 8]", "W1: [4, 8]"),
+    )
+    .unwrap();
+    let (status, _, _) = cli::specc(&dir, &["check", "spec.spec"]);
+    assert_eq!(status, 2);
+}
+
+case!(
+    missing_vocabulary_file,
+    with_features("  city = categorical_column_with_vocabulary_file(city, \"nowhere.txt\")\n"),
+    "bad-argument"
+);

@@ -5,7 +5,8 @@
 //! Owns: translating these declarations into graph inputs and the runtime's
 //! [`InputSpec`]s (which CSV columns, which kind, which normalizer), column
 //! ranges (`px0..px63`), the normalizer expressions in `x`, and their
-//! diagnostics. Feature columns grow here.
+//! diagnostics, and string labels (`label y: vocabulary [..]`, TF's
+//! `label_vocabulary`). `tf.feature_column` is [`super::features`].
 //!
 //! Invariants: every input is one graph input and one [`InputInfo`], in the
 //! same order (`Model::inputs` is parallel to `graph.inputs`); a label is

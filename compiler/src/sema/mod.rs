@@ -4,7 +4,8 @@
 //! assertions, optimizer, train, clip, ema, metrics), name resolution, and
 //! the diagnostics for them. This module drives the items in order and keeps
 //! the checking `State`; each kind of item has its module: [`data`],
-//! [`inputs`] (label and feature columns), [`params`], [`statements`],
+//! [`inputs`] (label and the plain features), [`features`]
+//! (`tf.feature_column`, `input_layer`, `linear_model`), [`params`], [`statements`],
 //! [`optimizer`], [`settings`] (train, clip, ema) and [`metrics`].
 //! Expressions are lowered by [`expr`] with the builtins of [`functions`] and
 //! [`schedules`]; [`args`] binds and evaluates arguments. At the end, [`sizes`]
