@@ -55,6 +55,10 @@ pub(crate) struct Chunk {
     pub(crate) good: usize,
     /// Records skipped in this chunk.
     pub(crate) bad: BadRecords,
+    /// Records skipped while reading and transforming, before they are
+    /// counted in `bad` in file order: `(row they precede or are, 0 for the
+    /// reader / 1 for the transforms, error)`.
+    pub(crate) skipped: Vec<(usize, u8, DataError)>,
     /// The error that ends the stream after the `good` rows.
     pub(crate) error: Option<DataError>,
 }
@@ -80,6 +84,7 @@ impl Chunk {
                 .collect(),
             good: 0,
             bad: BadRecords::default(),
+            skipped: Vec::new(),
             error: None,
         }
     }
@@ -91,6 +96,7 @@ impl Chunk {
         self.good = 0;
         self.locations.clear();
         self.bad.clear();
+        self.skipped.clear();
         self.error = None;
     }
 
@@ -169,7 +175,7 @@ impl Transformer {
                 true
             }
             OnBadRecord::Skip => {
-                chunk.bad.add(e);
+                chunk.skipped.push((r, 1, e));
                 self.keep[r] = false;
                 false
             }
@@ -276,6 +282,10 @@ impl Transformer {
             }
         }
         chunk.good = good;
+        chunk.skipped.sort_by_key(|(r, k, _)| (*r, *k));
+        for (_, _, e) in chunk.skipped.drain(..) {
+            chunk.bad.add(e);
+        }
     }
 
     /// Runs every transform over rows `[a, b)`; the first bad row (row, then

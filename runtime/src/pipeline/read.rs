@@ -119,7 +119,7 @@ impl FileReader {
                                 return true;
                             }
                             OnBadRecord::Skip => {
-                                chunk.bad.add(e);
+                                chunk.skipped.push((chunk.rows, 0, e));
                                 continue;
                             }
                         }

@@ -72,6 +72,8 @@ pub struct StreamingBatches {
     epoch_rng: u64,
     emitted: u64,
     epoch_active: bool,
+    /// The current epoch's rows have all been read (its end was seen).
+    epoch_read: bool,
     exhausted: bool,
     /// Rows to replay before the next batch (after a seek), and the position
     /// sought.
@@ -178,6 +180,7 @@ impl StreamingBatches {
             epoch_rng: seed,
             emitted: 0,
             epoch_active: false,
+            epoch_read: false,
             exhausted: false,
             replay: None,
             bad: BadRecords::default(),
@@ -255,11 +258,15 @@ impl StreamingBatches {
     /// Copies the next row of the epoch into slot `slot`; false at the end
     /// of the epoch.
     fn pull_into(&mut self, slot: usize) -> Result<bool, DataError> {
+        if self.epoch_read {
+            return Ok(false);
+        }
         if let Some(row) = self.from_cache.as_mut() {
             let Some(cache) = self.cache.as_ref() else {
                 return Ok(false);
             };
             if *row >= cache.rows {
+                self.epoch_read = true;
                 return Ok(false);
             }
             self.buf.put(slot, &cache.values, *row);
@@ -278,6 +285,7 @@ impl StreamingBatches {
                 }
             }
             if self.next_chunk()?.is_none() {
+                self.epoch_read = true;
                 return Ok(false);
             }
         }
@@ -309,6 +317,7 @@ impl StreamingBatches {
         self.epoch_rng = self.rng.state();
         self.emitted = 0;
         self.from_cache = None;
+        self.epoch_read = false;
         let cached = self.cache.as_ref().map(|c| c.complete);
         match cached {
             Some(true) => self.from_cache = Some(0),
@@ -477,6 +486,7 @@ impl BatchSource for StreamingBatches {
         self.exhausted = p[5] == 1;
         self.emitted = 0;
         self.epoch_active = false;
+        self.epoch_read = false;
         self.bad.clear();
         if p[4] == 1 {
             self.epoch = (p[1] - 1) as u64;

@@ -227,7 +227,7 @@ fn reader(
                     open -= 1;
                 }
                 let failed = c.error.is_some();
-                if c.rows > 0 || failed || c.bad.count > 0 {
+                if c.rows > 0 || failed || !c.skipped.is_empty() {
                     if !send(c) || failed {
                         return;
                     }
