@@ -506,3 +506,144 @@ fn resume_continues_from_the_same_record() {
     let e = b.seek(&a.position().unwrap()).unwrap_err();
     assert!(e.contains("files"), "{e}");
 }
+
+// ---- `specc run` over a streaming source ----
+
+/// A work directory with the digits split into three parts (the last one
+/// gzip) and `spec.spec`: digits_mlp over `data` with `train`.
+fn digits_stream(name: &str, data: &str, train: &str) -> (PathBuf, usize) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = dir(name);
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let text = std::fs::read_to_string(root.join("specs/data/digits.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let body: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+    let third = body.len().div_ceil(3);
+    for (i, part) in body.chunks(third).enumerate() {
+        let csv = format!("{header}\n{}\n", part.join("\n"));
+        let p = d.join(format!("data/part-{i}.csv"));
+        if i == 2 {
+            let f = std::fs::File::create(p.with_extension("csv.gz")).unwrap();
+            let mut e = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+            e.write_all(csv.as_bytes()).unwrap();
+            e.finish().unwrap();
+        } else {
+            std::fs::write(p, csv).unwrap();
+        }
+    }
+    let spec = std::fs::read_to_string(root.join("specs/digits_mlp.spec")).unwrap();
+    let spec = spec.replace("data csv(\"data/digits.csv\")", data);
+    let start = spec.find("train {").unwrap();
+    let end = start + spec[start..].find('}').unwrap() + 1;
+    let spec = format!("{}{train}{}", &spec[..start], &spec[end..]);
+    std::fs::write(d.join("spec.spec"), spec).unwrap();
+    (d, body.len())
+}
+
+fn run_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run", "spec.spec", "--json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = cli::specc(dir, &all);
+    assert_eq!(code, 0, "specc {all:?}\n{err}");
+    serde_json::from_str(out.lines().last().unwrap()).unwrap()
+}
+
+#[test]
+fn specc_run_ends_at_the_end_of_num_epochs() {
+    let (batch, epochs) = (64usize, 2usize);
+    let (d, rows) = digits_stream(
+        "cli_epochs",
+        &format!("data csv(\"data/part-*.csv*\", num_epochs = {epochs}, threads = 2)"),
+        &format!("train {{ batch = {batch}, steps = 100000, shuffle = 500, seed = 7 }}"),
+    );
+    let out = run_json(&d, &[]);
+    assert_eq!(out["steps"], (rows * epochs).div_ceil(batch) as u64);
+    assert_eq!(out["bad_records"], 0);
+    assert!(out["eval"].is_null(), "a streamed run has no held-out split");
+    // `train { epochs }` sets the passes when the data item does not.
+    let (d, rows) = digits_stream(
+        "cli_train_epochs",
+        "data csv(\"data/part-*.csv*\")",
+        &format!("train {{ batch = {batch}, epochs = 3, shuffle = 100, seed = 7 }}"),
+    );
+    let out = run_json(&d, &[]);
+    assert_eq!(out["steps"], (rows * 3).div_ceil(batch) as u64);
+}
+
+fn checkpoint(dir: &Path, step: u64) -> (Vec<u8>, Vec<u8>) {
+    let p = dir.join(format!("model.ckpt-{step}"));
+    (
+        std::fs::read(p.with_extension(format!("ckpt-{step}.index"))).unwrap(),
+        std::fs::read(p.with_extension(format!("ckpt-{step}.data-00000-of-00001"))).unwrap(),
+    )
+}
+
+#[test]
+fn specc_run_resumes_a_stream_to_the_same_checkpoint() {
+    let (d, _) = digits_stream(
+        "cli_resume",
+        "data csv(\"data/part-*.csv*\", threads = 2, cycle_length = 2, block_length = 100)",
+        "train { batch = 32, steps = 200, shuffle = 300, seed = 7 }",
+    );
+    // 130 steps is past the first epoch (the files have ~1,800 rows).
+    let straight = run_json(&d, &["--steps", "200", "--checkpoint-dir", "straight"]);
+    let first = run_json(&d, &["--steps", "130", "--checkpoint-dir", "resumed"]);
+    assert_eq!(first["global_step"], 130);
+    let resumed = run_json(&d, &["--steps", "200", "--checkpoint-dir", "resumed"]);
+    assert_eq!(resumed["steps"], 70);
+    assert_eq!(straight["last_loss"], resumed["last_loss"]);
+    let (a, b) = (
+        checkpoint(&d.join("straight"), 200),
+        checkpoint(&d.join("resumed"), 200),
+    );
+    assert!(a.0 == b.0, "the .index files differ");
+    assert!(a.1 == b.1, "the .data files differ");
+}
+
+#[test]
+fn specc_run_reports_skipped_records() {
+    let (d, rows) = digits_stream(
+        "cli_skip",
+        "data csv(\"data/part-*.csv*\", num_epochs = 1, on_bad_record = \"skip\")",
+        "train { batch = 50, steps = 100000, shuffle = 0, seed = 7 }",
+    );
+    // Break two rows of the first part: a bad cell and a short row.
+    let p = d.join("data/part-0.csv");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[3] = lines[3].replacen(',', ",x", 1);
+    lines[6] = lines[6].split(',').skip(1).collect::<Vec<_>>().join(",");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = cli::specc(&d, &["run", "spec.spec", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(json["bad_records"], 2);
+    assert_eq!(json["steps"], (rows - 2).div_ceil(50) as u64);
+    let locs = json["bad_record_locations"].as_array().unwrap();
+    assert!(locs[0].as_str().unwrap().contains("part-0.csv:4"), "{locs:?}");
+    assert!(locs[1].as_str().unwrap().contains("part-0.csv:7"), "{locs:?}");
+    assert!(err.contains("skipped 2 bad records"), "{err}");
+    // Without `skip`, the first one stops the run, naming file and line.
+    let spec = std::fs::read_to_string(d.join("spec.spec")).unwrap();
+    std::fs::write(d.join("spec.spec"), spec.replace(", on_bad_record = \"skip\"", "")).unwrap();
+    let (code, _, err) = cli::specc(&d, &["run", "spec.spec"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("part-0.csv:4"), "{err}");
+}
+
+#[test]
+fn standardize_is_refused_with_a_caret_when_streaming() {
+    let d = dir("cli_standardize");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = std::fs::read_to_string(root.join("specs/cancer_logreg.spec")).unwrap();
+    let start = spec.find("data csv(").unwrap();
+    let end = start + spec[start..].find(')').unwrap() + 1;
+    let spec = format!("{}data csv(\"parts-*.csv\"){}", &spec[..start], &spec[end..]);
+    std::fs::write(d.join("spec.spec"), &spec).unwrap();
+    let (code, _, err) = cli::specc(&d, &["check", "spec.spec"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("streaming-standardize"), "{err}");
+    assert!(err.contains("this source streams"), "{err}");
+    assert!(err.contains('^'), "{err}");
+}
