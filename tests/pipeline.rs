@@ -345,7 +345,10 @@ fn bad_record_is_an_error_naming_file_line_and_column() {
     let spec = csv_spec(vec![p.clone()]);
     let mut src = source(&spec, 2, 0, 1);
     let lay = layout(2);
-    let mut bufs = vec![AlignedBuf::zeroed(16).unwrap(), AlignedBuf::zeroed(8).unwrap()];
+    let mut bufs = vec![
+        AlignedBuf::zeroed(16).unwrap(),
+        AlignedBuf::zeroed(8).unwrap(),
+    ];
     let mut rows = 0;
     let err = loop {
         let mut b = BatchBuffers::new(&lay.inputs, &mut bufs, 2).unwrap();
@@ -360,7 +363,10 @@ fn bad_record_is_an_error_naming_file_line_and_column() {
     assert_eq!(err.row, Some(5));
     assert_eq!(err.column.as_deref(), Some("a"));
     assert!(err.message.contains("oops"), "{err}");
-    assert_eq!(rows, 2, "the rows before the bad one (whole batches) were delivered");
+    assert_eq!(
+        rows, 2,
+        "the rows before the bad one (whole batches) were delivered"
+    );
 }
 
 #[test]
@@ -379,8 +385,15 @@ fn skipped_bad_records_are_counted_and_located() {
     let lines: Vec<Option<usize>> = bad.first.iter().map(|e| e.row).collect();
     assert_eq!(lines, [Some(5), Some(9), Some(11)]);
     assert!(bad.first[1].message.contains("fields"), "{}", bad.first[1]);
-    assert!(bad.first[2].message.contains("out of range"), "{}", bad.first[2]);
-    assert!(bad.to_string().starts_with("skipped 3 bad records"), "{bad}");
+    assert!(
+        bad.first[2].message.contains("out of range"),
+        "{}",
+        bad.first[2]
+    );
+    assert!(
+        bad.to_string().starts_with("skipped 3 bad records"),
+        "{bad}"
+    );
 }
 
 #[test]
@@ -408,7 +421,10 @@ fn a_crc_flip_is_reported_even_when_skipping() {
     spec.on_bad_record = OnBadRecord::Skip;
     let mut src = source(&spec, 1, 0, 1);
     let lay = layout(1);
-    let mut bufs = vec![AlignedBuf::zeroed(8).unwrap(), AlignedBuf::zeroed(4).unwrap()];
+    let mut bufs = vec![
+        AlignedBuf::zeroed(8).unwrap(),
+        AlignedBuf::zeroed(4).unwrap(),
+    ];
     let mut rows = 0;
     let err = loop {
         let mut b = BatchBuffers::new(&lay.inputs, &mut bufs, 1).unwrap();
@@ -449,7 +465,10 @@ fn an_error_in_a_worker_ends_the_stream_without_a_hang() {
         spec.num_epochs = None;
         let mut src = source(&spec, 16, 0, 1);
         let lay = layout(16);
-        let mut bufs = vec![AlignedBuf::zeroed(128).unwrap(), AlignedBuf::zeroed(64).unwrap()];
+        let mut bufs = vec![
+            AlignedBuf::zeroed(128).unwrap(),
+            AlignedBuf::zeroed(64).unwrap(),
+        ];
         let mut rows = 0;
         let err = loop {
             let mut b = BatchBuffers::new(&lay.inputs, &mut bufs, 16).unwrap();
@@ -560,7 +579,10 @@ fn specc_run_ends_at_the_end_of_num_epochs() {
     let out = run_json(&d, &[]);
     assert_eq!(out["steps"], (rows * epochs).div_ceil(batch) as u64);
     assert_eq!(out["bad_records"], 0);
-    assert!(out["eval"].is_null(), "a streamed run has no held-out split");
+    assert!(
+        out["eval"].is_null(),
+        "a streamed run has no held-out split"
+    );
     // `train { epochs }` sets the passes when the data item does not.
     let (d, rows) = digits_stream(
         "cli_train_epochs",
@@ -621,12 +643,22 @@ fn specc_run_reports_skipped_records() {
     assert_eq!(json["bad_records"], 2);
     assert_eq!(json["steps"], (rows - 2).div_ceil(50) as u64);
     let locs = json["bad_record_locations"].as_array().unwrap();
-    assert!(locs[0].as_str().unwrap().contains("part-0.csv:4"), "{locs:?}");
-    assert!(locs[1].as_str().unwrap().contains("part-0.csv:7"), "{locs:?}");
+    assert!(
+        locs[0].as_str().unwrap().contains("part-0.csv:4"),
+        "{locs:?}"
+    );
+    assert!(
+        locs[1].as_str().unwrap().contains("part-0.csv:7"),
+        "{locs:?}"
+    );
     assert!(err.contains("skipped 2 bad records"), "{err}");
     // Without `skip`, the first one stops the run, naming file and line.
     let spec = std::fs::read_to_string(d.join("spec.spec")).unwrap();
-    std::fs::write(d.join("spec.spec"), spec.replace(", on_bad_record = \"skip\"", "")).unwrap();
+    std::fs::write(
+        d.join("spec.spec"),
+        spec.replace(", on_bad_record = \"skip\"", ""),
+    )
+    .unwrap();
     let (code, _, err) = cli::specc(&d, &["run", "spec.spec"]);
     assert_ne!(code, 0);
     assert!(err.contains("part-0.csv:4"), "{err}");
@@ -639,7 +671,11 @@ fn standardize_is_refused_with_a_caret_when_streaming() {
     let spec = std::fs::read_to_string(root.join("specs/cancer_logreg.spec")).unwrap();
     let start = spec.find("data csv(").unwrap();
     let end = start + spec[start..].find(')').unwrap() + 1;
-    let spec = format!("{}data csv(\"parts-*.csv\"){}", &spec[..start], &spec[end..]);
+    let spec = format!(
+        "{}data csv(\"parts-*.csv\"){}",
+        &spec[..start],
+        &spec[end..]
+    );
     std::fs::write(d.join("spec.spec"), &spec).unwrap();
     let (code, _, err) = cli::specc(&d, &["check", "spec.spec"]);
     assert_ne!(code, 0);

@@ -19,11 +19,11 @@ use specc_runtime::config::warm_start;
 use specc_runtime::data::{DataError, Dataset, Source};
 use specc_runtime::pipeline::StreamingBatches;
 use specc_runtime::source::{BatchBuffers, BatchSource, ShuffledBatches};
-use specc_runtime::train::Duration;
 use specc_runtime::summary::hooks::{
     create_eval_writer, EvaluationSummaryHook, StepCounterHook, SummarySaverHook,
 };
 use specc_runtime::summary::SummaryWriter;
+use specc_runtime::train::Duration;
 use specc_runtime::train::{
     evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
     EvaluationHook, Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer,
@@ -202,11 +202,9 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
                 cfg.seed,
             )
             .map(Batches::Memory),
-            Some(s) => {
-                StreamingBatches::new(s, &inputs, &layout, cfg.batch, cfg.shuffle, cfg.seed)
-                    .map(|b| Batches::Stream(Box::new(b)))
-                    .map_err(|e| e.to_string())
-            }
+            Some(s) => StreamingBatches::new(s, &inputs, &layout, cfg.batch, cfg.shuffle, cfg.seed)
+                .map(|b| Batches::Stream(Box::new(b)))
+                .map_err(|e| e.to_string()),
         }
     };
     let mut batches = train_batches()?;

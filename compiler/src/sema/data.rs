@@ -138,8 +138,10 @@ fn stream_source(call: &Call) -> R<DataSource> {
     let path_expr = b.req(0);
     let path = args::eval_string(path_expr)?;
     if path.is_empty() {
-        return Err(Diagnostic::new("bad-argument", path_expr.span, "empty path")
-            .with_label("expected a file name"));
+        return Err(
+            Diagnostic::new("bad-argument", path_expr.span, "empty path")
+                .with_label("expected a file name"),
+        );
     }
     let count = |i: usize, what: &str| -> R<Option<usize>> {
         match b.get(i) {

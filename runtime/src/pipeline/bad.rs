@@ -119,7 +119,10 @@ mod tests {
         assert_eq!(b.first.len(), SHOWN);
         assert_eq!(b.first[0].row, Some(2));
         let text = b.to_string();
-        assert!(text.starts_with(&format!("skipped {} bad records", SHOWN + 3)), "{text}");
+        assert!(
+            text.starts_with(&format!("skipped {} bad records", SHOWN + 3)),
+            "{text}"
+        );
         assert!(text.contains("f.csv:2: column `x`: bad"), "{text}");
         let mut c = BadRecords::default();
         c.extend(&b);

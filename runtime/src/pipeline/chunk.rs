@@ -155,7 +155,10 @@ impl Transformer {
         policy: OnBadRecord,
     ) -> Transformer {
         Transformer {
-            transforms: inputs.iter().map(crate::data::columns::transform_for).collect(),
+            transforms: inputs
+                .iter()
+                .map(crate::data::columns::transform_for)
+                .collect(),
             num_classes,
             names: inputs.iter().map(|i| i.name.clone()).collect(),
             format,
@@ -216,8 +219,12 @@ impl Transformer {
                     Ok(ex) => self.examples.push(ex),
                     Err(e) => {
                         self.examples.push(Example::default());
-                        let err =
-                            chunk.error_at(&self.format, r, None, format!("not a tf.train.Example: {}", e.what));
+                        let err = chunk.error_at(
+                            &self.format,
+                            r,
+                            None,
+                            format!("not a tf.train.Example: {}", e.what),
+                        );
                         if self.bad(chunk, r, err) {
                             n = r;
                             break;
@@ -300,9 +307,10 @@ impl Transformer {
                 Values::I32(v) => ValuesMut::I32(&mut v[a * w..b * w]),
             };
             let result = match &self.format {
-                Format::Csv { .. } => {
-                    transform.transform(&CellRows::records(&chunk.records[a..b], &chunk.plan[t]), out)
-                }
+                Format::Csv { .. } => transform.transform(
+                    &CellRows::records(&chunk.records[a..b], &chunk.plan[t]),
+                    out,
+                ),
                 Format::TfRecord { .. } => {
                     cells.clear();
                     let cols = transform.columns().len();
@@ -332,9 +340,7 @@ impl Transformer {
                 }
             }
             if let Some((r, col, m)) = found {
-                let earlier = first
-                    .as_ref()
-                    .is_none_or(|f| r < f.0);
+                let earlier = first.as_ref().is_none_or(|f| r < f.0);
                 if earlier {
                     first = Some((r, t, col, m));
                 }

@@ -43,7 +43,11 @@ pub fn expand(patterns: &[PathBuf]) -> Result<Vec<PathBuf>, DataError> {
                 Err(e) => return Err(DataError::new(&shown, format!("cannot open the file: {e}"))),
             }
         };
-        found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
+        found.sort_by(|a, b| {
+            a.as_os_str()
+                .as_encoded_bytes()
+                .cmp(b.as_os_str().as_encoded_bytes())
+        });
         for f in found {
             if !out.contains(&f) {
                 out.push(f);
@@ -205,7 +209,13 @@ mod tests {
         let d = std::env::temp_dir().join(format!("specc-files-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("sub")).unwrap();
-        for n in ["b-2.csv", "b-10.csv", "a-1.csv", ".hidden.csv", "sub/c-1.csv"] {
+        for n in [
+            "b-2.csv",
+            "b-10.csv",
+            "a-1.csv",
+            ".hidden.csv",
+            "sub/c-1.csv",
+        ] {
             std::fs::write(d.join(n), "x\n1\n").unwrap();
         }
         let got = expand(&[d.join("*-*.csv")]).unwrap();

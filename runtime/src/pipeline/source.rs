@@ -116,7 +116,10 @@ impl StreamingBatches {
             }
         }
         let files = super::files::expand(&spec.paths)?;
-        let transforms: Vec<_> = inputs.iter().map(crate::data::columns::transform_for).collect();
+        let transforms: Vec<_> = inputs
+            .iter()
+            .map(crate::data::columns::transform_for)
+            .collect();
         let elems: Vec<ElemType> = transforms.iter().map(|t| t.elem()).collect();
         let widths: Vec<usize> = transforms.iter().map(|t| t.width()).collect();
         let mut map = Vec::with_capacity(layout.inputs.len());
@@ -353,10 +356,7 @@ impl StreamingBatches {
         }
         if self.buf.len == 0 {
             let what = if self.bad.count > 0 {
-                format!(
-                    "every record of the epoch was bad ({})",
-                    self.bad
-                )
+                format!("every record of the epoch was bad ({})", self.bad)
             } else {
                 "the files have no data rows".to_string()
             };

@@ -178,7 +178,8 @@ fn reader(
         let mut epoch = 0u64;
         while epochs == 0 || epoch < epochs {
             epoch += 1;
-            let mut slots: Vec<Option<FileReader>> = (0..shared.cycle_length.max(1)).map(|_| None).collect();
+            let mut slots: Vec<Option<FileReader>> =
+                (0..shared.cycle_length.max(1)).map(|_| None).collect();
             let mut next_file = 0usize;
             let mut open = 0usize;
             let mut cursor = 0usize;
