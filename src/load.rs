@@ -101,9 +101,19 @@ pub fn load_data(
     let what = match &source {
         Source::Csv { path } => display_path(path),
         Source::Synthetic(s) => format!("synthetic({} x {})", s.rows, s.features),
+        Source::Stream(s) => stream_name(s),
     };
     let d = data::load(&source, &model.input_specs()).map_err(|e| Failure::Other(e.to_string()))?;
     Ok((d, what))
+}
+
+/// How a streaming source is named in messages: its path or pattern.
+pub fn stream_name(s: &specc_runtime::pipeline::StreamSpec) -> String {
+    s.paths
+        .iter()
+        .map(|p| display_path(p))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn display_path(p: &Path) -> String {

@@ -35,6 +35,12 @@ pub enum DataSource {
         span: Span,
     },
     Synthetic(SyntheticSpec),
+    /// Files streamed by the input pipeline (paths as written in the spec,
+    /// relative to the spec's directory).
+    Stream {
+        spec: specc_runtime::pipeline::StreamSpec,
+        span: Span,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,6 +315,13 @@ impl Model {
                 path: spec_dir.join(path),
             },
             DataSource::Synthetic(s) => Source::Synthetic(s.clone()),
+            DataSource::Stream { spec, .. } => {
+                let mut spec = spec.clone();
+                for p in &mut spec.paths {
+                    *p = spec_dir.join(&*p);
+                }
+                Source::Stream(spec)
+            }
         }
     }
 

@@ -43,6 +43,7 @@ pub mod init;
 pub mod io;
 pub mod memory;
 pub mod metrics;
+pub mod pipeline;
 pub mod prng;
 pub mod profile;
 pub mod session;

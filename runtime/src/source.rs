@@ -59,7 +59,37 @@ pub struct BatchBuffers<'a> {
     pub(crate) max_batch: usize,
 }
 
-impl BatchBuffers<'_> {
+impl<'a> BatchBuffers<'a> {
+    /// Buffers outside a session (tests, embedding): `buffers[i]` holds
+    /// `max_batch * layout[i].per_example` elements of input `i`.
+    pub fn new(
+        layout: &'a [InputLayout],
+        buffers: &'a mut [AlignedBuf],
+        max_batch: usize,
+    ) -> Result<BatchBuffers<'a>, String> {
+        if layout.len() != buffers.len() {
+            return Err("one buffer per input is needed".into());
+        }
+        for (l, b) in layout.iter().zip(buffers.iter()) {
+            let need = max_batch.saturating_mul(l.per_example);
+            let have = match l.elem {
+                ElemType::F32 => b.f32s().len(),
+                ElemType::I32 => b.i32s().len(),
+            };
+            if have < need {
+                return Err(format!(
+                    "the buffer of input `{}` holds {have} elements, fewer than {need}",
+                    l.name
+                ));
+            }
+        }
+        Ok(BatchBuffers {
+            layout,
+            buffers,
+            max_batch,
+        })
+    }
+
     /// The most rows a batch may have.
     pub fn max_batch(&self) -> usize {
         self.max_batch

@@ -16,11 +16,14 @@ use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
 use specc_runtime::config::warm_start;
-use specc_runtime::source::ShuffledBatches;
+use specc_runtime::data::{DataError, Dataset, Source};
+use specc_runtime::pipeline::StreamingBatches;
+use specc_runtime::source::{BatchBuffers, BatchSource, ShuffledBatches};
 use specc_runtime::summary::hooks::{
     create_eval_writer, EvaluationSummaryHook, StepCounterHook, SummarySaverHook,
 };
 use specc_runtime::summary::SummaryWriter;
+use specc_runtime::train::Duration;
 use specc_runtime::train::{
     evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
     EvaluationHook, Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer,
@@ -31,7 +34,7 @@ use specc_compiler::config::{self, Flags};
 use specc_runtime::config::record::RunRecord;
 
 use super::run_hooks::TensorLogHook;
-use crate::load::{load_data, report, resolve_run};
+use crate::load::{data_source, load_data, report, resolve_run, stream_name};
 use crate::Failure;
 
 /// The command line of `specc run`.
@@ -117,7 +120,22 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
     let mut session = program.session()?;
-    let (dataset, data_name) = load_data(model, spec, config.data.as_deref())?;
+    // A streaming source (TFRecord, glob, pipeline options) is read by the
+    // input pipeline as training goes; anything else is loaded in memory.
+    let stream = match data_source(model, spec, config.data.as_deref()) {
+        Source::Stream(s) => Some(s),
+        _ => None,
+    };
+    let (dataset, data_name) = match &stream {
+        None => load_data(model, spec, config.data.as_deref())?,
+        Some(s) => (
+            Dataset {
+                rows: 0,
+                inputs: Vec::new(),
+            },
+            stream_name(s),
+        ),
+    };
 
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);
     if !(0.0..1.0).contains(&fraction) {
@@ -125,9 +143,24 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             "--eval-fraction must be in [0, 1), got {fraction}"
         )));
     }
-    let (train_rows, eval_rows) = model.held_out_split(&dataset, fraction);
+    let (train_rows, eval_rows) = match stream {
+        None => model.held_out_split(&dataset, fraction),
+        Some(_) => (Vec::new(), Vec::new()),
+    };
     let batch = model.train.batch as usize;
-    let steps = steps.unwrap_or_else(|| model.train.steps(train_rows.len()));
+    // Streaming: `steps` is an upper bound, and the data's end (its
+    // `num_epochs`, or the `train` item's `epochs`) ends the run.
+    let stream = stream.map(|mut s| {
+        if let (None, Duration::Epochs(e)) = (s.num_epochs, model.train.duration) {
+            s.num_epochs = Some(e);
+        }
+        s
+    });
+    let steps = match (&stream, steps, model.train.duration) {
+        (_, Some(s), _) => s,
+        (Some(_), None, Duration::Epochs(_)) => i64::MAX as u64,
+        (_, None, _) => model.train.steps(train_rows.len()),
+    };
     if steps == 0 {
         return Err(Failure::Other(format!(
             "{}: nothing to train: {} training rows come to 0 steps",
@@ -135,28 +168,44 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             train_rows.len()
         )));
     }
-    eprintln!(
-        "specc: compiled `{}` in {:.1} ms; data {}: {} rows ({} train, {} held out)",
-        model.name,
-        compile_s * 1e3,
-        data_name,
-        dataset.rows,
-        train_rows.len(),
-        eval_rows.len()
-    );
+    if stream.is_some() {
+        eprintln!(
+            "specc: compiled `{}` in {:.1} ms; data {}: streamed (no held-out split)",
+            model.name,
+            compile_s * 1e3,
+            data_name,
+        );
+    } else {
+        eprintln!(
+            "specc: compiled `{}` in {:.1} ms; data {}: {} rows ({} train, {} held out)",
+            model.name,
+            compile_s * 1e3,
+            data_name,
+            dataset.rows,
+            train_rows.len(),
+            eval_rows.len()
+        );
+    }
 
     let cfg = model.train.config(steps);
     // The training batches (again for a replay that finds a NaN's origin).
     let layout = session.layout.clone();
-    let train_batches = || {
-        ShuffledBatches::new(
-            &dataset,
-            &layout,
-            train_rows.clone(),
-            cfg.batch,
-            cfg.shuffle,
-            cfg.seed,
-        )
+    let inputs = model.input_specs();
+    let train_batches = || -> Result<Batches<'_>, String> {
+        match &stream {
+            None => ShuffledBatches::new(
+                &dataset,
+                &layout,
+                train_rows.clone(),
+                cfg.batch,
+                cfg.shuffle,
+                cfg.seed,
+            )
+            .map(Batches::Memory),
+            Some(s) => StreamingBatches::new(s, &inputs, &layout, cfg.batch, cfg.shuffle, cfg.seed)
+                .map(|b| Batches::Stream(Box::new(b)))
+                .map_err(|e| e.to_string()),
+        }
     };
     let mut batches = train_batches()?;
     // A checkpoint directory with a checkpoint: continue from it, to the
@@ -333,6 +382,10 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     if let Some(w) = &writer {
         w.close().map_err(|e| e.to_string())?;
     }
+    let bad = batches.bad_records();
+    if let Some(b) = bad.as_ref().filter(|b| b.count > 0) {
+        pb.suspend(|| eprintln!("specc: {b}"));
+    }
     let trained = match trained {
         Ok(t) => t,
         Err(e) => {
@@ -360,7 +413,12 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     }
     reached.last.set(trained.last);
     let metrics = &model.metrics;
-    let train_eval = evaluate_rows(&mut session, &dataset, &train_rows, metrics)?;
+    // A streamed run has no rows in memory to evaluate on.
+    let train_eval = if stream.is_none() {
+        Some(evaluate_rows(&mut session, &dataset, &train_rows, metrics)?)
+    } else {
+        None
+    };
     let mut held_out = match evaluation.as_mut() {
         Some(e) => {
             e.close().map_err(|e| e.to_string())?;
@@ -383,7 +441,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         .collect(),
         None => Vec::new(),
     };
-    let averaged = if opts.eval_with_averages {
+    let averaged = if opts.eval_with_averages && stream.is_none() {
         let (train, held) = session.with_averages(|s| {
             let train = evaluate_rows(s, &dataset, &train_rows, metrics);
             let held = if eval_rows.is_empty() {
@@ -413,7 +471,9 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         sps,
         batches.epochs_started()
     );
-    println!("{}", line("train", &train_eval));
+    if let Some(t) = &train_eval {
+        println!("{}", line("train", t));
+    }
     if let Some(e) = &held_out {
         println!("{}", line("held-out", e));
     }
@@ -438,7 +498,24 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         for (n, v) in &last_outputs {
             obj.insert((*n).into(), f64::from(*v).into());
         }
-        obj.insert("train".into(), eval_json(&train_eval));
+        obj.insert(
+            "train".into(),
+            train_eval
+                .as_ref()
+                .map(eval_json)
+                .unwrap_or(serde_json::Value::Null),
+        );
+        if let Some(b) = &bad {
+            obj.insert("bad_records".into(), b.count.into());
+            obj.insert(
+                "bad_record_locations".into(),
+                b.first
+                    .iter()
+                    .map(|e| serde_json::Value::from(e.to_string()))
+                    .collect::<Vec<_>>()
+                    .into(),
+            );
+        }
         obj.insert(
             "eval".into(),
             held_out
@@ -490,4 +567,50 @@ fn eval_json(e: &Evaluation) -> serde_json::Value {
         o.insert(n.clone(), (*v).into());
     }
     serde_json::Value::Object(o)
+}
+
+/// The training batches: in memory, or streamed by the input pipeline.
+enum Batches<'d> {
+    Memory(ShuffledBatches<'d>),
+    Stream(Box<StreamingBatches>),
+}
+
+impl Batches<'_> {
+    fn epochs_started(&self) -> u64 {
+        match self {
+            Batches::Memory(b) => b.epochs_started() as u64,
+            Batches::Stream(b) => b.epochs_started(),
+        }
+    }
+
+    /// The streamed source's skipped records.
+    fn bad_records(&self) -> Option<specc_runtime::pipeline::BadRecords> {
+        match self {
+            Batches::Memory(_) => None,
+            Batches::Stream(b) => Some(b.bad_records().clone()),
+        }
+    }
+}
+
+impl BatchSource for Batches<'_> {
+    fn next_batch(&mut self, buffers: &mut BatchBuffers<'_>) -> Result<usize, DataError> {
+        match self {
+            Batches::Memory(b) => b.next_batch(buffers),
+            Batches::Stream(b) => b.next_batch(buffers),
+        }
+    }
+
+    fn position(&self) -> Option<Vec<i64>> {
+        match self {
+            Batches::Memory(b) => b.position(),
+            Batches::Stream(b) => b.position(),
+        }
+    }
+
+    fn seek(&mut self, position: &[i64]) -> Result<(), String> {
+        match self {
+            Batches::Memory(b) => b.seek(position),
+            Batches::Stream(b) => b.seek(position),
+        }
+    }
 }

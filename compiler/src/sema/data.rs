@@ -1,14 +1,24 @@
 //! The `data` item: where the training rows come from.
 //!
-//! Owns: checking `csv("file.csv")` and `synthetic(rows = .., features = ..)`
-//! into the model's [`DataSource`], and their diagnostics.
-//! Invariant: a spec has at most one data source; a CSV path is not empty
+//! Owns: checking `csv("file.csv")`, `tfrecord("train-*.tfrecord")` and
+//! `synthetic(rows = .., features = ..)` into the model's [`DataSource`],
+//! the input pipeline's options (`num_epochs`, `cycle_length`,
+//! `block_length`, `threads`, `on_bad_record`, `na_value`, `cache`,
+//! `stream`, and `compression` for TFRecord), and their diagnostics.
+//! A source streams ([`DataSource::Stream`], `runtime::pipeline`) when it
+//! is a TFRecord, a glob pattern, or has any pipeline option; a single CSV
+//! file without options is loaded into memory as before.
+//! Invariant: a spec has at most one data source; a path is not empty
 //! (it is resolved against the spec's directory when loaded); synthetic
-//! sizes are positive and fit in 32 bits.
+//! sizes are positive and fit in 32 bits; pipeline counts are positive;
+//! a streaming source has no input that needs every row first
+//! (`normalizer = standardize`, [`check_streaming`]).
 
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::Diagnostic;
-use specc_runtime::data::{Distribution, SyntheticSpec};
+use specc_runtime::data::{Distribution, Normalizer, SyntheticSpec};
+use specc_runtime::io::tfrecord::Compression;
+use specc_runtime::pipeline::{files, Format, OnBadRecord, StreamSpec};
 
 use super::args::{self, opt, req};
 use super::expr::R;
@@ -24,18 +34,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
         );
     }
     let source = match call.func.name.as_str() {
-        "csv" => {
-            let b = args::bind("csv", call, &[req("path")])?;
-            let path = args::eval_string(b.req(0))?;
-            if path.is_empty() {
-                return Err(Diagnostic::new("bad-argument", b.req(0).span, "empty path")
-                    .with_label("expected a file name"));
-            }
-            DataSource::Csv {
-                path: path.to_string(),
-                span: b.req(0).span,
-            }
-        }
+        "csv" | "tfrecord" => stream_source(call)?,
         "synthetic" => {
             let b = args::bind(
                 "synthetic",
@@ -94,7 +93,10 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
                 format!("unknown data source `{other}`"),
             )
             .with_label("not a data source")
-            .with_help("expected csv(\"file.csv\") or synthetic(rows = .., features = ..)"))
+            .with_help(
+                "expected csv(\"file.csv\"), tfrecord(\"train-*.tfrecord\") or \
+                 synthetic(rows = .., features = ..)",
+            ))
         }
     };
     st.data = Some((source, call.span));
@@ -112,4 +114,158 @@ fn positive(e: &Expr, what: &str) -> R<u64> {
         .with_label("out of range"));
     }
     Ok(v)
+}
+
+/// `csv(path, ...)` or `tfrecord(path, ...)` with the pipeline's options.
+fn stream_source(call: &Call) -> R<DataSource> {
+    let tfrecord = call.func.name == "tfrecord";
+    let mut params = vec![
+        req("path"),
+        opt("num_epochs"),
+        opt("cycle_length"),
+        opt("block_length"),
+        opt("threads"),
+        opt("on_bad_record"),
+        opt("cache"),
+        opt("stream"),
+    ];
+    params.push(if tfrecord {
+        opt("compression")
+    } else {
+        opt("na_value")
+    });
+    let b = args::bind(&call.func.name, call, &params)?;
+    let path_expr = b.req(0);
+    let path = args::eval_string(path_expr)?;
+    if path.is_empty() {
+        return Err(
+            Diagnostic::new("bad-argument", path_expr.span, "empty path")
+                .with_label("expected a file name"),
+        );
+    }
+    let count = |i: usize, what: &str| -> R<Option<usize>> {
+        match b.get(i) {
+            None => Ok(None),
+            Some(e) => Ok(Some(positive(e, what)? as usize)),
+        }
+    };
+    let num_epochs = count(1, "num_epochs")?.map(|n| n as u64);
+    let cycle_length = count(2, "cycle_length")?;
+    let block_length = count(3, "block_length")?;
+    let threads = count(4, "threads")?;
+    if let (Some(t), Some(e)) = (threads, b.get(4)) {
+        if t > 64 {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                e.span,
+                format!("threads must be at most 64, got {t}"),
+            )
+            .with_label("too many threads"));
+        }
+    }
+    let on_bad_record = match b.get(5) {
+        None => None,
+        Some(e) => Some(
+            OnBadRecord::from_name(args::eval_string(e)?).ok_or_else(|| {
+                Diagnostic::new(
+                    "bad-argument",
+                    e.span,
+                    "on_bad_record must be \"error\" or \"skip\"",
+                )
+                .with_label("unknown policy")
+            })?,
+        ),
+    };
+    let cache = b.get(6).map(args::eval_bool).transpose()?;
+    let stream = b.get(7).map(args::eval_bool).transpose()?;
+    let format = if tfrecord {
+        let compression = match b.get(8) {
+            None => Compression::None,
+            Some(e) => Compression::from_tf_name(args::eval_string(e)?).ok_or_else(|| {
+                Diagnostic::new(
+                    "bad-argument",
+                    e.span,
+                    "compression must be \"GZIP\", \"ZLIB\" or \"\" (none)",
+                )
+                .with_label("unknown compression")
+            })?,
+        };
+        Format::TfRecord { compression }
+    } else {
+        let na_value = b
+            .get(8)
+            .map(|e| args::eval_string(e).map(str::to_string))
+            .transpose()?;
+        Format::Csv { na_value }
+    };
+    let any_option = (1..params.len()).any(|i| b.get(i).is_some());
+    let streams = tfrecord || files::is_pattern(path) || (any_option && stream != Some(false));
+    if !streams {
+        return Ok(DataSource::Csv {
+            path: path.to_string(),
+            span: path_expr.span,
+        });
+    }
+    if stream == Some(false) {
+        if let Some(e) = b.get(7) {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                e.span,
+                if tfrecord {
+                    "a TFRecord source always streams"
+                } else {
+                    "a glob pattern always streams"
+                },
+            )
+            .with_label("cannot be loaded into memory"));
+        }
+    }
+    let mut spec = StreamSpec::new(format, vec![path.into()]);
+    spec.num_epochs = num_epochs;
+    if let Some(c) = cycle_length {
+        spec.cycle_length = c;
+    }
+    if let Some(bl) = block_length {
+        spec.block_length = bl;
+    }
+    if let Some(t) = threads {
+        spec.threads = t;
+    }
+    if let Some(p) = on_bad_record {
+        spec.on_bad_record = p;
+    }
+    spec.cache = cache.unwrap_or(false);
+    Ok(DataSource::Stream {
+        spec,
+        span: path_expr.span,
+    })
+}
+
+/// A streaming source cannot give an input that needs every row before the
+/// first batch: `normalizer = standardize` is an error at the input.
+pub(crate) fn check_streaming(st: &mut State) {
+    let Some((DataSource::Stream { span, .. }, _)) = &st.data else {
+        return;
+    };
+    let span = *span;
+    let bad: Vec<Diagnostic> = st
+        .inputs
+        .iter()
+        .filter(|i| i.spec.normalizer == Normalizer::Standardize)
+        .map(|i| {
+            Diagnostic::new(
+                "streaming-standardize",
+                i.span,
+                format!(
+                    "`{}` is standardized with statistics of every row, which a streaming \
+                     source does not have before training",
+                    i.spec.name
+                ),
+            )
+            .with_label("needs every row")
+            .with_secondary(span, "this source streams")
+            .with_help("use a normalizer expression, e.g. normalizer = (x - 3.5) / 1.2")
+        })
+        .collect();
+    st.errors.extend(bad);
 }

@@ -303,6 +303,7 @@ pub fn check_in(
 }
 
 fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
+    data::check_streaming(&mut st);
     if st.data.is_none() && !st.attempted.contains(&"data") {
         st.errors
             .push(missing_item("data", "data csv(\"data/train.csv\")"));

@@ -50,92 +50,148 @@ fn open(path: &Path, file: &str) -> Result<Box<dyn Read>, DataError> {
     })
 }
 
-pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
-    let f = open(path, file)?;
-    let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
-    let row_start = limit.row_start();
-    let mut rdr = ::csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .buffer_capacity(READ_AHEAD)
-        .from_reader(limit);
+/// An open CSV file: the parser over the row-limited bytes, the header's
+/// column names and line. Shared by [`load`] and the streaming pipeline
+/// (`crate::pipeline`), which read records the same way.
+pub(crate) struct CsvFile {
+    pub(crate) rdr: ::csv::Reader<RowLimit<Box<dyn Read>>>,
+    row_start: Rc<Cell<u64>>,
+    pub(crate) header: Vec<String>,
+    pub(crate) header_line: usize,
+}
 
-    let (header, header_line): (Vec<String>, usize) = {
-        let h = match rdr.byte_headers() {
-            Ok(h) => h,
-            Err(e) => {
-                let line = rdr.position().line() as usize;
-                return Err(read_error(file, &e, line));
-            }
+impl CsvFile {
+    /// Opens `path` (gzip by its magic bytes) and reads its header.
+    pub(crate) fn open(path: &Path, file: &str) -> Result<CsvFile, DataError> {
+        let f = open(path, file)?;
+        let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
+        let row_start = limit.row_start();
+        let mut rdr = ::csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .buffer_capacity(READ_AHEAD)
+            .from_reader(limit);
+
+        let (header, header_line): (Vec<String>, usize) = {
+            let h = match rdr.byte_headers() {
+                Ok(h) => h,
+                Err(e) => {
+                    let line = rdr.position().line() as usize;
+                    return Err(read_error(file, &e, line));
+                }
+            };
+            let line = h.position().map_or(1, |p| p.line() as usize);
+            let names = h
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let s = String::from_utf8_lossy(f);
+                    let s = if i == 0 {
+                        s.trim_start_matches('\u{feff}')
+                    } else {
+                        &s
+                    };
+                    s.trim().to_string()
+                })
+                .collect();
+            (names, line)
         };
-        let line = h.position().map_or(1, |p| p.line() as usize);
-        let names = h
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let s = String::from_utf8_lossy(f);
-                let s = if i == 0 {
-                    s.trim_start_matches('\u{feff}')
-                } else {
-                    &s
-                };
-                s.trim().to_string()
-            })
-            .collect();
-        (names, line)
-    };
-    let header_end = rdr.position().byte();
-    if header_end > MAX_CSV_ROW_BYTES as u64 {
-        return Err(row_too_long(file, Some(header_line)));
-    }
-    row_start.set(header_end);
-    if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
-        return Err(DataError::new(
-            file,
-            "the file is empty: a header row with the column names is required",
-        ));
+        let header_end = rdr.position().byte();
+        if header_end > MAX_CSV_ROW_BYTES as u64 {
+            return Err(row_too_long(file, Some(header_line)));
+        }
+        row_start.set(header_end);
+        if header.is_empty() || (header.len() == 1 && header[0].is_empty()) {
+            return Err(DataError::new(
+                file,
+                "the file is empty: a header row with the column names is required",
+            ));
+        }
+        Ok(CsvFile {
+            rdr,
+            row_start,
+            header,
+            header_line,
+        })
     }
 
-    // Column name -> field index, resolved once.
-    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::with_capacity(header.len());
-    for (i, h) in header.iter().enumerate() {
-        by_name.entry(h.as_str()).or_default().push(i);
-    }
-    let mut plan: Vec<Vec<usize>> = Vec::with_capacity(inputs.len());
-    for inp in inputs {
-        let mut idx = Vec::with_capacity(inp.columns.len());
-        for col in &inp.columns {
-            match by_name.get(col.as_str()).map(Vec::as_slice) {
-                Some([i]) => idx.push(*i),
-                Some(many) => {
-                    return Err(DataError::at(
-                        file,
-                        Some(header_line),
-                        Some(col),
-                        format!(
-                            "the header has {} columns with this name (fields {}); \
-                             the column is ambiguous",
-                            many.len(),
-                            many.iter()
-                                .map(|i| (i + 1).to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ))
-                }
-                None => {
-                    return Err(DataError::at(
-                        file,
-                        None,
-                        Some(col),
-                        missing_column_message(col, &header),
-                    ))
+    /// The field index of every column of every input (`columns[t]`: input
+    /// `t`'s columns): each must be in the header exactly once.
+    pub(crate) fn plan<'c>(
+        &self,
+        file: &str,
+        columns: impl IntoIterator<Item = &'c [String]>,
+    ) -> Result<Vec<Vec<usize>>, DataError> {
+        let header = &self.header;
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::with_capacity(header.len());
+        for (i, h) in header.iter().enumerate() {
+            by_name.entry(h.as_str()).or_default().push(i);
+        }
+        let mut plan: Vec<Vec<usize>> = Vec::new();
+        for cols in columns {
+            let mut idx = Vec::with_capacity(cols.len());
+            for col in cols {
+                match by_name.get(col.as_str()).map(Vec::as_slice) {
+                    Some([i]) => idx.push(*i),
+                    Some(many) => {
+                        return Err(DataError::at(
+                            file,
+                            Some(self.header_line),
+                            Some(col),
+                            format!(
+                                "the header has {} columns with this name (fields {}); \
+                                 the column is ambiguous",
+                                many.len(),
+                                many.iter()
+                                    .map(|i| (i + 1).to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ))
+                    }
+                    None => {
+                        return Err(DataError::at(
+                            file,
+                            None,
+                            Some(col),
+                            missing_column_message(col, header),
+                        ))
+                    }
                 }
             }
+            plan.push(idx);
         }
-        plan.push(idx);
+        Ok(plan)
     }
 
+    /// Reads the next record into `rec`: `Ok(None)` at the end of the file,
+    /// else its line. A row over [`MAX_CSV_ROW_BYTES`] and a read error are
+    /// errors; the field count is not checked here.
+    pub(crate) fn read(
+        &mut self,
+        file: &str,
+        rec: &mut ::csv::ByteRecord,
+    ) -> Result<Option<usize>, DataError> {
+        match self.rdr.read_byte_record(rec) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(read_error(file, &e, self.rdr.position().line() as usize)),
+        }
+        let line = rec.position().map_or(0, |p| p.line() as usize);
+        let end = self.rdr.position().byte();
+        let len = end.saturating_sub(self.row_start.get());
+        self.row_start.set(end);
+        if len > MAX_CSV_ROW_BYTES as u64 {
+            return Err(row_too_long(file, Some(line)));
+        }
+        Ok(Some(line))
+    }
+}
+
+pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
+    let mut csv = CsvFile::open(path, file)?;
+    let plan = csv.plan(file, inputs.iter().map(|i| i.columns.as_slice()))?;
+    let header_len = csv.header.len();
     let mut builder = Builder::new(inputs);
     let mut records: Vec<::csv::ByteRecord> = Vec::new();
     let mut lines: Vec<Option<usize>> = Vec::new();
@@ -151,34 +207,25 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
                 lines.push(None);
             }
             let rec = &mut records[n];
-            match rdr.read_byte_record(rec) {
-                Ok(true) => {}
-                Ok(false) => {
+            let line = match csv.read(file, rec) {
+                Ok(Some(line)) => Some(line),
+                Ok(None) => {
                     eof = true;
                     break;
                 }
                 Err(e) => {
-                    pending = Some(read_error(file, &e, rdr.position().line() as usize));
+                    pending = Some(e);
                     break;
                 }
-            }
-            let line = rec.position().map(|p| p.line() as usize);
-            let end = rdr.position().byte();
-            let len = end.saturating_sub(row_start.get());
-            row_start.set(end);
-            if len > MAX_CSV_ROW_BYTES as u64 {
-                pending = Some(row_too_long(file, line));
-                break;
-            }
-            if rec.len() != header.len() {
+            };
+            if rec.len() != header_len {
                 pending = Some(DataError::at(
                     file,
                     line,
                     None,
                     format!(
-                        "the row has {} fields but the header has {}",
+                        "the row has {} fields but the header has {header_len}",
                         rec.len(),
-                        header.len()
                     ),
                 ));
                 break;
@@ -258,7 +305,7 @@ impl std::error::Error for RowTooLong {}
 /// A reader that delivers at most `limit` bytes past the start of the row
 /// being parsed (`row_start`, which the caller advances after every record),
 /// then fails with [`RowTooLong`].
-struct RowLimit<R> {
+pub(crate) struct RowLimit<R> {
     inner: R,
     limit: u64,
     row_start: Rc<Cell<u64>>,

@@ -38,7 +38,7 @@
 //! Synthetic: columns `x0..x{features-1}` and `label`; see [`SyntheticSpec`].
 
 pub mod columns;
-mod csv_file;
+pub(crate) mod csv_file;
 pub mod norm;
 mod synthetic;
 
@@ -66,6 +66,9 @@ pub enum Source {
     Csv { path: PathBuf },
     /// Seeded random data.
     Synthetic(SyntheticSpec),
+    /// Files streamed by the input pipeline ([`crate::pipeline`]); [`load`]
+    /// refuses it (`specc run` streams it).
+    Stream(crate::pipeline::StreamSpec),
 }
 
 /// Seeded random data with columns `x0..x{features-1}` and `label`.
@@ -307,6 +310,15 @@ pub fn load(source: &Source, inputs: &[InputSpec]) -> Result<Dataset, DataError>
             check_specs(synthetic::FILE, inputs)?;
             synthetic::load(spec, inputs)
         }
+        Source::Stream(spec) => Err(DataError::new(
+            &spec
+                .paths
+                .first()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            "this source streams (a TFRecord, a glob pattern or pipeline options): \
+             `specc run` trains from it; this command needs the rows in memory \
+             (a single CSV file without pipeline options)",
+        )),
     }
 }
 

@@ -1,0 +1,357 @@
+//! A chunk: up to `block_length` consecutive records of one file, read by
+//! the reader thread, transformed by a worker into the step's value format,
+//! and handed to the training thread in order.
+//!
+//! Owns: [`Chunk`] (the raw records, their locations, the transformed
+//! values, the skipped records, a trailing error) and [`Transformer`] (one
+//! worker's column transforms: decoding Examples, `na_value`, the
+//! bad-record policy, the model's id ranges).
+//!
+//! Invariants: chunks are recycled (the training thread returns each one to
+//! the reader), so in steady state nothing is allocated for them; the
+//! transformed values of a chunk depend only on its records (transforms see
+//! no other state), which is what makes the stream the same whatever the
+//! number of workers; `good` rows are exactly the records that were not
+//! skipped, in file order; an `error` comes after the `good` rows (the first
+//! bad record with `on_bad_record = "error"`, or a damaged file).
+
+use std::sync::Arc;
+
+use crate::abi::ElemType;
+use crate::data::{CellRows, ColumnTransform, DataError, InputSpec, Values, ValuesMut};
+use crate::io::example::Example;
+
+use super::bad::{BadRecords, OnBadRecord};
+use super::Format;
+
+/// What a chunk carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Records of a file.
+    Rows,
+    /// Every file of the epoch has been read.
+    EndOfEpoch,
+}
+
+/// A chunk of records (see the module doc).
+pub(crate) struct Chunk {
+    pub(crate) seq: u64,
+    pub(crate) kind: Kind,
+    /// The file, as errors name it.
+    pub(crate) file: Arc<str>,
+    /// CSV: the field of every column of every input in this file.
+    pub(crate) plan: Arc<Vec<Vec<usize>>>,
+    /// CSV records (the first `rows`).
+    pub(crate) records: Vec<csv::ByteRecord>,
+    /// Serialized Examples (the first `rows`).
+    pub(crate) payloads: Vec<Vec<u8>>,
+    /// The line (CSV) or record number from 0 (TFRecord) of each row.
+    pub(crate) locations: Vec<usize>,
+    /// Records read.
+    pub(crate) rows: usize,
+    /// Transformed values by input, `good * width` each.
+    pub(crate) values: Vec<Values>,
+    /// Rows kept after the bad-record policy.
+    pub(crate) good: usize,
+    /// Records skipped in this chunk.
+    pub(crate) bad: BadRecords,
+    /// Records skipped while reading and transforming, before they are
+    /// counted in `bad` in file order: `(row they precede or are, 0 for the
+    /// reader / 1 for the transforms, error)`.
+    pub(crate) skipped: Vec<(usize, u8, DataError)>,
+    /// The error that ends the stream after the `good` rows.
+    pub(crate) error: Option<DataError>,
+}
+
+impl Chunk {
+    pub(crate) fn new(inputs: &[InputSpec], elems: &[ElemType]) -> Chunk {
+        Chunk {
+            seq: 0,
+            kind: Kind::Rows,
+            file: Arc::from(""),
+            plan: Arc::new(Vec::new()),
+            records: Vec::new(),
+            payloads: Vec::new(),
+            locations: Vec::new(),
+            rows: 0,
+            values: inputs
+                .iter()
+                .zip(elems)
+                .map(|(_, e)| match e {
+                    ElemType::F32 => Values::F32(Vec::new()),
+                    ElemType::I32 => Values::I32(Vec::new()),
+                })
+                .collect(),
+            good: 0,
+            bad: BadRecords::default(),
+            skipped: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Empties the chunk for reuse (keeping its allocations).
+    pub(crate) fn reset(&mut self, kind: Kind) {
+        self.kind = kind;
+        self.rows = 0;
+        self.good = 0;
+        self.locations.clear();
+        self.bad.clear();
+        self.skipped.clear();
+        self.error = None;
+    }
+
+    /// The error of a record at row `r` (its line, or its record number).
+    pub(crate) fn error_at(
+        &self,
+        format: &Format,
+        r: usize,
+        column: Option<&str>,
+        message: impl Into<String>,
+    ) -> DataError {
+        located(format, &self.file, self.locations[r], column, message)
+    }
+}
+
+/// An error about the record at `location` of `file`: a CSV line, or a
+/// TFRecord record number (from 0, as `tf.data` counts).
+pub(crate) fn located(
+    format: &Format,
+    file: &str,
+    location: usize,
+    column: Option<&str>,
+    message: impl Into<String>,
+) -> DataError {
+    match format {
+        Format::Csv { .. } => DataError::at(file, Some(location), column, message),
+        Format::TfRecord { .. } => {
+            let m = message.into();
+            let what = match column {
+                Some(c) => format!("record {location}, feature `{c}`: {m}"),
+                None => format!("record {location}: {m}"),
+            };
+            DataError::at(file, None, None, what)
+        }
+    }
+}
+
+/// One worker's transforms and scratch.
+pub(crate) struct Transformer {
+    transforms: Vec<Box<dyn ColumnTransform>>,
+    /// The model's id range of each input (`None`: any id >= 0).
+    num_classes: Vec<Option<u32>>,
+    names: Vec<String>,
+    format: Format,
+    policy: OnBadRecord,
+    examples: Vec<Example>,
+    keep: Vec<bool>,
+    scratch: csv::ByteRecord,
+}
+
+impl Transformer {
+    pub(crate) fn new(
+        inputs: &[InputSpec],
+        num_classes: Vec<Option<u32>>,
+        format: Format,
+        policy: OnBadRecord,
+    ) -> Transformer {
+        Transformer {
+            transforms: inputs
+                .iter()
+                .map(crate::data::columns::transform_for)
+                .collect(),
+            num_classes,
+            names: inputs.iter().map(|i| i.name.clone()).collect(),
+            format,
+            policy,
+            examples: Vec::new(),
+            keep: Vec::new(),
+            scratch: csv::ByteRecord::new(),
+        }
+    }
+
+    /// A bad record at row `r`: the end of the chunk (`Error`) or skipped.
+    /// Returns true when the chunk ends there.
+    fn bad(&mut self, chunk: &mut Chunk, r: usize, e: DataError) -> bool {
+        match self.policy {
+            OnBadRecord::Error => {
+                chunk.error = Some(e);
+                true
+            }
+            OnBadRecord::Skip => {
+                chunk.skipped.push((r, 1, e));
+                self.keep[r] = false;
+                false
+            }
+        }
+    }
+
+    /// Transforms the chunk's records into its values (see the module doc).
+    pub(crate) fn run(&mut self, chunk: &mut Chunk) {
+        if chunk.kind != Kind::Rows {
+            return;
+        }
+        let mut n = chunk.rows;
+        self.keep.clear();
+        self.keep.resize(n, true);
+        // CSV `na_value`: a cell equal to it is missing (an empty cell).
+        if let Format::Csv {
+            na_value: Some(na), ..
+        } = &self.format
+        {
+            let na = na.as_bytes();
+            for rec in &mut chunk.records[..n] {
+                if rec.iter().any(|f| f == na) {
+                    self.scratch.clear();
+                    for f in rec.iter() {
+                        self.scratch.push_field(if f == na { b"" } else { f });
+                    }
+                    self.scratch.set_position(rec.position().cloned());
+                    std::mem::swap(rec, &mut self.scratch);
+                }
+            }
+        }
+        // TFRecord: decode every Example first; one that does not decode is
+        // a bad record.
+        if matches!(self.format, Format::TfRecord { .. }) {
+            self.examples.clear();
+            for r in 0..n {
+                match Example::decode(&chunk.payloads[r], chunk.locations[r]) {
+                    Ok(ex) => self.examples.push(ex),
+                    Err(e) => {
+                        self.examples.push(Example::default());
+                        let err = chunk.error_at(
+                            &self.format,
+                            r,
+                            None,
+                            format!("not a tf.train.Example: {}", e.what),
+                        );
+                        if self.bad(chunk, r, err) {
+                            n = r;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        for (v, t) in chunk.values.iter_mut().zip(&self.transforms) {
+            let len = n * t.width();
+            match v {
+                Values::F32(v) => v.resize(len, 0.0),
+                Values::I32(v) => v.resize(len, 0),
+            }
+        }
+        // Transform [a, n); at the first bad row r, redo [a, r) (the failing
+        // transform's values there are unspecified) and go on after r.
+        let mut a = 0;
+        while a < n {
+            if !self.keep[a] {
+                a += 1;
+                continue;
+            }
+            // The rows up to the next already-refused one.
+            let b = (a..n).find(|&r| !self.keep[r]).unwrap_or(n);
+            match self.segment(chunk, a, b) {
+                None => a = b,
+                Some((r, e)) => {
+                    if r > a {
+                        // Cannot fail: the first bad row is r.
+                        let _ = self.segment(chunk, a, r);
+                    }
+                    if self.bad(chunk, r, e) {
+                        n = r;
+                        break;
+                    }
+                    a = r + 1;
+                }
+            }
+        }
+        // Compact the kept rows.
+        let mut good = 0;
+        for r in 0..n {
+            if !self.keep[r] {
+                continue;
+            }
+            if good != r {
+                for (v, t) in chunk.values.iter_mut().zip(&self.transforms) {
+                    let w = t.width();
+                    match v {
+                        Values::F32(v) => v.copy_within(r * w..(r + 1) * w, good * w),
+                        Values::I32(v) => v.copy_within(r * w..(r + 1) * w, good * w),
+                    }
+                }
+            }
+            good += 1;
+        }
+        for (v, t) in chunk.values.iter_mut().zip(&self.transforms) {
+            match v {
+                Values::F32(v) => v.truncate(good * t.width()),
+                Values::I32(v) => v.truncate(good * t.width()),
+            }
+        }
+        chunk.good = good;
+        chunk.skipped.sort_by_key(|(r, k, _)| (*r, *k));
+        for (_, _, e) in chunk.skipped.drain(..) {
+            chunk.bad.add(e);
+        }
+    }
+
+    /// Runs every transform over rows `[a, b)`; the first bad row (row, then
+    /// input, then column) and its error.
+    fn segment(&mut self, chunk: &mut Chunk, a: usize, b: usize) -> Option<(usize, DataError)> {
+        let mut first: Option<(usize, usize, usize, String)> = None;
+        let mut cells: Vec<crate::data::Cell<'_>> = Vec::new();
+        for (t, transform) in self.transforms.iter_mut().enumerate() {
+            let w = transform.width();
+            let out = match &mut chunk.values[t] {
+                Values::F32(v) => ValuesMut::F32(&mut v[a * w..b * w]),
+                Values::I32(v) => ValuesMut::I32(&mut v[a * w..b * w]),
+            };
+            let result = match &self.format {
+                Format::Csv { .. } => transform.transform(
+                    &CellRows::records(&chunk.records[a..b], &chunk.plan[t]),
+                    out,
+                ),
+                Format::TfRecord { .. } => {
+                    cells.clear();
+                    let cols = transform.columns().len();
+                    for ex in &self.examples[a..b] {
+                        for c in transform.columns() {
+                            cells.push(crate::data::Cell::Feature(ex.features.get(c)));
+                        }
+                    }
+                    transform.transform(&CellRows::cells(&cells, cols), out)
+                }
+            };
+            let mut found = result.err().map(|e| (a + e.row, e.column, e.message));
+            // The model's id range (the compiled step clamps ids, so an id
+            // out of range must not reach it).
+            if let (Some(c), Values::I32(v)) = (self.num_classes[t], &chunk.values[t]) {
+                let end = found.as_ref().map_or(b, |f| f.0);
+                if let Some(k) = v[a * w..end * w]
+                    .iter()
+                    .position(|&id| id < 0 || id as u32 >= c)
+                {
+                    let id = v[a * w + k];
+                    found = Some((
+                        a + k / w.max(1),
+                        k % w.max(1),
+                        format!("id {id} is out of range: expected 0 <= id < {c}"),
+                    ));
+                }
+            }
+            if let Some((r, col, m)) = found {
+                let earlier = first.as_ref().is_none_or(|f| r < f.0);
+                if earlier {
+                    first = Some((r, t, col, m));
+                }
+            }
+        }
+        let (r, t, col, m) = first?;
+        let column = self.transforms[t]
+            .columns()
+            .get(col)
+            .cloned()
+            .unwrap_or_else(|| self.names[t].clone());
+        Some((r, chunk.error_at(&self.format, r, Some(&column), m)))
+    }
+}

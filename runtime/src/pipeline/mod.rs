@@ -1,0 +1,94 @@
+//! The streaming input pipeline: training data read from files in chunks on
+//! worker threads, never held whole (unless `cache`), fed to the step in a
+//! deterministic order — TF's `tf.data` (`list_files`, `interleave`,
+//! `shuffle`, `repeat`, `batch`, `cache`, `prefetch`) and `QueueRunner`, in
+//! one [`BatchSource`](crate::source::BatchSource).
+//!
+//! Owns, one concept per file: [`files`] (paths and glob patterns to a
+//! sorted file list), `read` (a CSV or TFRecord file read a block of
+//! records at a time), `chunk` (a block of records and its transformation
+//! into the step's format, the bad-record policy applied), `workers` (the
+//! reader and worker threads, the bounded queues, the reordering), `shuffle`
+//! (the shuffle buffer), `source` ([`StreamingBatches`]: epochs, cache,
+//! position), [`bad`] (the bad-record policy and report).
+//!
+//! Invariants:
+//! - Memory is bounded whatever the file size: `2 * threads + 2` chunks of
+//!   `block_length` records, the shuffle buffer, and (only with `cache`)
+//!   the first epoch's rows.
+//! - The same files, spec, shuffle buffer and seed give the same batches
+//!   whatever the number of threads.
+//! - Errors are [`DataError`](crate::data::DataError)s naming the file, the
+//!   line (CSV) or record (TFRecord, from 0) and the column or feature;
+//!   they reach the training thread in stream order, after the rows before
+//!   them; nothing panics, nothing hangs, no thread outlives the source.
+//! - The column transforms are the in-memory loader's
+//!   ([`crate::data::columns::transform_for`]), except the fitted ones
+//!   (`normalizer = standardize`, which need every row first): refused.
+
+pub mod bad;
+mod chunk;
+pub mod files;
+mod read;
+mod shuffle;
+mod source;
+mod workers;
+
+use std::path::PathBuf;
+
+use crate::io::tfrecord::Compression;
+
+pub use bad::{BadRecords, OnBadRecord};
+pub use source::StreamingBatches;
+
+/// Records per chunk by default (`block_length`).
+pub const DEFAULT_BLOCK_LENGTH: usize = 1024;
+
+/// The record format of a streaming source.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Format {
+    /// CSV files with a header row (each may be gzip); a cell equal to
+    /// `na_value` is missing (`tf.io.decode_csv(na_value=...)`).
+    Csv { na_value: Option<String> },
+    /// TFRecord files of `tf.train.Example`, compressed as `compression`
+    /// (`TFRecordOptions.compression_type`).
+    TfRecord { compression: Compression },
+}
+
+/// A streaming source as the `data` item describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamSpec {
+    pub format: Format,
+    /// Paths or glob patterns (relative ones already resolved).
+    pub paths: Vec<PathBuf>,
+    /// Passes over the files before the source is exhausted; `None`:
+    /// endless (the run stops at its step count).
+    pub num_epochs: Option<u64>,
+    /// Files read at once, a block from each in turn (`interleave`).
+    pub cycle_length: usize,
+    /// Records per block, and per chunk.
+    pub block_length: usize,
+    /// Worker threads parsing and transforming chunks.
+    pub threads: usize,
+    pub on_bad_record: OnBadRecord,
+    /// Keep the first epoch's rows in memory for the next epochs.
+    pub cache: bool,
+}
+
+impl StreamSpec {
+    /// A spec with the defaults: endless, one file at a
+    /// time, [`DEFAULT_BLOCK_LENGTH`], one worker, errors on bad records,
+    /// no cache.
+    pub fn new(format: Format, paths: Vec<PathBuf>) -> StreamSpec {
+        StreamSpec {
+            format,
+            paths,
+            num_epochs: None,
+            cycle_length: 1,
+            block_length: DEFAULT_BLOCK_LENGTH,
+            threads: 1,
+            on_bad_record: OnBadRecord::Error,
+            cache: false,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The readers: one open file of a streaming source, read a block of
+//! records at a time into a [`Chunk`] on the reader thread.
+//!
+//! Owns: [`FileReader`] — CSV (header required, gzip recognised by its magic
+//! bytes, the same record reading and row-length limit as the in-memory
+//! loader; a row with the wrong number of fields is a bad record) and
+//! TFRecord (plain, GZIP or ZLIB, both CRCs of every record checked; the
+//! Examples are decoded by the workers).
+//!
+//! Invariants: a reader holds one record buffer per row of a chunk and
+//! nothing else that grows with the file; a damaged file (I/O error, CRC
+//! mismatch, truncation, a row over the limit) ends the chunk with an error
+//! after the rows before it, whatever the bad-record policy.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::data::csv_file::CsvFile;
+use crate::data::DataError;
+use crate::io::tfrecord::{self, RecordReader};
+
+use super::bad::OnBadRecord;
+use super::chunk::{located, Chunk};
+use super::Format;
+
+/// One open file.
+pub(crate) enum FileReader {
+    Csv {
+        csv: Box<CsvFile>,
+        plan: Arc<Vec<Vec<usize>>>,
+        file: Arc<str>,
+    },
+    TfRecord {
+        rdr: RecordReader<Box<dyn Read + Send>>,
+        next: usize,
+        file: Arc<str>,
+    },
+}
+
+impl FileReader {
+    /// Opens `path`; `columns[t]` are input `t`'s columns (CSV: checked
+    /// against the header).
+    pub(crate) fn open(
+        format: &Format,
+        path: &Path,
+        columns: &[Vec<String>],
+    ) -> Result<FileReader, DataError> {
+        let name = path.display().to_string();
+        match format {
+            Format::Csv { .. } => {
+                let csv = CsvFile::open(path, &name)?;
+                let plan = csv.plan(&name, columns.iter().map(Vec::as_slice))?;
+                Ok(FileReader::Csv {
+                    csv: Box::new(csv),
+                    plan: Arc::new(plan),
+                    file: Arc::from(name),
+                })
+            }
+            Format::TfRecord { compression } => {
+                let f = std::fs::File::open(path)
+                    .map_err(|e| DataError::new(&name, format!("cannot open the file: {e}")))?;
+                let r = std::io::BufReader::with_capacity(64 << 10, f);
+                let inner: Box<dyn Read + Send> = match compression {
+                    tfrecord::Compression::None => Box::new(r),
+                    tfrecord::Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+                    tfrecord::Compression::Zlib => Box::new(flate2::read::ZlibDecoder::new(r)),
+                };
+                Ok(FileReader::TfRecord {
+                    rdr: RecordReader::new(inner),
+                    next: 0,
+                    file: Arc::from(name),
+                })
+            }
+        }
+    }
+
+    /// Reads up to `block` records into `chunk` (reset by the caller).
+    /// Returns true when the file is done: its end, or an error (then in
+    /// `chunk.error`).
+    pub(crate) fn read_chunk(
+        &mut self,
+        format: &Format,
+        policy: OnBadRecord,
+        chunk: &mut Chunk,
+        block: usize,
+    ) -> bool {
+        match self {
+            FileReader::Csv { csv, plan, file } => {
+                chunk.file = Arc::clone(file);
+                chunk.plan = Arc::clone(plan);
+                let fields = csv.header.len();
+                while chunk.rows < block {
+                    if chunk.records.len() == chunk.rows {
+                        chunk.records.push(csv::ByteRecord::new());
+                    }
+                    let rec = &mut chunk.records[chunk.rows];
+                    let line = match csv.read(file, rec) {
+                        Ok(Some(line)) => line,
+                        Ok(None) => return true,
+                        Err(e) => {
+                            chunk.error = Some(e);
+                            return true;
+                        }
+                    };
+                    if rec.len() != fields {
+                        let e = DataError::at(
+                            file,
+                            Some(line),
+                            None,
+                            format!(
+                                "the row has {} fields but the header has {fields}",
+                                rec.len()
+                            ),
+                        );
+                        match policy {
+                            OnBadRecord::Error => {
+                                chunk.error = Some(e);
+                                return true;
+                            }
+                            OnBadRecord::Skip => {
+                                chunk.skipped.push((chunk.rows, 0, e));
+                                continue;
+                            }
+                        }
+                    }
+                    chunk.locations.push(line);
+                    chunk.rows += 1;
+                }
+                false
+            }
+            FileReader::TfRecord { rdr, next, file } => {
+                chunk.file = Arc::clone(file);
+                while chunk.rows < block {
+                    if chunk.payloads.len() == chunk.rows {
+                        chunk.payloads.push(Vec::new());
+                    }
+                    match rdr.read_into(&mut chunk.payloads[chunk.rows]) {
+                        Ok(true) => {}
+                        Ok(false) => return true,
+                        Err(e) => {
+                            chunk.error = Some(located(format, file, *next, None, e.to_string()));
+                            return true;
+                        }
+                    }
+                    chunk.locations.push(*next);
+                    *next += 1;
+                    chunk.rows += 1;
+                }
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The threads of a streaming source: one reader, `threads` workers, and
+//! the bounded queues between them and the training thread (TF's
+//! `QueueRunner` and `Coordinator`, `tf.data`'s prefetch, in spirit).
+//!
+//! Owns: [`Pipeline`]: the reader thread walks the files in the interleave
+//! order (`cycle_length` files open, `block_length` records from each in
+//! turn, a finished file replaced by the next one in its slot, as
+//! `Dataset.interleave`), numbering each chunk; workers transform chunks in
+//! any order; [`Pipeline::next`] hands them to the training thread in their
+//! numbered order; the training thread gives each chunk back
+//! ([`Pipeline::recycle`]) for the reader to fill again.
+//!
+//! Invariants:
+//! - Bounded: exactly `depth` chunks exist; the reader waits for a recycled
+//!   one, so memory is `depth * block_length` records whatever the file
+//!   size, and the channels (all of capacity `depth`) never block a sender
+//!   that holds a chunk.
+//! - Deterministic: the chunk order is the reader's, and a chunk's values
+//!   depend only on its records, so the stream is the same for any number
+//!   of workers.
+//! - A clean stop: dropping the pipeline closes its channels, the reader and
+//!   the workers see it at their next send or receive and end, and the drop
+//!   joins them (no thread outlives the source). An error (a damaged file, a
+//!   bad record under `"error"`) travels in its chunk and ends the stream
+//!   there; a panicking worker or reader becomes an error chunk, never a
+//!   hang.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::abi::ElemType;
+use crate::data::{DataError, InputSpec};
+
+use super::bad::OnBadRecord;
+use super::chunk::{Chunk, Kind, Transformer};
+use super::read::FileReader;
+use super::Format;
+
+/// What every thread of a pipeline reads.
+pub(crate) struct Shared {
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) format: Format,
+    pub(crate) inputs: Vec<InputSpec>,
+    pub(crate) elems: Vec<ElemType>,
+    pub(crate) num_classes: Vec<Option<u32>>,
+    pub(crate) policy: OnBadRecord,
+    pub(crate) block_length: usize,
+    pub(crate) cycle_length: usize,
+}
+
+/// The running threads of one pass over epochs `first..=last` (`None`:
+/// endless).
+pub(crate) struct Pipeline {
+    recycle: Option<SyncSender<Chunk>>,
+    done: Option<Receiver<Chunk>>,
+    /// Chunks that arrived before their turn, by `seq % depth`.
+    ring: Vec<Option<Chunk>>,
+    next_seq: u64,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pipeline {
+    pub(crate) fn start(
+        shared: Arc<Shared>,
+        epochs: u64,
+        threads: usize,
+        depth: usize,
+    ) -> Result<Pipeline, DataError> {
+        let threads = threads.max(1);
+        let depth = depth.max(threads + 1);
+        let (recycle_tx, recycle_rx) = sync_channel::<Chunk>(depth);
+        let (work_tx, work_rx) = sync_channel::<Chunk>(depth);
+        let (done_tx, done_rx) = sync_channel::<Chunk>(depth);
+        for _ in 0..depth {
+            // Cannot fail: the receiver is alive and there is room.
+            let _ = recycle_tx.try_send(Chunk::new(&shared.inputs, &shared.elems));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawn_error = |e: std::io::Error| {
+            DataError::new("input pipeline", format!("cannot start a thread: {e}"))
+        };
+        let mut handles = Vec::with_capacity(threads + 1);
+        {
+            let shared = Arc::clone(&shared);
+            let stop = Arc::clone(&stop);
+            let h = std::thread::Builder::new()
+                .name("specc-reader".into())
+                .spawn(move || reader(&shared, epochs, &recycle_rx, &work_tx, &stop))
+                .map_err(spawn_error)?;
+            handles.push(h);
+        }
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        for i in 0..threads {
+            let shared = Arc::clone(&shared);
+            let work_rx = Arc::clone(&work_rx);
+            let done_tx = done_tx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("specc-input-{i}"))
+                .spawn(move || worker(&shared, &work_rx, &done_tx))
+                .map_err(spawn_error)?;
+            handles.push(h);
+        }
+        drop(done_tx);
+        Ok(Pipeline {
+            recycle: Some(recycle_tx),
+            done: Some(done_rx),
+            ring: (0..depth).map(|_| None).collect(),
+            next_seq: 0,
+            stop,
+            threads: handles,
+        })
+    }
+
+    /// The next chunk in the reader's order (waits for it).
+    pub(crate) fn next(&mut self) -> Result<Chunk, DataError> {
+        let depth = self.ring.len() as u64;
+        let slot = (self.next_seq % depth) as usize;
+        loop {
+            if let Some(c) = self.ring[slot].take() {
+                self.next_seq += 1;
+                return Ok(c);
+            }
+            let got = self.done.as_ref().and_then(|d| d.recv().ok());
+            let Some(c) = got else {
+                return Err(DataError::new(
+                    "input pipeline",
+                    "the reader and workers stopped before the end of the data",
+                ));
+            };
+            let k = (c.seq % depth) as usize;
+            self.ring[k] = Some(c);
+        }
+    }
+
+    /// Gives a consumed chunk back to the reader.
+    pub(crate) fn recycle(&mut self, chunk: Chunk) {
+        if let Some(r) = &self.recycle {
+            // Never blocks: at most `depth` chunks exist. A stopped reader
+            // just drops it.
+            let _ = r.try_send(chunk);
+        }
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.recycle = None;
+        self.done = None;
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The reader thread: epochs `0..epochs` (0: endless) of the files in the
+/// interleave order, then stops.
+fn reader(
+    shared: &Shared,
+    epochs: u64,
+    recycle: &Receiver<Chunk>,
+    work: &SyncSender<Chunk>,
+    stop: &AtomicBool,
+) {
+    let mut seq = 0u64;
+    let mut send = |mut c: Chunk| -> bool {
+        c.seq = seq;
+        seq += 1;
+        work.send(c).is_ok()
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let columns: Vec<Vec<String>> = shared.inputs.iter().map(|i| i.columns.clone()).collect();
+        let mut epoch = 0u64;
+        while epochs == 0 || epoch < epochs {
+            epoch += 1;
+            let mut slots: Vec<Option<FileReader>> =
+                (0..shared.cycle_length.max(1)).map(|_| None).collect();
+            let mut next_file = 0usize;
+            let mut open = 0usize;
+            let mut cursor = 0usize;
+            let mut spare: Option<Chunk> = None;
+            loop {
+                if slots[cursor].is_none() {
+                    if next_file < shared.files.len() {
+                        let Ok(mut c) = spare.take().map_or_else(|| recycle.recv(), Ok) else {
+                            return;
+                        };
+                        match FileReader::open(&shared.format, &shared.files[next_file], &columns) {
+                            Ok(r) => {
+                                slots[cursor] = Some(r);
+                                open += 1;
+                                spare = Some(c);
+                            }
+                            Err(e) => {
+                                c.reset(Kind::Rows);
+                                c.error = Some(e);
+                                send(c);
+                                return;
+                            }
+                        }
+                        next_file += 1;
+                    } else if open == 0 {
+                        break;
+                    } else {
+                        cursor = (cursor + 1) % slots.len();
+                        continue;
+                    }
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(mut c) = spare.take().map_or_else(|| recycle.recv(), Ok) else {
+                    return;
+                };
+                c.reset(Kind::Rows);
+                let Some(r) = slots[cursor].as_mut() else {
+                    spare = Some(c);
+                    continue;
+                };
+                let done = r.read_chunk(&shared.format, shared.policy, &mut c, shared.block_length);
+                if done {
+                    slots[cursor] = None;
+                    open -= 1;
+                }
+                let failed = c.error.is_some();
+                if c.rows > 0 || failed || !c.skipped.is_empty() {
+                    if !send(c) || failed {
+                        return;
+                    }
+                } else {
+                    spare = Some(c);
+                }
+                cursor = (cursor + 1) % slots.len();
+            }
+            let Ok(mut c) = spare.take().map_or_else(|| recycle.recv(), Ok) else {
+                return;
+            };
+            c.reset(Kind::EndOfEpoch);
+            if !send(c) {
+                return;
+            }
+        }
+    }));
+    if result.is_err() {
+        if let Ok(mut c) = recycle.recv() {
+            c.reset(Kind::Rows);
+            c.error = Some(DataError::new(
+                "input pipeline",
+                "internal error: the reader thread panicked",
+            ));
+            send(c);
+        }
+    }
+}
+
+/// A worker thread: transforms chunks until the reader is gone.
+fn worker(shared: &Shared, work: &Mutex<Receiver<Chunk>>, done: &SyncSender<Chunk>) {
+    let mut t = Transformer::new(
+        &shared.inputs,
+        shared.num_classes.clone(),
+        shared.format.clone(),
+        shared.policy,
+    );
+    loop {
+        let next = match work.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(mut c) = next else {
+            return;
+        };
+        if catch_unwind(AssertUnwindSafe(|| t.run(&mut c))).is_err() {
+            c.good = 0;
+            c.error = Some(DataError::new(
+                &c.file,
+                "internal error: an input worker panicked transforming this file",
+            ));
+            t = Transformer::new(
+                &shared.inputs,
+                shared.num_classes.clone(),
+                shared.format.clone(),
+                shared.policy,
+            );
+        }
+        if done.send(c).is_err() {
+            return;
+        }
+    }
+}
