@@ -203,6 +203,20 @@ pub struct TrainSettings {
     pub eval_fraction: f64,
     /// Seed of the held-out split (independent of the shuffle seed).
     pub split_seed: u64,
+    /// Which rows are held out.
+    pub eval_split: EvalSplit,
+}
+
+/// How the held-out rows are chosen (`train { eval_split = .. }`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EvalSplit {
+    /// A seeded random draw, stratified by the class label (the default).
+    #[default]
+    Random,
+    /// The last `eval_fraction` of the rows in file order: the training rows
+    /// are the first `floor(n * (1 - eval_fraction))` (time-ordered data,
+    /// as W5's 80/20 split).
+    Last,
 }
 
 impl TrainSettings {
@@ -337,8 +351,15 @@ impl Model {
     }
 
     /// The held-out split of `data`: `(train, held_out)` rows, `fraction` of
-    /// them held out, stratified by the class label, seeded by `split_seed`.
+    /// them held out: stratified by the class label and seeded by
+    /// `split_seed`, or the last rows in file order ([`EvalSplit::Last`]).
     pub fn held_out_split(&self, data: &Dataset, fraction: f64) -> (Vec<u32>, Vec<u32>) {
+        if self.train.eval_split == EvalSplit::Last {
+            let n = data.rows;
+            let train = ((n as f64) * (1.0 - fraction)).floor() as usize;
+            let train = train.clamp(usize::from(n > 0), n);
+            return ((0..train as u32).collect(), (train as u32..n as u32).collect());
+        }
         specc_runtime::batches::held_out_split(
             data,
             self.class_label(),

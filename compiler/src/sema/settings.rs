@@ -1,5 +1,5 @@
 //! The training settings around the optimizer: the `train` block (batch,
-//! duration, shuffling, seeds, held-out fraction), gradient clipping (`clip`)
+//! duration, shuffling, seeds, held-out fraction and split), gradient clipping (`clip`)
 //! and moving averages (`ema`).
 //!
 //! Owns: checking these items into [`TrainSettings`], [`ClipSpec`] and
@@ -13,7 +13,7 @@ use specc_grammar::Diagnostic;
 
 use super::args::{self, opt, req};
 use super::expr::{constant_values, R};
-use crate::model::{ClipBound, ClipKind, ClipSpec, Duration, EmaSpec, TrainSettings};
+use crate::model::{ClipBound, ClipKind, ClipSpec, Duration, EmaSpec, EvalSplit, TrainSettings};
 
 const TRAIN_KEYS: &[&str] = &[
     "batch",
@@ -23,6 +23,7 @@ const TRAIN_KEYS: &[&str] = &[
     "seed",
     "eval_fraction",
     "split_seed",
+    "eval_split",
 ];
 
 pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
@@ -33,6 +34,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
     let mut seed = 0u64;
     let mut eval_fraction = 0.2f64;
     let mut split_seed = 0u64;
+    let mut eval_split = EvalSplit::Random;
     super::run::entries(block, "train", TRAIN_KEYS, |key, v| {
         match key {
             "batch" => {
@@ -52,6 +54,21 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
             "shuffle" => shuffle = args::eval_count(v, "shuffle")? as usize,
             "seed" => seed = args::eval_count(v, "seed")?,
             "split_seed" => split_seed = args::eval_count(v, "split_seed")?,
+            "eval_split" => {
+                eval_split = match args::eval_string(v)? {
+                    "random" => EvalSplit::Random,
+                    "last" => EvalSplit::Last,
+                    other => {
+                        return Err(Diagnostic::new(
+                            "bad-setting",
+                            v.span,
+                            format!("unknown eval_split `{other}`"),
+                        )
+                        .with_label("expected \"random\" or \"last\"")
+                        .with_help("\"last\" holds out the last rows in file order (time-ordered data)"))
+                    }
+                }
+            }
             "eval_fraction" => {
                 let f = args::eval_number(v)?;
                 if !(0.0..1.0).contains(&f) {
@@ -103,6 +120,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
         seed,
         eval_fraction,
         split_seed,
+        eval_split,
     })
 }
 
