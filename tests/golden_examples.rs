@@ -644,10 +644,7 @@ fn parse_single_example_of_each_record_is_its_row_of_tfs_batch() {
                     .filter(|(_, ix)| ix[0].as_u64() == Some(r as u64))
                     .map(|(k, _)| k)
                     .collect();
-                let values: Vec<Json> = rows
-                    .iter()
-                    .map(|&k| want["values"][k].clone())
-                    .collect();
+                let values: Vec<Json> = rows.iter().map(|&k| want["values"][k].clone()).collect();
                 let positions: Vec<usize> = rows
                     .iter()
                     .map(|&k| want["indices"][k][1].as_u64().expect("j") as usize)

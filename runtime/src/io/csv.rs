@@ -453,13 +453,13 @@ impl CsvDecoder {
             return Err(CsvError::new(
                 None,
                 format!(
-                    "expected {want} fields but found {} (a record has one field more than it has delimiters{})",
-                    self.ranges.len(),
+                    "expected {want} {}fields but found {}",
                     if opts.select_cols.is_some() {
-                        "; counting the selected columns found"
+                        "selected "
                     } else {
                         ""
-                    }
+                    },
+                    self.ranges.len(),
                 ),
             ));
         }
@@ -546,9 +546,9 @@ fn parse_hex(t: &str) -> Option<f64> {
         return None;
     }
     // Exact up to 2^53; beyond, rounded per digit (a rare case in data).
-    let v = digits
-        .bytes()
-        .fold(0f64, |acc, c| acc * 16.0 + f64::from((c as char).to_digit(16).unwrap_or(0)));
+    let v = digits.bytes().fold(0f64, |acc, c| {
+        acc * 16.0 + f64::from((c as char).to_digit(16).unwrap_or(0))
+    });
     Some(if neg { -v } else { v })
 }
 
@@ -577,21 +577,24 @@ fn float_syntax(t: &str) -> bool {
 }
 
 /// Records of a CSV stream: one per line, except that a line break inside
-/// a quoted field continues the record. The terminator (`\n` or `\r\n`) is
+/// a quoted field (one that starts with `"`, as [`CsvDecoder`] reads
+/// fields) continues the record. The terminator (`\n` or `\r\n`) is
 /// removed. Memory is bounded: a record longer than `max_bytes` is an error.
 pub struct CsvRecords<R> {
     r: R,
     line: u64,
+    delim: u8,
     quote: bool,
     max_bytes: usize,
 }
 
 impl<R: BufRead> CsvRecords<R> {
-    /// Records of `r`; `use_quote_delim` as in [`CsvOptions`].
-    pub fn new(r: R, use_quote_delim: bool, max_bytes: usize) -> CsvRecords<R> {
+    /// Records of `r`; `field_delim` and `use_quote_delim` as in [`CsvOptions`].
+    pub fn new(r: R, field_delim: u8, use_quote_delim: bool, max_bytes: usize) -> CsvRecords<R> {
         CsvRecords {
             r,
             line: 0,
+            delim: field_delim,
             quote: use_quote_delim,
             max_bytes,
         }
@@ -602,7 +605,14 @@ impl<R: BufRead> CsvRecords<R> {
     pub fn next_record(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>, CsvError> {
         buf.clear();
         let first = self.line + 1;
-        let mut quotes = 0usize;
+        let too_long = || {
+            CsvError::new(
+                None,
+                format!("the record is longer than {} bytes", self.max_bytes),
+            )
+            .at_line(first)
+        };
+        let (mut in_quotes, mut field_start) = (false, true);
         loop {
             let start = buf.len();
             let limit = (self.max_bytes + 2).saturating_sub(start) as u64;
@@ -613,27 +623,38 @@ impl<R: BufRead> CsvRecords<R> {
                 if buf.is_empty() {
                     return Ok(None);
                 }
-                return Err(CsvError::new(
-                    None,
-                    "the file ends inside a quoted field".into(),
-                )
-                .at_line(first));
+                return Err(
+                    CsvError::new(None, "the file ends inside a quoted field".into())
+                        .at_line(first),
+                );
             }
             self.line += 1;
-            if buf.len() > self.max_bytes + 1 && buf.last() != Some(&b'\n')
-                || buf.len() > self.max_bytes + 2
-            {
-                return Err(CsvError::new(
-                    None,
-                    format!("the record is longer than {} bytes", self.max_bytes),
-                )
-                .at_line(first));
+            let ended = buf.last() == Some(&b'\n');
+            if !ended && buf.len() > self.max_bytes {
+                return Err(too_long());
             }
             if self.quote {
-                quotes += buf[start..].iter().filter(|&&c| c == b'"').count();
+                let mut k = start;
+                while k < buf.len() {
+                    let c = buf[k];
+                    if in_quotes {
+                        if c == b'"' {
+                            if buf.get(k + 1) == Some(&b'"') {
+                                k += 1;
+                            } else {
+                                in_quotes = false;
+                            }
+                        }
+                    } else if c == b'"' && field_start {
+                        in_quotes = true;
+                        field_start = false;
+                    } else {
+                        field_start = c == self.delim;
+                    }
+                    k += 1;
+                }
             }
-            let ended = buf.last() == Some(&b'\n');
-            if quotes.is_multiple_of(2) || !ended {
+            if !in_quotes || !ended {
                 if ended {
                     buf.pop();
                     if buf.last() == Some(&b'\r') {
@@ -641,11 +662,7 @@ impl<R: BufRead> CsvRecords<R> {
                     }
                 }
                 if buf.len() > self.max_bytes {
-                    return Err(CsvError::new(
-                        None,
-                        format!("the record is longer than {} bytes", self.max_bytes),
-                    )
-                    .at_line(first));
+                    return Err(too_long());
                 }
                 return Ok(Some(first));
             }
@@ -673,11 +690,7 @@ mod tests {
 
     #[test]
     fn typed_defaults_fill_empty_fields() {
-        let o = opts(vec![
-            D::Int32(0),
-            D::Float32(9.5),
-            D::String(b"d".to_vec()),
-        ]);
+        let o = opts(vec![D::Int32(0), D::Float32(9.5), D::String(b"d".to_vec())]);
         assert_eq!(
             dec("1,2,3", &o).unwrap(),
             [Field::Int32(1), Field::Float32(2.0), s("3")]
@@ -715,7 +728,13 @@ mod tests {
             dec("\"a\nb\",2,\"\"\"\"", &o).unwrap(),
             [s("a\nb"), Field::Int64(2), s("\"")]
         );
-        for bad in [r#"a"b,2,3"#, r#""ab"c,2,3"#, r#""ab,2,3"#, "a\rb,2,3", r#"1,2,""#] {
+        for bad in [
+            r#"a"b,2,3"#,
+            r#""ab"c,2,3"#,
+            r#""ab,2,3"#,
+            "a\rb,2,3",
+            r#"1,2,""#,
+        ] {
             assert!(dec(bad, &o).is_err(), "{bad}");
         }
         assert_eq!(dec(r#"a"b,2,3"#, &o).unwrap_err().column, Some(0));
@@ -769,7 +788,11 @@ mod tests {
         assert!(dec("1,2,3", &o).is_err());
         // The empty last field can be selected.
         assert_eq!(
-            dec("1,2,3,", &opts_sel(vec![D::Int32(0), D::String(b"e".to_vec())], &[1, 3])).unwrap(),
+            dec(
+                "1,2,3,",
+                &opts_sel(vec![D::Int32(0), D::String(b"e".to_vec())], &[1, 3])
+            )
+            .unwrap(),
             [Field::Int32(2), s("e")]
         );
         for bad in [vec![3, 1], vec![1, 1]] {
@@ -808,7 +831,10 @@ mod tests {
             assert!(e.what.contains("not a valid int32"), "{bad}: {e}");
         }
         let i64s = opts(vec![D::Int64(0)]);
-        assert_eq!(dec("99999999999", &i64s).unwrap(), [Field::Int64(99999999999)]);
+        assert_eq!(
+            dec("99999999999", &i64s).unwrap(),
+            [Field::Int64(99999999999)]
+        );
         assert_eq!(
             dec("-9223372036854775808", &i64s).unwrap(),
             [Field::Int64(i64::MIN)]
@@ -836,7 +862,10 @@ mod tests {
 
     #[test]
     fn missing_default_reports_missing() {
-        let o = opts(vec![D::Missing(CsvType::Int64), D::Missing(CsvType::String)]);
+        let o = opts(vec![
+            D::Missing(CsvType::Int64),
+            D::Missing(CsvType::String),
+        ]);
         assert_eq!(dec(",", &o).unwrap(), [Field::Missing, Field::Missing]);
         assert_eq!(dec("3,x", &o).unwrap(), [Field::Int64(3), s("x")]);
     }
@@ -849,15 +878,21 @@ mod tests {
         let cap = (d.text.capacity(), d.slots.capacity(), d.ranges.capacity());
         for _ in 0..100 {
             let r = d.decode(b"xy,2").unwrap();
-            assert_eq!((r.get(0), r.get(1)), (Value::String(b"xy"), Value::Int32(2)));
+            assert_eq!(
+                (r.get(0), r.get(1)),
+                (Value::String(b"xy"), Value::Int32(2))
+            );
         }
-        assert_eq!(cap, (d.text.capacity(), d.slots.capacity(), d.ranges.capacity()));
+        assert_eq!(
+            cap,
+            (d.text.capacity(), d.slots.capacity(), d.ranges.capacity())
+        );
     }
 
     #[test]
     fn records_span_lines_only_inside_quotes() {
         let data = "a,b\r\n1,\"x\ny\"\n\n3,\"\"\"\"\nlast";
-        let mut r = CsvRecords::new(data.as_bytes(), true, 100);
+        let mut r = CsvRecords::new(data.as_bytes(), b',', true, 100);
         let mut buf = Vec::new();
         let mut got = Vec::new();
         while let Some(line) = r.next_record(&mut buf).unwrap() {
@@ -871,13 +906,22 @@ mod tests {
             (6, "last"),
         ];
         assert_eq!(got, want.map(|(l, s)| (l, s.to_string())));
-        let mut r = CsvRecords::new("1,\"open\n2\n".as_bytes(), true, 100);
+        let mut r = CsvRecords::new("1,\"open\n2\n".as_bytes(), b',', true, 100);
         let e = r.next_record(&mut buf).unwrap_err();
         assert_eq!(e.line, Some(1));
-        let mut r = CsvRecords::new("0123456789\n".as_bytes(), true, 5);
+        let mut r = CsvRecords::new("0123456789\n".as_bytes(), b',', true, 5);
         assert!(r.next_record(&mut buf).is_err());
-        let mut r = CsvRecords::new("01234\n".as_bytes(), true, 5);
+        let mut r = CsvRecords::new("01234\n".as_bytes(), b',', true, 5);
         assert_eq!(r.next_record(&mut buf).unwrap(), Some(1));
+        // A quote inside an unquoted field does not open a quoted field.
+        let mut r = CsvRecords::new("1,2\"x,0\n3\n".as_bytes(), b',', true, 100);
+        assert_eq!(r.next_record(&mut buf).unwrap(), Some(1));
+        assert_eq!(buf, b"1,2\"x,0");
+        assert_eq!(r.next_record(&mut buf).unwrap(), Some(2));
+        // Nor without quoting.
+        let mut r = CsvRecords::new("\"a\nb\n".as_bytes(), b',', false, 100);
+        assert_eq!(r.next_record(&mut buf).unwrap(), Some(1));
+        assert_eq!(buf, b"\"a");
     }
 
     #[test]
@@ -892,7 +936,8 @@ mod tests {
     fn no_bytes_make_it_panic() {
         let o = opts(vec![D::String(vec![]), D::Int32(0), D::Float32(0.0)]);
         let mut d = CsvDecoder::new(o.clone()).unwrap();
-        let mut ds = CsvDecoder::new(opts_sel(vec![D::String(vec![]), D::Int32(0)], &[0, 2])).unwrap();
+        let mut ds =
+            CsvDecoder::new(opts_sel(vec![D::String(vec![]), D::Int32(0)], &[0, 2])).unwrap();
         let alphabet = [b'"', b',', b'\n', b'\r', b'1', b'a', b' '];
         // Every string of up to 5 symbols.
         let mut buf = Vec::new();

@@ -149,9 +149,7 @@ impl Values {
         match (self, other) {
             (Values::Float32(a), Values::Float32(b)) => a.extend(order.iter().map(|&k| b[k])),
             (Values::Int64(a), Values::Int64(b)) => a.extend(order.iter().map(|&k| b[k])),
-            (Values::String(a), Values::String(b)) => {
-                a.extend(order.iter().map(|&k| b[k].clone()))
-            }
+            (Values::String(a), Values::String(b)) => a.extend(order.iter().map(|&k| b[k].clone())),
             _ => {}
         }
     }
@@ -903,9 +901,9 @@ fn parse_sparse_feature(
                         i,
                         key,
                         format!(
-                            "the index feature of SparseFeature '{name}' must be int64_list, not {}",
-                            f.kind()
-                        ),
+                        "the index feature of SparseFeature '{name}' must be int64_list, not {}",
+                        f.kind()
+                    ),
                     ))
                 }
             };
@@ -1199,7 +1197,10 @@ mod tests {
             ("val", Feature::FloatList(vec![1.0, 9.0, 2.0])),
         ])];
         let got = parse_example(&dup, &sparse_spec(&["ix"], &[5], false)).unwrap();
-        assert_eq!(got["sp"], sparse(&[0, 0, 0, 2, 0, 2], &[9.0, 1.0, 2.0], &[1, 5]));
+        assert_eq!(
+            got["sp"],
+            sparse(&[0, 0, 0, 2, 0, 2], &[9.0, 1.0, 2.0], &[1, 5])
+        );
     }
 
     #[test]
@@ -1210,7 +1211,10 @@ mod tests {
             ("val", Feature::FloatList(vec![1.0, 2.0])),
         ])];
         let got = parse_example(&exs, &sparse_spec(&["i0", "i1"], &[2, 4], false)).unwrap();
-        assert_eq!(got["sp"], sparse(&[0, 0, 3, 0, 1, 2], &[2.0, 1.0], &[1, 2, 4]));
+        assert_eq!(
+            got["sp"],
+            sparse(&[0, 0, 3, 0, 1, 2], &[2.0, 1.0], &[1, 2, 4])
+        );
         let e = parse_example(&exs, &sparse_spec(&["i0", "i1"], &[2, 3], false)).unwrap_err();
         assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("i1")));
         let e = parse_example(&exs, &sparse_spec(&["i0"], &[2, 3], false)).unwrap_err();
@@ -1237,7 +1241,10 @@ mod tests {
         assert_eq!(bad(&[ix(vec![5]), val(vec![1.0])]), "ix");
         assert_eq!(bad(&[ix(vec![-1]), val(vec![1.0])]), "ix");
         // Types.
-        assert_eq!(bad(&[ix(vec![1]), ("val", Feature::Int64List(vec![1]))]), "val");
+        assert_eq!(
+            bad(&[ix(vec![1]), ("val", Feature::Int64List(vec![1]))]),
+            "val"
+        );
         assert_eq!(
             bad(&[("ix", Feature::FloatList(vec![1.0])), val(vec![1.0])]),
             "ix"
@@ -1260,10 +1267,17 @@ mod tests {
                 default: None,
             },
         );
-        spec.insert("v".into(), FeatureSpec::VarLen { dtype: DType::Float32 });
+        spec.insert(
+            "v".into(),
+            FeatureSpec::VarLen {
+                dtype: DType::Float32,
+            },
+        );
         spec.insert(
             "val2".into(),
-            FeatureSpec::VarLen { dtype: DType::Float32 },
+            FeatureSpec::VarLen {
+                dtype: DType::Float32,
+            },
         );
         spec.insert(
             "s".into(),
@@ -1292,7 +1306,8 @@ mod tests {
             }
         );
         let mut e2 = e.clone();
-        e2.features.insert("v".into(), Feature::FloatList(vec![7.0, 8.0]));
+        e2.features
+            .insert("v".into(), Feature::FloatList(vec![7.0, 8.0]));
         let got = parse_single_example(&e2, &spec).unwrap();
         assert_eq!(got["v"], sparse(&[0, 1], &[7.0, 8.0], &[2]));
     }
