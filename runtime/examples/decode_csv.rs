@@ -31,9 +31,11 @@ fn default(d: &Json) -> Result<RecordDefault, String> {
     Ok(match t {
         CsvType::Float32 => RecordDefault::Float32(v.as_f64().ok_or_else(bad)? as f32),
         CsvType::Float64 => RecordDefault::Float64(v.as_f64().ok_or_else(bad)?),
-        CsvType::Int32 => {
-            RecordDefault::Int32(v.as_i64().and_then(|x| i32::try_from(x).ok()).ok_or_else(bad)?)
-        }
+        CsvType::Int32 => RecordDefault::Int32(
+            v.as_i64()
+                .and_then(|x| i32::try_from(x).ok())
+                .ok_or_else(bad)?,
+        ),
         CsvType::Int64 => RecordDefault::Int64(v.as_i64().ok_or_else(bad)?),
         CsvType::String => RecordDefault::String(v.as_str().ok_or_else(bad)?.as_bytes().to_vec()),
     })
@@ -50,7 +52,9 @@ fn float(x: f64) -> Json {
 }
 
 fn run() -> Result<(), String> {
-    let path = std::env::args().nth(1).ok_or("usage: decode_csv SPEC.json")?;
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: decode_csv SPEC.json")?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let spec: Json = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let mut opts = CsvOptions::new(
