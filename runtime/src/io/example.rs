@@ -516,7 +516,9 @@ pub enum FeatureSpec {
     /// from the int64 features `index_keys` (one per dimension of `size`)
     /// and whose values come from `value_key`; every example has as many
     /// indices in each index feature as values (both missing: no values).
-    /// Indices are sorted (row-major) unless `already_sorted`. An index
+    /// Indices are sorted (row-major) unless `already_sorted`; the values
+    /// of a repeated index keep their order (TF's `sparse_reorder` leaves
+    /// them in its unstable `std::sort`'s order). An index
     /// outside `[0, size)` is an error (TF 2.21 builds the invalid
     /// SparseTensor and fails later, in the first op that checks).
     Sparse {
@@ -1191,7 +1193,7 @@ mod tests {
             got["sp"],
             sparse(&[0, 3, 0, 1, 2, 0], &[30.0, 10.0, 5.0], &[3, 5])
         );
-        // Duplicates stay, in the order of the values.
+        // Duplicates stay, in the order of the values (TF: as std::sort leaves them).
         let dup = [ex(&[
             ("ix", Feature::Int64List(vec![2, 0, 2])),
             ("val", Feature::FloatList(vec![1.0, 9.0, 2.0])),
