@@ -443,3 +443,149 @@ fn write_rows(
     }
     Ok(count)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use specc_runtime::data::Normalizer;
+    use specc_runtime::feature_column::NumericColumn;
+
+    use super::*;
+
+    fn input(columns: &[&str], kind: InputKind, feature: Option<FeatureInput>) -> InputSpec {
+        InputSpec {
+            name: "in".into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            kind,
+            normalizer: Normalizer::None,
+            feature,
+        }
+    }
+
+    fn numeric(key: &str) -> NumericColumn {
+        NumericColumn {
+            key: key.into(),
+            shape: 1,
+            default_value: None,
+            normalizer: None,
+        }
+    }
+
+    fn keys(inputs: &[InputSpec]) -> Vec<(String, &'static str)> {
+        parse_spec(inputs)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.key, k.dtype.tf_name()))
+            .collect()
+    }
+
+    fn k(key: &str, dtype: &'static str) -> (String, &'static str) {
+        (key.to_string(), dtype)
+    }
+
+    #[test]
+    fn plain_inputs_are_float32_and_ids_int64_each_key_once() {
+        let inputs = [
+            input(&["y"], InputKind::ClassId { num_classes: None }, None),
+            input(&["a", "b"], InputKind::Float, None),
+            input(&["b", "a"], InputKind::Float, None),
+        ];
+        assert_eq!(
+            keys(&inputs),
+            [k("y", "int64"), k("a", "float32"), k("b", "float32")]
+        );
+    }
+
+    #[test]
+    fn feature_columns_read_their_raw_keys_with_tfs_types() {
+        let size = NonZeroU64::new(10).unwrap();
+        let hashed = CategoricalColumn::HashBucket {
+            key: "city".into(),
+            hash_bucket_size: size,
+            dtype: KeyDType::String,
+        };
+        let crossed = CategoricalColumn::Crossed {
+            keys: vec![
+                CrossKey::Raw {
+                    key: "ad".into(),
+                    dtype: KeyDType::Int64,
+                },
+                CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
+                    source: numeric("age"),
+                    boundaries: vec![18.0, 65.0],
+                })),
+            ],
+            hash_bucket_size: size,
+            hash_key: None,
+        };
+        let weighted = CategoricalColumn::Weighted {
+            categorical: Box::new(CategoricalColumn::Vocabulary {
+                key: "tag".into(),
+                vocabulary: Vocabulary::Ints(vec![3, 4]),
+                vocabulary_file: None,
+                num_oov_buckets: 0,
+                default_value: -1,
+            }),
+            weight_feature_key: "tag_w".into(),
+        };
+        let identity = CategoricalColumn::Identity {
+            key: "id".into(),
+            num_buckets: 5,
+            default_value: None,
+        };
+        let ids = |c: &CategoricalColumn| FeatureInput::Ids {
+            column: c.clone(),
+            max_values: 1,
+            check_range: false,
+        };
+        let float = InputKind::Float;
+        let inputs = [
+            input(
+                &["label"],
+                InputKind::ClassId {
+                    num_classes: Some(2),
+                },
+                Some(FeatureInput::LabelVocabulary {
+                    vocabulary: vec![b"No".to_vec(), b"Yes".to_vec()],
+                }),
+            ),
+            input(&["x"], float, Some(FeatureInput::Dense(numeric("x")))),
+            input(&["city"], float, Some(ids(&hashed))),
+            input(
+                &["city"],
+                float,
+                Some(FeatureInput::Weights {
+                    column: hashed.clone(),
+                    max_values: 1,
+                }),
+            ),
+            input(&["ad", "age"], float, Some(ids(&crossed))),
+            input(&["tag", "tag_w"], float, Some(ids(&weighted))),
+            input(&["id"], float, Some(ids(&identity))),
+        ];
+        assert_eq!(
+            keys(&inputs),
+            [
+                k("label", "string"),
+                k("x", "float32"),
+                k("city", "string"),
+                k("ad", "int64"),
+                k("age", "float32"),
+                k("tag", "int64"),
+                k("tag_w", "float32"),
+                k("id", "int64"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_read_as_two_types_is_an_error() {
+        let inputs = [
+            input(&["a"], InputKind::Float, None),
+            input(&["a"], InputKind::ClassId { num_classes: None }, None),
+        ];
+        let e = parse_spec(&inputs).unwrap_err();
+        assert!(e.contains("'a' both as float32 and as int64"), "{e}");
+    }
+}
