@@ -345,3 +345,27 @@ fn a_damaged_tfrecord_names_file_and_record() {
     assert!(err.contains("o.tfrecord: record 3"), "{err}");
     assert!(!d.join("back.csv").exists());
 }
+
+#[test]
+fn gzip_csv_in_and_out() {
+    use std::io::{Read, Write};
+    let d = dir("gzip_csv");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(DATA.as_bytes()).unwrap();
+    std::fs::write(d.join("data.csv.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(d.join("s.spec"), spec("y", 3, &["x0", "x1"])).unwrap();
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "data.csv.gz", "-o", "o.tfrecord"]);
+    assert_eq!(code, 0, "{err}");
+    let got = read_examples(&d.join("o.tfrecord"), Compression::None).unwrap();
+    assert_eq!(got.len(), want_examples().len());
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "o.tfrecord", "-o", "back.csv.gz"]);
+    assert_eq!(code, 0, "{err}");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(d.join("back.csv.gz")).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(
+        text,
+        "y,x0,x1\n0,1.5,-2.0\n1,,0.003\n2,0.25,7.0\n1,-0.0,inf\n"
+    );
+}

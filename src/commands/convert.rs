@@ -284,7 +284,10 @@ fn csv_to_tfrecord(
     let mut decoder =
         CsvDecoder::new(CsvOptions::new(defaults)).map_err(|e| format!("{file}: {e}"))?;
     let mut writer = RecordWriter::new(create(tmp)?, compression);
-    let mut example = Example::default();
+    // The keys in the order an Example's map is serialized (byte order).
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&a, &b| keys[a].key.as_bytes().cmp(keys[b].key.as_bytes()));
+    let mut bytes = Vec::new();
     let mut count = 0u64;
     while let Some(n) = records
         .next_record(&mut line)
@@ -296,20 +299,19 @@ fn csv_to_tfrecord(
         let row = decoder
             .decode(&line)
             .map_err(|e| format!("{file}: {}", e.at_line(n).with_names(&header)))?;
-        example.features.clear();
-        for (k, &c) in keys.iter().zip(&columns) {
-            let feature = match row.get(c) {
-                Value::Missing => continue,
-                Value::Float32(x) => Feature::FloatList(vec![x]),
-                Value::Int64(x) => Feature::Int64List(vec![x]),
-                Value::String(s) => Feature::BytesList(vec![s.to_vec()]),
-                // The decoder gives each column its default's type.
-                Value::Float64(_) | Value::Int32(_) => continue,
+        let cells = order.iter().filter_map(|&j| {
+            let cell = match row.get(columns[j]) {
+                Value::Float32(x) => Cell::Float(x),
+                Value::Int64(x) => Cell::Int(x),
+                Value::String(s) => Cell::Bytes(s),
+                // Missing; the decoder gives no other types.
+                _ => return None,
             };
-            example.features.insert(k.key.clone(), feature);
-        }
+            Some((keys[j].key.as_bytes(), cell))
+        });
+        encode_row(cells, &mut bytes);
         writer
-            .write(&example.encode())
+            .write(&bytes)
             .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
         count += 1;
     }
@@ -317,6 +319,86 @@ fn csv_to_tfrecord(
         .finish()
         .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     Ok(count)
+}
+
+/// One present cell of a row: a feature of one value.
+#[derive(Clone, Copy, Debug)]
+enum Cell<'a> {
+    Float(f32),
+    Int(i64),
+    Bytes(&'a [u8]),
+}
+
+fn varint_len(v: u64) -> usize {
+    specc_runtime::io::proto::varint_len(v)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The `tf.train.Feature` of one cell: its kind's field number and the
+/// length of its list message.
+fn list_len(c: Cell<'_>) -> (u8, usize) {
+    match c {
+        // BytesList { value: s } (field 1), FloatList { packed value }
+        // (field 2), Int64List { packed value } (field 3).
+        Cell::Bytes(s) => (1, 1 + varint_len(s.len() as u64) + s.len()),
+        Cell::Float(_) => (2, 1 + 1 + 4),
+        Cell::Int(x) => (3, 1 + 1 + varint_len(x as u64)),
+    }
+}
+
+/// Serializes `tf.train.Example` of one-value features, `cells` in key
+/// order (iterated twice), into `out` (cleared; no allocation once it has grown): the bytes
+/// of `Example::encode` (protobuf's deterministic serialization).
+fn encode_row<'a>(cells: impl Iterator<Item = (&'a [u8], Cell<'a>)> + Clone, out: &mut Vec<u8>) {
+    let entry_len = |key: &[u8], c: Cell<'_>| {
+        let (_, l) = list_len(c);
+        let feature = 1 + varint_len(l as u64) + l;
+        1 + varint_len(key.len() as u64) + key.len() + 1 + varint_len(feature as u64) + feature
+    };
+    let features: usize = cells
+        .clone()
+        .map(|(k, c)| {
+            let e = entry_len(k, c);
+            1 + varint_len(e as u64) + e
+        })
+        .sum();
+    out.clear();
+    out.push(0x0a); // Example.features
+    put_varint(out, features as u64);
+    for (key, c) in cells {
+        let (kind, l) = list_len(c);
+        out.push(0x0a); // Features.feature (a map entry)
+        put_varint(out, entry_len(key, c) as u64);
+        out.push(0x0a); // key
+        put_varint(out, key.len() as u64);
+        out.extend_from_slice(key);
+        out.push(0x12); // value: Feature
+        put_varint(out, (1 + varint_len(l as u64) + l) as u64);
+        out.push(kind << 3 | 2);
+        put_varint(out, l as u64);
+        out.push(0x0a); // value = 1
+        match c {
+            Cell::Bytes(s) => {
+                put_varint(out, s.len() as u64);
+                out.extend_from_slice(s);
+            }
+            Cell::Float(x) => {
+                out.push(4);
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            Cell::Int(x) => {
+                put_varint(out, varint_len(x as u64) as u64);
+                put_varint(out, x as u64);
+            }
+        }
+    }
 }
 
 /// A CSV field: quoted when it holds a delimiter, a quote or a line break.
@@ -577,6 +659,43 @@ mod tests {
                 k("id", "int64"),
             ]
         );
+    }
+
+    #[test]
+    fn rows_encode_as_example_encode_does() {
+        let long = vec![b'z'; 300];
+        let rows: [&[(&[u8], Cell<'_>)]; 4] = [
+            &[],
+            &[
+                (b"a", Cell::Float(-1.5)),
+                (b"b", Cell::Int(-1)),
+                (b"c", Cell::Bytes(b"")),
+            ],
+            &[
+                (b"", Cell::Int(i64::MAX)),
+                (b"k", Cell::Int(0)),
+                (&long, Cell::Bytes(&long)),
+            ],
+            &[(b"f", Cell::Float(f32::NAN)), (b"g", Cell::Int(300))],
+        ];
+        let mut out = Vec::new();
+        for row in rows {
+            let ex = Example {
+                features: row
+                    .iter()
+                    .map(|&(k, c)| {
+                        let f = match c {
+                            Cell::Float(x) => Feature::FloatList(vec![x]),
+                            Cell::Int(x) => Feature::Int64List(vec![x]),
+                            Cell::Bytes(s) => Feature::BytesList(vec![s.to_vec()]),
+                        };
+                        (String::from_utf8(k.to_vec()).unwrap(), f)
+                    })
+                    .collect(),
+            };
+            encode_row(row.iter().copied(), &mut out);
+            assert_eq!(out, ex.encode(), "{row:?}");
+        }
     }
 
     #[test]
