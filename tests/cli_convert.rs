@@ -28,28 +28,37 @@ fn convert(dir: &Path, args: &[&str]) -> (i32, String, String) {
     cli::specc(dir, &[&["convert"], args].concat())
 }
 
+/// A column name quoted for a spec (any name a golden draw may use).
+fn quoted(name: &str) -> String {
+    format!("{name:?}")
+}
+
 /// A spec whose label is the int column `label` and whose features are the
 /// float columns `floats` (a softmax over `classes` classes).
 fn spec(label: &str, classes: u64, floats: &[&str]) -> String {
+    let floats: Vec<String> = floats.iter().map(|f| quoted(f)).collect();
     format!(
-        "model conv\ndata csv(\"data.csv\")\nlabel {label}: int\nfeatures {{\n  x = numeric({})\n}}\n\
+        "model conv\ndata csv(\"data.csv\")\nlabel y: int from {}\nfeatures {{\n  x = numeric({})\n}}\n\
          params {{\n  W: [{n}, {classes}] = zeros\n}}\nlogits = x @ W\n\
-         loss = mean(sparse_softmax_cross_entropy({label}, logits))\n\
+         loss = mean(sparse_softmax_cross_entropy(y, logits))\n\
          optimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 2, steps = 1 }}\n",
+        quoted(label),
         floats.join(", "),
         n = floats.len()
     )
 }
 
-/// A spec reading only the int column `label` (as the label and as ids).
-fn label_only_spec(label: &str, classes: u64) -> String {
+/// A spec reading only the int column `label` (as the label and as ids;
+/// `specc convert` does not look at the values, so any ids do).
+fn label_only_spec(label: &str) -> String {
     format!(
-        "model conv\ndata csv(\"data.csv\")\nlabel {label}: int\nfeatures {{\n  \
-         ids = integer({label}, num_buckets = {classes})\n}}\n\
-         params {{\n  E: [{classes}, {classes}] = zeros\n}}\n\
-         logits = reshape(embedding_lookup(E, ids), [B, {classes}])\n\
-         loss = mean(sparse_softmax_cross_entropy({label}, logits))\n\
-         optimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 2, steps = 1 }}\n"
+        "model conv\ndata csv(\"data.csv\")\nlabel y: int from {k}\nfeatures {{\n  \
+         ids = integer({k}, num_buckets = 2)\n}}\n\
+         params {{\n  E: [2, 2] = zeros\n}}\n\
+         logits = reshape(embedding_lookup(E, ids), [B, 2])\n\
+         loss = mean(sparse_softmax_cross_entropy(y, logits))\n\
+         optimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 2, steps = 1 }}\n",
+        k = quoted(label)
     )
 }
 
@@ -72,38 +81,63 @@ fn golden_key(j: &Json, prefix: &str, dtype: &str) -> String {
         .unwrap_or_else(|| panic!("the golden spec has a {prefix} of {dtype}"))
 }
 
-/// The golden records' values of an int64 feature present in every record.
-fn golden_ints(j: &Json, key: &str) -> Vec<i64> {
+/// Each golden record's values of an int64 feature (none when missing).
+fn golden_ints(j: &Json, key: &str) -> Vec<Vec<i64>> {
     j["records"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| {
-            let v = r["features"][key]["values"].as_array().unwrap();
-            assert_eq!(v.len(), 1, "{key} has one value per record");
-            v[0].as_i64().unwrap()
+        .map(|r| match r["features"][key]["values"].as_array() {
+            Some(v) => v.iter().map(|x| x.as_i64().unwrap()).collect(),
+            None => Vec::new(),
         })
         .collect()
+}
+
+/// The CSV text of a header `key` (quoted when it must be) and one cell per
+/// record: its one value, or empty.
+fn csv_of(key: &str, values: &[Vec<i64>]) -> String {
+    let header = if key.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", key.replace('"', "\"\""))
+    } else {
+        key.to_string()
+    };
+    let mut out = format!("{header}\n");
+    for v in values {
+        if let Some(x) = v.first() {
+            out.push_str(&x.to_string());
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn tfs_file_converts_to_the_csv_of_its_values(file: &str, name: &str) {
     let j = examples_json();
     let key = golden_key(&j, "FixedLenFeature", "tf.int64");
     let want = golden_ints(&j, &key);
-    let classes = want.iter().copied().max().unwrap_or(0) as u64 + 1;
     let d = dir(name);
-    std::fs::write(d.join("s.spec"), label_only_spec(&key, classes)).unwrap();
+    std::fs::write(d.join("s.spec"), label_only_spec(&key)).unwrap();
     let input = common::golden_dir().join(file);
     let (code, _, err) = convert(
         &d,
         &["s.spec", "--data", input.to_str().unwrap(), "-o", "out.csv"],
     );
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(d.join("out.csv")).unwrap();
-    let mut lines = text.lines();
-    assert_eq!(lines.next(), Some(key.as_str()), "the header is the key");
-    let got: Vec<i64> = lines.map(|l| l.parse().unwrap()).collect();
-    assert_eq!(got, want);
+    match want.iter().position(|v| v.len() > 1) {
+        None => {
+            assert_eq!(code, 0, "{err}");
+            let text = std::fs::read_to_string(d.join("out.csv")).unwrap();
+            assert_eq!(text, csv_of(&key, &want));
+        }
+        // A draw with a longer FixedLenFeature: refused at its first record.
+        Some(r) => {
+            assert_eq!(code, 1, "{err}");
+            assert!(
+                err.contains(&format!("record {r}, feature '{key}'")),
+                "{err}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -123,16 +157,20 @@ fn a_multi_valued_feature_of_tfs_file_is_refused_naming_record_and_feature() {
     let j = examples_json();
     let label = golden_key(&j, "FixedLenFeature", "tf.int64");
     let key = golden_key(&j, "VarLenFeature", "tf.float32");
-    let first = j["records"]
+    // The first record with several values of either key (the label's
+    // column comes first in a row).
+    let (first, which) = j["records"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| {
-            r["features"][key.as_str()]["values"]
-                .as_array()
-                .is_some_and(|v| v.len() > 1)
+        .find_map(|r| {
+            [&label, &key].into_iter().find_map(|k| {
+                r["features"][k.as_str()]["values"]
+                    .as_array()
+                    .is_some_and(|v| v.len() > 1)
+                    .then(|| (r["index"].as_u64().unwrap(), k.clone()))
+            })
         })
-        .map(|r| r["index"].as_u64().unwrap())
         .expect("a record with several values");
     let d = dir("tf_multi");
     std::fs::write(d.join("s.spec"), spec(&label, 2, &[&key])).unwrap();
@@ -143,7 +181,7 @@ fn a_multi_valued_feature_of_tfs_file_is_refused_naming_record_and_feature() {
     );
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains(&format!("record {first}, feature '{key}'")),
+        err.contains(&format!("record {first}, feature '{which}'")),
         "{err}"
     );
     assert!(!d.join("out.csv").exists(), "no partial output");
@@ -175,8 +213,8 @@ fn want_examples() -> Vec<Example> {
         .collect()
 }
 
-fn round_trip(compression: Option<&str>, out: &str, c: Compression) {
-    let d = dir(&format!("round_trip_{out}"));
+fn round_trip(name: &str, compression: Option<&str>, out: &str, c: Compression) {
+    let d = dir(name);
     std::fs::write(d.join("data.csv"), DATA).unwrap();
     std::fs::write(d.join("s.spec"), spec("y", 3, &["x0", "x1"])).unwrap();
     let mut args = vec!["s.spec", "--data", "data.csv", "-o", out];
@@ -209,22 +247,22 @@ fn round_trip(compression: Option<&str>, out: &str, c: Compression) {
 
 #[test]
 fn csv_to_tfrecord_and_back_plain() {
-    round_trip(None, "out.tfrecord", Compression::None);
+    round_trip("plain", None, "out.tfrecord", Compression::None);
 }
 
 #[test]
 fn csv_to_tfrecord_and_back_gzip_by_flag() {
-    round_trip(Some("GZIP"), "out.tfrecord", Compression::Gzip);
+    round_trip("gzip_flag", Some("GZIP"), "out.tfrecord", Compression::Gzip);
 }
 
 #[test]
 fn csv_to_tfrecord_and_back_gzip_by_name() {
-    round_trip(None, "out.tfrecord.gz", Compression::Gzip);
+    round_trip("gzip_name", None, "out.tfrecord.gz", Compression::Gzip);
 }
 
 #[test]
 fn csv_to_tfrecord_and_back_zlib() {
-    round_trip(Some("ZLIB"), "out.tfrecord", Compression::Zlib);
+    round_trip("zlib", Some("ZLIB"), "out.tfrecord", Compression::Zlib);
 }
 
 /// Runs a conversion of `data` that must fail with a message containing
