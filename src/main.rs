@@ -132,6 +132,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Convert a CSV file to a TFRecord file of tf.train.Example under the spec's parse spec, or
+    /// (with `-o X.csv`) a TFRecord file back to CSV.
+    Convert {
+        spec: PathBuf,
+        /// The input: a CSV file (gzip recognised), or a TFRecord file when the output is .csv.
+        #[arg(long)]
+        data: PathBuf,
+        /// The output: X.csv (or .csv.gz) for CSV, anything else for TFRecord.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// TFRecord compression: GZIP, ZLIB or NONE (default: from the output's name for
+        /// TFRecord output, from the input's bytes for TFRecord input).
+        #[arg(long)]
+        compression: Option<String>,
+    },
     /// Benchmark the fused Adam update alone (workload W4: one JSON line with `ms_per_step`, `gbps`).
     BenchAdam {
         /// Parameters in the flat buffer.
@@ -278,6 +293,19 @@ fn main() -> ExitCode {
             warmup,
             threads,
         } => commands::bench_adam::run(params, iters, warmup, threads),
+        Command::Convert {
+            spec,
+            data,
+            output,
+            compression,
+        } => commands::convert::run(
+            &spec,
+            &commands::convert::ConvertOptions {
+                data: &data,
+                output: &output,
+                compression: compression.as_deref(),
+            },
+        ),
         Command::Inspect {
             checkpoint,
             tensor,

@@ -619,3 +619,59 @@ fn the_plain_file_read_as_gzip_is_an_error() {
     );
     assert_names(&path, &err.expect("an error"), 0);
 }
+
+/// `parse_single_example` of each record equals that record's row of TF's
+/// batch: dense values of the row (the spec's shape), a VarLenFeature's
+/// values of the row with positions `[j]` and `dense_shape` its count.
+#[test]
+fn parse_single_example_of_each_record_is_its_row_of_tfs_batch() {
+    let j = examples_json();
+    let spec = golden_spec(&j);
+    let exs = read_examples(&plain_file(), Compression::None).expect("read");
+    let parsed = &j["tf_parse_example_of_all_records"]["parsed"];
+    assert_eq!(exs.len(), records(&j).len());
+    for (r, ex) in exs.iter().enumerate() {
+        let got = specc_runtime::io::example::parse_single_example(ex, &spec)
+            .unwrap_or_else(|e| panic!("record {r}: {e}"));
+        for (name, want) in parsed.as_object().expect("parsed") {
+            let g = &got[name];
+            if want["kind"] == "SparseTensor" {
+                let rows: Vec<usize> = want["indices"]
+                    .as_array()
+                    .expect("indices")
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, ix)| ix[0].as_u64() == Some(r as u64))
+                    .map(|(k, _)| k)
+                    .collect();
+                let values: Vec<Json> = rows.iter().map(|&k| want["values"][k].clone()).collect();
+                let positions: Vec<usize> = rows
+                    .iter()
+                    .map(|&k| want["indices"][k][1].as_u64().expect("j") as usize)
+                    .collect();
+                match g {
+                    Parsed::SparseTensor {
+                        indices,
+                        values: v,
+                        dense_shape,
+                    } => {
+                        assert_eq!(indices, &positions, "record {r}, {name}: indices");
+                        assert_eq!(dense_shape, &vec![rows.len()], "record {r}, {name}");
+                        assert_values(name, v, &values);
+                    }
+                    other => panic!("record {r}, {name}: sparse, not {other:?}"),
+                }
+            } else {
+                let (mut flat, mut shape) = (Vec::new(), Vec::new());
+                flatten(&want["values"][r], &mut flat, &mut shape, 0);
+                match g {
+                    Parsed::Dense { shape: s, values } => {
+                        assert_eq!(s, &shape, "record {r}, {name}: shape");
+                        assert_values(name, values, &flat);
+                    }
+                    other => panic!("record {r}, {name}: dense, not {other:?}"),
+                }
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@ pub mod bench;
 pub mod bench_adam;
 pub mod check;
 pub mod compile;
+pub mod convert;
 pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tfrecord;

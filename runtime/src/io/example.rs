@@ -13,9 +13,10 @@
 //!
 //! Owns: [`Example`], [`SequenceExample`], [`Feature`] (decode/encode);
 //! [`FeatureSpec`] (`FixedLenFeature`, `VarLenFeature`,
-//! `FixedLenSequenceFeature`) and [`parse_example`] into plain Rust values
-//! ([`Parsed`]: dense tensors, or sparse values with per-example row
-//! lengths); [`read_examples`] (a TFRecord file of Examples).
+//! `FixedLenSequenceFeature`, `SparseFeature`) and [`parse_example`] /
+//! [`parse_single_example`] into plain Rust values ([`Parsed`]: dense
+//! tensors, sparse values with per-example row lengths, or SparseTensors
+//! with explicit indices); [`read_examples`] (a TFRecord file of Examples).
 //!
 //! Invariants: decoding never panics on any bytes; every error says which
 //! record and which feature. Maps are `BTreeMap`s, so encoding writes map
@@ -143,6 +144,16 @@ impl Values {
         }
     }
 
+    /// Appends `other[order[0]], other[order[1]], ...` (same type).
+    fn extend_permuted(&mut self, other: &Values, order: &[usize]) {
+        match (self, other) {
+            (Values::Float32(a), Values::Float32(b)) => a.extend(order.iter().map(|&k| b[k])),
+            (Values::Int64(a), Values::Int64(b)) => a.extend(order.iter().map(|&k| b[k])),
+            (Values::String(a), Values::String(b)) => a.extend(order.iter().map(|&k| b[k].clone())),
+            _ => {}
+        }
+    }
+
     /// Appends a feature's values; false when its type is not this one.
     fn extend_from_feature(&mut self, f: &Feature) -> bool {
         match (self, f) {
@@ -169,6 +180,16 @@ impl Feature {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// An empty feature of the same kind (for type checks).
+    fn kind_of(f: &Feature) -> Feature {
+        match f {
+            Feature::Unset => Feature::Unset,
+            Feature::BytesList(_) => Feature::BytesList(Vec::new()),
+            Feature::FloatList(_) => Feature::FloatList(Vec::new()),
+            Feature::Int64List(_) => Feature::Int64List(Vec::new()),
+        }
     }
 
     /// TF's name of the kind (`bytes_list`, `float_list`, `int64_list`).
@@ -490,6 +511,23 @@ pub enum FeatureSpec {
         allow_missing: bool,
         default: Option<Values>,
     },
+    /// `tf.io.SparseFeature(index_key, value_key, dtype, size,
+    /// already_sorted)`: a SparseTensor `[batch, *size]` whose indices come
+    /// from the int64 features `index_keys` (one per dimension of `size`)
+    /// and whose values come from `value_key`; every example has as many
+    /// indices in each index feature as values (both missing: no values).
+    /// Indices are sorted (row-major) unless `already_sorted`; the values
+    /// of a repeated index keep their order (TF's `sparse_reorder` leaves
+    /// them in its unstable `std::sort`'s order). An index
+    /// outside `[0, size)` is an error (TF 2.21 builds the invalid
+    /// SparseTensor and fails later, in the first op that checks).
+    Sparse {
+        index_keys: Vec<String>,
+        value_key: String,
+        dtype: DType,
+        size: Vec<usize>,
+        already_sorted: bool,
+    },
 }
 
 /// What `parse_example` returns for one feature.
@@ -503,13 +541,31 @@ pub enum Parsed {
         values: Values,
         row_lengths: Vec<usize>,
     },
+    /// A SparseTensor with explicit indices (a `SparseFeature`, or any
+    /// sparse result of [`parse_single_example`]): `indices` row-major
+    /// `[values, dense_shape.len()]`.
+    SparseTensor {
+        indices: Vec<usize>,
+        values: Values,
+        dense_shape: Vec<usize>,
+    },
 }
 
 impl Parsed {
-    /// A sparse result's `indices` as TF returns them (`[example, position]`).
+    /// A sparse result's `indices` as TF returns them (`[example, position]`;
+    /// a [`Parsed::SparseTensor`] of another rank than 2: none, see its
+    /// `indices`).
     pub fn sparse_indices(&self) -> Vec<[usize; 2]> {
         match self {
             Parsed::Dense { .. } => Vec::new(),
+            Parsed::SparseTensor {
+                indices,
+                dense_shape,
+                ..
+            } => match dense_shape.len() {
+                2 => indices.chunks_exact(2).map(|p| [p[0], p[1]]).collect(),
+                _ => Vec::new(),
+            },
             Parsed::Sparse { row_lengths, .. } => row_lengths
                 .iter()
                 .enumerate()
@@ -526,12 +582,68 @@ impl Parsed {
                 row_lengths.len(),
                 row_lengths.iter().copied().max().unwrap_or(0),
             ],
+            Parsed::SparseTensor { dense_shape, .. } => [
+                dense_shape.first().copied().unwrap_or(0),
+                dense_shape.get(1).copied().unwrap_or(0),
+            ],
         }
     }
 
     pub fn values(&self) -> &Values {
         match self {
-            Parsed::Dense { values, .. } | Parsed::Sparse { values, .. } => values,
+            Parsed::Dense { values, .. }
+            | Parsed::Sparse { values, .. }
+            | Parsed::SparseTensor { values, .. } => values,
+        }
+    }
+
+    /// The result without its batch dimension, for a batch of one example
+    /// ([`parse_single_example`]): a dense tensor's shape loses its first
+    /// dimension; a sparse one becomes a [`Parsed::SparseTensor`] whose
+    /// indices and shape lose their first column.
+    fn unbatched(self) -> Parsed {
+        match self {
+            Parsed::Dense { mut shape, values } => {
+                if !shape.is_empty() {
+                    shape.remove(0);
+                }
+                Parsed::Dense { shape, values }
+            }
+            Parsed::Sparse {
+                values,
+                row_lengths,
+            } => {
+                let n = row_lengths.first().copied().unwrap_or(0);
+                Parsed::SparseTensor {
+                    indices: (0..n).collect(),
+                    values,
+                    dense_shape: vec![n],
+                }
+            }
+            Parsed::SparseTensor {
+                indices,
+                values,
+                mut dense_shape,
+            } => {
+                let rank = dense_shape.len();
+                if rank == 0 {
+                    return Parsed::SparseTensor {
+                        indices,
+                        values,
+                        dense_shape,
+                    };
+                }
+                dense_shape.remove(0);
+                let indices = indices
+                    .chunks_exact(rank)
+                    .flat_map(|ix| ix[1..].iter().copied())
+                    .collect();
+                Parsed::SparseTensor {
+                    indices,
+                    values,
+                    dense_shape,
+                }
+            }
         }
     }
 }
@@ -705,10 +817,175 @@ pub fn parse_example(
                     values,
                 }
             }
+            FeatureSpec::Sparse {
+                index_keys,
+                value_key,
+                dtype,
+                size,
+                already_sorted,
+            } => parse_sparse_feature(
+                examples,
+                name,
+                index_keys,
+                value_key,
+                *dtype,
+                size,
+                *already_sorted,
+            )?,
         };
         out.insert(name.clone(), parsed);
     }
     Ok(out)
+}
+
+/// `tf.io.parse_single_example`: [`parse_example`] of one example, every
+/// result without the batch dimension (dense: the spec's shape; sparse:
+/// indices `[values, rank]` with `dense_shape` the spec's `size`, or
+/// `[values]` for a `VarLenFeature`). Errors say record 0.
+pub fn parse_single_example(
+    example: &Example,
+    spec: &BTreeMap<String, FeatureSpec>,
+) -> Result<BTreeMap<String, Parsed>, ExampleError> {
+    let batch = parse_example(std::slice::from_ref(example), spec)?;
+    Ok(batch
+        .into_iter()
+        .map(|(name, parsed)| (name, parsed.unbatched()))
+        .collect())
+}
+
+/// A `SparseFeature`: its index features and its value feature, merged
+/// into one SparseTensor `[batch, *size]`.
+fn parse_sparse_feature(
+    examples: &[Example],
+    name: &str,
+    index_keys: &[String],
+    value_key: &str,
+    dtype: DType,
+    size: &[usize],
+    already_sorted: bool,
+) -> Result<Parsed, ExampleError> {
+    if index_keys.is_empty() || index_keys.len() != size.len() {
+        return Err(spec_error(
+            name,
+            format!(
+                "{} index keys for the {} dimensions of size {size:?}: one index key per dimension",
+                index_keys.len(),
+                size.len()
+            ),
+        ));
+    }
+    let rank = size.len() + 1;
+    let err = |record: usize, feature: &str, what: String| ExampleError {
+        record: Some(record),
+        feature: Some(feature.to_string()),
+        what,
+    };
+    let mut indices: Vec<usize> = Vec::new();
+    let mut values = Values::empty(dtype);
+    let mut order: Vec<usize> = Vec::new();
+    let mut sorted_indices: Vec<usize> = Vec::new();
+    for (i, ex) in examples.iter().enumerate() {
+        let value = ex.features.get(value_key);
+        if let Some(f) = value {
+            if !Values::empty(dtype).extend_from_feature(&Feature::kind_of(f)) {
+                return Err(wrong_type_error(i, value_key, f, dtype));
+            }
+        }
+        let n = value.map_or(0, Feature::len);
+        let start = indices.len() / rank;
+        indices.resize(indices.len() + n * rank, i);
+        for (d, key) in index_keys.iter().enumerate() {
+            let ids: &[i64] = match ex.features.get(key) {
+                Some(Feature::Int64List(v)) => v,
+                Some(Feature::Unset) | None => &[],
+                Some(f) => {
+                    return Err(err(
+                        i,
+                        key,
+                        format!(
+                        "the index feature of SparseFeature '{name}' must be int64_list, not {}",
+                        f.kind()
+                    ),
+                    ))
+                }
+            };
+            if ids.len() != n {
+                return Err(err(
+                    i,
+                    key,
+                    format!(
+                        "{} indices but {n} values in '{value_key}': SparseFeature '{name}' needs as many of each",
+                        ids.len()
+                    ),
+                ));
+            }
+            for (k, &id) in ids.iter().enumerate() {
+                let ix = usize::try_from(id)
+                    .ok()
+                    .filter(|&ix| ix < size[d])
+                    .ok_or_else(|| {
+                        err(
+                            i,
+                            key,
+                            format!(
+                                "index {id} of SparseFeature '{name}' is outside [0, {})",
+                                size[d]
+                            ),
+                        )
+                    })?;
+                indices[(start + k) * rank + 1 + d] = ix;
+            }
+        }
+        match value {
+            None => {}
+            Some(f) => {
+                if already_sorted {
+                    if !values.extend_from_feature(f) {
+                        return Err(wrong_type_error(i, value_key, f, dtype));
+                    }
+                } else {
+                    // Sort this example's entries by their indices (stable:
+                    // equal indices keep the order of the values).
+                    let mut row_values = Values::empty(dtype);
+                    if !row_values.extend_from_feature(f) {
+                        return Err(wrong_type_error(i, value_key, f, dtype));
+                    }
+                    let rows = &indices[start * rank..];
+                    order.clear();
+                    order.extend(0..n);
+                    order.sort_by(|&a, &b| {
+                        rows[a * rank..(a + 1) * rank].cmp(&rows[b * rank..(b + 1) * rank])
+                    });
+                    sorted_indices.clear();
+                    for &k in &order {
+                        sorted_indices.extend_from_slice(&rows[k * rank..(k + 1) * rank]);
+                    }
+                    indices.truncate(start * rank);
+                    indices.extend_from_slice(&sorted_indices);
+                    values.extend_permuted(&row_values, &order);
+                }
+            }
+        }
+    }
+    let mut dense_shape = vec![examples.len()];
+    dense_shape.extend_from_slice(size);
+    Ok(Parsed::SparseTensor {
+        indices,
+        values,
+        dense_shape,
+    })
+}
+
+fn wrong_type_error(record: usize, name: &str, f: &Feature, dtype: DType) -> ExampleError {
+    ExampleError {
+        record: Some(record),
+        feature: Some(name.to_string()),
+        what: format!(
+            "the data type does not match: {} in the example, {} in the spec",
+            f.kind(),
+            dtype.tf_name()
+        ),
+    }
 }
 
 /// Why a TFRecord file of Examples could not be read.
@@ -857,5 +1134,183 @@ mod tests {
                 values: Values::Float32(vec![1.5, -2.0, -1.0, -1.0])
             }
         );
+    }
+
+    fn sparse_spec(keys: &[&str], size: &[usize], sorted: bool) -> BTreeMap<String, FeatureSpec> {
+        BTreeMap::from([(
+            "sp".to_string(),
+            FeatureSpec::Sparse {
+                index_keys: keys.iter().map(|k| k.to_string()).collect(),
+                value_key: "val".into(),
+                dtype: DType::Float32,
+                size: size.to_vec(),
+                already_sorted: sorted,
+            },
+        )])
+    }
+
+    fn ex(features: &[(&str, Feature)]) -> Example {
+        Example {
+            features: features
+                .iter()
+                .map(|(k, f)| (k.to_string(), f.clone()))
+                .collect(),
+        }
+    }
+
+    fn sparse(indices: &[usize], values: &[f32], dense_shape: &[usize]) -> Parsed {
+        Parsed::SparseTensor {
+            indices: indices.to_vec(),
+            values: Values::Float32(values.to_vec()),
+            dense_shape: dense_shape.to_vec(),
+        }
+    }
+
+    // The expected values below are what TF 2.21's `tf.io.parse_example`
+    // returned for the same Examples and SparseFeatures (run by hand;
+    // examples.json has no SparseFeature).
+    #[test]
+    fn sparse_feature_sorts_indices_unless_already_sorted() {
+        let exs = [
+            ex(&[
+                ("ix", Feature::Int64List(vec![3, 1])),
+                ("val", Feature::FloatList(vec![30.0, 10.0])),
+            ]),
+            ex(&[]),
+            ex(&[
+                ("ix", Feature::Int64List(vec![0])),
+                ("val", Feature::FloatList(vec![5.0])),
+            ]),
+        ];
+        let got = parse_example(&exs, &sparse_spec(&["ix"], &[5], false)).unwrap();
+        assert_eq!(
+            got["sp"],
+            sparse(&[0, 1, 0, 3, 2, 0], &[10.0, 30.0, 5.0], &[3, 5])
+        );
+        assert_eq!(got["sp"].sparse_indices(), [[0, 1], [0, 3], [2, 0]]);
+        let got = parse_example(&exs, &sparse_spec(&["ix"], &[5], true)).unwrap();
+        assert_eq!(
+            got["sp"],
+            sparse(&[0, 3, 0, 1, 2, 0], &[30.0, 10.0, 5.0], &[3, 5])
+        );
+        // Duplicates stay, in the order of the values (TF: as std::sort leaves them).
+        let dup = [ex(&[
+            ("ix", Feature::Int64List(vec![2, 0, 2])),
+            ("val", Feature::FloatList(vec![1.0, 9.0, 2.0])),
+        ])];
+        let got = parse_example(&dup, &sparse_spec(&["ix"], &[5], false)).unwrap();
+        assert_eq!(
+            got["sp"],
+            sparse(&[0, 0, 0, 2, 0, 2], &[9.0, 1.0, 2.0], &[1, 5])
+        );
+    }
+
+    #[test]
+    fn sparse_feature_of_two_dimensions_sorts_row_major() {
+        let exs = [ex(&[
+            ("i0", Feature::Int64List(vec![1, 0])),
+            ("i1", Feature::Int64List(vec![2, 3])),
+            ("val", Feature::FloatList(vec![1.0, 2.0])),
+        ])];
+        let got = parse_example(&exs, &sparse_spec(&["i0", "i1"], &[2, 4], false)).unwrap();
+        assert_eq!(
+            got["sp"],
+            sparse(&[0, 0, 3, 0, 1, 2], &[2.0, 1.0], &[1, 2, 4])
+        );
+        let e = parse_example(&exs, &sparse_spec(&["i0", "i1"], &[2, 3], false)).unwrap_err();
+        assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("i1")));
+        let e = parse_example(&exs, &sparse_spec(&["i0"], &[2, 3], false)).unwrap_err();
+        assert_eq!((e.record, e.feature.as_deref()), (None, Some("sp")));
+    }
+
+    #[test]
+    fn sparse_feature_errors_name_record_and_feature() {
+        let spec = sparse_spec(&["ix"], &[5], false);
+        let bad = |features: &[(&str, Feature)]| {
+            let exs = [ex(&[]), ex(features)];
+            let e = parse_example(&exs, &spec).unwrap_err();
+            assert_eq!(e.record, Some(1), "{e}");
+            e.feature.unwrap_or_default()
+        };
+        // Counts differ, or one of the two is missing.
+        let ix = |v: Vec<i64>| ("ix", Feature::Int64List(v));
+        let val = |v: Vec<f32>| ("val", Feature::FloatList(v));
+        assert_eq!(bad(&[ix(vec![3, 1]), val(vec![30.0])]), "ix");
+        assert_eq!(bad(&[ix(vec![3]), val(vec![30.0, 1.0])]), "ix");
+        assert_eq!(bad(&[ix(vec![1])]), "ix");
+        assert_eq!(bad(&[val(vec![1.0])]), "ix");
+        // Out of [0, size).
+        assert_eq!(bad(&[ix(vec![5]), val(vec![1.0])]), "ix");
+        assert_eq!(bad(&[ix(vec![-1]), val(vec![1.0])]), "ix");
+        // Types.
+        assert_eq!(
+            bad(&[ix(vec![1]), ("val", Feature::Int64List(vec![1]))]),
+            "val"
+        );
+        assert_eq!(
+            bad(&[("ix", Feature::FloatList(vec![1.0])), val(vec![1.0])]),
+            "ix"
+        );
+    }
+
+    #[test]
+    fn parse_single_example_drops_the_batch_dimension() {
+        let e = ex(&[
+            ("ix", Feature::Int64List(vec![4, 0])),
+            ("val", Feature::FloatList(vec![4.0, 0.5])),
+            ("a", Feature::FloatList(vec![1.0, 2.0])),
+        ]);
+        let mut spec = sparse_spec(&["ix"], &[5], false);
+        spec.insert(
+            "a".into(),
+            FeatureSpec::FixedLen {
+                shape: vec![2],
+                dtype: DType::Float32,
+                default: None,
+            },
+        );
+        spec.insert(
+            "v".into(),
+            FeatureSpec::VarLen {
+                dtype: DType::Float32,
+            },
+        );
+        spec.insert(
+            "val2".into(),
+            FeatureSpec::VarLen {
+                dtype: DType::Float32,
+            },
+        );
+        spec.insert(
+            "s".into(),
+            FeatureSpec::FixedLenSequence {
+                shape: vec![],
+                dtype: DType::Int64,
+                allow_missing: true,
+                default: None,
+            },
+        );
+        let got = parse_single_example(&e, &spec).unwrap();
+        assert_eq!(got["sp"], sparse(&[0, 4], &[0.5, 4.0], &[5]));
+        assert_eq!(
+            got["a"],
+            Parsed::Dense {
+                shape: vec![2],
+                values: Values::Float32(vec![1.0, 2.0])
+            }
+        );
+        assert_eq!(got["v"], sparse(&[], &[], &[0]));
+        assert_eq!(
+            got["s"],
+            Parsed::Dense {
+                shape: vec![0],
+                values: Values::Int64(vec![])
+            }
+        );
+        let mut e2 = e.clone();
+        e2.features
+            .insert("v".into(), Feature::FloatList(vec![7.0, 8.0]));
+        let got = parse_single_example(&e2, &spec).unwrap();
+        assert_eq!(got["v"], sparse(&[0, 1], &[7.0, 8.0], &[2]));
     }
 }

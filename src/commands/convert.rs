@@ -1,0 +1,710 @@
+//! `specc convert SPEC --data IN -o OUT`: a CSV file to a TFRecord file of
+//! `tf.train.Example`s under the spec's parse spec, and back.
+//!
+//! Owns: the parse spec of a model's inputs ([`parse_spec`]: each raw
+//! feature key the inputs read, with the type TF parses it as — `float32`
+//! for numeric values, `int64` for ids and integer keys, `string` (bytes) for
+//! string keys), and the two conversions. The direction is the output's:
+//! `-o X.csv` (or `.csv.gz`) reads a TFRecord file (compression from
+//! `--compression`, else recognised from its bytes) and writes CSV;
+//! anything else reads CSV (gzip recognised from its bytes) and writes
+//! TFRecord (compression from `--compression`, else from the name: `.gz`
+//! GZIP, `.zlib` ZLIB).
+//!
+//! CSV → TFRecord: one Example per data row, with one feature per key of
+//! the parse spec (one value); a missing cell (empty, or `""`) is left out
+//! of the Example, so TF's defaults apply when it is parsed. Cells are read
+//! as `tf.io.decode_csv` reads them (quotes, whitespace around numbers);
+//! blank lines are skipped.
+//! TFRecord → CSV: a header of the keys, one row per Example; a feature
+//! absent or empty is an empty cell; a feature with more than one value is
+//! an error (a CSV cell holds one value). Strings are quoted when they hold
+//! the delimiter, a quote or a line break.
+//!
+//! Invariants: both directions stream (one row or record in memory at a
+//! time); bad input is an error naming the file, the line (CSV) or record
+//! (TFRecord) and the column or feature; the output is written to a
+//! temporary file renamed into place only when the whole input converted,
+//! so a failure never leaves a partial output behind.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use specc_compiler::model::Model;
+use specc_runtime::data::{InputKind, InputSpec, MAX_CSV_ROW_BYTES};
+use specc_runtime::feature_column::{
+    CategoricalColumn, CrossKey, FeatureInput, KeyDType, Vocabulary,
+};
+use specc_runtime::io::csv::{split_record, CsvDecoder, CsvOptions, CsvRecords, CsvType};
+use specc_runtime::io::csv::{RecordDefault, Value};
+use specc_runtime::io::example::{DType, Example, Feature};
+use specc_runtime::io::tfrecord::{open_reader, Compression, RecordReader, RecordWriter};
+
+use crate::load::{read_spec, report};
+use crate::Failure;
+
+/// One raw feature key of the parse spec and its type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseKey {
+    pub key: String,
+    pub dtype: DType,
+}
+
+/// The keys a model's inputs read, in the order the inputs first name them,
+/// each once. A key read as two types is an error.
+///
+/// This is the `make_parse_example_spec` of the inputs (every key one value,
+/// `FixedLenFeature([1])`-like); a multi-valued column's keys are the same.
+pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
+    let mut keys: Vec<ParseKey> = Vec::new();
+    let mut add = |key: &str, dtype: DType| -> Result<(), String> {
+        match keys.iter().find(|k| k.key == key) {
+            Some(k) if k.dtype != dtype => Err(format!(
+                "the spec reads the feature '{key}' both as {} and as {}",
+                k.dtype.tf_name(),
+                dtype.tf_name()
+            )),
+            Some(_) => Ok(()),
+            None => {
+                keys.push(ParseKey {
+                    key: key.to_string(),
+                    dtype,
+                });
+                Ok(())
+            }
+        }
+    };
+    for input in inputs {
+        match &input.feature {
+            None => {
+                let dtype = match input.kind {
+                    InputKind::Float => DType::Float32,
+                    InputKind::ClassId { .. } => DType::Int64,
+                };
+                for c in &input.columns {
+                    add(c, dtype)?;
+                }
+            }
+            Some(FeatureInput::Dense(n)) => add(&n.key, DType::Float32)?,
+            Some(FeatureInput::Ids { column, .. }) | Some(FeatureInput::Weights { column, .. }) => {
+                categorical_keys(column, &mut add)?
+            }
+            Some(FeatureInput::LabelVocabulary { .. }) => {
+                for c in &input.columns {
+                    add(c, DType::String)?;
+                }
+            }
+        }
+    }
+    Ok(keys)
+}
+
+fn key_dtype(d: KeyDType) -> DType {
+    match d {
+        KeyDType::String => DType::String,
+        KeyDType::Int64 => DType::Int64,
+    }
+}
+
+fn categorical_keys(
+    c: &CategoricalColumn,
+    add: &mut impl FnMut(&str, DType) -> Result<(), String>,
+) -> Result<(), String> {
+    match c {
+        CategoricalColumn::HashBucket { key, dtype, .. } => add(key, key_dtype(*dtype)),
+        CategoricalColumn::Identity { key, .. } => add(key, DType::Int64),
+        CategoricalColumn::Vocabulary {
+            key, vocabulary, ..
+        } => add(
+            key,
+            match vocabulary {
+                Vocabulary::Strings(_) => DType::String,
+                Vocabulary::Ints(_) => DType::Int64,
+            },
+        ),
+        CategoricalColumn::Bucketized { source, .. } => add(&source.key, DType::Float32),
+        CategoricalColumn::Crossed { keys, .. } => {
+            for k in keys {
+                match k {
+                    CrossKey::Raw { key, dtype } => add(key, key_dtype(*dtype))?,
+                    CrossKey::Column(c) => categorical_keys(c, add)?,
+                }
+            }
+            Ok(())
+        }
+        CategoricalColumn::Weighted {
+            categorical,
+            weight_feature_key,
+        } => {
+            categorical_keys(categorical, add)?;
+            add(weight_feature_key, DType::Float32)
+        }
+    }
+}
+
+/// The options of `specc convert`.
+pub struct ConvertOptions<'a> {
+    pub data: &'a Path,
+    pub output: &'a Path,
+    /// `GZIP`, `ZLIB` or `NONE`/`""`.
+    pub compression: Option<&'a str>,
+}
+
+/// Whether `-o` names a CSV file (the TFRecord → CSV direction).
+fn is_csv_name(p: &Path) -> bool {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    name.ends_with(".csv") || name.ends_with(".csv.gz")
+}
+
+pub fn run(spec: &Path, opts: &ConvertOptions<'_>) -> Result<(), Failure> {
+    let src = read_spec(spec)?;
+    let model: Model = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
+    let keys = parse_spec(&model.input_specs()).map_err(|e| format!("{}: {e}", spec.display()))?;
+    let compression = match opts.compression {
+        None => None,
+        Some(c) => Some(
+            Compression::from_tf_name(&c.to_ascii_uppercase())
+                .ok_or_else(|| format!("--compression must be GZIP, ZLIB or NONE, not '{c}'"))?,
+        ),
+    };
+    let out = opts.output;
+    let tmp = temp_path(out);
+    let result = if is_csv_name(out) {
+        let compression = match compression {
+            Some(c) => c,
+            None => crate::commands::inspect_tfrecord::looks_like_tfrecord(opts.data)
+                .unwrap_or(Compression::None),
+        };
+        tfrecord_to_csv(opts.data, compression, &tmp, out, &keys)
+    } else {
+        let compression = compression.unwrap_or_else(|| Compression::from_path(out));
+        csv_to_tfrecord(opts.data, &tmp, compression, &keys)
+    };
+    match result {
+        Ok(n) => {
+            std::fs::rename(&tmp, out).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("cannot write {}: {e}", out.display())
+            })?;
+            eprintln!(
+                "{}: {n} {} from {}",
+                out.display(),
+                if is_csv_name(out) { "rows" } else { "records" },
+                opts.data.display()
+            );
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(Failure::Other(e))
+        }
+    }
+}
+
+/// A temporary file next to `out` (the same file system, for the rename).
+fn temp_path(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// A CSV file's bytes, gunzipped as they are read when it starts with
+/// gzip's magic bytes.
+fn open_csv(path: &Path) -> Result<Box<dyn BufRead>, String> {
+    let cannot = |e: std::io::Error| format!("cannot open {}: {e}", path.display());
+    let mut f = File::open(path).map_err(cannot)?;
+    let mut magic = [0u8; 2];
+    let n = f.read(&mut magic).map_err(cannot)?;
+    f.seek(std::io::SeekFrom::Start(0)).map_err(cannot)?;
+    Ok(if n == 2 && magic == [0x1f, 0x8b] {
+        Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(
+            BufReader::new(f),
+        )))
+    } else {
+        Box::new(BufReader::new(f))
+    })
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, String> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+/// CSV → TFRecord; the number of records written.
+fn csv_to_tfrecord(
+    data: &Path,
+    tmp: &Path,
+    compression: Compression,
+    keys: &[ParseKey],
+) -> Result<u64, String> {
+    let file = data.display();
+    let mut records = CsvRecords::new(open_csv(data)?, b',', true, MAX_CSV_ROW_BYTES);
+    let mut line = Vec::new();
+    if records
+        .next_record(&mut line)
+        .map_err(|e| format!("{file}: {e}"))?
+        .is_none()
+    {
+        return Err(format!(
+            "{file}: the file is empty (a header row is required)"
+        ));
+    }
+    let header: Vec<String> = split_record(&line, b',', true)
+        .map_err(|e| format!("{file}: {}", e.at_line(1)))?
+        .into_iter()
+        .map(|h| String::from_utf8_lossy(&h).into_owned())
+        .collect();
+    // The column of each key; every other column is read as a string.
+    let mut defaults: Vec<RecordDefault> = header
+        .iter()
+        .map(|_| RecordDefault::Missing(CsvType::String))
+        .collect();
+    let mut columns = Vec::with_capacity(keys.len());
+    for k in keys {
+        let c = header.iter().position(|h| *h == k.key).ok_or_else(|| {
+            format!(
+                "{file}: the header has no column '{}', which the spec reads",
+                k.key
+            )
+        })?;
+        defaults[c] = RecordDefault::Missing(match k.dtype {
+            DType::Float32 => CsvType::Float32,
+            DType::Int64 => CsvType::Int64,
+            DType::String => CsvType::String,
+        });
+        columns.push(c);
+    }
+    let mut decoder =
+        CsvDecoder::new(CsvOptions::new(defaults)).map_err(|e| format!("{file}: {e}"))?;
+    let mut writer = RecordWriter::new(create(tmp)?, compression);
+    // The keys in the order an Example's map is serialized (byte order).
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|&a, &b| keys[a].key.as_bytes().cmp(keys[b].key.as_bytes()));
+    let mut bytes = Vec::new();
+    let mut count = 0u64;
+    while let Some(n) = records
+        .next_record(&mut line)
+        .map_err(|e| format!("{file}: {e}"))?
+    {
+        if line.is_empty() {
+            continue; // a blank line, as the CSV reader of `specc run` skips it
+        }
+        let row = decoder
+            .decode(&line)
+            .map_err(|e| format!("{file}: {}", e.at_line(n).with_names(&header)))?;
+        let cells = order.iter().filter_map(|&j| {
+            let cell = match row.get(columns[j]) {
+                Value::Float32(x) => Cell::Float(x),
+                Value::Int64(x) => Cell::Int(x),
+                Value::String(s) => Cell::Bytes(s),
+                // Missing; the decoder gives no other types.
+                _ => return None,
+            };
+            Some((keys[j].key.as_bytes(), cell))
+        });
+        encode_row(cells, &mut bytes);
+        writer
+            .write(&bytes)
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        count += 1;
+    }
+    writer
+        .finish()
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    Ok(count)
+}
+
+/// One present cell of a row: a feature of one value.
+#[derive(Clone, Copy, Debug)]
+enum Cell<'a> {
+    Float(f32),
+    Int(i64),
+    Bytes(&'a [u8]),
+}
+
+fn varint_len(v: u64) -> usize {
+    specc_runtime::io::proto::varint_len(v)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The `tf.train.Feature` of one cell: its kind's field number and the
+/// length of its list message.
+fn list_len(c: Cell<'_>) -> (u8, usize) {
+    match c {
+        // BytesList { value: s } (field 1), FloatList { packed value }
+        // (field 2), Int64List { packed value } (field 3).
+        Cell::Bytes(s) => (1, 1 + varint_len(s.len() as u64) + s.len()),
+        Cell::Float(_) => (2, 1 + 1 + 4),
+        Cell::Int(x) => (3, 1 + 1 + varint_len(x as u64)),
+    }
+}
+
+/// Serializes `tf.train.Example` of one-value features, `cells` in key
+/// order (iterated twice), into `out` (cleared; no allocation once it has grown): the bytes
+/// of `Example::encode` (protobuf's deterministic serialization).
+fn encode_row<'a>(cells: impl Iterator<Item = (&'a [u8], Cell<'a>)> + Clone, out: &mut Vec<u8>) {
+    let entry_len = |key: &[u8], c: Cell<'_>| {
+        let (_, l) = list_len(c);
+        let feature = 1 + varint_len(l as u64) + l;
+        1 + varint_len(key.len() as u64) + key.len() + 1 + varint_len(feature as u64) + feature
+    };
+    let features: usize = cells
+        .clone()
+        .map(|(k, c)| {
+            let e = entry_len(k, c);
+            1 + varint_len(e as u64) + e
+        })
+        .sum();
+    out.clear();
+    out.push(0x0a); // Example.features
+    put_varint(out, features as u64);
+    for (key, c) in cells {
+        let (kind, l) = list_len(c);
+        out.push(0x0a); // Features.feature (a map entry)
+        put_varint(out, entry_len(key, c) as u64);
+        out.push(0x0a); // key
+        put_varint(out, key.len() as u64);
+        out.extend_from_slice(key);
+        out.push(0x12); // value: Feature
+        put_varint(out, (1 + varint_len(l as u64) + l) as u64);
+        out.push(kind << 3 | 2);
+        put_varint(out, l as u64);
+        out.push(0x0a); // value = 1
+        match c {
+            Cell::Bytes(s) => {
+                put_varint(out, s.len() as u64);
+                out.extend_from_slice(s);
+            }
+            Cell::Float(x) => {
+                out.push(4);
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            Cell::Int(x) => {
+                put_varint(out, varint_len(x as u64) as u64);
+                put_varint(out, x as u64);
+            }
+        }
+    }
+}
+
+/// A CSV field: quoted when it holds a delimiter, a quote or a line break.
+fn write_field(w: &mut impl Write, s: &[u8]) -> std::io::Result<()> {
+    if s.iter().any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r')) {
+        w.write_all(b"\"")?;
+        for part in s.split(|&c| c == b'"').enumerate() {
+            if part.0 > 0 {
+                w.write_all(b"\"\"")?;
+            }
+            w.write_all(part.1)?;
+        }
+        w.write_all(b"\"")
+    } else {
+        w.write_all(s)
+    }
+}
+
+/// TFRecord → CSV; the number of rows written.
+fn tfrecord_to_csv(
+    data: &Path,
+    compression: Compression,
+    tmp: &Path,
+    out: &Path,
+    keys: &[ParseKey],
+) -> Result<u64, String> {
+    let file = data.display();
+    let f = File::open(data).map_err(|e| format!("cannot open {file}: {e}"))?;
+    let mut reader = open_reader(BufReader::new(f), compression);
+    let raw = create(tmp)?;
+    let wr = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
+    if out.to_string_lossy().ends_with(".gz") {
+        let mut g = flate2::write::GzEncoder::new(raw, flate2::Compression::default());
+        let n = write_rows(&mut reader, &mut g, data, tmp, keys)?;
+        g.finish().and_then(|mut f| f.flush()).map_err(wr)?;
+        Ok(n)
+    } else {
+        let mut raw = raw;
+        let n = write_rows(&mut reader, &mut raw, data, tmp, keys)?;
+        raw.flush().map_err(wr)?;
+        Ok(n)
+    }
+}
+
+/// The header and one row per record.
+fn write_rows(
+    reader: &mut RecordReader<Box<dyn Read + '_>>,
+    w: &mut impl Write,
+    data: &Path,
+    tmp: &Path,
+    keys: &[ParseKey],
+) -> Result<u64, String> {
+    let file = data.display();
+    let wr = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",").map_err(wr)?;
+        }
+        write_field(w, k.key.as_bytes()).map_err(wr)?;
+    }
+    w.write_all(b"\n").map_err(wr)?;
+    let mut record = Vec::new();
+    let mut count = 0u64;
+    let mut text = String::new();
+    while reader
+        .read_into(&mut record)
+        .map_err(|e| format!("{file}: record {count}: {e}"))?
+    {
+        let ex = Example::decode(&record, count as usize).map_err(|e| format!("{file}: {e}"))?;
+        let at = |k: &ParseKey, what: String| {
+            format!("{file}: record {count}, feature '{}': {what}", k.key)
+        };
+        for (i, k) in keys.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(wr)?;
+            }
+            let f = match ex.features.get(&k.key) {
+                None | Some(Feature::Unset) => continue,
+                Some(f) => f,
+            };
+            if f.len() > 1 {
+                return Err(at(
+                    k,
+                    format!(
+                        "{} values; a CSV cell holds one, so multi-valued features cannot be written as CSV",
+                        f.len()
+                    ),
+                ));
+            }
+            text.clear();
+            use std::fmt::Write as _;
+            match (f, k.dtype) {
+                (Feature::FloatList(v), DType::Float32) => {
+                    if let Some(x) = v.first() {
+                        let _ = write!(text, "{x:?}");
+                    }
+                }
+                (Feature::Int64List(v), DType::Int64) => {
+                    if let Some(x) = v.first() {
+                        let _ = write!(text, "{x}");
+                    }
+                }
+                (Feature::BytesList(v), DType::String) => {
+                    if let Some(s) = v.first() {
+                        write_field(w, s).map_err(wr)?;
+                    }
+                    continue;
+                }
+                (f, dtype) => {
+                    return Err(at(
+                        k,
+                        format!(
+                            "the data type does not match: {} in the example, {} in the spec",
+                            f.kind(),
+                            dtype.tf_name()
+                        ),
+                    ))
+                }
+            }
+            w.write_all(text.as_bytes()).map_err(wr)?;
+        }
+        w.write_all(b"\n").map_err(wr)?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use specc_runtime::data::Normalizer;
+    use specc_runtime::feature_column::NumericColumn;
+
+    use super::*;
+
+    fn input(columns: &[&str], kind: InputKind, feature: Option<FeatureInput>) -> InputSpec {
+        InputSpec {
+            name: "in".into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            kind,
+            normalizer: Normalizer::None,
+            feature,
+        }
+    }
+
+    fn numeric(key: &str) -> NumericColumn {
+        NumericColumn {
+            key: key.into(),
+            shape: 1,
+            default_value: None,
+            normalizer: None,
+        }
+    }
+
+    fn keys(inputs: &[InputSpec]) -> Vec<(String, &'static str)> {
+        parse_spec(inputs)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.key, k.dtype.tf_name()))
+            .collect()
+    }
+
+    fn k(key: &str, dtype: &'static str) -> (String, &'static str) {
+        (key.to_string(), dtype)
+    }
+
+    #[test]
+    fn plain_inputs_are_float32_and_ids_int64_each_key_once() {
+        let inputs = [
+            input(&["y"], InputKind::ClassId { num_classes: None }, None),
+            input(&["a", "b"], InputKind::Float, None),
+            input(&["b", "a"], InputKind::Float, None),
+        ];
+        assert_eq!(
+            keys(&inputs),
+            [k("y", "int64"), k("a", "float32"), k("b", "float32")]
+        );
+    }
+
+    #[test]
+    fn feature_columns_read_their_raw_keys_with_tfs_types() {
+        let size = NonZeroU64::new(10).unwrap();
+        let hashed = CategoricalColumn::HashBucket {
+            key: "city".into(),
+            hash_bucket_size: size,
+            dtype: KeyDType::String,
+        };
+        let crossed = CategoricalColumn::Crossed {
+            keys: vec![
+                CrossKey::Raw {
+                    key: "ad".into(),
+                    dtype: KeyDType::Int64,
+                },
+                CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
+                    source: numeric("age"),
+                    boundaries: vec![18.0, 65.0],
+                })),
+            ],
+            hash_bucket_size: size,
+            hash_key: None,
+        };
+        let weighted = CategoricalColumn::Weighted {
+            categorical: Box::new(CategoricalColumn::Vocabulary {
+                key: "tag".into(),
+                vocabulary: Vocabulary::Ints(vec![3, 4]),
+                vocabulary_file: None,
+                num_oov_buckets: 0,
+                default_value: -1,
+            }),
+            weight_feature_key: "tag_w".into(),
+        };
+        let identity = CategoricalColumn::Identity {
+            key: "id".into(),
+            num_buckets: 5,
+            default_value: None,
+        };
+        let ids = |c: &CategoricalColumn| FeatureInput::Ids {
+            column: c.clone(),
+            max_values: 1,
+            check_range: false,
+        };
+        let float = InputKind::Float;
+        let inputs = [
+            input(
+                &["label"],
+                InputKind::ClassId {
+                    num_classes: Some(2),
+                },
+                Some(FeatureInput::LabelVocabulary {
+                    vocabulary: vec![b"No".to_vec(), b"Yes".to_vec()],
+                }),
+            ),
+            input(&["x"], float, Some(FeatureInput::Dense(numeric("x")))),
+            input(&["city"], float, Some(ids(&hashed))),
+            input(
+                &["city"],
+                float,
+                Some(FeatureInput::Weights {
+                    column: hashed.clone(),
+                    max_values: 1,
+                }),
+            ),
+            input(&["ad", "age"], float, Some(ids(&crossed))),
+            input(&["tag", "tag_w"], float, Some(ids(&weighted))),
+            input(&["id"], float, Some(ids(&identity))),
+        ];
+        assert_eq!(
+            keys(&inputs),
+            [
+                k("label", "string"),
+                k("x", "float32"),
+                k("city", "string"),
+                k("ad", "int64"),
+                k("age", "float32"),
+                k("tag", "int64"),
+                k("tag_w", "float32"),
+                k("id", "int64"),
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_encode_as_example_encode_does() {
+        let long = vec![b'z'; 300];
+        let rows: [&[(&[u8], Cell<'_>)]; 4] = [
+            &[],
+            &[
+                (b"a", Cell::Float(-1.5)),
+                (b"b", Cell::Int(-1)),
+                (b"c", Cell::Bytes(b"")),
+            ],
+            &[
+                (b"", Cell::Int(i64::MAX)),
+                (b"k", Cell::Int(0)),
+                (&long, Cell::Bytes(&long)),
+            ],
+            &[(b"f", Cell::Float(f32::NAN)), (b"g", Cell::Int(300))],
+        ];
+        let mut out = Vec::new();
+        for row in rows {
+            let ex = Example {
+                features: row
+                    .iter()
+                    .map(|&(k, c)| {
+                        let f = match c {
+                            Cell::Float(x) => Feature::FloatList(vec![x]),
+                            Cell::Int(x) => Feature::Int64List(vec![x]),
+                            Cell::Bytes(s) => Feature::BytesList(vec![s.to_vec()]),
+                        };
+                        (String::from_utf8(k.to_vec()).unwrap(), f)
+                    })
+                    .collect(),
+            };
+            encode_row(row.iter().copied(), &mut out);
+            assert_eq!(out, ex.encode(), "{row:?}");
+        }
+    }
+
+    #[test]
+    fn a_key_read_as_two_types_is_an_error() {
+        let inputs = [
+            input(&["a"], InputKind::Float, None),
+            input(&["a"], InputKind::ClassId { num_classes: None }, None),
+        ];
+        let e = parse_spec(&inputs).unwrap_err();
+        assert!(e.contains("'a' both as float32 and as int64"), "{e}");
+    }
+}
