@@ -67,6 +67,11 @@ enum Repr<'a> {
     },
     /// Numbers, row-major `[rows, columns]`.
     Numbers { values: &'a [f64], columns: usize },
+    /// Any cells, row-major `[rows, columns]` (a TFRecord's features).
+    Cells {
+        cells: &'a [Cell<'a>],
+        columns: usize,
+    },
 }
 
 impl<'a> CellRows<'a> {
@@ -87,6 +92,15 @@ impl<'a> CellRows<'a> {
         }
     }
 
+    /// Any cells, row-major `[rows, columns]` (the features of a chunk of
+    /// `tf.train.Example`s: `Cell::Feature`).
+    pub fn cells(cells: &'a [Cell<'a>], columns: usize) -> CellRows<'a> {
+        CellRows {
+            repr: Repr::Cells { cells, columns },
+            rows: cells.len().checked_div(columns).unwrap_or(0),
+        }
+    }
+
     /// The fields `fields` of each CSV record.
     pub(crate) fn records(records: &'a [csv::ByteRecord], fields: &'a [usize]) -> CellRows<'a> {
         CellRows {
@@ -104,7 +118,9 @@ impl<'a> CellRows<'a> {
     pub fn columns(&self) -> usize {
         match self.repr {
             Repr::Records { fields, .. } => fields.len(),
-            Repr::Text { columns, .. } | Repr::Numbers { columns, .. } => columns,
+            Repr::Text { columns, .. }
+            | Repr::Numbers { columns, .. }
+            | Repr::Cells { columns, .. } => columns,
         }
     }
 
@@ -125,6 +141,10 @@ impl<'a> CellRows<'a> {
             Repr::Numbers { values, columns } => {
                 assert!(column < columns, "column out of range");
                 Cell::Number(values[row * columns + column])
+            }
+            Repr::Cells { cells, columns } => {
+                assert!(column < columns, "column out of range");
+                cells[row * columns + column]
             }
         }
     }

@@ -223,8 +223,9 @@ struct Entry {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Ctx {
-    dense_features: bool,
+struct Ctx<'a> {
+    /// Per column: its Example features are dense rows.
+    dense_features: &'a [bool],
     /// False: only which values there are and their weights matter (the
     /// weights output), so always-valid ids (hashes, crosses) are not hashed.
     need_ids: bool,
@@ -457,7 +458,7 @@ impl Plan {
         &mut self,
         cells: &CellRows<'_>,
         row: usize,
-        ctx: Ctx,
+        ctx: Ctx<'_>,
         out: &mut Vec<Entry>,
     ) -> Result<usize, Fail> {
         let mut push = |pos: usize, id: i64| {
@@ -474,7 +475,7 @@ impl Plan {
                 buckets,
             } => {
                 let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features) == Form::Dense;
+                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
                 let v = raw::strings(cell).map_err(fail(*col))?;
                 for p in 0..v.len() {
                     let s = v.get(p);
@@ -496,7 +497,7 @@ impl Plan {
                 buckets,
             } => {
                 let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features) == Form::Dense;
+                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
                 let v = raw::ints(cell).map_err(fail(*col))?;
                 for p in 0..v.len() {
                     let x = v.get(p);
@@ -518,7 +519,7 @@ impl Plan {
                 default,
             } => {
                 let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features) == Form::Dense;
+                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
                 let v = raw::ints(cell).map_err(fail(*col))?;
                 for p in 0..v.len() {
                     let x = v.get(p);
@@ -541,7 +542,7 @@ impl Plan {
                 default,
             } => {
                 let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features) == Form::Dense;
+                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
                 let v = raw::strings(cell).map_err(fail(*col))?;
                 for p in 0..v.len() {
                     let s = v.get(p);
@@ -565,7 +566,7 @@ impl Plan {
                 default,
             } => {
                 let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features) == Form::Dense;
+                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
                 let v = raw::ints(cell).map_err(fail(*col))?;
                 for p in 0..v.len() {
                     let x = v.get(p);
@@ -650,7 +651,7 @@ impl Cross {
         &mut self,
         cells: &CellRows<'_>,
         row: usize,
-        ctx: Ctx,
+        ctx: Ctx<'_>,
         out: &mut Vec<Entry>,
     ) -> Result<usize, Fail> {
         let Cross {
@@ -673,7 +674,9 @@ impl Cross {
         for pass in [Form::Sparse, Form::Dense] {
             for (i, (leaf, f)) in leaves.iter_mut().zip(fps.iter_mut()).enumerate() {
                 let form = match leaf {
-                    Leaf::Raw { col, .. } => raw::form(cells.cell(row, *col), ctx.dense_features),
+                    Leaf::Raw { col, .. } => {
+                        raw::form(cells.cell(row, *col), ctx.dense_features[*col])
+                    }
                     Leaf::Column { .. } => Form::Sparse,
                 };
                 if form != pass {
@@ -790,7 +793,8 @@ pub struct CategoricalTransform {
     num_buckets: u64,
     max_values: usize,
     output: CategoricalOutput,
-    dense_features: bool,
+    /// Per column: read its Example features as dense rows.
+    dense_features: Vec<bool>,
     entries: Vec<Entry>,
 }
 
@@ -803,22 +807,25 @@ impl CategoricalTransform {
         let mut columns = Vec::new();
         let plan = Plan::build(column, &mut columns);
         CategoricalTransform {
+            dense_features: vec![false; columns.len()],
             columns,
             plan,
             name: column.name(),
             num_buckets: column.num_buckets(),
             max_values,
             output,
-            dense_features: false,
             entries: Vec::with_capacity(max_values),
         }
     }
 
-    /// Reads Example features as dense rows (TF's dense tensors in a feature
-    /// dict: `''` and `-1` are missing values, a cross takes them after its
-    /// sparse inputs) instead of `VarLenFeature` SparseTensors.
-    pub fn with_dense_features(mut self, dense: bool) -> CategoricalTransform {
-        self.dense_features = dense;
+    /// Reads the Example features of `keys` as dense rows (TF's dense
+    /// tensors in a feature dict: `''` and `-1` are missing values, a cross
+    /// takes them after its sparse inputs) instead of the SparseTensors of
+    /// `VarLenFeature`s. Keys the column does not read are ignored.
+    pub fn with_dense_features(mut self, keys: &[&str]) -> CategoricalTransform {
+        for (c, d) in self.columns.iter().zip(&mut self.dense_features) {
+            *d = keys.contains(&c.as_str());
+        }
         self
     }
 
@@ -837,7 +844,7 @@ impl CategoricalTransform {
             message: f.message,
         };
         let ctx = Ctx {
-            dense_features: self.dense_features,
+            dense_features: &self.dense_features,
             need_ids: ids.is_some(),
             limit: self.max_values,
         };
