@@ -25,7 +25,10 @@
 //!   strings cross as their Fingerprint64, int64s and ids raw; nothing is
 //!   dropped from a raw key (a dense `''` or `-1` is crossed);
 //! - `weighted_categorical_column`: the inner column's ids, each weighted by
-//!   the weight feature's value paired with it.
+//!   the weight feature's value paired with it: the k-th weight with the
+//!   k-th value that gives an id (TF's order), or by position when the
+//!   weights are a dense row (a CSV cell) or as long as the id row; other
+//!   counts are an error naming both keys.
 //!
 //! Slots: a row's value at position p of its key (its index in the dense
 //! row, or in the Example feature's list; the p-th element of a cross's
@@ -610,11 +613,13 @@ impl Plan {
                 let n_present = entries.len();
                 let cell = cells.cell(row, *weight_col);
                 let n_w = raw::count_numbers(cell);
+                let dense_w = raw::form(cell, ctx.dense_features[*weight_col]) == Form::Dense;
                 // TF pairs the k-th weight with the k-th id; a dense weight
-                // row as long as the dense id row pairs by position.
+                // row (a CSV cell), or one as long as the id row, pairs by
+                // position (the weights of dropped values unused).
                 let positional = if n_w == n_present {
                     false
-                } else if n_w == n_raw {
+                } else if (dense_w || n_w == n_raw) && entries.iter().all(|e| e.pos < n_w) {
                     true
                 } else {
                     return Err(Fail {
@@ -1014,5 +1019,232 @@ impl ColumnTransform for LabelVocabularyTransform {
             })?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::NormExpr;
+    use crate::io::example::Feature;
+
+    fn hash_col(key: &str, size: u64) -> CategoricalColumn {
+        CategoricalColumn::HashBucket {
+            key: key.into(),
+            hash_bucket_size: NonZeroU64::new(size).unwrap(),
+            dtype: KeyDType::String,
+        }
+    }
+
+    fn identity(key: &str, n: u64) -> CategoricalColumn {
+        CategoricalColumn::Identity {
+            key: key.into(),
+            num_buckets: n,
+            default_value: None,
+        }
+    }
+
+    fn ids(t: &mut CategoricalTransform, cells: &CellRows<'_>) -> Result<Vec<i32>, CellError> {
+        let mut out = vec![-7; cells.rows() * t.width()];
+        t.transform(cells, ValuesMut::I32(&mut out)).map(|_| out)
+    }
+
+    fn weights(t: &mut CategoricalTransform, cells: &CellRows<'_>) -> Vec<f32> {
+        let mut out = vec![-7.0; cells.rows() * t.width()];
+        t.transform(cells, ValuesMut::F32(&mut out)).unwrap();
+        out
+    }
+
+    fn pair(column: &CategoricalColumn, max_values: usize) -> [CategoricalTransform; 2] {
+        [
+            CategoricalTransform::new(
+                column,
+                max_values,
+                CategoricalOutput::Ids { check_range: false },
+            ),
+            CategoricalTransform::new(column, max_values, CategoricalOutput::Weights),
+        ]
+    }
+
+    #[test]
+    fn csv_cells_hash_and_an_empty_cell_is_no_value() {
+        let c = hash_col("city", 10);
+        let [mut i, mut w] = pair(&c, 1);
+        assert_eq!(i.columns(), ["city"]);
+        let cells: [&[u8]; 3] = [b"paris", b"", b" paris"];
+        let rows = CellRows::text(&cells, 1);
+        let want = |s: &[u8]| hash::hash_bucket(s, NonZeroU64::new(10).unwrap()) as i32;
+        assert_eq!(
+            ids(&mut i, &rows).unwrap(),
+            [want(b"paris"), 0, want(b" paris")]
+        );
+        assert_eq!(weights(&mut w, &rows), [1.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn too_many_values_is_an_error_naming_the_limit() {
+        let c = hash_col("city", 10);
+        let [mut i, _] = pair(&c, 2);
+        let ok = Feature::BytesList(vec![b"a".to_vec()]);
+        let three = Feature::BytesList(vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec()]);
+        let cells = [Cell::Feature(Some(&ok)), Cell::Feature(Some(&three))];
+        let e = ids(&mut i, &CellRows::cells(&cells, 1)).unwrap_err();
+        assert_eq!((e.row, e.column), (1, 0));
+        assert_eq!(e.message, "`city` has 3 values, more than max_values = 2");
+    }
+
+    #[test]
+    fn check_range_names_the_id_and_range() {
+        let c = identity("ids", 5);
+        let mut t = CategoricalTransform::new(&c, 1, CategoricalOutput::Ids { check_range: true });
+        let cells: [&[u8]; 2] = [b"4", b"7"];
+        let e = ids(&mut t, &CellRows::text(&cells, 1)).unwrap_err();
+        assert_eq!(e.row, 1);
+        assert_eq!(e.message, "id 7 of `ids` is out of range [0, 5)");
+        // Without check_range the id passes; -1 (dense) and -3 are no id.
+        let [mut i, mut w] = pair(&c, 1);
+        let cells: [&[u8]; 3] = [b"7", b"-1", b"-3"];
+        let rows = CellRows::text(&cells, 1);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [7, 0, 0]);
+        assert_eq!(weights(&mut w, &rows), [1.0, 0.0, 0.0]);
+        let cells: [&[u8]; 1] = [b"x1"];
+        let e = ids(&mut i, &CellRows::text(&cells, 1)).unwrap_err();
+        assert_eq!(e.message, "cannot parse \"x1\" as an int64");
+    }
+
+    #[test]
+    fn weighted_pairs_weights_and_checks_counts() {
+        let c = CategoricalColumn::Weighted {
+            categorical: Box::new(identity("ids", 5)),
+            weight_feature_key: "w".into(),
+        };
+        let [mut i, mut w] = pair(&c, 3);
+        assert_eq!(i.columns(), ["ids", "w"]);
+        let id_f = Feature::Int64List(vec![1, 4]);
+        let w_f = Feature::FloatList(vec![0.5, 2.0]);
+        let w_bad = Feature::FloatList(vec![0.5]);
+        let cells = [Cell::Feature(Some(&id_f)), Cell::Feature(Some(&w_f))];
+        let rows = CellRows::cells(&cells, 2);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [1, 4, 0]);
+        assert_eq!(weights(&mut w, &rows), [0.5, 2.0, 0.0]);
+        let cells = [Cell::Feature(Some(&id_f)), Cell::Feature(Some(&w_bad))];
+        let e = ids(&mut i, &CellRows::cells(&cells, 2)).unwrap_err();
+        assert_eq!(e.column, 1);
+        assert_eq!(
+            e.message,
+            "`ids` has 2 value(s) but its weight feature `w` has 1"
+        );
+        // CSV: an empty id cell keeps its weight cell out of the way.
+        let cells: [&[u8]; 4] = [b"3", b"1.5", b"", b"2"];
+        let rows = CellRows::text(&cells, 2);
+        assert_eq!(weights(&mut w, &rows), [1.5, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn cross_takes_column_ids_before_raw_text_keys() {
+        let bucketized = CategoricalColumn::Bucketized {
+            source: NumericColumn {
+                key: "price".into(),
+                shape: 1,
+                default_value: None,
+                normalizer: None,
+            },
+            boundaries: vec![0.0, 1.0],
+        };
+        let size = NonZeroU64::new(1000).unwrap();
+        let c = CategoricalColumn::Crossed {
+            keys: vec![
+                CrossKey::Raw {
+                    key: "city".into(),
+                    dtype: KeyDType::String,
+                },
+                CrossKey::Column(Box::new(bucketized)),
+            ],
+            hash_bucket_size: size,
+            hash_key: None,
+        };
+        let [mut i, mut w] = pair(&c, 1);
+        assert_eq!(i.columns(), ["city", "price"]);
+        let cells: [&[u8]; 4] = [b"paris", b"0.5", b"", b"7"];
+        let rows = CellRows::text(&cells, 2);
+        let mut want = Vec::new();
+        hash::cross_row(
+            &[&[1], &[hash::fingerprint64(b"paris")]],
+            0,
+            size,
+            &mut want,
+        );
+        // A dense '' is crossed too (TF's SparseCross keeps it).
+        hash::cross_row(&[&[2], &[hash::fingerprint64(b"")]], 0, size, &mut want);
+        let want: Vec<i32> = want.iter().map(|&x| x as i32).collect();
+        assert_eq!(ids(&mut i, &rows).unwrap(), want);
+        assert_eq!(weights(&mut w, &rows), [1.0, 1.0]);
+    }
+
+    #[test]
+    fn vocabulary_ids_oov_and_default() {
+        let c = CategoricalColumn::Vocabulary {
+            key: "n".into(),
+            vocabulary: Vocabulary::Ints(vec![10, 20, 10]),
+            vocabulary_file: None,
+            num_oov_buckets: 0,
+            default_value: 7,
+        };
+        let [mut i, _] = pair(&c, 1);
+        let cells: [&[u8]; 3] = [b"20", b" 10 ", b"30"];
+        assert_eq!(ids(&mut i, &CellRows::text(&cells, 1)).unwrap(), [1, 0, 7]);
+    }
+
+    #[test]
+    fn dense_values_defaults_and_errors() {
+        let col = NumericColumn {
+            key: "p".into(),
+            shape: 2,
+            default_value: Some(vec![1.5, 2.0]),
+            normalizer: Some(NormExpr::Mul(
+                Box::new(NormExpr::X),
+                Box::new(NormExpr::Const(10.0)),
+            )),
+        };
+        let mut t = DenseTransform::new(col.clone());
+        let cells: [&[u8]; 2] = [b"1 2", b" "];
+        let mut out = vec![0.0; 4];
+        t.transform(&CellRows::text(&cells, 1), ValuesMut::F32(&mut out))
+            .unwrap();
+        assert_eq!(out, [10.0, 20.0, 15.0, 20.0]);
+        let cells: [&[u8]; 1] = [b"1 2 3"];
+        let e = t
+            .transform(&CellRows::text(&cells, 1), ValuesMut::F32(&mut out[..2]))
+            .unwrap_err();
+        assert_eq!(e.message, "has 3 values, but the column's shape is 2");
+        let mut t = DenseTransform::new(NumericColumn {
+            default_value: None,
+            ..col
+        });
+        let cells: [&[u8]; 2] = [b"1 2", b""];
+        let e = t
+            .transform(&CellRows::text(&cells, 1), ValuesMut::F32(&mut out))
+            .unwrap_err();
+        assert_eq!(
+            (e.row, e.message.as_str()),
+            (1, "missing value and the column has no default_value")
+        );
+    }
+
+    #[test]
+    fn string_label_lists_the_vocabulary() {
+        let mut t =
+            LabelVocabularyTransform::new(vec!["y".into()], vec![b"no".to_vec(), b"yes".to_vec()]);
+        let cells: [&[u8]; 2] = [b"yes", b"no"];
+        let mut out = vec![0; 2];
+        t.transform(&CellRows::text(&cells, 1), ValuesMut::I32(&mut out))
+            .unwrap();
+        assert_eq!(out, [1, 0]);
+        let cells: [&[u8]; 2] = [b"no", b"maybe"];
+        let e = t
+            .transform(&CellRows::text(&cells, 1), ValuesMut::I32(&mut out))
+            .unwrap_err();
+        assert_eq!(e.row, 1);
+        assert_eq!(e.message, "`maybe` is not one of \"no\", \"yes\"");
     }
 }
