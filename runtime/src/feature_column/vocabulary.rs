@@ -2,7 +2,8 @@
 //! `vocabulary_file`, read as TF's `index_table_from_file` reads it.
 //!
 //! Owns: [`read_vocabulary_file`]. One entry per line, the whole line (its
-//! `\n` or `\r\n` removed, nothing trimmed), in file order; the first
+//! `\n` or `\r\n` removed, nothing trimmed), in file order (an empty line
+//! is an error, as TF's initializer refuses it); the first
 //! `vocabulary_size` lines when a size is given (a file with fewer lines is
 //! an error, as TF's table initializer refuses it); int64 vocabularies parse
 //! each line as a decimal integer.
@@ -60,6 +61,10 @@ pub fn read_vocabulary_file(
             return Err(format!(
                 "{file}:{n}: the line is longer than {MAX_LINE_BYTES} bytes"
             ));
+        }
+        if line.is_empty() {
+            // TF: "Invalid content in FILE: empty line found".
+            return Err(format!("{file}:{n}: empty line in the vocabulary file"));
         }
         match dtype {
             KeyDType::String => {
@@ -151,6 +156,9 @@ mod tests {
                 .len(),
             2
         );
+        let p = write("empty.txt", b"a\n\nb\n");
+        let e = read_vocabulary_file(&p, None, KeyDType::String).unwrap_err();
+        assert!(e.contains("empty.txt:2") && e.contains("empty line"), "{e}");
         let p = write("ints.txt", b"10\n20\nx\n");
         let e = read_vocabulary_file(&p, None, KeyDType::Int64).unwrap_err();
         assert!(e.contains("ints.txt:3") && e.contains("\"x\""), "{e}");
