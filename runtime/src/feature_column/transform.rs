@@ -1081,6 +1081,28 @@ mod tests {
         assert_eq!(weights(&mut w, &rows), [1.0, 0.0, 1.0]);
     }
 
+    /// TF 2.21 drops `''` and `-1` only from dense inputs: a SparseTensor's
+    /// `''` is hashed and its `-1` kept (as an id no consumer uses).
+    #[test]
+    fn example_features_keep_empty_strings_and_minus_one() {
+        let c = hash_col("city", 10);
+        let [mut i, mut w] = pair(&c, 2);
+        let f = Feature::BytesList(vec![b"".to_vec(), b"paris".to_vec()]);
+        let cells = [Cell::Feature(Some(&f))];
+        let rows = CellRows::cells(&cells, 1);
+        let h = |s: &[u8]| hash::hash_bucket(s, NonZeroU64::new(10).unwrap()) as i32;
+        assert_eq!(ids(&mut i, &rows).unwrap(), [h(b""), h(b"paris")]);
+        assert_eq!(weights(&mut w, &rows), [1.0, 1.0]);
+        let mut i = i.with_dense_features(&["city"]);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [0, h(b"paris")]);
+        let [mut i, mut w] = pair(&identity("ids", 3), 2);
+        let f = Feature::Int64List(vec![-1, 2]);
+        let cells = [Cell::Feature(Some(&f))];
+        let rows = CellRows::cells(&cells, 1);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [0, 2]);
+        assert_eq!(weights(&mut w, &rows), [0.0, 1.0]);
+    }
+
     #[test]
     fn too_many_values_is_an_error_naming_the_limit() {
         let c = hash_col("city", 10);
