@@ -1,7 +1,8 @@
 //! The runtime's feature-column transforms (`specc_runtime::feature_column`)
 //! against TF 2.21 (`golden/feature_columns.json`): the ids (and weights) of
 //! every case of `categorical_columns`, `identity_out_of_range`, the
-//! numeric, bucketized and indicator cases of `input_layer`, and
+//! numeric, bucketized and indicator cases of `input_layer`,
+//! `hash_bucket_column_on_20_strings` and `hash_bucket_column_on_ints`, and
 //! `parse_example_numeric_default` (defaults, normalizer, parse spec, the
 //! missing-feature error).
 //!
@@ -760,4 +761,66 @@ fn parse_example_missing_feature_without_default_is_an_error() {
         e,
         format!("row {first} column {key}: missing value and the column has no default_value")
     );
+}
+
+/// `hash_bucket_column_on_20_strings`: a `[20, 1]` SparseTensor of strings
+/// (so '' is kept and hashed), for every bucket count.
+#[test]
+fn hash_bucket_column_on_20_strings() {
+    let g = g();
+    let h = &g["hash_bucket_column_on_20_strings"];
+    let (call, remark) = tf_call::parse(h["column"].as_str().expect("column"));
+    assert!(remark.contains("SparseTensor"), "{remark}");
+    let key = call.arg(0, "key").expect("key").str().to_string();
+    for case in h["by_num_buckets"].as_array().expect("by_num_buckets") {
+        let n = case["num_buckets"].as_u64().expect("num_buckets");
+        let column = CategoricalColumn::HashBucket {
+            key: key.clone(),
+            hash_bucket_size: std::num::NonZeroU64::new(n).expect("positive"),
+            dtype: KeyDType::String,
+        };
+        let rows: Vec<Vec<Feature>> = case["strings"]
+            .as_array()
+            .expect("strings")
+            .iter()
+            .map(|s| {
+                vec![Feature::BytesList(vec![s
+                    .as_str()
+                    .expect("a string")
+                    .as_bytes()
+                    .to_vec()])]
+            })
+            .collect();
+        let out = transform(&column, 1, &[], &rows).expect("transform");
+        let want: Vec<i32> = common::ints(&case["ids"])
+            .iter()
+            .map(|&v| v as i32)
+            .collect();
+        assert_eq!(out.ids, want, "{n} buckets");
+        assert!(
+            out.weights.iter().all(|&w| w == 1.0),
+            "every string is a value"
+        );
+    }
+}
+
+/// `hash_bucket_column_on_ints`: a dense int64 `[9, 1]` input; -1 is
+/// missing, other ints hash through their decimal string.
+#[test]
+fn hash_bucket_column_on_ints() {
+    let g = g();
+    let h = &g["hash_bucket_column_on_ints"];
+    let (call, _) = tf_call::parse(h["column"].as_str().expect("column"));
+    let column = tf_call::categorical_column(&call, &|_| KeyDType::Int64);
+    let key = column.name();
+    let rows: Vec<Vec<Feature>> = common::ints(&h["inputs"])
+        .into_iter()
+        .map(|v| vec![Feature::Int64List(vec![v])])
+        .collect();
+    let (want_ix, want, shape) = golden_sparse(&h["ids"]);
+    assert_eq!(shape, [rows.len(), 1]);
+    let out = transform(&column, 1, &[key.as_str()], &rows).expect("transform");
+    let (ix, ids, _) = sparse_of(&out, &|_, _| false);
+    assert_eq!(ix, want_ix);
+    assert_eq!(ids, want.iter().map(|&v| v as i64).collect::<Vec<_>>());
 }
