@@ -289,6 +289,8 @@ struct Cross {
     fps: Vec<Vec<u64>>,
     /// The leaves in the op's input order (sparse first) for this row.
     order: Vec<usize>,
+    /// The row's dense leaves (then appended to `order`).
+    dense: Vec<usize>,
     idx: Vec<usize>,
     prefix: Vec<u64>,
 }
@@ -418,6 +420,7 @@ impl Plan {
                     buckets: *hash_bucket_size,
                     fps: vec![Vec::new(); n],
                     order: Vec::with_capacity(n),
+                    dense: Vec::with_capacity(n),
                     idx: vec![0; n],
                     prefix: vec![0; n + 1],
                 }))
@@ -665,6 +668,7 @@ impl Cross {
             buckets,
             fps,
             order,
+            dense,
             idx,
             prefix,
         } = self;
@@ -675,55 +679,49 @@ impl Cross {
         let mut total: usize = 1;
         let mut first_col = 0;
         order.clear();
-        // Sparse leaves first, then dense ones, each in the keys' order.
-        for pass in [Form::Sparse, Form::Dense] {
-            for (i, (leaf, f)) in leaves.iter_mut().zip(fps.iter_mut()).enumerate() {
-                let form = match leaf {
-                    Leaf::Raw { col, .. } => {
-                        raw::form(cells.cell(row, *col), ctx.dense_features[*col])
-                    }
-                    Leaf::Column { .. } => Form::Sparse,
-                };
-                if form != pass {
-                    continue;
-                }
-                f.clear();
-                match leaf {
-                    Leaf::Raw {
-                        col,
-                        dtype: KeyDType::String,
-                    } => {
-                        let v = raw::strings(cells.cell(row, *col)).map_err(fail(*col))?;
-                        for p in 0..v.len() {
-                            f.push(if ctx.need_ids {
-                                hash::fingerprint64(v.get(p))
-                            } else {
-                                0
-                            });
+        dense.clear();
+        for (i, (leaf, f)) in leaves.iter_mut().zip(fps.iter_mut()).enumerate() {
+            f.clear();
+            let form = match leaf {
+                Leaf::Raw { col, dtype } => {
+                    let cell = cells.cell(row, *col);
+                    first_col = *col;
+                    match dtype {
+                        KeyDType::String => {
+                            let v = raw::strings(cell).map_err(fail(*col))?;
+                            for p in 0..v.len() {
+                                f.push(if ctx.need_ids {
+                                    hash::fingerprint64(v.get(p))
+                                } else {
+                                    0
+                                });
+                            }
                         }
-                        first_col = *col;
-                    }
-                    Leaf::Raw {
-                        col,
-                        dtype: KeyDType::Int64,
-                    } => {
-                        let v = raw::ints(cells.cell(row, *col)).map_err(fail(*col))?;
-                        for p in 0..v.len() {
-                            f.push(v.get(p) as u64);
+                        KeyDType::Int64 => {
+                            let v = raw::ints(cell).map_err(fail(*col))?;
+                            for p in 0..v.len() {
+                                f.push(v.get(p) as u64);
+                            }
                         }
-                        first_col = *col;
                     }
-                    Leaf::Column { plan, entries } => {
-                        entries.clear();
-                        plan.eval(cells, row, inner, entries)?;
-                        f.extend(entries.iter().map(|e| e.id as u64));
-                        first_col = plan.first_col();
-                    }
+                    raw::form(cell, ctx.dense_features[*col])
                 }
-                total = total.saturating_mul(f.len());
-                order.push(i);
+                Leaf::Column { plan, entries } => {
+                    entries.clear();
+                    plan.eval(cells, row, inner, entries)?;
+                    f.extend(entries.iter().map(|e| e.id as u64));
+                    first_col = plan.first_col();
+                    Form::Sparse
+                }
+            };
+            total = total.saturating_mul(f.len());
+            // Sparse leaves first, then dense ones, each in the keys' order.
+            match form {
+                Form::Sparse => order.push(i),
+                Form::Dense => dense.push(i),
             }
         }
+        order.extend_from_slice(dense);
         if order.is_empty() {
             return Ok(0);
         }
