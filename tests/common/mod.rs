@@ -313,3 +313,4 @@ pub fn check_all<T>(
 
 pub mod dense_problem;
 pub mod gradient_cases;
+pub mod tf_call;

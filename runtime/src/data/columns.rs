@@ -12,7 +12,9 @@
 //!   store it as i32;
 //! - [`StandardizeColumns`]: a *fitted* transform: `(x - mean) / std` with the
 //!   statistics of each column over all rows, so it sees every row before it
-//!   writes any value (two passes; in-memory data only).
+//!   writes any value (two passes; in-memory data only);
+//! - for an input with a `feature` (`tf.feature_column`), the transforms of
+//!   [`crate::feature_column::transform`].
 //!
 //! A transform sees the cells of several columns together, a chunk of rows at
 //! a time (one row is a chunk of one), so a transform of several columns (a
@@ -223,6 +225,9 @@ pub trait ColumnTransform: Send {
 
 /// The transform that computes the input `spec` describes.
 pub fn transform_for(spec: &InputSpec) -> Box<dyn ColumnTransform> {
+    if let Some(feature) = &spec.feature {
+        return crate::feature_column::transform::transform_for(feature, &spec.columns);
+    }
     let columns = spec.columns.clone();
     match (spec.kind, &spec.normalizer) {
         (InputKind::ClassId { num_classes }, _) => Box::new(ClassIdColumns {

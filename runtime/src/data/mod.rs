@@ -332,6 +332,10 @@ fn check_specs(file: &str, inputs: &[InputSpec]) -> Result<(), DataError> {
         if inp.columns.is_empty() {
             return err("no columns".to_string());
         }
+        if let Some(feature) = &inp.feature {
+            check_feature(inp, feature)
+                .map_err(|m| DataError::new(file, format!("input `{}`: {m}", inp.name)))?;
+        }
         if let InputKind::ClassId { num_classes } = inp.kind {
             if inp.normalizer != Normalizer::None {
                 return err("a class-id input cannot have a normalizer".to_string());
@@ -340,6 +344,47 @@ fn check_specs(file: &str, inputs: &[InputSpec]) -> Result<(), DataError> {
                 return err("num_classes must be at least 1".to_string());
             }
         }
+    }
+    Ok(())
+}
+
+/// A feature-column input's spec agrees with its description: its columns
+/// are the column's raw keys (a string label: one column), its kind is the
+/// one its values have, and its normalizer is the column's own.
+fn check_feature(
+    inp: &InputSpec,
+    feature: &crate::feature_column::FeatureInput,
+) -> Result<(), String> {
+    use crate::feature_column::FeatureInput;
+    let keys = feature.raw_keys();
+    match feature {
+        FeatureInput::LabelVocabulary { .. } if inp.columns.len() != 1 => {
+            return Err(format!(
+                "a string label reads one column, not {}",
+                inp.columns.len()
+            ))
+        }
+        FeatureInput::LabelVocabulary { .. } => {}
+        _ if keys != inp.columns => {
+            return Err(format!(
+                "the columns are {:?} but the feature column reads {:?}",
+                inp.columns, keys
+            ))
+        }
+        _ => {}
+    }
+    let float = matches!(
+        feature,
+        FeatureInput::Dense(_) | FeatureInput::Weights { .. }
+    );
+    if float != (inp.kind == InputKind::Float) {
+        return Err(format!(
+            "the input's kind {:?} does not match the feature column's values",
+            inp.kind
+        ));
+    }
+    if inp.normalizer != Normalizer::None {
+        return Err("a feature column input takes its normalizer from the column".to_string());
     }
     Ok(())
 }

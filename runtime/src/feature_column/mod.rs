@@ -32,6 +32,17 @@ use std::num::NonZeroU64;
 
 use crate::data::NormExpr;
 
+mod parse_spec;
+mod raw;
+pub mod transform;
+pub mod vocabulary;
+
+pub use parse_spec::{make_parse_example_spec, tf_repr};
+pub use transform::{
+    CategoricalOutput, CategoricalTransform, DenseTransform, LabelVocabularyTransform,
+};
+pub use vocabulary::read_vocabulary_file;
+
 /// The type TF parses a raw feature key as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyDType {
@@ -165,6 +176,24 @@ pub enum FeatureInput {
     LabelVocabulary { vocabulary: Vec<Vec<u8>> },
 }
 
+impl FeatureInput {
+    /// The raw feature keys the input reads, each once, in the order the
+    /// column names them (a weighted column's weight key last): the
+    /// `InputSpec::columns` of the input. Empty for a string label, whose
+    /// key is its input's one column.
+    pub fn raw_keys(&self) -> Vec<String> {
+        let mut keys = Vec::new();
+        match self {
+            FeatureInput::Dense(c) => keys.push(c.key.clone()),
+            FeatureInput::Ids { column, .. } | FeatureInput::Weights { column, .. } => {
+                column.raw_keys(&mut keys)
+            }
+            FeatureInput::LabelVocabulary { .. } => {}
+        }
+        keys
+    }
+}
+
 impl CrossKey {
     /// The name TF sorts and joins a cross's keys by.
     pub fn name(&self) -> String {
@@ -193,6 +222,37 @@ impl CategoricalColumn {
                 categorical,
                 weight_feature_key,
             } => format!("{}_weighted_by_{weight_feature_key}", categorical.name()),
+        }
+    }
+
+    /// Appends the raw keys the column reads that `keys` does not hold yet,
+    /// in the order the column names them.
+    pub fn raw_keys(&self, keys: &mut Vec<String>) {
+        fn add(keys: &mut Vec<String>, k: &str) {
+            if !keys.iter().any(|x| x == k) {
+                keys.push(k.to_string());
+            }
+        }
+        match self {
+            CategoricalColumn::HashBucket { key, .. }
+            | CategoricalColumn::Identity { key, .. }
+            | CategoricalColumn::Vocabulary { key, .. } => add(keys, key),
+            CategoricalColumn::Bucketized { source, .. } => add(keys, &source.key),
+            CategoricalColumn::Crossed { keys: ks, .. } => {
+                for k in ks {
+                    match k {
+                        CrossKey::Raw { key, .. } => add(keys, key),
+                        CrossKey::Column(c) => c.raw_keys(keys),
+                    }
+                }
+            }
+            CategoricalColumn::Weighted {
+                categorical,
+                weight_feature_key,
+            } => {
+                categorical.raw_keys(keys);
+                add(keys, weight_feature_key);
+            }
         }
     }
 

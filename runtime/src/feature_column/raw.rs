@@ -1,0 +1,245 @@
+//! The values one raw cell gives a feature key, read without allocating.
+//!
+//! Owns: how each kind of [`Cell`] reads as strings, int64s or numbers, and
+//! whether TF would see it as a dense tensor or as a SparseTensor:
+//! - a CSV text cell is one value of a dense column (its bytes untrimmed for
+//!   strings; trimmed and parsed for int64s, where an empty cell is no
+//!   value; whitespace-separated numbers for a numeric column of shape k);
+//! - a `tf.train.Example` feature is the SparseTensor `VarLenFeature` gives
+//!   (every value of its list, in order), unless the transform is told its
+//!   features are dense rows (TF's dense feature dict);
+//! - a number cell (synthetic data) is one value of a dense column.
+//!
+//! Invariants: nothing here allocates; a value of the wrong kind is an error
+//! saying what was expected and what was found, never a panic.
+
+use crate::data::columns::Cell;
+use crate::io::example::Feature;
+
+/// Whether TF sees a key's values as a dense tensor (`''` and `-1` are then
+/// missing values, dropped by the categorical columns; a cross takes dense
+/// inputs after sparse ones) or as a SparseTensor (every value is present).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    Dense,
+    Sparse,
+}
+
+/// The form of a cell: text and numbers are dense; an Example feature is
+/// sparse unless `dense_features`.
+#[inline]
+pub(crate) fn form(cell: Cell<'_>, dense_features: bool) -> Form {
+    match cell {
+        Cell::Feature(_) if !dense_features => Form::Sparse,
+        _ => Form::Dense,
+    }
+}
+
+/// The string values of a cell.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Strs<'a> {
+    None,
+    One(&'a [u8]),
+    Many(&'a [Vec<u8>]),
+}
+
+impl<'a> Strs<'a> {
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Strs::None => 0,
+            Strs::One(_) => 1,
+            Strs::Many(v) => v.len(),
+        }
+    }
+
+    /// Value `i < len()`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> &'a [u8] {
+        match *self {
+            Strs::None => b"",
+            Strs::One(b) => b,
+            Strs::Many(v) => v.get(i).map_or(&[][..], |s| s.as_slice()),
+        }
+    }
+}
+
+/// The int64 values of a cell.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ints<'a> {
+    None,
+    One(i64),
+    Many(&'a [i64]),
+}
+
+impl Ints<'_> {
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Ints::None => 0,
+            Ints::One(_) => 1,
+            Ints::Many(v) => v.len(),
+        }
+    }
+
+    /// Value `i < len()`.
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> i64 {
+        match *self {
+            Ints::None => 0,
+            Ints::One(v) => v,
+            Ints::Many(v) => v.get(i).copied().unwrap_or(0),
+        }
+    }
+}
+
+fn wrong_kind(expected: &str, f: &Feature) -> String {
+    format!("expected {expected}, found a {}", f.kind())
+}
+
+/// A cell's values as strings (`tf.string`).
+pub(crate) fn strings(cell: Cell<'_>) -> Result<Strs<'_>, String> {
+    match cell {
+        Cell::Text(b) => Ok(Strs::One(b)),
+        Cell::Feature(None) | Cell::Feature(Some(Feature::Unset)) => Ok(Strs::None),
+        Cell::Feature(Some(Feature::BytesList(v))) => Ok(Strs::Many(v)),
+        Cell::Feature(Some(f)) => Err(wrong_kind("strings (a bytes_list)", f)),
+        Cell::Number(x) => Err(format!("expected a string, found the number {x}")),
+    }
+}
+
+/// A cell's values as int64s: a text cell trimmed and parsed (empty: no
+/// value), a number that must be integral.
+pub(crate) fn ints(cell: Cell<'_>) -> Result<Ints<'_>, String> {
+    match cell {
+        Cell::Text(b) => {
+            let t = b.trim_ascii();
+            if t.is_empty() {
+                return Ok(Ints::None);
+            }
+            std::str::from_utf8(t)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+                .map(Ints::One)
+                .ok_or_else(|| {
+                    format!(
+                        "cannot parse {:?} as an int64",
+                        String::from_utf8_lossy(t).as_ref()
+                    )
+                })
+        }
+        Cell::Number(x) => {
+            // 2^63 is exactly representable: `x < 2^63` keeps `as` exact.
+            if x.fract() == 0.0 && x >= -(2f64.powi(63)) && x < 2f64.powi(63) {
+                Ok(Ints::One(x as i64))
+            } else {
+                Err(format!("expected an int64, found {x}"))
+            }
+        }
+        Cell::Feature(None) | Cell::Feature(Some(Feature::Unset)) => Ok(Ints::None),
+        Cell::Feature(Some(Feature::Int64List(v))) => Ok(Ints::Many(v)),
+        Cell::Feature(Some(f)) => Err(wrong_kind("int64s (an int64_list)", f)),
+    }
+}
+
+/// Calls `f(i, x)` for each number of a cell, in order; returns how many
+/// there were. Text: whitespace-separated numbers (none when the cell is
+/// blank); a feature: its float or int64 values, or its strings parsed.
+/// Every number is finite.
+pub(crate) fn numbers(
+    cell: Cell<'_>,
+    mut f: impl FnMut(usize, f64) -> Result<(), String>,
+) -> Result<usize, String> {
+    fn parse(b: &[u8]) -> Result<f64, String> {
+        let s = std::str::from_utf8(b).map_err(|_| {
+            format!(
+                "cannot parse {:?} as a number (not UTF-8)",
+                String::from_utf8_lossy(b)
+            )
+        })?;
+        let t = s.trim();
+        t.parse::<f64>()
+            .map_err(|_| format!("cannot parse {t:?} as a number"))
+    }
+    let mut n = 0;
+    let mut put = |x: f64| -> Result<(), String> {
+        if !x.is_finite() {
+            return Err(format!("value {x} is not a finite number"));
+        }
+        f(n, x)?;
+        n += 1;
+        Ok(())
+    };
+    match cell {
+        Cell::Number(x) => put(x)?,
+        Cell::Text(b) => {
+            for word in b.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty()) {
+                put(parse(word)?)?;
+            }
+        }
+        Cell::Feature(None) | Cell::Feature(Some(Feature::Unset)) => {}
+        Cell::Feature(Some(Feature::FloatList(v))) => {
+            for &x in v {
+                put(f64::from(x))?;
+            }
+        }
+        Cell::Feature(Some(Feature::Int64List(v))) => {
+            for &x in v {
+                put(x as f64)?;
+            }
+        }
+        Cell::Feature(Some(Feature::BytesList(v))) => {
+            for b in v {
+                put(parse(b)?)?;
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// How many numbers [`numbers`] would give (without checking them).
+pub(crate) fn count_numbers(cell: Cell<'_>) -> usize {
+    match cell {
+        Cell::Number(_) => 1,
+        Cell::Text(b) => b
+            .split(u8::is_ascii_whitespace)
+            .filter(|w| !w.is_empty())
+            .count(),
+        Cell::Feature(None) => 0,
+        Cell::Feature(Some(f)) => f.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_cells() {
+        assert_eq!(strings(Cell::Text(b" a ")).unwrap().get(0), b" a ");
+        assert_eq!(ints(Cell::Text(b" -12 ")).unwrap().get(0), -12);
+        assert_eq!(ints(Cell::Text(b"  ")).unwrap().len(), 0);
+        assert!(ints(Cell::Text(b"1.5")).unwrap_err().contains("\"1.5\""));
+        let mut got = Vec::new();
+        let n = numbers(Cell::Text(b"1 2.5\t-3"), |_, x| {
+            got.push(x);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((n, got), (3, vec![1.0, 2.5, -3.0]));
+        assert_eq!(count_numbers(Cell::Text(b" 1  2 ")), 2);
+    }
+
+    #[test]
+    fn feature_cells() {
+        let f = Feature::FloatList(vec![1.0]);
+        assert!(strings(Cell::Feature(Some(&f)))
+            .unwrap_err()
+            .contains("float_list"));
+        assert!(ints(Cell::Number(0.5)).is_err());
+        assert_eq!(ints(Cell::Number(7.0)).unwrap().get(0), 7);
+        assert_eq!(form(Cell::Feature(None), false), Form::Sparse);
+        assert_eq!(form(Cell::Feature(None), true), Form::Dense);
+        assert_eq!(form(Cell::Text(b""), false), Form::Dense);
+    }
+}

@@ -1,0 +1,182 @@
+//! The feature-column transforms allocate nothing per row: after one
+//! warm-up chunk, a counting global allocator sees no allocation while the
+//! ids and weights of 8 hashed columns, 2 crosses (one of a bucketized
+//! column), a vocabulary column and a weighted column, and a numeric column,
+//! are computed over chunks of CSV text cells (workload W5's shape).
+//!
+//! Only the test's own thread is counted; it is the only test in this binary.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::num::NonZeroU64;
+
+use specc_runtime::data::columns::{CellRows, ColumnTransform, ValuesMut};
+use specc_runtime::feature_column::{
+    transform::transform_for, CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn,
+    Vocabulary,
+};
+
+struct Counting;
+
+thread_local! {
+    /// Allocations of this thread (the harness's own threads allocate
+    /// while a test runs).
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded unchanged.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: forwarded unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn hashed(key: &str) -> CategoricalColumn {
+    CategoricalColumn::HashBucket {
+        key: key.into(),
+        hash_bucket_size: NonZeroU64::new(1000).unwrap(),
+        dtype: KeyDType::String,
+    }
+}
+
+fn raw(key: &str) -> CrossKey {
+    CrossKey::Raw {
+        key: key.into(),
+        dtype: KeyDType::String,
+    }
+}
+
+#[test]
+fn transforms_allocate_nothing_per_row() {
+    const COLS: usize = 10;
+    let header: Vec<String> = (0..8)
+        .map(|i| format!("c{i}"))
+        .chain(["x".into(), "w".into()])
+        .collect();
+    let price = NumericColumn {
+        key: "x".into(),
+        shape: 1,
+        default_value: Some(vec![0.0]),
+        normalizer: None,
+    };
+    let mut columns: Vec<CategoricalColumn> = (0..8).map(|i| hashed(&format!("c{i}"))).collect();
+    columns.push(CategoricalColumn::Crossed {
+        keys: vec![raw("c0"), raw("c1")],
+        hash_bucket_size: NonZeroU64::new(10_000).unwrap(),
+        hash_key: None,
+    });
+    columns.push(CategoricalColumn::Crossed {
+        keys: vec![
+            raw("c2"),
+            CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
+                source: price.clone(),
+                boundaries: vec![0.0, 1.0, 5.0],
+            })),
+        ],
+        hash_bucket_size: NonZeroU64::new(10_000).unwrap(),
+        hash_key: None,
+    });
+    columns.push(CategoricalColumn::Vocabulary {
+        key: "c3".into(),
+        vocabulary: Vocabulary::Strings(vec![b"v1".to_vec(), b"v2".to_vec()]),
+        vocabulary_file: None,
+        num_oov_buckets: 3,
+        default_value: -1,
+    });
+    columns.push(CategoricalColumn::Weighted {
+        categorical: Box::new(hashed("c4")),
+        weight_feature_key: "w".into(),
+    });
+    let mut inputs: Vec<FeatureInput> = vec![FeatureInput::Dense(price)];
+    for c in columns {
+        inputs.push(FeatureInput::Ids {
+            column: c.clone(),
+            max_values: 1,
+            check_range: true,
+        });
+        inputs.push(FeatureInput::Weights {
+            column: c,
+            max_values: 1,
+        });
+    }
+    let mut transforms: Vec<(Box<dyn ColumnTransform>, Vec<usize>)> = inputs
+        .iter()
+        .map(|f| {
+            let t = transform_for(f, &[]);
+            let idx = t
+                .columns()
+                .iter()
+                .map(|c| header.iter().position(|h| h == c).unwrap())
+                .collect();
+            (t, idx)
+        })
+        .collect();
+    // 256 rows of text cells.
+    let rows = 256;
+    let text: Vec<Vec<u8>> = (0..rows * COLS)
+        .map(|k| match k % COLS {
+            8 => format!("{}", (k % 13) as f64 * 0.5).into_bytes(),
+            9 => b"1.5".to_vec(),
+            c => format!("value{}_{}", c, k % 97).into_bytes(),
+        })
+        .collect();
+    let mut cells: Vec<Vec<&[u8]>> = transforms
+        .iter()
+        .map(|(_, idx)| {
+            let mut v = Vec::with_capacity(rows * idx.len());
+            for r in 0..rows {
+                for &c in idx {
+                    v.push(text[r * COLS + c].as_slice());
+                }
+            }
+            v
+        })
+        .collect();
+    let mut f32_out = vec![0f32; rows];
+    let mut i32_out = vec![0i32; rows];
+    let mut run = |transforms: &mut Vec<(Box<dyn ColumnTransform>, Vec<usize>)>| {
+        for ((t, idx), c) in transforms.iter_mut().zip(cells.iter_mut()) {
+            let cells = CellRows::text(c, idx.len());
+            let out = match t.elem() {
+                specc_runtime::abi::ElemType::F32 => ValuesMut::F32(&mut f32_out),
+                specc_runtime::abi::ElemType::I32 => ValuesMut::I32(&mut i32_out),
+            };
+            t.transform(&cells, out).unwrap();
+        }
+    };
+    run(&mut transforms);
+    let before = allocations();
+    for _ in 0..20 {
+        run(&mut transforms);
+    }
+    let after = allocations();
+    assert_eq!(after - before, 0, "allocations while transforming");
+    // The run did real work: the weights of the weighted column are 1.5.
+    assert!(f32_out.iter().all(|&w| w == 1.5));
+}
