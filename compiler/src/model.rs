@@ -358,7 +358,10 @@ impl Model {
             let n = data.rows;
             let train = ((n as f64) * (1.0 - fraction)).floor() as usize;
             let train = train.clamp(usize::from(n > 0), n);
-            return ((0..train as u32).collect(), (train as u32..n as u32).collect());
+            return (
+                (0..train as u32).collect(),
+                (train as u32..n as u32).collect(),
+            );
         }
         specc_runtime::batches::held_out_split(
             data,

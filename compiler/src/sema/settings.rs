@@ -55,19 +55,20 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
             "seed" => seed = args::eval_count(v, "seed")?,
             "split_seed" => split_seed = args::eval_count(v, "split_seed")?,
             "eval_split" => {
-                eval_split = match args::eval_string(v)? {
-                    "random" => EvalSplit::Random,
-                    "last" => EvalSplit::Last,
-                    other => {
-                        return Err(Diagnostic::new(
+                eval_split =
+                    match args::eval_string(v)? {
+                        "random" => EvalSplit::Random,
+                        "last" => EvalSplit::Last,
+                        other => return Err(Diagnostic::new(
                             "bad-setting",
                             v.span,
                             format!("unknown eval_split `{other}`"),
                         )
                         .with_label("expected \"random\" or \"last\"")
-                        .with_help("\"last\" holds out the last rows in file order (time-ordered data)"))
+                        .with_help(
+                            "\"last\" holds out the last rows in file order (time-ordered data)",
+                        )),
                     }
-                }
             }
             "eval_fraction" => {
                 let f = args::eval_number(v)?;

@@ -109,6 +109,36 @@ impl<'a> CellRows<'a> {
         }
     }
 
+    /// Rows `start..end` of the chunk.
+    ///
+    /// # Panics
+    /// If `start > end` or `end > rows()`.
+    pub fn slice(&self, start: usize, end: usize) -> CellRows<'a> {
+        assert!(start <= end && end <= self.rows, "row range out of bounds");
+        let repr = match self.repr {
+            Repr::Records { records, fields } => Repr::Records {
+                records: &records[start..end],
+                fields,
+            },
+            Repr::Text { cells, columns } => Repr::Text {
+                cells: &cells[start * columns..end * columns],
+                columns,
+            },
+            Repr::Numbers { values, columns } => Repr::Numbers {
+                values: &values[start * columns..end * columns],
+                columns,
+            },
+            Repr::Cells { cells, columns } => Repr::Cells {
+                cells: &cells[start * columns..end * columns],
+                columns,
+            },
+        };
+        CellRows {
+            repr,
+            rows: end - start,
+        }
+    }
+
     /// Number of rows in the chunk.
     pub fn rows(&self) -> usize {
         self.rows

@@ -27,7 +27,7 @@ use super::{Builder, CellRows, DataError, Dataset, InputSpec, MAX_CSV_ROW_BYTES,
 use crate::suggest::edit_distance;
 
 /// Records per chunk handed to the transforms.
-const CHUNK_ROWS: usize = 256;
+const CHUNK_ROWS: usize = 4096;
 /// Bytes of records per chunk (a chunk ends at the record that reaches it).
 const CHUNK_BYTES: usize = 1 << 20;
 /// The `csv` parser's read buffer: how far it may read ahead of the record it

@@ -391,8 +391,15 @@ fn check_feature(
 
 /// The arrays of a data set being loaded: one [`ColumnTransform`] per input,
 /// fed chunk by chunk, and the values it wrote.
+/// The fewest rows of a chunk that [`Builder::push`] transforms on two
+/// threads (below it, a thread costs more than it saves).
+pub(crate) const PARALLEL_ROWS: usize = 1024;
+
 pub(crate) struct Builder {
     transforms: Vec<Box<dyn ColumnTransform>>,
+    /// A second set of the same transforms for a second thread (see
+    /// [`Builder::push`]); `None` with one thread or a fitted transform.
+    twins: Option<Vec<Box<dyn ColumnTransform>>>,
     values: Vec<Values>,
     rows: usize,
 }
@@ -409,8 +416,11 @@ impl Builder {
                 ElemType::I32 => Values::I32(Vec::new()),
             })
             .collect();
+        let twins = (crate::threads::threads() > 1 && !transforms.iter().any(|t| t.is_fitted()))
+            .then(|| inputs.iter().map(columns::transform_for).collect());
         Builder {
             transforms,
+            twins,
             values,
             rows: 0,
         }
@@ -449,35 +459,100 @@ impl Builder {
     /// Adds a chunk of `rows` rows; `cells(t)` is transform `t`'s cells. On
     /// error, the first bad cell in row-major order (row, then input, then
     /// column) as `(input, error)`.
+    ///
+    /// With a second set of transforms ([`Builder::twins`]: more than one
+    /// thread, no fitted transform) and a chunk of at least
+    /// [`PARALLEL_ROWS`] rows, a second thread transforms the second half of
+    /// the chunk's rows while this one does the first (transforms keep no
+    /// state from row to row, so the values are the same).
     pub(crate) fn push<'c>(
         &mut self,
         rows: usize,
-        mut cells: impl FnMut(usize) -> CellRows<'c>,
+        cells: impl FnMut(usize) -> CellRows<'c>,
     ) -> Result<(), (usize, columns::CellError)> {
-        let mut first: Option<(usize, columns::CellError)> = None;
-        for (t, (transform, values)) in self.transforms.iter_mut().zip(&mut self.values).enumerate()
-        {
-            let n = rows * transform.width();
-            let out = match values {
-                Values::F32(v) => {
-                    let s = v.len();
-                    v.resize(s + n, 0.0);
-                    ValuesMut::F32(&mut v[s..])
+        let cells: Vec<CellRows<'c>> = (0..self.transforms.len()).map(cells).collect();
+        let split = match &self.twins {
+            Some(_) if rows >= PARALLEL_ROWS => rows / 2,
+            _ => rows,
+        };
+        let mut outs: Vec<(ValuesMut<'_>, ValuesMut<'_>)> = self
+            .transforms
+            .iter()
+            .zip(&mut self.values)
+            .map(|(transform, values)| {
+                let w = transform.width();
+                match values {
+                    Values::F32(v) => {
+                        let s = v.len();
+                        v.resize(s + rows * w, 0.0);
+                        let (a, b) = v[s..].split_at_mut(split * w);
+                        (ValuesMut::F32(a), ValuesMut::F32(b))
+                    }
+                    Values::I32(v) => {
+                        let s = v.len();
+                        v.resize(s + rows * w, 0);
+                        let (a, b) = v[s..].split_at_mut(split * w);
+                        (ValuesMut::I32(a), ValuesMut::I32(b))
+                    }
                 }
-                Values::I32(v) => {
-                    let s = v.len();
-                    v.resize(s + n, 0);
-                    ValuesMut::I32(&mut v[s..])
-                }
-            };
-            if let Err(e) = transform.transform(&cells(t), out) {
-                // Each transform reports its own first bad cell; the earliest
-                // row wins, and in a row the earlier input.
-                if first.as_ref().is_none_or(|(_, f)| e.row < f.row) {
-                    first = Some((t, e));
+            })
+            .collect();
+        fn run<'v>(
+            transforms: &mut [Box<dyn ColumnTransform>],
+            cells: impl Fn(usize) -> CellRows<'v>,
+            outs: impl Iterator<Item = ValuesMut<'v>>,
+            row_offset: usize,
+        ) -> Option<(usize, columns::CellError)> {
+            let mut first: Option<(usize, columns::CellError)> = None;
+            for (t, (transform, out)) in transforms.iter_mut().zip(outs).enumerate() {
+                if let Err(mut e) = transform.transform(&cells(t), out) {
+                    e.row += row_offset;
+                    // Each transform reports its own first bad cell; the
+                    // earliest row wins, and in a row the earlier input.
+                    if first.as_ref().is_none_or(|(_, f)| e.row < f.row) {
+                        first = Some((t, e));
+                    }
                 }
             }
+            first
         }
+        let (heads, tails): (Vec<_>, Vec<_>) = outs.drain(..).unzip();
+        let first = match (&mut self.twins, split < rows) {
+            (Some(twins), true) => {
+                let transforms = &mut self.transforms;
+                let cells = &cells;
+                let (fa, fb) = std::thread::scope(|s| {
+                    let h = s.spawn(move || {
+                        run(
+                            twins,
+                            |t| cells[t].slice(split, rows),
+                            tails.into_iter(),
+                            split,
+                        )
+                    });
+                    let fa = run(
+                        transforms,
+                        |t| cells[t].slice(0, split),
+                        heads.into_iter(),
+                        0,
+                    );
+                    (fa, h.join())
+                });
+                let fb = fb.map_err(|_| {
+                    let message = "internal error: a loader thread panicked".to_string();
+                    (
+                        0,
+                        columns::CellError {
+                            row: 0,
+                            column: 0,
+                            message,
+                        },
+                    )
+                })?;
+                fa.or(fb)
+            }
+            _ => run(&mut self.transforms, |t| cells[t], heads.into_iter(), 0),
+        };
         match first {
             Some(e) => Err(e),
             None => {
