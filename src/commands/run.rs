@@ -535,10 +535,16 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     Ok(())
 }
 
-/// A log line: `step 1000/5000  loss 0.2345  12345 steps/s  learning_rate 0.01`.
+/// A log line: `step 1000/5000  loss 0.2345  12345 steps/s  learning_rate 0.01`
+/// (`step 1000` when a stream's end, not a step count, ends the run).
 fn log_line(v: &StepValues, steps: u64, steps_per_s: f64) -> String {
+    let of = if steps >= i64::MAX as u64 {
+        String::new()
+    } else {
+        format!("/{steps}")
+    };
     let mut s = format!(
-        "step {}/{steps}  loss {:.4}  {steps_per_s:.0} steps/s",
+        "step {}{of}  loss {:.4}  {steps_per_s:.0} steps/s",
         v.global_step, v.loss
     );
     if let Some(lr) = v.learning_rate {
