@@ -33,12 +33,10 @@ use std::path::{Path, PathBuf};
 
 use specc_compiler::model::Model;
 use specc_runtime::data::{InputKind, InputSpec, MAX_CSV_ROW_BYTES};
-use specc_runtime::feature_column::{
-    CategoricalColumn, CrossKey, FeatureInput, KeyDType, Vocabulary,
-};
+use specc_runtime::feature_column::{make_parse_example_spec, FeatureInput};
 use specc_runtime::io::csv::{split_record, CsvDecoder, CsvOptions, CsvRecords, CsvType};
 use specc_runtime::io::csv::{RecordDefault, Value};
-use specc_runtime::io::example::{DType, Example, Feature};
+use specc_runtime::io::example::{DType, Example, Feature, FeatureSpec};
 use specc_runtime::io::tfrecord::{open_reader, Compression, RecordReader, RecordWriter};
 
 use crate::load::{read_spec, report};
@@ -75,6 +73,22 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
             }
         }
     };
+    // Feature columns: TF's parse spec (`make_parse_example_spec`), one
+    // definition in the runtime; the others by their element type.
+    let columns: Vec<FeatureInput> = inputs
+        .iter()
+        .filter_map(|i| i.feature.clone())
+        .filter(|f| !matches!(f, FeatureInput::LabelVocabulary { .. }))
+        .collect();
+    for (key, spec) in make_parse_example_spec(&columns)? {
+        let dtype = match spec {
+            FeatureSpec::FixedLen { dtype, .. }
+            | FeatureSpec::VarLen { dtype }
+            | FeatureSpec::FixedLenSequence { dtype, .. }
+            | FeatureSpec::Sparse { dtype, .. } => dtype,
+        };
+        add(&key, dtype)?;
+    }
     for input in inputs {
         match &input.feature {
             None => {
@@ -86,61 +100,15 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                     add(c, dtype)?;
                 }
             }
-            Some(FeatureInput::Dense(n)) => add(&n.key, DType::Float32)?,
-            Some(FeatureInput::Ids { column, .. }) | Some(FeatureInput::Weights { column, .. }) => {
-                categorical_keys(column, &mut add)?
-            }
             Some(FeatureInput::LabelVocabulary { .. }) => {
                 for c in &input.columns {
                     add(c, DType::String)?;
                 }
             }
+            Some(_) => {}
         }
     }
     Ok(keys)
-}
-
-fn key_dtype(d: KeyDType) -> DType {
-    match d {
-        KeyDType::String => DType::String,
-        KeyDType::Int64 => DType::Int64,
-    }
-}
-
-fn categorical_keys(
-    c: &CategoricalColumn,
-    add: &mut impl FnMut(&str, DType) -> Result<(), String>,
-) -> Result<(), String> {
-    match c {
-        CategoricalColumn::HashBucket { key, dtype, .. } => add(key, key_dtype(*dtype)),
-        CategoricalColumn::Identity { key, .. } => add(key, DType::Int64),
-        CategoricalColumn::Vocabulary {
-            key, vocabulary, ..
-        } => add(
-            key,
-            match vocabulary {
-                Vocabulary::Strings(_) => DType::String,
-                Vocabulary::Ints(_) => DType::Int64,
-            },
-        ),
-        CategoricalColumn::Bucketized { source, .. } => add(&source.key, DType::Float32),
-        CategoricalColumn::Crossed { keys, .. } => {
-            for k in keys {
-                match k {
-                    CrossKey::Raw { key, dtype } => add(key, key_dtype(*dtype))?,
-                    CrossKey::Column(c) => categorical_keys(c, add)?,
-                }
-            }
-            Ok(())
-        }
-        CategoricalColumn::Weighted {
-            categorical,
-            weight_feature_key,
-        } => {
-            categorical_keys(categorical, add)?;
-            add(weight_feature_key, DType::Float32)
-        }
-    }
 }
 
 /// The options of `specc convert`.
