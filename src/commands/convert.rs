@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use specc_compiler::model::Model;
 use specc_runtime::data::{InputKind, InputSpec, MAX_CSV_ROW_BYTES};
 use specc_runtime::feature_column::{
-    CategoricalColumn, CrossKey, FeatureInput, KeyDType, Vocabulary,
+    CategoricalColumn, CrossKey, FeatureInput, KeyDType, SequenceColumn, Vocabulary,
 };
 use specc_runtime::io::csv::{split_record, CsvDecoder, CsvOptions, CsvRecords, CsvType};
 use specc_runtime::io::csv::{RecordDefault, Value};
@@ -86,10 +86,18 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                     add(c, dtype)?;
                 }
             }
-            Some(FeatureInput::Dense(n)) => add(&n.key, DType::Float32)?,
-            Some(FeatureInput::Ids { column, .. }) | Some(FeatureInput::Weights { column, .. }) => {
-                categorical_keys(column, &mut add)?
-            }
+            Some(FeatureInput::Dense(n))
+            | Some(FeatureInput::SequenceDense { column: n, .. })
+            | Some(FeatureInput::SequenceLength {
+                column: SequenceColumn::Numeric(n),
+                ..
+            }) => add(&n.key, DType::Float32)?,
+            Some(FeatureInput::Ids { column, .. })
+            | Some(FeatureInput::Weights { column, .. })
+            | Some(FeatureInput::SequenceLength {
+                column: SequenceColumn::Categorical(column),
+                ..
+            }) => categorical_keys(column, &mut add)?,
             Some(FeatureInput::LabelVocabulary { .. }) => {
                 for c in &input.columns {
                     add(c, DType::String)?;
