@@ -191,9 +191,7 @@ fn expected_layer(rows: &[Row]) -> (Vec<f64>, Vec<f64>) {
             }
             let id = words.get(t).map(|w| word_id(w));
             // words_embedding: the row of the step's id (zeros past the end).
-            for j in 0..2 {
-                out.push(id.map_or(0.0, |i| TABLE[i][j]));
-            }
+            out.extend(id.map_or([0.0; 2], |i| TABLE[i]));
             // words_indicator: the step's one-hot.
             for k in 0..TABLE.len() {
                 out.push(if id == Some(k) { 1.0 } else { 0.0 });
@@ -263,9 +261,7 @@ fn an_unknown_word_is_a_zero_step_that_counts_in_the_length() {
         let words = words_of(r);
         for t in 0..T {
             let id = words.get(t).map(|w| word_id(w)).filter(|&i| i < 3);
-            for j in 0..2 {
-                want.push(id.map_or(0.0, |i| TABLE[i][j]));
-            }
+            want.extend(id.map_or([0.0; 2], |i| TABLE[i]));
         }
     }
     let lengths: Vec<f64> = rows.iter().map(|r| words_of(r).len() as f64).collect();

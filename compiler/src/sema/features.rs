@@ -23,6 +23,15 @@
 //! - a categorical column gives at most `max_values` ids per example (an
 //!   argument of the base columns, default 1): a cross the product of its
 //!   keys' (or its own `max_values`), a bucketized column its source's shape;
+//! - sequence columns (`sequence_numeric_column`,
+//!   `sequence_categorical_column_with_*`) bound their steps with
+//!   `max_values` = T and go only in `sequence_input_layer` (TF's
+//!   `SequenceFeatures`): per step an embedding row (one gather, no combining
+//!   across steps), a one-hot, or a numeric column's d values, `[B, T, D]`
+//!   concatenated by column name; the layer's length (`sequence_length(
+//!   layer)`, int32 `[B]`) is its first column's `<name>/sequence_length`
+//!   input, the others' equality a runtime assertion; a sequence column
+//!   elsewhere, or another column in that layer, is a caret error;
 //! - a categorical column reaches the step as two inputs of `[B, max_values]`
 //!   (`<name>/ids` i32, `<name>/weights` f32, see the runtime's
 //!   `FeatureInput`), a numeric column as one f32 input `[B, shape]` named by

@@ -996,7 +996,7 @@ impl ColumnTransform for CategoricalTransform {
 fn numeric_steps(col: &NumericColumn, cell: Cell<'_>, max_steps: usize) -> Result<usize, String> {
     let n = raw::count_numbers(cell);
     let d = col.shape.max(1);
-    if n % d != 0 {
+    if !n.is_multiple_of(d) {
         return Err(format!(
             "`{}` has {n} values, not a whole number of steps of shape {d}",
             col.name()
