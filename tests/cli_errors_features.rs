@@ -150,3 +150,33 @@ case!(
     with_features("  city = categorical_column_with_vocabulary_file(city, \"nowhere.txt\")\n"),
     "bad-argument"
 );
+case!(
+    sequence_column_in_input_layer,
+    with_features(
+        "  words = sequence_categorical_column_with_hash_bucket(words, 100, max_values = 4)\n  \
+         e = input_layer(embedding_column(words, dimension = 2))\n"
+    ),
+    "bad-argument"
+);
+case!(
+    non_sequence_column_in_sequence_input_layer,
+    with_features(
+        "  words = sequence_categorical_column_with_hash_bucket(words, 100, max_values = 4)\n  \
+         seq = sequence_input_layer(embedding_column(words, dimension = 2), numeric_column(x0))\n"
+    ),
+    "bad-argument"
+);
+case!(
+    sequence_columns_with_different_max_values,
+    with_features(
+        "  words = sequence_categorical_column_with_hash_bucket(words, 100, max_values = 4)\n  \
+         t = sequence_numeric_column(t, max_values = 3)\n  \
+         seq = sequence_input_layer(indicator_column(words), t)\n"
+    ),
+    "bad-argument"
+);
+case!(
+    sequence_length_of_a_non_sequence_layer,
+    with_features("  n = sequence_length(x)\n"),
+    "bad-argument"
+);

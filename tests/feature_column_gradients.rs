@@ -67,7 +67,9 @@ fn dataset(model: &specc_compiler::Model, width: usize, rng: &mut Rng) -> Datase
                 let v = (0..BATCH * w).map(|_| rng.uniform(-1.0, 1.0)).collect();
                 InputData::new(name, w, Values::F32(v))
             }
-            FeatureInput::LabelVocabulary { .. } => panic!("no labels"),
+            FeatureInput::LabelVocabulary { .. }
+            | FeatureInput::SequenceDense { .. }
+            | FeatureInput::SequenceLength { .. } => panic!("no labels or sequences"),
         };
         inputs.push(d);
     }

@@ -259,7 +259,9 @@ fn input_values(
                 (*max_values, f32s(w))
             }
         }
-        FeatureInput::LabelVocabulary { .. } => panic!("no labels here"),
+        FeatureInput::LabelVocabulary { .. }
+        | FeatureInput::SequenceDense { .. }
+        | FeatureInput::SequenceLength { .. } => panic!("no labels or sequences here"),
     }
 }
 

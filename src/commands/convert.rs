@@ -73,22 +73,9 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
             }
         }
     };
-    // Feature columns: TF's parse spec (`make_parse_example_spec`), one
-    // definition in the runtime; the others by their element type.
-    let columns: Vec<FeatureInput> = inputs
-        .iter()
-        .filter_map(|i| i.feature.clone())
-        .filter(|f| !matches!(f, FeatureInput::LabelVocabulary { .. }))
-        .collect();
-    for (key, spec) in make_parse_example_spec(&columns)? {
-        let dtype = match spec {
-            FeatureSpec::FixedLen { dtype, .. }
-            | FeatureSpec::VarLen { dtype }
-            | FeatureSpec::FixedLenSequence { dtype, .. }
-            | FeatureSpec::Sparse { dtype, .. } => dtype,
-        };
-        add(&key, dtype)?;
-    }
+    // Keys in the order of the inputs; a feature column's by TF's parse spec
+    // (`make_parse_example_spec`, one definition in the runtime), the other
+    // inputs' by their element type.
     for input in inputs {
         match &input.feature {
             None => {
@@ -105,7 +92,17 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                     add(c, DType::String)?;
                 }
             }
-            Some(_) => {}
+            Some(column) => {
+                for (key, spec) in make_parse_example_spec(std::slice::from_ref(column))? {
+                    let dtype = match spec {
+                        FeatureSpec::FixedLen { dtype, .. }
+                        | FeatureSpec::VarLen { dtype }
+                        | FeatureSpec::FixedLenSequence { dtype, .. }
+                        | FeatureSpec::Sparse { dtype, .. } => dtype,
+                    };
+                    add(&key, dtype)?;
+                }
+            }
         }
     }
     Ok(keys)
@@ -500,6 +497,7 @@ mod tests {
 
     use specc_runtime::data::Normalizer;
     use specc_runtime::feature_column::NumericColumn;
+    use specc_runtime::feature_column::{CategoricalColumn, CrossKey, KeyDType, Vocabulary};
 
     use super::*;
 

@@ -23,6 +23,15 @@
 //! - a categorical column gives at most `max_values` ids per example (an
 //!   argument of the base columns, default 1): a cross the product of its
 //!   keys' (or its own `max_values`), a bucketized column its source's shape;
+//! - sequence columns (`sequence_numeric_column`,
+//!   `sequence_categorical_column_with_*`) bound their steps with
+//!   `max_values` = T and go only in `sequence_input_layer` (TF's
+//!   `SequenceFeatures`): per step an embedding row (one gather, no combining
+//!   across steps), a one-hot, or a numeric column's d values, `[B, T, D]`
+//!   concatenated by column name; the layer's length (`sequence_length(
+//!   layer)`, int32 `[B]`) is its first column's `<name>/sequence_length`
+//!   input, the others' equality a runtime assertion; a sequence column
+//!   elsewhere, or another column in that layer, is a caret error;
 //! - a categorical column reaches the step as two inputs of `[B, max_values]`
 //!   (`<name>/ids` i32, `<name>/weights` f32, see the runtime's
 //!   `FeatureInput`), a numeric column as one f32 input `[B, shape]` named by
@@ -42,9 +51,10 @@ use std::num::NonZeroU64;
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
+use specc_runtime::abi::AssertionValue;
 use specc_runtime::data::{InputKind, InputSpec, Normalizer};
 use specc_runtime::feature_column::{
-    CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, Vocabulary,
+    CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, SequenceColumn, Vocabulary,
 };
 use specc_runtime::init::Initializer;
 use specc_runtime::prng::fnv1a64;
@@ -53,7 +63,7 @@ use super::args::{self, opt, req};
 use super::expr::R;
 use super::State;
 use crate::ir::{BinaryOp, DType, Dim, NodeId, Shape, UnaryOp};
-use crate::model::{ClipKind, InputInfo, InputRole, VarInfo, VarKind};
+use crate::model::{Assertion, ClipKind, InputInfo, InputRole, VarInfo, VarKind};
 
 /// Every function of the `features` block (for "did you mean").
 pub const FEATURE_FUNCTIONS: &[&str] = &[
@@ -72,6 +82,13 @@ pub const FEATURE_FUNCTIONS: &[&str] = &[
     "shared_embeddings",
     "input_layer",
     "linear_model",
+    "sequence_numeric_column",
+    "sequence_categorical_column_with_identity",
+    "sequence_categorical_column_with_hash_bucket",
+    "sequence_categorical_column_with_vocabulary_list",
+    "sequence_categorical_column_with_vocabulary_file",
+    "sequence_input_layer",
+    "sequence_length",
 ];
 
 /// What the env calls a binding of a categorical column (its uses as a
@@ -129,6 +146,9 @@ impl Combiner {
 pub struct Categorical {
     pub column: CategoricalColumn,
     pub max_values: usize,
+    /// A `sequence_categorical_column_with_*` (TF's
+    /// `SequenceCategoricalColumn`): one id per step, `max_values` steps.
+    pub sequence: bool,
 }
 
 /// `embedding_column` (or one column of `shared_embeddings`).
@@ -153,6 +173,12 @@ pub enum Column {
     Embedding(Box<Embedding>),
     /// The columns `shared_embeddings` returns (one table).
     Shared(Vec<Embedding>),
+    /// `sequence_numeric_column`: `shape` values per step, at most
+    /// `max_steps` steps (`default_value` always set: TF's 0.0).
+    SequenceNumeric {
+        column: NumericColumn,
+        max_steps: usize,
+    },
 }
 
 impl Column {
@@ -167,6 +193,28 @@ impl Column {
                 None => format!("{}_embedding", e.categorical.column.name()),
             },
             Column::Shared(_) => "shared_embeddings".into(),
+            Column::SequenceNumeric { column, .. } => column.name(),
+        }
+    }
+
+    /// A column `sequence_input_layer` takes (TF's `SequenceDenseColumn`):
+    /// a sequence numeric column, or an indicator or embedding of a sequence
+    /// categorical column.
+    fn is_sequence_dense(&self) -> bool {
+        match self {
+            Column::SequenceNumeric { .. } => true,
+            Column::Indicator(c) => c.sequence,
+            Column::Embedding(e) => e.categorical.sequence,
+            _ => false,
+        }
+    }
+
+    /// Whether the column is (or wraps) a sequence column.
+    fn is_sequence(&self) -> bool {
+        match self {
+            Column::Categorical(c) => c.sequence,
+            Column::Shared(list) => list.iter().any(|e| e.categorical.sequence),
+            other => other.is_sequence_dense(),
         }
     }
 }
@@ -200,6 +248,12 @@ pub struct Features {
     /// How many `input_layer` / `linear_model` scopes exist (TF's
     /// `input_layer`, `input_layer_1`, ...).
     scopes: HashMap<&'static str, usize>,
+    /// The `[B, max_steps * shape]` input of each sequence numeric column.
+    sequence_dense_inputs: Vec<(NumericColumn, usize, NodeId)>,
+    /// The `[B]` length input of each sequence column.
+    sequence_length_inputs: Vec<(SequenceColumn, usize, NodeId)>,
+    /// The length `[B]` of each `sequence_input_layer` binding, by name.
+    layer_lengths: HashMap<String, NodeId>,
 }
 
 /// Whether a features-block function is handled here.
@@ -212,13 +266,17 @@ pub fn handles(name: &str) -> bool {
 pub(crate) fn feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
     let name = &b.name.name;
     match call.func.name.as_str() {
-        "input_layer" | "linear_model" => {
+        "input_layer" | "linear_model" | "sequence_input_layer" | "sequence_length" => {
             let saved = st.graph.current_span;
             st.graph.current_span = Some(b.value.span);
-            let r = if call.func.name == "input_layer" {
-                input_layer(st, call)
-            } else {
-                linear_model(st, call)
+            let r = match call.func.name.as_str() {
+                "input_layer" => input_layer(st, call),
+                "linear_model" => linear_model(st, call),
+                "sequence_length" => sequence_length(st, call),
+                _ => sequence_input_layer(st, call).map(|(values, length)| {
+                    st.features.layer_lengths.insert(name.clone(), length);
+                    values
+                }),
             };
             st.graph.current_span = saved;
             let node = r?;
@@ -262,8 +320,11 @@ pub(crate) fn unknown(call: &Call) -> Diagnostic {
         "feature columns: numeric_column, bucketized_column, categorical_column_with_hash_bucket, \
          categorical_column_with_identity, categorical_column_with_vocabulary_list, \
          categorical_column_with_vocabulary_file, crossed_column, weighted_categorical_column, \
-         indicator_column, embedding_column, shared_embeddings; layers: input_layer, linear_model \
-         (and the plain numeric, integer)",
+         indicator_column, embedding_column, shared_embeddings, sequence_numeric_column, \
+         sequence_categorical_column_with_identity, sequence_categorical_column_with_hash_bucket, \
+         sequence_categorical_column_with_vocabulary_list, \
+         sequence_categorical_column_with_vocabulary_file; layers: input_layer, linear_model, \
+         sequence_input_layer (its length: sequence_length) (and the plain numeric, integer)",
     )
 }
 
@@ -398,7 +459,16 @@ fn column(st: &mut State, e: &Expr) -> R<Spanned> {
                 }
                 "embedding_column" => embedding_column(st, c)?,
                 "shared_embeddings" => shared_embeddings(st, c)?,
-                "input_layer" | "linear_model" => {
+                "sequence_numeric_column" => sequence_numeric_column(c)?,
+                "sequence_categorical_column_with_identity" => sequence(c, identity(c)?)?,
+                "sequence_categorical_column_with_hash_bucket" => sequence(c, hash_bucket(c)?)?,
+                "sequence_categorical_column_with_vocabulary_list" => {
+                    sequence(c, vocabulary_list(c)?)?
+                }
+                "sequence_categorical_column_with_vocabulary_file" => {
+                    sequence(c, vocabulary_file(st, c)?)?
+                }
+                "input_layer" | "linear_model" | "sequence_input_layer" | "sequence_length" => {
                     return Err(Diagnostic::new(
                         "bad-argument",
                         e.span,
@@ -570,12 +640,13 @@ fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {
     Ok(Column::Categorical(Categorical {
         column: CategoricalColumn::Bucketized { source, boundaries },
         max_values,
+        sequence: false,
     }))
 }
 
 fn hash_bucket(c: &Call) -> R<Column> {
     let b = args::bind(
-        "categorical_column_with_hash_bucket",
+        &c.func.name,
         c,
         &[
             req("key"),
@@ -593,6 +664,7 @@ fn hash_bucket(c: &Call) -> R<Column> {
             dtype: key_dtype(b.get(2))?,
         },
         max_values: max_values(b.get(3))?,
+        sequence: false,
     }))
 }
 
@@ -602,7 +674,7 @@ fn nonzero(v: u64) -> NonZeroU64 {
 
 fn identity(c: &Call) -> R<Column> {
     let b = args::bind(
-        "categorical_column_with_identity",
+        &c.func.name,
         c,
         &[
             req("key"),
@@ -634,6 +706,7 @@ fn identity(c: &Call) -> R<Column> {
             default_value,
         },
         max_values: max_values(b.get(3))?,
+        sequence: false,
     }))
 }
 
@@ -721,7 +794,7 @@ fn oov(default: Option<&Expr>, oov: Option<&Expr>) -> R<(i64, u64)> {
 
 fn vocabulary_list(c: &Call) -> R<Column> {
     let b = args::bind(
-        "categorical_column_with_vocabulary_list",
+        &c.func.name,
         c,
         &[
             req("key"),
@@ -745,6 +818,7 @@ fn vocabulary_list(c: &Call) -> R<Column> {
             default_value,
         },
         max_values: max_values(b.get(5))?,
+        sequence: false,
     }))
 }
 
@@ -757,7 +831,7 @@ fn check_buckets(span: Span, n: u64) -> R<()> {
 
 fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
     let b = args::bind(
-        "categorical_column_with_vocabulary_file",
+        &c.func.name,
         c,
         &[
             req("key"),
@@ -865,6 +939,7 @@ fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
             default_value,
         },
         max_values: max_values(b.get(6))?,
+        sequence: false,
     }))
 }
 
@@ -916,6 +991,13 @@ fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
             }
             _ => {
                 let cat = categorical(st, it)?;
+                if cat.sequence {
+                    return Err(sequence_refused(
+                        it.span,
+                        &cat.column.name(),
+                        "crossed_column",
+                    ));
+                }
                 if let CategoricalColumn::Weighted { .. } = cat.column {
                     return Err(bad(
                         it.span,
@@ -951,6 +1033,7 @@ fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
             hash_key,
         },
         max_values,
+        sequence: false,
     }))
 }
 
@@ -965,6 +1048,13 @@ fn weighted(st: &mut State, c: &Call) -> R<Column> {
         ],
     )?;
     let cat = categorical(st, b.req(0))?;
+    if cat.sequence {
+        return Err(sequence_refused(
+            b.req(0).span,
+            &cat.column.name(),
+            "weighted_categorical_column",
+        ));
+    }
     let weight_feature_key = key(b.req(1))?;
     Ok(Column::Categorical(Categorical {
         column: CategoricalColumn::Weighted {
@@ -972,6 +1062,7 @@ fn weighted(st: &mut State, c: &Call) -> R<Column> {
             weight_feature_key,
         },
         max_values: cat.max_values,
+        sequence: false,
     }))
 }
 
@@ -1075,6 +1166,13 @@ fn shared_embeddings(st: &mut State, c: &Call) -> R<Column> {
     let mut cats = Vec::new();
     for it in items {
         let cat = categorical(st, it)?;
+        if cat.sequence {
+            return Err(sequence_refused(
+                it.span,
+                &cat.column.name(),
+                "shared_embeddings",
+            ));
+        }
         if let Some(first) = cats.first() {
             let first: &Categorical = first;
             if first.column.num_buckets() != cat.column.num_buckets() {
@@ -1466,6 +1564,9 @@ fn dense(st: &mut State, c: &Spanned, scope: &str, layer: &str) -> R<NodeId> {
             lookup(st, table, ids, w, e.combiner, e.max_norm)
         }
         Column::Shared(_) => unreachable_shared(c.span)?,
+        Column::SequenceNumeric { column, .. } => {
+            return Err(sequence_refused(c.span, &column.name(), layer))
+        }
     })
 }
 
@@ -1518,11 +1619,20 @@ fn layer_columns(st: &mut State, what: &str, call: &Call, exprs: &[&Expr]) -> R<
     Ok(cols)
 }
 
+/// TF's `input_layer` and `linear_model` refuse sequence columns.
+fn refuse_sequences(cols: &[Spanned], layer: &str) -> R<()> {
+    match cols.iter().find(|c| c.column.is_sequence()) {
+        Some(c) => Err(sequence_refused(c.span, &c.column.name(), layer)),
+        None => Ok(()),
+    }
+}
+
 /// `input_layer(columns..)`: the dense columns' tensors concatenated along
 /// axis 1 in TF's order (sorted by column name), `[B, total width]`.
 fn input_layer(st: &mut State, call: &Call) -> R<NodeId> {
     let (exprs, _) = args::bind_variadic("input_layer", call, "COLUMNS", &[])?;
     let cols = layer_columns(st, "input_layer", call, &exprs)?;
+    refuse_sequences(&cols, "input_layer")?;
     let scope = scope(st, "input_layer");
     let mut parts = Vec::new();
     for c in &cols {
@@ -1567,6 +1677,7 @@ fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
         .unwrap_or(Combiner::Sum);
     let trainable = b.get(2).map(args::eval_bool).transpose()?.unwrap_or(true);
     let cols = layer_columns(st, "linear_model", call, &exprs)?;
+    refuse_sequences(&cols, "linear_model")?;
     let scope = scope(st, "linear_model");
     let mut sum: Option<NodeId> = None;
     for c in &cols {
@@ -1616,4 +1727,341 @@ fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
     let s = st.graph.shape(sum).clone();
     let bias = st.graph.broadcast_to(bias, &s);
     Ok(st.graph.add(sum, bias))
+}
+
+/// A `sequence_categorical_column_with_*` call: its base column's
+/// description, as a sequence (TF's `SequenceCategoricalColumn`).
+fn sequence(c: &Call, base: Column) -> R<Column> {
+    match base {
+        Column::Categorical(cat) => Ok(Column::Categorical(Categorical {
+            sequence: true,
+            ..cat
+        })),
+        _ => Err(bad(c.span, "not a categorical column", "internal")),
+    }
+}
+
+/// `sequence_numeric_column(key, shape = (1,), default_value = 0.0, dtype,
+/// normalizer_fn, max_values)`: `shape` values per step, `max_values` steps
+/// at most (default 1).
+fn sequence_numeric_column(c: &Call) -> R<Column> {
+    let b = args::bind(
+        "sequence_numeric_column",
+        c,
+        &[
+            req("key"),
+            opt("shape"),
+            opt("default_value"),
+            opt("dtype"),
+            opt("normalizer_fn"),
+            opt("max_values"),
+        ],
+    )?;
+    if let Some(e) = b.get(2) {
+        if matches!(e.kind, ExprKind::List(_)) {
+            return Err(bad(
+                e.span,
+                "a sequence_numeric_column's default_value is one number",
+                "not a number",
+            ));
+        }
+    }
+    // The numeric_column arguments, without max_values.
+    let base = Call {
+        args: c
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| a.name.as_ref().map_or(*i < 5, |n| n.name != "max_values"))
+            .map(|(_, a)| a.clone())
+            .collect(),
+        ..c.clone()
+    };
+    let mut column = numeric_column(&base)?;
+    let default = match b.get(2) {
+        Some(e) => args::eval_number(e)?,
+        None => 0.0,
+    };
+    column.default_value = Some(vec![default; column.shape]);
+    let max_steps = max_values(b.get(5))?;
+    if (column.shape as u64).saturating_mul(max_steps as u64) > 1 << 20 {
+        return Err(bad(
+            c.span,
+            "a sequence numeric column of more than 2^20 values per example",
+            "too large",
+        ));
+    }
+    Ok(Column::SequenceNumeric { column, max_steps })
+}
+
+/// The error for a sequence column where TF takes none.
+fn sequence_refused(span: Span, name: &str, what: &str) -> Diagnostic {
+    bad(
+        span,
+        format!(
+            "`{name}` is a sequence column: {what} takes no sequence columns (TF refuses them)"
+        ),
+        "sequence column",
+    )
+    .with_help(
+        "sequence columns go in sequence_input_layer (TF's SequenceFeatures); \
+         use categorical_column_with_* / numeric_column here",
+    )
+}
+
+/// The `[B, max_steps * shape]` input of a sequence numeric column (created
+/// once).
+fn sequence_dense_input(st: &mut State, n: &NumericColumn, max_steps: usize, span: Span) -> NodeId {
+    if let Some((_, _, node)) = st
+        .features
+        .sequence_dense_inputs
+        .iter()
+        .find(|(c, t, _)| c == n && *t == max_steps)
+    {
+        return *node;
+    }
+    let node = add_input(
+        st,
+        &n.name(),
+        span,
+        DType::F32,
+        Shape(vec![Dim::Batch, Dim::Fixed((max_steps * n.shape) as u32)]),
+        InputSpec {
+            name: String::new(),
+            columns: vec![n.key.clone()],
+            kind: InputKind::Float,
+            normalizer: Normalizer::None,
+            feature: Some(FeatureInput::SequenceDense {
+                column: n.clone(),
+                max_steps,
+            }),
+        },
+    );
+    st.features
+        .sequence_dense_inputs
+        .push((n.clone(), max_steps, node));
+    node
+}
+
+/// The i32 `[B]` length input `<name>/sequence_length` of a sequence column
+/// (created once).
+fn sequence_length_input(
+    st: &mut State,
+    column: SequenceColumn,
+    max_steps: usize,
+    span: Span,
+) -> NodeId {
+    if let Some((_, _, node)) = st
+        .features
+        .sequence_length_inputs
+        .iter()
+        .find(|(c, t, _)| *c == column && *t == max_steps)
+    {
+        return *node;
+    }
+    let feature = FeatureInput::SequenceLength {
+        column: column.clone(),
+        max_steps,
+    };
+    let node = add_input(
+        st,
+        &format!("{}/sequence_length", column.name()),
+        span,
+        DType::I32,
+        Shape(vec![Dim::Batch]),
+        InputSpec {
+            name: String::new(),
+            columns: feature.raw_keys(),
+            kind: InputKind::ClassId { num_classes: None },
+            normalizer: Normalizer::None,
+            feature: Some(feature),
+        },
+    );
+    st.features
+        .sequence_length_inputs
+        .push((column, max_steps, node));
+    node
+}
+
+/// A sequence column's `[B, T, D]` values and `[B]` length (TF's
+/// `get_sequence_dense_tensor`): a numeric column's steps; an embedding's
+/// rows, one per step (no combining across steps: with one id per step
+/// every combiner gives the row), zeros past the length; an indicator's
+/// one-hot per step.
+fn sequence_dense(st: &mut State, c: &Spanned, scope: &str) -> R<(NodeId, NodeId, usize)> {
+    Ok(match &c.column {
+        Column::SequenceNumeric { column, max_steps } => {
+            let x = sequence_dense_input(st, column, *max_steps, c.span);
+            let shape = Shape(vec![
+                Dim::Batch,
+                Dim::Fixed(*max_steps as u32),
+                Dim::Fixed(column.shape as u32),
+            ]);
+            let values = st.graph.reshape(x, &shape);
+            let length = sequence_length_input(
+                st,
+                SequenceColumn::Numeric(column.clone()),
+                *max_steps,
+                c.span,
+            );
+            (values, length, *max_steps)
+        }
+        Column::Indicator(cat) => {
+            let (ids, w) = categorical_inputs(st, cat, false, c.span);
+            let n = cat.column.num_buckets() as u32;
+            let hot = st.graph.one_hot(ids, n);
+            let wb = spread(st, w, n);
+            let values = st.graph.mul(hot, wb);
+            let length = sequence_length_input(
+                st,
+                SequenceColumn::Categorical(cat.column.clone()),
+                cat.max_values,
+                c.span,
+            );
+            (values, length, cat.max_values)
+        }
+        Column::Embedding(e) => {
+            let table = embedding_table(st, e, scope, c.span);
+            let (ids, w) = categorical_inputs(st, &e.categorical, true, c.span);
+            let mut rows = st.graph.gather(table, ids);
+            if let Some(clip_norm) = e.max_norm {
+                let mut r = [rows];
+                crate::optim::clip::apply(
+                    &mut st.graph,
+                    &ClipKind::ByNorm {
+                        clip_norm,
+                        axes: Some(vec![2]),
+                    },
+                    &mut r,
+                );
+                rows = r[0];
+            }
+            let wb = spread(st, w, e.dimension);
+            let values = st.graph.mul(rows, wb);
+            let length = sequence_length_input(
+                st,
+                SequenceColumn::Categorical(e.categorical.column.clone()),
+                e.categorical.max_values,
+                c.span,
+            );
+            (values, length, e.categorical.max_values)
+        }
+        other => {
+            return Err(bad(
+                c.span,
+                format!(
+                    "`{}` is not a sequence column: sequence_input_layer takes \
+                     sequence columns only (TF's SequenceFeatures refuses others)",
+                    other.name()
+                ),
+                "not a sequence column",
+            )
+            .with_help(match other {
+                Column::Categorical(cat) if cat.sequence => {
+                    "wrap it in indicator_column or embedding_column"
+                }
+                _ => {
+                    "give sequence_numeric_column, or indicator_column / embedding_column of a \
+                     sequence_categorical_column_with_*"
+                }
+            }))
+        }
+    })
+}
+
+/// `sequence_input_layer(columns..)` (TF's `SequenceFeatures`, formerly
+/// `tf.contrib.feature_column.sequence_input_layer`): the columns' `[B, T,
+/// D_i]` concatenated along the last axis in TF's order (by column name),
+/// and the sequence length `[B]`: the first column's, the others checked
+/// equal to it at run time (TF's `_assert_all_equal_and_return`).
+fn sequence_input_layer(st: &mut State, call: &Call) -> R<(NodeId, NodeId)> {
+    let (exprs, _) = args::bind_variadic("sequence_input_layer", call, "COLUMNS", &[])?;
+    let cols = layer_columns(st, "sequence_input_layer", call, &exprs)?;
+    let scope = scope(st, "sequence_input_layer");
+    let mut parts = Vec::new();
+    let mut lengths: Vec<(NodeId, String)> = Vec::new();
+    let mut steps: Option<(usize, &Spanned)> = None;
+    for c in &cols {
+        let (values, length, t) = sequence_dense(st, c, &scope)?;
+        match steps {
+            Some((t0, c0)) if t0 != t => {
+                return Err(bad(
+                    c.span,
+                    format!(
+                        "the columns of sequence_input_layer have different max_values: \
+                         `{}` has {t0} steps, `{}` has {t}",
+                        c0.column.name(),
+                        c.column.name()
+                    ),
+                    "different max_values",
+                )
+                .with_secondary(c0.span, format!("{t0} steps"))
+                .with_help("give every sequence column of one layer the same max_values"))
+            }
+            Some(_) => {}
+            None => steps = Some((t, c)),
+        }
+        parts.push(values);
+        if !lengths.iter().any(|(l, _)| *l == length) {
+            lengths.push((length, c.column.name()));
+        }
+    }
+    let values = if parts.len() == 1 {
+        parts[0]
+    } else {
+        st.graph.concat(&parts, 2)
+    };
+    let (first, first_name) = lengths[0].clone();
+    let first_f = st.graph.cast(first, DType::F32);
+    for (length, name) in &lengths[1..] {
+        let l = st.graph.cast(*length, DType::F32);
+        let ne = st.graph.binary(BinaryOp::Ne, l, first_f);
+        let count = st.graph.sum_all(ne);
+        st.assertions.push(Assertion {
+            kind: "assert_equal",
+            condition: format!("sequence_length(`{first_name}`) == sequence_length(`{name}`)"),
+            message: format!(
+                "sequence_input_layer: the sequence lengths of `{first_name}` and `{name}` \
+                 differ (TF: \"Condition x == y did not hold element-wise\")"
+            ),
+            span: call.span,
+            value: AssertionValue::Count,
+            node: count,
+        });
+    }
+    Ok((values, first))
+}
+
+/// `sequence_length(layer)`: the `[B]` int32 sequence length of a
+/// `sequence_input_layer` binding (TF's second output of `SequenceFeatures`).
+fn sequence_length(st: &mut State, call: &Call) -> R<NodeId> {
+    let b = args::bind("sequence_length", call, &[req("sequence_input_layer")])?;
+    let e = b.req(0);
+    let ExprKind::Ident(n) = &e.kind else {
+        return Err(bad(
+            e.span,
+            format!(
+                "expected a sequence_input_layer binding, found {}",
+                args::describe(e)
+            ),
+            "not a sequence_input_layer binding",
+        ));
+    };
+    if let Some(&length) = st.features.layer_lengths.get(n) {
+        return Ok(length);
+    }
+    let mut d = bad(
+        e.span,
+        format!("`{n}` is not a sequence_input_layer binding"),
+        "not a sequence_input_layer binding",
+    );
+    if let Some(entry) = st.env.entries.get(n) {
+        if entry.value.is_none() && !st.features.bound.contains_key(n) {
+            return Err(Diagnostic::new(super::expr::POISONED, e.span, ""));
+        }
+        d = d.with_secondary(entry.span, "defined here");
+    } else if let Some(s) = args::suggest(n, st.features.layer_lengths.keys().map(|k| k.as_str())) {
+        d = d.with_help(format!("did you mean `{s}`?"));
+    }
+    Err(d.with_help("e.g. seq = sequence_input_layer(..) then seq_length = sequence_length(seq)"))
 }

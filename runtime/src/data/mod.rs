@@ -375,7 +375,7 @@ fn check_feature(
     }
     let float = matches!(
         feature,
-        FeatureInput::Dense(_) | FeatureInput::Weights { .. }
+        FeatureInput::Dense(_) | FeatureInput::Weights { .. } | FeatureInput::SequenceDense { .. }
     );
     if float != (inp.kind == InputKind::Float) {
         return Err(format!(

@@ -22,6 +22,15 @@
 //!   the slots with a non-zero weight, in slot order.
 //! - a string label is one i32 input `[B]` of class ids
 //!   ([`FeatureInput::LabelVocabulary`]).
+//! - a sequence column (`sequence_*`, TF's `SequenceCategoricalColumn` and
+//!   `SequenceNumericColumn`) has at most `max_steps` = T steps per example:
+//!   a sequence categorical column is the ids and weights above with
+//!   `max_values` = T (slot t holds step t's id, one id per step); a
+//!   sequence numeric column of shape d is one f32 input `[B, T*d]`
+//!   ([`FeatureInput::SequenceDense`]; steps past the example's length hold
+//!   `default_value`); each sequence column also gives its length, one i32
+//!   input `[B]` ([`FeatureInput::SequenceLength`]: TF's
+//!   `sequence_length_from_sparse_tensor`, the last present step + 1).
 //!
 //! Invariants: a description is checked when it is built (sizes are
 //! positive, boundaries sorted, vocabularies without duplicates), so the
@@ -40,6 +49,7 @@ pub mod vocabulary;
 pub use parse_spec::{make_parse_example_spec, tf_repr};
 pub use transform::{
     CategoricalOutput, CategoricalTransform, DenseTransform, LabelVocabularyTransform,
+    SequenceDenseTransform, SequenceLengthTransform,
 };
 pub use vocabulary::read_vocabulary_file;
 
@@ -174,6 +184,41 @@ pub enum FeatureInput {
     /// A string label's class id: the position of the cell in `vocabulary`
     /// (an unknown value is an error naming the row).
     LabelVocabulary { vocabulary: Vec<Vec<u8>> },
+    /// `sequence_numeric_column`'s values, f32 `[B, max_steps * shape]`:
+    /// step t's `shape` values at `t * shape`, normalized; the steps past the
+    /// example's length hold `default_value` (not normalized: TF densifies
+    /// after the normalizer).
+    SequenceDense {
+        column: NumericColumn,
+        max_steps: usize,
+    },
+    /// A sequence column's length per example, i32 `[B]`: the number of
+    /// steps (a numeric column's values divided by its shape; a categorical
+    /// column's last present value + 1, TF's
+    /// `sequence_length_from_sparse_tensor`).
+    SequenceLength {
+        column: SequenceColumn,
+        max_steps: usize,
+    },
+}
+
+/// The column a [`FeatureInput::SequenceLength`] measures.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SequenceColumn {
+    /// `sequence_numeric_column`: its values, `shape` per step.
+    Numeric(NumericColumn),
+    /// `sequence_categorical_column_with_*`: one id per step.
+    Categorical(CategoricalColumn),
+}
+
+impl SequenceColumn {
+    /// TF's name: the key (a sequence column is named as its base column).
+    pub fn name(&self) -> String {
+        match self {
+            SequenceColumn::Numeric(n) => n.name(),
+            SequenceColumn::Categorical(c) => c.name(),
+        }
+    }
 }
 
 impl FeatureInput {
@@ -184,10 +229,18 @@ impl FeatureInput {
     pub fn raw_keys(&self) -> Vec<String> {
         let mut keys = Vec::new();
         match self {
-            FeatureInput::Dense(c) => keys.push(c.key.clone()),
-            FeatureInput::Ids { column, .. } | FeatureInput::Weights { column, .. } => {
-                column.raw_keys(&mut keys)
-            }
+            FeatureInput::Dense(c)
+            | FeatureInput::SequenceDense { column: c, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Numeric(c),
+                ..
+            } => keys.push(c.key.clone()),
+            FeatureInput::Ids { column, .. }
+            | FeatureInput::Weights { column, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Categorical(column),
+                ..
+            } => column.raw_keys(&mut keys),
             FeatureInput::LabelVocabulary { .. } => {}
         }
         keys

@@ -20,7 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, Vocabulary};
+use super::{
+    CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, SequenceColumn, Vocabulary,
+};
 use crate::io::example::{DType, FeatureSpec, Values};
 
 fn dtype(k: KeyDType) -> DType {
@@ -99,9 +101,23 @@ pub fn make_parse_example_spec(
     for input in inputs {
         match input {
             FeatureInput::Dense(c) => all.push((c.key.clone(), numeric_spec(c))),
-            FeatureInput::Ids { column, .. } | FeatureInput::Weights { column, .. } => {
-                categorical_specs(column, &mut all)
-            }
+            FeatureInput::Ids { column, .. }
+            | FeatureInput::Weights { column, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Categorical(column),
+                ..
+            } => categorical_specs(column, &mut all),
+            // TF's SequenceNumericColumn: a VarLenFeature of its dtype.
+            FeatureInput::SequenceDense { column: c, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Numeric(c),
+                ..
+            } => all.push((
+                c.key.clone(),
+                FeatureSpec::VarLen {
+                    dtype: DType::Float32,
+                },
+            )),
             FeatureInput::LabelVocabulary { .. } => {}
         }
     }

@@ -4,8 +4,24 @@
 //! Owns: [`DenseTransform`] (`numeric_column`: `shape` f32 values),
 //! [`CategoricalTransform`] (a categorical column's ids or weights,
 //! `[rows, max_values]`), [`LabelVocabularyTransform`] (a string label's
-//! class id), and [`transform_for`], which [`crate::data::columns::transform_for`]
+//! class id), the sequence columns' [`SequenceDenseTransform`]
+//! (`sequence_numeric_column`: `[rows, max_steps * shape]`) and
+//! [`SequenceLengthTransform`] (a sequence column's length, `[rows]`), and
+//! [`transform_for`], which [`crate::data::columns::transform_for`]
 //! calls for every input with a `feature`.
+//!
+//! Sequences (TF's `SequenceCategoricalColumn`, `SequenceNumericColumn`): a
+//! sequence categorical column's ids and weights are the ones above with one
+//! value per step (`max_values` = the most steps); a sequence numeric column
+//! of shape d reads its values (an Example's float_list, a CSV cell's
+//! whitespace-separated numbers) as steps of d values, normalized, and pads
+//! the steps past the example's length with `default_value` (TF's
+//! `sparse_tensor_to_dense` after the normalizer). The length of an example
+//! is its number of steps: values / d for a numeric column (a count that is
+//! not a multiple of d is an error), the last present value + 1 for a
+//! categorical one (TF's `sequence_length_from_sparse_tensor`: values TF
+//! keeps with id -1 count, the `''`/`-1` it drops from dense CSV cells do
+//! not).
 //!
 //! How ids are computed (per raw value of the key):
 //! - `categorical_column_with_hash_bucket`: `Fingerprint64(bytes) % size`
@@ -52,7 +68,9 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use super::raw::{self, Form};
-use super::{CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, Vocabulary};
+use super::{
+    CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, SequenceColumn, Vocabulary,
+};
 use crate::abi::ElemType;
 use crate::data::columns::{Cell, CellError, CellRows, ColumnTransform, ValuesMut};
 use crate::hash;
@@ -83,6 +101,12 @@ pub fn transform_for(input: &FeatureInput, columns: &[String]) -> Box<dyn Column
             columns.to_vec(),
             vocabulary.clone(),
         )),
+        FeatureInput::SequenceDense { column, max_steps } => {
+            Box::new(SequenceDenseTransform::new(column.clone(), *max_steps))
+        }
+        FeatureInput::SequenceLength { column, max_steps } => {
+            Box::new(SequenceLengthTransform::new(column, *max_steps))
+        }
     }
 }
 
@@ -832,6 +856,36 @@ impl CategoricalTransform {
         self
     }
 
+    /// The length of a row as a sequence: its last present value + 1 (TF's
+    /// `sequence_length_from_sparse_tensor`), at most `max_values`.
+    fn sequence_length(&mut self, cells: &CellRows<'_>, row: usize) -> Result<usize, CellError> {
+        let ctx = Ctx {
+            dense_features: &self.dense_features,
+            need_ids: false,
+            limit: self.max_values,
+        };
+        self.entries.clear();
+        let n = self
+            .plan
+            .eval(cells, row, ctx, &mut self.entries)
+            .map_err(|f| CellError {
+                row,
+                column: f.column,
+                message: f.message,
+            })?;
+        if n > self.max_values {
+            return Err(CellError {
+                row,
+                column: self.plan.first_col(),
+                message: format!(
+                    "`{}` has {n} values, more than max_values = {}",
+                    self.name, self.max_values
+                ),
+            });
+        }
+        Ok(self.entries.iter().map(|e| e.pos + 1).max().unwrap_or(0))
+    }
+
     /// One row into `ids` / `weights` (`max_values` slots each, the one
     /// `output` asks for).
     fn row(
@@ -934,6 +988,171 @@ impl ColumnTransform for CategoricalTransform {
             (CategoricalOutput::Ids { .. }, _) => Err(wrong_output(ElemType::I32)),
             (CategoricalOutput::Weights, _) => Err(wrong_output(ElemType::F32)),
         }
+    }
+}
+
+/// The number of steps of a `sequence_numeric_column` in `cell`: its values
+/// divided by the shape (a whole number of steps, at most `max_steps`).
+fn numeric_steps(col: &NumericColumn, cell: Cell<'_>, max_steps: usize) -> Result<usize, String> {
+    let n = raw::count_numbers(cell);
+    let d = col.shape.max(1);
+    if !n.is_multiple_of(d) {
+        return Err(format!(
+            "`{}` has {n} values, not a whole number of steps of shape {d}",
+            col.name()
+        ));
+    }
+    let steps = n / d;
+    if steps > max_steps {
+        return Err(format!(
+            "`{}` has {steps} steps, more than max_values = {max_steps}",
+            col.name()
+        ));
+    }
+    Ok(steps)
+}
+
+/// `sequence_numeric_column(key, shape, default_value, normalizer_fn)`:
+/// `max_steps * shape` f32 values per example (see the module doc).
+#[derive(Clone, Debug)]
+pub struct SequenceDenseTransform {
+    columns: Vec<String>,
+    column: NumericColumn,
+    max_steps: usize,
+    /// The padding of one step: `default_value` as float32.
+    padding: Vec<f32>,
+}
+
+impl SequenceDenseTransform {
+    pub fn new(column: NumericColumn, max_steps: usize) -> SequenceDenseTransform {
+        let shape = column.shape.max(1);
+        let padding = match &column.default_value {
+            Some(d) => (0..shape)
+                .map(|i| d.get(i).or(d.first()).copied().unwrap_or(0.0) as f32)
+                .collect(),
+            None => vec![0.0; shape],
+        };
+        SequenceDenseTransform {
+            columns: vec![column.key.clone()],
+            column,
+            max_steps,
+            padding,
+        }
+    }
+
+    fn row(&self, cell: Cell<'_>, out: &mut [f32]) -> Result<(), String> {
+        let steps = numeric_steps(&self.column, cell, self.max_steps)?;
+        let d = self.padding.len();
+        let (values, pad) = out.split_at_mut((steps * d).min(out.len()));
+        raw::numbers(cell, |i, x| {
+            if let Some(o) = values.get_mut(i) {
+                *o = numeric_value(&self.column, x)?;
+            }
+            Ok(())
+        })?;
+        for step in pad.chunks_mut(d) {
+            step.copy_from_slice(&self.padding[..step.len()]);
+        }
+        Ok(())
+    }
+}
+
+impl ColumnTransform for SequenceDenseTransform {
+    fn columns(&self) -> &[String] {
+        &self.columns
+    }
+    fn elem(&self) -> ElemType {
+        ElemType::F32
+    }
+    fn width(&self) -> usize {
+        self.max_steps * self.column.shape
+    }
+    fn transform(&mut self, cells: &CellRows<'_>, out: ValuesMut<'_>) -> Result<(), CellError> {
+        let ValuesMut::F32(out) = out else {
+            return Err(wrong_output(ElemType::F32));
+        };
+        let width = self.width().max(1);
+        for (row, dst) in out.chunks_exact_mut(width).take(cells.rows()).enumerate() {
+            self.row(cells.cell(row, 0), dst)
+                .map_err(|message| CellError {
+                    row,
+                    column: 0,
+                    message,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// A sequence column's length per example, i32 (see the module doc); more
+/// than `max_steps` steps is an error naming the row and column.
+#[derive(Clone, Debug)]
+pub struct SequenceLengthTransform {
+    columns: Vec<String>,
+    of: LengthOf,
+}
+
+#[derive(Clone, Debug)]
+enum LengthOf {
+    Numeric {
+        column: NumericColumn,
+        max_steps: usize,
+    },
+    /// The column's transform (it gives the slots of the present values).
+    Categorical(Box<CategoricalTransform>),
+}
+
+impl SequenceLengthTransform {
+    pub fn new(column: &SequenceColumn, max_steps: usize) -> SequenceLengthTransform {
+        match column {
+            SequenceColumn::Numeric(n) => SequenceLengthTransform {
+                columns: vec![n.key.clone()],
+                of: LengthOf::Numeric {
+                    column: n.clone(),
+                    max_steps,
+                },
+            },
+            SequenceColumn::Categorical(c) => {
+                let t = CategoricalTransform::new(c, max_steps, CategoricalOutput::Weights);
+                SequenceLengthTransform {
+                    columns: t.columns.clone(),
+                    of: LengthOf::Categorical(Box::new(t)),
+                }
+            }
+        }
+    }
+}
+
+impl ColumnTransform for SequenceLengthTransform {
+    fn columns(&self) -> &[String] {
+        &self.columns
+    }
+    fn elem(&self) -> ElemType {
+        ElemType::I32
+    }
+    fn width(&self) -> usize {
+        1
+    }
+    fn transform(&mut self, cells: &CellRows<'_>, out: ValuesMut<'_>) -> Result<(), CellError> {
+        let ValuesMut::I32(out) = out else {
+            return Err(wrong_output(ElemType::I32));
+        };
+        for (row, dst) in out.iter_mut().take(cells.rows()).enumerate() {
+            let steps = match &mut self.of {
+                LengthOf::Numeric { column, max_steps } => {
+                    numeric_steps(column, cells.cell(row, 0), *max_steps).map_err(|message| {
+                        CellError {
+                            row,
+                            column: 0,
+                            message,
+                        }
+                    })?
+                }
+                LengthOf::Categorical(t) => t.sequence_length(cells, row)?,
+            };
+            *dst = i32::try_from(steps).unwrap_or(i32::MAX);
+        }
+        Ok(())
     }
 }
 
@@ -1266,5 +1485,118 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.row, 1);
         assert_eq!(e.message, "`maybe` is not one of \"no\", \"yes\"");
+    }
+
+    fn seq_numeric(shape: usize, default: f64) -> NumericColumn {
+        NumericColumn {
+            key: "temp".into(),
+            shape,
+            default_value: Some(vec![default; shape]),
+            normalizer: Some(NormExpr::Mul(
+                Box::new(NormExpr::X),
+                Box::new(NormExpr::Const(2.0)),
+            )),
+        }
+    }
+
+    fn lengths(
+        t: &mut SequenceLengthTransform,
+        cells: &CellRows<'_>,
+    ) -> Result<Vec<i32>, CellError> {
+        let mut out = vec![-7; cells.rows()];
+        t.transform(cells, ValuesMut::I32(&mut out)).map(|_| out)
+    }
+
+    #[test]
+    fn sequence_numeric_steps_are_normalized_and_padded_with_the_default() {
+        let col = seq_numeric(2, -1.0);
+        let mut t = SequenceDenseTransform::new(col.clone(), 3);
+        assert_eq!(t.width(), 6);
+        let a = Feature::FloatList(vec![1.0, 2.0, 3.0, 4.0]);
+        let cells = [Cell::Feature(Some(&a)), Cell::Feature(None)];
+        let rows = CellRows::cells(&cells, 1);
+        let mut out = vec![9.0; 12];
+        t.transform(&rows, ValuesMut::F32(&mut out)).unwrap();
+        // The values through the normalizer, the padding not.
+        assert_eq!(
+            out,
+            [2.0, 4.0, 6.0, 8.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0]
+        );
+        let mut l = SequenceLengthTransform::new(&SequenceColumn::Numeric(col), 3);
+        assert_eq!(l.elem(), ElemType::I32);
+        assert_eq!(lengths(&mut l, &rows).unwrap(), [2, 0]);
+        // CSV: whitespace-separated numbers in one cell.
+        let text: [&[u8]; 2] = [b"0.5 1 1.5 2 2.5 3", b" "];
+        let rows = CellRows::text(&text, 1);
+        t.transform(&rows, ValuesMut::F32(&mut out)).unwrap();
+        assert_eq!(&out[..6], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(&out[6..], [-1.0; 6]);
+        assert_eq!(lengths(&mut l, &rows).unwrap(), [3, 0]);
+    }
+
+    #[test]
+    fn sequence_numeric_errors_name_the_row_and_column() {
+        let col = seq_numeric(2, 0.0);
+        let mut t = SequenceDenseTransform::new(col.clone(), 2);
+        let mut l = SequenceLengthTransform::new(&SequenceColumn::Numeric(col), 2);
+        let text: [&[u8]; 2] = [b"1 2", b"1 2 3"];
+        let rows = CellRows::text(&text, 1);
+        let mut out = vec![0.0; 8];
+        let e = t.transform(&rows, ValuesMut::F32(&mut out)).unwrap_err();
+        assert_eq!(
+            (e.row, e.column, e.message.as_str()),
+            (
+                1,
+                0,
+                "`temp` has 3 values, not a whole number of steps of shape 2"
+            )
+        );
+        let e = lengths(&mut l, &rows).unwrap_err();
+        assert_eq!(e.row, 1);
+        let text: [&[u8]; 1] = [b"1 2 3 4 5 6"];
+        let rows = CellRows::text(&text, 1);
+        let e = t.transform(&rows, ValuesMut::F32(&mut out)).unwrap_err();
+        assert_eq!(e.message, "`temp` has 3 steps, more than max_values = 2");
+        let e = lengths(&mut l, &rows).unwrap_err();
+        assert_eq!(e.message, "`temp` has 3 steps, more than max_values = 2");
+    }
+
+    #[test]
+    fn sequence_categorical_length_counts_the_steps_tf_keeps() {
+        // A vocabulary without OOV buckets: an unknown word is id -1 (weight
+        // 0) but still a step of the sequence, as in TF's SparseTensor.
+        let col = CategoricalColumn::Vocabulary {
+            key: "words".into(),
+            vocabulary: Vocabulary::Strings(vec![b"a".to_vec(), b"b".to_vec()]),
+            vocabulary_file: None,
+            num_oov_buckets: 0,
+            default_value: -1,
+        };
+        let [mut i, mut w] = pair(&col, 3);
+        let mut l = SequenceLengthTransform::new(&SequenceColumn::Categorical(col.clone()), 3);
+        let f0 = Feature::BytesList(vec![b"b".to_vec(), b"zzz".to_vec()]);
+        let f1 = Feature::BytesList(vec![b"a".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+        let cells = [
+            Cell::Feature(Some(&f0)),
+            Cell::Feature(Some(&f1)),
+            Cell::Feature(None),
+        ];
+        let rows = CellRows::cells(&cells, 1);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [1, 0, 0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!(
+            weights(&mut w, &rows),
+            [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+        );
+        assert_eq!(lengths(&mut l, &rows).unwrap(), [2, 3, 0]);
+        // A CSV cell is one step; an empty cell (TF drops `''`) none.
+        let text: [&[u8]; 2] = [b"a", b""];
+        assert_eq!(lengths(&mut l, &CellRows::text(&text, 1)).unwrap(), [1, 0]);
+        // More steps than max_values: an error naming the row and the limit.
+        let mut l = SequenceLengthTransform::new(&SequenceColumn::Categorical(col), 2);
+        let e = lengths(&mut l, &rows).unwrap_err();
+        assert_eq!(
+            (e.row, e.message.as_str()),
+            (1, "`words` has 3 values, more than max_values = 2")
+        );
     }
 }
