@@ -140,6 +140,10 @@ pub struct InputLayout {
     /// `0..num_classes` (the compiled code clamps ids into tables, so an id
     /// out of range would silently read another row). `None`: any id `>= 0`.
     pub num_classes: Option<u32>,
+    /// A feature column's ids (`FeatureInput::Ids`): the padding id -1
+    /// ([`crate::feature_column::PADDING_ID`]) is allowed too; the compiled
+    /// step reads zeros for it and updates no row.
+    pub padding: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -203,8 +203,10 @@ impl Dataset {
     /// every input holds exactly `rows * width` values, that widths are
     /// non-zero, that names are unique, that there are at most [`MAX_ROWS`]
     /// rows, and that every int32 value is an id (`>= 0`, the rule [`load`]
-    /// applies). The ids' upper bound is the model's: binding the data to a
-    /// session ([`crate::source::Binding`]) checks it.
+    /// applies) or the feature columns' padding id -1
+    /// ([`crate::feature_column::PADDING_ID`]). The rest is the model's:
+    /// binding the data to a session ([`crate::source::Binding`]) checks the
+    /// ids' upper bound, and allows -1 only in a feature column's ids.
     pub fn from_inputs(rows: usize, inputs: Vec<InputData>) -> Result<Dataset, String> {
         if rows > MAX_ROWS {
             return Err(format!("{rows} rows is more than the limit of {MAX_ROWS}"));
@@ -226,7 +228,8 @@ impl Dataset {
                 return Err(format!("two inputs are named `{}`", inp.name));
             }
             if let Values::I32(ids) = &inp.values {
-                if let Some(k) = ids.iter().position(|&id| id < 0) {
+                let padding = crate::feature_column::PADDING_ID;
+                if let Some(k) = ids.iter().position(|&id| id < 0 && id != padding) {
                     return Err(format!(
                         "input `{}`, row {}: an id must be a non-negative integer, got {}",
                         inp.name,
