@@ -79,16 +79,17 @@ fn dataset(model: &specc_compiler::Model, width: usize, rng: &mut Rng) -> Datase
     for info in &model.inputs {
         let spec = &info.spec;
         let mut t = transform_for(spec);
-        let cells: Vec<Cell<'_>> = (0..RAW.len())
-            .flat_map(|r| {
-                spec.columns.iter().map(move |c| match c.as_str() {
+        let mut cells: Vec<Cell<'_>> = Vec::new();
+        for r in 0..RAW.len() {
+            for c in &spec.columns {
+                let f = match c.as_str() {
                     "ids" => &ids[r],
                     "w" => &w[r],
                     other => panic!("no feature {other}"),
-                })
-            })
-            .map(|f| Cell::Feature(Some(f)))
-            .collect();
+                };
+                cells.push(Cell::Feature(Some(f)));
+            }
+        }
         let rows = CellRows::cells(&cells, spec.columns.len());
         let n = RAW.len() * t.width();
         let values = match spec.feature {
@@ -265,6 +266,36 @@ fn ftrl_linear_model_padding_touches_no_row() {
         "ftrl(learning_rate = 0.5, l1_regularization_strength = 0.01)",
         LINEAR_TABLE,
     );
+}
+
+/// A padding slot reads zeros, not a table row times weight 0: with row 0
+/// (which no id names) infinite, the compiled loss and the gradient of the
+/// table stay finite, and the gradient's row 0 is zero.
+#[test]
+fn padding_reads_zeros_not_row_0() {
+    let text = spec(EMBEDDING, 3, "momentum(learning_rate = 0.1, momentum = 0.9)");
+    let src = SourceFile::new("padding.spec", text);
+    let program = compile(&src, Functions::ALL).expect("compiles");
+    let model = &program.model;
+    let mut rng = Rng(5);
+    let ds = dataset(model, 3, &mut rng);
+    let mut s = program.session().unwrap();
+    let table = s.var_mut(EMBEDDING_TABLE).expect("the table");
+    let row = table.len() / BUCKETS;
+    table[..row].fill(f32::INFINITY);
+    s.bind(&ds).unwrap();
+    let rows: Vec<u32> = (0..RAW.len() as u32).collect();
+    s.gather(&ds, &rows).unwrap();
+    let gf = s.function_index("grad").unwrap();
+    s.call(gf, RAW.len()).unwrap();
+    let loss = s.output(gf, "loss", RAW.len()).unwrap()[0];
+    assert!(loss.is_finite(), "loss {loss}");
+    let grad = s
+        .output(gf, &format!("grad/{EMBEDDING_TABLE}"), RAW.len())
+        .unwrap();
+    assert!(grad.iter().all(|g| g.is_finite()), "{grad:?}");
+    assert!(grad[..row].iter().all(|&g| g == 0.0), "{grad:?}");
+    assert!(grad.iter().any(|&g| g != 0.0), "{grad:?}");
 }
 
 /// The ids of a feature column may hold the padding id, and only it: the
