@@ -46,7 +46,11 @@ fn dataset(model: &specc_compiler::Model, width: usize, rng: &mut Rng) -> Datase
         let name = info.spec.name.clone();
         let d = match info.spec.feature.as_ref().expect("feature inputs only") {
             FeatureInput::Ids { .. } => {
-                let v = IDS.iter().flatten().map(|i| i.unwrap_or(PADDING_ID)).collect();
+                let v = IDS
+                    .iter()
+                    .flatten()
+                    .map(|i| i.unwrap_or(PADDING_ID))
+                    .collect();
                 InputData::new(name, SLOTS, Values::I32(v))
             }
             FeatureInput::Weights { column, .. } => {

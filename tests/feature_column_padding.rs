@@ -273,7 +273,11 @@ fn ftrl_linear_model_padding_touches_no_row() {
 /// table stay finite, and the gradient's row 0 is zero.
 #[test]
 fn padding_reads_zeros_not_row_0() {
-    let text = spec(EMBEDDING, 3, "momentum(learning_rate = 0.1, momentum = 0.9)");
+    let text = spec(
+        EMBEDDING,
+        3,
+        "momentum(learning_rate = 0.1, momentum = 0.9)",
+    );
     let src = SourceFile::new("padding.spec", text);
     let program = compile(&src, Functions::ALL).expect("compiles");
     let model = &program.model;
@@ -302,7 +306,11 @@ fn padding_reads_zeros_not_row_0() {
 /// binding refuses any other negative id, and -1 in a plain id input.
 #[test]
 fn only_feature_column_ids_may_hold_the_padding_id() {
-    let text = spec(EMBEDDING, 3, "momentum(learning_rate = 0.1, momentum = 0.9)");
+    let text = spec(
+        EMBEDDING,
+        3,
+        "momentum(learning_rate = 0.1, momentum = 0.9)",
+    );
     let src = SourceFile::new("padding.spec", text);
     let program = compile(&src, Functions::TRAIN).expect("compiles");
     let model = &program.model;

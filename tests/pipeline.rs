@@ -746,8 +746,7 @@ fn feature_column_ids_stream_padding_and_check_their_range() {
     let d = dir("feature_ids");
     let good = d.join("good.csv");
     std::fs::write(&good, "c,x\n3,0\n,0\n1,0\n").unwrap();
-    let mut src =
-        StreamingBatches::new(&csv_spec(vec![good]), &inputs, &lay(3), 3, 0, 0).unwrap();
+    let mut src = StreamingBatches::new(&csv_spec(vec![good]), &inputs, &lay(3), 3, 0, 0).unwrap();
     let layout = lay(3);
     let mut bufs = vec![
         AlignedBuf::zeroed(12).unwrap(),

@@ -397,9 +397,15 @@ mod tests {
         assert!(e.contains("`label`, row 1") && e.contains("-1"), "{e}");
         let below = [2, PADDING_ID - 1, 0, 1];
         let e = check_ids("c/ids", &below, 2, None, true).unwrap_err();
-        assert!(e.contains("row 1") && e.contains(&(PADDING_ID - 1).to_string()), "{e}");
+        assert!(
+            e.contains("row 1") && e.contains(&(PADDING_ID - 1).to_string()),
+            "{e}"
+        );
         let over = [2, PADDING_ID, 0, 3];
         let e = check_ids("c/ids", &over, 2, Some(3), true).unwrap_err();
-        assert!(e.contains("row 2") && e.contains("id 3 is out of range"), "{e}");
+        assert!(
+            e.contains("row 2") && e.contains("id 3 is out of range"),
+            "{e}"
+        );
     }
 }

@@ -213,8 +213,7 @@ fn is_padding(e: &mut Emitter, id: Value) -> Value {
 
 /// Whether an id (i64) names a row: not negative.
 fn is_row(e: &mut Emitter, id: Value) -> Value {
-    e.b.ins()
-        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, id, 0)
+    e.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, id, 0)
 }
 
 /// The i32 at `base[i]`, sign-extended to i64.

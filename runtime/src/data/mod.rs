@@ -11,7 +11,8 @@
 //!   order the columns were listed.
 //! - A `Float` input holds `Values::F32`; a `ClassId` input holds `Values::I32`,
 //!   has exactly one column, no normalizer, and every value is an integer
-//!   `>= 0` (and `< num_classes` when given).
+//!   `>= 0` (and `< num_classes` when given); a feature column's ids input
+//!   also holds the padding id -1 in slots without an id.
 //! - Normalizers are applied per value in f64 and rounded to f32 once:
 //!   `Expr` evaluates the tree with `X` = the raw value; `Standardize` computes,
 //!   per column over all rows, the mean and population std (ddof 0) in f64
