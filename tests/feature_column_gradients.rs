@@ -11,7 +11,7 @@ use specc_compiler::driver::{compile, Functions};
 use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
-use specc_runtime::feature_column::{CategoricalColumn, FeatureInput};
+use specc_runtime::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
 
 const BATCH: usize = 5;
 const SLOTS: usize = 3;
@@ -38,7 +38,7 @@ impl Rng {
     }
 }
 
-/// The inputs of a model: the ids above (padding id 0), weights 1 per id
+/// The inputs of a model: the ids above (padding id -1), weights 1 per id
 /// (or random positive weights for a weighted column), random loss weights.
 fn dataset(model: &specc_compiler::Model, width: usize, rng: &mut Rng) -> Dataset {
     let mut inputs = Vec::new();
@@ -46,7 +46,11 @@ fn dataset(model: &specc_compiler::Model, width: usize, rng: &mut Rng) -> Datase
         let name = info.spec.name.clone();
         let d = match info.spec.feature.as_ref().expect("feature inputs only") {
             FeatureInput::Ids { .. } => {
-                let v = IDS.iter().flatten().map(|i| i.unwrap_or(0)).collect();
+                let v = IDS
+                    .iter()
+                    .flatten()
+                    .map(|i| i.unwrap_or(PADDING_ID))
+                    .collect();
                 InputData::new(name, SLOTS, Values::I32(v))
             }
             FeatureInput::Weights { column, .. } => {

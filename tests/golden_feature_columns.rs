@@ -13,9 +13,10 @@
 //! and -1 are missing), and the keys a case feeds as SparseTensors ("with
 //! city fed as a SparseTensor of the non-missing entries") as the lists
 //! `VarLenFeature` would give. TF's SparseTensor is read back from our
-//! `[rows, max_values]` ids and weights: the slots with a non-zero weight,
-//! plus, as id -1, the slots where a value TF keeps got weight 0 (a negative
-//! id, TF's `default_value=-1`, which every consumer ignores).
+//! `[rows, max_values]` ids and weights: the slots whose id is not the
+//! padding id -1, plus, as id -1, the padding slots where the input has a
+//! value TF keeps (a negative id, TF's `default_value=-1`, which every
+//! consumer ignores); every padding slot must have weight 0.
 
 mod common;
 
@@ -27,7 +28,7 @@ use serde_json::Value;
 use specc_runtime::data::columns::{Cell, CellRows, ColumnTransform, ValuesMut};
 use specc_runtime::feature_column::{
     make_parse_example_spec, tf_repr, CategoricalColumn, CategoricalOutput, CategoricalTransform,
-    DenseTransform, FeatureInput, KeyDType,
+    DenseTransform, FeatureInput, KeyDType, PADDING_ID,
 };
 use specc_runtime::io::example::{Example, Feature};
 
@@ -214,12 +215,14 @@ fn sparse_of(
     let (mut indices, mut values, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for (k, (&id, &w)) in out.ids.iter().zip(&out.weights).enumerate() {
         let (r, j) = (k / out.max_values, k % out.max_values);
-        if w != 0.0 {
+        if id != PADDING_ID {
             indices.push([r, j]);
             values.push(i64::from(id));
             weights.push(f64::from(w));
-        } else if present(r, j) {
-            assert_eq!(id, 0, "a dropped slot holds id 0");
+            continue;
+        }
+        assert_eq!(w, 0.0, "padding slot [{r}, {j}] has weight {w}");
+        if present(r, j) {
             indices.push([r, j]);
             values.push(-1);
             weights.push(0.0);

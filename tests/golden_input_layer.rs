@@ -12,7 +12,8 @@
 //! dense values from `inputs.dense_features` (with the column's normalizer),
 //! ids from the golden `categorical_columns` case of the same column (its
 //! SparseTensor laid out as `[B, max_values]` slots, weight 1 per present
-//! id, the golden weights of a weighted column, 0 for padding), and a
+//! id, the golden weights of a weighted column; padding slots hold the
+//! padding id -1 with weight 0, as the runtime's transforms give), and a
 //! bucketized column's ids from its boundaries. Everything comes from the
 //! file: a draw with other values, shapes or names passes unchanged.
 //!
@@ -27,7 +28,7 @@ use specc_compiler::driver::{compile, Functions};
 use specc_compiler::model::InputInfo;
 use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
-use specc_runtime::feature_column::{CategoricalColumn, FeatureInput};
+use specc_runtime::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
 
 const REL: f64 = 1e-6;
 const FLOOR: f64 = 1e-6;
@@ -242,7 +243,7 @@ fn input_values(
             }
             let case = ids_case.unwrap_or_else(|| categorical_case(fc, python, column));
             if ids_only {
-                let ids = slots(&case["ids"], *max_values, 0.0);
+                let ids = slots(&case["ids"], *max_values, f64::from(PADDING_ID));
                 (
                     *max_values,
                     Values::I32(ids.iter().map(|&x| x as i32).collect()),
@@ -250,11 +251,12 @@ fn input_values(
             } else if let Some(w) = case.get("weights") {
                 (*max_values, f32s(slots(w, *max_values, 0.0)))
             } else {
-                // Weight 1 where TF's SparseTensor has an id.
+                // Weight 1 where TF's SparseTensor has an id that names a
+                // row (TF's consumers ignore a negative id).
                 let present = slots(&case["ids"], *max_values, f64::NAN);
                 let w = present
                     .iter()
-                    .map(|x| if x.is_nan() { 0.0 } else { 1.0 })
+                    .map(|&x| if x >= 0.0 { 1.0 } else { 0.0 })
                     .collect();
                 (*max_values, f32s(w))
             }

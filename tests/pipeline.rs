@@ -62,12 +62,14 @@ fn layout(max_batch: usize) -> Layout {
                 elem: ElemType::F32,
                 per_example: 2,
                 num_classes: None,
+                padding: false,
             },
             InputLayout {
                 name: "label".into(),
                 elem: ElemType::I32,
                 per_example: 1,
                 num_classes: Some(3),
+                padding: false,
             },
         ],
         max_batch,
@@ -682,4 +684,86 @@ fn standardize_is_refused_with_a_caret_when_streaming() {
     assert!(err.contains("streaming-standardize"), "{err}");
     assert!(err.contains("this source streams"), "{err}");
     assert!(err.contains('^'), "{err}");
+}
+
+/// A feature column's ids through the stream: a missing cell is the padding
+/// id -1 (weight 0), which the model's id check lets through for an ids
+/// input; an id beyond the range is still an error naming line and column.
+#[test]
+fn feature_column_ids_stream_padding_and_check_their_range() {
+    use specc_runtime::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
+    let column = CategoricalColumn::Identity {
+        key: "c".into(),
+        num_buckets: 4,
+        default_value: None,
+    };
+    let inputs = vec![
+        InputSpec {
+            name: "c/ids".into(),
+            columns: vec!["c".into()],
+            kind: InputKind::ClassId {
+                num_classes: Some(4),
+            },
+            normalizer: Normalizer::None,
+            feature: Some(FeatureInput::Ids {
+                column: column.clone(),
+                max_values: 1,
+                check_range: true,
+            }),
+        },
+        InputSpec {
+            name: "c/weights".into(),
+            columns: vec!["c".into()],
+            kind: InputKind::Float,
+            normalizer: Normalizer::None,
+            feature: Some(FeatureInput::Weights {
+                column,
+                max_values: 1,
+            }),
+        },
+    ];
+    let lay = |batch| Layout {
+        arenas: Vec::new(),
+        vars: Vec::new(),
+        inputs: vec![
+            InputLayout {
+                name: "c/ids".into(),
+                elem: ElemType::I32,
+                per_example: 1,
+                num_classes: Some(4),
+                padding: true,
+            },
+            InputLayout {
+                name: "c/weights".into(),
+                elem: ElemType::F32,
+                per_example: 1,
+                num_classes: None,
+                padding: false,
+            },
+        ],
+        max_batch: batch,
+    };
+    let d = dir("feature_ids");
+    let good = d.join("good.csv");
+    std::fs::write(&good, "c,x\n3,0\n,0\n1,0\n").unwrap();
+    let mut src = StreamingBatches::new(&csv_spec(vec![good]), &inputs, &lay(3), 3, 0, 0).unwrap();
+    let layout = lay(3);
+    let mut bufs = vec![
+        AlignedBuf::zeroed(12).unwrap(),
+        AlignedBuf::zeroed(12).unwrap(),
+    ];
+    let mut b = BatchBuffers::new(&layout.inputs, &mut bufs, 3).unwrap();
+    assert_eq!(src.next_batch(&mut b).unwrap(), 3);
+    assert_eq!(bufs[0].i32s()[..3], [3, PADDING_ID, 1]);
+    assert_eq!(bufs[1].f32s()[..3], [1.0, 0.0, 1.0]);
+    let bad = d.join("bad.csv");
+    std::fs::write(&bad, "c,x\n3,0\n,0\n4,0\n").unwrap();
+    let mut src =
+        StreamingBatches::new(&csv_spec(vec![bad.clone()]), &inputs, &lay(3), 3, 0, 0).unwrap();
+    let mut b = BatchBuffers::new(&layout.inputs, &mut bufs, 3).unwrap();
+    let e = src.next_batch(&mut b).unwrap_err();
+    assert_eq!(e.file, bad.display().to_string());
+    assert_eq!(e.row, Some(4));
+    assert_eq!(e.column.as_deref(), Some("c"));
+    assert!(e.message.contains("4"), "{e}");
 }

@@ -482,9 +482,10 @@ fn a_source_that_runs_out_ends_the_loop() {
     assert_eq!(fit(&mut s, &mut one_pass, &mut []).unwrap().steps, 4);
 }
 
-/// Ids from memory get the loader's checks: negative ids are refused by
-/// `Dataset::from_inputs`, ids beyond the model's range when bound to it,
-/// with the input and the row, instead of being clamped into the table.
+/// Ids from memory get the loader's checks: negative ids other than the
+/// feature columns' padding id -1 are refused by `Dataset::from_inputs`;
+/// -1 in a plain id input, and ids beyond the model's range, when bound to
+/// it; with the input and the row, instead of being clamped into the table.
 #[test]
 fn ids_from_memory_are_checked_not_clamped() {
     let text = read_spec("digits_embedding.spec");
@@ -501,7 +502,12 @@ fn ids_from_memory_are_checked_not_clamped() {
             ],
         )
     };
-    let e = dataset(-1).unwrap_err();
+    let e = dataset(-2).unwrap_err();
+    assert!(
+        e.contains("`pixels`") && e.contains("row 2") && e.contains("non-negative"),
+        "{e}"
+    );
+    let e = s.bind(&dataset(-1).unwrap()).unwrap_err();
     assert!(
         e.contains("`pixels`") && e.contains("row 2") && e.contains("non-negative"),
         "{e}"

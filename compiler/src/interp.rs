@@ -426,6 +426,8 @@ pub fn normal_noise(seed: u64, step: f64) -> f64 {
 }
 
 /// The row-indexed ops: row `r` of a tensor is its elements `r * len .. (r + 1) * len`.
+/// A negative id is a padding slot and names no row (as the compiled kernels:
+/// gather gives zeros, scatters skip it, its first occurrence is -1).
 mod rows {
     use super::Tensor;
 
@@ -433,8 +435,9 @@ mod rows {
         t.data.len().checked_div(leading).unwrap_or(0)
     }
 
-    fn clamp(id: f64, rows: usize) -> usize {
-        (id.max(0.0) as usize).min(rows.saturating_sub(1))
+    /// The row an id names: `None` for padding (negative), else clamped.
+    fn row(id: f64, rows: usize) -> Option<usize> {
+        (id >= 0.0).then(|| (id as usize).min(rows.saturating_sub(1)))
     }
 
     pub fn gather(params: &Tensor, ids: &Tensor, dims: &[usize]) -> Tensor {
@@ -442,8 +445,10 @@ mod rows {
         let len = row_len(params, rows);
         let mut out = Vec::with_capacity(ids.data.len() * len);
         for &id in &ids.data {
-            let r = clamp(id, rows);
-            out.extend_from_slice(&params.data[r * len..(r + 1) * len]);
+            match row(id, rows) {
+                Some(r) => out.extend_from_slice(&params.data[r * len..(r + 1) * len]),
+                None => out.extend(std::iter::repeat_n(0.0, len)),
+            }
         }
         Tensor::new(dims.to_vec(), out)
     }
@@ -453,7 +458,7 @@ mod rows {
         let len = row_len(base, rows);
         let mut out = base.clone();
         for (i, &id) in ids.data.iter().enumerate() {
-            let r = clamp(id, rows);
+            let Some(r) = row(id, rows) else { continue };
             for j in 0..len {
                 out.data[r * len + j] += updates.data[i * len + j];
             }
@@ -464,6 +469,9 @@ mod rows {
     pub fn first_occurrence(ids: &Tensor) -> Tensor {
         let first = (0..ids.data.len())
             .map(|i| {
+                if ids.data[i] < 0.0 {
+                    return -1.0;
+                }
                 let k = ids.data[..i].iter().position(|&x| x == ids.data[i]);
                 k.unwrap_or(i) as f64
             })
@@ -476,6 +484,9 @@ mod rows {
         let len = row_len(values, n);
         let mut out = vec![0.0; values.data.len()];
         for (i, &f) in first.data.iter().enumerate() {
+            if f < 0.0 {
+                continue;
+            }
             let f = f as usize;
             for j in 0..len {
                 out[f * len + j] += values.data[i * len + j];
@@ -489,12 +500,40 @@ mod rows {
         let len = row_len(base, rows);
         let mut out = base.clone();
         for (i, &id) in ids.data.iter().enumerate() {
-            if first.data[i] as usize == i {
-                let r = clamp(id, rows);
+            if first.data[i] != i as f64 {
+                continue;
+            }
+            if let Some(r) = row(id, rows) {
                 out.data[r * len..(r + 1) * len]
                     .copy_from_slice(&rows_in.data[i * len..(i + 1) * len]);
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{rows, Tensor};
+
+    /// A negative id (padding) names no row: zeros when gathered, never a
+    /// first occurrence, nothing scattered or summed.
+    #[test]
+    fn negative_ids_touch_no_row() {
+        let table = Tensor::new(vec![3, 2], vec![f64::INFINITY, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let ids = Tensor::new(vec![4], vec![2.0, -1.0, 2.0, 1.0]);
+        let g = rows::gather(&table, &ids, &[4, 2]);
+        assert_eq!(g.data, [4.0, 5.0, 0.0, 0.0, 4.0, 5.0, 2.0, 3.0]);
+        let first = rows::first_occurrence(&ids);
+        assert_eq!(first.data, [0.0, -1.0, 0.0, 3.0]);
+        let vals = Tensor::new(vec![4, 2], vec![1.0, 1.0, 9.0, 9.0, 2.0, 2.0, 3.0, 3.0]);
+        let sum = rows::sum_duplicates(&vals, &first);
+        assert_eq!(sum.data, [3.0, 3.0, 0.0, 0.0, 0.0, 0.0, 3.0, 3.0]);
+        let added = rows::scatter_add(&table, &ids, &vals);
+        assert_eq!(added.data, [f64::INFINITY, 1.0, 5.0, 6.0, 7.0, 8.0]);
+        let first_at_zero = Tensor::new(vec![4], vec![-1.0, -1.0, 2.0, 3.0]);
+        let ids0 = Tensor::new(vec![4], vec![-1.0, -1.0, 2.0, 1.0]);
+        let put = rows::scatter_rows(&table, &ids0, &first_at_zero, &vals);
+        assert_eq!(put.data, [f64::INFINITY, 1.0, 3.0, 3.0, 2.0, 2.0]);
     }
 }

@@ -165,6 +165,10 @@ pub fn place(model: &Model) -> VarPlacement {
                 InputKind::ClassId { num_classes } => num_classes,
                 InputKind::Float => None,
             },
+            padding: matches!(
+                info.spec.feature,
+                Some(specc_runtime::feature_column::FeatureInput::Ids { .. })
+            ),
         })
         .collect();
     VarPlacement {

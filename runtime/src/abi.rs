@@ -139,7 +139,12 @@ pub struct InputLayout {
     /// For int32 ids (class labels, embedding ids): every id must be in
     /// `0..num_classes` (the compiled code clamps ids into tables, so an id
     /// out of range would silently read another row). `None`: any id `>= 0`.
+    /// A negative id is refused, except the padding id in `padding` inputs.
     pub num_classes: Option<u32>,
+    /// A feature column's ids (`FeatureInput::Ids`): the padding id -1
+    /// ([`crate::feature_column::PADDING_ID`]) is allowed too; the compiled
+    /// step reads zeros for it and updates no row.
+    pub padding: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -25,6 +25,7 @@
 use crate::abi::{ElemType, InputLayout, Layout};
 use crate::batches::{self, BatchOrder};
 use crate::data::{DataError, Dataset, Values, ValuesMut};
+use crate::feature_column::PADDING_ID;
 use crate::memory::AlignedBuf;
 
 /// The file named in errors about in-memory data.
@@ -148,7 +149,7 @@ impl Binding {
                     ));
                 }
                 if let Values::I32(ids) = &d.values {
-                    check_ids(&i.name, ids, d.width, i.num_classes)?;
+                    check_ids(&i.name, ids, d.width, i.num_classes, i.padding)?;
                 }
                 Ok(k)
             })
@@ -196,14 +197,22 @@ impl Binding {
     }
 }
 
-/// The model's id rule: every id in `0..num_classes` (or `>= 0`).
+/// The model's id rule: every id in `0..num_classes` (or `>= 0`), or the
+/// padding id -1 when the input is a feature column's ids (`padding`).
 fn check_ids(
     name: &str,
     ids: &[i32],
     width: usize,
     num_classes: Option<u32>,
+    padding: bool,
 ) -> Result<(), String> {
-    let bad = |&id: &i32| id < 0 || num_classes.is_some_and(|c| id as u32 >= c);
+    let bad = |&id: &i32| {
+        if id < 0 {
+            !(padding && id == PADDING_ID)
+        } else {
+            num_classes.is_some_and(|c| id as u32 >= c)
+        }
+    };
     let Some(k) = ids.iter().position(bad) else {
         return Ok(());
     };
@@ -373,5 +382,30 @@ impl BatchSource for SequentialBatches<'_> {
         self.binding.gather_unchecked(self.data, chunk, buffers);
         self.pos += n;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_ids_allows_the_padding_id_only_in_feature_column_ids() {
+        let ids = [2, PADDING_ID, 0, 1];
+        assert_eq!(check_ids("c/ids", &ids, 2, Some(3), true), Ok(()));
+        let e = check_ids("label", &ids, 2, Some(3), false).unwrap_err();
+        assert!(e.contains("`label`, row 1") && e.contains("-1"), "{e}");
+        let below = [2, PADDING_ID - 1, 0, 1];
+        let e = check_ids("c/ids", &below, 2, None, true).unwrap_err();
+        assert!(
+            e.contains("row 1") && e.contains(&(PADDING_ID - 1).to_string()),
+            "{e}"
+        );
+        let over = [2, PADDING_ID, 0, 3];
+        let e = check_ids("c/ids", &over, 2, Some(3), true).unwrap_err();
+        assert!(
+            e.contains("row 2") && e.contains("id 3 is out of range"),
+            "{e}"
+        );
     }
 }

@@ -8,7 +8,9 @@ use std::num::NonZeroU64;
 
 use common::temp_file;
 use specc_runtime::data::{load, InputKind, InputSpec, Normalizer, Source};
-use specc_runtime::feature_column::{CategoricalColumn, FeatureInput, KeyDType, NumericColumn};
+use specc_runtime::feature_column::{
+    CategoricalColumn, FeatureInput, KeyDType, NumericColumn, PADDING_ID,
+};
 use specc_runtime::hash::hash_bucket;
 
 fn spec(name: &str, kind: InputKind, feature: FeatureInput, columns: &[&str]) -> InputSpec {
@@ -119,10 +121,10 @@ fn csv_feature_columns_load() {
     let h = |s: &[u8]| hash_bucket(s, n) as i32;
     let i32s = |name: &str| d.input(name).unwrap().values.as_i32().unwrap().to_vec();
     let f32s = |name: &str| d.input(name).unwrap().values.as_f32().unwrap().to_vec();
-    assert_eq!(i32s("city_ids"), [h(b"paris"), 0, h(b"tokyo")]);
+    assert_eq!(i32s("city_ids"), [h(b"paris"), PADDING_ID, h(b"tokyo")]);
     assert_eq!(f32s("city_weights"), [1.0, 0.0, 1.0]);
     assert_eq!(f32s("price"), [0.5, 0.25, -1.0]);
-    assert_eq!(i32s("ids"), [3, 0, 1]);
+    assert_eq!(i32s("ids"), [3, PADDING_ID, 1]);
     assert_eq!(f32s("ids_weights"), [2.0, 0.0, 0.5]);
     assert_eq!(i32s("label"), [1, 0, 1]);
 }

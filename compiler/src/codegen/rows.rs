@@ -1,13 +1,16 @@
 //! Row kernels: embedding lookups and sparse updates (see `plan::RowOp`).
 //!
 //! Owns: the loops over ids that move or combine whole rows. Each id is
-//! loaded as i32, clamped into `[0, rows)` so no id can address memory
-//! outside its table, and the row is processed in f32x4 chunks plus a scalar
-//! tail (unrolled for short rows).
+//! loaded as i32; a negative id is a padding slot (the feature columns' id
+//! -1) and names no row; any other id is clamped into `[0, rows)` so no id
+//! can address memory outside its table. A row is processed in f32x4 chunks
+//! plus a scalar tail (unrolled for short rows).
 //!
 //! Invariants: rows are handled strictly in id order, so repeated ids
-//! accumulate in the order TF's CPU kernels use; the first-occurrence marker
-//! table is all zero again when the kernel ends.
+//! accumulate in the order TF's CPU kernels use; a negative id touches no
+//! row of any table (gather gives zeros, scatter-add and scatter-rows skip
+//! it, its first occurrence is -1 and its summed row 0); the
+//! first-occurrence marker table is all zero again when the kernel ends.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
@@ -46,23 +49,43 @@ pub fn emit(e: &mut Emitter, p: &RowsPrep) {
     let zero = e.b.ins().iconst(types::I64, 0);
     match p.op {
         RowOp::Gather => counted_loop(e, zero, p.n, 1, &mut |e, i| {
-            let r = row_id(e, p, p.ids, i);
-            let from = row_ptr(e, p.src.expect("gather source"), r, p.row_len);
+            let id = load_index(e, p.ids, i);
             let to = row_ptr(e, p.dst, i, p.row_len);
-            for_row(e, p.row_len, &mut |e, ty, d, off| {
-                let x = ld(e, ty, from, d, off);
-                st(e, x, to, d, off);
-            });
+            let pad = is_padding(e, id);
+            // A padding slot reads zeros (not a row times weight 0: 0 × inf
+            // would be NaN).
+            if_else(
+                e,
+                pad,
+                &mut |e| {
+                    for_row(e, p.row_len, &mut |e, ty, d, off| {
+                        let z = zero_of(e, ty);
+                        st(e, z, to, d, off);
+                    });
+                },
+                &mut |e| {
+                    let r = clamp_row(e, p, id);
+                    let from = row_ptr(e, p.src.expect("gather source"), r, p.row_len);
+                    for_row(e, p.row_len, &mut |e, ty, d, off| {
+                        let x = ld(e, ty, from, d, off);
+                        st(e, x, to, d, off);
+                    });
+                },
+            );
         }),
         RowOp::ScatterAdd => counted_loop(e, zero, p.n, 1, &mut |e, i| {
-            let r = row_id(e, p, p.ids, i);
-            let from = row_ptr(e, p.src.expect("scatter source"), i, p.row_len);
-            let to = row_ptr(e, p.dst, r, p.row_len);
-            for_row(e, p.row_len, &mut |e, ty, d, off| {
-                let a = ld(e, ty, to, d, off);
-                let x = ld(e, ty, from, d, off);
-                let s = e.b.ins().fadd(a, x);
-                st(e, s, to, d, off);
+            let id = load_index(e, p.ids, i);
+            let named = is_row(e, id);
+            if_then(e, named, &mut |e| {
+                let r = clamp_row(e, p, id);
+                let from = row_ptr(e, p.src.expect("scatter source"), i, p.row_len);
+                let to = row_ptr(e, p.dst, r, p.row_len);
+                for_row(e, p.row_len, &mut |e, ty, d, off| {
+                    let a = ld(e, ty, to, d, off);
+                    let x = ld(e, ty, from, d, off);
+                    let s = e.b.ins().fadd(a, x);
+                    st(e, s, to, d, off);
+                });
             });
         }),
         RowOp::ScatterRows => counted_loop(e, zero, p.n, 1, &mut |e, i| {
@@ -81,27 +104,44 @@ pub fn emit(e: &mut Emitter, p: &RowsPrep) {
         RowOp::FirstOccurrence => {
             let marker = p.src.expect("marker table");
             counted_loop(e, zero, p.n, 1, &mut |e, i| {
-                // marker[r] = 1 + the first position of r, or 0 when unseen.
-                let r = row_id(e, p, p.ids, i);
-                let mp = row_ptr(e, marker, r, 1);
-                let m = e.b.ins().load(types::I32, trusted(), mp, 0);
-                let m = e.b.ins().sextend(types::I64, m);
-                let unseen = e.b.ins().icmp_imm_s(IntCC::Equal, m, 0);
-                let before = e.b.ins().iadd_imm_s(m, -1);
-                let f = e.b.ins().select(unseen, i, before);
-                let i1 = e.b.ins().iadd_imm_s(i, 1);
-                let m2 = e.b.ins().select(unseen, i1, m);
-                let m2 = e.b.ins().ireduce(types::I32, m2);
-                e.b.ins().store(trusted(), m2, mp, 0);
-                let f = e.b.ins().ireduce(types::I32, f);
+                let id = load_index(e, p.ids, i);
                 let fp = row_ptr(e, p.dst, i, 1);
-                e.b.ins().store(trusted(), f, fp, 0);
+                let pad = is_padding(e, id);
+                if_else(
+                    e,
+                    pad,
+                    &mut |e| {
+                        // A padding slot is never a first occurrence.
+                        let none = e.b.ins().iconst(types::I32, -1);
+                        e.b.ins().store(trusted(), none, fp, 0);
+                    },
+                    &mut |e| {
+                        // marker[r] = 1 + the first position of r, or 0 when unseen.
+                        let r = clamp_row(e, p, id);
+                        let mp = row_ptr(e, marker, r, 1);
+                        let m = e.b.ins().load(types::I32, trusted(), mp, 0);
+                        let m = e.b.ins().sextend(types::I64, m);
+                        let unseen = e.b.ins().icmp_imm_s(IntCC::Equal, m, 0);
+                        let before = e.b.ins().iadd_imm_s(m, -1);
+                        let f = e.b.ins().select(unseen, i, before);
+                        let i1 = e.b.ins().iadd_imm_s(i, 1);
+                        let m2 = e.b.ins().select(unseen, i1, m);
+                        let m2 = e.b.ins().ireduce(types::I32, m2);
+                        e.b.ins().store(trusted(), m2, mp, 0);
+                        let f = e.b.ins().ireduce(types::I32, f);
+                        e.b.ins().store(trusted(), f, fp, 0);
+                    },
+                );
             });
             counted_loop(e, zero, p.n, 1, &mut |e, i| {
-                let r = row_id(e, p, p.ids, i);
-                let mp = row_ptr(e, marker, r, 1);
-                let z = e.b.ins().iconst(types::I32, 0);
-                e.b.ins().store(trusted(), z, mp, 0);
+                let id = load_index(e, p.ids, i);
+                let named = is_row(e, id);
+                if_then(e, named, &mut |e| {
+                    let r = clamp_row(e, p, id);
+                    let mp = row_ptr(e, marker, r, 1);
+                    let z = e.b.ins().iconst(types::I32, 0);
+                    e.b.ins().store(trusted(), z, mp, 0);
+                });
             });
         }
         RowOp::SumDuplicates => counted_loop(e, zero, p.n, 1, &mut |e, i| {
@@ -126,12 +166,18 @@ pub fn emit(e: &mut Emitter, p: &RowsPrep) {
             e.b.ins().jump(done, &[]);
             e.b.switch_to_block(other);
             e.b.seal_block(other);
-            let to = row_ptr(e, p.dst, f, p.row_len);
+            // A padding slot (first -1) adds nowhere; its own row is 0.
+            let named = is_row(e, f);
+            if_then(e, named, &mut |e| {
+                let to = row_ptr(e, p.dst, f, p.row_len);
+                for_row(e, p.row_len, &mut |e, ty, d, off| {
+                    let a = ld(e, ty, to, d, off);
+                    let x = ld(e, ty, from, d, off);
+                    let s = e.b.ins().fadd(a, x);
+                    st(e, s, to, d, off);
+                });
+            });
             for_row(e, p.row_len, &mut |e, ty, d, off| {
-                let a = ld(e, ty, to, d, off);
-                let x = ld(e, ty, from, d, off);
-                let s = e.b.ins().fadd(a, x);
-                st(e, s, to, d, off);
                 let z = zero_of(e, ty);
                 st(e, z, own, d, off);
             });
@@ -143,15 +189,31 @@ pub fn emit(e: &mut Emitter, p: &RowsPrep) {
     e.region -= 1;
 }
 
-/// `ids[i]` as an i64 clamped into `[0, rows)`.
+/// `ids[i]` as an i64 clamped into `[0, rows)`; for ScatterRows, whose
+/// padding slots are already skipped (their first occurrence is -1).
 fn row_id(e: &mut Emitter, p: &RowsPrep, ids: Value, i: Value) -> Value {
     let r = load_index(e, ids, i);
+    clamp_row(e, p, r)
+}
+
+/// An id (i64) clamped into `[0, rows)`.
+fn clamp_row(e: &mut Emitter, p: &RowsPrep, r: Value) -> Value {
     let zero = e.b.ins().iconst(types::I64, 0);
     let neg = e.b.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0);
     let r = e.b.ins().select(neg, zero, r);
     let last = e.b.ins().iconst(types::I64, (p.rows - 1).max(0));
     let over = e.b.ins().icmp(IntCC::SignedGreaterThan, r, last);
     e.b.ins().select(over, last, r)
+}
+
+/// Whether an id (i64) is a padding slot: negative.
+fn is_padding(e: &mut Emitter, id: Value) -> Value {
+    e.b.ins().icmp_imm_s(IntCC::SignedLessThan, id, 0)
+}
+
+/// Whether an id (i64) names a row: not negative.
+fn is_row(e: &mut Emitter, id: Value) -> Value {
+    e.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, id, 0)
 }
 
 /// The i32 at `base[i]`, sign-extended to i64.
@@ -218,6 +280,29 @@ fn ld(e: &mut Emitter, ty: types::Type, base: Value, delta: Option<Value>, off: 
 fn st(e: &mut Emitter, v: Value, base: Value, delta: Option<Value>, off: i32) {
     let p = at(e, base, delta);
     e.b.ins().store(trusted(), v, p, off);
+}
+
+/// Runs `then` when `cond` holds, else `other`.
+fn if_else(
+    e: &mut Emitter,
+    cond: Value,
+    then: &mut dyn FnMut(&mut Emitter),
+    other: &mut dyn FnMut(&mut Emitter),
+) {
+    let t = e.b.create_block();
+    let o = e.b.create_block();
+    let done = e.b.create_block();
+    e.b.ins().brif(cond, t, &[], o, &[]);
+    e.b.switch_to_block(t);
+    e.b.seal_block(t);
+    then(e);
+    e.b.ins().jump(done, &[]);
+    e.b.switch_to_block(o);
+    e.b.seal_block(o);
+    other(e);
+    e.b.ins().jump(done, &[]);
+    e.b.switch_to_block(done);
+    e.b.seal_block(done);
 }
 
 /// Runs `f` when `cond` holds.

@@ -158,24 +158,29 @@ pub enum Op {
     StopGradient,
     /// `tf.gather(params, ids)` along axis 0 (`tf.nn.embedding_lookup`):
     /// inputs `[params, ids]`, result `ids.shape ++ params.shape[1..]`. Ids are
-    /// clamped into `[0, rows)` (inputs are range-checked when loaded).
+    /// clamped into `[0, rows)` (inputs are range-checked when loaded); a
+    /// negative id (a feature column's padding slot, -1) gathers zeros.
+    /// Every row op below treats a negative id as naming no row.
     Gather,
     /// `base` with row `ids[i]` incremented by row `i` of `updates`, in order of
     /// `i` (`tf.tensor_scatter_nd_add`; from zeros it is `unsorted_segment_sum`,
-    /// the dense value of an `IndexedSlices` gradient). Inputs `[base, ids [N],
-    /// updates [N, ..]]`.
+    /// the dense value of an `IndexedSlices` gradient); a negative id adds
+    /// nowhere. Inputs `[base, ids [N], updates [N, ..]]`.
     ScatterAdd,
     /// For ids `[N]` into a table of `rows` rows: the position of the first
-    /// occurrence of `ids[i]` (i32 `[N]`). The sparse optimizers' deduplication.
+    /// occurrence of `ids[i]` (i32 `[N]`), -1 for a negative id (padding is
+    /// never a first occurrence). The sparse optimizers' deduplication.
     FirstOccurrence {
         rows: u32,
     },
     /// Rows of `values [N, ..]` summed at the first occurrence of their id
-    /// (inputs `[values, first]`); rows that are not a first occurrence are 0.
+    /// (inputs `[values, first]`); rows that are not a first occurrence are 0
+    /// (a padding row, first -1, is 0 and adds nowhere).
     /// TF's `unique` + `unsorted_segment_sum` of an `IndexedSlices`, in place.
     SumDuplicates,
     /// `base` with row `ids[i]` replaced by row `i` of `rows` wherever
-    /// `first[i] == i` (inputs `[base, ids, first, rows]`): a lazy sparse update.
+    /// `first[i] == i` (inputs `[base, ids, first, rows]`): a lazy sparse update
+    /// (padding slots, first -1, write nothing).
     ScatterRows,
     /// A standard normal draw determined by `seed` and the (scalar) input step:
     /// Box–Muller on outputs 2s+1 and 2s+2 of the splitmix64 stream `seed`.

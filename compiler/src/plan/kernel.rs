@@ -103,19 +103,20 @@ pub enum Kernel {
 }
 
 /// What a row kernel does for each of its `n` ids (`r = ids[i]`, clamped to
-/// `[0, rows)`; a row is `row_len` contiguous elements).
+/// `[0, rows)`; a row is `row_len` contiguous elements). A negative id is a
+/// padding slot that names no row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowOp {
-    /// `dst[i] = src[r]`
+    /// `dst[i] = src[r]` (zeros for a negative id)
     Gather,
-    /// `dst[r] += src[i]`, in order of `i`
+    /// `dst[r] += src[i]`, in order of `i` (nothing for a negative id)
     ScatterAdd,
     /// `dst[i] = i` if `r` first occurs at `i`, else the position of its first
-    /// occurrence; `src` is the persistent marker table (i32 `[rows]`, all zero
-    /// between calls).
+    /// occurrence, -1 for a negative id; `src` is the persistent marker table
+    /// (i32 `[rows]`, all zero between calls).
     FirstOccurrence,
     /// `dst[i] = 0 + src[i]` where `first[i] == i`, else `dst[first[i]] += src[i]`
-    /// and `dst[i] = 0`.
+    /// (when `first[i] >= 0`) and `dst[i] = 0`.
     SumDuplicates,
     /// `dst[r] = src[i]` where `first[i] == i`
     ScatterRows,

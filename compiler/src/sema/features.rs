@@ -44,7 +44,8 @@
 //! range-checked by the runtime (`check_range`, `ClassId { num_classes }`)
 //! exactly when an embedding or `linear_model` looks them up; an embedding
 //! table's only use is a `gather`, so its gradient is an `IndexedSlices` and
-//! sparse optimizers update only the rows a batch touched.
+//! sparse optimizers update only the rows a batch touched (a padding slot,
+//! id -1, touches none).
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -1447,7 +1448,8 @@ fn row_divisor(st: &mut State, den: NodeId, d: u32) -> NodeId {
 }
 
 /// TF's `safe_embedding_lookup_sparse(table, ids, weights, combiner,
-/// max_norm)` over `[B, K]` ids and weights (padding has weight 0): rows
+/// max_norm)` over `[B, K]` ids and weights (padding: id -1, weight 0, which
+/// gathers zeros and touches no row of the table's update): rows
 /// gathered, clipped to `max_norm`, weighted, summed over K, and divided by
 /// the row's weight sum (`mean`) or the root of its squared weights
 /// (`sqrtn`); non-positive weights are pruned for those two, as TF does.

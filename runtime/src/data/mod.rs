@@ -11,7 +11,8 @@
 //!   order the columns were listed.
 //! - A `Float` input holds `Values::F32`; a `ClassId` input holds `Values::I32`,
 //!   has exactly one column, no normalizer, and every value is an integer
-//!   `>= 0` (and `< num_classes` when given).
+//!   `>= 0` (and `< num_classes` when given); a feature column's ids input
+//!   also holds the padding id -1 in slots without an id.
 //! - Normalizers are applied per value in f64 and rounded to f32 once:
 //!   `Expr` evaluates the tree with `X` = the raw value; `Standardize` computes,
 //!   per column over all rows, the mean and population std (ddof 0) in f64
@@ -203,8 +204,10 @@ impl Dataset {
     /// every input holds exactly `rows * width` values, that widths are
     /// non-zero, that names are unique, that there are at most [`MAX_ROWS`]
     /// rows, and that every int32 value is an id (`>= 0`, the rule [`load`]
-    /// applies). The ids' upper bound is the model's: binding the data to a
-    /// session ([`crate::source::Binding`]) checks it.
+    /// applies) or the feature columns' padding id -1
+    /// ([`crate::feature_column::PADDING_ID`]). The rest is the model's:
+    /// binding the data to a session ([`crate::source::Binding`]) checks the
+    /// ids' upper bound, and allows -1 only in a feature column's ids.
     pub fn from_inputs(rows: usize, inputs: Vec<InputData>) -> Result<Dataset, String> {
         if rows > MAX_ROWS {
             return Err(format!("{rows} rows is more than the limit of {MAX_ROWS}"));
@@ -226,7 +229,8 @@ impl Dataset {
                 return Err(format!("two inputs are named `{}`", inp.name));
             }
             if let Values::I32(ids) = &inp.values {
-                if let Some(k) = ids.iter().position(|&id| id < 0) {
+                let padding = crate::feature_column::PADDING_ID;
+                if let Some(k) = ids.iter().position(|&id| id < 0 && id != padding) {
                     return Err(format!(
                         "input `{}`, row {}: an id must be a non-negative integer, got {}",
                         inp.name,

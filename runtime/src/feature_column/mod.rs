@@ -15,11 +15,14 @@
 //! - a dense column (`numeric_column`) is one f32 input `[B, shape]`
 //!   ([`FeatureInput::Dense`]);
 //! - a categorical column is two inputs of `[B, max_values]`: its ids (i32,
-//!   [`FeatureInput::Ids`]; a padding slot holds id 0) and its weights (f32,
-//!   [`FeatureInput::Weights`]; 1 for a present id of an unweighted column,
-//!   the weight feature's value for a weighted one, 0 for padding and for
-//!   values TF drops: `""` strings, `-1` ints). TF's SparseTensor of a row is
-//!   the slots with a non-zero weight, in slot order.
+//!   [`FeatureInput::Ids`]) and its weights (f32, [`FeatureInput::Weights`];
+//!   1 for a present id of an unweighted column, the weight feature's value
+//!   for a weighted one). A slot without an id (padding, and the values TF
+//!   drops: `""` strings, `-1` ints, negative ids) holds [`PADDING_ID`] (-1)
+//!   with weight 0, so it names no row: the compiled step gathers zeros for
+//!   it and its sparse updates touch no row for it (TF never touches a row
+//!   that no id names). TF's SparseTensor of a row is the slots whose id is
+//!   not [`PADDING_ID`], in slot order.
 //! - a string label is one i32 input `[B]` of class ids
 //!   ([`FeatureInput::LabelVocabulary`]).
 //! - a sequence column (`sequence_*`, TF's `SequenceCategoricalColumn` and
@@ -52,6 +55,12 @@ pub use transform::{
     SequenceDenseTransform, SequenceLengthTransform,
 };
 pub use vocabulary::read_vocabulary_file;
+
+/// The id of a categorical slot that holds no value (padding, a dropped
+/// value): it names no row of any table. The only negative id an ids input
+/// ([`FeatureInput::Ids`]) may hold; `InputLayout::padding` marks those
+/// inputs for the id checks.
+pub const PADDING_ID: i32 = -1;
 
 /// The type TF parses a raw feature key as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -167,7 +176,8 @@ pub enum CategoricalColumn {
 pub enum FeatureInput {
     /// A dense column's values, f32 `[B, shape]`.
     Dense(NumericColumn),
-    /// A categorical column's ids, i32 `[B, max_values]`.
+    /// A categorical column's ids, i32 `[B, max_values]` ([`PADDING_ID`]
+    /// in slots without an id).
     Ids {
         column: CategoricalColumn,
         max_values: usize,

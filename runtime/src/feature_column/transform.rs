@@ -51,7 +51,8 @@
 //! product) goes to slot p, TF's SparseTensor index `[row, p]`. A value TF
 //! drops (dense `''` or `-1`), a negative id (TF's `-1` default, which every
 //! consumer ignores), an id that does not fit int32, and padding all read as
-//! id 0 with weight 0.
+//! [`PADDING_ID`] (-1) with weight 0: a slot that names no row, so the
+//! compiled step neither reads nor updates a table row for it.
 //!
 //! Invariants:
 //! - A row whose key gives more values than `max_values` is an error naming
@@ -70,6 +71,7 @@ use std::num::NonZeroU64;
 use super::raw::{self, Form};
 use super::{
     CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, SequenceColumn, Vocabulary,
+    PADDING_ID,
 };
 use crate::abi::ElemType;
 use crate::data::columns::{Cell, CellError, CellRows, ColumnTransform, ValuesMut};
@@ -921,7 +923,7 @@ impl CategoricalTransform {
             });
         }
         if let Some(ids) = ids.as_deref_mut() {
-            ids.fill(0);
+            ids.fill(PADDING_ID);
         }
         if let Some(w) = weights.as_deref_mut() {
             w.fill(0.0);
@@ -939,7 +941,7 @@ impl CategoricalTransform {
                 });
             }
             // Negative ids (TF's -1 default) and ids beyond int32 are
-            // values no consumer uses: id 0, weight 0.
+            // values no consumer uses: padding (PADDING_ID, weight 0).
             let Ok(id) = i32::try_from(e.id) else {
                 continue;
             };
@@ -1293,7 +1295,7 @@ mod tests {
         let want = |s: &[u8]| hash::hash_bucket(s, NonZeroU64::new(10).unwrap()) as i32;
         assert_eq!(
             ids(&mut i, &rows).unwrap(),
-            [want(b"paris"), 0, want(b" paris")]
+            [want(b"paris"), PADDING_ID, want(b" paris")]
         );
         assert_eq!(weights(&mut w, &rows), [1.0, 0.0, 1.0]);
     }
@@ -1311,12 +1313,12 @@ mod tests {
         assert_eq!(ids(&mut i, &rows).unwrap(), [h(b""), h(b"paris")]);
         assert_eq!(weights(&mut w, &rows), [1.0, 1.0]);
         let mut i = i.with_dense_features(&["city"]);
-        assert_eq!(ids(&mut i, &rows).unwrap(), [0, h(b"paris")]);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [PADDING_ID, h(b"paris")]);
         let [mut i, mut w] = pair(&identity("ids", 3), 2);
         let f = Feature::Int64List(vec![-1, 2]);
         let cells = [Cell::Feature(Some(&f))];
         let rows = CellRows::cells(&cells, 1);
-        assert_eq!(ids(&mut i, &rows).unwrap(), [0, 2]);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [PADDING_ID, 2]);
         assert_eq!(weights(&mut w, &rows), [0.0, 1.0]);
     }
 
@@ -1344,7 +1346,7 @@ mod tests {
         let [mut i, mut w] = pair(&c, 1);
         let cells: [&[u8]; 3] = [b"7", b"-1", b"-3"];
         let rows = CellRows::text(&cells, 1);
-        assert_eq!(ids(&mut i, &rows).unwrap(), [7, 0, 0]);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [7, PADDING_ID, PADDING_ID]);
         assert_eq!(weights(&mut w, &rows), [1.0, 0.0, 0.0]);
         let cells: [&[u8]; 1] = [b"x1"];
         let e = ids(&mut i, &CellRows::text(&cells, 1)).unwrap_err();
@@ -1364,7 +1366,7 @@ mod tests {
         let w_bad = Feature::FloatList(vec![0.5]);
         let cells = [Cell::Feature(Some(&id_f)), Cell::Feature(Some(&w_f))];
         let rows = CellRows::cells(&cells, 2);
-        assert_eq!(ids(&mut i, &rows).unwrap(), [1, 4, 0]);
+        assert_eq!(ids(&mut i, &rows).unwrap(), [1, 4, PADDING_ID]);
         assert_eq!(weights(&mut w, &rows), [0.5, 2.0, 0.0]);
         let cells = [Cell::Feature(Some(&id_f)), Cell::Feature(Some(&w_bad))];
         let e = ids(&mut i, &CellRows::cells(&cells, 2)).unwrap_err();

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use crate::abi::ElemType;
 use crate::data::{CellRows, ColumnTransform, DataError, InputSpec, Values, ValuesMut};
+use crate::feature_column::{FeatureInput, PADDING_ID};
 use crate::io::example::Example;
 
 use super::bad::{BadRecords, OnBadRecord};
@@ -139,6 +140,9 @@ pub(crate) struct Transformer {
     transforms: Vec<Box<dyn ColumnTransform>>,
     /// The model's id range of each input (`None`: any id >= 0).
     num_classes: Vec<Option<u32>>,
+    /// Whether each input is a feature column's ids, which may hold the
+    /// padding id -1.
+    padding: Vec<bool>,
     names: Vec<String>,
     format: Format,
     policy: OnBadRecord,
@@ -160,6 +164,10 @@ impl Transformer {
                 .map(crate::data::columns::transform_for)
                 .collect(),
             num_classes,
+            padding: inputs
+                .iter()
+                .map(|i| matches!(i.feature, Some(FeatureInput::Ids { .. })))
+                .collect(),
             names: inputs.iter().map(|i| i.name.clone()).collect(),
             format,
             policy,
@@ -327,10 +335,15 @@ impl Transformer {
             // out of range must not reach it).
             if let (Some(c), Values::I32(v)) = (self.num_classes[t], &chunk.values[t]) {
                 let end = found.as_ref().map_or(b, |f| f.0);
-                if let Some(k) = v[a * w..end * w]
-                    .iter()
-                    .position(|&id| id < 0 || id as u32 >= c)
-                {
+                let padding = self.padding[t];
+                let bad = |id: i32| {
+                    if id < 0 {
+                        !(padding && id == PADDING_ID)
+                    } else {
+                        id as u32 >= c
+                    }
+                };
+                if let Some(k) = v[a * w..end * w].iter().position(|&id| bad(id)) {
                     let id = v[a * w + k];
                     found = Some((
                         a + k / w.max(1),
