@@ -60,3 +60,54 @@ fn ctr_ftrl_learns_from_hashed_strings() {
     let (_, auc) = held_out("specs/ctr_ftrl.spec");
     assert!(auc > 0.55, "held-out auc {auc}");
 }
+
+/// `specc bench` on W5's spec (the bundled sample): the one-pass contract,
+/// and the same trained model whether the plain CSV streams through the
+/// pipeline or a gzip copy is loaded into memory first.
+#[test]
+fn ctr_bench_one_pass_streamed_equals_in_memory() {
+    use std::io::Write;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sample = root.join("specs/data/ctr_sample.csv");
+    let dir = std::env::temp_dir().join(format!("specc-ctr-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let gz = dir.join("ctr_sample.csv.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
+    enc.write_all(&std::fs::read(&sample).unwrap()).unwrap();
+    enc.finish().unwrap();
+    let bench = |data: &Path| -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_specc"))
+            .arg("bench")
+            .arg(root.join("specs/ctr_ftrl.spec"))
+            .arg("--data")
+            .arg(data)
+            .output()
+            .expect("runs specc");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap()
+    };
+    let streamed = bench(&sample);
+    let in_memory = bench(&gz);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(streamed["input"], "streamed");
+    assert_eq!(in_memory["input"], "in memory");
+    let rows = std::fs::read_to_string(&sample).unwrap().lines().count() - 1;
+    let train = (rows as f64 * 0.8).floor() as u64;
+    for r in [&streamed, &in_memory] {
+        assert_eq!(r["rows"], rows as u64);
+        assert_eq!(r["train_rows"], train);
+        assert_eq!(r["heldout_rows"], rows as u64 - train);
+        assert_eq!(r["steps"], train.div_ceil(256));
+        assert!(r["heldout_auc"].as_f64().unwrap() > 0.55, "{r}");
+    }
+    assert_eq!(streamed["heldout_logloss"], in_memory["heldout_logloss"]);
+    assert_eq!(streamed["heldout_auc"], in_memory["heldout_auc"]);
+}

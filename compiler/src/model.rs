@@ -371,6 +371,16 @@ impl Model {
         )
     }
 
+    /// With [`EvalSplit::Last`], the training rows of `n` rows: the first
+    /// `floor(n * (1 - eval_fraction))` (at least 1 when there is a row).
+    pub fn train_rows(&self, n: usize) -> usize {
+        self.train_rows_of(n, self.train.eval_fraction)
+    }
+
+    fn train_rows_of(&self, n: usize, fraction: f64) -> usize {
+        (((n as f64) * (1.0 - fraction)).floor() as usize).clamp(usize::from(n > 0), n)
+    }
+
     /// Indices of the trainable parameters, in declaration order.
     pub fn trainable_params(&self) -> Vec<u32> {
         self.vars

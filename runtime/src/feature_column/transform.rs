@@ -1584,7 +1584,10 @@ mod tests {
             Cell::Feature(None),
         ];
         let rows = CellRows::cells(&cells, 1);
-        assert_eq!(ids(&mut i, &rows).unwrap(), [1, -1, -1, 0, 0, 1, -1, -1, -1]);
+        assert_eq!(
+            ids(&mut i, &rows).unwrap(),
+            [1, -1, -1, 0, 0, 1, -1, -1, -1]
+        );
         assert_eq!(
             weights(&mut w, &rows),
             [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
