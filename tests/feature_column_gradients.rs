@@ -7,6 +7,8 @@
 //! embedding column and FTRL on `linear_model` change exactly the rows the
 //! batch's ids touch.
 
+mod common;
+
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
@@ -129,29 +131,7 @@ fn check(name: &str, columns: &str, layer: &str, width: usize) {
     let gf = s.function_index("grad").unwrap();
     s.call(gf, BATCH).unwrap();
 
-    let inputs: Vec<Tensor> = model
-        .graph
-        .inputs
-        .iter()
-        .map(|leaf| {
-            let d = ds.input(&leaf.name).unwrap();
-            let data: Vec<f64> = match &d.values {
-                Values::F32(v) => v.iter().map(|&x| x as f64).collect(),
-                Values::I32(v) => v.iter().map(|&x| x as f64).collect(),
-            };
-            Tensor::new(vec![BATCH, d.width], data)
-        })
-        .collect();
-    let mut vars: Vec<Tensor> = model
-        .graph
-        .vars
-        .iter()
-        .map(|leaf| {
-            let dims: Vec<usize> = leaf.shape.concrete(1).iter().map(|&d| d as usize).collect();
-            let v = s.var(&leaf.name).unwrap();
-            Tensor::new(dims, v.iter().map(|&x| x as f64).collect())
-        })
-        .collect();
+    let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, BATCH);
     let loss_at = |vars: &[Tensor]| {
         let env = interp::Env {
             inputs: &inputs,

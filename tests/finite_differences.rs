@@ -5,6 +5,8 @@
 //! interpreter's. Inputs with a batch dimension use batch 5 (odd, so vector
 //! loops run their scalar tails).
 
+mod common;
+
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
@@ -349,40 +351,7 @@ fn check(c: &Case, seed: u64) {
     let gf = s.function_index("grad").unwrap();
     s.call(gf, BATCH).unwrap();
 
-    let inputs: Vec<Tensor> = model
-        .graph
-        .inputs
-        .iter()
-        .map(|leaf| {
-            let d = ds.input(&leaf.name).unwrap();
-            let data: Vec<f64> = match &d.values {
-                Values::F32(v) => v.iter().map(|&x| x as f64).collect(),
-                Values::I32(v) => v.iter().map(|&x| x as f64).collect(),
-            };
-            let dims = if leaf.shape.rank() == 1 {
-                vec![BATCH]
-            } else {
-                vec![BATCH, d.width]
-            };
-            Tensor::new(dims, data)
-        })
-        .collect();
-    let mut vars: Vec<Tensor> = model
-        .graph
-        .vars
-        .iter()
-        .map(|leaf| {
-            let dims: Vec<usize> = leaf.shape.concrete(1).iter().map(|&d| d as usize).collect();
-            Tensor::new(
-                dims,
-                s.var(&leaf.name)
-                    .unwrap()
-                    .iter()
-                    .map(|&x| x as f64)
-                    .collect(),
-            )
-        })
-        .collect();
+    let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, BATCH);
     let loss_at = |vars: &[Tensor]| {
         let env = interp::Env {
             inputs: &inputs,

@@ -16,6 +16,8 @@
 //! (`feature_column::transform::transform_for`) from `tf.train.Example`
 //! features, so the transforms and the lowering are tested together.
 
+mod common;
+
 use std::collections::HashMap;
 
 use specc_compiler::driver::{compile, Functions, Program};
@@ -331,35 +333,7 @@ fn embedding_over_a_sequence_gradient_matches_finite_differences() {
     s.gather(&ds, &all).unwrap();
     let gf = s.function_index("grad").unwrap();
     s.call(gf, batch).unwrap();
-    let inputs: Vec<Tensor> = model
-        .graph
-        .inputs
-        .iter()
-        .map(|leaf| {
-            let d = ds.input(&leaf.name).unwrap();
-            let data: Vec<f64> = match &d.values {
-                Values::F32(v) => v.iter().map(|&x| x as f64).collect(),
-                Values::I32(v) => v.iter().map(|&x| x as f64).collect(),
-            };
-            let dims: Vec<usize> = leaf
-                .shape
-                .concrete(batch as u64)
-                .iter()
-                .map(|&d| d as usize)
-                .collect();
-            Tensor::new(dims, data)
-        })
-        .collect();
-    let mut vars: Vec<Tensor> = model
-        .graph
-        .vars
-        .iter()
-        .map(|leaf| {
-            let dims: Vec<usize> = leaf.shape.concrete(1).iter().map(|&d| d as usize).collect();
-            let v = s.var(&leaf.name).unwrap();
-            Tensor::new(dims, v.iter().map(|&x| x as f64).collect())
-        })
-        .collect();
+    let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, batch);
     let loss_at = |vars: &[Tensor]| {
         let env = interp::Env {
             inputs: &inputs,

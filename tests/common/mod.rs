@@ -314,3 +314,51 @@ pub fn check_all<T>(
 pub mod dense_problem;
 pub mod gradient_cases;
 pub mod tf_call;
+
+/// The compiler's interpreter leaves for a finite-difference check: the
+/// model's inputs as `batch` rows of `ds` (shapes from the graph, the batch
+/// dimension set to `batch`) and its variables as the session holds them.
+pub fn interp_leaves(
+    model: &specc_compiler::model::Model,
+    ds: &specc_runtime::data::Dataset,
+    session: &specc_runtime::session::Session,
+    batch: usize,
+) -> (
+    Vec<specc_compiler::interp::Tensor>,
+    Vec<specc_compiler::interp::Tensor>,
+) {
+    use specc_compiler::interp::Tensor;
+    use specc_runtime::data::Values;
+    let dims = |shape: &specc_compiler::ir::Shape, batch: usize| -> Vec<usize> {
+        shape
+            .concrete(batch as u64)
+            .iter()
+            .map(|&d| d as usize)
+            .collect()
+    };
+    let inputs = model
+        .graph
+        .inputs
+        .iter()
+        .map(|leaf| {
+            let d = ds.input(&leaf.name).expect("the dataset has every input");
+            let data: Vec<f64> = match &d.values {
+                Values::F32(v) => v[..batch * d.width].iter().map(|&x| x as f64).collect(),
+                Values::I32(v) => v[..batch * d.width].iter().map(|&x| x as f64).collect(),
+            };
+            Tensor::new(dims(&leaf.shape, batch), data)
+        })
+        .collect();
+    let vars = model
+        .graph
+        .vars
+        .iter()
+        .map(|leaf| {
+            let v = session
+                .var(&leaf.name)
+                .expect("the session has every variable");
+            Tensor::new(dims(&leaf.shape, 1), v.iter().map(|&x| x as f64).collect())
+        })
+        .collect();
+    (inputs, vars)
+}
