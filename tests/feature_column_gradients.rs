@@ -10,7 +10,6 @@
 mod common;
 
 use specc_compiler::driver::{compile, Functions};
-use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 use specc_runtime::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
@@ -132,17 +131,8 @@ fn check(name: &str, columns: &str, layer: &str, width: usize) {
     s.call(gf, BATCH).unwrap();
 
     let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, BATCH);
-    let loss_at = |vars: &[Tensor]| {
-        let env = interp::Env {
-            inputs: &inputs,
-            vars,
-            batch: BATCH,
-            global_step: 0.0,
-        };
-        interp::eval(&model.graph, &env, &[model.loss])[0].data[0]
-    };
     let jit = s.output(gf, "loss", BATCH).unwrap()[0] as f64;
-    let reference = loss_at(&vars);
+    let reference = common::interp_loss(model, &inputs, &vars, BATCH);
     assert!(
         (jit - reference).abs() <= 1e-5 * reference.abs().max(1.0),
         "{name}: compiled loss {jit} vs reference {reference}"
@@ -158,14 +148,7 @@ fn check(name: &str, columns: &str, layer: &str, width: usize) {
         let scale = grad.iter().fold(0f64, |m, &g| m.max((g as f64).abs()));
         assert!(scale > 0.0, "{name}: the gradient of {var} is not all zero");
         for (i, &gi) in grad.iter().enumerate() {
-            let w = vars[p as usize].data[i];
-            let h = 1e-6 * w.abs().max(1.0);
-            vars[p as usize].data[i] = w + h;
-            let lp = loss_at(&vars);
-            vars[p as usize].data[i] = w - h;
-            let lm = loss_at(&vars);
-            vars[p as usize].data[i] = w;
-            let fd = (lp - lm) / (2.0 * h);
+            let fd = common::central_difference(model, &inputs, &mut vars, BATCH, p as usize, i);
             let g = gi as f64;
             assert!(
                 (g - fd).abs() <= 1e-3 * g.abs().max(fd.abs()) + 1e-5 * scale,

@@ -8,7 +8,6 @@
 mod common;
 
 use specc_compiler::driver::{compile, Functions};
-use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 
@@ -352,17 +351,8 @@ fn check(c: &Case, seed: u64) {
     s.call(gf, BATCH).unwrap();
 
     let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, BATCH);
-    let loss_at = |vars: &[Tensor]| {
-        let env = interp::Env {
-            inputs: &inputs,
-            vars,
-            batch: BATCH,
-            global_step: 0.0,
-        };
-        interp::eval(&model.graph, &env, &[model.loss])[0].data[0]
-    };
     let jit_loss = s.output(gf, "loss", BATCH).unwrap()[0] as f64;
-    let ref_loss = loss_at(&vars);
+    let ref_loss = common::interp_loss(model, &inputs, &vars, BATCH);
     assert!(
         (jit_loss - ref_loss).abs() <= 1e-4 * ref_loss.abs().max(1.0),
         "{}: compiled loss {jit_loss} vs reference {ref_loss}",
@@ -379,14 +369,7 @@ fn check(c: &Case, seed: u64) {
             .fold(0f64, |m, &g| m.max((g as f64).abs()))
             .max(1e-3);
         for (i, &gi) in grad.iter().enumerate() {
-            let w = vars[p as usize].data[i];
-            let h = 1e-6 * w.abs().max(1.0);
-            vars[p as usize].data[i] = w + h;
-            let lp = loss_at(&vars);
-            vars[p as usize].data[i] = w - h;
-            let lm = loss_at(&vars);
-            vars[p as usize].data[i] = w;
-            let fd = (lp - lm) / (2.0 * h);
+            let fd = common::central_difference(model, &inputs, &mut vars, BATCH, p as usize, i);
             let g = gi as f64;
             assert!(
                 (g - fd).abs() <= 1e-3 * g.abs().max(fd.abs()) + 1e-4 * scale,

@@ -21,7 +21,6 @@ mod common;
 use std::collections::HashMap;
 
 use specc_compiler::driver::{compile, Functions, Program};
-use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
 use specc_runtime::data::columns::{Cell, CellRows, ValuesMut};
 use specc_runtime::data::{Dataset, InputData, Values};
@@ -334,17 +333,8 @@ fn embedding_over_a_sequence_gradient_matches_finite_differences() {
     let gf = s.function_index("grad").unwrap();
     s.call(gf, batch).unwrap();
     let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, batch);
-    let loss_at = |vars: &[Tensor]| {
-        let env = interp::Env {
-            inputs: &inputs,
-            vars,
-            batch,
-            global_step: 0.0,
-        };
-        interp::eval(&model.graph, &env, &[model.loss])[0].data[0]
-    };
     let jit = s.output(gf, "loss", batch).unwrap()[0] as f64;
-    let reference = loss_at(&vars);
+    let reference = common::interp_loss(model, &inputs, &vars, batch);
     assert!((jit - reference).abs() <= 1e-5 * reference.abs().max(1.0));
     let table = "sequence_input_layer/words_embedding/embedding_weights";
     let p_index = model
@@ -360,14 +350,7 @@ fn embedding_over_a_sequence_gradient_matches_finite_differences() {
     let scale = grad.iter().fold(0f64, |m, &g| m.max((g as f64).abs()));
     assert!(scale > 0.0);
     for (i, &gi) in grad.iter().enumerate() {
-        let w = vars[p_index].data[i];
-        let h = 1e-6 * w.abs().max(1.0);
-        vars[p_index].data[i] = w + h;
-        let lp = loss_at(&vars);
-        vars[p_index].data[i] = w - h;
-        let lm = loss_at(&vars);
-        vars[p_index].data[i] = w;
-        let fd = (lp - lm) / (2.0 * h);
+        let fd = common::central_difference(model, &inputs, &mut vars, batch, p_index, i);
         let g = gi as f64;
         assert!(
             (g - fd).abs() <= 1e-3 * g.abs().max(fd.abs()) + 1e-5 * scale,

@@ -362,3 +362,39 @@ pub fn interp_leaves(
         .collect();
     (inputs, vars)
 }
+
+/// The model's loss by the compiler's interpreter, at `vars`.
+pub fn interp_loss(
+    model: &specc_compiler::model::Model,
+    inputs: &[specc_compiler::interp::Tensor],
+    vars: &[specc_compiler::interp::Tensor],
+    batch: usize,
+) -> f64 {
+    let env = specc_compiler::interp::Env {
+        inputs,
+        vars,
+        batch,
+        global_step: 0.0,
+    };
+    specc_compiler::interp::eval(&model.graph, &env, &[model.loss])[0].data[0]
+}
+
+/// The central finite difference of [`interp_loss`] in element `i` of
+/// variable `p`, with step `1e-6 * max(|w|, 1)`; `vars` is left as it was.
+pub fn central_difference(
+    model: &specc_compiler::model::Model,
+    inputs: &[specc_compiler::interp::Tensor],
+    vars: &mut [specc_compiler::interp::Tensor],
+    batch: usize,
+    p: usize,
+    i: usize,
+) -> f64 {
+    let w = vars[p].data[i];
+    let h = 1e-6 * w.abs().max(1.0);
+    vars[p].data[i] = w + h;
+    let lp = interp_loss(model, inputs, vars, batch);
+    vars[p].data[i] = w - h;
+    let lm = interp_loss(model, inputs, vars, batch);
+    vars[p].data[i] = w;
+    (lp - lm) / (2.0 * h)
+}
