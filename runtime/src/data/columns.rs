@@ -308,7 +308,9 @@ pub fn parse_number(cell: Cell<'_>) -> Result<f64, String> {
     Ok(x)
 }
 
-fn parse_text(cell: &[u8]) -> Result<f64, String> {
+/// A text cell's number: UTF-8, trimmed, Rust's correctly rounded
+/// `str::parse::<f64>`, finite; an empty cell is a missing value.
+pub(crate) fn parse_text(cell: &[u8]) -> Result<f64, String> {
     let s = std::str::from_utf8(cell).map_err(|_| {
         format!(
             "cannot parse {:?} as a number (not UTF-8)",

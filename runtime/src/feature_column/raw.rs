@@ -13,7 +13,7 @@
 //! Invariants: nothing here allocates; a value of the wrong kind is an error
 //! saying what was expected and what was found, never a panic.
 
-use crate::data::columns::Cell;
+use crate::data::columns::{parse_text, Cell};
 use crate::io::example::Feature;
 
 /// Whether TF sees a key's values as a dense tensor (`''` and `-1` are then
@@ -145,22 +145,12 @@ pub(crate) fn ints(cell: Cell<'_>) -> Result<Ints<'_>, String> {
 /// Calls `f(i, x)` for each number of a cell, in order; returns how many
 /// there were. Text: whitespace-separated numbers (none when the cell is
 /// blank); a feature: its float or int64 values, or its strings parsed.
-/// Every number is finite.
+/// Every number is finite; text parses by the loader's one rule
+/// ([`parse_text`]).
 pub(crate) fn numbers(
     cell: Cell<'_>,
     mut f: impl FnMut(usize, f64) -> Result<(), String>,
 ) -> Result<usize, String> {
-    fn parse(b: &[u8]) -> Result<f64, String> {
-        let s = std::str::from_utf8(b).map_err(|_| {
-            format!(
-                "cannot parse {:?} as a number (not UTF-8)",
-                String::from_utf8_lossy(b)
-            )
-        })?;
-        let t = s.trim();
-        t.parse::<f64>()
-            .map_err(|_| format!("cannot parse {t:?} as a number"))
-    }
     let mut n = 0;
     let mut put = |x: f64| -> Result<(), String> {
         if !x.is_finite() {
@@ -174,7 +164,7 @@ pub(crate) fn numbers(
         Cell::Number(x) => put(x)?,
         Cell::Text(b) => {
             for word in b.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty()) {
-                put(parse(word)?)?;
+                put(parse_text(word)?)?;
             }
         }
         Cell::Feature(None) | Cell::Feature(Some(Feature::Unset)) => {}
@@ -190,7 +180,7 @@ pub(crate) fn numbers(
         }
         Cell::Feature(Some(Feature::BytesList(v))) => {
             for b in v {
-                put(parse(b)?)?;
+                put(parse_text(b)?)?;
             }
         }
     }
