@@ -767,3 +767,113 @@ fn feature_column_ids_stream_padding_and_check_their_range() {
     assert_eq!(e.column.as_deref(), Some("c"));
     assert!(e.message.contains("4"), "{e}");
 }
+
+/// Feature columns stream as they load: every input of a model with hashed,
+/// vocabulary (out-of-vocabulary buckets), identity, weighted and crossed
+/// columns over cells that are sometimes empty, streamed in stream order
+/// (the block copies of an unshuffled stream, the weights of unweighted
+/// columns derived from their ids), equals the in-memory loader's rows, bit
+/// for bit, batch after batch (the last one short).
+#[test]
+fn feature_columns_stream_as_they_load() {
+    use specc_compiler::driver::{compile, Functions};
+    use specc_grammar::SourceFile;
+    use specc_runtime::data::{load, Source, Values};
+
+    let d = dir("fc_stream");
+    let csv = d.join("data.csv");
+    let cities = ["a", "b", "c", "", "d"];
+    let mut text = String::from("y,tag,city,score,n\n");
+    let rows = 61;
+    for i in 0..rows {
+        let tag = if i % 7 == 3 {
+            String::new()
+        } else {
+            format!("t{}", (i * 13) % 11)
+        };
+        // A weight for every present city (an empty city has none).
+        let score = if i % 5 == 3 {
+            String::new()
+        } else {
+            format!("{}", (i % 4) as f32 * 0.5)
+        };
+        let n = if i % 6 == 1 {
+            String::new()
+        } else {
+            format!("{}", (i * 3) % 10)
+        };
+        text += &format!("{},{tag},{},{score},{n}\n", i % 2, cities[i % 5]);
+    }
+    std::fs::write(&csv, text).unwrap();
+    let spec = format!(
+        "model fc_stream\n\
+         data csv(\"{}\")\n\
+         label y: float\n\
+         features {{\n\
+         \x20 tag = categorical_column_with_hash_bucket(tag, 100)\n\
+         \x20 city = categorical_column_with_vocabulary_list(city, [\"a\", \"b\"], num_oov_buckets = 2)\n\
+         \x20 wcity = weighted_categorical_column(city, score)\n\
+         \x20 n = categorical_column_with_identity(n, 10, default_value = 0)\n\
+         \x20 cross = crossed_column([tag, city], hash_bucket_size = 50)\n\
+         \x20 out = linear_model(tag, wcity, n, cross)\n}}\n\
+         loss = sum(sigmoid_cross_entropy(y, reshape(out, [B])))\n\
+         optimizer ftrl(learning_rate = 0.1)\n\
+         train {{ batch = 8, steps = 1 }}\n",
+        csv.display()
+    );
+    let program = compile(&SourceFile::new("fc_stream.spec", spec), Functions::TRAIN)
+        .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+    let model = &program.model;
+    let specs = model.input_specs();
+    let session = program.session().unwrap();
+    let layout = session.layout.clone();
+    let batch = 8;
+    let loaded = load(&Source::Csv { path: csv.clone() }, &specs).unwrap();
+    assert_eq!(loaded.rows, rows);
+    let mut stream =
+        StreamingBatches::new(&csv_spec(vec![csv]), &specs, &layout, batch, 0, 1).unwrap();
+    let mut bufs: Vec<AlignedBuf> = layout
+        .inputs
+        .iter()
+        .map(|l| AlignedBuf::zeroed(batch * l.per_example * 4).unwrap())
+        .collect();
+    let mut row = 0;
+    let mut weights_checked = 0;
+    loop {
+        let mut b = BatchBuffers::new(&layout.inputs, &mut bufs, batch).unwrap();
+        let n = stream.next_batch(&mut b).unwrap();
+        if n == 0 {
+            break;
+        }
+        for (l, buf) in layout.inputs.iter().zip(&bufs) {
+            let data = loaded
+                .inputs
+                .iter()
+                .find(|d| d.name == l.name)
+                .unwrap_or_else(|| panic!("no loaded input {}", l.name));
+            let w = l.per_example;
+            let range = row * w..(row + n) * w;
+            match &data.values {
+                Values::F32(v) => {
+                    let got: Vec<u32> = buf.f32s()[..n * w].iter().map(|x| x.to_bits()).collect();
+                    let want: Vec<u32> = v[range].iter().map(|x| x.to_bits()).collect();
+                    assert_eq!(got, want, "input {} rows {row}..{}", l.name, row + n);
+                    weights_checked += usize::from(l.name.ends_with("weights"));
+                }
+                Values::I32(v) => {
+                    assert_eq!(
+                        &buf.i32s()[..n * w],
+                        &v[range],
+                        "input {} rows {row}..{}",
+                        l.name,
+                        row + n
+                    );
+                }
+            }
+        }
+        row += n;
+    }
+    assert_eq!(row, rows);
+    assert!(weights_checked >= 4, "the weights inputs were compared");
+    std::fs::remove_dir_all(&d).ok();
+}

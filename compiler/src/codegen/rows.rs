@@ -144,6 +144,9 @@ pub fn emit(e: &mut Emitter, p: &RowsPrep) {
                 });
             });
         }
+        RowOp::FirstOccurrenceHashed { capacity } => {
+            first_occurrence_hashed(e, p, capacity);
+        }
         RowOp::SumDuplicates => counted_loop(e, zero, p.n, 1, &mut |e, i| {
             let f = load_index(e, p.first.expect("first occurrences"), i);
             let src = p.src.expect("values");
@@ -187,6 +190,86 @@ pub fn emit(e: &mut Emitter, p: &RowsPrep) {
         }),
     }
     e.region -= 1;
+}
+
+/// First occurrences through an open-addressing hash table of `capacity`
+/// entries (a power of two, at least twice the ids): entry j is the i32 pair
+/// `[row + 1, first position]` at `src + 8j`, `row + 1 == 0` when empty. A
+/// row is looked up at `(row + 1) * 0x9E3779B1 >> (32 - log2 capacity)` and
+/// the entries after it (linear probing). The table stays in L1 whatever the
+/// size of the indexed table; it is all zero again when the kernel ends.
+fn first_occurrence_hashed(e: &mut Emitter, p: &RowsPrep, capacity: u32) {
+    let table = p.src.expect("hash table");
+    let zero = e.b.ins().iconst(types::I64, 0);
+    let shift = 32 - i64::from(capacity.trailing_zeros());
+    let mask = i64::from(capacity) - 1;
+    let slot = e.var(types::I64);
+    counted_loop(e, zero, p.n, 1, &mut |e, i| {
+        let id = load_index(e, p.ids, i);
+        let fp = row_ptr(e, p.dst, i, 1);
+        let pad = is_padding(e, id);
+        if_else(
+            e,
+            pad,
+            &mut |e| {
+                let none = e.b.ins().iconst(types::I32, -1);
+                e.b.ins().store(trusted(), none, fp, 0);
+            },
+            &mut |e| {
+                let r = clamp_row(e, p, id);
+                let key = e.b.ins().iadd_imm_s(r, 1);
+                let key = e.b.ins().ireduce(types::I32, key);
+                let h = e.b.ins().imul_imm_s(key, 0x9E37_79B1u32 as i32 as i64);
+                let h = e.b.ins().ushr_imm_s(h, shift);
+                let h = e.b.ins().uextend(types::I64, h);
+                e.b.def_var(slot, h);
+                let probe = e.b.create_block();
+                let check_empty = e.b.create_block();
+                let next = e.b.create_block();
+                let found = e.b.create_block();
+                let insert = e.b.create_block();
+                let done = e.b.create_block();
+                e.b.ins().jump(probe, &[]);
+                e.b.switch_to_block(probe);
+                let j = e.b.use_var(slot);
+                let ep = row_ptr(e, table, j, 2);
+                let k = e.b.ins().load(types::I32, trusted(), ep, 0);
+                let hit = e.b.ins().icmp(IntCC::Equal, k, key);
+                e.b.ins().brif(hit, found, &[], check_empty, &[]);
+                e.b.switch_to_block(check_empty);
+                e.b.seal_block(check_empty);
+                let empty = e.b.ins().icmp_imm_s(IntCC::Equal, k, 0);
+                e.b.ins().brif(empty, insert, &[], next, &[]);
+                e.b.switch_to_block(next);
+                e.b.seal_block(next);
+                let j1 = e.b.ins().iadd_imm_s(j, 1);
+                let j1 = e.b.ins().band_imm_s(j1, mask);
+                e.b.def_var(slot, j1);
+                e.b.ins().jump(probe, &[]);
+                e.b.seal_block(probe);
+                e.b.switch_to_block(found);
+                e.b.seal_block(found);
+                let f = e.b.ins().load(types::I32, trusted(), ep, 4);
+                e.b.ins().store(trusted(), f, fp, 0);
+                e.b.ins().jump(done, &[]);
+                e.b.switch_to_block(insert);
+                e.b.seal_block(insert);
+                let pos = e.b.ins().ireduce(types::I32, i);
+                e.b.ins().store(trusted(), key, ep, 0);
+                e.b.ins().store(trusted(), pos, ep, 4);
+                e.b.ins().store(trusted(), pos, fp, 0);
+                e.b.ins().jump(done, &[]);
+                e.b.switch_to_block(done);
+                e.b.seal_block(done);
+            },
+        );
+    });
+    // Clear the table: capacity pairs of i32, 16 bytes a store.
+    let end = e.b.ins().iconst(types::I64, i64::from(capacity) * 8);
+    counted_loop(e, zero, end, 16, &mut |e, off| {
+        let z = zero_of(e, types::F32X4);
+        st(e, z, table, Some(off), 0);
+    });
 }
 
 /// `ids[i]` as an i64 clamped into `[0, rows)`; for ScatterRows, whose

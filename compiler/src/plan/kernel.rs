@@ -115,6 +115,11 @@ pub enum RowOp {
     /// occurrence, -1 for a negative id; `src` is the persistent marker table
     /// (i32 `[rows]`, all zero between calls).
     FirstOccurrence,
+    /// The same through a hash table of `capacity` entries (a power of two,
+    /// at least twice the ids; `src` is i32 `[2 * capacity]`, all zero
+    /// between calls): for tables much larger than a batch's ids, where the
+    /// marker table would miss the cache on every id.
+    FirstOccurrenceHashed { capacity: u32 },
     /// `dst[i] = 0 + src[i]` where `first[i] == i`, else `dst[first[i]] += src[i]`
     /// (when `first[i] >= 0`) and `dst[i] = 0`.
     SumDuplicates,

@@ -230,17 +230,26 @@ impl Planner<'_> {
             }
             Op::FirstOccurrence { rows } => {
                 let ids = inputs[0];
-                // The marker table: one i32 per row, zero between calls.
+                // A marker per row for tables of a few times the ids; a hash
+                // table (in L1) for larger ones. Zero between calls.
+                let most_ids = self.g.shape(ids).numel(self.place.layout.max_batch as u64);
+                let capacity = (2 * most_ids).next_power_of_two().max(16);
+                let (op, len) = if u64::from(rows) <= 4 * capacity {
+                    (RowOp::FirstOccurrence, rows)
+                } else {
+                    let capacity = capacity as u32;
+                    (RowOp::FirstOccurrenceHashed { capacity }, 2 * capacity)
+                };
                 let marker = BufId(self.buffers.len() as u32);
                 self.buffers.push(Buffer {
                     node: n,
                     loc: Loc::Scratch { offset: 0 },
-                    shape: Shape::fixed(&[rows]),
+                    shape: Shape::fixed(&[len]),
                     dtype: DType::I32,
                 });
                 self.persistent.insert(marker);
-                let src = View::contiguous(marker, &Shape::fixed(&[rows])).expect("fixed shape");
-                let mut k = self.row_kernel(n, RowOp::FirstOccurrence, ids, ids, Some(src), None);
+                let src = View::contiguous(marker, &Shape::fixed(&[len])).expect("fixed shape");
+                let mut k = self.row_kernel(n, op, ids, ids, Some(src), None);
                 k.rows = u64::from(rows);
                 k.row_len = 1;
                 vec![Kernel::Rows(k)]

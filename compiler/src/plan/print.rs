@@ -98,11 +98,14 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
             }
             Kernel::Rows(r) => {
                 let name = match r.op {
-                    RowOp::Gather => "gather",
-                    RowOp::ScatterAdd => "scatter_add",
-                    RowOp::FirstOccurrence => "first_occurrence",
-                    RowOp::SumDuplicates => "sum_duplicates",
-                    RowOp::ScatterRows => "scatter_rows",
+                    RowOp::Gather => "gather".to_string(),
+                    RowOp::ScatterAdd => "scatter_add".to_string(),
+                    RowOp::FirstOccurrence => "first_occurrence".to_string(),
+                    RowOp::FirstOccurrenceHashed { capacity } => {
+                        format!("first_occurrence hashed={capacity}")
+                    }
+                    RowOp::SumDuplicates => "sum_duplicates".to_string(),
+                    RowOp::ScatterRows => "scatter_rows".to_string(),
                 };
                 let opt =
                     |v: &Option<View>| v.as_ref().map(|v| format!(" {v}")).unwrap_or_default();

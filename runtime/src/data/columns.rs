@@ -158,7 +158,7 @@ impl<'a> CellRows<'a> {
     ///
     /// # Panics
     /// If `row >= rows()` or `column >= columns()`.
-    #[inline]
+    #[inline(always)]
     pub fn cell(&self, row: usize, column: usize) -> Cell<'a> {
         match self.repr {
             Repr::Records { records, fields } => {

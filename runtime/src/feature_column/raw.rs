@@ -27,7 +27,7 @@ pub(crate) enum Form {
 
 /// The form of a cell: text and numbers are dense; an Example feature is
 /// sparse unless `dense_features`.
-#[inline]
+#[inline(always)]
 pub(crate) fn form(cell: Cell<'_>, dense_features: bool) -> Form {
     match cell {
         Cell::Feature(_) if !dense_features => Form::Sparse,
@@ -98,6 +98,7 @@ fn wrong_kind(expected: &str, f: &Feature) -> String {
 }
 
 /// A cell's values as strings (`tf.string`).
+#[inline(always)]
 pub(crate) fn strings(cell: Cell<'_>) -> Result<Strs<'_>, String> {
     match cell {
         Cell::Text(b) => Ok(Strs::One(b)),
@@ -110,6 +111,7 @@ pub(crate) fn strings(cell: Cell<'_>) -> Result<Strs<'_>, String> {
 
 /// A cell's values as int64s: a text cell trimmed and parsed (empty: no
 /// value), a number that must be integral.
+#[inline]
 pub(crate) fn ints(cell: Cell<'_>) -> Result<Ints<'_>, String> {
     match cell {
         Cell::Text(b) => {

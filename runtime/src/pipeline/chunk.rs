@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::abi::ElemType;
 use crate::data::{CellRows, ColumnTransform, DataError, InputSpec, Values, ValuesMut};
-use crate::feature_column::{FeatureInput, PADDING_ID};
+use crate::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
 use crate::io::example::Example;
 
 use super::bad::{BadRecords, OnBadRecord};
@@ -113,6 +113,23 @@ impl Chunk {
     }
 }
 
+/// The input holding the ids of `input` when `input` is the weights of an
+/// unweighted categorical column: every present id has weight 1, so the
+/// weights follow from the ids (see the feature_column::transform invariant
+/// that the two transforms agree slot by slot).
+fn weights_source(inputs: &[InputSpec], input: &InputSpec) -> Option<usize> {
+    let Some(FeatureInput::Weights { column, max_values }) = &input.feature else {
+        return None;
+    };
+    if matches!(column, CategoricalColumn::Weighted { .. }) {
+        return None;
+    }
+    inputs.iter().position(|i| {
+        matches!(&i.feature, Some(FeatureInput::Ids { column: c, max_values: m, .. })
+            if c == column && m == max_values)
+    })
+}
+
 /// An error about the record at `location` of `file`: a CSV line, or a
 /// TFRecord record number (from 0, as `tf.data` counts).
 pub(crate) fn located(
@@ -135,6 +152,10 @@ pub(crate) fn located(
     }
 }
 
+/// Rows a worker runs every transform over before going on (see
+/// [`Transformer::segment`]).
+const SEGMENT_BLOCK: usize = 256;
+
 /// One worker's transforms and scratch.
 pub(crate) struct Transformer {
     transforms: Vec<Box<dyn ColumnTransform>>,
@@ -143,6 +164,10 @@ pub(crate) struct Transformer {
     /// Whether each input is a feature column's ids, which may hold the
     /// padding id -1.
     padding: Vec<bool>,
+    /// `Some(u)`: input t is the weights of an unweighted categorical column
+    /// whose ids are input u; its values are derived from them (1 where an
+    /// id is present, 0 at padding) instead of parsing the cells again.
+    weights_of: Vec<Option<usize>>,
     names: Vec<String>,
     format: Format,
     policy: OnBadRecord,
@@ -168,6 +193,7 @@ impl Transformer {
                 .iter()
                 .map(|i| matches!(i.feature, Some(FeatureInput::Ids { .. })))
                 .collect(),
+            weights_of: inputs.iter().map(|i| weights_source(inputs, i)).collect(),
             names: inputs.iter().map(|i| i.name.clone()).collect(),
             format,
             policy,
@@ -306,9 +332,28 @@ impl Transformer {
     /// Runs every transform over rows `[a, b)`; the first bad row (row, then
     /// input, then column) and its error.
     fn segment(&mut self, chunk: &mut Chunk, a: usize, b: usize) -> Option<(usize, DataError)> {
+        // Blocks of rows small enough that their records stay in cache while
+        // every transform reads them; the first block with a bad row has the
+        // first bad row.
+        let mut s = a;
+        while s < b {
+            let e = (s + SEGMENT_BLOCK).min(b);
+            if let Some(bad) = self.block(chunk, s, e) {
+                return Some(bad);
+            }
+            s = e;
+        }
+        None
+    }
+
+    /// [`segment`](Self::segment) over one block of rows `[a, b)`.
+    fn block(&mut self, chunk: &mut Chunk, a: usize, b: usize) -> Option<(usize, DataError)> {
         let mut first: Option<(usize, usize, usize, String)> = None;
         let mut cells: Vec<crate::data::Cell<'_>> = Vec::new();
         for (t, transform) in self.transforms.iter_mut().enumerate() {
+            if self.weights_of[t].is_some() {
+                continue;
+            }
             let w = transform.width();
             let out = match &mut chunk.values[t] {
                 Values::F32(v) => ValuesMut::F32(&mut v[a * w..b * w]),
@@ -356,6 +401,22 @@ impl Transformer {
                 let earlier = first.as_ref().is_none_or(|f| r < f.0);
                 if earlier {
                     first = Some((r, t, col, m));
+                }
+            }
+        }
+        for (t, u) in self.weights_of.iter().enumerate() {
+            let Some(u) = *u else { continue };
+            let w = self.transforms[t].width();
+            let (ids, weights) = if u < t {
+                let (head, tail) = chunk.values.split_at_mut(t);
+                (&head[u], &mut tail[0])
+            } else {
+                let (head, tail) = chunk.values.split_at_mut(u);
+                (&tail[0], &mut head[t])
+            };
+            if let (Values::I32(ids), Values::F32(weights)) = (ids, weights) {
+                for (x, &id) in weights[a * w..b * w].iter_mut().zip(&ids[a * w..b * w]) {
+                    *x = if id >= 0 { 1.0 } else { 0.0 };
                 }
             }
         }

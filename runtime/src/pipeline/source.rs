@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::abi::{ElemType, Layout};
-use crate::data::{DataError, InputSpec, Normalizer, Values};
+use crate::data::{DataError, InputSpec, Normalizer, Values, ValuesMut};
 use crate::prng::SplitMix64;
 use crate::source::{BatchBuffers, BatchSource};
 
@@ -372,6 +372,51 @@ impl StreamingBatches {
         Ok(true)
     }
 
+    /// Without a shuffle buffer (capacity 1), rows go out in stream order:
+    /// [`emit`](Self::emit) gives the buffered row, then refills the slot
+    /// with the chunk's next row. This does the same for a run of rows at
+    /// once: the buffered row into row `row`, the next `m` rows of the chunk
+    /// copied block-wise after it, and the row after those into the slot
+    /// (so it needs at least 2 rows left in the chunk). Returns the rows
+    /// written (`1 + m <= max`), 0 when the run does not apply.
+    fn emit_run(&mut self, dst: &mut BatchBuffers<'_>, row: usize, max: usize) -> usize {
+        if self.buf.capacity != 1
+            || self.buf.len != 1
+            || !self.epoch_active
+            || self.exhausted
+            || self.epoch_read
+            || self.from_cache.is_some()
+            || self.cache.as_ref().is_some_and(|c| !c.complete)
+        {
+            return 0;
+        }
+        let Some(c) = self.chunk.as_ref() else {
+            return 0;
+        };
+        let left = c.good.saturating_sub(self.cursor);
+        if left < 2 || max < 2 {
+            return 0;
+        }
+        let m = (left - 1).min(max - 1);
+        let from = self.cursor;
+        for (i, &k) in self.map.iter().enumerate() {
+            let w = self.buf.widths[k];
+            self.buf.write(k, 0, dst.input_mut(i), row);
+            let rows = (row + 1) * w..(row + 1 + m) * w;
+            let src = from * w..(from + m) * w;
+            match (&c.values[k], dst.input_mut(i)) {
+                (Values::F32(s), ValuesMut::F32(d)) => d[rows].copy_from_slice(&s[src]),
+                (Values::I32(s), ValuesMut::I32(d)) => d[rows].copy_from_slice(&s[src]),
+                // The source checked the types against the model's when built.
+                _ => {}
+            }
+        }
+        self.buf.put(0, &c.values, from + m);
+        self.cursor = from + m + 1;
+        self.emitted += 1 + m as u64;
+        1 + m
+    }
+
     /// Emits one row into row `row` of `dst` (or nowhere, replaying); false
     /// when the data is exhausted.
     fn emit(&mut self, dst: Option<&mut BatchBuffers<'_>>, row: usize) -> Result<bool, DataError> {
@@ -422,7 +467,15 @@ impl BatchSource for StreamingBatches {
         }
         let n = self.batch.min(buffers.max_batch());
         let mut filled = 0;
-        while filled < n && self.emit(Some(buffers), filled)? {
+        while filled < n {
+            let run = self.emit_run(buffers, filled, n - filled);
+            if run > 0 {
+                filled += run;
+                continue;
+            }
+            if !self.emit(Some(buffers), filled)? {
+                break;
+            }
             filled += 1;
         }
         self.rows += filled as u64;
