@@ -788,7 +788,7 @@ impl Cross {
         loop {
             out.push(Entry {
                 pos,
-                id: (prefix[k] % *buckets) as i64,
+                id: hash::bucket(prefix[k], *buckets) as i64,
                 weight: 1.0,
             });
             pos += 1;
