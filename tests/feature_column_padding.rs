@@ -344,3 +344,121 @@ fn only_feature_column_ids_may_hold_the_padding_id() {
     let e = with_ids(v).expect_err("an id below -1");
     assert!(e.contains(&name) && e.contains("row 2"), "{e}");
 }
+
+/// The ids and weights of the weighted-column tests: id 5 comes only with
+/// weights `<= 0` (0 and -0.5), id 1 once with 0 and once with 2.
+const WEIGHTED_IDS: [&[i64]; 4] = [&[2, 5], &[1, 4], &[5, 3], &[1]];
+const WEIGHTS: [&[f32]; 4] = [&[1.5, 0.0], &[0.0, 0.5], &[-0.5, 1.0], &[2.0]];
+
+/// One momentum step on an embedding of a weighted column with `combiner`:
+/// which rows of the table and its slot moved.
+fn weighted_step_moves(combiner: &str) -> Vec<usize> {
+    let text = format!(
+        "model weighted_padding\n\
+         data synthetic(rows = 8, features = 1)\n\
+         features {{\n  ids = categorical_column_with_identity(ids, {BUCKETS}, max_values = 2)\n\
+         \x20 weighted = weighted_categorical_column(ids, wt)\n\
+         \x20 out = input_layer(embedding_column(weighted, dimension = 3, combiner = \"{combiner}\"))\n\
+         \x20 w = input_layer(numeric_column(w, shape = 3))\n}}\n\
+         loss = reduce_sum(out * w)\n\
+         optimizer momentum(learning_rate = 0.1, momentum = 0.9)\n\
+         train {{ batch = {}, steps = 1 }}\n",
+        WEIGHTED_IDS.len()
+    );
+    let src = SourceFile::new("weighted.spec", text.clone());
+    let program = compile(&src, Functions::TRAIN).unwrap_or_else(|d| {
+        panic!(
+            "{:?}\n{text}",
+            d.iter().map(|d| &d.message).collect::<Vec<_>>()
+        )
+    });
+    let model = &program.model;
+    let mut rng = Rng(11);
+    let ids: Vec<Feature> = WEIGHTED_IDS
+        .iter()
+        .map(|r| Feature::Int64List(r.to_vec()))
+        .collect();
+    let wt: Vec<Feature> = WEIGHTS
+        .iter()
+        .map(|r| Feature::FloatList(r.to_vec()))
+        .collect();
+    let w: Vec<Feature> = WEIGHTED_IDS
+        .iter()
+        .map(|_| Feature::FloatList((0..3).map(|_| rng.uniform(0.5, 1.5)).collect()))
+        .collect();
+    let rows = WEIGHTED_IDS.len();
+    let mut inputs = Vec::new();
+    for info in &model.inputs {
+        let spec = &info.spec;
+        let mut t = transform_for(spec);
+        let mut cells: Vec<Cell<'_>> = Vec::new();
+        for r in 0..rows {
+            for c in &spec.columns {
+                let f = match c.as_str() {
+                    "ids" => &ids[r],
+                    "wt" => &wt[r],
+                    "w" => &w[r],
+                    other => panic!("no feature {other}"),
+                };
+                cells.push(Cell::Feature(Some(f)));
+            }
+        }
+        let cell_rows = CellRows::cells(&cells, spec.columns.len());
+        let n = rows * t.width();
+        let values = if matches!(spec.feature, Some(FeatureInput::Ids { .. })) {
+            let mut v = vec![0i32; n];
+            t.transform(&cell_rows, ValuesMut::I32(&mut v)).unwrap();
+            Values::I32(v)
+        } else {
+            let mut v = vec![0f32; n];
+            t.transform(&cell_rows, ValuesMut::F32(&mut v)).unwrap();
+            Values::F32(v)
+        };
+        inputs.push(InputData::new(spec.name.clone(), t.width(), values));
+    }
+    let ds = Dataset::from_inputs(rows, inputs).unwrap();
+    let mut s = program.session().unwrap();
+    let table = "input_layer/ids_weighted_by_wt_embedding/embedding_weights";
+    let slot = format!("{table}/Momentum");
+    // Slots positive: a zero-gradient update would decay them.
+    s.var_mut(&slot).unwrap().fill(0.25);
+    let before: Vec<Vec<f32>> = [table, &slot]
+        .iter()
+        .map(|n| s.var(n).unwrap_or_else(|| panic!("no {n}")).to_vec())
+        .collect();
+    s.bind(&ds).unwrap();
+    let all: Vec<u32> = (0..rows as u32).collect();
+    s.gather(&ds, &all).unwrap();
+    let step = s.function_index("step").unwrap();
+    s.call(step, rows).unwrap();
+    let mut moved = Vec::new();
+    for r in 0..BUCKETS {
+        let changed = [table, &slot].iter().zip(&before).any(|(n, b)| {
+            let a = s.var(n).unwrap();
+            (r * 3..(r + 1) * 3).any(|k| a[k].to_bits() != b[k].to_bits())
+        });
+        if changed {
+            moved.push(r);
+        }
+    }
+    moved
+}
+
+/// `mean` and `sqrtn` drop the ids of weights `<= 0`, as TF's
+/// `safe_embedding_lookup_sparse` does: id 5 (weights 0 and -0.5 only) is
+/// touched by no update; id 1 (weights 0 and 2) is.
+#[test]
+fn mean_and_sqrtn_touch_no_row_of_a_nonpositive_weight() {
+    for combiner in ["mean", "sqrtn"] {
+        let moved = weighted_step_moves(combiner);
+        assert_eq!(moved, vec![1, 2, 3, 4], "{combiner}: rows that moved");
+    }
+}
+
+/// `sum` keeps them: a negative weight has a gradient (row 5 moves); a zero
+/// weight has a zero gradient, and its row is still touched.
+#[test]
+fn sum_keeps_the_ids_of_nonpositive_weights() {
+    let moved = weighted_step_moves("sum");
+    assert_eq!(moved, vec![1, 2, 3, 4, 5], "sum: rows that moved");
+}

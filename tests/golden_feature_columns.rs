@@ -281,6 +281,7 @@ fn run_case(name: &str) {
         column: column.clone(),
         max_values: 1,
         check_range: false,
+        prune_nonpositive_weights: false,
     }
     .raw_keys();
     let sparse = sparse_keys(remark, &keys);

@@ -709,6 +709,7 @@ fn feature_column_ids_stream_padding_and_check_their_range() {
                 column: column.clone(),
                 max_values: 1,
                 check_range: true,
+                prune_nonpositive_weights: false,
             }),
         },
         InputSpec {

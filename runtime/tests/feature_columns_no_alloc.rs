@@ -119,6 +119,7 @@ fn transforms_allocate_nothing_per_row() {
             column: c.clone(),
             max_values: 1,
             check_range: true,
+            prune_nonpositive_weights: false,
         });
         inputs.push(FeatureInput::Weights {
             column: c,

@@ -586,6 +586,7 @@ mod tests {
             column: c.clone(),
             max_values: 1,
             check_range: false,
+            prune_nonpositive_weights: false,
         };
         let float = InputKind::Float;
         let inputs = [

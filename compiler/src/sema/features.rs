@@ -231,6 +231,8 @@ struct Spanned {
 #[derive(Clone, Debug)]
 struct CatInputs {
     categorical: Categorical,
+    /// The ids of weights `<= 0` are padding (see [`categorical_inputs`]).
+    prune: bool,
     ids_input: u32,
     ids: NodeId,
     weights: NodeId,
@@ -1305,19 +1307,27 @@ fn raw_keys(c: &CategoricalColumn, out: &mut Vec<String>) {
 
 /// The ids `[B, max_values]` (i32) and weights (f32) of a categorical
 /// column, created on first use; `check_range` (an embedding or
-/// `linear_model` looks the ids up) is sticky.
+/// `linear_model` looks the ids up) is sticky. `prune_nonpositive`: the
+/// consumer combines by `mean` or `sqrtn`, for which TF's
+/// `safe_embedding_lookup_sparse` drops the ids of weights `<= 0` (it keeps
+/// them for `sum`); a weighted column's ids are then a second ids input in
+/// which those slots are padding, so the sparse update touches none of their
+/// rows. The weights input is the same.
 fn categorical_inputs(
     st: &mut State,
     cat: &Categorical,
     check_range: bool,
+    prune_nonpositive: bool,
     span: Span,
 ) -> (NodeId, NodeId) {
     let n = cat.column.num_buckets();
+    // Only a weighted column has weights other than 1.
+    let prune = prune_nonpositive && matches!(cat.column, CategoricalColumn::Weighted { .. });
     if let Some(k) = st
         .features
         .categorical_inputs
         .iter()
-        .position(|c| c.categorical == *cat)
+        .position(|c| c.categorical == *cat && c.prune == prune)
     {
         let entry = &mut st.features.categorical_inputs[k];
         if check_range && !entry.check_range {
@@ -1337,9 +1347,14 @@ fn categorical_inputs(
     let name = cat.column.name();
     let shape = Shape(vec![Dim::Batch, Dim::Fixed(cat.max_values as u32)]);
     let ids_input = st.graph.inputs.len() as u32;
+    let ids_name = if prune {
+        format!("{name}/positive_weight_ids")
+    } else {
+        format!("{name}/ids")
+    };
     let ids = add_input(
         st,
-        &format!("{name}/ids"),
+        &ids_name,
         span,
         DType::I32,
         shape.clone(),
@@ -1354,28 +1369,39 @@ fn categorical_inputs(
                 column: cat.column.clone(),
                 max_values: cat.max_values,
                 check_range,
+                prune_nonpositive_weights: prune,
             }),
         },
     );
-    let weights = add_input(
-        st,
-        &format!("{name}/weights"),
-        span,
-        DType::F32,
-        shape,
-        InputSpec {
-            name: String::new(),
-            columns: keys,
-            kind: InputKind::Float,
-            normalizer: Normalizer::None,
-            feature: Some(FeatureInput::Weights {
-                column: cat.column.clone(),
-                max_values: cat.max_values,
-            }),
-        },
-    );
+    let shared = st
+        .features
+        .categorical_inputs
+        .iter()
+        .find(|c| c.categorical == *cat)
+        .map(|c| c.weights);
+    let weights = match shared {
+        Some(w) => w,
+        None => add_input(
+            st,
+            &format!("{name}/weights"),
+            span,
+            DType::F32,
+            shape,
+            InputSpec {
+                name: String::new(),
+                columns: keys,
+                kind: InputKind::Float,
+                normalizer: Normalizer::None,
+                feature: Some(FeatureInput::Weights {
+                    column: cat.column.clone(),
+                    max_values: cat.max_values,
+                }),
+            },
+        ),
+    };
     st.features.categorical_inputs.push(CatInputs {
         categorical: cat.clone(),
+        prune,
         ids_input,
         ids,
         weights,
@@ -1508,7 +1534,7 @@ fn lookup(
 /// one_hot(id, num_buckets) (counts for repeated ids, the weights of a
 /// weighted column; an id out of range contributes nothing).
 fn indicator(st: &mut State, cat: &Categorical, span: Span) -> NodeId {
-    let (ids, w) = categorical_inputs(st, cat, false, span);
+    let (ids, w) = categorical_inputs(st, cat, false, false, span);
     let n = cat.column.num_buckets() as u32;
     let hot = st.graph.one_hot(ids, n);
     let wb = spread(st, w, n);
@@ -1562,7 +1588,8 @@ fn dense(st: &mut State, c: &Spanned, scope: &str, layer: &str) -> R<NodeId> {
         Column::Indicator(cat) => indicator(st, cat, c.span),
         Column::Embedding(e) => {
             let table = embedding_table(st, e, scope, c.span);
-            let (ids, w) = categorical_inputs(st, &e.categorical, true, c.span);
+            let prune = e.combiner != Combiner::Sum;
+            let (ids, w) = categorical_inputs(st, &e.categorical, true, prune, c.span);
             lookup(st, table, ids, w, e.combiner, e.max_norm)
         }
         Column::Shared(_) => unreachable_shared(c.span)?,
@@ -1695,7 +1722,8 @@ fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
                     trainable,
                     c.span,
                 );
-                let (ids, weights) = categorical_inputs(st, cat, true, c.span);
+                let prune = combiner != Combiner::Sum;
+                let (ids, weights) = categorical_inputs(st, cat, true, prune, c.span);
                 lookup(st, w, ids, weights, combiner, None)
             }
             _ => {
@@ -1909,7 +1937,7 @@ fn sequence_dense(st: &mut State, c: &Spanned, scope: &str) -> R<(NodeId, NodeId
             (values, length, *max_steps)
         }
         Column::Indicator(cat) => {
-            let (ids, w) = categorical_inputs(st, cat, false, c.span);
+            let (ids, w) = categorical_inputs(st, cat, false, false, c.span);
             let n = cat.column.num_buckets() as u32;
             let hot = st.graph.one_hot(ids, n);
             let wb = spread(st, w, n);
@@ -1924,7 +1952,7 @@ fn sequence_dense(st: &mut State, c: &Spanned, scope: &str) -> R<(NodeId, NodeId
         }
         Column::Embedding(e) => {
             let table = embedding_table(st, e, scope, c.span);
-            let (ids, w) = categorical_inputs(st, &e.categorical, true, c.span);
+            let (ids, w) = categorical_inputs(st, &e.categorical, true, false, c.span);
             let mut rows = st.graph.gather(table, ids);
             if let Some(clip_norm) = e.max_norm {
                 let mut r = [rows];

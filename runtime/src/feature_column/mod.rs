@@ -185,6 +185,10 @@ pub enum FeatureInput {
         /// when an embedding or `linear_model` consumes the ids, as TF's
         /// lookup fails); otherwise they pass (an indicator drops them).
         check_range: bool,
+        /// A slot whose weight is `<= 0` is padding: what TF's
+        /// `safe_embedding_lookup_sparse` does for the `mean` and `sqrtn`
+        /// combiners (a weighted column's ids feeding one of them).
+        prune_nonpositive_weights: bool,
     },
     /// The same column's weights, f32 `[B, max_values]`.
     Weights {

@@ -292,6 +292,7 @@ mod tests {
             },
             max_values: 1,
             check_range: false,
+            prune_nonpositive_weights: false,
         };
         let e = make_parse_example_spec(&[a.clone(), b]).unwrap_err();
         assert!(

@@ -61,7 +61,12 @@
 //!   lookup fails on it); without, it passes (an indicator ignores it).
 //! - The ids and weights transforms of one column agree slot by slot: they
 //!   run the same code, the weights one skipping only the hashing of columns
-//!   whose ids are always valid.
+//!   whose ids are always valid; so an unweighted column's weight is 1
+//!   exactly where its id is not padding (the input pipeline derives it so).
+//!   The one exception is deliberate: ids with `prune_nonpositive_weights`
+//!   (a weighted column feeding a `mean` or `sqrtn` combiner) make the
+//!   slots of weights `<= 0` padding, while the weights keep their values
+//!   (the compiled lookup clamps them at 0).
 //! - No allocation per row or per cell: buffers live in the transform and
 //!   are reused; strings are hashed from the cell's bytes.
 
@@ -87,13 +92,18 @@ pub fn transform_for(input: &FeatureInput, columns: &[String]) -> Box<dyn Column
             column,
             max_values,
             check_range,
-        } => Box::new(CategoricalTransform::new(
-            column,
-            *max_values,
-            CategoricalOutput::Ids {
-                check_range: *check_range,
-            },
-        )),
+            prune_nonpositive_weights,
+        } => {
+            let mut t = CategoricalTransform::new(
+                column,
+                *max_values,
+                CategoricalOutput::Ids {
+                    check_range: *check_range,
+                },
+            );
+            t.prune_nonpositive_weights = *prune_nonpositive_weights;
+            Box::new(t)
+        }
         FeatureInput::Weights { column, max_values } => Box::new(CategoricalTransform::new(
             column,
             *max_values,
@@ -824,6 +834,8 @@ pub struct CategoricalTransform {
     output: CategoricalOutput,
     /// Per column: read its Example features as dense rows.
     dense_features: Vec<bool>,
+    /// Values with a weight `<= 0` are left out (padding).
+    prune_nonpositive_weights: bool,
     entries: Vec<Entry>,
 }
 
@@ -837,6 +849,7 @@ impl CategoricalTransform {
         let plan = Plan::build(column, &mut columns);
         CategoricalTransform {
             dense_features: vec![false; columns.len()],
+            prune_nonpositive_weights: false,
             columns,
             plan,
             name: column.name(),
@@ -945,7 +958,7 @@ impl CategoricalTransform {
             let Ok(id) = i32::try_from(e.id) else {
                 continue;
             };
-            if id < 0 {
+            if id < 0 || (self.prune_nonpositive_weights && e.weight <= 0.0) {
                 continue;
             }
             if let Some(slot) = ids.as_deref_mut().and_then(|s| s.get_mut(e.pos)) {
