@@ -91,6 +91,9 @@ enum Command {
         /// Also evaluate with every parameter replaced by its moving average (the spec's `ema`).
         #[arg(long)]
         eval_with_averages: bool,
+        /// Evaluate on this CSV instead of a held-out split (the spec's `eval_data`; path relative to the current directory).
+        #[arg(long, value_name = "FILE")]
+        eval_data: Option<PathBuf>,
         /// Print one JSON object with the results as the last line of stdout.
         #[arg(long)]
         json: bool,
@@ -250,6 +253,7 @@ fn main() -> ExitCode {
             keep_every_n_hours,
             summary_dir,
             eval_with_averages,
+            eval_data,
             json,
         } => {
             let flags = specc_compiler::config::Flags {
@@ -270,6 +274,7 @@ fn main() -> ExitCode {
                     sets: set,
                     flags,
                     eval_with_averages,
+                    eval_data,
                     json,
                 },
             )

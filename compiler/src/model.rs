@@ -280,6 +280,9 @@ pub struct Model {
     pub name: String,
     pub graph: Graph,
     pub data: DataSource,
+    /// `eval_data`: the rows evaluations read (instead of a held-out split
+    /// of `data`); a file source, never synthetic.
+    pub eval_data: Option<DataSource>,
     pub inputs: Vec<InputInfo>,
     pub vars: Vec<VarInfo>,
     pub loss: NodeId,
@@ -324,21 +327,34 @@ impl Model {
     /// The runtime source of the model's data; a CSV path is relative to
     /// `spec_dir`, the directory of the spec.
     pub fn data_source(&self, spec_dir: &std::path::Path) -> Source {
-        match &self.data {
-            DataSource::Csv { path, .. } => Source::Csv {
-                path: spec_dir.join(path),
-            },
-            DataSource::Synthetic(s) => Source::Synthetic(s.clone()),
-            DataSource::Stream { spec, .. } => {
-                let mut spec = spec.clone();
-                for p in &mut spec.paths {
-                    *p = spec_dir.join(&*p);
-                }
-                Source::Stream(spec)
-            }
-        }
+        source_of(&self.data, spec_dir)
     }
 
+    /// The `eval_data` item's source, its paths resolved against the spec's
+    /// directory.
+    pub fn eval_data_source(&self, spec_dir: &std::path::Path) -> Option<Source> {
+        self.eval_data.as_ref().map(|d| source_of(d, spec_dir))
+    }
+}
+
+/// A data item's source, its paths resolved against the spec's directory.
+fn source_of(data: &DataSource, spec_dir: &std::path::Path) -> Source {
+    match data {
+        DataSource::Csv { path, .. } => Source::Csv {
+            path: spec_dir.join(path),
+        },
+        DataSource::Synthetic(s) => Source::Synthetic(s.clone()),
+        DataSource::Stream { spec, .. } => {
+            let mut spec = spec.clone();
+            for p in &mut spec.paths {
+                *p = spec_dir.join(&*p);
+            }
+            Source::Stream(spec)
+        }
+    }
+}
+
+impl Model {
     /// The class-id label input, if the model has one (the held-out split is
     /// stratified by it).
     pub fn class_label(&self) -> Option<&str> {

@@ -58,6 +58,8 @@ pub enum Item {
     Model(Ident),
     /// `data csv("path.csv")` or `data synthetic(rows = .., ..)`
     Data(Call),
+    /// `eval_data csv("test.csv")`: what evaluations read
+    EvalData(Call),
     /// `label NAME: int` / `label NAME: float from c0, c1..c3` /
     /// `label NAME: vocabulary ["no", "yes"]`
     Label(LabelDecl),

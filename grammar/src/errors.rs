@@ -37,6 +37,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         Rule::EOI => (Boundary, "end of input"),
         Rule::model_item
         | Rule::data_item
+        | Rule::eval_data_item
         | Rule::label_item
         | Rule::features_item
         | Rule::params_item
@@ -54,6 +55,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::let_item => (Boundary, "a statement"),
         Rule::kw_model
         | Rule::kw_data
+        | Rule::kw_eval_data
         | Rule::kw_label
         | Rule::kw_features
         | Rule::kw_params

@@ -123,6 +123,7 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::dotdot
             | Rule::kw_model
             | Rule::kw_data
+            | Rule::kw_eval_data
             | Rule::kw_label
             | Rule::kw_features
             | Rule::kw_params
@@ -261,6 +262,7 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
     Ok(match rule {
         Rule::model_item => Item::Model(c.ident()?),
         Rule::data_item => Item::Data(call(c.expect("a call")?)?),
+        Rule::eval_data_item => Item::EvalData(call(c.expect("a call")?)?),
         Rule::optimizer_item => Item::Optimizer(call(c.expect("a call")?)?),
         Rule::clip_item => Item::Clip(call(c.expect("a call")?)?),
         Rule::ema_item => {

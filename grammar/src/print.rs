@@ -14,6 +14,7 @@ pub fn print_spec(file: &SpecFile) -> String {
         let (text, span) = match item {
             Item::Model(id) => (format!("(model {})", id.name), id.span),
             Item::Data(c) => (format!("(data {})", call(c)), c.span),
+            Item::EvalData(c) => (format!("(eval_data {})", call(c)), c.span),
             Item::Label(l) => {
                 let cols = l
                     .columns

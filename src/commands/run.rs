@@ -25,9 +25,9 @@ use specc_runtime::summary::hooks::{
 use specc_runtime::summary::SummaryWriter;
 use specc_runtime::train::Duration;
 use specc_runtime::train::{
-    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, Evaluation,
-    EvaluationHook, Hook, LoggingHook, NanTensorHook, StepValues, StopAtStepHook, Timer,
-    DIVERGENCE_FACTOR,
+    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, EvalSet,
+    Evaluation, EvaluationHook, Hook, LoggingHook, MakeSource, NanTensorHook, StepValues,
+    StopAtStepHook, Timer, DIVERGENCE_FACTOR,
 };
 
 use specc_compiler::config::{self, Flags};
@@ -46,6 +46,8 @@ pub struct RunOptions {
     /// The dedicated flags (`--steps`, `--data`, `--checkpoint-dir`, ...).
     pub flags: Flags,
     pub eval_with_averages: bool,
+    /// `--eval-data FILE`: evaluate on this CSV (the spec's `eval_data`).
+    pub eval_data: Option<PathBuf>,
     pub json: bool,
 }
 
@@ -137,6 +139,37 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         ),
     };
 
+    // `eval_data` (or `--eval-data`): evaluations read it instead of a
+    // held-out split; loaded whole (a single CSV) or streamed, one pass each.
+    let eval_source = match &opts.eval_data {
+        Some(p) => Some(Source::Csv { path: p.clone() }),
+        None => model.eval_data_source(spec.parent().unwrap_or(Path::new("."))),
+    };
+    let eval_stream = match &eval_source {
+        Some(Source::Stream(s)) => {
+            let mut s = s.clone();
+            s.num_epochs = Some(1);
+            Some(s)
+        }
+        _ => None,
+    };
+    let eval_dataset = match &eval_source {
+        Some(Source::Csv { .. }) | Some(Source::Synthetic(_)) => {
+            let source = eval_source.as_ref().expect("matched");
+            Some(
+                specc_runtime::data::load(source, &model.input_specs())
+                    .map_err(|e| Failure::Other(format!("eval data: {e}")))?,
+            )
+        }
+        _ => None,
+    };
+    let eval_all: Vec<u32> = (0..eval_dataset.as_ref().map_or(0, |d| d.rows) as u32).collect();
+    let eval_name = eval_source.as_ref().map(|s| match s {
+        Source::Csv { path } => path.display().to_string(),
+        Source::Stream(s) => stream_name(s),
+        Source::Synthetic(_) => "synthetic".to_string(),
+    });
+
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);
     if !(0.0..1.0).contains(&fraction) {
         return Err(Failure::Other(format!(
@@ -144,6 +177,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         )));
     }
     let (train_rows, eval_rows) = match stream {
+        None if eval_source.is_some() => ((0..dataset.rows as u32).collect(), Vec::new()),
         None => model.held_out_split(&dataset, fraction),
         Some(_) => (Vec::new(), Vec::new()),
     };
@@ -168,12 +202,30 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             train_rows.len()
         )));
     }
+    let eval_what = match (&eval_name, &eval_dataset) {
+        (Some(n), Some(d)) => format!("; eval data {n}: {} rows", d.rows),
+        (Some(n), None) => format!("; eval data {n}: streamed"),
+        _ => String::new(),
+    };
     if stream.is_some() {
         eprintln!(
-            "specc: compiled `{}` in {:.1} ms; data {}: streamed (no held-out split)",
+            "specc: compiled `{}` in {:.1} ms; data {}: streamed{}",
             model.name,
             compile_s * 1e3,
             data_name,
+            if eval_what.is_empty() {
+                " (no held-out split)"
+            } else {
+                &eval_what
+            },
+        );
+    } else if !eval_what.is_empty() {
+        eprintln!(
+            "specc: compiled `{}` in {:.1} ms; data {}: {} rows (all train){eval_what}",
+            model.name,
+            compile_s * 1e3,
+            data_name,
+            dataset.rows,
         );
     } else {
         eprintln!(
@@ -322,16 +374,38 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     });
     // Held-out evaluation: every N steps when asked, and at the end (the
     // run's final held-out numbers).
-    let mut evaluation = if eval_rows.is_empty() {
-        None
+    let layout_eval = session.layout.clone();
+    let eval_inputs = model.input_specs();
+    let max_batch = session.max_batch();
+    let eval_set = if let Some(s) = eval_stream.clone() {
+        let (layout, inputs) = (&layout_eval, &eval_inputs);
+        let make: MakeSource<'_> = Box::new(move || {
+            StreamingBatches::new(&s, inputs, layout, max_batch, 0, 0)
+                .map(|b| Box::new(b) as Box<dyn BatchSource>)
+                .map_err(|e| format!("eval data: {e}"))
+        });
+        Some(EvalSet::Source(make))
+    } else if let Some(d) = &eval_dataset {
+        Some(EvalSet::Rows {
+            data: d,
+            rows: &eval_all,
+        })
+    } else if !eval_rows.is_empty() {
+        Some(EvalSet::Rows {
+            data: &dataset,
+            rows: &eval_rows,
+        })
     } else {
+        None
+    };
+    let mut evaluation = if let Some(set) = eval_set {
         let eval_writer = summary_dir
             .map(create_eval_writer)
             .transpose()
             .map_err(|e| e.to_string())?;
         let periodic = config.evaluate.every_steps;
         let hook = EvaluationSummaryHook::new(
-            EvaluationHook::new(periodic.unwrap_or(0), &dataset, &eval_rows, &model.metrics),
+            EvaluationHook::over(periodic.unwrap_or(0), set, &model.metrics),
             eval_writer,
         );
         Some(match periodic {
@@ -340,6 +414,8 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
             }),
             None => hook,
         })
+    } else {
+        None
     };
     // `logging { tensors }`: the named tensors (TF's LoggingTensorHook).
     let lc = &config.logging;
@@ -426,8 +502,10 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
         None => None,
     };
-    if held_out.is_none() && !eval_rows.is_empty() {
-        held_out = Some(evaluate_rows(&mut session, &dataset, &eval_rows, metrics)?);
+    if held_out.is_none() {
+        if let Some(e) = evaluation.as_mut() {
+            held_out = Some(e.evaluation.set_mut().evaluate(&mut session, metrics)?);
+        }
     }
     // The last step's scalar outputs besides the loss: the learning rate and,
     // with the `global_norm` metric, the gradients' global norm.
@@ -442,12 +520,12 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         None => Vec::new(),
     };
     let averaged = if opts.eval_with_averages && stream.is_none() {
+        let mut set = evaluation.as_mut().map(|e| e.evaluation.set_mut());
         let (train, held) = session.with_averages(|s| {
             let train = evaluate_rows(s, &dataset, &train_rows, metrics);
-            let held = if eval_rows.is_empty() {
-                Ok(None)
-            } else {
-                evaluate_rows(s, &dataset, &eval_rows, metrics).map(Some)
+            let held = match set.as_mut() {
+                None => Ok(None),
+                Some(set) => set.evaluate(s, metrics).map(Some),
             };
             (train, held)
         });

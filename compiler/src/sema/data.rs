@@ -103,6 +103,34 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
     Ok(())
 }
 
+/// `eval_data csv(...)` / `tfrecord(...)`: the rows evaluations read, in
+/// memory or streamed by the same rules as `data` (one pass each time).
+pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
+    if let Some((_, prev)) = &st.eval_data {
+        return Err(Diagnostic::new(
+            "duplicate-item",
+            call.span,
+            "a spec has one `eval_data` source",
+        )
+        .with_label("second eval_data source")
+        .with_secondary(*prev, "first one here"));
+    }
+    let source = match call.func.name.as_str() {
+        "csv" | "tfrecord" => stream_source(call)?,
+        other => {
+            return Err(Diagnostic::new(
+                "unknown-function",
+                call.func.span,
+                format!("`{other}` is not an evaluation data source"),
+            )
+            .with_label("not a file source")
+            .with_help("expected csv(\"test.csv\") or tfrecord(\"eval-*.tfrecord\")"))
+        }
+    };
+    st.eval_data = Some((source, call.span));
+    Ok(())
+}
+
 fn positive(e: &Expr, what: &str) -> R<u64> {
     let v = args::eval_count(e, what)?;
     if v == 0 || v > u32::MAX as u64 {
@@ -243,6 +271,35 @@ fn stream_source(call: &Call) -> R<DataSource> {
 
 /// A streaming source cannot give an input that needs every row before the
 /// first batch: `normalizer = standardize` is an error at the input.
+/// `eval_data` with `normalizer = standardize`: the statistics are the
+/// training rows', which evaluation data loaded on its own would not use.
+pub(crate) fn check_eval_data(st: &mut State) {
+    let Some((_, span)) = &st.eval_data else {
+        return;
+    };
+    let span = *span;
+    let bad: Vec<Diagnostic> = st
+        .inputs
+        .iter()
+        .filter(|i| i.spec.normalizer == Normalizer::Standardize)
+        .map(|i| {
+            Diagnostic::new(
+                "eval-data-standardize",
+                i.span,
+                format!(
+                    "`{}` is standardized with statistics of the training rows, which \
+                     `eval_data` cannot apply",
+                    i.spec.name
+                ),
+            )
+            .with_label("needs the training rows' statistics")
+            .with_secondary(span, "evaluation data here")
+            .with_help("use a normalizer expression, e.g. normalizer = (x - 3.5) / 1.2")
+        })
+        .collect();
+    st.errors.extend(bad);
+}
+
 pub(crate) fn check_streaming(st: &mut State) {
     let Some((DataSource::Stream { span, .. }, _)) = &st.data else {
         return;

@@ -55,6 +55,8 @@ pub(crate) struct State {
     pub errors: Vec<Diagnostic>,
     pub name: Option<(String, Span)>,
     pub data: Option<(DataSource, Span)>,
+    /// `eval_data`: what evaluations read instead of a held-out split.
+    pub eval_data: Option<(DataSource, Span)>,
     pub inputs: Vec<InputInfo>,
     pub vars: Vec<VarInfo>,
     pub loss: Option<(NodeId, Span)>,
@@ -126,6 +128,7 @@ impl State {
                 self.attempted.push("data");
                 data::data(self, call)
             }
+            Item::EvalData(call) => data::eval_data(self, call),
             Item::Label(decl) => {
                 let r = inputs::label(self, decl);
                 self.poison_on_error(r, &decl.name, "label")
@@ -304,6 +307,7 @@ pub fn check_in(
 
 fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     data::check_streaming(&mut st);
+    data::check_eval_data(&mut st);
     if st.data.is_none() && !st.attempted.contains(&"data") {
         st.errors
             .push(missing_item("data", "data csv(\"data/train.csv\")"));
@@ -425,6 +429,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             .unwrap_or_else(|| default_name.to_string()),
         graph: st.graph,
         data: st.data.expect("checked above").0,
+        eval_data: st.eval_data.map(|(d, _)| d),
         inputs: st.inputs,
         vars: st.vars,
         loss,

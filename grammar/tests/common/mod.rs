@@ -119,7 +119,11 @@ impl SpanCheck<'_> {
     fn item(&mut self, item: &Item) {
         match item {
             Item::Model(i) => self.ident(i),
-            Item::Data(c) | Item::Optimizer(c) | Item::Clip(c) | Item::Statement(c) => self.call(c),
+            Item::Data(c)
+            | Item::EvalData(c)
+            | Item::Optimizer(c)
+            | Item::Clip(c)
+            | Item::Statement(c) => self.call(c),
             Item::Ema(e) => {
                 let t = self.text(e.span);
                 assert!(t.starts_with("ema"), "{t:?}");

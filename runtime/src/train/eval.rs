@@ -3,7 +3,8 @@
 //!
 //! Owns: [`evaluate`] (any [`BatchSource`], one pass), [`evaluate_rows`]
 //! (given rows of an in-memory dataset, in batches of the compiled maximum,
-//! the last one short) and [`Evaluation`].
+//! the last one short), [`EvalSet`] (either, as an evaluation's input) and
+//! [`Evaluation`].
 //!
 //! Invariants: every row the source yields counts once; the loss is the mean
 //! of the per-batch means weighted by their rows (`tf.compat.v1.metrics.mean`);
@@ -130,6 +131,35 @@ pub fn evaluate(
         loss: loss.value(),
         metrics: values,
     })
+}
+
+/// A fresh one-pass source of the evaluation rows (a streamed `eval_data`
+/// starts over each time).
+pub type MakeSource<'d> = Box<dyn FnMut() -> Result<Box<dyn BatchSource + 'd>, String> + 'd>;
+
+/// What an evaluation reads: rows of an in-memory dataset (a held-out split,
+/// or `eval_data` loaded whole), or one pass of a source made afresh each
+/// time (a streamed `eval_data`).
+pub enum EvalSet<'d> {
+    Rows { data: &'d Dataset, rows: &'d [u32] },
+    Source(MakeSource<'d>),
+}
+
+impl EvalSet<'_> {
+    /// Evaluates the set (see [`evaluate`]).
+    pub fn evaluate(
+        &mut self,
+        session: &mut Session,
+        metrics: &[Metric],
+    ) -> Result<Evaluation, TrainError> {
+        match self {
+            EvalSet::Rows { data, rows } => evaluate_rows(session, data, rows, metrics),
+            EvalSet::Source(make) => {
+                let mut source = make().map_err(TrainError::Session)?;
+                evaluate(session, source.as_mut(), metrics)
+            }
+        }
+    }
 }
 
 /// Evaluates `rows` of `data`, in batches of the compiled maximum.

@@ -14,7 +14,7 @@
 
 use ndarray::{ArrayViewD, ArrayViewMutD};
 
-use super::eval::{evaluate_rows, Evaluation};
+use super::eval::{EvalSet, Evaluation};
 use super::timer::Timer;
 use super::TrainError;
 use crate::data::Dataset;
@@ -365,8 +365,7 @@ impl<F: FnMut(&StepValues, &StepValues)> Hook for DivergenceHook<F> {
 /// with the global step of each, are in [`EvaluationHook::results`].
 pub struct EvaluationHook<'d> {
     every_steps: u64,
-    data: &'d Dataset,
-    rows: &'d [u32],
+    set: EvalSet<'d>,
     metrics: &'d [Metric],
     /// `(global_step, evaluation)`, in order.
     pub results: Vec<(i64, Evaluation)>,
@@ -374,24 +373,35 @@ pub struct EvaluationHook<'d> {
 }
 
 impl<'d> EvaluationHook<'d> {
+    /// Evaluates `rows` of `data`.
     pub fn new(
         every_steps: u64,
         data: &'d Dataset,
         rows: &'d [u32],
         metrics: &'d [Metric],
     ) -> EvaluationHook<'d> {
+        EvaluationHook::over(every_steps, EvalSet::Rows { data, rows }, metrics)
+    }
+
+    /// Evaluates `set` (in-memory rows or a source made afresh each time).
+    pub fn over(every_steps: u64, set: EvalSet<'d>, metrics: &'d [Metric]) -> EvaluationHook<'d> {
         EvaluationHook {
             every_steps,
-            data,
-            rows,
+            set,
             metrics,
             results: Vec::new(),
             evaluated: None,
         }
     }
 
+    /// What the hook evaluates (for a last evaluation outside the loop,
+    /// e.g. with the moving averages).
+    pub fn set_mut(&mut self) -> &mut EvalSet<'d> {
+        &mut self.set
+    }
+
     fn evaluate(&mut self, ctx: &mut RunContext<'_>, step: u64) -> Result<(), TrainError> {
-        let e = evaluate_rows(ctx.session_mut(), self.data, self.rows, self.metrics)?;
+        let e = self.set.evaluate(ctx.session_mut(), self.metrics)?;
         self.results.push((ctx.global_step(), e));
         self.evaluated = Some(step);
         Ok(())

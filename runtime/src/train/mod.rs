@@ -37,7 +37,7 @@ use crate::source::BatchSource;
 pub use checkpoint_saver::{
     restore, restore_latest, seek, CheckpointSaverHook, Restored, BATCH_ORDER,
 };
-pub use eval::{evaluate, evaluate_rows, Evaluation};
+pub use eval::{evaluate, evaluate_rows, EvalSet, Evaluation, MakeSource};
 pub use hooks::{
     DivergenceHook, EvaluationHook, Hook, LoggingHook, NanTensorHook, RunContext, StepValues,
     StopAtStepHook, DIVERGENCE_FACTOR,
