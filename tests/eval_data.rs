@@ -7,7 +7,7 @@
 
 mod cli;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cli::{fails, specc};
 
@@ -55,7 +55,7 @@ fn workdir(name: &str) -> (PathBuf, usize) {
     (dir.clone(), rows.len() - TRAIN_ROWS)
 }
 
-fn run(dir: &PathBuf, spec_text: &str, extra: &[&str]) -> serde_json::Value {
+fn run(dir: &Path, spec_text: &str, extra: &[&str]) -> serde_json::Value {
     std::fs::write(dir.join("spec.spec"), spec_text).unwrap();
     let mut args = vec!["run", "spec.spec", "--json"];
     args.extend_from_slice(extra);
