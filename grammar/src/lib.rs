@@ -7,7 +7,7 @@
 //! - `parser`: pest pairs to [`ast`] ([`parse`]).
 //! - `errors`: pest's parse errors worded as [`Diagnostic`]s.
 //! - [`diag`]: diagnostics and their rendering (file:line:column, caret).
-//! - [`print`]: the AST as text (`specc compile --emit ast`).
+//! - [`print`](mod@print): the AST as text (`specc compile --emit ast`).
 //!
 //! Invariant: nothing here panics on any input text.
 

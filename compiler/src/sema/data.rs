@@ -12,7 +12,7 @@
 //! (it is resolved against the spec's directory when loaded); synthetic
 //! sizes are positive and fit in 32 bits; pipeline counts are positive;
 //! a streaming source has no input that needs every row first
-//! (`normalizer = standardize`, [`check_streaming`]).
+//! (`normalizer = standardize`, `check_streaming`).
 
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::Diagnostic;

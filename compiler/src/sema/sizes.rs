@@ -1,6 +1,6 @@
 //! The size limit of tensors: what specc can address, checked once per spec.
 //!
-//! Owns: [`check`], run at the end of sema over every declared variable and
+//! Owns: `check`, run at the end of sema over every declared variable and
 //! every node of the forward graph, with the batch dimension at the spec's
 //! `batch`. A tensor of more than [`MAX_ELEMENTS`] elements is a
 //! `tensor-too-large` error with a caret under its declaration or expression,

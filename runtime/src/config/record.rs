@@ -373,7 +373,7 @@ fn flatten(n: &Node, prefix: &str, out: &mut Vec<(String, String)>) -> Result<()
     Ok(())
 }
 
-/// A node back as the YAML text [`write_nested`] writes: plain scalars as
+/// A node back as the YAML text `write_nested` writes: plain scalars as
 /// they are, others quoted, lists in flow form.
 pub fn yaml_text(n: &Node) -> String {
     match &n.kind {

@@ -4,7 +4,7 @@
 //! Owns: the column descriptions ([`NumericColumn`], [`CategoricalColumn`]
 //! and its kinds, [`CrossKey`]), TF's column names ([`NumericColumn::name`],
 //! [`CategoricalColumn::name`]), bucket counts, and how many ids a column can
-//! give one example ([`CategoricalColumn::max_values`]). The transforms that
+//! give one example (`max_values`, [`FeatureInput::Ids`]). The transforms that
 //! turn raw cells into a column's inputs live in `transform` (next to these
 //! types); the compiler's `sema::features` builds these descriptions from a
 //! spec, and lowers `indicator_column`, `embedding_column`, `input_layer` and

@@ -198,7 +198,7 @@ fn numeric_row(col: &NumericColumn, cell: Cell<'_>, out: &mut [f32]) -> Result<(
     Ok(())
 }
 
-/// `numeric_column`: `shape` float32 values per example (see [`numeric_row`]):
+/// `numeric_column`: `shape` float32 values per example (see `numeric_row`):
 /// a text cell holds them separated by whitespace, an Example feature as its
 /// list; a missing value takes `default_value` (before the normalizer, as
 /// TF's parsing applies it) or is an error.

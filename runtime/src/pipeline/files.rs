@@ -1,7 +1,7 @@
 //! The file list of a streaming source: paths and glob patterns expanded to
 //! files, as `tf.data.Dataset.list_files(pattern, shuffle=False)` does.
 //!
-//! Owns: [`expand`] and the pattern matcher ([`matches`]: `*` any run of
+//! Owns: [`expand`] and the pattern matcher ([`matches()`]: `*` any run of
 //! characters, `?` one character, `[abc]`, `[a-z]`, `[!a]` one character of
 //! a class; none of them matches `/`).
 //!

@@ -1,0 +1,336 @@
+//! [`Model`]: a compiled spec and the session that holds its trained state.
+//!
+//! Owns: compiling a spec (a path or text) into a session with every
+//! function (`step`, `eval`, and `predict` when the spec has `outputs`),
+//! one training step or an evaluation or a prediction over named arrays,
+//! the variables by TF name as arrays, and TF checkpoints (save and load).
+//!
+//! Invariants: the session is dropped before the program whose code it
+//! calls (field order), and the program lives in a `Box` that never moves,
+//! so the session's function pointers stay valid for the `Model`'s life; a
+//! refused call (bad input, unknown name, unreadable checkpoint) leaves the
+//! model as it was.
+
+use std::path::{Path, PathBuf};
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use specc_compiler::driver::{compile, Functions, Program};
+use specc_compiler::ir::{Dim, Function};
+use specc_compiler::model::InputRole;
+use specc_grammar::SourceFile;
+use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
+use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
+use specc_runtime::session::Session;
+use specc_runtime::train::{evaluate, Evaluation};
+
+use super::arrays::{ArraySource, InputInfo};
+use super::error::Error;
+
+/// A compiled spec and its trained state (see the module doc).
+pub struct Model {
+    // Dropped first: it calls the program's code.
+    session: Session,
+    program: Box<Program>,
+}
+
+impl Model {
+    /// Compiles the spec at `path` (its data is not read: the arrays given
+    /// to the calls are the data).
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Model, Error> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+        Model::compile(SourceFile::new(path.display().to_string(), text))
+    }
+
+    /// Compiles spec text; `name` is the file name its diagnostics show.
+    pub fn from_source(name: &str, text: &str) -> Result<Model, Error> {
+        Model::compile(SourceFile::new(name, text.to_string()))
+    }
+
+    fn compile(src: SourceFile) -> Result<Model, Error> {
+        let program = compile(&src, Functions::ALL)
+            .map_err(|d| Error::Spec(specc_grammar::diag::render_all(&d, &src, false)))?;
+        let program = Box::new(program);
+        // SAFETY: the functions were generated from this program's plans for
+        // this layout's ABI; the program is boxed (its code does not move)
+        // and outlives the session (the session field drops first).
+        let session =
+            unsafe { Session::new(program.placement.layout.clone(), program.function_layouts()) }
+                .map_err(Error::Session)?;
+        Ok(Model { session, program })
+    }
+
+    /// The model's name (its `model` item, or the file name).
+    pub fn name(&self) -> &str {
+        &self.program.model.name
+    }
+
+    /// The compiled model's inputs, in order.
+    pub fn inputs(&self) -> Vec<InputInfo> {
+        self.session
+            .layout
+            .inputs
+            .iter()
+            .map(|l| InputInfo {
+                name: l.name.clone(),
+                per_example: l.per_example,
+                integer: l.elem == ElemType::I32,
+                num_classes: l.num_classes,
+                label: self.is_label(&l.name),
+            })
+            .collect()
+    }
+
+    /// The most rows one call of the compiled code takes: a training step's
+    /// batch can be at most this; evaluation and prediction split larger
+    /// arrays into batches of it.
+    pub fn max_batch(&self) -> usize {
+        self.session.max_batch()
+    }
+
+    /// TF's `global_step`: the training steps taken (restored with a
+    /// checkpoint).
+    pub fn global_step(&self) -> i64 {
+        self.session.global_step
+    }
+
+    /// Every variable a checkpoint holds, by TF name, with its shape:
+    /// parameters, optimizer slots (`W/Adam`), optimizer variables
+    /// (`beta1_power`) and moving averages.
+    pub fn variables(&self) -> Vec<(String, Vec<usize>)> {
+        self.session
+            .layout
+            .vars
+            .iter()
+            .filter(|v| v.kind != VarRole::Constant)
+            .map(|v| (v.name.clone(), v.shape.clone()))
+            .collect()
+    }
+
+    /// The names of the trainable parameters.
+    pub fn parameter_names(&self) -> Vec<String> {
+        self.session
+            .layout
+            .vars
+            .iter()
+            .filter(|v| matches!(v.kind, VarRole::Param { trainable: true }))
+            .map(|v| v.name.clone())
+            .collect()
+    }
+
+    /// A variable's current value (any name of [`Model::variables`]).
+    pub fn parameter(&self, name: &str) -> Result<ArrayD<f32>, Error> {
+        self.session
+            .variable(name)
+            .map(|v| v.to_owned())
+            .ok_or_else(|| self.unknown_variable(name))
+    }
+
+    /// Sets a variable (any name of [`Model::variables`]) to `value`, which
+    /// must have its shape.
+    pub fn set_parameter(&mut self, name: &str, value: ArrayViewD<'_, f32>) -> Result<(), Error> {
+        let unknown = self.unknown_variable(name);
+        let mut v = self.session.variable_mut(name).ok_or(unknown)?;
+        if v.shape() != value.shape() {
+            return Err(Error::Parameter(format!(
+                "`{name}` has shape {:?}, the value {:?}",
+                v.shape(),
+                value.shape()
+            )));
+        }
+        v.assign(&value);
+        Ok(())
+    }
+
+    fn unknown_variable(&self, name: &str) -> Error {
+        Error::Parameter(format!(
+            "the model has no variable `{name}`; its parameters: {}",
+            self.parameter_names().join(", ")
+        ))
+    }
+
+    /// One training step (forward, backward, optimizer update; the global
+    /// step advances) on a batch of at most [`Model::max_batch`] rows: every
+    /// input, the label included, by name. Returns the batch's loss.
+    pub fn train_step(&mut self, batch: &[(&str, ArrayViewD<'_, f32>)]) -> Result<f32, Error> {
+        let f = self.function("step")?;
+        let reads = vec![true; self.session.layout.inputs.len()];
+        let mut source = ArraySource::new(&self.session.layout.inputs, &reads, batch)?;
+        let rows = source.rows();
+        if rows == 0 || rows > self.max_batch() {
+            return Err(Error::Input(format!(
+                "a training step takes 1 to {} rows, got {rows}",
+                self.max_batch()
+            )));
+        }
+        self.session
+            .fill(&mut source)
+            .map_err(|e| Error::Input(e.to_string()))?;
+        self.session.call(f, rows).map_err(Error::Session)?;
+        self.session
+            .output(f, OUTPUT_LOSS, rows)
+            .map(|l| l[0])
+            .ok_or_else(|| Error::Session("the step has no loss output".into()))
+    }
+
+    /// The mean loss and the spec's metrics over any number of rows (every
+    /// input and the label, by name), in batches of [`Model::max_batch`].
+    pub fn evaluate(&mut self, batch: &[(&str, ArrayViewD<'_, f32>)]) -> Result<Evaluation, Error> {
+        let reads = vec![true; self.session.layout.inputs.len()];
+        let mut source = ArraySource::new(&self.session.layout.inputs, &reads, batch)?;
+        evaluate(&mut self.session, &mut source, &self.program.model.metrics)
+            .map_err(|e| Error::Session(e.to_string()))
+    }
+
+    /// The spec's `outputs` over any number of rows (the inputs without the
+    /// label, by name), in batches of [`Model::max_batch`]: `(name, array)`
+    /// in the item's order, each `[rows, ...]` with the output's shape.
+    pub fn predict(
+        &mut self,
+        batch: &[(&str, ArrayViewD<'_, f32>)],
+    ) -> Result<Vec<(String, ArrayD<f32>)>, Error> {
+        let f = self.function("predict")?;
+        let reads: Vec<bool> = self
+            .session
+            .layout
+            .inputs
+            .iter()
+            .map(|l| !self.is_label(&l.name))
+            .collect();
+        let mut source = ArraySource::new(&self.session.layout.inputs, &reads, batch)?;
+        let rows = source.rows();
+        let layout = self.session.function_layout(f).clone();
+        let mut values: Vec<Vec<f32>> = layout
+            .outputs
+            .iter()
+            .map(|o| Vec::with_capacity(o.len(rows)))
+            .collect();
+        loop {
+            let n = self
+                .session
+                .fill(&mut source)
+                .map_err(|e| Error::Input(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            self.session.call(f, n).map_err(Error::Session)?;
+            for (k, (o, v)) in layout.outputs.iter().zip(&mut values).enumerate() {
+                match o.elem {
+                    ElemType::F32 => {
+                        if let Some(x) = self.session.output_at(f, k, n) {
+                            v.extend_from_slice(x);
+                        }
+                    }
+                    ElemType::I32 => {
+                        if let Some(x) = self.session.output_i32(f, &o.name, n) {
+                            v.extend(x.iter().map(|&i| i as f32));
+                        }
+                    }
+                }
+            }
+        }
+        let ir = self.ir_function("predict");
+        layout
+            .outputs
+            .iter()
+            .zip(values)
+            .map(|(o, v)| {
+                let dims = self.output_dims(ir, &o.name, rows, o.per_example);
+                let a = ArrayD::from_shape_vec(IxDyn(&dims), v)
+                    .map_err(|e| Error::Session(format!("output `{}`: {e}", o.name)))?;
+                Ok((o.name.clone(), a))
+            })
+            .collect()
+    }
+
+    /// Restores every variable and the global step from a TF checkpoint: a
+    /// prefix (`DIR/model.ckpt-100`) or a directory (its latest checkpoint).
+    /// Returns the prefix read.
+    pub fn load_checkpoint(&mut self, path: impl AsRef<Path>) -> Result<PathBuf, Error> {
+        let path = path.as_ref();
+        let prefix = if path.is_dir() {
+            latest_checkpoint(path)
+                .map_err(|e| Error::Checkpoint(e.to_string()))?
+                .ok_or_else(|| Error::Checkpoint(format!("{} has no checkpoint", path.display())))?
+        } else {
+            path.to_path_buf()
+        };
+        let reader = BundleReader::open(&prefix).map_err(|e| Error::Checkpoint(e.to_string()))?;
+        self.session
+            .restore(&reader)
+            .map_err(|e| Error::Checkpoint(e.to_string()))?;
+        Ok(prefix)
+    }
+
+    /// Saves every variable and the global step as a TF checkpoint
+    /// `DIR/model.ckpt-<global step>` (the directory's `checkpoint` state
+    /// file names it the latest; earlier checkpoints are kept). Returns the
+    /// prefix written.
+    pub fn save_checkpoint(&mut self, dir: impl AsRef<Path>) -> Result<PathBuf, Error> {
+        let mut manager = CheckpointManager::new(dir.as_ref(), None, None)
+            .map_err(|e| Error::Checkpoint(e.to_string()))?;
+        let step = self.session.global_step;
+        manager
+            .save(step, &self.session.checkpoint_tensors())
+            .map_err(|e| Error::Checkpoint(e.to_string()))
+    }
+
+    fn function(&self, name: &str) -> Result<usize, Error> {
+        self.session.function_index(name).ok_or_else(|| {
+            Error::Session(match name {
+                "predict" => format!(
+                    "{} has no `outputs {{ ... }}` item, so there is nothing to predict",
+                    self.name()
+                ),
+                _ => format!("{} has no `{name}` function", self.name()),
+            })
+        })
+    }
+
+    fn is_label(&self, input: &str) -> bool {
+        self.program
+            .model
+            .inputs
+            .iter()
+            .any(|i| i.role == InputRole::Label && i.spec.name == input)
+    }
+
+    /// The IR function compiled under `name`.
+    fn ir_function(&self, name: &str) -> Option<&Function> {
+        let f = &self.program.model.functions;
+        match name {
+            "eval" => Some(&f.eval),
+            "step" => f.step.as_ref(),
+            "grad" => f.grad.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// An output's array shape for `rows` rows: its IR shape with the batch
+    /// dimension as `rows`, or `[rows, per_example]`.
+    fn output_dims(
+        &self,
+        f: Option<&Function>,
+        name: &str,
+        rows: usize,
+        per_example: usize,
+    ) -> Vec<usize> {
+        let node = f.and_then(|f| f.outputs.iter().find(|o| o.name == name).map(|o| o.node));
+        match node {
+            Some(n) => self
+                .program
+                .model
+                .graph
+                .shape(n)
+                .0
+                .iter()
+                .map(|d| match d {
+                    Dim::Batch => rows,
+                    Dim::Fixed(k) => *k as usize,
+                })
+                .collect(),
+            None => vec![rows, per_example],
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! specc as a library: compile a `.spec` file, train it step by step on
+//! arrays, evaluate, predict, and read and write its parameters and TF
+//! checkpoints, from a Rust program.
+//!
+//! ```no_run
+//! use specc::{ndarray::ArrayD, Model};
+//!
+//! let mut model = Model::from_path("specs/digits_mlp.spec")?;
+//! let pixels = ArrayD::<f32>::zeros(vec![64, 64]);
+//! let labels = ArrayD::<f32>::zeros(vec![64]);
+//! let loss = model.train_step(&[("pixels", pixels.view()), ("label", labels.view())])?;
+//! let out = model.predict(&[("pixels", pixels.view())])?;
+//! model.save_checkpoint("/tmp/digits")?;
+//! # Ok::<(), specc::Error>(())
+//! ```
+//!
+//! Owns: [`Model`] (a compiled spec and its session: the trained state) and
+//! [`Error`]. Arrays cross the API as [`ndarray`] arrays: `ArrayViewD<f32>`
+//! in (an int32 input — class labels, ids — takes whole numbers as f32),
+//! `ArrayD<f32>` out; the first axis is the batch. The crates underneath
+//! ([`compiler`], [`runtime`]) are re-exported for what the façade does not
+//! cover (the input pipeline, hooks, feature-column transforms).
+//!
+//! Invariants: nothing here panics on user input (a wrong name, shape or
+//! value is an [`Error`] saying which); a [`Model`] owns the compiled code its
+//! session calls, so it can be moved and kept freely.
+
+#![deny(missing_docs)]
+
+mod api;
+
+pub use api::arrays::InputInfo;
+pub use api::error::Error;
+pub use api::model::Model;
+pub use ndarray;
+pub use specc_compiler as compiler;
+pub use specc_runtime as runtime;
