@@ -67,6 +67,8 @@ pub fn run(
         Source::Csv { path } => Some(path),
         _ => None,
     };
+    // Streamed: the time the training thread spent getting batches.
+    let mut input_s = f64::NAN;
     let t = Instant::now();
     let streamed = match &path {
         Some(p) if !is_gzip(p)? => {
@@ -89,6 +91,7 @@ pub fn run(
             let mut first = Take {
                 inner: stream,
                 remaining: n_train as u64,
+                input: std::time::Duration::ZERO,
             };
             let steps = n_train.div_ceil(batch) as u64;
             fit(
@@ -96,6 +99,7 @@ pub fn run(
                 &mut first,
                 &mut [&mut StopAtStepHook::num_steps(steps)],
             )?;
+            input_s = first.input.as_secs_f64();
             Some((rows, n_train, steps))
         }
         _ => None,
@@ -177,6 +181,7 @@ pub fn run(
         "heldout_logloss": log_loss(&scored),
         "heldout_auc": exact_auc(&mut scored),
         "compile_s": compile_s,
+        "input_wait_s": if input_s.is_nan() { serde_json::Value::Null } else { input_s.into() },
         "input": if load_s.is_nan() { "streamed" } else { "in memory" },
         "load_s": if load_s.is_nan() { serde_json::Value::Null } else { load_s.into() },
         "specc_version": env!("CARGO_PKG_VERSION"),
@@ -189,6 +194,9 @@ pub fn run(
 struct Take<S> {
     inner: S,
     remaining: u64,
+    /// Time the training thread spent in `next_batch`: waiting for the
+    /// pipeline's next chunk, and copying the batch's rows.
+    input: std::time::Duration,
 }
 
 impl<S: BatchSource> BatchSource for Take<S> {
@@ -197,7 +205,9 @@ impl<S: BatchSource> BatchSource for Take<S> {
             return Ok(0);
         }
         // Rows past `remaining` may be filled; the step reads only the count.
+        let t = Instant::now();
         let n = self.inner.next_batch(buffers)?.min(self.remaining as usize);
+        self.input += t.elapsed();
         self.remaining -= n as u64;
         Ok(n)
     }
