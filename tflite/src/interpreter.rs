@@ -722,7 +722,10 @@ fn fully_connected(
         ));
     };
     let total = x.len();
-    if depth == 0 || total % depth != 0 || x.shape().last() != Some(&depth) && keep_num_dims {
+    if depth == 0
+        || !total.is_multiple_of(depth)
+        || (keep_num_dims && x.shape().last() != Some(&depth))
+    {
         return Err(format!(
             "input of shape {:?} for weights of shape {:?}",
             x.shape(),

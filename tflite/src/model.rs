@@ -365,7 +365,7 @@ pub fn i32_bytes(values: &[i32]) -> Vec<u8> {
 
 /// The f32 values of little-endian bytes (`None` when the length is not a multiple of 4).
 pub fn f32_values(data: &[u8]) -> Option<Vec<f32>> {
-    (data.len() % 4 == 0).then(|| {
+    data.len().is_multiple_of(4).then(|| {
         data.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
@@ -374,7 +374,7 @@ pub fn f32_values(data: &[u8]) -> Option<Vec<f32>> {
 
 /// The i32 values of little-endian bytes (`None` when the length is not a multiple of 4).
 pub fn i32_values(data: &[u8]) -> Option<Vec<i32>> {
-    (data.len() % 4 == 0).then(|| {
+    data.len().is_multiple_of(4).then(|| {
         data.chunks_exact(4)
             .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
@@ -383,7 +383,7 @@ pub fn i32_values(data: &[u8]) -> Option<Vec<i32>> {
 
 /// The i64 values of little-endian bytes (`None` when the length is not a multiple of 8).
 pub fn i64_values(data: &[u8]) -> Option<Vec<i64>> {
-    (data.len() % 8 == 0).then(|| {
+    data.len().is_multiple_of(8).then(|| {
         data.chunks_exact(8)
             .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
             .collect()
