@@ -25,6 +25,12 @@ struct Cli {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormat {
+    /// A TensorFlow Lite flatbuffer (`schema.fbs` v3) with a `serving_default` signature.
+    Tflite,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Stage {
     /// The parsed syntax tree.
     Ast,
@@ -126,7 +132,8 @@ enum Command {
     /// List a TF checkpoint's variables (name, dtype, shape), or print one tensor's values.
     Inspect {
         /// A checkpoint prefix (DIR/model.ckpt-100), its .index file, or a directory (its latest
-        /// checkpoint); or a TFRecord file of tf.train.Example (plain, GZIP or ZLIB).
+        /// checkpoint); a TFRecord file of tf.train.Example (plain, GZIP or ZLIB); or a TensorFlow
+        /// Lite model (tensors, operators, quantization, signatures).
         checkpoint: PathBuf,
         /// Print this tensor's values.
         #[arg(long)]
@@ -134,6 +141,24 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Export the trained inference graph: `--format tflite` writes a TensorFlow Lite model.
+    Export {
+        spec: PathBuf,
+        /// The checkpoint to export (a prefix or a directory: its latest checkpoint).
+        #[arg(long)]
+        checkpoint: PathBuf,
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// The file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// A binding of the spec to export as a model output (repeatable; default `logits`).
+        #[arg(long = "output-node", value_name = "NAME")]
+        outputs: Vec<String>,
+        /// A fixed batch size (default: a dynamic batch dimension).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        batch: Option<u32>,
     },
     /// Convert a CSV file to a TFRecord file of tf.train.Example under the spec's parse spec, or
     /// (with `-o X.csv`) a TFRecord file back to CSV.
@@ -311,6 +336,29 @@ fn main() -> ExitCode {
                 compression: compression.as_deref(),
             },
         ),
+        Command::Export {
+            spec,
+            checkpoint,
+            format: ExportFormat::Tflite,
+            output,
+            outputs,
+            batch,
+        } => commands::export::run(
+            &spec,
+            &commands::export::ExportOptions {
+                checkpoint: &checkpoint,
+                output: &output,
+                outputs: &outputs,
+                batch,
+            },
+        ),
+        Command::Inspect {
+            checkpoint,
+            tensor: None,
+            json,
+        } if commands::inspect_tflite::looks_like_tflite(&checkpoint) => {
+            commands::inspect_tflite::run(&checkpoint, json)
+        }
         Command::Inspect {
             checkpoint,
             tensor,

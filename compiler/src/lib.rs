@@ -17,6 +17,7 @@
 //! - [`debug`]: where a non-finite loss came from (the `check` function and
 //!   the replay that runs it).
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
+//! - [`tflite`]: the forward IR lowered to a TensorFlow Lite model (`specc export`).
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
 
@@ -33,6 +34,7 @@ pub mod optim;
 pub mod passes;
 pub mod plan;
 pub mod sema;
+pub mod tflite;
 
 use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};
 

@@ -1,0 +1,124 @@
+//! `specc export SPEC --checkpoint DIR --format tflite -o model.tflite`: the
+//! trained inference graph as a TensorFlow Lite model.
+//!
+//! Owns: choosing what is exported (the `--output` bindings, `logits` by
+//! default; the feature inputs they need, in the spec's order), reading the
+//! parameters from the checkpoint, and writing the file (a temporary file
+//! renamed into place). The lowering is `specc_compiler::tflite`, the format
+//! `specc_tflite`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use ndarray::{ArrayD, IxDyn};
+use specc_compiler::model::InputRole;
+use specc_compiler::tflite::{export_tflite, TfliteExport};
+use specc_runtime::checkpoint::BundleReader;
+
+use crate::load::{read_spec, report};
+use crate::Failure;
+
+pub struct ExportOptions<'a> {
+    pub checkpoint: &'a Path,
+    pub output: &'a Path,
+    /// Bindings to export as the model's outputs (default: `logits`).
+    pub outputs: &'a [String],
+    /// A fixed batch size instead of a dynamic one.
+    pub batch: Option<u32>,
+}
+
+pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
+    let src = read_spec(spec)?;
+    let model = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
+    let names: Vec<String> = if o.outputs.is_empty() {
+        vec!["logits".to_string()]
+    } else {
+        o.outputs.to_vec()
+    };
+    let mut outputs = Vec::new();
+    for name in &names {
+        let Some(&(_, node)) = model.bindings.iter().find(|(b, _)| b == name) else {
+            let known: Vec<&str> = model.bindings.iter().map(|(b, _)| b.as_str()).collect();
+            return Err(format!(
+                "{}: no binding `{name}` to export (the spec binds: {}); name one with --output",
+                spec.display(),
+                known.join(", ")
+            )
+            .into());
+        };
+        outputs.push((name.clone(), node));
+    }
+    let g = &model.graph;
+    let roots: Vec<_> = outputs.iter().map(|o| o.1).collect();
+    let live = g.reachable(&roots);
+    let mut inputs = Vec::new();
+    for (id, n) in g.nodes() {
+        if let specc_compiler::ir::Op::Input(i) = n.op {
+            if live[id.index()] {
+                let info = &model.inputs[i as usize];
+                if info.role == InputRole::Label {
+                    return Err(format!(
+                        "{}: the exported outputs read the label `{}`; export what inference computes",
+                        spec.display(),
+                        info.spec.name
+                    )
+                    .into());
+                }
+                inputs.push(i);
+            }
+        }
+    }
+    inputs.sort_unstable();
+    inputs.dedup();
+    let inputs: Vec<String> = inputs
+        .iter()
+        .map(|&i| g.inputs[i as usize].name.clone())
+        .collect();
+
+    let prefix = crate::commands::inspect::resolve(o.checkpoint)?;
+    let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
+    let stored = reader.list_variables();
+    let mut params = HashMap::new();
+    for (id, n) in g.nodes() {
+        let specc_compiler::ir::Op::Var(v) = n.op else {
+            continue;
+        };
+        if !live[id.index()] {
+            continue;
+        }
+        let name = &g.vars[v as usize].name;
+        let Some((_, _, shape)) = stored.iter().find(|(s, _, _)| s == name) else {
+            return Err(format!(
+                "{}: no variable `{name}`, which the model needs",
+                reader.index_file().display()
+            )
+            .into());
+        };
+        let mut values = vec![0f32; shape.iter().product()];
+        reader
+            .load_f32_into(name, &mut values)
+            .map_err(|e| e.to_string())?;
+        let array = ArrayD::from_shape_vec(IxDyn(shape), values).map_err(|e| e.to_string())?;
+        params.insert(name.clone(), array);
+    }
+    let request = TfliteExport {
+        graph: g,
+        params: &params,
+        inputs: &inputs,
+        outputs: &outputs,
+        batch: o.batch,
+    };
+    let tflite = specc_compiler::guard(|| export_tflite(&request).map_err(|d| vec![d]))
+        .map_err(|d| report(&d, &src))?;
+    specc_tflite::write_file(&tflite, o.output)?;
+    let g0 = &tflite.subgraphs[0];
+    println!(
+        "{}: {} operators, {} tensors; inputs {}; outputs {}",
+        o.output.display(),
+        g0.operators.len(),
+        g0.tensors.len(),
+        inputs.join(", "),
+        names.join(", ")
+    );
+    Ok(())
+}
