@@ -28,6 +28,8 @@ pub struct Functions {
     pub grad: bool,
     /// The forward pass with a non-finite flag per value (see [`crate::debug`]).
     pub check: bool,
+    /// Inference: the spec's `outputs` (planned only when the spec has them).
+    pub predict: bool,
 }
 
 impl Functions {
@@ -36,13 +38,30 @@ impl Functions {
         eval: true,
         grad: false,
         check: false,
+        predict: false,
+    };
+    /// Only `predict`: the model is checked, not differentiated, so the
+    /// session holds the parameters and no optimizer state.
+    pub const PREDICT: Functions = Functions {
+        step: false,
+        eval: false,
+        grad: false,
+        check: false,
+        predict: true,
     };
     pub const ALL: Functions = Functions {
         step: true,
         eval: true,
         grad: true,
         check: false,
+        predict: true,
     };
+
+    /// Whether the model must be differentiated (a step, gradients, or the
+    /// check function's replay of steps).
+    fn needs_build(&self) -> bool {
+        self.step || self.grad || self.check
+    }
 }
 
 /// A model ready for code generation: checked, differentiated, simplified, planned.
@@ -87,7 +106,11 @@ pub fn plan_model_with(
     options: &Options,
 ) -> Result<Planned, Vec<Diagnostic>> {
     guard(|| {
-        let mut model = crate::build(src)?;
+        let mut model = if which.needs_build() {
+            crate::build(src)?
+        } else {
+            crate::check(src)?
+        };
         if options.update_only {
             if let Some(step) = model.functions.step.as_mut() {
                 step.outputs.clear();
@@ -115,6 +138,11 @@ pub fn plan_model_with(
         }
         if which.eval {
             plans.push(plan::plan(&model.graph, &fs.eval, &placement, threads));
+        }
+        if which.predict {
+            if let Some(predict) = fs.predict.as_ref() {
+                plans.push(plan::plan(&model.graph, predict, &placement, threads));
+            }
         }
         if which.grad {
             plans.push(plan::plan(

@@ -538,3 +538,28 @@ fn run_item_syntax_errors() {
     let e = specc_grammar::parse("logging { every_steps 5 }").unwrap_err();
     assert!(e.message.contains("expected `=`"), "{e:?}");
 }
+
+#[test]
+fn outputs_block() {
+    let src = "outputs {\n  probs = softmax(logits), class = argmax(logits, 1)\n  logit = logits\n}\noutputs = 3";
+    let f = parse_ok(src);
+    let Item::Outputs(o) = &f.items[0] else {
+        panic!("{:?}", f.items[0])
+    };
+    assert_eq!(text(src, o.keyword), "outputs");
+    let entries: Vec<(String, String)> = o
+        .entries
+        .iter()
+        .map(|b| (b.name.name.clone(), sexpr(&b.value)))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("probs".to_string(), "softmax(logits)".to_string()),
+            ("class".to_string(), "argmax(logits, 1)".to_string()),
+            ("logit".to_string(), "logits".to_string()),
+        ]
+    );
+    // Keywords are not reserved: `outputs = 3` is a binding.
+    assert!(matches!(&f.items[1], Item::Let(b) if b.name.name == "outputs"));
+}
