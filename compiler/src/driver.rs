@@ -82,6 +82,9 @@ pub struct Options {
     /// the loss's forward pass is dead code (the optimizer benchmark, W4,
     /// whose gradient is a constant).
     pub update_only: bool,
+    /// The most rows a session runs at once; by default the spec's
+    /// `train { batch }` (`specc predict` runs larger batches).
+    pub max_batch: Option<u32>,
 }
 
 impl Default for Options {
@@ -90,6 +93,7 @@ impl Default for Options {
             profile: false,
             threads: specc_runtime::threads::threads(),
             update_only: false,
+            max_batch: None,
         }
     }
 }
@@ -116,6 +120,9 @@ pub fn plan_model_with(
                 step.outputs.clear();
             }
             model.functions.summary_step = None;
+        }
+        if let Some(b) = options.max_batch {
+            model.train.batch = b.max(1);
         }
         if which.check {
             crate::debug::add_check_function(&mut model);

@@ -7,5 +7,6 @@ pub mod convert;
 pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tfrecord;
+pub mod predict;
 pub mod run;
 pub mod run_hooks;

@@ -7,14 +7,12 @@
 //! dimension `B`); no output reads a label, directly or through a binding, so
 //! `predict` needs only the features (its data may have no label column).
 
-use std::collections::HashSet;
-
 use specc_grammar::ast::{Binding, Block};
 use specc_grammar::Diagnostic;
 
 use super::expr::R;
 use super::State;
-use crate::ir::{Dim, Graph, NodeId, Op, Output};
+use crate::ir::{Dim, Output};
 use crate::model::InputRole;
 
 /// The `outputs` item: every entry checked, errors collected in `st.errors`.
@@ -55,12 +53,13 @@ fn output(st: &mut State, b: &Binding) -> R<Output> {
         .with_label(format!("this is {shape}"))
         .with_help("outputs are one value or vector per input row, e.g. probs = softmax(logits)"));
     }
-    if let Some(label) = label_read(&st.graph, node, |i| {
-        st.inputs
-            .get(i as usize)
-            .is_some_and(|x| x.role == InputRole::Label)
-    }) {
-        let info = &st.inputs[label as usize];
+    let read = st.graph.inputs_read(&[node]);
+    let label = st
+        .inputs
+        .iter()
+        .zip(read)
+        .find(|(i, read)| *read && i.role == InputRole::Label);
+    if let Some((info, _)) = label {
         return Err(Diagnostic::new(
             "output-reads-label",
             b.value.span,
@@ -77,23 +76,4 @@ fn output(st: &mut State, b: &Binding) -> R<Output> {
         name: name.clone(),
         node,
     })
-}
-
-/// The first input that `is_label` accepts among the inputs `node` reads,
-/// directly or through other nodes (an explicit stack: graphs are deep).
-fn label_read(g: &Graph, node: NodeId, is_label: impl Fn(u32) -> bool) -> Option<u32> {
-    let mut seen = HashSet::new();
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        if !seen.insert(n) {
-            continue;
-        }
-        if let Op::Input(i) = g.op(n) {
-            if is_label(*i) {
-                return Some(*i);
-            }
-        }
-        stack.extend_from_slice(g.inputs_of(n));
-    }
-    None
 }
