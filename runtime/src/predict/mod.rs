@@ -120,9 +120,13 @@ pub fn run<W: std::io::Write>(
         outputs.push((k, layout.outputs[k].elem));
     }
     let mut rows_done = 0u64;
-    writer.write_header().map_err(|e| writer.error(e))?;
     loop {
         let rows = session.fill(source).map_err(PredictError::Data)?;
+        // The header once the first batch is read (nothing is written
+        // before an error in the first rows) or the data is empty.
+        if rows_done == 0 {
+            writer.write_header().map_err(|e| writer.error(e))?;
+        }
         if rows == 0 {
             break;
         }
