@@ -194,7 +194,9 @@ pub enum PredictFormat {
 /// `--batch N`: a positive integer that fits a compiled batch.
 fn positive_batch(s: &str) -> Result<u32, String> {
     match s.trim().parse::<i128>() {
-        Ok(n) if n >= 1 => u32::try_from(n).map_err(|_| format!("batch must be at most {}", u32::MAX)),
+        Ok(n) if n >= 1 => {
+            u32::try_from(n).map_err(|_| format!("batch must be at most {}", u32::MAX))
+        }
         Ok(_) => Err("batch must be a positive integer (at least 1)".into()),
         Err(_) => Err("batch must be a positive integer".into()),
     }

@@ -56,7 +56,13 @@ fn rows(rows: u64, seed: u64, label: bool) -> (String, Vec<[f64; 3]>) {
             std::array::from_fn(|j| (value(seed + 3 * r + j as u64) * 100.0).round() / 100.0);
         write!(text, "{},{},{}", x[0], x[1], x[2]).unwrap();
         if label {
-            let y = if x[0] > x[1] { 0 } else if x[1] > x[2] { 1 } else { 2 };
+            let y = if x[0] > x[1] {
+                0
+            } else if x[1] > x[2] {
+                1
+            } else {
+                2
+            };
             write!(text, ",{y}").unwrap();
         }
         text.push('\n');
@@ -85,7 +91,10 @@ fn variable(dir: &Path, name: &str) -> Vec<f64> {
 }
 
 fn predict(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    cli::specc(dir, &[&["predict", "linear.spec", "--checkpoint", "ckpt"], args].concat())
+    cli::specc(
+        dir,
+        &[&["predict", "linear.spec", "--checkpoint", "ckpt"], args].concat(),
+    )
 }
 
 fn close(got: f64, want: f64, what: &str) {
@@ -98,9 +107,8 @@ fn close(got: f64, want: f64, what: &str) {
 /// The model's outputs for `x`, computed here: logits = (x / 4) @ W + b,
 /// their softmax and argmax.
 fn expected(w: &[f64], b: &[f64], x: &[f64; 3]) -> ([f64; 3], [f64; 3], usize) {
-    let logits: [f64; 3] = std::array::from_fn(|k| {
-        (0..3).map(|j| x[j] / 4.0 * w[j * 3 + k]).sum::<f64>() + b[k]
-    });
+    let logits: [f64; 3] =
+        std::array::from_fn(|k| (0..3).map(|j| x[j] / 4.0 * w[j * 3 + k]).sum::<f64>() + b[k]);
     let m = logits.iter().copied().fold(f64::MIN, f64::max);
     let e: [f64; 3] = std::array::from_fn(|k| (logits[k] - m).exp());
     let s: f64 = e.iter().sum();
@@ -198,16 +206,32 @@ fn digits_classes_have_the_eval_accuracy() {
     let _ = std::fs::remove_dir_all(dir.join("ckpt"));
     let (code, out, err) = cli::specc(
         &dir,
-        &["run", spec, "--steps", "150", "--checkpoint-dir", "ckpt", "--json"],
+        &[
+            "run",
+            spec,
+            "--steps",
+            "150",
+            "--checkpoint-dir",
+            "ckpt",
+            "--json",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let r: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-    let correct = |part: &str| r[part]["accuracy"].as_f64().unwrap() * r[part]["rows"].as_f64().unwrap();
+    let correct =
+        |part: &str| r[part]["accuracy"].as_f64().unwrap() * r[part]["rows"].as_f64().unwrap();
     let want = (correct("train") + correct("eval")).round() as usize;
     let data = specs.join("data/digits.csv");
     let (code, out, err) = cli::specc(
         &dir,
-        &["predict", spec, "--checkpoint", "ckpt", "--data", data.to_str().unwrap()],
+        &[
+            "predict",
+            spec,
+            "--checkpoint",
+            "ckpt",
+            "--data",
+            data.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let labels: Vec<String> = std::fs::read_to_string(&data)
@@ -235,7 +259,14 @@ fn a_spec_without_outputs_is_refused() {
     std::fs::write(dir.join("spec.spec"), cli::BASE).unwrap();
     let (code, _, err) = cli::specc(
         &dir,
-        &["predict", "spec.spec", "--checkpoint", "ckpt", "--data", "data.csv"],
+        &[
+            "predict",
+            "spec.spec",
+            "--checkpoint",
+            "ckpt",
+            "--data",
+            "data.csv",
+        ],
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("error[missing-item]"), "{err}");
@@ -246,16 +277,34 @@ fn a_spec_without_outputs_is_refused() {
 #[test]
 fn outputs_are_checked() {
     let with = |outputs: &str| format!("{}outputs {{\n{outputs}\n}}\n", cli::BASE);
-    let err = cli::fails(SUITE, "label", &with("  p = logits\n  bad = cast(y, float32)"), "output-reads-label");
+    let err = cli::fails(
+        SUITE,
+        "label",
+        &with("  p = logits\n  bad = cast(y, float32)"),
+        "output-reads-label",
+    );
     assert!(err.contains("output `bad` reads the label `y`"), "{err}");
     assert!(err.contains("the label is declared here"), "{err}");
     // Through a binding, too.
-    let base = cli::BASE.replace("metrics {", "leak = logits + reshape(cast(y, float32), [B, 1])\nmetrics {");
+    let base = cli::BASE.replace(
+        "metrics {",
+        "leak = logits + reshape(cast(y, float32), [B, 1])\nmetrics {",
+    );
     let spec = format!("{base}outputs {{ p = leak }}\n");
     cli::fails(SUITE, "label_binding", &spec, "output-reads-label");
-    let err = cli::fails(SUITE, "dup", &with("  p = logits\n  p = h"), "duplicate-name");
+    let err = cli::fails(
+        SUITE,
+        "dup",
+        &with("  p = logits\n  p = h"),
+        "duplicate-name",
+    );
     assert!(err.contains("two outputs are called `p`"), "{err}");
-    let err = cli::fails(SUITE, "scalar", &with("  total = sum(logits)"), "bad-output");
+    let err = cli::fails(
+        SUITE,
+        "scalar",
+        &with("  total = sum(logits)"),
+        "bad-output",
+    );
     assert!(err.contains("first dimension B"), "{err}");
     let err = cli::fails(SUITE, "unknown", &with("  p = logitz"), "unknown-name");
     assert!(err.contains("logits"), "did you mean: {err}");
@@ -275,14 +324,28 @@ fn a_missing_checkpoint_is_an_error() {
     std::fs::create_dir_all(dir.join("empty")).unwrap();
     let (code, out, err) = cli::specc(
         &dir,
-        &["predict", "linear.spec", "--checkpoint", "empty", "--data", "new.csv"],
+        &[
+            "predict",
+            "linear.spec",
+            "--checkpoint",
+            "empty",
+            "--data",
+            "new.csv",
+        ],
     );
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "");
     assert!(err.contains("empty") && err.contains("checkpoint"), "{err}");
     let (code, _, err) = cli::specc(
         &dir,
-        &["predict", "linear.spec", "--checkpoint", "ckpt/model.ckpt-999", "--data", "new.csv"],
+        &[
+            "predict",
+            "linear.spec",
+            "--checkpoint",
+            "ckpt/model.ckpt-999",
+            "--data",
+            "new.csv",
+        ],
     );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("model.ckpt-999"), "{err}");
@@ -292,11 +355,20 @@ fn a_missing_checkpoint_is_an_error() {
 fn a_checkpoint_of_another_model_is_an_error() {
     let dir = trained("other_model");
     std::fs::write(dir.join("new.csv"), rows(5, 3, false).0).unwrap();
-    let wider = LINEAR.replace("W: [3, 3]", "W: [3, 4]").replace("b: [3]", "b: [4]");
+    let wider = LINEAR
+        .replace("W: [3, 3]", "W: [3, 4]")
+        .replace("b: [3]", "b: [4]");
     std::fs::write(dir.join("wider.spec"), wider).unwrap();
     let (code, _, err) = cli::specc(
         &dir,
-        &["predict", "wider.spec", "--checkpoint", "ckpt", "--data", "new.csv"],
+        &[
+            "predict",
+            "wider.spec",
+            "--checkpoint",
+            "ckpt",
+            "--data",
+            "new.csv",
+        ],
     );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`W`") || err.contains(" W"), "{err}");
@@ -310,7 +382,10 @@ fn a_bad_row_names_file_line_and_column_and_writes_nothing() {
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     lines[21] = "0.5,abc,1".into();
     std::fs::write(dir.join("bad.csv"), lines.join("\n") + "\n").unwrap();
-    let (code, _, err) = predict(&dir, &["--data", "bad.csv", "--batch", "4", "-o", "out.csv"]);
+    let (code, _, err) = predict(
+        &dir,
+        &["--data", "bad.csv", "--batch", "4", "-o", "out.csv"],
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("bad.csv:22"), "{err}");
     assert!(err.contains("x1"), "{err}");

@@ -52,7 +52,9 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
             "the spec has no `outputs`: `specc predict` writes the outputs it names",
         )
         .with_label("`outputs` is required to predict")
-        .with_help("add for example: outputs { probs = softmax(logits), class = argmax(logits, 1) }");
+        .with_help(
+            "add for example: outputs { probs = softmax(logits), class = argmax(logits, 1) }",
+        );
         return Err(report(&[d], &src));
     }
     let batch = opts
@@ -120,15 +122,18 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         None => {
             let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let mut w = PredictionWriter::new(out, "stdout", format, columns);
-            let rows = predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
+            let rows =
+                predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
             w.finish().map_err(|e| format!("stdout: {e}"))?;
             rows
         }
         Some(path) => write_file(path, |out| {
             let mut w = PredictionWriter::new(out, path, format, columns);
-            let rows = predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
+            let rows =
+                predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
             let mut out = w.finish().map_err(|e| format!("{}: {e}", path.display()))?;
-            out.flush().map_err(|e| format!("{}: {e}", path.display()))?;
+            out.flush()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(rows)
         })?,
     };
@@ -198,8 +203,9 @@ fn write_file<T>(
 }
 
 fn temp_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map_or_else(|| "predictions".into(), |n| n.to_string_lossy().into_owned());
+    let name = out.file_name().map_or_else(
+        || "predictions".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }

@@ -39,7 +39,10 @@ pub enum PredictError {
     /// most `max_batch` rows).
     Call(String),
     /// Writing the predictions failed.
-    Write { file: PathBuf, error: std::io::Error },
+    Write {
+        file: PathBuf,
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for PredictError {
@@ -48,7 +51,11 @@ impl fmt::Display for PredictError {
             PredictError::Data(e) => write!(f, "{e}"),
             PredictError::Call(m) => write!(f, "predict: {m}"),
             PredictError::Write { file, error } => {
-                write!(f, "{}: cannot write the predictions: {error}", file.display())
+                write!(
+                    f,
+                    "{}: cannot write the predictions: {error}",
+                    file.display()
+                )
             }
         }
     }
