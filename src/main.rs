@@ -28,7 +28,7 @@ struct Cli {
 pub enum Stage {
     /// The parsed syntax tree.
     Ast,
-    /// The forward IR after checking (the eval function).
+    /// The forward IR after checking (the eval function, and predict with `outputs`).
     Ir,
     /// The IR with gradients (the grad function), before simplification.
     Grad,
