@@ -51,7 +51,8 @@ fn the_readme_shows_the_bundled_default_spec() {
 #[test]
 fn parses_the_bundled_default_spec() {
     let f = parse_ok(include_str!("../../specs/digits_mlp.spec"));
-    assert_eq!(f.items.len(), 13);
+    assert_eq!(f.items.len(), 14);
+    assert!(matches!(&f.items[13], Item::Outputs(o) if o.entries.len() == 2));
 }
 
 #[test]
