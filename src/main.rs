@@ -34,7 +34,7 @@ pub enum ExportFormat {
 pub enum Stage {
     /// The parsed syntax tree.
     Ast,
-    /// The forward IR after checking (the eval function).
+    /// The forward IR after checking (the eval function, and predict with `outputs`).
     Ir,
     /// The IR with gradients (the grad function), before simplification.
     Grad,
@@ -175,6 +175,27 @@ enum Command {
         #[arg(long)]
         compression: Option<String>,
     },
+    /// Write the spec's `outputs` for every row of a data file, from a trained checkpoint.
+    Predict {
+        spec: PathBuf,
+        /// A checkpoint directory (its latest checkpoint) or a checkpoint prefix (DIR/model.ckpt-100).
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// The rows to predict: a CSV file (gzip recognised; no label column needed) or a
+        /// TFRecord file of tf.train.Example.
+        #[arg(long)]
+        data: PathBuf,
+        /// Write here instead of stdout (written whole or not at all).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// csv (a header, then one line per row) or jsonl (one JSON object per row); default
+        /// from the output's name (.jsonl, .json: jsonl), else csv.
+        #[arg(long, value_enum)]
+        format: Option<PredictFormat>,
+        /// Rows per call of the compiled function (default: the larger of 1024 and the spec's batch).
+        #[arg(long, allow_negative_numbers = true, value_parser = positive_batch)]
+        batch: Option<u32>,
+    },
     /// Benchmark the fused Adam update alone (workload W4: one JSON line with `ms_per_step`, `gbps`).
     BenchAdam {
         /// Parameters in the flat buffer.
@@ -189,6 +210,24 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+}
+
+/// The text format of `specc predict`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PredictFormat {
+    Csv,
+    Jsonl,
+}
+
+/// `--batch N`: a positive integer that fits a compiled batch.
+fn positive_batch(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i128>() {
+        Ok(n) if n >= 1 => {
+            u32::try_from(n).map_err(|_| format!("batch must be at most {}", u32::MAX))
+        }
+        Ok(_) => Err("batch must be a positive integer (at least 1)".into()),
+        Err(_) => Err("batch must be a positive integer".into()),
+    }
 }
 
 /// `--steps N`: a positive integer.
@@ -359,6 +398,26 @@ fn main() -> ExitCode {
         } if commands::inspect_tflite::looks_like_tflite(&checkpoint) => {
             commands::inspect_tflite::run(&checkpoint, json)
         }
+        Command::Predict {
+            spec,
+            checkpoint,
+            data,
+            output,
+            format,
+            batch,
+        } => commands::predict::run(
+            &spec,
+            &commands::predict::PredictOptions {
+                checkpoint: &checkpoint,
+                data: &data,
+                output: output.as_deref(),
+                format: format.map(|f| match f {
+                    PredictFormat::Csv => specc_runtime::predict::OutputFormat::Csv,
+                    PredictFormat::Jsonl => specc_runtime::predict::OutputFormat::JsonLines,
+                }),
+                batch,
+            },
+        ),
         Command::Inspect {
             checkpoint,
             tensor,

@@ -310,6 +310,7 @@ pub fn find_nan_origin(
         eval: false,
         grad: false,
         check: true,
+        predict: false,
     };
     let program = compile_with(src, which, options).map_err(SearchError::Compile)?;
     let mut session = program.session().map_err(SearchError::Replay)?;

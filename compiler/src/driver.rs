@@ -28,6 +28,8 @@ pub struct Functions {
     pub grad: bool,
     /// The forward pass with a non-finite flag per value (see [`crate::debug`]).
     pub check: bool,
+    /// Inference: the spec's `outputs` (planned only when the spec has them).
+    pub predict: bool,
 }
 
 impl Functions {
@@ -36,13 +38,30 @@ impl Functions {
         eval: true,
         grad: false,
         check: false,
+        predict: false,
+    };
+    /// Only `predict`: the model is checked, not differentiated, so the
+    /// session holds the parameters and no optimizer state.
+    pub const PREDICT: Functions = Functions {
+        step: false,
+        eval: false,
+        grad: false,
+        check: false,
+        predict: true,
     };
     pub const ALL: Functions = Functions {
         step: true,
         eval: true,
         grad: true,
         check: false,
+        predict: true,
     };
+
+    /// Whether the model must be differentiated (a step, gradients, or the
+    /// check function's replay of steps).
+    fn needs_build(&self) -> bool {
+        self.step || self.grad || self.check
+    }
 }
 
 /// A model ready for code generation: checked, differentiated, simplified, planned.
@@ -63,6 +82,9 @@ pub struct Options {
     /// the loss's forward pass is dead code (the optimizer benchmark, W4,
     /// whose gradient is a constant).
     pub update_only: bool,
+    /// The most rows a session runs at once; by default the spec's
+    /// `train { batch }` (`specc predict` runs larger batches).
+    pub max_batch: Option<u32>,
 }
 
 impl Default for Options {
@@ -71,6 +93,7 @@ impl Default for Options {
             profile: false,
             threads: specc_runtime::threads::threads(),
             update_only: false,
+            max_batch: None,
         }
     }
 }
@@ -87,12 +110,19 @@ pub fn plan_model_with(
     options: &Options,
 ) -> Result<Planned, Vec<Diagnostic>> {
     guard(|| {
-        let mut model = crate::build(src)?;
+        let mut model = if which.needs_build() {
+            crate::build(src)?
+        } else {
+            crate::check(src)?
+        };
         if options.update_only {
             if let Some(step) = model.functions.step.as_mut() {
                 step.outputs.clear();
             }
             model.functions.summary_step = None;
+        }
+        if let Some(b) = options.max_batch {
+            model.train.batch = b.max(1);
         }
         if which.check {
             crate::debug::add_check_function(&mut model);
@@ -115,6 +145,11 @@ pub fn plan_model_with(
         }
         if which.eval {
             plans.push(plan::plan(&model.graph, &fs.eval, &placement, threads));
+        }
+        if which.predict {
+            if let Some(predict) = fs.predict.as_ref() {
+                plans.push(plan::plan(&model.graph, predict, &placement, threads));
+            }
         }
         if which.grad {
             plans.push(plan::plan(

@@ -2,8 +2,8 @@
 //!
 //! Owns: [`Model`] and its parts (data source, inputs, variables, metrics,
 //! optimizer (its table entry and argument values), training settings, and
-//! the IR functions `eval`, `grad`, `step` and, on request, `check`), the
-//! runtime checks (`assertions`) and where each binding is written.
+//! the IR functions `eval`, `predict`, `grad`, `step` and, on request,
+//! `check`), the runtime checks (`assertions`) and where each binding is written.
 //! Sema creates it; autodiff and the optimizer stage add the `grad` and
 //! `step` functions and the optimizer's variables; passes rewrite its graph.
 //!
@@ -242,6 +242,10 @@ impl TrainSettings {
 pub struct Functions {
     /// Forward only: `loss` and the metric outputs.
     pub eval: Function,
+    /// Inference: the spec's `outputs`, by name, computed from the features
+    /// and parameters only (it reads no label input); `None` without an
+    /// `outputs` item.
+    pub predict: Option<Function>,
     /// Forward and backward: `loss` and `grad/<param>` for every trainable param.
     pub grad: Option<Function>,
     /// One training step: `loss`, and the updates of every variable.

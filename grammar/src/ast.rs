@@ -81,6 +81,9 @@ pub enum Item {
     Train(Block<Arg>),
     /// `metrics { accuracy(label, argmax(logits)) acc2 = ... }`
     Metrics(Block<MetricDecl>),
+    /// `outputs { probs = softmax(logits), class = argmax(logits, 1) }`:
+    /// what inference returns, by name.
+    Outputs(Block<Binding>),
     /// `checkpoint { dir = "runs/x", every_steps = 1000, keep = 5 }`
     Checkpoint(Block<Arg>),
     /// `summaries { dir = "runs/x", every_steps = 100, histograms = false }`

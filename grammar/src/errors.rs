@@ -51,6 +51,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::evaluate_item
         | Rule::init_item
         | Rule::metrics_item
+        | Rule::outputs_item
         | Rule::statement_item
         | Rule::let_item => (Boundary, "a statement"),
         Rule::kw_model
@@ -68,7 +69,8 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::kw_logging
         | Rule::kw_evaluate
         | Rule::kw_init_from_checkpoint
-        | Rule::kw_metrics => (Boundary, "a statement"),
+        | Rule::kw_metrics
+        | Rule::kw_outputs => (Boundary, "a statement"),
         Rule::kw_from => (Continuation, "`from`"),
         // Silent rules: pest never reports them, but the match must be total.
         Rule::WHITESPACE | Rule::COMMENT => (Punct, "whitespace"),

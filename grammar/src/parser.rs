@@ -132,6 +132,7 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::kw_ema
             | Rule::kw_train
             | Rule::kw_metrics
+            | Rule::kw_outputs
             | Rule::kw_checkpoint
             | Rule::kw_summaries
             | Rule::kw_logging
@@ -158,6 +159,7 @@ fn check_separators(src: &str, scan: &scan::Scan, file: &SpecFile) -> Result<()>
             Item::Features(b) => spans(b, |e| e.span),
             Item::Params(b) => spans(b, |e| e.span),
             Item::Metrics(b) => spans(b, |e| e.span),
+            Item::Outputs(b) => spans(b, |e| e.span),
             other => match other.settings_block() {
                 Some((_, b)) => spans(b, |e| e.span),
                 None => continue,
@@ -302,6 +304,7 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
         Rule::params_item => Item::Params(block(keyword, span, c, param_decl)?),
         Rule::train_item => Item::Train(block(keyword, span, c, named_arg)?),
         Rule::metrics_item => Item::Metrics(block(keyword, span, c, metric_decl)?),
+        Rule::outputs_item => Item::Outputs(block(keyword, span, c, binding)?),
         Rule::checkpoint_item => Item::Checkpoint(block(keyword, span, c, named_arg)?),
         Rule::summaries_item => Item::Summaries(block(keyword, span, c, named_arg)?),
         Rule::logging_item => Item::Logging(block(keyword, span, c, named_arg)?),

@@ -101,6 +101,14 @@ pub fn print_spec(file: &SpecFile) -> String {
                     .collect();
                 (format!("(metrics{})", e.concat()), b.span)
             }
+            Item::Outputs(b) => {
+                let e: Vec<String> = b
+                    .entries
+                    .iter()
+                    .map(|x| format!("\n  ({} {})", x.name.name, expr(&x.value)))
+                    .collect();
+                (format!("(outputs{})", e.concat()), b.span)
+            }
         };
         writeln!(out, "{text} @{}..{}", span.start, span.end).ok();
     }

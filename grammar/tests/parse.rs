@@ -51,7 +51,8 @@ fn the_readme_shows_the_bundled_default_spec() {
 #[test]
 fn parses_the_bundled_default_spec() {
     let f = parse_ok(include_str!("../../specs/digits_mlp.spec"));
-    assert_eq!(f.items.len(), 13);
+    assert_eq!(f.items.len(), 14);
+    assert!(matches!(&f.items[13], Item::Outputs(o) if o.entries.len() == 2));
 }
 
 #[test]
@@ -537,4 +538,29 @@ fn run_item_syntax_errors() {
     );
     let e = specc_grammar::parse("logging { every_steps 5 }").unwrap_err();
     assert!(e.message.contains("expected `=`"), "{e:?}");
+}
+
+#[test]
+fn outputs_block() {
+    let src = "outputs {\n  probs = softmax(logits), class = argmax(logits, 1)\n  logit = logits\n}\noutputs = 3";
+    let f = parse_ok(src);
+    let Item::Outputs(o) = &f.items[0] else {
+        panic!("{:?}", f.items[0])
+    };
+    assert_eq!(text(src, o.keyword), "outputs");
+    let entries: Vec<(String, String)> = o
+        .entries
+        .iter()
+        .map(|b| (b.name.name.clone(), sexpr(&b.value)))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("probs".to_string(), "softmax(logits)".to_string()),
+            ("class".to_string(), "argmax(logits, 1)".to_string()),
+            ("logit".to_string(), "logits".to_string()),
+        ]
+    );
+    // Keywords are not reserved: `outputs = 3` is a binding.
+    assert!(matches!(&f.items[1], Item::Let(b) if b.name.name == "outputs"));
 }

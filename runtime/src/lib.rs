@@ -21,6 +21,8 @@
 //! - [`session`]: the memory a compiled model runs in.
 //! - [`train`]: the training loop with hooks (TF's `MonitoredSession` and
 //!   `SessionRunHook`), and evaluation.
+//! - [`predict`]: inference: the `predict` function over a batch source,
+//!   its outputs written as CSV or JSON lines.
 //! - [`metrics`]: the metrics a model declares, accuracy and TF's bucketed AUC.
 //! - [`profile`]: per-kernel timing of profiled steps.
 //! - [`memory`]: the session's zeroed, aligned blocks (large ones on huge pages).
@@ -44,6 +46,7 @@ pub mod io;
 pub mod memory;
 pub mod metrics;
 pub mod pipeline;
+pub mod predict;
 pub mod prng;
 pub mod profile;
 pub mod session;

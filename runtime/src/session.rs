@@ -346,6 +346,18 @@ impl Session {
         Some(&fs.outputs[k].i32s()[..n])
     }
 
+    /// Output `k` of function `f` (int32) after a call with `batch` rows.
+    #[inline]
+    pub fn output_i32_at(&self, f: usize, k: usize, batch: usize) -> Option<&[i32]> {
+        let fs = self.functions.get(f)?;
+        let n = fs
+            .layout
+            .outputs
+            .get(k)?
+            .len(batch.min(self.layout.max_batch));
+        Some(&fs.outputs[k].i32s()[..n])
+    }
+
     /// The position of output `name` of function `f` (look it up once, read
     /// it every step with [`Session::output_at`]).
     pub fn output_index(&self, f: usize, name: &str) -> Option<usize> {

@@ -303,6 +303,7 @@ impl Model {
             "eval" => Some(&f.eval),
             "step" => f.step.as_ref(),
             "grad" => f.grad.as_ref(),
+            "predict" => f.predict.as_ref(),
             _ => None,
         }
     }

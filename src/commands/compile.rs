@@ -24,7 +24,9 @@ pub fn emit(
         Stage::Ast => specc_grammar::print::print_spec(&specc_compiler::parse(src)?),
         Stage::Ir => {
             let m = specc_compiler::check(src)?;
-            print_functions(&m.graph, &[&m.functions.eval])
+            let mut fs = vec![&m.functions.eval];
+            fs.extend(m.functions.predict.as_ref());
+            print_functions(&m.graph, &fs)
         }
         Stage::Grad => {
             let m = specc_compiler::build(src)?;

@@ -17,7 +17,7 @@ use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, Tensor};
 
 use crate::Failure;
 
-/// The checkpoint prefix CHECKPOINT names.
+/// The checkpoint prefix CHECKPOINT names (also `specc predict --checkpoint`).
 pub(crate) fn resolve(path: &Path) -> Result<PathBuf, String> {
     if path.is_dir() {
         return latest_checkpoint(path)

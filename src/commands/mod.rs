@@ -9,5 +9,6 @@ pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tflite;
 pub mod inspect_tfrecord;
+pub mod predict;
 pub mod run;
 pub mod run_hooks;

@@ -297,6 +297,35 @@ impl Graph {
         self.spans[id.index()]
     }
 
+    /// Which graph inputs the `roots` read, directly or through other nodes
+    /// (`read[i]` for input `i`): one sweep down the ids, which are a
+    /// topological order, so no recursion however deep the graph.
+    pub fn inputs_read(&self, roots: &[NodeId]) -> Vec<bool> {
+        let mut read = vec![false; self.inputs.len()];
+        let Some(top) = roots.iter().map(|r| r.index()).max() else {
+            return read;
+        };
+        let mut live = vec![false; top + 1];
+        for r in roots {
+            live[r.index()] = true;
+        }
+        for i in (0..=top).rev() {
+            if !live[i] {
+                continue;
+            }
+            let n = &self.nodes[i];
+            if let Op::Input(k) = n.op {
+                if let Some(r) = read.get_mut(k as usize) {
+                    *r = true;
+                }
+            }
+            for x in &n.inputs {
+                live[x.index()] = true;
+            }
+        }
+        read
+    }
+
     /// Adds a variable declaration; returns its index for `Op::Var`.
     pub fn add_var(&mut self, name: &str, dtype: DType, shape: Shape) -> u32 {
         self.vars.push(Leaf {

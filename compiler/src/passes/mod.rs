@@ -65,6 +65,7 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
     let mut roots = vec![m.loss];
     for f in [
         Some(&m.functions.eval),
+        m.functions.predict.as_ref(),
         m.functions.grad.as_ref(),
         m.functions.step.as_ref(),
         m.functions.summary_step.as_ref(),
@@ -86,6 +87,7 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
     f(&mut m.loss);
     for func in [
         Some(&mut m.functions.eval),
+        m.functions.predict.as_mut(),
         m.functions.grad.as_mut(),
         m.functions.step.as_mut(),
         m.functions.summary_step.as_mut(),

@@ -6,7 +6,8 @@
 //! the checking `State`; each kind of item has its module: [`data`],
 //! [`inputs`] (label and the plain features), [`features`]
 //! (`tf.feature_column`, `input_layer`, `linear_model`), [`params`], [`statements`],
-//! [`optimizer`], [`settings`] (train, clip, ema) and [`metrics`].
+//! [`optimizer`], [`settings`] (train, clip, ema), [`metrics`] and
+//! [`outputs`] (what `predict` returns).
 //! Expressions are lowered by [`expr`] with the builtins of [`functions`] and
 //! [`schedules`]; [`args`] binds and evaluates arguments. At the end, [`sizes`]
 //! refuses tensors too large to address.
@@ -25,6 +26,7 @@ pub mod functions;
 pub mod inputs;
 pub mod metrics;
 pub mod optimizer;
+pub mod outputs;
 pub mod params;
 pub mod run;
 pub mod schedules;
@@ -88,6 +90,12 @@ pub(crate) struct State {
     /// The spec's directory (files a spec names, e.g. a vocabulary file,
     /// are relative to it); `None`: the working directory.
     pub spec_dir: Option<std::path::PathBuf>,
+    /// The `outputs` item's keyword, once seen.
+    pub outputs_span: Option<Span>,
+    /// The checked outputs of `outputs`, in source order.
+    pub outputs: Vec<Output>,
+    /// Every output name written, with its span (duplicates).
+    pub output_spans: Vec<(String, Span)>,
 }
 
 impl State {
@@ -253,6 +261,7 @@ impl State {
                 self.warm_start = Some((run::init_from_checkpoint(i)?, i.clone()));
                 Ok(())
             }
+            Item::Outputs(block) => outputs::outputs(self, block),
             Item::Metrics(block) => {
                 for m in &block.entries {
                     if let Err(d) = metrics::metric(self, m) {
@@ -422,6 +431,11 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     });
     let step_outputs = run_step_outputs(&st);
     eval.outputs.extend(st.metric_outputs);
+    let predict = st.outputs_span.map(|_| {
+        let mut f = Function::new("predict");
+        f.outputs = st.outputs;
+        f
+    });
     Ok(Model {
         name: st
             .name
@@ -439,6 +453,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         train: st.train.expect("checked above").0,
         functions: Functions {
             eval,
+            predict,
             grad: None,
             step: None,
             summary_step: None,

@@ -143,7 +143,7 @@ impl SpanCheck<'_> {
                     self.expr(c);
                 }
             }
-            Item::Features(b) => self.block(b, |c, e| c.binding(e)),
+            Item::Features(b) | Item::Outputs(b) => self.block(b, |c, e| c.binding(e)),
             Item::Params(b) => self.block(b, |c, p| {
                 let t = c.text(p.span).to_string();
                 assert!(t.starts_with(&p.name.name), "{t:?}");

@@ -54,8 +54,9 @@ struct Cache {
 /// Batches streamed from files (see the module doc).
 pub struct StreamingBatches {
     shared: Arc<Shared>,
-    /// `map[i]`: the pipeline input of the model's input `i`.
-    map: Vec<usize>,
+    /// `map[i]`: the pipeline input of the model's input `i` (`None`: the
+    /// function does not read it; its buffer is left as it is).
+    map: Vec<Option<usize>>,
     batch: usize,
     num_epochs: Option<u64>,
     threads: usize,
@@ -95,6 +96,23 @@ impl StreamingBatches {
         shuffle: usize,
         seed: u64,
     ) -> Result<StreamingBatches, DataError> {
+        let reads = vec![true; layout.inputs.len()];
+        StreamingBatches::reading(spec, inputs, layout, &reads, batch, shuffle, seed)
+    }
+
+    /// [`new`](Self::new) for a function that reads only some of the
+    /// model's inputs (`predict` reads no label): `reads[i]` says whether
+    /// model input `i` is read. The others need not be among `inputs` (nor
+    /// their columns in the files), and their buffers are left as they are.
+    pub fn reading(
+        spec: &StreamSpec,
+        inputs: &[InputSpec],
+        layout: &Layout,
+        reads: &[bool],
+        batch: usize,
+        shuffle: usize,
+        seed: u64,
+    ) -> Result<StreamingBatches, DataError> {
         let first = spec
             .paths
             .first()
@@ -123,7 +141,11 @@ impl StreamingBatches {
         let elems: Vec<ElemType> = transforms.iter().map(|t| t.elem()).collect();
         let widths: Vec<usize> = transforms.iter().map(|t| t.width()).collect();
         let mut map = Vec::with_capacity(layout.inputs.len());
-        for l in &layout.inputs {
+        for (j, l) in layout.inputs.iter().enumerate() {
+            if !reads.get(j).copied().unwrap_or(true) {
+                map.push(None);
+                continue;
+            }
             let k = inputs
                 .iter()
                 .position(|i| i.name == l.name)
@@ -134,7 +156,7 @@ impl StreamingBatches {
                     l.name
                 )));
             }
-            map.push(k);
+            map.push(Some(k));
         }
         let num_classes = inputs
             .iter()
@@ -399,7 +421,9 @@ impl StreamingBatches {
         }
         let m = (left - 1).min(max - 1);
         let from = self.cursor;
-        for (i, &k) in self.map.iter().enumerate() {
+        for (i, k) in self.map.iter().enumerate() {
+            // An input the function does not read is left as it is.
+            let Some(k) = *k else { continue };
             let w = self.buf.widths[k];
             self.buf.write(k, 0, dst.input_mut(i), row);
             let rows = (row + 1) * w..(row + 1 + m) * w;
@@ -438,8 +462,10 @@ impl StreamingBatches {
             0
         };
         if let Some(b) = dst {
-            for (i, &k) in self.map.iter().enumerate() {
-                self.buf.write(k, j, b.input_mut(i), row);
+            for (i, k) in self.map.iter().enumerate() {
+                if let Some(k) = *k {
+                    self.buf.write(k, j, b.input_mut(i), row);
+                }
             }
         }
         if !self.pull_into(j)? {

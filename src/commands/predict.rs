@@ -1,0 +1,211 @@
+//! `specc predict SPEC --checkpoint DIR --data FILE [--output FILE] [--format csv|jsonl]`:
+//! the spec's `outputs` for every row of a data file, from a trained
+//! checkpoint.
+//!
+//! Owns: the command's choices — the `predict` function compiled alone (no
+//! gradients, no optimizer state) for batches of `--batch` rows (default
+//! the larger of 1024 and the spec's batch); the checkpoint resolved as
+//! `specc inspect` does (a directory's latest checkpoint, or a prefix) and
+//! only its parameters restored; the data streamed through the spec's
+//! feature columns by the input pipeline in file order, one pass, reading
+//! only the inputs `predict` needs (no label column); CSV unless the file is
+//! not named `.csv`/`.csv.gz` and its first bytes are a TFRecord's; the
+//! output written to stdout, or to a temporary file renamed onto `--output`
+//! only when every row was predicted.
+//! The loop and the formats are the runtime's (`specc_runtime::predict`).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::ir::Dim;
+use specc_grammar::{ast::Span, Diagnostic};
+use specc_runtime::checkpoint::BundleReader;
+use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
+use specc_runtime::predict::{
+    self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
+};
+
+use crate::load::{read_spec, report};
+use crate::Failure;
+
+/// The smallest batch `predict` runs by default.
+const DEFAULT_BATCH: u32 = 1024;
+
+pub struct PredictOptions<'a> {
+    pub checkpoint: &'a Path,
+    pub data: &'a Path,
+    pub output: Option<&'a Path>,
+    /// `None`: from the output's name (`.jsonl`, `.json`: JSON lines), else CSV.
+    pub format: Option<OutputFormat>,
+    pub batch: Option<u32>,
+}
+
+pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
+    let src = read_spec(spec)?;
+    let checked = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
+    if checked.functions.predict.is_none() {
+        let d = Diagnostic::new(
+            "missing-item",
+            Span::default(),
+            "the spec has no `outputs`: `specc predict` writes the outputs it names",
+        )
+        .with_label("`outputs` is required to predict")
+        .with_help(
+            "add for example: outputs { probs = softmax(logits), class = argmax(logits, 1) }",
+        );
+        return Err(report(&[d], &src));
+    }
+    let batch = opts
+        .batch
+        .unwrap_or_else(|| DEFAULT_BATCH.max(checked.train.batch));
+    let options = Options {
+        max_batch: Some(batch),
+        ..Options::default()
+    };
+    let program = compile_with(&src, Functions::PREDICT, &options).map_err(|d| report(&d, &src))?;
+    let model = &program.model;
+    let function = model.functions.predict.as_ref().expect("checked above");
+
+    let prefix = super::inspect::resolve(opts.checkpoint)?;
+    let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
+    let mut session = program.session()?;
+    predict::restore_parameters(&mut session, &reader).map_err(|e| e.to_string())?;
+
+    // Only the inputs `predict` reads come from the file.
+    let read = model.graph.inputs_read(&function.roots());
+    let read_names: Vec<&str> = model
+        .graph
+        .inputs
+        .iter()
+        .zip(&read)
+        .filter(|(_, r)| **r)
+        .map(|(l, _)| l.name.as_str())
+        .collect();
+    let inputs: Vec<_> = model
+        .input_specs()
+        .into_iter()
+        .filter(|i| read_names.contains(&i.name.as_str()))
+        .collect();
+    let reads: Vec<bool> = session
+        .layout
+        .inputs
+        .iter()
+        .map(|l| read_names.contains(&l.name.as_str()))
+        .collect();
+    let stream = stream_spec(model, opts.data);
+    let layout = session.layout.clone();
+    let mut source =
+        StreamingBatches::reading(&stream, &inputs, &layout, &reads, batch as usize, 0, 0)
+            .map_err(|e| e.to_string())?;
+    let f = session
+        .function_index(PREDICT_FUNCTION)
+        .ok_or("the predict function was not compiled")?;
+
+    let columns: Vec<OutputColumn> = function
+        .outputs
+        .iter()
+        .map(|o| OutputColumn {
+            name: o.name.clone(),
+            dims: model.graph.shape(o.node).0[1..]
+                .iter()
+                .map(|d| match d {
+                    Dim::Fixed(n) => *n as usize,
+                    Dim::Batch => 1,
+                })
+                .collect(),
+        })
+        .collect();
+    let format = opts.format.unwrap_or_else(|| format_of(opts.output));
+    let rows = match opts.output {
+        None => {
+            let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let mut w = PredictionWriter::new(out, "stdout", format, columns);
+            let rows =
+                predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
+            w.finish().map_err(|e| format!("stdout: {e}"))?;
+            rows
+        }
+        Some(path) => write_file(path, |out| {
+            let mut w = PredictionWriter::new(out, path, format, columns);
+            let rows =
+                predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
+            let mut out = w.finish().map_err(|e| format!("{}: {e}", path.display()))?;
+            out.flush()
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(rows)
+        })?,
+    };
+    let to = opts
+        .output
+        .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+    eprintln!(
+        "specc: predicted {rows} row{} from {} to {to}",
+        if rows == 1 { "" } else { "s" },
+        prefix.display()
+    );
+    Ok(())
+}
+
+/// How `--data` is read: CSV (the spec's `na_value` when it streams CSV),
+/// or TFRecord of Examples when the file is not named `.csv`/`.csv.gz` and
+/// begins like one; one pass in file order, bad records are errors.
+fn stream_spec(model: &specc_compiler::Model, data: &Path) -> StreamSpec {
+    let name = data.to_string_lossy().to_ascii_lowercase();
+    let named_csv = name.ends_with(".csv") || name.ends_with(".csv.gz");
+    let tfrecord = if named_csv {
+        None
+    } else {
+        super::inspect_tfrecord::looks_like_tfrecord(data)
+    };
+    let format = match tfrecord {
+        Some(compression) => Format::TfRecord { compression },
+        None => match &model.data {
+            specc_compiler::model::DataSource::Stream { spec, .. } => match &spec.format {
+                Format::Csv { na_value } => Format::Csv {
+                    na_value: na_value.clone(),
+                },
+                Format::TfRecord { .. } => Format::Csv { na_value: None },
+            },
+            _ => Format::Csv { na_value: None },
+        },
+    };
+    let mut s = StreamSpec::new(format, vec![data.to_path_buf()]);
+    s.num_epochs = Some(1);
+    s
+}
+
+fn format_of(output: Option<&Path>) -> OutputFormat {
+    match output.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+        Some("jsonl" | "json" | "ndjson") => OutputFormat::JsonLines,
+        _ => OutputFormat::Csv,
+    }
+}
+
+/// Runs `write` on a temporary file next to `path`, renamed onto `path`
+/// when it succeeds and removed when it fails: `path` is never half written.
+fn write_file<T>(
+    path: &Path,
+    write: impl FnOnce(BufWriter<File>) -> Result<T, String>,
+) -> Result<T, String> {
+    let tmp = temp_path(path);
+    let file = File::create(&tmp).map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+    let r = write(BufWriter::with_capacity(1 << 16, file)).and_then(|v| {
+        std::fs::rename(&tmp, path)
+            .map(|()| v)
+            .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+    });
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+fn temp_path(out: &Path) -> PathBuf {
+    let name = out.file_name().map_or_else(
+        || "predictions".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
