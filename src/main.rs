@@ -42,6 +42,14 @@ pub enum Stage {
     Asm,
 }
 
+/// What `specc export` writes.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormat {
+    /// A relocatable object file with the inference function, its GEMM and
+    /// the weights, and a C header next to it (`-o` with `.h`).
+    Object,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Check a spec: names, dtypes, shapes, gradients.
@@ -134,6 +142,24 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Export a trained model for inference outside specc.
+    Export {
+        spec: PathBuf,
+        /// The trained variables: a checkpoint directory (its latest checkpoint) or prefix.
+        #[arg(long)]
+        checkpoint: PathBuf,
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// The file to write (for `object`: the object, and its header with the extension `.h`).
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// A binding of the spec to compute, e.g. `logits` (repeatable; in the output row's order).
+        #[arg(long, value_name = "NAME")]
+        fetch: Vec<String>,
+        /// The C function's name (`object`).
+        #[arg(long, default_value = "specc_predict")]
+        symbol: String,
     },
     /// Convert a CSV file to a TFRecord file of tf.train.Example under the spec's parse spec, or
     /// (with `-o X.csv`) a TFRecord file back to CSV.
@@ -309,6 +335,22 @@ fn main() -> ExitCode {
                 data: &data,
                 output: &output,
                 compression: compression.as_deref(),
+            },
+        ),
+        Command::Export {
+            spec,
+            checkpoint,
+            format: ExportFormat::Object,
+            output,
+            fetch,
+            symbol,
+        } => commands::export_object::run(
+            &spec,
+            &commands::export_object::ObjectOptions {
+                checkpoint: &checkpoint,
+                output: &output,
+                fetch: &fetch,
+                symbol: &symbol,
             },
         ),
         Command::Inspect {

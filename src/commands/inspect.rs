@@ -18,7 +18,7 @@ use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, Tensor};
 use crate::Failure;
 
 /// The checkpoint prefix CHECKPOINT names.
-fn resolve(path: &Path) -> Result<PathBuf, String> {
+pub(crate) fn resolve(path: &Path) -> Result<PathBuf, String> {
     if path.is_dir() {
         return latest_checkpoint(path)
             .map_err(|e| e.to_string())?

@@ -4,6 +4,7 @@ pub mod bench_adam;
 pub mod check;
 pub mod compile;
 pub mod convert;
+pub mod export_object;
 pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tfrecord;
