@@ -119,8 +119,8 @@ fn reference(dir: &Path) -> Reference {
     // The JIT code must outlive the session: leak it (one per test process).
     std::mem::forget(jit);
     // SAFETY: `f` was compiled from a plan over this layout, single-threaded.
-    let mut predict = unsafe { Session::new(program.placement.layout.clone(), vec![(layout, f)]) }
-        .unwrap();
+    let mut predict =
+        unsafe { Session::new(program.placement.layout.clone(), vec![(layout, f)]) }.unwrap();
     let prefix = latest_checkpoint(dir.join("ck")).unwrap().unwrap();
     predict
         .restore(&BundleReader::open(&prefix).unwrap())
@@ -152,8 +152,7 @@ impl Reference {
         let mut r0 = 0;
         while r0 < rows {
             let n = (rows - r0).min(max);
-            s.input_f32_mut(input)[..n * width]
-                .copy_from_slice(&px[r0 * width..(r0 + n) * width]);
+            s.input_f32_mut(input)[..n * width].copy_from_slice(&px[r0 * width..(r0 + n) * width]);
             s.call(0, n).unwrap();
             let h = s.output(0, "h", n).unwrap().to_vec();
             let logits = s.output(0, "logits", n).unwrap().to_vec();
@@ -217,14 +216,24 @@ fn the_linked_object_computes_what_specc_computes() {
             .map(|(i, (a, b))| (i, *a, *b))
             .take(10)
             .collect();
-        assert!(differ.is_empty(), "{rows} rows: (index, object, specc) {differ:?}");
+        assert!(
+            differ.is_empty(),
+            "{rows} rows: (index, object, specc) {differ:?}"
+        );
         // Not all zeros: the ReLU layer has live units and the logits vary.
         assert!(c.iter().any(|&x| x > 0.0) && c.iter().any(|&x| x < 0.0));
     }
 
     // The object's logits classify the rows as the eval function counts them.
     let c = run_c(&exe, &dir, &px, width, total);
-    let labels = match &reference.data.inputs.iter().find(|i| i.name == "label").unwrap().values {
+    let labels = match &reference
+        .data
+        .inputs
+        .iter()
+        .find(|i| i.name == "label")
+        .unwrap()
+        .values
+    {
         Values::I32(v) => v.clone(),
         Values::F32(_) => panic!("labels are ints"),
     };
@@ -244,11 +253,19 @@ fn the_linked_object_computes_what_specc_computes() {
     let prefix = latest_checkpoint(dir.join("ck")).unwrap().unwrap();
     eval.restore(&BundleReader::open(&prefix).unwrap()).unwrap();
     let all: Vec<u32> = (0..total as u32).collect();
-    let e = evaluate_rows(&mut eval, &reference.data, &all, &reference.program.model.metrics)
-        .unwrap();
+    let e = evaluate_rows(
+        &mut eval,
+        &reference.data,
+        &all,
+        &reference.program.model.metrics,
+    )
+    .unwrap();
     let accuracy = e.metrics.iter().find(|m| m.0 == "accuracy").unwrap().1;
     assert_eq!(correct as f64 / total as f64, accuracy);
-    assert!(accuracy > 0.5, "40 steps of Adam learn something: {accuracy}");
+    assert!(
+        accuracy > 0.5,
+        "40 steps of Adam learn something: {accuracy}"
+    );
 }
 
 #[test]
@@ -289,7 +306,7 @@ fn export_errors_name_the_problem() {
         &["run", spec, "--steps", "2", "--checkpoint-dir", "ck"],
     );
     assert_eq!(code, 0, "{err}");
-    let export = |extra: &[&str]| {
+    let export_to = |object: &str, extra: &[&str]| {
         let mut args = vec![
             "export",
             spec,
@@ -298,14 +315,18 @@ fn export_errors_name_the_problem() {
             "--format",
             "object",
             "-o",
-            "m.o",
+            object,
         ];
         args.extend_from_slice(extra);
         specc(&dir, &args)
     };
+    let export = |extra: &[&str]| export_to("m.o", extra);
     let (code, _, err) = export(&[]);
     assert_eq!(code, 1);
-    assert!(err.contains("--fetch NAME") && err.contains("`logits`"), "{err}");
+    assert!(
+        err.contains("--fetch NAME") && err.contains("`logits`"),
+        "{err}"
+    );
     let (code, _, err) = export(&["--fetch", "logit"]);
     assert_eq!(code, 1);
     assert!(err.contains("no binding `logit`"), "{err}");
@@ -334,8 +355,11 @@ fn export_errors_name_the_problem() {
         ],
     );
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("ck"), "{err}");
-    let (code, _, err) = export(&["--fetch", "logits", "-o", "no/such/dir/m.o"]);
+    assert!(
+        err.contains("model.ckpt-2.index") && err.contains("`W1`"),
+        "{err}"
+    );
+    let (code, _, err) = export_to("no/such/dir/m.o", &["--fetch", "logits"]);
     assert_eq!(code, 1);
     assert!(err.contains("cannot write no/such/dir/m.o"), "{err}");
     let (code, _, err) = export(&["--fetch", "logits"]);

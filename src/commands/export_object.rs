@@ -43,9 +43,10 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
     session.restore(&reader).map_err(|e| e.to_string())?;
-    let spec_name = spec
-        .file_name()
-        .map_or_else(|| spec.display().to_string(), |n| n.to_string_lossy().into());
+    let spec_name = spec.file_name().map_or_else(
+        || spec.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
     let exported = export_object(
         &program.model,
         &program.placement,
@@ -88,7 +89,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     tmp_name.push(name);
     tmp_name.push(format!(".tmp{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
-    let cannot = |e: std::io::Error| Failure::Other(format!("cannot write {}: {e}", path.display()));
+    let cannot =
+        |e: std::io::Error| Failure::Other(format!("cannot write {}: {e}", path.display()));
     std::fs::write(&tmp, bytes).map_err(cannot)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

@@ -60,10 +60,7 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
         comment(spec_name)
     );
     let _ = writeln!(w, " *");
-    let _ = writeln!(
-        w,
-        " * int {symbol}(const float *in, float *out, int rows);"
-    );
+    let _ = writeln!(w, " * int {symbol}(const float *in, float *out, int rows);");
     let _ = writeln!(w, " *");
     let _ = writeln!(
         w,

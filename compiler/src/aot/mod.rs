@@ -75,7 +75,7 @@ pub struct Exported {
 pub fn predict_function(model: &Model, outputs: &[String]) -> Result<Function, String> {
     if outputs.is_empty() {
         return Err(format!(
-            "name the values to export with --output NAME (a binding of the spec: {})",
+            "name the values to export with --fetch NAME (a binding of the spec: {})",
             binding_list(model)
         ));
     }
@@ -124,7 +124,9 @@ pub fn export_object(
         .chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && symbol.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        && symbol
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
         return Err(format!(
             "`{symbol}` is not a C identifier (letters, digits and _, not starting with a digit)"
@@ -134,27 +136,6 @@ pub fn export_object(
     let g = &model.graph;
     let p = plan::plan(g, &f, placement, 1);
     let layout = &placement.layout;
-
-    // Outputs: one value per row each.
-    let mut outputs = Vec::new();
-    let mut out_width = 0;
-    for (k, o) in p.outputs.iter().enumerate() {
-        if !o.batched {
-            return Err(format!(
-                "output `{}` has shape {} : only values with one row per input row (first dimension B) can be exported",
-                o.name,
-                g.shape(f.outputs[k].node)
-            ));
-        }
-        outputs.push(RowField {
-            name: o.name.clone(),
-            offset: out_width,
-            width: o.per_example,
-            elem: o.elem,
-            ids: None,
-        });
-        out_width += o.per_example;
-    }
 
     // Inputs: those the plan reads, in model order; labels are refused.
     let read: BTreeSet<u32> = p
@@ -191,6 +172,27 @@ pub fn export_object(
             ids,
         });
         in_width += il.per_example;
+    }
+
+    // Outputs: one value per row each.
+    let mut outputs = Vec::new();
+    let mut out_width = 0;
+    for (k, o) in p.outputs.iter().enumerate() {
+        if !o.batched {
+            return Err(format!(
+                "output `{}` has shape {}: only values with one row per input row (first dimension B) can be exported",
+                o.name,
+                g.shape(f.outputs[k].node)
+            ));
+        }
+        outputs.push(RowField {
+            name: o.name.clone(),
+            offset: out_width,
+            width: o.per_example,
+            elem: o.elem,
+            ids: None,
+        });
+        out_width += o.per_example;
     }
 
     // Weights: every arena the plan reads, from the session's variables.
@@ -254,7 +256,18 @@ pub fn export_object(
         out_width,
         symbol: symbol.to_string(),
     };
-    let object = object::emit(&spec)?;
+    // A panic here is a bug in specc: an error, not a crash.
+    let object = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| object::emit(&spec)))
+        .unwrap_or_else(|e| {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(format!(
+                "internal compiler error in the object's code: {msg}"
+            ))
+        })?;
     let mut exported = Exported {
         object,
         header: String::new(),

@@ -85,8 +85,9 @@ pub(crate) fn build(b: &mut FunctionBuilder, params: &[Value]) {
     let [m, k, n, alpha, a, rsa, csa, bm, rsb, csb, _beta, c, rsc, csc] = params else {
         panic!("specc_sgemm has 14 parameters, got {}", params.len());
     };
-    let (m, k, n, alpha, a, rsa, csa, bm, rsb, csb, c, rsc, csc) =
-        (*m, *k, *n, *alpha, *a, *rsa, *csa, *bm, *rsb, *csb, *c, *rsc, *csc);
+    let (m, k, n, alpha, a, rsa, csa, bm, rsb, csb, c, rsc, csc) = (
+        *m, *k, *n, *alpha, *a, *rsa, *csa, *bm, *rsb, *csb, *c, *rsc, *csc,
+    );
     let ret = b.create_block();
     // Nothing to do without rows or columns.
     let zero = b.ins().iconst(types::I64, 0);

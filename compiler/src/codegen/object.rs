@@ -122,9 +122,9 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
 
     // Data: weights (read-only), scratch and the row buffers (zeroed, static).
     let data = |module: &mut ObjectModule,
-                    name: String,
-                    bytes: Option<Vec<u8>>,
-                    size: usize|
+                name: String,
+                bytes: Option<Vec<u8>>,
+                size: usize|
      -> Result<DataId, String> {
         let id = module
             .declare_data(&name, Linkage::Local, bytes.is_none(), false)
@@ -144,7 +144,12 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
             Some(values) => {
                 let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
                 let len = bytes.len();
-                Some(data(&mut module, format!("{sym}_arena{i}"), Some(bytes), len)?)
+                Some(data(
+                    &mut module,
+                    format!("{sym}_arena{i}"),
+                    Some(bytes),
+                    len,
+                )?)
             }
             None => None,
         });
@@ -280,22 +285,13 @@ fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_ba
     b.seal_block(entry);
     let p = b.block_params(entry).to_vec();
     let (input, output, rows32) = (p[0], p[1], p[2]);
-    let fail = |b: &mut FunctionBuilder, code: i64| {
-        let blk = b.create_block();
-        b.switch_to_block(blk);
-        let v = b.ins().iconst(types::I32, code);
-        b.ins().return_(&[v]);
-        blk
-    };
-    let here = entry;
-    let negative_rows = fail(b, -1);
-    let bad_id = fail(b, -2);
-    b.switch_to_block(here);
+    // The error returns, filled at the end.
+    let negative_rows = b.create_block();
+    let bad_id = b.create_block();
     let rows = b.ins().sextend(types::I64, rows32);
     let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, rows, 0);
     let start = b.create_block();
     b.ins().brif(neg, negative_rows, &[], start, &[]);
-    b.seal_block(negative_rows);
     b.switch_to_block(start);
     b.seal_block(start);
 
@@ -383,7 +379,6 @@ fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_ba
             }
         }
     });
-    b.seal_block(bad_id);
     b.ins().stack_store(PTR, n, ctx_slot, abi::CTX_BATCH);
     b.ins().call(refs.callee, &[ctx]);
 
@@ -415,6 +410,12 @@ fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_ba
     b.seal_block(done);
     let ok = b.ins().iconst(types::I32, 0);
     b.ins().return_(&[ok]);
+    for (blk, code) in [(negative_rows, -1), (bad_id, -2)] {
+        b.switch_to_block(blk);
+        b.seal_block(blk);
+        let v = b.ins().iconst(types::I32, code);
+        b.ins().return_(&[v]);
+    }
 }
 
 #[derive(Clone, Copy)]
