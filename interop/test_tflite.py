@@ -71,7 +71,7 @@ def trained(specc, tmp_path_factory):
     args = [specc, "export", str(spec), "--checkpoint", str(dir / "ckpt"),
             "--format", "tflite", "-o", str(model)]
     for o in OUTPUTS:
-        args += ["--output-node", o]
+        args += ["--fetch", o]
     subprocess.run(args, check=True, capture_output=True, text=True)
     data = np.loadtxt(DIGITS, delimiter=",", skiprows=1, dtype=np.float32)
     pixels = (data[:, :64] / np.float32(16)).astype(np.float32)
@@ -147,7 +147,7 @@ def test_fixed_batch_export(specc, trained):
     model = trained["dir"] / "fixed.tflite"
     subprocess.run(
         [specc, "export", str(trained["spec"]), "--checkpoint", str(trained["dir"] / "ckpt"),
-         "--format", "tflite", "-o", str(model), "--output-node", "probs", "--batch", "16"],
+         "--format", "tflite", "-o", str(model), "--fetch", "probs", "--batch", "16"],
         check=True, capture_output=True, text=True,
     )
     interp = Interpreter(model_path=str(model))
@@ -178,7 +178,7 @@ def test_unsupported_expression_is_refused(specc, trained):
     model = trained["dir"] / "soft.tflite"
     r = subprocess.run(
         [specc, "export", str(trained["spec"]), "--checkpoint", str(trained["dir"] / "ckpt"),
-         "--format", "tflite", "-o", str(model), "--output-node", "soft"],
+         "--format", "tflite", "-o", str(model), "--fetch", "soft"],
         capture_output=True, text=True,
     )
     assert r.returncode == 2

@@ -25,12 +25,6 @@ struct Cli {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ExportFormat {
-    /// A TensorFlow Lite flatbuffer (`schema.fbs` v3) with a `serving_default` signature.
-    Tflite,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Stage {
     /// The parsed syntax tree.
     Ast,
@@ -46,6 +40,16 @@ pub enum Stage {
     Clif,
     /// The machine code of the step and eval functions (host-dependent; not snapshotted).
     Asm,
+}
+
+/// What `specc export` writes.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormat {
+    /// A TensorFlow Lite flatbuffer (`schema.fbs` v3) with a `serving_default` signature.
+    Tflite,
+    /// A relocatable object file with the inference function, its GEMM and
+    /// the weights, and a C header next to it (`-o` with `.h`).
+    Object,
 }
 
 #[derive(Subcommand)]
@@ -142,23 +146,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Export the trained inference graph: `--format tflite` writes a TensorFlow Lite model.
+    /// Export a trained model for inference outside specc: `--format tflite`
+    /// (TensorFlow Lite) or `--format object` (a native object and a C header).
     Export {
         spec: PathBuf,
-        /// The checkpoint to export (a prefix or a directory: its latest checkpoint).
+        /// The trained variables: a checkpoint directory (its latest checkpoint) or prefix.
         #[arg(long)]
         checkpoint: PathBuf,
         #[arg(long, value_enum)]
         format: ExportFormat,
-        /// The file to write.
-        #[arg(short, long)]
+        /// The file to write (for `object`: the object, and its header with the extension `.h`).
+        #[arg(short = 'o', long = "output")]
         output: PathBuf,
-        /// A binding of the spec to export as a model output (repeatable; default `logits`).
-        #[arg(long = "output-node", value_name = "NAME")]
-        outputs: Vec<String>,
-        /// A fixed batch size (default: a dynamic batch dimension).
+        /// A binding of the spec to compute, e.g. `logits` (repeatable, in order; default: the
+        /// spec's `outputs` item).
+        #[arg(long, value_name = "NAME")]
+        fetch: Vec<String>,
+        /// `tflite`: a fixed batch size (default: a dynamic batch dimension).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         batch: Option<u32>,
+        /// `object`: the C function's name.
+        #[arg(long, default_value = "specc_predict")]
+        symbol: String,
     },
     /// Convert a CSV file to a TFRecord file of tf.train.Example under the spec's parse spec, or
     /// (with `-o X.csv`) a TFRecord file back to CSV.
@@ -378,19 +387,31 @@ fn main() -> ExitCode {
         Command::Export {
             spec,
             checkpoint,
-            format: ExportFormat::Tflite,
+            format,
             output,
-            outputs,
+            fetch,
             batch,
-        } => commands::export::run(
-            &spec,
-            &commands::export::ExportOptions {
-                checkpoint: &checkpoint,
-                output: &output,
-                outputs: &outputs,
-                batch,
-            },
-        ),
+            symbol,
+        } => match format {
+            ExportFormat::Tflite => commands::export::run(
+                &spec,
+                &commands::export::ExportOptions {
+                    checkpoint: &checkpoint,
+                    output: &output,
+                    outputs: &fetch,
+                    batch,
+                },
+            ),
+            ExportFormat::Object => commands::export_object::run(
+                &spec,
+                &commands::export_object::ObjectOptions {
+                    checkpoint: &checkpoint,
+                    output: &output,
+                    fetch: &fetch,
+                    symbol: &symbol,
+                },
+            ),
+        },
         Command::Inspect {
             checkpoint,
             tensor: None,

@@ -16,11 +16,14 @@
 //! - [`driver`]: the whole pipeline, and [`driver::Program`], the compiled code.
 //! - [`debug`]: where a non-finite loss came from (the `check` function and
 //!   the replay that runs it).
+//! - [`aot`]: ahead-of-time export: an inference function, its weights and
+//!   a C entry point as an object file, and its C header.
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
 //! - [`tflite`]: the forward IR lowered to a TensorFlow Lite model (`specc export`).
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
 
+pub mod aot;
 pub mod autodiff;
 pub mod codegen;
 pub mod config;

@@ -1,8 +1,9 @@
 //! `specc export SPEC --checkpoint DIR --format tflite -o model.tflite`: the
 //! trained inference graph as a TensorFlow Lite model.
 //!
-//! Owns: choosing what is exported (the `--output` bindings, `logits` by
-//! default; the feature inputs they need, in the spec's order), reading the
+//! Owns: choosing what is exported (the spec's `outputs` item, or the
+//! bindings `--fetch` names; the feature inputs they need, in the spec's
+//! order), reading the
 //! parameters from the checkpoint, and writing the file (a temporary file
 //! renamed into place). The lowering is `specc_compiler::tflite`, the format
 //! `specc_tflite`.
@@ -21,7 +22,8 @@ use crate::Failure;
 pub struct ExportOptions<'a> {
     pub checkpoint: &'a Path,
     pub output: &'a Path,
-    /// Bindings to export as the model's outputs (default: `logits`).
+    /// Bindings to export as the model's outputs (`--fetch`; default: the
+    /// spec's `outputs` item).
     pub outputs: &'a [String],
     /// A fixed batch size instead of a dynamic one.
     pub batch: Option<u32>,
@@ -30,17 +32,34 @@ pub struct ExportOptions<'a> {
 pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     let src = read_spec(spec)?;
     let model = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
-    let names: Vec<String> = if o.outputs.is_empty() {
-        vec!["logits".to_string()]
-    } else {
-        o.outputs.to_vec()
+    // The spec's `outputs` item, or the bindings `--fetch` names.
+    let spec_outputs: Vec<(String, specc_compiler::ir::NodeId)> = match &model.functions.predict {
+        Some(p) if o.outputs.is_empty() => {
+            p.outputs.iter().map(|o| (o.name.clone(), o.node)).collect()
+        }
+        None if o.outputs.is_empty() => {
+            let known: Vec<&str> = model.bindings.iter().map(|(b, _)| b.as_str()).collect();
+            return Err(format!(
+                "{}: the spec has no `outputs` item: add one, or name the values to export \
+                 with --fetch NAME (the spec binds: {})",
+                spec.display(),
+                known.join(", ")
+            )
+            .into());
+        }
+        _ => Vec::new(),
     };
-    let mut outputs = Vec::new();
-    for name in &names {
+    let names: Vec<String> = if spec_outputs.is_empty() {
+        o.outputs.to_vec()
+    } else {
+        spec_outputs.iter().map(|(n, _)| n.clone()).collect()
+    };
+    let mut outputs = spec_outputs;
+    for name in o.outputs {
         let Some(&(_, node)) = model.bindings.iter().find(|(b, _)| b == name) else {
             let known: Vec<&str> = model.bindings.iter().map(|(b, _)| b.as_str()).collect();
             return Err(format!(
-                "{}: no binding `{name}` to export (the spec binds: {}); name one with --output",
+                "{}: no binding `{name}` to export (the spec binds: {}); name one with --fetch",
                 spec.display(),
                 known.join(", ")
             )

@@ -5,6 +5,7 @@ pub mod check;
 pub mod compile;
 pub mod convert;
 pub mod export;
+pub mod export_object;
 pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tflite;

@@ -16,15 +16,21 @@
 //! - [`math`]: exp/log/log1p/tanh/sigmoid/softplus as straight-line
 //!   polynomial CLIF.
 //! - [`trig`]: floor/ceil/sin/cos for learning-rate schedules.
+//! - [`object`]: ahead-of-time code: a planned function, its weights, the
+//!   GEMM ([`gemm`], the runtime's recipe as CLIF) and a C entry point in a
+//!   relocatable object file. The JIT and the object build each function
+//!   with the same [`build_function`], generic over `cranelift_module::Module`.
 //!
 //! Invariant: the only call in generated code is to `specc_sgemm` (and, with
 //! `--profile`, `specc_profile_mark`); checked on the machine code by
-//! [`relocation_targets`].
+//! [`relocation_targets`]. In an object file `specc_sgemm` is the object's own.
 
 pub mod argmax;
 pub mod emit;
+pub mod gemm;
 pub mod loops;
 pub mod math;
+pub mod object;
 pub mod ops;
 pub mod rows;
 pub mod trig;
@@ -82,9 +88,11 @@ fn jit_builder() -> Result<JITBuilder, String> {
     Ok(b)
 }
 
-/// Builds the Cranelift IR of a planned function into `func`.
-fn build_function(
-    module: &mut JITModule,
+/// Builds the Cranelift IR of a planned function into `func`, for any
+/// module (the JIT, or an object file for ahead-of-time export): the same
+/// CLIF whichever module receives it.
+pub(crate) fn build_function<M: Module>(
+    module: &mut M,
     imports: &Imports,
     g: &Graph,
     plan: &Plan,
@@ -110,22 +118,30 @@ fn build_function(
     b.finalize(module.isa().frontend_config());
 }
 
-fn signature(module: &JITModule) -> cranelift_codegen::ir::Signature {
+/// The signature of every planned function: `extern "C" fn(*mut StepCtx)`.
+pub(crate) fn signature<M: Module>(module: &M) -> cranelift_codegen::ir::Signature {
     let mut sig = module.make_signature();
     sig.params.push(AbiParam::new(types::I64));
     sig
 }
 
 /// Functions generated code may call.
-struct Imports {
-    gemm: FuncId,
-    profile: Option<FuncId>,
+pub(crate) struct Imports {
+    pub gemm: FuncId,
+    pub profile: Option<FuncId>,
 }
 
-fn imports(module: &mut JITModule, profile: bool) -> Result<Imports, String> {
+/// Declares the functions generated code calls: `specc_sgemm` with
+/// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
+/// object file defines its own, `Local`) and, with `profile`, the profiler's mark.
+pub(crate) fn imports<M: Module>(
+    module: &mut M,
+    profile: bool,
+    gemm_linkage: Linkage,
+) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
-        .declare_function("specc_sgemm", Linkage::Import, &emit::gemm_signature(cc))
+        .declare_function("specc_sgemm", gemm_linkage, &emit::gemm_signature(cc))
         .map_err(|e| e.to_string())?;
     let profile = if profile {
         let mut sig = module.make_signature();
@@ -145,7 +161,7 @@ fn imports(module: &mut JITModule, profile: bool) -> Result<Imports, String> {
 /// (see `specc_runtime::profile`).
 pub fn compile(g: &Graph, plans: &[&Plan], profile: bool) -> Result<Jit, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, profile)?;
+    let imports = imports(&mut module, profile, Linkage::Import)?;
     let sig = signature(&module);
     let mut ids = Vec::new();
     let mut ctx = Context::new();
@@ -180,7 +196,7 @@ pub fn compile(g: &Graph, plans: &[&Plan], profile: bool) -> Result<Jit, String>
 /// The CLIF text of a planned function, before Cranelift's own optimizations.
 pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false)?;
+    let imports = imports(&mut module, false, Linkage::Import)?;
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut func);
     // Name the imports: CLIF shows a called function as `u0:<id>`.
@@ -198,7 +214,7 @@ pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
 /// register allocation, for performance work. Depends on the host CPU.
 pub fn asm_text(g: &Graph, plan: &Plan) -> Result<String, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false)?;
+    let imports = imports(&mut module, false, Linkage::Import)?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);
@@ -224,7 +240,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
     use cranelift_codegen::ir::ExternalName;
     use cranelift_codegen::FinalizedRelocTarget;
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false)?;
+    let imports = imports(&mut module, false, Linkage::Import)?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);

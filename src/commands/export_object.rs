@@ -1,0 +1,100 @@
+//! `specc export SPEC --checkpoint DIR --format object -o model.o`: a trained
+//! model as a relocatable object file with its C header.
+//!
+//! Owns: the command's plumbing — compiling the spec, restoring the
+//! checkpoint into a session, [`specc_compiler::aot::export_object`], and
+//! writing `model.o` and its header (`-o` with the extension `.h`), each to a
+//! temporary file renamed into place, so a failure leaves neither half-written.
+//! Invariant: every error names the file or the flag it is about.
+
+use std::path::{Path, PathBuf};
+
+use specc_compiler::aot::{export_object, ExportOptions};
+use specc_compiler::driver::{compile, Functions};
+use specc_runtime::checkpoint::BundleReader;
+
+use crate::load::{read_spec, report};
+use crate::Failure;
+
+pub struct ObjectOptions<'a> {
+    pub checkpoint: &'a Path,
+    pub output: &'a Path,
+    /// The spec's bindings to export (`--fetch`).
+    pub fetch: &'a [String],
+    /// The C function's name.
+    pub symbol: &'a str,
+}
+
+/// The header written next to the object: `-o`'s path with the extension `.h`.
+pub fn header_path(object: &Path) -> PathBuf {
+    object.with_extension("h")
+}
+
+pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
+    let src = read_spec(spec)?;
+    let which = Functions {
+        step: false,
+        eval: true,
+        grad: false,
+        check: false,
+        predict: true,
+    };
+    let program = compile(&src, which).map_err(|d| report(&d, &src))?;
+    let prefix = super::inspect::resolve(opts.checkpoint)?;
+    let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
+    let mut session = program.session()?;
+    session.restore(&reader).map_err(|e| e.to_string())?;
+    let spec_name = spec.file_name().map_or_else(
+        || spec.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
+    let exported = export_object(
+        &program.model,
+        &program.placement,
+        &session,
+        &ExportOptions {
+            outputs: opts.fetch,
+            symbol: opts.symbol,
+            spec_name: &spec_name,
+        },
+    )
+    .map_err(|e| format!("{}: {e}", spec.display()))?;
+    let header = header_path(opts.output);
+    if header == opts.output {
+        return Err(Failure::Other(format!(
+            "-o {}: the object's name must not end in .h (the header is written there)",
+            opts.output.display()
+        )));
+    }
+    write_atomically(opts.output, &exported.object)?;
+    write_atomically(&header, exported.header.as_bytes())?;
+    println!(
+        "wrote {} ({} bytes) and {}: {}(in[rows][{}], out[rows][{}], rows), {} rows per chunk",
+        opts.output.display(),
+        exported.object.len(),
+        header.display(),
+        opts.symbol,
+        exported.in_width,
+        exported.out_width,
+        exported.max_batch
+    );
+    Ok(())
+}
+
+/// Writes `bytes` to a temporary file next to `path`, then renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let cannot =
+        |e: std::io::Error| Failure::Other(format!("cannot write {}: {e}", path.display()));
+    std::fs::write(&tmp, bytes).map_err(cannot)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        cannot(e)
+    })
+}
