@@ -321,10 +321,46 @@ fn export_errors_name_the_problem() {
         specc(&dir, &args)
     };
     let export = |extra: &[&str]| export_to("m.o", extra);
-    let (code, _, err) = export(&[]);
+    // Without --fetch: the spec's `outputs` item (digits_mlp: probs, class).
+    let (code, _, err) = export_to("outputs.o", &[]);
+    assert_eq!(code, 0, "{err}");
+    let h = std::fs::read_to_string(dir.join("outputs.h")).unwrap();
+    assert!(
+        h.contains("SPECC_PREDICT_OUT_PROBS_WIDTH = 10,")
+            && h.contains("SPECC_PREDICT_OUT_CLASS_WIDTH = 1,"),
+        "{h}"
+    );
+    // A spec without `outputs` needs --fetch.
+    let text = std::fs::read_to_string(spec).unwrap();
+    let start = text.find("outputs {").expect("digits_mlp has outputs");
+    let end = start + text[start..].find('}').unwrap() + 1;
+    let bare = dir.join("bare.spec");
+    let data = std::path::Path::new(spec)
+        .parent()
+        .unwrap()
+        .join("data/digits.csv");
+    std::fs::write(
+        &bare,
+        text[..start].replace("data/digits.csv", data.to_str().unwrap()) + &text[end..],
+    )
+    .unwrap();
+    let bare = bare.to_str().unwrap();
+    let (code, _, err) = specc(
+        &dir,
+        &[
+            "export",
+            bare,
+            "--checkpoint",
+            "ck",
+            "--format",
+            "object",
+            "-o",
+            "b.o",
+        ],
+    );
     assert_eq!(code, 1);
     assert!(
-        err.contains("--fetch NAME") && err.contains("`logits`"),
+        err.contains("--fetch NAME") && err.contains("`logits`") && err.contains("outputs"),
         "{err}"
     );
     let (code, _, err) = export(&["--fetch", "logit"]);
