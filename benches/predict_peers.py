@@ -14,9 +14,10 @@ Each peer is timed two ways, each the median of --reps runs:
   file    CSV file on disk to the predictions on disk (CSV): reading, parsing (and
           hashing), the model, writing. specc: `specc predict` in a fresh process
           (its wall time less its compile time is also reported).
-  memory  the model alone on the parsed inputs already in memory (batches of 1024):
-          specc through its library API is not timed here (the CLI is the product);
-          TF (tf.function) and JAX (jit) on numpy arrays.
+  memory  the model alone on the parsed inputs already in memory: specc through its
+          library API (`Model::predict`, the example `predict_throughput`, batches of
+          the spec's batch size), TF (tf.function) and JAX (jit) on numpy arrays in
+          batches of 1024 (CTR: specc only; TF's feature columns need its pipeline).
 Rows/s is rows / seconds. Run from the repository root:
 
   python benches/predict_peers.py --specc target/release/specc --ctr CTR.csv
@@ -59,6 +60,18 @@ def time_specc(specc, spec, ckpt, data, out, reps):
     return statistics.median(times)
 
 
+def specc_memory(specc, spec, ckpt, data, reps):
+    """The library API's predict on rows already in memory (the example
+    `predict_throughput`, built next to the specc binary): (rows, seconds)."""
+    exe = os.path.join(os.path.dirname(specc), "examples", "predict_throughput")
+    if not os.path.exists(exe):
+        print(f"note: {exe} not built (cargo build --release --example predict_throughput); "
+              "no specc memory row", file=sys.stderr)
+        return None
+    r = json.loads(run([exe, spec, ckpt, data, str(reps)]).stdout.strip().splitlines()[-1])
+    return r["rows"], r["seconds"]
+
+
 def median_time(f, reps):
     times = []
     for _ in range(reps):
@@ -89,6 +102,9 @@ def digits(args, tmp):
     t = time_specc(args.specc, "specs/digits_mlp.spec", ckpt, data, out, args.reps)
     specc_out = pd.read_csv(out)
     results.append(("specc", "file", rows, t))
+    m = specc_memory(args.specc, "specs/digits_mlp.spec", ckpt, data, args.reps)
+    if m:
+        results.append(("specc", "memory", m[0], m[1]))
 
     # TensorFlow: the same MLP as a tf.function over batches of 1024.
     W1, b1, W2, b2 = (tf.constant(w[k]) for k in ["W1", "b1", "W2", "b2"])
@@ -173,6 +189,9 @@ def ctr(args, tmp):
     t = time_specc(args.specc, "specs/ctr_ftrl.spec", ckpt, data, out, args.reps)
     specc_p = pd.read_csv(out)["probability"].to_numpy()
     results.append(("specc", "file", rows, t))
+    m = specc_memory(args.specc, "specs/ctr_ftrl.spec", ckpt, data, args.reps)
+    if m:
+        results.append(("specc", "memory", m[0], m[1]))
 
     tf1 = tf.compat.v1
     cat = ["hour_of_day", "device_type", "country", "site", "device_model", "advertiser",

@@ -20,6 +20,7 @@ use specc_compiler::model::InputRole;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
+use specc_runtime::data::{load, Source, Values};
 use specc_runtime::session::Session;
 use specc_runtime::train::{evaluate, Evaluation};
 
@@ -294,6 +295,47 @@ impl Model {
             .inputs
             .iter()
             .any(|i| i.role == InputRole::Label && i.spec.name == input)
+    }
+
+    /// Reads a CSV file through the spec's columns, normalizers and feature
+    /// columns into one array per model input (`[rows, ...]`, ids as whole
+    /// numbers), ready for [`Model::train_step`], [`Model::evaluate`] or
+    /// [`Model::predict`]. With `label = false` the label column need not
+    /// exist (rows to predict).
+    pub fn read_csv(
+        &self,
+        path: impl AsRef<Path>,
+        label: bool,
+    ) -> Result<Vec<(String, ArrayD<f32>)>, Error> {
+        let specs: Vec<_> = self
+            .program
+            .model
+            .inputs
+            .iter()
+            .filter(|i| label || i.role != InputRole::Label)
+            .map(|i| i.spec.clone())
+            .collect();
+        let source = Source::Csv {
+            path: path.as_ref().to_path_buf(),
+        };
+        let data = load(&source, &specs).map_err(|e| Error::Input(e.to_string()))?;
+        data.inputs
+            .iter()
+            .map(|d| {
+                let v: Vec<f32> = match &d.values {
+                    Values::F32(v) => v.clone(),
+                    Values::I32(v) => v.iter().map(|&x| x as f32).collect(),
+                };
+                let shape = if d.width == 1 {
+                    vec![data.rows]
+                } else {
+                    vec![data.rows, d.width]
+                };
+                ArrayD::from_shape_vec(IxDyn(&shape), v)
+                    .map(|a| (d.name.clone(), a))
+                    .map_err(|e| Error::Input(format!("input `{}`: {e}", d.name)))
+            })
+            .collect()
     }
 
     /// The IR function compiled under `name`.
