@@ -233,3 +233,37 @@ fn spec_errors_and_missing_outputs_are_errors() {
     let err = model.predict(&[("x", x.view().into_dyn())]).unwrap_err();
     assert!(err.to_string().contains("outputs"), "{err}");
 }
+
+#[test]
+fn read_csv_gives_the_spec_inputs_as_arrays() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("library_api_csv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let with = dir.join("with.csv");
+    let without = dir.join("without.csv");
+    std::fs::write(&with, "x0,x1,x2,x3,y\n1,2,3,4,0\n0.5,1,1.5,2,2\n").unwrap();
+    std::fs::write(&without, "x0,x1,x2,x3\n1,2,3,4\n0.5,1,1.5,2\n").unwrap();
+    let model = Model::from_source("tiny.spec", SPEC).unwrap();
+    let arrays = model.read_csv(&with, true).unwrap();
+    let get = |a: &[(String, ArrayD<f32>)], n: &str| {
+        a.iter()
+            .find(|(k, _)| k == n)
+            .unwrap_or_else(|| panic!("no {n}"))
+            .1
+            .clone()
+    };
+    assert_eq!(
+        get(&arrays, "x").into_raw_vec_and_offset().0,
+        vec![1.0, 2.0, 3.0, 4.0, 0.5, 1.0, 1.5, 2.0]
+    );
+    assert_eq!(get(&arrays, "y").shape(), &[2]);
+    assert_eq!(
+        get(&arrays, "y").into_raw_vec_and_offset().0,
+        vec![0.0, 2.0]
+    );
+    let rows = model.read_csv(&without, false).unwrap();
+    assert_eq!(rows.len(), 1, "only x");
+    let err = model.read_csv(&without, true).unwrap_err();
+    assert!(err.to_string().contains("without.csv"), "{err}");
+    let err = model.read_csv(dir.join("nope.csv"), false).unwrap_err();
+    assert!(err.to_string().contains("nope.csv"), "{err}");
+}
