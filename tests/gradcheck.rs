@@ -33,3 +33,24 @@ fn cancer_logreg_gradients_match_finite_differences() {
     assert_eq!(r["passed"], true);
     assert!(r["worst_relative_error"].as_f64().unwrap() < 1e-3);
 }
+
+/// A streamed source: the first batch comes through the input pipeline
+/// (here titanic's feature columns, the data marked `stream = true`).
+#[test]
+fn a_streamed_spec_checks_its_first_batch() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("specs/titanic.spec")).unwrap();
+    let data = root.join("specs/data/titanic.csv");
+    assert!(text.contains("data csv(\"data/titanic.csv\")"));
+    let streamed = text.replace(
+        "data csv(\"data/titanic.csv\")",
+        &format!("data csv(\"{}\", stream = true)", data.display()),
+    );
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gradcheck_stream");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("titanic_streamed.spec");
+    std::fs::write(&spec, streamed).unwrap();
+    let r = gradcheck(spec.to_str().unwrap());
+    assert_eq!(r["passed"], true, "{r}");
+    assert!(r["worst_relative_error"].as_f64().unwrap() < 1e-2, "{r}");
+}

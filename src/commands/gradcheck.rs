@@ -10,8 +10,10 @@ use specc_compiler::interp::{self, Tensor};
 use specc_runtime::abi::grad_output;
 use specc_runtime::source::ShuffledBatches;
 
-use crate::load::{load_data, read_spec, report};
+use crate::load::{data_source, load_data, read_spec, report};
 use crate::Failure;
+use specc_runtime::data::Source;
+use specc_runtime::pipeline::StreamingBatches;
 
 const TOLERANCE: f64 = 1e-2;
 
@@ -22,22 +24,43 @@ pub fn run(spec: &Path, data: Option<&Path>, samples: usize, json: bool) -> Resu
     let src = read_spec(spec)?;
     let program = compile(&src, Functions::ALL).map_err(|d| report(&d, &src))?;
     let model = &program.model;
-    let (dataset, _) = load_data(model, spec, data)?;
-    // The first training batch (all rows, the spec's batch order).
-    let batch = (model.train.batch as usize).min(dataset.rows);
     let mut s = program.session()?;
-    let all_rows: Vec<u32> = (0..dataset.rows as u32).collect();
-    let mut batches = ShuffledBatches::new(
-        &dataset,
-        &s.layout,
-        all_rows,
-        batch,
-        model.train.shuffle,
-        model.train.seed,
-    )?;
-    let rows = s
-        .fill(&mut batches)
-        .map_err(|e| Failure::Other(e.to_string()))?;
+    // The first training batch (all rows, the spec's batch order); a
+    // streaming source's first batch through the input pipeline.
+    let rows = match data_source(model, spec, data) {
+        Source::Stream(stream) => {
+            let mut batches = StreamingBatches::new(
+                &stream,
+                &model.input_specs(),
+                &s.layout,
+                model.train.batch as usize,
+                model.train.shuffle,
+                model.train.seed,
+            )
+            .map_err(|e| Failure::Other(e.to_string()))?;
+            s.fill(&mut batches)
+                .map_err(|e| Failure::Other(e.to_string()))?
+        }
+        _ => {
+            let (dataset, _) = load_data(model, spec, data)?;
+            let batch = (model.train.batch as usize).min(dataset.rows);
+            let all_rows: Vec<u32> = (0..dataset.rows as u32).collect();
+            let mut batches = ShuffledBatches::new(
+                &dataset,
+                &s.layout,
+                all_rows,
+                batch,
+                model.train.shuffle,
+                model.train.seed,
+            )?;
+            s.fill(&mut batches)
+                .map_err(|e| Failure::Other(e.to_string()))?
+        }
+    };
+    if rows == 0 {
+        return Err(Failure::Other("the data has no rows".into()));
+    }
+    let batch = rows;
     let gf = s.function_index("grad").ok_or("no grad function")?;
     s.call(gf, rows)?;
 
