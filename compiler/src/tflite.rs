@@ -977,7 +977,39 @@ impl<'a> Lower<'a> {
             Op::NormalNoise { .. } => {
                 return Err(self.unsupported(id, "random noise is a training-time op"))
             }
-            Op::Iota { .. } => return Err(self.unsupported(id, "an index over the batch axis")),
+            Op::Iota { axis, .. } => {
+                // The index along a non-batch axis is a constant; with the
+                // batch axis as 1 it broadcasts in its consumer (NumPy rules).
+                let shape = self.g.shape(id).clone();
+                let axis = axis as usize;
+                if !matches!(shape.0.get(axis), Some(Dim::Fixed(_))) {
+                    return Err(self.unsupported(id, "an index over the batch axis"));
+                }
+                let dims: Vec<usize> = shape
+                    .0
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Batch => 1,
+                        Dim::Fixed(k) => *k as usize,
+                    })
+                    .collect();
+                let inner: usize = dims[axis + 1..].iter().product();
+                let len = dims[axis];
+                let n: usize = dims.iter().product();
+                let dims32: Vec<i32> = dims.iter().map(|&d| d as i32).collect();
+                let name = self.name(id);
+                let t = match self.g.dtype(id) {
+                    DType::F32 => {
+                        let v: Vec<f32> = (0..n).map(|i| ((i / inner) % len) as f32).collect();
+                        self.m.constant_f32(&name, &dims32, &v)
+                    }
+                    DType::I32 => {
+                        let v: Vec<i32> = (0..n).map(|i| ((i / inner) % len) as i32).collect();
+                        self.m.constant_i32(&name, &dims32, &v)
+                    }
+                };
+                self.tensors.insert(id, t);
+            }
             Op::ScatterAdd | Op::FirstOccurrence { .. } | Op::SumDuplicates | Op::ScatterRows => {
                 return Err(self.unsupported(id, "a training-time row update"))
             }

@@ -130,6 +130,7 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     let tflite = specc_compiler::guard(|| export_tflite(&request).map_err(|d| vec![d]))
         .map_err(|d| report(&d, &src))?;
     specc_tflite::write_file(&tflite, o.output)?;
+    write_features(&model, spec, &inputs, o.output)?;
     let g0 = &tflite.subgraphs[0];
     println!(
         "{}: {} operators, {} tensors; inputs {}; outputs {}",
@@ -140,4 +141,48 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
         names.join(", ")
     );
     Ok(())
+}
+
+/// The preprocessing an exported model leaves to its caller, next to it as
+/// `<file>.features.json`: per model input the exported model reads (in
+/// its order), the TF feature column that makes it
+/// (`specc_runtime::feature_column::describe_input`). Written to a
+/// temporary file and renamed.
+pub(crate) fn write_features(
+    model: &specc_compiler::Model,
+    spec: &Path,
+    inputs: &[String],
+    exported: &Path,
+) -> Result<std::path::PathBuf, Failure> {
+    let described: Vec<serde_json::Value> = inputs
+        .iter()
+        .map(|name| {
+            let info = model.inputs.iter().find(|i| &i.spec.name == name);
+            specc_runtime::feature_column::describe_input(
+                name,
+                info.and_then(|i| i.spec.feature.as_ref()),
+                info.map_or(&[][..], |i| &i.spec.columns),
+            )
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "spec": spec.display().to_string(),
+        "model": model.name,
+        "inputs": described,
+    });
+    let mut name = exported.as_os_str().to_owned();
+    name.push(".features.json");
+    let path = std::path::PathBuf::from(name);
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    let cannot =
+        |e: std::io::Error| Failure::Other(format!("cannot write {}: {e}", path.display()));
+    std::fs::write(&tmp, text + "\n").map_err(cannot)?;
+    std::fs::rename(&tmp, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        cannot(e)
+    })?;
+    Ok(path)
 }

@@ -44,11 +44,13 @@ use std::num::NonZeroU64;
 
 use crate::data::NormExpr;
 
+pub mod describe;
 mod parse_spec;
 mod raw;
 pub mod transform;
 pub mod vocabulary;
 
+pub use describe::describe_input;
 pub use parse_spec::{make_parse_example_spec, tf_repr};
 pub use transform::{
     CategoricalOutput, CategoricalTransform, DenseTransform, LabelVocabularyTransform,
