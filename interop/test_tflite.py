@@ -185,3 +185,67 @@ def test_unsupported_expression_is_refused(specc, trained):
     assert "tflite-unsupported" in r.stderr and "softplus" in r.stderr
     assert "soft   = softplus(logits)" in r.stderr
     assert not model.exists()
+
+
+def test_feature_column_model_runs_in_litert_with_padding_ids(specc, tmp_path):
+    """titanic (vocabulary, hashed, bucketized and crossed columns, an embedding
+    and indicators) exports and runs in LiteRT on the inputs its
+    `.features.json` describes; a padding id (-1, weight 0) reads nothing: the
+    outputs equal those with any valid id at weight 0, and stay finite."""
+    spec = ROOT / "specs" / "titanic.spec"
+    subprocess.run(
+        [specc, "run", str(spec), "--steps", "20", "--checkpoint-dir", str(tmp_path / "ck")],
+        check=True, capture_output=True, text=True,
+    )
+    model = tmp_path / "titanic.tflite"
+    subprocess.run(
+        [specc, "export", str(spec), "--checkpoint", str(tmp_path / "ck"), "--format", "tflite",
+         "-o", str(model)],
+        check=True, capture_output=True, text=True,
+    )
+    described = json.loads((tmp_path / "titanic.tflite.features.json").read_text())
+    by_name = {i["name"]: i for i in described["inputs"]}
+    interp = Interpreter(model_path=str(model))
+    runner = interp.get_signature_runner("serving_default")
+    rows = 6
+    rng = np.random.default_rng(3)
+
+    def buckets(column):
+        t = column["type"]
+        if t == "categorical_column_with_vocabulary_list":
+            return len(column["vocabulary_list"]) + column["num_oov_buckets"]
+        if t == "bucketized_column":
+            return len(column["boundaries"]) + 1
+        return column.get("hash_bucket_size", column.get("num_buckets"))
+
+    feeds = {}
+    for name, info in by_name.items():
+        if info["kind"] == "ids":
+            n = buckets(info["column"])
+            feeds[name] = rng.integers(0, n, size=(rows, info["max_values"])).astype(np.int32)
+        elif info["kind"] == "weights":
+            feeds[name] = np.ones((rows, info["max_values"]), np.float32)
+        else:
+            feeds[name] = rng.normal(size=(rows, info["column"]["shape"])).astype(np.float32)
+    # The signature's inputs are the described ones, by name.
+    assert sorted(interp.get_signature_list()["serving_default"]["inputs"]) == sorted(by_name)
+
+    def run(f):
+        return runner(**f)
+
+    # The hashed name of row 0: padding (-1, weight 0) against id 5 at weight 0.
+    padded = dict(feeds)
+    padded["name/ids"] = feeds["name/ids"].copy()
+    padded["name/weights"] = feeds["name/weights"].copy()
+    padded["name/ids"][0, 0] = -1
+    padded["name/weights"][0, 0] = 0.0
+    zero_weight = dict(padded)
+    zero_weight["name/ids"] = padded["name/ids"].copy()
+    zero_weight["name/ids"][0, 0] = 5
+    a, b = run(padded), run(zero_weight)
+    for out in a:
+        assert np.all(np.isfinite(a[out].astype(np.float64))), out
+        np.testing.assert_array_equal(a[out], b[out], err_msg=out)
+    # The other rows are not affected by row 0's padding.
+    c = run(feeds)
+    np.testing.assert_array_equal(a["probability"][1:], c["probability"][1:])

@@ -954,6 +954,26 @@ impl<'a> Lower<'a> {
             Op::Gather => {
                 let p = self.tensor(ins[0])?;
                 let i = self.tensor(ins[1])?;
+                // A feature column's padding id -1 reads row 0 (TFLite's
+                // GATHER refuses negative ids); its weight 0 zeroes the row
+                // where the spec combines it, as specc's zeros do.
+                let i = if self.g.dtype(ins[1]) == DType::I32 {
+                    let name = self.name(id);
+                    let zero = self.m.constant_i32(&format!("{name}/zero"), &[], &[0]);
+                    let dims = self.dims(self.g.shape(ins[1]));
+                    let clamped = self
+                        .m
+                        .tensor(&format!("{name}/ids"), TensorType::Int32, &dims);
+                    self.m.operator(
+                        B::Maximum,
+                        &[i, zero],
+                        &[clamped],
+                        BuiltinOptions::Empty(specc_tflite::schema::options_type::MAXIMUM_MINIMUM),
+                    );
+                    clamped
+                } else {
+                    i
+                };
                 let y = self.out(id);
                 self.m.operator(
                     B::Gather,
