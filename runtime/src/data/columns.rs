@@ -311,6 +311,9 @@ pub fn parse_number(cell: Cell<'_>) -> Result<f64, String> {
 /// A text cell's number: UTF-8, trimmed, Rust's correctly rounded
 /// `str::parse::<f64>`, finite; an empty cell is a missing value.
 pub(crate) fn parse_text(cell: &[u8]) -> Result<f64, String> {
+    if let Some(x) = parse_plain_decimal(cell.trim_ascii()) {
+        return Ok(x);
+    }
     let s = std::str::from_utf8(cell).map_err(|_| {
         format!(
             "cannot parse {:?} as a number (not UTF-8)",
@@ -326,6 +329,50 @@ pub(crate) fn parse_text(cell: &[u8]) -> Result<f64, String> {
         Ok(_) => Err(format!("{t:?} is not a finite number")),
         Err(_) => Err(format!("cannot parse {t:?} as a number")),
     }
+}
+
+/// Powers of ten exact in f64 (10^0 ..= 10^22).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The common case of [`parse_text`] without the general parser: a plain
+/// decimal `[+-]digits[.digits]` with at most 15 significant digits and 22
+/// after the point. Its value is `m / 10^f` with `m < 10^15 < 2^53` and
+/// `10^f` (f <= 22) both exact, so the one
+/// IEEE division is correctly rounded: the same f64 as `str::parse`
+/// (Clinger's fast path). Anything else (exponents, more digits, `inf`,
+/// other bytes) is `None`, left to the general parser.
+#[inline]
+fn parse_plain_decimal(t: &[u8]) -> Option<f64> {
+    let (negative, digits) = match t.first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mut m, mut n, mut frac, mut dot, mut seen) = (0u64, 0usize, 0usize, false, false);
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                // Leading zeros are not significant digits.
+                n += usize::from(m != 0);
+                frac += usize::from(dot);
+                if n > 15 || frac > 22 {
+                    return None;
+                }
+                seen = true;
+            }
+            b'.' if !dot => dot = true,
+            _ => return None,
+        }
+    }
+    if !seen {
+        return None;
+    }
+    let x = m as f64 / POW10[frac];
+    Some(if negative { -x } else { x })
 }
 
 /// Applies `f` to every cell of the chunk in row-major order, writing one
@@ -545,5 +592,73 @@ impl ColumnTransform for StandardizeColumns {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod plain_decimal_tests {
+    use super::parse_plain_decimal;
+
+    /// The fast path gives `str::parse`'s bits on plain decimals, and
+    /// declines everything else.
+    #[test]
+    fn plain_decimals_equal_the_general_parser() {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut cases: Vec<String> = [
+            "0",
+            "-0",
+            "+7",
+            "0.1",
+            "1.",
+            ".5",
+            "-.25",
+            "123456789012345",
+            "0.000000000000001",
+            "3.14159265358979",
+            "99999.9999",
+            "0.3",
+            "1.7976931",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for _ in 0..20000 {
+            let digits = 1 + (next() % 15) as usize;
+            let mut t: String = (0..digits)
+                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .collect();
+            let dot = (next() % (digits as u64 + 1)) as usize;
+            t.insert(dot, '.');
+            if next() % 3 == 0 {
+                t.insert(0, '-');
+            }
+            cases.push(t);
+        }
+        for c in &cases {
+            let fast = parse_plain_decimal(c.as_bytes()).unwrap_or_else(|| panic!("{c}"));
+            let slow: f64 = c.parse().unwrap();
+            assert_eq!(fast.to_bits(), slow.to_bits(), "{c}");
+        }
+        for c in [
+            "",
+            "-",
+            ".",
+            "1e5",
+            "1.2.3",
+            "inf",
+            "nan",
+            "1234567890123456",
+            " 1",
+            "0x10",
+            "0.00000000000000000000001",
+        ] {
+            assert_eq!(parse_plain_decimal(c.as_bytes()), None, "{c:?}");
+        }
     }
 }
