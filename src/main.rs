@@ -188,8 +188,13 @@ enum Command {
     Predict {
         spec: PathBuf,
         /// A checkpoint directory (its latest checkpoint) or a checkpoint prefix (DIR/model.ckpt-100).
-        #[arg(long)]
-        checkpoint: PathBuf,
+        #[arg(long, required_unless_present = "tflite", conflicts_with = "tflite")]
+        checkpoint: Option<PathBuf>,
+        /// Run this exported TensorFlow Lite model (`specc export --format tflite`, float or
+        /// quantized) in specc's interpreter instead of the compiled spec and a checkpoint; the
+        /// spec still preprocesses the data.
+        #[arg(long, value_name = "MODEL")]
+        tflite: Option<PathBuf>,
         /// The rows to predict: a CSV file (gzip recognised; no label column needed) or a
         /// TFRecord file of tf.train.Example.
         #[arg(long)]
@@ -422,6 +427,7 @@ fn main() -> ExitCode {
         Command::Predict {
             spec,
             checkpoint,
+            tflite,
             data,
             output,
             format,
@@ -429,7 +435,8 @@ fn main() -> ExitCode {
         } => commands::predict::run(
             &spec,
             &commands::predict::PredictOptions {
-                checkpoint: &checkpoint,
+                checkpoint: checkpoint.as_deref(),
+                tflite: tflite.as_deref(),
                 data: &data,
                 output: output.as_deref(),
                 format: format.map(|f| match f {

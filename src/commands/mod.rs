@@ -11,5 +11,6 @@ pub mod inspect;
 pub mod inspect_tflite;
 pub mod inspect_tfrecord;
 pub mod predict;
+pub mod predict_tflite;
 pub mod run;
 pub mod run_hooks;

@@ -1,0 +1,202 @@
+//! `specc predict --tflite`: digits_mlp trained a few steps, exported to
+//! TFLite, and run by specc's own interpreter on every row of the digits
+//! data through the spec's feature columns. Its predictions must equal those
+//! of the compiled `predict` function with the checkpoint: `probs` within
+//! 1e-5 relative, `class` exactly, same row count and order. Also: a fixed
+//! batch export (last batch padded), JSON lines, and the errors (a model
+//! whose input the spec lacks, a file that is not a model, both
+//! `--checkpoint` and `--tflite`).
+
+mod cli;
+
+use std::path::{Path, PathBuf};
+
+use cli::specc;
+
+const SUITE: &str = "tflite_predict";
+
+fn digits_spec() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs/digits_mlp.spec")
+}
+
+fn digits_data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs/data/digits.csv")
+}
+
+/// A work directory with digits_mlp trained 30 steps into `ckpt/` and
+/// exported (with `extra` export arguments) to `model.tflite`.
+fn exported(name: &str, extra: &[&str]) -> PathBuf {
+    let dir = cli::workdir(SUITE, name);
+    let _ = std::fs::remove_dir_all(dir.join("ckpt"));
+    let spec = digits_spec();
+    let spec = spec.to_str().unwrap();
+    let (code, _, err) = specc(
+        &dir,
+        &["run", spec, "--steps", "30", "--checkpoint-dir", "ckpt"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let mut args = vec![
+        "export",
+        spec,
+        "--checkpoint",
+        "ckpt",
+        "--format",
+        "tflite",
+        "-o",
+        "model.tflite",
+    ];
+    args.extend_from_slice(extra);
+    let (code, _, err) = specc(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    dir
+}
+
+/// `predict` with `args` (after the spec and data) to `out`; the CSV
+/// rows as numbers, after checking the header.
+fn predict(dir: &Path, args: &[&str], out: &str) -> Vec<Vec<f64>> {
+    let spec = digits_spec();
+    let data = digits_data();
+    let mut all = vec![
+        "predict",
+        spec.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "-o",
+        out,
+    ];
+    all.extend_from_slice(args);
+    let (code, _, err) = specc(dir, &all);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(dir.join(out)).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = (0..10).map(|i| format!("probs_{i}")).collect();
+    assert_eq!(lines.next().unwrap(), format!("{},class", header.join(",")));
+    lines
+        .map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap()).collect())
+        .collect()
+}
+
+fn assert_same(tflite: &[Vec<f64>], compiled: &[Vec<f64>]) {
+    assert_eq!(tflite.len(), 1797);
+    assert_eq!(tflite.len(), compiled.len());
+    for (r, (t, c)) in tflite.iter().zip(compiled).enumerate() {
+        assert_eq!(t.len(), 11);
+        for k in 0..10 {
+            let tol = 1e-5 * c[k].abs().max(1e-6);
+            assert!(
+                (t[k] - c[k]).abs() <= tol,
+                "row {r} probs_{k}: tflite {} vs compiled {}",
+                t[k],
+                c[k]
+            );
+        }
+        assert_eq!(t[10], c[10], "row {r}: class");
+    }
+    // The model is trained: not every row is the same class.
+    let first = compiled[0][10];
+    assert!(compiled.iter().any(|c| c[10] != first));
+}
+
+#[test]
+fn tflite_predictions_equal_the_compiled_predict_function() {
+    let dir = exported("float", &[]);
+    let compiled = predict(&dir, &["--checkpoint", "ckpt"], "compiled.csv");
+    let tflite = predict(&dir, &["--tflite", "model.tflite"], "tflite.csv");
+    assert_same(&tflite, &compiled);
+    // A batch that does not divide the rows: the same predictions.
+    let small = predict(
+        &dir,
+        &["--tflite", "model.tflite", "--batch", "100"],
+        "small.csv",
+    );
+    assert_eq!(small, tflite);
+}
+
+#[test]
+fn fixed_batch_model_pads_the_last_batch() {
+    let dir = exported("fixed", &["--batch", "64"]);
+    let compiled = predict(&dir, &["--checkpoint", "ckpt"], "compiled.csv");
+    // 1797 = 28 * 64 + 5: the last batch is padded and its padding dropped.
+    let tflite = predict(&dir, &["--tflite", "model.tflite"], "tflite.csv");
+    assert_same(&tflite, &compiled);
+}
+
+#[test]
+fn tflite_predict_writes_json_lines() {
+    let dir = exported("jsonl", &[]);
+    let spec = digits_spec();
+    let data = digits_data();
+    let (code, out, err) = specc(
+        &dir,
+        &[
+            "predict",
+            spec.to_str().unwrap(),
+            "--tflite",
+            "model.tflite",
+            "--data",
+            data.to_str().unwrap(),
+            "--format",
+            "jsonl",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1797);
+    assert!(lines[0].starts_with("{\"probs\":["), "{}", lines[0]);
+    assert!(lines[0].contains("],\"class\":"), "{}", lines[0]);
+}
+
+#[test]
+fn tflite_predict_errors_name_the_file() {
+    let dir = exported("errors", &[]);
+    let data = digits_data();
+    let data = data.to_str().unwrap();
+    // A spec whose input has another name.
+    let other = std::fs::read_to_string(digits_spec())
+        .unwrap()
+        .replace("pixels", "image")
+        .replace("data/digits.csv", data);
+    std::fs::write(dir.join("other.spec"), other).unwrap();
+    let (code, _, err) = specc(
+        &dir,
+        &[
+            "predict",
+            "other.spec",
+            "--tflite",
+            "model.tflite",
+            "--data",
+            data,
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("model.tflite: the model's input `pixels` is not an input of the spec"),
+        "{err}"
+    );
+    // Not a model.
+    std::fs::write(dir.join("junk.tflite"), b"not a flatbuffer at all").unwrap();
+    let spec = digits_spec();
+    let spec = spec.to_str().unwrap();
+    let (code, _, err) = specc(
+        &dir,
+        &["predict", spec, "--tflite", "junk.tflite", "--data", data],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("junk.tflite"), "{err}");
+    // Both a checkpoint and a model.
+    let (code, _, err) = specc(
+        &dir,
+        &[
+            "predict",
+            spec,
+            "--tflite",
+            "model.tflite",
+            "--checkpoint",
+            "ckpt",
+            "--data",
+            data,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--checkpoint"), "{err}");
+}
