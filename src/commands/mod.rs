@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod bench;
 pub mod bench_adam;
+pub mod calibrate;
 pub mod check;
 pub mod compile;
 pub mod convert;

@@ -177,9 +177,9 @@ fn run_tflite(
     Ok(())
 }
 
-/// The data file streamed through the spec's feature columns, reading the
+/// The data file (CSV, or TFRecord when it reads like one) streamed through the spec's feature columns, reading the
 /// session inputs `reads` marks.
-fn open_source(
+pub(crate) fn open_source(
     model: &specc_compiler::Model,
     session: &Session,
     reads: &[bool],

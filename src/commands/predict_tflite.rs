@@ -52,6 +52,11 @@ impl TflitePredictor {
     /// Reads `path` and binds its signature to the session's inputs.
     pub fn open(path: &Path, session: &Session) -> Result<TflitePredictor, String> {
         let model = specc_tflite::read_file(path)?;
+        TflitePredictor::new(model, path, session)
+    }
+
+    /// Binds `model` (named `path` in errors) to the session's inputs.
+    pub fn new(model: Model, path: &Path, session: &Session) -> Result<TflitePredictor, String> {
         let file = path.display();
         let g = model
             .subgraphs
@@ -199,6 +204,48 @@ impl TflitePredictor {
         self.fixed_batch
     }
 
+    /// The model's inputs (in the subgraph's order) from the first `rows`
+    /// rows of the session's input buffers; with `pad`, a fixed-batch
+    /// model's batch is filled up with zeros.
+    pub fn batch_inputs(
+        &self,
+        session: &Session,
+        rows: usize,
+        pad: bool,
+    ) -> Result<Vec<Value>, String> {
+        let run_rows = match self.fixed_batch {
+            Some(b) if pad => b.max(rows),
+            _ => rows,
+        };
+        let mut values: Vec<Option<Value>> = vec![None; self.model.subgraphs[0].inputs.len()];
+        for f in &self.feeds {
+            let mut shape = vec![run_rows];
+            shape.extend_from_slice(&f.dims);
+            let v = if f.int {
+                let mut x = session
+                    .input_i32(f.input, rows)
+                    .ok_or("an int32 input was not filled")?
+                    .to_vec();
+                x.resize(run_rows * f.per_row, 0);
+                Value::I32(ArrayD::from_shape_vec(IxDyn(&shape), x).map_err(|e| e.to_string())?)
+            } else {
+                let mut x = session
+                    .input_f32(f.input, rows)
+                    .ok_or("a float input was not filled")?
+                    .to_vec();
+                x.resize(run_rows * f.per_row, 0.0);
+                Value::F32(ArrayD::from_shape_vec(IxDyn(&shape), x).map_err(|e| e.to_string())?)
+            };
+            values[f.position] = Some(v);
+        }
+        Ok(values.into_iter().flatten().collect())
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
     /// Every batch of `source` through the model, to `writer` (not
     /// finished). Returns the rows predicted.
     pub fn run<W: std::io::Write>(
@@ -210,7 +257,6 @@ impl TflitePredictor {
     ) -> Result<u64, String> {
         let interpreter =
             Interpreter::new(&self.model).map_err(|e| format!("{}: {e}", file.display()))?;
-        let n_inputs = self.model.subgraphs[0].inputs.len();
         let mut rows_done = 0u64;
         loop {
             let rows = session.fill(source).map_err(|e| e.to_string())?;
@@ -222,32 +268,7 @@ impl TflitePredictor {
             if rows == 0 {
                 break;
             }
-            let run_rows = self.fixed_batch.unwrap_or(rows);
-            let mut values: Vec<Option<Value>> = vec![None; n_inputs];
-            for f in &self.feeds {
-                let mut shape = vec![run_rows];
-                shape.extend_from_slice(&f.dims);
-                let v = if f.int {
-                    let mut x = session
-                        .input_i32(f.input, rows)
-                        .ok_or("an int32 input was not filled")?
-                        .to_vec();
-                    x.resize(run_rows * f.per_row, 0);
-                    Value::I32(ArrayD::from_shape_vec(IxDyn(&shape), x).map_err(|e| e.to_string())?)
-                } else {
-                    let mut x = session
-                        .input_f32(f.input, rows)
-                        .ok_or("a float input was not filled")?
-                        .to_vec();
-                    x.resize(run_rows * f.per_row, 0.0);
-                    Value::F32(ArrayD::from_shape_vec(IxDyn(&shape), x).map_err(|e| e.to_string())?)
-                };
-                values[f.position] = Some(v);
-            }
-            let values: Vec<Value> = values
-                .into_iter()
-                .map(|v| v.expect("every input fed"))
-                .collect();
+            let values = self.batch_inputs(session, rows, true)?;
             let out = interpreter
                 .invoke(values)
                 .map_err(|e| format!("{}: {e}", file.display()))?;
