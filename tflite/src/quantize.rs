@@ -8,8 +8,9 @@
 //! zero point nudged to an integer in [-128, 127]), [`quantize_bias`] (int32,
 //! `scale = input_scale * weight_scale`) — and the integer kernels' helpers:
 //! [`quantize_multiplier`] (a real multiplier as a Q31 integer and a shift),
-//! [`multiply_by_quantized_multiplier`] (gemmlowp's saturating rounding
-//! doubling high multiply, then a rounding right shift),
+//! [`multiply_by_quantized_multiplier`] (`x * m * 2^shift` rounded once, as
+//! LiteRT's builds (`TFLITE_SINGLE_ROUNDING`) compute it; gemmlowp's double
+//! rounding is [`multiply_double_rounding`]),
 //! [`asymmetric_quantize_row`] (the hybrid kernels' per-row input
 //! quantization), [`round_half_away`].
 //!
@@ -78,7 +79,8 @@ pub fn quantize_value(x: f32, scale: f32, zero_point: i32) -> i8 {
 
 /// An int8 value as float (DEQUANTIZE: `scale * (q - zero_point)`).
 pub fn dequantize_value(q: i8, scale: f32, zero_point: i32) -> f32 {
-    scale * (i32::from(q) - zero_point) as f32
+    // TFLite's DEQUANTIZE computes in double.
+    (f64::from(scale) * f64::from(i32::from(q) - zero_point)) as f32
 }
 
 /// A float bias as int32 with scale `input_scale * weight_scale[c]` per
@@ -150,9 +152,16 @@ pub fn rounding_divide_by_pot(x: i32, exponent: i32) -> i32 {
     (x >> exponent) + i32::from(remainder > threshold)
 }
 
-/// TFLite's `MultiplyByQuantizedMultiplier` (the reference kernels' double
-/// rounding): `x * multiplier * 2^shift`.
+/// TFLite's `MultiplyByQuantizedMultiplier` as LiteRT is built
+/// (`TFLITE_SINGLE_ROUNDING`): `x * multiplier * 2^shift` rounded once.
 pub fn multiply_by_quantized_multiplier(x: i32, multiplier: i32, shift: i32) -> i32 {
+    multiply_single_rounding(x, multiplier, shift)
+}
+
+/// `MultiplyByQuantizedMultiplier` without `TFLITE_SINGLE_ROUNDING`
+/// (gemmlowp's double rounding: a rounding doubling high multiply, then a
+/// rounding right shift).
+pub fn multiply_double_rounding(x: i32, multiplier: i32, shift: i32) -> i32 {
     let left = shift.max(0);
     let right = (-shift).max(0);
     rounding_divide_by_pot(
@@ -203,4 +212,12 @@ pub fn asymmetric_quantize_row(values: &[f32], out: &mut [i8]) -> (f32, i32) {
         *q = r.clamp(i64::from(QMIN), i64::from(QMAX)) as i8;
     }
     (scale, nudged)
+}
+
+/// TFLite's `MultiplyByQuantizedMultiplier` built with `TFLITE_SINGLE_ROUNDING`:
+/// one rounding of `x * multiplier / 2^(31 - shift)`, halves up.
+pub fn multiply_single_rounding(x: i32, multiplier: i32, shift: i32) -> i32 {
+    let total_shift = 31 - shift;
+    let round = 1i64 << (total_shift - 1);
+    ((i64::from(x) * i64::from(multiplier) + round) >> total_shift) as i32
 }
