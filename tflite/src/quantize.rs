@@ -31,7 +31,7 @@ pub fn round_half_away(x: f64) -> f64 {
 /// depth]` matrix (row-major `w`): the scale of each channel and the values.
 /// A channel of zeros gets scale 1 (TF's converter's choice) and zeros.
 pub fn symmetric_per_channel(w: &[f32], channels: usize) -> (Vec<f32>, Vec<i8>) {
-    let depth = if channels == 0 { 0 } else { w.len() / channels };
+    let depth = w.len().checked_div(channels).unwrap_or(0);
     let mut scales = Vec::with_capacity(channels);
     let mut q = Vec::with_capacity(w.len());
     for c in 0..channels {
