@@ -288,8 +288,8 @@ pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> 
         }
     }
     // Activations to int8 (the float inputs get an int8 copy below).
-    for t in 0..n {
-        if let (Some((s, zp)), false) = (params[t], g0.inputs.contains(&(t as i32))) {
+    for (t, p) in params.iter().enumerate() {
+        if let (Some((s, zp)), false) = (*p, g0.inputs.contains(&(t as i32))) {
             let tensor = &mut model.subgraphs[0].tensors[t];
             tensor.tensor_type = TensorType::Int8;
             tensor.quantization = Some(per_tensor(s, zp));
