@@ -2,7 +2,7 @@
 //!
 //! Owns: the TFLite flatbuffer format of `schema.fbs` version 3 as far as
 //! specc writes it — [`schema`] (the schema's numbers), [`model`] (the tables
-//! as Rust values), [`write`] and [`read`] (the flatbuffer, by hand with the
+//! as Rust values), [`write`](mod@write) and [`read`] (the flatbuffer, by hand with the
 //! `flatbuffers` crate's builder and a bounds-checked reader: no generated
 //! code), [`build`] (a model operator by operator, with the
 //! `serving_default` signature) — [`interpreter`] (float kernels of the

@@ -1,10 +1,10 @@
 //! The SGEMM as Cranelift IR, for code that must not call specc's runtime.
 //!
-//! Owns: [`build`], the body of a `specc_sgemm` with the runtime's signature
+//! Owns: `build`, the body of a `specc_sgemm` with the runtime's signature
 //! ([`super::emit::gemm_signature`]: `C = alpha * A @ B` with arbitrary
 //! strides in elements), which the ahead-of-time object
 //! ([`super::object`]) defines instead of importing the runtime's; and
-//! [`step_loop`], the counted loop it and the object's wrapper are built from.
+//! `step_loop`, the counted loop it and the object's wrapper are built from.
 //!
 //! Loops: rows of C outermost, then 16 columns at a time in four `f32x4`
 //! accumulators (A broadcast, B rows loaded as vectors) when B and C have

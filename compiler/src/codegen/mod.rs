@@ -19,7 +19,7 @@
 //! - [`object`]: ahead-of-time code: a planned function, its weights, the
 //!   GEMM ([`gemm`], the runtime's recipe as CLIF) and a C entry point in a
 //!   relocatable object file. The JIT and the object build each function
-//!   with the same [`build_function`], generic over `cranelift_module::Module`.
+//!   with the same `build_function`, generic over `cranelift_module::Module`.
 //!
 //! Invariant: the only call in generated code is to `specc_sgemm` (and, with
 //! `--profile`, `specc_profile_mark`); checked on the machine code by

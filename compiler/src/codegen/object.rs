@@ -2,7 +2,7 @@
 //! in a relocatable object file (`cranelift-object`).
 //!
 //! Owns: [`emit`], which writes an ELF (or the host's) object holding
-//! - the planned function, built by the same [`super::build_function`] as
+//! - the planned function, built by the same `super::build_function` as
 //!   the JIT's (local symbol);
 //! - `specc_sgemm` as Cranelift IR ([`super::gemm`], local), so the object
 //!   needs nothing of specc's runtime;

@@ -5,7 +5,7 @@
 //! nothing else: a checkpoint without optimizer slots serves), [`run`] (the
 //! loop: the source fills a batch of up to `max_batch` rows, one call of the
 //! compiled `predict`, its outputs to the [`PredictionWriter`]) and
-//! [`PredictError`]; the file formats are [`write`]'s.
+//! [`PredictError`]; the file formats are [`write`](mod@write)'s.
 //!
 //! Invariants: rows come out in the order the source gives them, one output
 //! row per input row, the last batch as short as the data; a refused restore
