@@ -5,7 +5,12 @@
 //! 1e-5 relative, `class` exactly, same row count and order. Also: a fixed
 //! batch export (last batch padded), JSON lines, and the errors (a model
 //! whose input the spec lacks, a file that is not a model, both
-//! `--checkpoint` and `--tflite`).
+//! `--checkpoint` and `--tflite`). Quantized exports (`--quantize dynamic`,
+//! `--quantize int8` calibrated on 300 rows) keep the float model's accuracy
+//! within 1 point, int8 probabilities are multiples of 1/256, the weights
+//! int8 per channel; `--quantize int8` without rows, with rows the feature
+//! columns refuse, or of a model with an operator it does not cover is an
+//! error and writes no file.
 
 mod cli;
 
@@ -199,4 +204,148 @@ fn tflite_predict_errors_name_the_file() {
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--checkpoint"), "{err}");
+}
+
+/// The accuracy of `predict` rows against the digits labels.
+fn accuracy(rows: &[Vec<f64>]) -> f64 {
+    let text = std::fs::read_to_string(digits_data()).unwrap();
+    let labels: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(labels.len(), rows.len());
+    let right = rows
+        .iter()
+        .zip(&labels)
+        .filter(|(r, l)| r[10] == **l)
+        .count();
+    right as f64 / labels.len() as f64
+}
+
+#[test]
+fn quantized_models_keep_the_float_accuracy() {
+    let dir = exported("quantized", &[]);
+    let spec = digits_spec();
+    let spec = spec.to_str().unwrap();
+    let data = digits_data();
+    let data = data.to_str().unwrap();
+    for (out, extra) in [
+        ("dynamic.tflite", vec!["--quantize", "dynamic"]),
+        (
+            "int8.tflite",
+            vec![
+                "--quantize",
+                "int8",
+                "--representative-data",
+                data,
+                "--samples",
+                "300",
+            ],
+        ),
+    ] {
+        let mut args = vec![
+            "export",
+            spec,
+            "--checkpoint",
+            "ckpt",
+            "--format",
+            "tflite",
+            "-o",
+            out,
+        ];
+        args.extend(extra);
+        let (code, stdout, err) = specc(&dir, &args);
+        assert_eq!(code, 0, "{err}");
+        if out == "int8.tflite" {
+            assert!(stdout.contains("calibrated on 300 rows"), "{stdout}");
+        } else {
+            assert!(stdout.contains("2 weight tensors to int8"), "{stdout}");
+        }
+    }
+    let float = predict(&dir, &["--tflite", "model.tflite"], "float.csv");
+    let dynamic = predict(&dir, &["--tflite", "dynamic.tflite"], "dynamic.csv");
+    let int8 = predict(&dir, &["--tflite", "int8.tflite"], "int8.csv");
+    let (f, d, q) = (accuracy(&float), accuracy(&dynamic), accuracy(&int8));
+    eprintln!("accuracy: float {f:.4}, dynamic {d:.4}, int8 {q:.4}");
+    assert!(f > 0.5, "{f}");
+    assert!((d - f).abs() <= 0.01, "dynamic {d} vs float {f}");
+    assert!((q - f).abs() <= 0.01, "int8 {q} vs float {f}");
+    // The int8 probabilities are multiples of 1/256.
+    for r in &int8 {
+        for &p in &r[..10] {
+            assert_eq!((p * 256.0).fract(), 0.0, "{p}");
+        }
+    }
+    // The model file holds int8 weights with per-channel scales.
+    let model = specc_tflite::read_file(&dir.join("int8.tflite")).unwrap();
+    let g = &model.subgraphs[0];
+    let w1 = g.tensors.iter().find(|t| t.name == "W1/transpose").unwrap();
+    assert_eq!(w1.tensor_type, specc_tflite::TensorType::Int8);
+    let q = w1.quantization.as_ref().unwrap();
+    assert_eq!((q.scale.len(), q.quantized_dimension), (128, 0));
+    assert!(q.zero_point.iter().all(|&z| z == 0));
+}
+
+#[test]
+fn quantize_errors_name_what_is_missing() {
+    let dir = exported("quantize_errors", &[]);
+    let spec = digits_spec();
+    let spec = spec.to_str().unwrap();
+    let export = |extra: &[&str]| {
+        let mut args = vec![
+            "export",
+            spec,
+            "--checkpoint",
+            "ckpt",
+            "--format",
+            "tflite",
+            "-o",
+            "q.tflite",
+        ];
+        args.extend_from_slice(extra);
+        specc(&dir, &args)
+    };
+    let (code, _, err) = export(&["--quantize", "int8"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--quantize int8 needs --representative-data"),
+        "{err}"
+    );
+    // Representative rows without the spec's columns.
+    std::fs::write(dir.join("bad.csv"), "a,b\n1,2\n").unwrap();
+    let (code, _, err) = export(&["--quantize", "int8", "--representative-data", "bad.csv"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("bad.csv"), "{err}");
+    assert!(!dir.join("q.tflite").exists());
+    // An operator full-integer quantization does not cover.
+    let data = digits_data();
+    let text = std::fs::read_to_string(digits_spec())
+        .unwrap()
+        .replace("data/digits.csv", data.to_str().unwrap())
+        .replace("loss = mean", "z = tanh(logits)\nloss = mean");
+    std::fs::write(dir.join("tanh.spec"), text).unwrap();
+    let (code, _, err) = specc(
+        &dir,
+        &[
+            "export",
+            "tanh.spec",
+            "--checkpoint",
+            "ckpt",
+            "--format",
+            "tflite",
+            "-o",
+            "q.tflite",
+            "--fetch",
+            "z",
+            "--quantize",
+            "int8",
+            "--representative-data",
+            data.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("(TANH computing `z`)"), "{err}");
+    assert!(err.contains("--quantize dynamic"), "{err}");
+    assert!(!dir.join("q.tflite").exists());
 }
