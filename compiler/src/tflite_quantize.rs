@@ -195,8 +195,9 @@ impl Calibration {
         }
     }
 
-    /// Runs `inputs` (a batch of `rows` rows, in the subgraph's input order)
-    /// through the float model and widens the ranges.
+    /// Runs `inputs` (in the subgraph's input order) through the float model
+    /// and widens the ranges with the first `rows` rows of every tensor (a
+    /// fixed-batch model's padding rows are not calibrated on).
     pub fn run(
         &mut self,
         interpreter: &Interpreter<'_>,
@@ -206,7 +207,12 @@ impl Calibration {
         let ranges = &mut self.ranges;
         interpreter.invoke_observed(inputs, &mut |t, v| {
             if let (Value::F32(a), Some(r)) = (v, ranges.get_mut(t)) {
-                for &x in a.iter().filter(|x| x.is_finite()) {
+                let a = a.as_standard_layout();
+                let take = match a.shape().first() {
+                    Some(&b) if b > rows => rows * (a.len() / b),
+                    _ => a.len(),
+                };
+                for &x in a.iter().take(take).filter(|x| x.is_finite()) {
                     *r = Some(match *r {
                         None => (x, x),
                         Some((lo, hi)) => (lo.min(x), hi.max(x)),

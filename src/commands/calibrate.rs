@@ -8,7 +8,8 @@
 //! range (`specc_compiler::tflite_quantize::Calibration`).
 //!
 //! Invariants: exactly `min(samples, rows in the file)` rows are
-//! calibrated on, in file order; a file with no rows, or rows the spec's
+//! calibrated on, in file order (a fixed-batch model runs padded batches
+//! whose padding rows are not calibrated on); a file with no rows, or rows the spec's
 //! feature columns refuse, is an error naming the file.
 
 use std::path::Path;
@@ -34,15 +35,28 @@ pub fn calibrate(
     data: &Path,
     samples: usize,
 ) -> Result<Calibration, Failure> {
-    let options = Options {
-        max_batch: Some(BATCH),
-        ..Options::default()
+    let compile = |batch: u32| {
+        let options = Options {
+            max_batch: Some(batch),
+            ..Options::default()
+        };
+        compile_with(src, Functions::PREDICT, &options).map_err(|d| report(&d, src))
     };
-    let program = compile_with(src, Functions::PREDICT, &options).map_err(|d| report(&d, src))?;
+    let mut program = compile(BATCH)?;
+    let name = Path::new("the exported model");
+    let mut predictor = TflitePredictor::new(model.clone(), name, &*program.session()?)?;
+    // A fixed-batch model: batches of its size, the last one padded.
+    let batch = match predictor.fixed_batch() {
+        Some(b) if b as u32 != BATCH => {
+            program = compile(b as u32)?;
+            predictor = TflitePredictor::new(model.clone(), name, &*program.session()?)?;
+            b as u32
+        }
+        _ => BATCH,
+    };
     let mut session = program.session()?;
-    let predictor = TflitePredictor::new(model.clone(), Path::new("the exported model"), &session)?;
     let reads = predictor.reads(session.layout.inputs.len());
-    let mut source = open_source(&program.model, &session, &reads, data, BATCH)?;
+    let mut source = open_source(&program.model, &session, &reads, data, batch)?;
     let interpreter = Interpreter::new(predictor.model())?;
     let mut calibration = Calibration::new(predictor.model());
     while calibration.rows() < samples {
@@ -51,7 +65,7 @@ pub fn calibrate(
             break;
         }
         let rows = rows.min(samples - calibration.rows());
-        let inputs = predictor.batch_inputs(&session, rows, false)?;
+        let inputs = predictor.batch_inputs(&session, rows, true)?;
         calibration
             .run(&interpreter, inputs, rows)
             .map_err(|e| format!("{}: {e}", data.display()))?;
