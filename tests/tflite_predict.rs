@@ -328,6 +328,23 @@ fn quantized_models_keep_the_float_accuracy() {
     let q = w1.quantization.as_ref().unwrap();
     assert_eq!((q.scale.len(), q.quantized_dimension), (128, 0));
     assert!(q.zero_point.iter().all(|&z| z == 0));
+    // `inspect` shows the operator versions and quantization parameters.
+    let (code, text, err) = specc(&dir, &["inspect", "int8.tflite"]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "QUANTIZE         v1 ",
+        "FULLY_CONNECTED  v4 ",
+        "SOFTMAX          v2 ",
+        "DEQUANTIZE       v2 ",
+        "probs/int8       INT8     [-1, 10] scale=[0.00390625] zero_point=[-128]",
+    ] {
+        assert!(text.contains(want), "{want} not in\n{text}");
+    }
+    let (_, text, _) = specc(&dir, &["inspect", "dynamic.tflite"]);
+    assert!(
+        text.contains("FULLY_CONNECTED  v12") && text.contains("asymmetric_quantize_inputs=true"),
+        "{text}"
+    );
 }
 
 #[test]
