@@ -8,12 +8,15 @@
 //! `MultiplyByQuantizedMultiplier` per channel, the output zero point and
 //! the activation's clamp), [`quantize`], [`dequantize`],
 //! [`softmax_int8`] and [`logistic_int8`] (the float function of the
-//! dequantized input requantized to the output's parameters: what LiteRT's
-//! lookup-table kernels compute, up to the table's float rounding), and
+//! dequantized input, requantized to the output's parameters — TFLite's
+//! reference kernels compute these in gemmlowp fixed point and its optimized
+//! ones from a lookup table, so a value on a rounding boundary can differ by
+//! one step; on the digits model specc's outputs equal LiteRT's default and
+//! reference kernels' bit for bit, `interop/test_tflite_int8.py`), and
 //! [`argmax_int8`].
 //!
-//! Invariants: the integer kernels compute TFLite's integers exactly (the
-//! arithmetic is `crate::quantize`'s); a tensor without the quantization
+//! Invariants: QUANTIZE, DEQUANTIZE, FULLY_CONNECTED and ARG_MAX compute
+//! TFLite's values exactly (the arithmetic is `crate::quantize`'s); a tensor without the quantization
 //! parameters a kernel needs is an error, never a panic.
 
 use ndarray::{ArrayD, Axis, IxDyn};
