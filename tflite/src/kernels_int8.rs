@@ -7,16 +7,14 @@
 //! int32 accumulation of `(x - x_zp) * w`, the int32 bias, then
 //! `MultiplyByQuantizedMultiplier` per channel, the output zero point and
 //! the activation's clamp), [`quantize`], [`dequantize`],
-//! [`softmax_int8`] and [`logistic_int8`] (the float function of the
-//! dequantized input, requantized to the output's parameters — TFLite's
-//! reference kernels compute these in gemmlowp fixed point and its optimized
-//! ones from a lookup table, so a value on a rounding boundary can differ by
-//! one step; on the digits model specc's outputs equal LiteRT's default and
-//! reference kernels' bit for bit, `interop/test_tflite_int8.py`), and
-//! [`argmax_int8`].
+//! [`softmax_int8`] (TFLite's reference integer kernel in gemmlowp fixed
+//! point, `crate::quantize::softmax_row_int8`), [`logistic_int8`] (the
+//! sigmoid of the dequantized input in float, requantized: TFLite's
+//! reference kernel uses fixed point, so a value on a rounding boundary can
+//! differ by one step) and [`argmax_int8`].
 //!
-//! Invariants: QUANTIZE, DEQUANTIZE, FULLY_CONNECTED and ARG_MAX compute
-//! TFLite's values exactly (the arithmetic is `crate::quantize`'s); a tensor without the quantization
+//! Invariants: QUANTIZE, DEQUANTIZE, FULLY_CONNECTED, SOFTMAX and ARG_MAX
+//! compute TFLite's reference values exactly (the arithmetic is `crate::quantize`'s); a tensor without the quantization
 //! parameters a kernel needs is an error, never a panic.
 
 use ndarray::{ArrayD, Axis, IxDyn};
@@ -24,7 +22,7 @@ use ndarray::{ArrayD, Axis, IxDyn};
 use crate::model::{Quantization, Tensor};
 use crate::quantize::{
     asymmetric_quantize_row, dequantize_value, multiply_by_quantized_multiplier,
-    quantize_multiplier, quantize_value, round_half_away,
+    quantize_multiplier, quantize_value, round_half_away, softmax_params, softmax_row_int8,
 };
 use crate::schema::ActivationFunctionType;
 
@@ -188,14 +186,28 @@ pub fn dequantize(x: &ArrayD<i8>, input: &Tensor) -> Result<ArrayD<f32>> {
     Ok(x.mapv(|q| dequantize_value(q, s, zp)))
 }
 
-/// SOFTMAX on int8 along the last axis: `exp(beta * scale * (q - max))` of
-/// each row in float, normalized, quantized to the output's parameters.
+/// SOFTMAX on int8 along the last axis: TFLite's reference integer kernel
+/// (gemmlowp fixed point) for the output parameters TFLite requires (scale
+/// 1/256, zero point -128); for others, `exp(beta * scale * (q - max))` in
+/// float, normalized and quantized.
 pub fn softmax_int8(x: &ArrayD<i8>, input: &Tensor, out: &Tensor, beta: f32) -> Result<ArrayD<i8>> {
     let (s, _) = per_tensor(input)?;
     let (os, ozp) = per_tensor(out)?;
     let last = x.ndim().checked_sub(1).ok_or("softmax of a scalar")?;
+    let reference = os == 1.0 / 256.0 && ozp == -128;
+    let params = softmax_params(f64::from(beta), f64::from(s));
     let mut y = ArrayD::<i8>::zeros(x.raw_dim());
+    let mut row_in = Vec::new();
+    let mut row_out = Vec::new();
     for (lane, mut out_lane) in x.lanes(Axis(last)).into_iter().zip(y.lanes_mut(Axis(last))) {
+        if reference {
+            row_in.clear();
+            row_in.extend(lane.iter().copied());
+            row_out.resize(row_in.len(), 0);
+            softmax_row_int8(&row_in, &mut row_out, params);
+            out_lane.iter_mut().zip(&row_out).for_each(|(o, &v)| *o = v);
+            continue;
+        }
         let max = lane.iter().copied().max().unwrap_or(0);
         let e: Vec<f32> = lane
             .iter()

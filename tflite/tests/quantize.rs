@@ -2,7 +2,8 @@
 //! here by hand, and the int8 and hybrid kernels on small models built in
 //! the test: per-channel weight scales, nudged zero points, bias scales,
 //! quantized multipliers, the rounding of `MultiplyByQuantizedMultiplier`
-//! (single and double rounding), the hybrid kernel's row quantization.
+//! (single and double rounding), the hybrid kernel's row quantization,
+//! the fixed-point int8 softmax.
 
 use ndarray::{ArrayD, IxDyn};
 use specc_tflite::model::Quantization;
@@ -211,4 +212,36 @@ fn hybrid_fully_connected_scales_by_row_and_channel() {
         panic!("{out:?}")
     };
     assert_eq!(y.as_slice().unwrap(), &[0.5 + dot as f32 * scale]);
+}
+
+#[test]
+fn int8_softmax_is_tflite_fixed_point() {
+    // scale 0.1, beta 1: multiplier 0.1 * 2^26 as Q31 with a left shift.
+    let params = softmax_params(1.0, 0.1);
+    let (m, shift) = quantize_multiplier(0.1 * (1u64 << 26) as f64);
+    assert_eq!((params.0, params.1), (m, shift));
+    assert_eq!(shift, 23);
+    // diff_min = -floor(31 * 2^26 / 2^23) = -248.
+    assert_eq!(params.2, -248);
+    let mut out = [0i8; 4];
+    // Equal inputs: 1/4 each, 64 steps of 1/256 above -128.
+    softmax_row_int8(&[5, 5, 5, 5], &mut out, params);
+    assert_eq!(out, [-64; 4]);
+    let mut out = [0i8; 2];
+    softmax_row_int8(&[9, 9], &mut out, params);
+    assert_eq!(out, [0, 0]);
+    // A difference of 255 steps (25.5) is below diff_min: exactly 0.
+    softmax_row_int8(&[127, -128], &mut out, params);
+    assert_eq!(out, [127, -128]);
+    // exp(-1) / (1 + exp(-1)) = 0.26894 -> 68.85 steps -> -59; the other
+    // 0.73106 -> 187.15 -> 59.
+    softmax_row_int8(&[0, 10], &mut out, params);
+    assert_eq!(out, [-59, 59]);
+    assert_eq!(exp_on_negative_values(0, 5), i32::MAX);
+    // exp(-1) in Q0.31 (1 is 2^26 with 5 integer bits).
+    let e = exp_on_negative_values(-(1 << 26), 5);
+    assert!(
+        (f64::from(e) / 2f64.powi(31) - (-1f64).exp()).abs() < 1e-6,
+        "{e}"
+    );
 }
