@@ -165,6 +165,18 @@ enum Command {
         /// `tflite`: a fixed batch size (default: a dynamic batch dimension).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         batch: Option<u32>,
+        /// `tflite`: post-training quantization as `tf.lite.Optimize.DEFAULT`: `dynamic` (int8
+        /// weights, float activations) or `int8` (full integer, calibrated on
+        /// --representative-data; float inputs and outputs).
+        #[arg(long, value_enum)]
+        quantize: Option<QuantizeMode>,
+        /// `--quantize int8`: rows to calibrate on (CSV or TFRecord, through the spec's feature
+        /// columns; no label needed).
+        #[arg(long, value_name = "FILE")]
+        representative_data: Option<PathBuf>,
+        /// `--quantize int8`: calibrate on the first N rows of --representative-data.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        samples: u64,
         /// `object`: the C function's name.
         #[arg(long, default_value = "specc_predict")]
         symbol: String,
@@ -188,8 +200,13 @@ enum Command {
     Predict {
         spec: PathBuf,
         /// A checkpoint directory (its latest checkpoint) or a checkpoint prefix (DIR/model.ckpt-100).
-        #[arg(long)]
-        checkpoint: PathBuf,
+        #[arg(long, required_unless_present = "tflite", conflicts_with = "tflite")]
+        checkpoint: Option<PathBuf>,
+        /// Run this exported TensorFlow Lite model (`specc export --format tflite`, float or
+        /// quantized) in specc's interpreter instead of the compiled spec and a checkpoint; the
+        /// spec still preprocesses the data.
+        #[arg(long, value_name = "MODEL")]
+        tflite: Option<PathBuf>,
         /// The rows to predict: a CSV file (gzip recognised; no label column needed) or a
         /// TFRecord file of tf.train.Example.
         #[arg(long)]
@@ -219,6 +236,13 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+}
+
+/// `specc export --quantize`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum QuantizeMode {
+    Dynamic,
+    Int8,
 }
 
 /// The text format of `specc predict`.
@@ -391,17 +415,43 @@ fn main() -> ExitCode {
             output,
             fetch,
             batch,
+            quantize,
+            representative_data,
+            samples,
             symbol,
         } => match format {
-            ExportFormat::Tflite => commands::export::run(
-                &spec,
-                &commands::export::ExportOptions {
-                    checkpoint: &checkpoint,
-                    output: &output,
-                    outputs: &fetch,
-                    batch,
-                },
-            ),
+            ExportFormat::Tflite => {
+                use commands::export::Quantize;
+                let quantize = match (quantize, representative_data.as_deref()) {
+                    (None, None) => Ok(Quantize::None),
+                    (Some(QuantizeMode::Dynamic), None) => Ok(Quantize::Dynamic),
+                    (Some(QuantizeMode::Int8), Some(data)) => Ok(Quantize::Int8 {
+                        data,
+                        samples: samples as usize,
+                    }),
+                    (Some(QuantizeMode::Int8), None) => Err(Failure::from(
+                        "--quantize int8 needs --representative-data FILE (rows to calibrate on)",
+                    )),
+                    (_, Some(_)) => Err(Failure::from(
+                        "--representative-data is for --quantize int8",
+                    )),
+                };
+                quantize.and_then(|quantize| {
+                    commands::export::run(
+                        &spec,
+                        &commands::export::ExportOptions {
+                            checkpoint: &checkpoint,
+                            output: &output,
+                            outputs: &fetch,
+                            batch,
+                            quantize,
+                        },
+                    )
+                })
+            }
+            ExportFormat::Object if quantize.is_some() => {
+                Err(Failure::from("--quantize is for --format tflite"))
+            }
             ExportFormat::Object => commands::export_object::run(
                 &spec,
                 &commands::export_object::ObjectOptions {
@@ -422,6 +472,7 @@ fn main() -> ExitCode {
         Command::Predict {
             spec,
             checkpoint,
+            tflite,
             data,
             output,
             format,
@@ -429,7 +480,8 @@ fn main() -> ExitCode {
         } => commands::predict::run(
             &spec,
             &commands::predict::PredictOptions {
-                checkpoint: &checkpoint,
+                checkpoint: checkpoint.as_deref(),
+                tflite: tflite.as_deref(),
                 data: &data,
                 output: output.as_deref(),
                 format: format.map(|f| match f {

@@ -38,6 +38,7 @@ pub mod passes;
 pub mod plan;
 pub mod sema;
 pub mod tflite;
+pub mod tflite_quantize;
 
 use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};
 

@@ -5,8 +5,10 @@
 //! bindings `--fetch` names; the feature inputs they need, in the spec's
 //! order), reading the
 //! parameters from the checkpoint, and writing the file (a temporary file
-//! renamed into place). The lowering is `specc_compiler::tflite`, the format
-//! `specc_tflite`.
+//! renamed into place), and the post-training quantization asked for
+//! (`--quantize dynamic|int8`: `specc_compiler::tflite_quantize`, the
+//! calibration rows `calibrate`). The lowering is `specc_compiler::tflite`,
+//! the format `specc_tflite`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,6 +16,7 @@ use std::path::Path;
 use ndarray::{ArrayD, IxDyn};
 use specc_compiler::model::InputRole;
 use specc_compiler::tflite::{export_tflite, TfliteExport};
+use specc_compiler::tflite_quantize::{quantize_dynamic, quantize_int8};
 use specc_runtime::checkpoint::BundleReader;
 
 use crate::load::{read_spec, report};
@@ -27,6 +30,19 @@ pub struct ExportOptions<'a> {
     pub outputs: &'a [String],
     /// A fixed batch size instead of a dynamic one.
     pub batch: Option<u32>,
+    /// Post-training quantization.
+    pub quantize: Quantize<'a>,
+}
+
+/// `--quantize`: what `tf.lite.Optimize.DEFAULT` does.
+#[derive(Clone, Copy, Debug)]
+pub enum Quantize<'a> {
+    /// A float model.
+    None,
+    /// Dynamic-range: int8 FULLY_CONNECTED weights, float activations.
+    Dynamic,
+    /// Full-integer int8, calibrated on the first `samples` rows of `data`.
+    Int8 { data: &'a Path, samples: usize },
 }
 
 pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
@@ -129,6 +145,31 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     };
     let tflite = specc_compiler::guard(|| export_tflite(&request).map_err(|d| vec![d]))
         .map_err(|d| report(&d, &src))?;
+    let tflite = match o.quantize {
+        Quantize::None => tflite,
+        Quantize::Dynamic => {
+            let (m, n) = quantize_dynamic(&tflite)?;
+            println!(
+                "{}: dynamic-range quantization: {n} weight tensor{} to int8",
+                o.output.display(),
+                if n == 1 { "" } else { "s" }
+            );
+            m
+        }
+        Quantize::Int8 { data, samples } => {
+            let calibration = super::calibrate::calibrate(&src, &tflite, data, samples)?;
+            let m = quantize_int8(&tflite, &calibration)
+                .map_err(|e| format!("{}: {e}", o.output.display()))?;
+            println!(
+                "{}: int8 quantization calibrated on {} row{} of {}",
+                o.output.display(),
+                calibration.rows(),
+                if calibration.rows() == 1 { "" } else { "s" },
+                data.display()
+            );
+            m
+        }
+    };
     specc_tflite::write_file(&tflite, o.output)?;
     write_features(&model, spec, &inputs, o.output)?;
     let g0 = &tflite.subgraphs[0];

@@ -83,8 +83,9 @@ pub fn run(path: &Path, json_out: bool) -> Result<(), Failure> {
         println!("operators:");
         for (k, op) in g.operators.iter().enumerate() {
             let name = model.builtin(op).map_or("?".into(), |b| b.name());
+            let version = version(&model, op);
             println!(
-                "  {k:>4}  {name:16} inputs {:?} outputs {:?} {}",
+                "  {k:>4}  {name:16} v{version:<2} inputs {:?} outputs {:?} {}",
                 op.inputs,
                 op.outputs,
                 op.options.describe()
@@ -132,7 +133,8 @@ fn to_json(model: &Model) -> Value {
                 .iter()
                 .map(|op| {
                     let name = model.builtin(op).map_or("?".into(), |b| b.name());
-                    json!({"builtin": name, "inputs": op.inputs, "outputs": op.outputs,
+                    json!({"builtin": name, "version": version(model, op),
+                           "inputs": op.inputs, "outputs": op.outputs,
                            "options": op.options.describe()})
                 })
                 .collect();
@@ -155,4 +157,12 @@ fn to_json(model: &Model) -> Value {
         .collect();
     json!({"version": model.version, "subgraphs": subgraphs, "signature_defs": signatures,
            "min_runtime_version": model.metadata_string("min_runtime_version")})
+}
+
+/// The operator's version (its operator code's).
+fn version(model: &specc_tflite::Model, op: &specc_tflite::Operator) -> i32 {
+    model
+        .operator_codes
+        .get(op.opcode_index as usize)
+        .map_or(0, |c| c.version)
 }

@@ -26,7 +26,9 @@ use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
 use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
 };
+use specc_runtime::session::Session;
 
+use super::predict_tflite::TflitePredictor;
 use crate::load::{read_spec, report};
 use crate::Failure;
 
@@ -34,7 +36,11 @@ use crate::Failure;
 const DEFAULT_BATCH: u32 = 1024;
 
 pub struct PredictOptions<'a> {
-    pub checkpoint: &'a Path,
+    /// The trained parameters for the compiled `predict` function.
+    pub checkpoint: Option<&'a Path>,
+    /// Instead of a checkpoint: an exported TFLite model run by specc's
+    /// interpreter (`predict_tflite`).
+    pub tflite: Option<&'a Path>,
     pub data: &'a Path,
     pub output: Option<&'a Path>,
     /// `None`: from the output's name (`.jsonl`, `.json`: JSON lines), else CSV.
@@ -45,6 +51,12 @@ pub struct PredictOptions<'a> {
 pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
     let src = read_spec(spec)?;
     let checked = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
+    if let Some(tflite) = opts.tflite {
+        return run_tflite(&src, &checked, tflite, opts);
+    }
+    let checkpoint = opts
+        .checkpoint
+        .ok_or("specc predict needs --checkpoint DIR or --tflite MODEL")?;
     if checked.functions.predict.is_none() {
         let d = Diagnostic::new(
             "missing-item",
@@ -68,7 +80,7 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
     let model = &program.model;
     let function = model.functions.predict.as_ref().expect("checked above");
 
-    let prefix = super::inspect::resolve(opts.checkpoint)?;
+    let prefix = super::inspect::resolve(checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
     predict::restore_parameters(&mut session, &reader).map_err(|e| e.to_string())?;
@@ -83,22 +95,13 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         .filter(|(_, r)| **r)
         .map(|(l, _)| l.name.as_str())
         .collect();
-    let inputs: Vec<_> = model
-        .input_specs()
-        .into_iter()
-        .filter(|i| read_names.contains(&i.name.as_str()))
-        .collect();
     let reads: Vec<bool> = session
         .layout
         .inputs
         .iter()
         .map(|l| read_names.contains(&l.name.as_str()))
         .collect();
-    let stream = stream_spec(model, opts.data);
-    let layout = session.layout.clone();
-    let mut source =
-        StreamingBatches::reading(&stream, &inputs, &layout, &reads, batch as usize, 0, 0)
-            .map_err(|e| e.to_string())?;
+    let mut source = open_source(model, &session, &reads, opts.data, batch)?;
     let f = session
         .function_index(PREDICT_FUNCTION)
         .ok_or("the predict function was not compiled")?;
@@ -118,34 +121,129 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         })
         .collect();
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
-    let rows = match opts.output {
+    let rows = write_predictions(opts.output, format, columns, |w| {
+        predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
+    })?;
+    finished(rows, &prefix, opts.output);
+    Ok(())
+}
+
+/// `--tflite`: the exported model in specc's TFLite interpreter, fed by the
+/// spec's feature columns.
+fn run_tflite(
+    src: &specc_grammar::SourceFile,
+    checked: &specc_compiler::Model,
+    tflite: &Path,
+    opts: &PredictOptions<'_>,
+) -> Result<(), Failure> {
+    if let Some(c) = opts.checkpoint {
+        return Err(format!(
+            "--tflite runs the model's own weights; --checkpoint {} is not used with it",
+            c.display()
+        )
+        .into());
+    }
+    let mut batch = opts
+        .batch
+        .unwrap_or_else(|| DEFAULT_BATCH.max(checked.train.batch));
+    // A session for its input buffers and pipeline (nothing is called): the
+    // spec's preprocessing without its parameters.
+    let compile = |batch: u32| {
+        let options = Options {
+            max_batch: Some(batch),
+            ..Options::default()
+        };
+        compile_with(src, Functions::PREDICT, &options).map_err(|d| report(&d, src))
+    };
+    let mut program = compile(batch)?;
+    let predictor = {
+        let session = program.session()?;
+        TflitePredictor::open(tflite, &session)?
+    };
+    if let Some(fixed) = predictor.fixed_batch() {
+        if fixed as u32 != batch {
+            batch = fixed as u32;
+            program = compile(batch)?;
+        }
+    }
+    let mut session = program.session()?;
+    let reads = predictor.reads(session.layout.inputs.len());
+    let mut source = open_source(&program.model, &session, &reads, opts.data, batch)?;
+    let format = opts.format.unwrap_or_else(|| format_of(opts.output));
+    let rows = write_predictions(opts.output, format, predictor.columns(), |w| {
+        predictor.run(tflite, &mut session, &mut source, w)
+    })?;
+    finished(rows, tflite, opts.output);
+    Ok(())
+}
+
+/// The data file (CSV, or TFRecord when it reads like one) streamed through the spec's feature columns, reading the
+/// session inputs `reads` marks.
+pub(crate) fn open_source(
+    model: &specc_compiler::Model,
+    session: &Session,
+    reads: &[bool],
+    data: &Path,
+    batch: u32,
+) -> Result<StreamingBatches, Failure> {
+    let inputs: Vec<_> = model
+        .input_specs()
+        .into_iter()
+        .filter(|i| {
+            session
+                .layout
+                .inputs
+                .iter()
+                .zip(reads)
+                .any(|(l, r)| *r && l.name == i.name)
+        })
+        .collect();
+    let stream = stream_spec(model, data);
+    let layout = session.layout.clone();
+    Ok(
+        StreamingBatches::reading(&stream, &inputs, &layout, reads, batch as usize, 0, 0)
+            .map_err(|e| e.to_string())?,
+    )
+}
+
+/// The predictions to stdout or to `output` (written whole or not at all),
+/// by `run` into a writer of `columns`.
+fn write_predictions(
+    output: Option<&Path>,
+    format: OutputFormat,
+    columns: Vec<OutputColumn>,
+    run: impl FnOnce(&mut PredictionWriter<Box<dyn Write + '_>>) -> Result<u64, String>,
+) -> Result<u64, String> {
+    match output {
         None => {
-            let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let out: Box<dyn Write> =
+                Box::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
             let mut w = PredictionWriter::new(out, "stdout", format, columns);
-            let rows =
-                predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
-            w.finish().map_err(|e| format!("stdout: {e}"))?;
-            rows
+            let rows = run(&mut w)?;
+            w.finish()
+                .and_then(|mut o| o.flush())
+                .map_err(|e| format!("stdout: {e}"))?;
+            Ok(rows)
         }
         Some(path) => write_file(path, |out| {
+            let out: Box<dyn Write> = Box::new(out);
             let mut w = PredictionWriter::new(out, path, format, columns);
-            let rows =
-                predict::run(&mut session, f, &mut source, &mut w).map_err(|e| e.to_string())?;
-            let mut out = w.finish().map_err(|e| format!("{}: {e}", path.display()))?;
-            out.flush()
+            let rows = run(&mut w)?;
+            w.finish()
+                .and_then(|mut o| o.flush())
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(rows)
-        })?,
-    };
-    let to = opts
-        .output
-        .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+        }),
+    }
+}
+
+fn finished(rows: u64, from: &Path, output: Option<&Path>) {
+    let to = output.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
     eprintln!(
         "specc: predicted {rows} row{} from {} to {to}",
         if rows == 1 { "" } else { "s" },
-        prefix.display()
+        from.display()
     );
-    Ok(())
 }
 
 /// How `--data` is read: CSV (the spec's `na_value` when it streams CSV),

@@ -1,5 +1,6 @@
 //! A small interpreter of TFLite models: the float32 (and int32/bool)
-//! kernels of the builtin operators specc exports.
+//! kernels of the builtin operators specc exports, and the int8 and hybrid
+//! kernels of its quantized exports (`crate::kernels_int8`).
 //!
 //! Owns: [`Interpreter`] (constants decoded once, then any number of
 //! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
@@ -12,6 +13,7 @@
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Zip};
 
+use crate::kernels_int8 as int8;
 use crate::model::{f32_values, i32_values, i64_values, BuiltinOptions, Model, Operator};
 use crate::schema::{ActivationFunctionType, BuiltinOperator as B, TensorType};
 
@@ -21,6 +23,7 @@ type Result<T> = std::result::Result<T, String>;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     F32(ArrayD<f32>),
+    I8(ArrayD<i8>),
     I32(ArrayD<i32>),
     I64(ArrayD<i64>),
     Bool(ArrayD<bool>),
@@ -30,6 +33,7 @@ impl Value {
     pub fn shape(&self) -> &[usize] {
         match self {
             Value::F32(a) => a.shape(),
+            Value::I8(a) => a.shape(),
             Value::I32(a) => a.shape(),
             Value::I64(a) => a.shape(),
             Value::Bool(a) => a.shape(),
@@ -39,16 +43,19 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::F32(_) => "FLOAT32",
+            Value::I8(_) => "INT8",
             Value::I32(_) => "INT32",
             Value::I64(_) => "INT64",
             Value::Bool(_) => "BOOL",
         }
     }
 
-    /// The values as f32 (integers and booleans converted).
+    /// The values as f32 (integers and booleans converted; int8 values as
+    /// the integers, not dequantized).
     pub fn to_f32(&self) -> ArrayD<f32> {
         match self {
             Value::F32(a) => a.clone(),
+            Value::I8(a) => a.mapv(f32::from),
             Value::I32(a) => a.mapv(|v| v as f32),
             Value::I64(a) => a.mapv(|v| v as f32),
             Value::Bool(a) => a.mapv(|v| if v { 1.0 } else { 0.0 }),
@@ -118,6 +125,10 @@ impl<'m> Interpreter<'m> {
                     ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b != 0).collect())
                         .map_err(bad)?,
                 ),
+                TensorType::Int8 => Value::I8(
+                    ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b as i8).collect())
+                        .map_err(bad)?,
+                ),
                 other => {
                     return Err(format!(
                         "tensor `{}`: constants of type {other} are not supported by specc's interpreter",
@@ -168,6 +179,16 @@ impl<'m> Interpreter<'m> {
 
     /// Runs the first subgraph on `inputs` (in its input order).
     pub fn invoke(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.invoke_observed(inputs, &mut |_, _| {})
+    }
+
+    /// [`Interpreter::invoke`], showing `observe` every input and every
+    /// operator's output as it is computed, by tensor index (calibration).
+    pub fn invoke_observed(
+        &self,
+        inputs: Vec<Value>,
+        observe: &mut dyn FnMut(usize, &Value),
+    ) -> Result<Vec<Value>> {
         let g = &self.model.subgraphs[0];
         if inputs.len() != g.inputs.len() {
             return Err(format!(
@@ -180,6 +201,7 @@ impl<'m> Interpreter<'m> {
         for (v, &t) in inputs.into_iter().zip(&g.inputs) {
             let tensor = &g.tensors[t as usize];
             check_input(tensor, &v)?;
+            observe(t as usize, &v);
             values[t as usize] = Some(v);
         }
         for (k, op) in g.operators.iter().enumerate() {
@@ -196,6 +218,7 @@ impl<'m> Interpreter<'m> {
                     op.outputs.len()
                 ));
             };
+            observe(out as usize, &result);
             values[out as usize] = Some(result);
         }
         g.outputs
@@ -257,6 +280,118 @@ impl<'m> Interpreter<'m> {
         };
         let activation = act(&op.options);
         let v = match builtin {
+            B::FullyConnected if !matches!(arg(1)?, Value::F32(_)) => {
+                let tensor = |i: usize| &g.tensors[op.inputs[i] as usize];
+                let out = &g.tensors[op.outputs[0] as usize];
+                let keep = matches!(
+                    op.options,
+                    BuiltinOptions::FullyConnected {
+                        keep_num_dims: true,
+                        ..
+                    }
+                );
+                let Value::I8(w) = arg(1)? else {
+                    return Err(format!("weights of type {}", arg(1)?.type_name()));
+                };
+                let (y, x_shape) = match arg(0)? {
+                    Value::F32(x) => {
+                        if !matches!(
+                            op.options,
+                            BuiltinOptions::FullyConnected {
+                                asymmetric_quantize_inputs: true,
+                                ..
+                            }
+                        ) {
+                            return Err("hybrid FULLY_CONNECTED without asymmetric_quantize_inputs is not supported by specc's interpreter".into());
+                        }
+                        let bias = match opt_arg(2)? {
+                            Some(b) => Some(b.f32()?),
+                            None => None,
+                        };
+                        let y = int8::fully_connected_hybrid(x, w, tensor(1), bias)?;
+                        (
+                            Value::F32(apply_activation(y, activation)?),
+                            x.shape().to_vec(),
+                        )
+                    }
+                    Value::I8(x) => {
+                        let bias = match opt_arg(2)? {
+                            Some(Value::I32(b)) => Some(b),
+                            Some(b) => {
+                                return Err(format!(
+                                    "an int8 FULLY_CONNECTED with a {} bias",
+                                    b.type_name()
+                                ))
+                            }
+                            None => None,
+                        };
+                        let y = int8::fully_connected_int8(
+                            x,
+                            tensor(0),
+                            w,
+                            tensor(1),
+                            bias,
+                            out,
+                            activation,
+                        )?;
+                        (Value::I8(y), x.shape().to_vec())
+                    }
+                    v => return Err(format!("input of type {}", v.type_name())),
+                };
+                let units = w.shape()[0];
+                let mut shape = if keep {
+                    x_shape[..x_shape.len() - 1].to_vec()
+                } else {
+                    vec![y.shape()[0]]
+                };
+                shape.push(units);
+                map_value(&y, |a| reshape(a, &shape))?
+            }
+            B::Quantize => {
+                let out = &g.tensors[op.outputs[0] as usize];
+                Value::I8(int8::quantize(arg(0)?.f32()?, out)?)
+            }
+            B::Dequantize => {
+                let Value::I8(x) = arg(0)? else {
+                    return Err(format!("input of type {}", arg(0)?.type_name()));
+                };
+                Value::F32(int8::dequantize(x, &g.tensors[op.inputs[0] as usize])?)
+            }
+            B::Softmax | B::Logistic if matches!(arg(0)?, Value::I8(_)) => {
+                let Value::I8(x) = arg(0)? else {
+                    unreachable!("matched above")
+                };
+                let input = &g.tensors[op.inputs[0] as usize];
+                let out = &g.tensors[op.outputs[0] as usize];
+                if builtin == B::Logistic {
+                    Value::I8(int8::logistic_int8(x, input, out)?)
+                } else {
+                    let beta = match op.options {
+                        BuiltinOptions::Softmax { beta } => beta,
+                        _ => 1.0,
+                    };
+                    Value::I8(int8::softmax_int8(x, input, out, beta)?)
+                }
+            }
+            B::ArgMax if matches!(arg(0)?, Value::I8(_)) => {
+                let Value::I8(x) = arg(0)? else {
+                    unreachable!("matched above")
+                };
+                let axis = match arg(1)?.ints()?[..] {
+                    [a] => normalize_axis(a, x.ndim())?,
+                    _ => return Err("the axis is not one value".into()),
+                };
+                if x.shape()[axis] == 0 {
+                    return Err("argmax over an empty axis".into());
+                }
+                let idx = int8::argmax_int8(x, axis);
+                match op.options {
+                    BuiltinOptions::ArgMax {
+                        output_type: TensorType::Int32,
+                    } => Value::I32(idx.mapv(|v| v as i32)),
+                    _ => Value::I64(idx),
+                }
+            }
             B::Add | B::Sub | B::Mul | B::Div | B::Maximum | B::Minimum | B::Pow => {
                 let (a, b) = (arg(0)?, arg(1)?);
                 match (a, b) {
@@ -581,6 +716,7 @@ fn check_input(t: &crate::model::Tensor, v: &Value) -> Result<()> {
     let ok_type = matches!(
         (t.tensor_type, v),
         (TensorType::Float32, Value::F32(_))
+            | (TensorType::Int8, Value::I8(_))
             | (TensorType::Int32, Value::I32(_))
             | (TensorType::Int64, Value::I64(_))
             | (TensorType::Bool, Value::Bool(_))
@@ -607,6 +743,7 @@ fn map_value(v: &Value, f: impl Fn(&ArrayD<f32>) -> Result<ArrayD<f32>>) -> Resu
     // float and int tensors.
     match v {
         Value::F32(a) => f(a).map(Value::F32),
+        Value::I8(a) => f(&a.mapv(f32::from)).map(|r| Value::I8(r.mapv(|x| x as i8))),
         Value::I32(a) => f(&a.mapv(|x| x as f32)).map(|r| Value::I32(r.mapv(|x| x as i32))),
         other => Err(format!(
             "{} tensors are not supported by this operator",

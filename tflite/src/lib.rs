@@ -5,8 +5,10 @@
 //! as Rust values), [`write`](mod@write) and [`read`] (the flatbuffer, by hand with the
 //! `flatbuffers` crate's builder and a bounds-checked reader: no generated
 //! code), [`build`] (a model operator by operator, with the
-//! `serving_default` signature) — and [`interpreter`] (float kernels of the
-//! operators specc exports, so an exported file runs in Rust).
+//! `serving_default` signature) — [`interpreter`] (float kernels of the
+//! operators specc exports, so an exported file runs in Rust; the int8 and
+//! hybrid ones are [`kernels_int8`]) and [`quantize`] (the arithmetic of
+//! int8 quantization: parameters, multipliers, rounding).
 //!
 //! The crate knows nothing of specc's IR: the compiler lowers its forward
 //! graph to a [`Model`] (`specc_compiler::tflite`), and a program that only
@@ -19,7 +21,9 @@
 
 pub mod build;
 pub mod interpreter;
+pub mod kernels_int8;
 pub mod model;
+pub mod quantize;
 pub mod read;
 pub mod schema;
 pub mod write;

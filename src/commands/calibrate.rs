@@ -1,0 +1,77 @@
+//! `specc export --quantize int8 --representative-data FILE [--samples N]`:
+//! the calibration rows.
+//!
+//! Owns: reading the first `samples` rows of the representative data
+//! through the spec's feature columns and input pipeline (as `specc predict`
+//! reads data: CSV or TFRecord, no label needed) and running them through
+//! the float model in specc's interpreter to record every activation's
+//! range (`specc_compiler::tflite_quantize::Calibration`).
+//!
+//! Invariants: exactly `min(samples, rows in the file)` rows are
+//! calibrated on, in file order (a fixed-batch model runs padded batches
+//! whose padding rows are not calibrated on); a file with no rows, or rows the spec's
+//! feature columns refuse, is an error naming the file.
+
+use std::path::Path;
+
+use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::tflite_quantize::Calibration;
+use specc_grammar::SourceFile;
+use specc_tflite::{Interpreter, Model};
+
+use super::predict::open_source;
+use super::predict_tflite::TflitePredictor;
+use crate::load::report;
+use crate::Failure;
+
+/// Rows per batch while calibrating.
+const BATCH: u32 = 256;
+
+/// The ranges of `model`'s activations over the first `samples` rows of
+/// `data`.
+pub fn calibrate(
+    src: &SourceFile,
+    model: &Model,
+    data: &Path,
+    samples: usize,
+) -> Result<Calibration, Failure> {
+    let compile = |batch: u32| {
+        let options = Options {
+            max_batch: Some(batch),
+            ..Options::default()
+        };
+        compile_with(src, Functions::PREDICT, &options).map_err(|d| report(&d, src))
+    };
+    let mut program = compile(BATCH)?;
+    let name = Path::new("the exported model");
+    let mut predictor = TflitePredictor::new(model.clone(), name, &*program.session()?)?;
+    // A fixed-batch model: batches of its size, the last one padded.
+    let batch = match predictor.fixed_batch() {
+        Some(b) if b as u32 != BATCH => {
+            program = compile(b as u32)?;
+            predictor = TflitePredictor::new(model.clone(), name, &*program.session()?)?;
+            b as u32
+        }
+        _ => BATCH,
+    };
+    let mut session = program.session()?;
+    let reads = predictor.reads(session.layout.inputs.len());
+    let mut source = open_source(&program.model, &session, &reads, data, batch)?;
+    let interpreter = Interpreter::new(predictor.model())?;
+    let mut calibration = Calibration::new(predictor.model());
+    while calibration.rows() < samples {
+        let rows = session.fill(&mut source).map_err(|e| e.to_string())?;
+        if rows == 0 {
+            break;
+        }
+        let rows = rows.min(samples - calibration.rows());
+        let inputs = predictor.batch_inputs(&session, rows, true)?;
+        calibration
+            .run(&interpreter, inputs, rows)
+            .map_err(|e| format!("{}: {e}", data.display()))?;
+    }
+    if calibration.rows() == 0 {
+        return Err(format!("{}: no rows to calibrate on", data.display()).into());
+    }
+    Ok(calibration)
+}
