@@ -7,13 +7,13 @@
 //! `step_loop`, the counted loop it and the object's wrapper are built from.
 //!
 //! Loops: k blocks outermost, then rows of C in register blocks (`LEVELS`:
-//! 6 rows at a time, then 2, then 1), then columns: when B and C have unit
-//! column strides, 8 columns at a time for 6-row blocks (12 `f32x4`
-//! accumulators, 2 vectors of B, 1 broadcast of A: 15 of x86-64's 16 vector
-//! registers, so nothing spills) and 16 for the narrower ones, then 4, then
-//! single columns with scalar accumulators over the same rows (the only path
-//! for other strides); `p` innermost. `fma` lowers to `vfmadd` on hosts with
-//! FMA (the object's ISA is the host's, [`super::object`]).
+//! 4 rows at a time, then 2, then 1), then columns: when B and C have unit
+//! column strides, 8 columns at a time for 4-row blocks (8 `f32x4`
+//! accumulators, B loaded once per step for all the rows, A broadcast) and
+//! 16 for the narrower ones, then 4, then single columns with scalar
+//! accumulators over the same rows (the only path for other strides); `p`
+//! innermost. `fma` lowers to `vfmadd` on hosts with FMA (the object's ISA
+//! is the host's, `super::object`).
 //!
 //! Invariants: every element of C is computed by the runtime SGEMM's recipe
 //! (`specc_runtime::sgemm`, "Determinism"): `k` cut into `ceil(k / 512)`
@@ -223,9 +223,11 @@ pub(crate) fn build(b: &mut FunctionBuilder, params: &[Value]) {
 /// `4 * w` columns at a time for each `w` of `widths` (`w` `f32x4`
 /// accumulators per row, unit column strides only), then one column at a
 /// time (scalar accumulators, any strides). Sized for x86-64's 16 vector
-/// registers: `rows * w` accumulators, `w` vectors of B and one broadcast of
-/// A stay in registers (6 x 2 + 2 + 1 = 15).
-const LEVELS: &[(usize, &[usize])] = &[(6, &[2, 1]), (2, &[4, 1]), (1, &[4, 1])];
+/// registers: Cranelift's `vfmadd213ps` ties its result to a multiplicand,
+/// so every fma also needs a copy of the broadcast of A, and the loads of A
+/// are scheduled ahead of the fmas; 4 x 8 (8 accumulators, 2 vectors of B)
+/// runs without spills where 6 x 8 spilled 6 vectors per step.
+const LEVELS: &[(usize, &[usize])] = &[(4, &[2, 1]), (2, &[4, 1]), (1, &[4, 1])];
 
 /// `mr` rows of C, from row `i`, within one k block.
 struct Rows {
