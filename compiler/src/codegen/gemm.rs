@@ -12,8 +12,8 @@
 //! accumulators, B loaded once per step for all the rows, A broadcast) and
 //! 16 for the narrower ones, then 4, then single columns with scalar
 //! accumulators over the same rows (the only path for other strides); `p`
-//! innermost. `fma` lowers to `vfmadd` on hosts with FMA (the object's ISA
-//! is the host's, `super::object`).
+//! innermost, two steps per iteration. `fma` lowers to `vfmadd` on hosts
+//! with FMA (the object's ISA is the host's, `super::object`).
 //!
 //! Invariants: every element of C is computed by the runtime SGEMM's recipe
 //! (`specc_runtime::sgemm`, "Determinism"): `k` cut into `ceil(k / 512)`
@@ -280,7 +280,8 @@ fn kernel(b: &mut FunctionBuilder, args: &Args, rows: &Rows, j: Value, vecs: usi
     b.def_var(bpv, bp);
     let z = b.ins().iconst(types::I64, 0);
     let pv = counter(b, z);
-    step_loop(b, pv, rows.kc, 1, &mut |b, _| {
+    // One step of p: every accumulator gets its fma, A and B advance.
+    let step = |b: &mut FunctionBuilder| {
         let a_ptr = b.use_var(ap);
         let b_ptr = b.use_var(bpv);
         let ys: Vec<Value> = (0..lanes)
@@ -304,7 +305,14 @@ fn kernel(b: &mut FunctionBuilder, args: &Args, rows: &Rows, j: Value, vecs: usi
         b.def_var(ap, a2);
         let b2 = b.ins().iadd(b_ptr, args.rsb4);
         b.def_var(bpv, b2);
+    };
+    // Two steps per iteration (less loop overhead: 1 row runs ~10% faster),
+    // then the odd one; p still increases one at a time.
+    step_loop(b, pv, rows.kc, 2, &mut |b, _| {
+        step(b);
+        step(b);
     });
+    step_loop(b, pv, rows.kc, 1, &mut |b, _| step(b));
     let jc = if scalar {
         b.ins().imul(j, args.csc4)
     } else {
