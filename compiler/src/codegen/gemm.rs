@@ -12,8 +12,9 @@
 //! accumulators, B loaded once per step for all the rows, A broadcast) and
 //! 16 for the narrower ones, then 4, then single columns with scalar
 //! accumulators over the same rows (the only path for other strides); `p`
-//! innermost, two steps per iteration. `fma` lowers to `vfmadd` on hosts
-//! with FMA (the object's ISA is the host's, `super::object`).
+//! innermost (two steps per iteration for single rows). `fma` lowers to
+//! `vfmadd` on hosts with FMA (the object's ISA is the host's,
+//! `super::object`); no kernel spills vector registers.
 //!
 //! Invariants: every element of C is computed by the runtime SGEMM's recipe
 //! (`specc_runtime::sgemm`, "Determinism"): `k` cut into `ceil(k / 512)`
@@ -306,12 +307,16 @@ fn kernel(b: &mut FunctionBuilder, args: &Args, rows: &Rows, j: Value, vecs: usi
         let b2 = b.ins().iadd(b_ptr, args.rsb4);
         b.def_var(bpv, b2);
     };
-    // Two steps per iteration (less loop overhead: 1 row runs ~10% faster),
-    // then the odd one; p still increases one at a time.
-    step_loop(b, pv, rows.kc, 2, &mut |b, _| {
-        step(b);
-        step(b);
-    });
+    // Single rows take two steps per iteration (less loop overhead: one row
+    // of digits runs ~10% faster); more rows would spill (the second step's
+    // loads are scheduled ahead of the first step's fmas). Then the odd one;
+    // p still increases one at a time.
+    if rows.mr == 1 {
+        step_loop(b, pv, rows.kc, 2, &mut |b, _| {
+            step(b);
+            step(b);
+        });
+    }
     step_loop(b, pv, rows.kc, 1, &mut |b, _| step(b));
     let jc = if scalar {
         b.ins().imul(j, args.csc4)
