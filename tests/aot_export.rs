@@ -39,10 +39,9 @@ fn digits_spec() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs/digits_mlp.spec")
 }
 
-/// Trains digits for a few steps into `dir/ck`, exports `FETCH` to
+/// Trains `spec` for a few steps into `dir/ck`, exports `FETCH` to
 /// `dir/model.o`, and compiles `predict.c` against it.
-fn setup(dir: &Path) -> PathBuf {
-    let spec = digits_spec();
+fn setup(dir: &Path, spec: &Path) -> PathBuf {
     let spec = spec.to_str().unwrap();
     let (code, _, err) = specc(
         dir,
@@ -84,17 +83,18 @@ fn setup(dir: &Path) -> PathBuf {
     exe
 }
 
-/// The digits program, its dataset, and a session with the function that
-/// computes `FETCH` (JIT-compiled from the same plan the object holds) and
-/// the checkpoint of `dir/ck` restored.
+/// The program of a spec, its dataset, and a session with the function
+/// that computes `FETCH` (JIT-compiled from the same plan the object holds)
+/// and the checkpoint of `dir/ck` restored; `input` names the one input.
 struct Reference {
     program: Program,
     data: Dataset,
     predict: Session,
+    input: &'static str,
 }
 
-fn reference(dir: &Path) -> Reference {
-    let path = digits_spec();
+fn reference(dir: &Path, path: &Path, input: &'static str) -> Reference {
+    let path = path.to_path_buf();
     let text = std::fs::read_to_string(&path).unwrap();
     let src = SourceFile::new(path.display().to_string(), text);
     let program = compile(&src, Functions::TRAIN).unwrap_or_else(|d| panic!("{d:?}"));
@@ -129,24 +129,26 @@ fn reference(dir: &Path) -> Reference {
         program,
         data,
         predict,
+        input,
     }
 }
 
-fn pixels(data: &Dataset) -> (&[f32], usize) {
-    let input = data.inputs.iter().find(|i| i.name == "pixels").unwrap();
+/// The rows of the float input `name`, and its width.
+fn pixels<'a>(data: &'a Dataset, name: &str) -> (&'a [f32], usize) {
+    let input = data.inputs.iter().find(|i| i.name == name).unwrap();
     match &input.values {
         Values::F32(v) => (v, input.width),
-        Values::I32(_) => panic!("pixels are floats"),
+        Values::I32(_) => panic!("{name} is floats"),
     }
 }
 
 impl Reference {
     /// `h` and `logits` of `rows` rows from row 0, concatenated per row.
     fn outputs(&mut self, rows: usize) -> Vec<f32> {
-        let (px, width) = pixels(&self.data);
+        let (px, width) = pixels(&self.data, self.input);
         let s = &mut self.predict;
         let max = s.max_batch();
-        let input = s.layout.inputs.iter().position(|i| i.name == "pixels");
+        let input = s.layout.inputs.iter().position(|i| i.name == self.input);
         let input = input.unwrap();
         let mut out = Vec::new();
         let mut r0 = 0;
@@ -194,13 +196,13 @@ fn run_c(exe: &Path, dir: &Path, px: &[f32], width: usize, rows: usize) -> Vec<f
 #[test]
 fn the_linked_object_computes_what_specc_computes() {
     let dir = fresh("digits");
-    let exe = setup(&dir);
-    let mut reference = reference(&dir);
+    let exe = setup(&dir, &digits_spec());
+    let mut reference = reference(&dir, &digits_spec(), "pixels");
     let total = reference.data.rows;
     let max = reference.predict.max_batch();
     assert_eq!(max, 64);
     assert!(total > 20 * max);
-    let (px, width) = pixels(&reference.data);
+    let (px, width) = pixels(&reference.data, "pixels");
     let px = px.to_vec();
     let out_width = 128 + 10;
     for rows in [1, max, 100, total] {
@@ -268,10 +270,66 @@ fn the_linked_object_computes_what_specc_computes() {
     );
 }
 
+/// A 600 -> 37 -> 5 MLP on synthetic data: widths that exercise every
+/// remainder path of the object's SGEMM (37 columns: 8-, 4- and 1-column
+/// tiles; 15 rows: 4-, 2- and 1-row blocks) and two k blocks (600 >
+/// 512), so equal bits check the blocked kernels against the runtime's
+/// recipe.
+#[test]
+fn the_object_gemm_matches_at_odd_widths_and_two_k_blocks() {
+    let dir = fresh("odd");
+    let spec = dir.join("odd.spec");
+    std::fs::write(
+        &spec,
+        "model odd_mlp\n\
+         data synthetic(rows = 300, features = 600, classes = 5, seed = 4, label_seed = 5, distribution = uniform)\n\
+         label label: int\n\
+         features {\n  x = numeric(x0..x599)\n}\n\
+         params {\n\
+         \x20 W1: [600, 37] = glorot_uniform(seed = 1)\n\
+         \x20 b1: [37] = zeros\n\
+         \x20 W2: [37, 5] = glorot_uniform(seed = 2)\n\
+         \x20 b2: [5] = zeros\n\
+         }\n\
+         h = relu(x @ W1 + b1)\n\
+         logits = h @ W2 + b2\n\
+         loss = mean(sparse_softmax_cross_entropy(label, logits))\n\
+         optimizer adam(learning_rate = 0.001)\n\
+         train { batch = 64, steps = 100, shuffle = 300, seed = 7 }\n",
+    )
+    .unwrap();
+    let exe = setup(&dir, &spec);
+    let mut reference = reference(&dir, &spec, "x");
+    assert_eq!(reference.predict.max_batch(), 64);
+    let (px, width) = pixels(&reference.data, "x");
+    assert_eq!(width, 600);
+    let px = px.to_vec();
+    let out_width = 37 + 5;
+    for rows in [1, 15, 64, 100, 300] {
+        let c = run_c(&exe, &dir, &px, width, rows);
+        let expected = reference.outputs(rows);
+        assert_eq!(c.len(), rows * out_width, "{rows} rows");
+        assert_eq!(expected.len(), c.len());
+        let differ: Vec<(usize, f32, f32)> = c
+            .iter()
+            .zip(&expected)
+            .enumerate()
+            .filter(|(_, (a, b))| a.to_bits() != b.to_bits())
+            .map(|(i, (a, b))| (i, *a, *b))
+            .take(10)
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{rows} rows: (index, object, specc) {differ:?}"
+        );
+        assert!(c.iter().any(|&x| x > 0.0) && c.iter().any(|&x| x < 0.0));
+    }
+}
+
 #[test]
 fn the_header_describes_the_rows_and_the_wrapper_checks_its_arguments() {
     let dir = fresh("header");
-    let exe = setup(&dir);
+    let exe = setup(&dir, &digits_spec());
     let h = std::fs::read_to_string(dir.join("model.h")).unwrap();
     for line in [
         "int specc_predict(const float *in, float *out, int rows);",

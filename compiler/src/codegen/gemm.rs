@@ -6,10 +6,15 @@
 //! ([`super::object`]) defines instead of importing the runtime's; and
 //! `step_loop`, the counted loop it and the object's wrapper are built from.
 //!
-//! Loops: rows of C outermost, then 16 columns at a time in four `f32x4`
-//! accumulators (A broadcast, B rows loaded as vectors) when B and C have
-//! unit column strides, then 4 columns, then single elements; any other
-//! strides go element by element.
+//! Loops: k blocks outermost, then rows of C in register blocks (`LEVELS`:
+//! 4 rows at a time, then 2, then 1), then columns: when B and C have unit
+//! column strides, 8 columns at a time for 4-row blocks (8 `f32x4`
+//! accumulators, B loaded once per step for all the rows, A broadcast) and
+//! 16 for the narrower ones, then 4, then single columns with scalar
+//! accumulators over the same rows (the only path for other strides); `p`
+//! innermost (two steps per iteration for single rows). `fma` lowers to
+//! `vfmadd` on hosts with FMA (the object's ISA is the host's,
+//! `super::object`); no kernel spills vector registers.
 //!
 //! Invariants: every element of C is computed by the runtime SGEMM's recipe
 //! (`specc_runtime::sgemm`, "Determinism"): `k` cut into `ceil(k / 512)`
@@ -70,11 +75,13 @@ struct Args {
     m: Value,
     n: Value,
     alpha: Value,
+    rsa4: Value,
     csa4: Value,
     b: Value,
     rsb4: Value,
     csb4: Value,
     c: Value,
+    rsc4: Value,
     csc4: Value,
 }
 
@@ -109,11 +116,13 @@ pub(crate) fn build(b: &mut FunctionBuilder, params: &[Value]) {
         m,
         n,
         alpha,
+        rsa4,
         csa4,
         b: bm,
         rsb4,
         csb4,
         c,
+        rsc4,
         csc4,
     };
 
@@ -168,32 +177,38 @@ pub(crate) fn build(b: &mut FunctionBuilder, params: &[Value]) {
         let b0 = b.ins().iadd(args.b, b_off);
         let z = b.ins().iconst(types::I64, 0);
         let iv = counter(b, z);
-        step_loop(b, iv, args.m, 1, &mut |b, i| {
-            let ra = b.ins().imul(i, rsa4);
-            let arow = b.ins().iadd(a0, ra);
-            let rc = b.ins().imul(i, rsc4);
-            let crow = b.ins().iadd(args.c, rc);
-            let row = Row {
-                arow,
-                brow: b0,
-                crow,
-                kc,
-                first,
-            };
-            let z = b.ins().iconst(types::I64, 0);
-            let jv = counter(b, z);
-            let vector = b.create_block();
-            let scalar = b.create_block();
-            b.ins().brif(vec_ok, vector, &[], scalar, &[]);
-            b.switch_to_block(vector);
-            b.seal_block(vector);
-            step_loop(b, jv, args.n, 16, &mut |b, j| tile(b, &args, &row, j, 4));
-            step_loop(b, jv, args.n, 4, &mut |b, j| tile(b, &args, &row, j, 1));
-            b.ins().jump(scalar, &[]);
-            b.switch_to_block(scalar);
-            b.seal_block(scalar);
-            step_loop(b, jv, args.n, 1, &mut |b, j| element(b, &args, &row, j));
-        });
+        for &(mr, widths) in LEVELS {
+            step_loop(b, iv, args.m, mr as i64, &mut |b, i| {
+                let ra = b.ins().imul(i, args.rsa4);
+                let arow = b.ins().iadd(a0, ra);
+                let rc = b.ins().imul(i, args.rsc4);
+                let crow = b.ins().iadd(args.c, rc);
+                let rows = Rows {
+                    arow,
+                    brow: b0,
+                    crow,
+                    kc,
+                    first,
+                    mr,
+                };
+                let z = b.ins().iconst(types::I64, 0);
+                let jv = counter(b, z);
+                let vector = b.create_block();
+                let scalar = b.create_block();
+                b.ins().brif(vec_ok, vector, &[], scalar, &[]);
+                b.switch_to_block(vector);
+                b.seal_block(vector);
+                for &vecs in widths {
+                    step_loop(b, jv, args.n, 4 * vecs as i64, &mut |b, j| {
+                        kernel(b, &args, &rows, j, vecs)
+                    });
+                }
+                b.ins().jump(scalar, &[]);
+                b.switch_to_block(scalar);
+                b.seal_block(scalar);
+                step_loop(b, jv, args.n, 1, &mut |b, j| kernel(b, &args, &rows, j, 0));
+            });
+        }
         let p0 = b.use_var(p0v);
         let p1 = b.ins().iadd(p0, kc);
         b.def_var(p0v, p1);
@@ -204,8 +219,19 @@ pub(crate) fn build(b: &mut FunctionBuilder, params: &[Value]) {
     b.ins().return_(&[]);
 }
 
-/// One row of C within one k block.
-struct Row {
+/// The register blocking, tried in order over the remaining rows of C:
+/// `(rows, widths)` runs the microkernel over `rows` rows at a time, first
+/// `4 * w` columns at a time for each `w` of `widths` (`w` `f32x4`
+/// accumulators per row, unit column strides only), then one column at a
+/// time (scalar accumulators, any strides). Sized for x86-64's 16 vector
+/// registers: Cranelift's `vfmadd213ps` ties its result to a multiplicand,
+/// so every fma also needs a copy of the broadcast of A, and the loads of A
+/// are scheduled ahead of the fmas; 4 x 8 (8 accumulators, 2 vectors of B)
+/// runs without spills where 6 x 8 spilled 6 vectors per step.
+const LEVELS: &[(usize, &[usize])] = &[(4, &[2, 1]), (2, &[4, 1]), (1, &[4, 1])];
+
+/// `mr` rows of C, from row `i`, within one k block.
+struct Rows {
     /// `&A[i, p0]`, `&B[p0, 0]`, `&C[i, 0]`.
     arow: Value,
     brow: Value,
@@ -213,99 +239,121 @@ struct Row {
     /// The block's length, and whether it is the first block.
     kc: Value,
     first: Value,
+    /// How many rows.
+    mr: usize,
 }
 
-/// `C[i, j .. j + 4 * vecs]` (unit column strides) over one k block.
-fn tile(b: &mut FunctionBuilder, args: &Args, row: &Row, j: Value, vecs: usize) {
-    let v4 = types::F32X4;
+/// `C[i .. i + mr, j .. j + 4 * vecs]` (unit column strides) over one k
+/// block, or `C[i .. i + mr, j]` (any strides) when `vecs == 0`: `mr x vecs`
+/// `f32x4` accumulators (or `mr` scalar ones) for the whole block, each fed
+/// one `fma` per `p` in increasing order (the recipe of every element is
+/// unchanged by the blocking).
+fn kernel(b: &mut FunctionBuilder, args: &Args, rows: &Rows, j: Value, vecs: usize) {
+    let scalar = vecs == 0;
+    let (ty, lanes) = if scalar {
+        (types::F32, 1)
+    } else {
+        (types::F32X4, vecs)
+    };
+    let mr = rows.mr;
     let f0 = b.ins().f32const(0.0);
-    let zero = b.ins().splat(v4, f0);
-    let accs: Vec<Variable> = (0..vecs)
+    let zero = if scalar { f0 } else { b.ins().splat(ty, f0) };
+    let accs: Vec<Variable> = (0..mr * lanes)
         .map(|_| {
-            let v = b.declare_var(v4);
+            let v = b.declare_var(ty);
             b.def_var(v, zero);
             v
         })
         .collect();
-    let jb = b.ins().imul_imm_s(j, 4);
-    let bp = b.ins().iadd(row.brow, jb);
+    // Byte offsets of row r of A and C from row i.
+    let a_rows: Vec<Option<Value>> = (0..mr)
+        .map(|r| (r > 0).then(|| b.ins().imul_imm_s(args.rsa4, r as i64)))
+        .collect();
+    let jb = if scalar {
+        b.ins().imul(j, args.csb4)
+    } else {
+        b.ins().imul_imm_s(j, 4)
+    };
+    let bp = b.ins().iadd(rows.brow, jb);
     let ap = b.declare_var(PTR);
-    b.def_var(ap, row.arow);
+    b.def_var(ap, rows.arow);
     let bpv = b.declare_var(PTR);
     b.def_var(bpv, bp);
     let z = b.ins().iconst(types::I64, 0);
     let pv = counter(b, z);
-    step_loop(b, pv, row.kc, 1, &mut |b, _| {
+    // One step of p: every accumulator gets its fma, A and B advance.
+    let step = |b: &mut FunctionBuilder| {
         let a_ptr = b.use_var(ap);
         let b_ptr = b.use_var(bpv);
-        let x = b.ins().load(types::F32, trusted(), a_ptr, 0);
-        let xs = b.ins().splat(v4, x);
-        for (q, acc) in accs.iter().enumerate() {
-            let y = b.ins().load(v4, trusted(), b_ptr, (q * 16) as i32);
-            let s = b.use_var(*acc);
-            let s = b.ins().fma(xs, y, s);
-            b.def_var(*acc, s);
-        }
-        let a2 = b.ins().iadd(a_ptr, args.csa4);
-        b.def_var(ap, a2);
-        let b2 = b.ins().iadd(b_ptr, args.rsb4);
-        b.def_var(bpv, b2);
-    });
-    let cp = b.ins().iadd(row.crow, jb);
-    let alpha = b.ins().splat(v4, args.alpha);
-    let sums: Vec<Value> = accs.iter().map(|acc| b.use_var(*acc)).collect();
-    store(b, row.first, &mut |b, first| {
-        for (q, &s) in sums.iter().enumerate() {
-            let off = (q * 16) as i32;
-            let v = if first {
-                b.ins().fmul(alpha, s)
-            } else {
-                let old = b.ins().load(v4, trusted(), cp, off);
-                b.ins().fma(alpha, s, old)
+        let ys: Vec<Value> = (0..lanes)
+            .map(|q| b.ins().load(ty, trusted(), b_ptr, (q * 16) as i32))
+            .collect();
+        for (r, off) in a_rows.iter().enumerate() {
+            let addr = match off {
+                Some(off) => b.ins().iadd(a_ptr, *off),
+                None => a_ptr,
             };
-            b.ins().store(trusted(), v, cp, off);
+            let x = b.ins().load(types::F32, trusted(), addr, 0);
+            let xs = if scalar { x } else { b.ins().splat(ty, x) };
+            for (q, &y) in ys.iter().enumerate() {
+                let acc = accs[r * lanes + q];
+                let s = b.use_var(acc);
+                let s = b.ins().fma(xs, y, s);
+                b.def_var(acc, s);
+            }
         }
-    });
-}
-
-/// `C[i, j]` (any strides) over one k block.
-fn element(b: &mut FunctionBuilder, args: &Args, row: &Row, j: Value) {
-    let f0 = b.ins().f32const(0.0);
-    let acc = b.declare_var(types::F32);
-    b.def_var(acc, f0);
-    let jb = b.ins().imul(j, args.csb4);
-    let bp = b.ins().iadd(row.brow, jb);
-    let ap = b.declare_var(PTR);
-    b.def_var(ap, row.arow);
-    let bpv = b.declare_var(PTR);
-    b.def_var(bpv, bp);
-    let z = b.ins().iconst(types::I64, 0);
-    let pv = counter(b, z);
-    step_loop(b, pv, row.kc, 1, &mut |b, _| {
-        let a_ptr = b.use_var(ap);
-        let b_ptr = b.use_var(bpv);
-        let x = b.ins().load(types::F32, trusted(), a_ptr, 0);
-        let y = b.ins().load(types::F32, trusted(), b_ptr, 0);
-        let s = b.use_var(acc);
-        let s = b.ins().fma(x, y, s);
-        b.def_var(acc, s);
         let a2 = b.ins().iadd(a_ptr, args.csa4);
         b.def_var(ap, a2);
         let b2 = b.ins().iadd(b_ptr, args.rsb4);
         b.def_var(bpv, b2);
-    });
-    let jc = b.ins().imul(j, args.csc4);
-    let cp = b.ins().iadd(row.crow, jc);
-    let s = b.use_var(acc);
-    let alpha = args.alpha;
-    store(b, row.first, &mut |b, first| {
-        let v = if first {
-            b.ins().fmul(alpha, s)
-        } else {
-            let old = b.ins().load(types::F32, trusted(), cp, 0);
-            b.ins().fma(alpha, s, old)
-        };
-        b.ins().store(trusted(), v, cp, 0);
+    };
+    // Single rows take two steps per iteration (less loop overhead: one row
+    // of digits runs ~10% faster); more rows would spill (the second step's
+    // loads are scheduled ahead of the first step's fmas). Then the odd one;
+    // p still increases one at a time.
+    if rows.mr == 1 {
+        step_loop(b, pv, rows.kc, 2, &mut |b, _| {
+            step(b);
+            step(b);
+        });
+    }
+    step_loop(b, pv, rows.kc, 1, &mut |b, _| step(b));
+    let jc = if scalar {
+        b.ins().imul(j, args.csc4)
+    } else {
+        b.ins().imul_imm_s(j, 4)
+    };
+    let cp = b.ins().iadd(rows.crow, jc);
+    let alpha = if scalar {
+        args.alpha
+    } else {
+        b.ins().splat(ty, args.alpha)
+    };
+    let c_rows: Vec<Value> = (0..mr)
+        .map(|r| {
+            if r == 0 {
+                cp
+            } else {
+                let off = b.ins().imul_imm_s(args.rsc4, r as i64);
+                b.ins().iadd(cp, off)
+            }
+        })
+        .collect();
+    let sums: Vec<Value> = accs.iter().map(|acc| b.use_var(*acc)).collect();
+    store(b, rows.first, &mut |b, first| {
+        for (r, &crow) in c_rows.iter().enumerate() {
+            for q in 0..lanes {
+                let s = sums[r * lanes + q];
+                let off = (q * 16) as i32;
+                let v = if first {
+                    b.ins().fmul(alpha, s)
+                } else {
+                    let old = b.ins().load(ty, trusted(), crow, off);
+                    b.ins().fma(alpha, s, old)
+                };
+                b.ins().store(trusted(), v, crow, off);
+            }
+        }
     });
 }
 
