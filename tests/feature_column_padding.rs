@@ -11,11 +11,12 @@
 //! a zero gradient would still change it: Momentum and RMSProp decay the
 //! slots, FTRL recomputes the row from its accumulators.
 
+mod common;
+
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::model::VarKind;
 use specc_grammar::SourceFile;
-use specc_runtime::data::columns::{transform_for, Cell, CellRows};
-use specc_runtime::data::{Dataset, InputData, Values, ValuesMut};
+use specc_runtime::data::{Dataset, InputData, Values};
 use specc_runtime::feature_column::{FeatureInput, PADDING_ID};
 use specc_runtime::io::example::Feature;
 
@@ -74,48 +75,26 @@ fn dataset(model: &specc_compiler::Model, width: usize, rng: &mut Rng) -> Datase
         .iter()
         .map(|_| Feature::FloatList((0..width).map(|_| rng.uniform(0.5, 1.5)).collect()))
         .collect();
-    let mut inputs = Vec::new();
+    let ds =
+        common::example_features::dataset_from_features(model, RAW.len(), |key, r| match key {
+            "ids" => &ids[r],
+            "w" => &w[r],
+            other => panic!("no feature {other}"),
+        });
     let mut saw_padding = false;
-    for info in &model.inputs {
-        let spec = &info.spec;
-        let mut t = transform_for(spec);
-        let mut cells: Vec<Cell<'_>> = Vec::new();
-        for r in 0..RAW.len() {
-            for c in &spec.columns {
-                let f = match c.as_str() {
-                    "ids" => &ids[r],
-                    "w" => &w[r],
-                    other => panic!("no feature {other}"),
-                };
-                cells.push(Cell::Feature(Some(f)));
-            }
+    for (info, data) in model.inputs.iter().zip(&ds.inputs) {
+        if let (Some(FeatureInput::Ids { .. }), Values::I32(v)) = (&info.spec.feature, &data.values)
+        {
+            saw_padding |= v.contains(&PADDING_ID);
+            assert!(
+                !v.contains(&0),
+                "{}: the batch must not name id 0: {v:?}",
+                info.spec.name
+            );
         }
-        let rows = CellRows::cells(&cells, spec.columns.len());
-        let n = RAW.len() * t.width();
-        let values = match spec.feature {
-            Some(FeatureInput::Ids { .. }) => {
-                let mut v = vec![0i32; n];
-                t.transform(&rows, ValuesMut::I32(&mut v))
-                    .unwrap_or_else(|e| panic!("{}: {}", spec.name, e.message));
-                saw_padding |= v.contains(&PADDING_ID);
-                assert!(
-                    !v.contains(&0),
-                    "{}: the batch must not name id 0: {v:?}",
-                    spec.name
-                );
-                Values::I32(v)
-            }
-            _ => {
-                let mut v = vec![0f32; n];
-                t.transform(&rows, ValuesMut::F32(&mut v))
-                    .unwrap_or_else(|e| panic!("{}: {}", spec.name, e.message));
-                Values::F32(v)
-            }
-        };
-        inputs.push(InputData::new(spec.name.clone(), t.width(), values));
     }
     assert!(saw_padding, "the ids input has padding slots");
-    Dataset::from_inputs(RAW.len(), inputs).unwrap()
+    ds
 }
 
 /// One step of `optimizer` on `layer` over `ids`: in `table` and each of its
@@ -387,36 +366,12 @@ fn weighted_step_moves(combiner: &str) -> Vec<usize> {
         .map(|_| Feature::FloatList((0..3).map(|_| rng.uniform(0.5, 1.5)).collect()))
         .collect();
     let rows = WEIGHTED_IDS.len();
-    let mut inputs = Vec::new();
-    for info in &model.inputs {
-        let spec = &info.spec;
-        let mut t = transform_for(spec);
-        let mut cells: Vec<Cell<'_>> = Vec::new();
-        for r in 0..rows {
-            for c in &spec.columns {
-                let f = match c.as_str() {
-                    "ids" => &ids[r],
-                    "wt" => &wt[r],
-                    "w" => &w[r],
-                    other => panic!("no feature {other}"),
-                };
-                cells.push(Cell::Feature(Some(f)));
-            }
-        }
-        let cell_rows = CellRows::cells(&cells, spec.columns.len());
-        let n = rows * t.width();
-        let values = if matches!(spec.feature, Some(FeatureInput::Ids { .. })) {
-            let mut v = vec![0i32; n];
-            t.transform(&cell_rows, ValuesMut::I32(&mut v)).unwrap();
-            Values::I32(v)
-        } else {
-            let mut v = vec![0f32; n];
-            t.transform(&cell_rows, ValuesMut::F32(&mut v)).unwrap();
-            Values::F32(v)
-        };
-        inputs.push(InputData::new(spec.name.clone(), t.width(), values));
-    }
-    let ds = Dataset::from_inputs(rows, inputs).unwrap();
+    let ds = common::example_features::dataset_from_features(model, rows, |key, r| match key {
+        "ids" => &ids[r],
+        "wt" => &wt[r],
+        "w" => &w[r],
+        other => panic!("no feature {other}"),
+    });
     let mut s = program.session().unwrap();
     let table = "input_layer/ids_weighted_by_wt_embedding/embedding_weights";
     let slot = format!("{table}/Momentum");

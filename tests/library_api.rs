@@ -3,6 +3,8 @@
 //! runtime's, checkpoints round-trip, and every bad call is an error that
 //! names what was wrong (nothing panics, nothing changes).
 
+mod cli;
+
 use specc::ndarray::{Array1, Array2, ArrayD, IxDyn};
 use specc::{Error, Model};
 use specc_compiler::driver::{compile, Functions};
@@ -10,25 +12,8 @@ use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 use specc_runtime::train::evaluate_rows;
 
-const SPEC: &str = r#"model tiny
-data csv("data.csv")
-label y: int
-features {
-  x = numeric(x0..x3)
-}
-params {
-  W1: [4, 8] = glorot_uniform(seed = 1)
-  b1: [8]    = zeros
-  W2: [8, 3] = glorot_uniform(seed = 2)
-  b2: [3]    = zeros
-}
-h      = relu(x @ W1 + b1)
-logits = h @ W2 + b2
-loss   = mean(sparse_softmax_cross_entropy(y, logits))
-optimizer adam(learning_rate = 0.01)
-train { batch = 4, steps = 10 }
-metrics { accuracy(y, argmax(logits)) }
-"#;
+/// The CLI tests' base spec (`tests/cli/mod.rs`): 4 features, 3 classes.
+const SPEC: &str = cli::BASE;
 
 /// `n` rows of features (a fixed pattern) and labels in 0..3.
 fn data(n: usize) -> (Array2<f32>, Array1<f32>) {

@@ -15,9 +15,9 @@ use specc_compiler::driver::{compile, plan_model, Functions};
 use specc_compiler::model::VarKind;
 use specc_compiler::plan::{Kernel, RowOp};
 use specc_grammar::SourceFile;
-use specc_runtime::data::columns::{transform_for, Cell, CellRows};
-use specc_runtime::data::{Dataset, InputData, Values, ValuesMut};
-use specc_runtime::feature_column::FeatureInput;
+mod common;
+
+use specc_runtime::data::Dataset;
 use specc_runtime::io::example::Feature;
 use specc_runtime::session::Session;
 
@@ -69,37 +69,11 @@ fn dataset(model: &specc_compiler::Model, width: usize) -> Dataset {
     let w: Vec<Feature> = (0..rows)
         .map(|_| Feature::FloatList((0..width).map(|_| rng.uniform(-1.0, 1.0)).collect()))
         .collect();
-    let mut inputs = Vec::new();
-    for info in &model.inputs {
-        let spec = &info.spec;
-        let mut t = transform_for(spec);
-        let mut cells: Vec<Cell<'_>> = Vec::new();
-        for r in 0..rows {
-            for c in &spec.columns {
-                let f = match c.as_str() {
-                    "ids" => &ids[r],
-                    "w" => &w[r],
-                    other => panic!("no feature {other}"),
-                };
-                cells.push(Cell::Feature(Some(f)));
-            }
-        }
-        let cell_rows = CellRows::cells(&cells, spec.columns.len());
-        let n = rows * t.width();
-        let values = if matches!(spec.feature, Some(FeatureInput::Ids { .. })) {
-            let mut v = vec![0i32; n];
-            t.transform(&cell_rows, ValuesMut::I32(&mut v))
-                .unwrap_or_else(|e| panic!("{}: {}", spec.name, e.message));
-            Values::I32(v)
-        } else {
-            let mut v = vec![0f32; n];
-            t.transform(&cell_rows, ValuesMut::F32(&mut v))
-                .unwrap_or_else(|e| panic!("{}: {}", spec.name, e.message));
-            Values::F32(v)
-        };
-        inputs.push(InputData::new(spec.name.clone(), t.width(), values));
-    }
-    Dataset::from_inputs(rows, inputs).unwrap()
+    common::example_features::dataset_from_features(model, rows, |key, r| match key {
+        "ids" => &ids[r],
+        "w" => &w[r],
+        other => panic!("no feature {other}"),
+    })
 }
 
 /// The first-occurrence kernels of the step of a spec.

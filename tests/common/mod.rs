@@ -312,6 +312,7 @@ pub fn check_all<T>(
 }
 
 pub mod dense_problem;
+pub mod example_features;
 pub mod gradient_cases;
 pub mod tf_call;
 
