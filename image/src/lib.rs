@@ -18,6 +18,7 @@
 //!   arguments (the pipeline derives them from specc's one generator).
 #![deny(missing_docs)]
 
+pub mod codec;
 mod tensor;
 
 pub use tensor::{DType, Image, ImageError, Result};
