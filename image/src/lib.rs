@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod codec;
+pub mod random;
 mod tensor;
 
 pub use tensor::{DType, Image, ImageError, Result};
