@@ -154,7 +154,7 @@ pub fn random_crop(value: &Image, size: &[usize], draws: &mut impl Draws) -> Res
 /// `convert_image_dtype` does (`x / max`, add, clip to [0, 1],
 /// `trunc(x · (max + 0.5))`).
 pub fn random_brightness(image: &Image, max_delta: f32, draws: &mut impl Draws) -> Result<Image> {
-    if !(max_delta >= 0.0) || !max_delta.is_finite() {
+    if max_delta.is_nan() || max_delta < 0.0 || !max_delta.is_finite() {
         return Err(ImageError::new(format!(
             "random_brightness: `max_delta` must be non-negative, got {max_delta}"
         )));
@@ -369,7 +369,7 @@ pub fn sample_distorted_bounding_box(
             "{op}: `max_attempts` must be positive, got 0"
         )));
     }
-    if !(options.min_object_covered >= 0.0) {
+    if options.min_object_covered.is_nan() || options.min_object_covered < 0.0 {
         return Err(ImageError::new(format!(
             "{op}: `min_object_covered` must be non-negative, got {}",
             options.min_object_covered
@@ -508,7 +508,7 @@ mod tests {
             let area = (h * w) as f32 / 2400.0;
             let whole = h == 40 && w == 60;
             assert!(
-                whole || (area >= 0.3 - 1e-6 && area <= 0.9 + 1e-6),
+                whole || (0.3 - 1e-6..=0.9 + 1e-6).contains(&area),
                 "area {area}"
             );
         }
