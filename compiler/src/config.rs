@@ -1062,7 +1062,10 @@ pub fn record(resolved: &Resolved, spec_path: &Path, version: &str) -> Result<Ru
         (None, DataSource::Csv { path, .. }) => {
             Some(spec_path.parent().unwrap_or(Path::new("")).join(path))
         }
-        (None, DataSource::Synthetic(_) | DataSource::Stream { .. }) => None,
+        (
+            None,
+            DataSource::Synthetic(_) | DataSource::Stream { .. } | DataSource::Images { .. },
+        ) => None,
     };
     if let Some(p) = data {
         r.data.push(DataRecord::of(&p)?);

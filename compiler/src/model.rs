@@ -41,6 +41,12 @@ pub enum DataSource {
         spec: specc_runtime::pipeline::StreamSpec,
         span: Span,
     },
+    /// Images decoded into memory through the image input's pipeline
+    /// (`sema::images`; paths as written in the spec).
+    Images {
+        spec: specc_runtime::data::ImagesSpec,
+        span: Span,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,6 +360,20 @@ fn source_of(data: &DataSource, spec_dir: &std::path::Path) -> Source {
                 *p = spec_dir.join(&*p);
             }
             Source::Stream(spec)
+        }
+        DataSource::Images { spec, .. } => {
+            use specc_runtime::data::images::ImageSource;
+            let mut spec = spec.clone();
+            match &mut spec.source {
+                ImageSource::Directory { dir } => *dir = spec_dir.join(&*dir),
+                ImageSource::Csv { path, .. } => *path = spec_dir.join(&*path),
+                ImageSource::TfRecord { paths, .. } => {
+                    for p in paths {
+                        *p = spec_dir.join(&*p);
+                    }
+                }
+            }
+            Source::Images(spec)
         }
     }
 }

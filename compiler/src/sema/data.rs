@@ -35,6 +35,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
     }
     let source = match call.func.name.as_str() {
         "csv" | "tfrecord" => stream_source(call)?,
+        n if super::images::handles_source(n) => super::images::source(call)?,
         "synthetic" => {
             let b = args::bind(
                 "synthetic",
@@ -94,8 +95,9 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
             )
             .with_label("not a data source")
             .with_help(
-                "expected csv(\"file.csv\"), tfrecord(\"train-*.tfrecord\") or \
-                 synthetic(rows = .., features = ..)",
+                "expected csv(\"file.csv\"), tfrecord(\"train-*.tfrecord\"), \
+                 synthetic(rows = .., features = ..), image_dataset_from_directory(\"dir\"), \
+                 image_csv(\"files.csv\") or image_tfrecord(\"images.tfrecord\")",
             ))
         }
     };

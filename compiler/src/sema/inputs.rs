@@ -276,6 +276,27 @@ fn add_input(
     st.env.define(name, span, what, Some(node))
 }
 
+/// An image input (`sema::images`): a feature input of its own shape.
+pub(crate) fn add_image_input(
+    st: &mut State,
+    name: &str,
+    span: Span,
+    spec: InputSpec,
+    dtype: DType,
+    shape: Shape,
+) -> R<()> {
+    add_input(
+        st,
+        name,
+        span,
+        InputRole::Feature,
+        spec,
+        dtype,
+        shape,
+        "feature",
+    )
+}
+
 pub(crate) fn feature(st: &mut State, b: &Binding) -> R<()> {
     let ExprKind::Call(call) = &b.value.kind else {
         return Err(Diagnostic::new(

@@ -23,6 +23,7 @@ pub mod data;
 pub mod expr;
 pub mod features;
 pub mod functions;
+pub mod images;
 pub mod inputs;
 pub mod metrics;
 pub mod optimizer;
@@ -59,6 +60,8 @@ pub(crate) struct State {
     pub data: Option<(DataSource, Span)>,
     /// `eval_data`: what evaluations read instead of a held-out split.
     pub eval_data: Option<(DataSource, Span)>,
+    /// The image input's pipeline (`features { x = image(...) }`).
+    pub image_input: Option<(specc_runtime::data::images::ImagePipeline, Span)>,
     pub inputs: Vec<InputInfo>,
     pub vars: Vec<VarInfo>,
     pub loss: Option<(NodeId, Span)>,
@@ -144,6 +147,9 @@ impl State {
             Item::Features(block) => {
                 for b in &block.entries {
                     let r = match &b.value.kind {
+                        specc_grammar::ast::ExprKind::Call(c) if c.func.name == "image" => {
+                            images::image_feature(self, b, c)
+                        }
                         specc_grammar::ast::ExprKind::Call(c)
                             if features::handles(&c.func.name) =>
                         {
@@ -317,6 +323,7 @@ pub fn check_in(
 fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     data::check_streaming(&mut st);
     data::check_eval_data(&mut st);
+    images::check(&mut st);
     if st.data.is_none() && !st.attempted.contains(&"data") {
         st.errors
             .push(missing_item("data", "data csv(\"data/train.csv\")"));

@@ -40,6 +40,7 @@
 
 pub mod columns;
 pub(crate) mod csv_file;
+pub mod images;
 pub mod norm;
 mod synthetic;
 
@@ -70,6 +71,23 @@ pub enum Source {
     /// Files streamed by the input pipeline ([`crate::pipeline`]); [`load`]
     /// refuses it (`specc run` streams it).
     Stream(crate::pipeline::StreamSpec),
+    /// Images decoded and transformed into memory ([`images`]): the input
+    /// whose column is [`images::IMAGE_COLUMN`] gets the pixels, the one
+    /// whose column is [`images::LABEL_COLUMN`] the labels.
+    Images(ImagesSpec),
+}
+
+/// An image source and the pipeline of its image input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImagesSpec {
+    pub source: images::ImageSource,
+    pub pipeline: images::ImagePipeline,
+    /// Worker threads (`threads`), and the bad-image policy.
+    pub threads: usize,
+    pub on_bad_record: crate::pipeline::OnBadRecord,
+    /// Whether the random transforms apply (training) and their seed.
+    pub training: bool,
+    pub seed: u64,
 }
 
 /// Seeded random data with columns `x0..x{features-1}` and `label`.
@@ -314,6 +332,7 @@ pub fn load(source: &Source, inputs: &[InputSpec]) -> Result<Dataset, DataError>
             check_specs(synthetic::FILE, inputs)?;
             synthetic::load(spec, inputs)
         }
+        Source::Images(spec) => load_images(spec, inputs),
         Source::Stream(spec) => Err(DataError::new(
             &spec
                 .paths
@@ -324,6 +343,74 @@ pub fn load(source: &Source, inputs: &[InputSpec]) -> Result<Dataset, DataError>
              (a single CSV file without pipeline options)",
         )),
     }
+}
+
+fn load_images(spec: &ImagesSpec, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
+    let by_column = |c: &str| {
+        inputs
+            .iter()
+            .find(|i| i.columns.len() == 1 && i.columns[0] == c)
+    };
+    let image = by_column(images::IMAGE_COLUMN).ok_or_else(|| {
+        DataError::new(
+            "images",
+            "the spec declares no image input (`features { x = image(...) }`)",
+        )
+    })?;
+    if let Some(other) = inputs.iter().find(|i| {
+        i.columns.len() != 1
+            || (i.columns[0] != images::IMAGE_COLUMN && i.columns[0] != images::LABEL_COLUMN)
+    }) {
+        return Err(DataError::new(
+            "images",
+            format!(
+                "an image source has the columns `{}` and `{}` only; input `{}` reads {:?}",
+                images::IMAGE_COLUMN,
+                images::LABEL_COLUMN,
+                other.name,
+                other.columns
+            ),
+        ));
+    }
+    let label = by_column(images::LABEL_COLUMN);
+    let num_classes = label.and_then(|l| match l.kind {
+        InputKind::ClassId { num_classes } => num_classes,
+        _ => None,
+    });
+    let options = images::LoadOptions {
+        threads: spec.threads,
+        on_bad_record: spec.on_bad_record,
+        training: spec.training,
+        seed: spec.seed,
+        epoch: 0,
+        num_classes,
+    };
+    let (mut ds, report) = images::load(
+        &spec.source,
+        &spec.pipeline,
+        &image.name,
+        label.map(|l| l.name.as_str()),
+        &options,
+    )?;
+    if let Some(l) = label {
+        if !matches!(l.kind, InputKind::ClassId { .. }) {
+            let i = ds.inputs.iter().position(|d| d.name == l.name);
+            if let Some(i) = i {
+                let v: Vec<f32> = ds.inputs[i]
+                    .values
+                    .as_i32()
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|&x| x as f32)
+                    .collect();
+                ds.inputs[i].values = Values::F32(v);
+            }
+        }
+    }
+    for e in report.skipped.iter().take(5) {
+        eprintln!("skipped bad image: {e}");
+    }
+    Ok(ds)
 }
 
 /// Checks on the input specs that do not depend on the data.

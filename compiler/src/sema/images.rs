@@ -1,0 +1,372 @@
+//! Images in a spec: the image data sources and the image input.
+//!
+//! Owns: checking `data image_dataset_from_directory("dir")`,
+//! `data image_csv("files.csv", path_column = .., label_column = ..)` and
+//! `data image_tfrecord("train-*.tfrecord", image_key = .., label_key = ..)`
+//! into [`DataSource::Images`], and the image input
+//! `features { x = image(decode_image(channels = 1), resize([16, 16]), ...) }`:
+//! its transforms (TF's names and arguments, unknown ones with a "did you
+//! mean"), their static shapes, and the float32 `[B, H, W, C]` input.
+//! Invariants: an image input's final shape is static (a caret under the
+//! transform that leaves it unknown or cannot apply); a spec with an image
+//! source has exactly one image input and every other input reads the
+//! `label` column; an image input needs an image source ([`check`]).
+
+use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
+use specc_grammar::Diagnostic;
+use specc_runtime::data::images::{ImageOp, ImagePipeline, ImageSource, TRANSFORM_NAMES};
+use specc_runtime::data::{ImagesSpec, InputKind, InputSpec, Normalizer};
+use specc_runtime::io::tfrecord::Compression;
+use specc_runtime::pipeline::OnBadRecord;
+
+use super::args::{self, opt, req};
+use super::expr::R;
+use super::State;
+use crate::ir::{DType, Dim, Shape};
+use crate::model::DataSource;
+
+/// The data source functions of this module.
+pub(crate) fn handles_source(name: &str) -> bool {
+    matches!(
+        name,
+        "image_dataset_from_directory" | "image_csv" | "image_tfrecord"
+    )
+}
+
+fn non_empty_string<'e>(e: &'e Expr, what: &str) -> R<&'e str> {
+    let s = args::eval_string(e)?;
+    if s.is_empty() {
+        return Err(
+            Diagnostic::new("bad-argument", e.span, format!("empty {what}"))
+                .with_label("expected a non-empty string"),
+        );
+    }
+    Ok(s)
+}
+
+/// `image_dataset_from_directory(directory, threads = 1, on_bad_record =
+/// "error", seed = 0)`, `image_csv(path, path_column = "path", label_column
+/// = "label", ...)`, `image_tfrecord(path, image_key = "image/encoded",
+/// label_key = "image/class/label", compression = "", ...)`.
+pub(crate) fn source(call: &Call) -> R<DataSource> {
+    let name = call.func.name.as_str();
+    let mut params = vec![
+        req(if name == "image_dataset_from_directory" {
+            "directory"
+        } else {
+            "path"
+        }),
+        opt("threads"),
+        opt("on_bad_record"),
+        opt("seed"),
+    ];
+    match name {
+        "image_csv" => params.extend([opt("path_column"), opt("label_column")]),
+        "image_tfrecord" => params.extend([opt("image_key"), opt("label_key"), opt("compression")]),
+        _ => {}
+    }
+    let b = args::bind(name, call, &params)?;
+    let path = non_empty_string(b.req(0), "path")?.to_string();
+    let threads = match b.get(1) {
+        None => 1,
+        Some(e) => {
+            let t = args::eval_count(e, "threads")?;
+            if t == 0 || t > 64 {
+                return Err(Diagnostic::new(
+                    "bad-argument",
+                    e.span,
+                    format!("threads must be in [1, 64], got {t}"),
+                )
+                .with_label("out of range"));
+            }
+            t as usize
+        }
+    };
+    let on_bad_record = match b.get(2) {
+        None => OnBadRecord::Error,
+        Some(e) => OnBadRecord::from_name(args::eval_string(e)?).ok_or_else(|| {
+            Diagnostic::new(
+                "bad-argument",
+                e.span,
+                "on_bad_record must be \"error\" or \"skip\"",
+            )
+            .with_label("unknown policy")
+        })?,
+    };
+    let seed = match b.get(3) {
+        None => 0,
+        Some(e) => args::eval_count(e, "seed")?,
+    };
+    let string_or = |i: usize, default: &str| -> R<String> {
+        match b.get(i) {
+            None => Ok(default.to_string()),
+            Some(e) => Ok(non_empty_string(e, "name")?.to_string()),
+        }
+    };
+    let source = match name {
+        "image_csv" => ImageSource::Csv {
+            path: path.into(),
+            path_column: string_or(4, "path")?,
+            label_column: string_or(5, "label")?,
+        },
+        "image_tfrecord" => {
+            let compression = match b.get(6) {
+                None => Compression::None,
+                Some(e) => Compression::from_tf_name(args::eval_string(e)?).ok_or_else(|| {
+                    Diagnostic::new(
+                        "bad-argument",
+                        e.span,
+                        "compression must be \"GZIP\", \"ZLIB\" or \"\"",
+                    )
+                    .with_label("unknown compression")
+                })?,
+            };
+            ImageSource::TfRecord {
+                paths: vec![path.into()],
+                compression,
+                image_key: string_or(4, "image/encoded")?,
+                label_key: string_or(5, "image/class/label")?,
+            }
+        }
+        _ => ImageSource::Directory { dir: path.into() },
+    };
+    Ok(DataSource::Images {
+        spec: ImagesSpec {
+            source,
+            pipeline: ImagePipeline { ops: Vec::new() },
+            threads,
+            on_bad_record,
+            training: true,
+            seed,
+        },
+        span: call.span,
+    })
+}
+
+fn transform(e: &Expr) -> R<(ImageOp, Span)> {
+    let ExprKind::Call(call) = &e.kind else {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            e.span,
+            format!(
+                "expected an image transform like resize([16, 16]), found {}",
+                args::describe(e)
+            ),
+        )
+        .with_label("not a transform"));
+    };
+    let name = call.func.name.as_str();
+    let size_list = |e: &Expr, n: usize| -> R<Vec<usize>> {
+        let v = args::eval_int_list(e)?;
+        if v.len() != n || v.iter().any(|&d| d <= 0 || d > 1 << 20) {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                e.span,
+                format!("`size` must be {n} positive integers, got {v:?}"),
+            )
+            .with_label(format!("expected {n} sizes")));
+        }
+        Ok(v.into_iter().map(|d| d as usize).collect())
+    };
+    let op = match name {
+        "decode_image" => {
+            let b = args::bind(name, call, &[opt("channels"), opt("expand_animations")])?;
+            let channels = match b.get(0) {
+                None => 0,
+                Some(e) => {
+                    let c = args::eval_count(e, "channels")?;
+                    if ![0, 1, 3, 4].contains(&c) {
+                        return Err(Diagnostic::new(
+                            "bad-argument",
+                            e.span,
+                            format!("`channels` must be 0, 1, 3 or 4, got {c}"),
+                        )
+                        .with_label("TF's decode_image channels"));
+                    }
+                    c as usize
+                }
+            };
+            if let Some(e) = b.get(1) {
+                if args::eval_bool(e)? {
+                    return Err(Diagnostic::new(
+                        "bad-argument",
+                        e.span,
+                        "an image input is one image per example: `expand_animations` must be false",
+                    )
+                    .with_label("GIF frames would make a 4-D tensor"));
+                }
+            }
+            ImageOp::DecodeImage { channels }
+        }
+        "resize" => {
+            let b = args::bind(
+                name,
+                call,
+                &[
+                    req("size"),
+                    opt("method"),
+                    opt("antialias"),
+                    opt("preserve_aspect_ratio"),
+                ],
+            )?;
+            let size = size_list(b.req(0), 2)?;
+            if let Some(e) = b.get(1) {
+                let m = args::eval_string(e)?;
+                if m != "bilinear" {
+                    return Err(Diagnostic::new(
+                        "bad-argument",
+                        e.span,
+                        format!(
+                            "the image pipeline resizes with method \"bilinear\" only, got \"{m}\""
+                        ),
+                    )
+                    .with_label("not available in the pipeline yet"));
+                }
+            }
+            for i in [2, 3] {
+                if let Some(e) = b.get(i) {
+                    if args::eval_bool(e)? {
+                        return Err(Diagnostic::new(
+                            "bad-argument",
+                            e.span,
+                            "the image pipeline's resize supports only the default `false` here",
+                        )
+                        .with_label("not available in the pipeline yet"));
+                    }
+                }
+            }
+            ImageOp::Resize {
+                size: [size[0], size[1]],
+            }
+        }
+        "central_crop" => {
+            let b = args::bind(name, call, &[req("central_fraction")])?;
+            ImageOp::CentralCrop {
+                fraction: args::eval_number(b.req(0))?,
+            }
+        }
+        "random_crop" => {
+            let b = args::bind(name, call, &[req("size")])?;
+            let s = size_list(b.req(0), 3)?;
+            ImageOp::RandomCrop {
+                size: [s[0], s[1], s[2]],
+            }
+        }
+        "random_flip_left_right" => {
+            args::bind(name, call, &[])?;
+            ImageOp::RandomFlipLeftRight
+        }
+        "random_flip_up_down" => {
+            args::bind(name, call, &[])?;
+            ImageOp::RandomFlipUpDown
+        }
+        "random_brightness" => {
+            let b = args::bind(name, call, &[req("max_delta")])?;
+            ImageOp::RandomBrightness {
+                max_delta: args::eval_number(b.req(0))? as f32,
+            }
+        }
+        other => {
+            let mut d = Diagnostic::new(
+                "unknown-function",
+                call.func.span,
+                format!("unknown image transform `{other}`"),
+            )
+            .with_label("not an image transform");
+            d = match args::suggest(other, TRANSFORM_NAMES.iter().copied()) {
+                Some(s) => d.with_help(format!("did you mean `{s}`?")),
+                None => d.with_help(format!("the transforms: {}", TRANSFORM_NAMES.join(", "))),
+            };
+            return Err(d);
+        }
+    };
+    Ok((op, e.span))
+}
+
+/// `image(decode_image(channels = C), TRANSFORM, ...)`: a float32
+/// `[B, H, W, C]` input from the image source.
+pub(crate) fn image_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
+    if let Some((_, prev)) = &st.image_input {
+        return Err(
+            Diagnostic::new("duplicate-item", b.name.span, "a spec has one image input")
+                .with_label("second image input")
+                .with_secondary(*prev, "first one here"),
+        );
+    }
+    let (exprs, _) = args::bind_variadic("image", call, "TRANSFORMS", &[])?;
+    if exprs.is_empty() {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            call.span,
+            "an image input needs its transforms, starting with decode_image(channels = C)",
+        )
+        .with_label("no transforms"));
+    }
+    let mut ops = Vec::with_capacity(exprs.len());
+    let mut spans = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        let (op, span) = transform(e)?;
+        ops.push(op);
+        spans.push(span);
+    }
+    let pipeline = ImagePipeline { ops };
+    let [h, w, c] = pipeline.output_shape().map_err(|(i, m)| {
+        Diagnostic::new("image-shape", spans[i.min(spans.len() - 1)], m).with_label("here")
+    })?;
+    let dims = |n: usize| Dim::Fixed(n as u32);
+    super::inputs::add_image_input(
+        st,
+        &b.name.name,
+        b.name.span,
+        InputSpec {
+            name: b.name.name.clone(),
+            columns: vec![specc_runtime::data::images::IMAGE_COLUMN.to_string()],
+            kind: InputKind::Float,
+            normalizer: Normalizer::None,
+            feature: None,
+        },
+        DType::F32,
+        Shape(vec![Dim::Batch, dims(h), dims(w), dims(c)]),
+    )?;
+    st.image_input = Some((pipeline, b.name.span));
+    Ok(())
+}
+
+/// After every item: an image source takes the image input's pipeline; an
+/// image input needs an image source; an image source needs one.
+pub(crate) fn check(st: &mut State) {
+    let image = st.image_input.clone();
+    match (&mut st.data, image) {
+        (Some((DataSource::Images { spec, .. }, _)), Some((pipeline, _))) => {
+            spec.pipeline = pipeline;
+        }
+        (Some((DataSource::Images { span, .. }, _)), None) => {
+            let span = *span;
+            st.errors.push(
+                Diagnostic::new(
+                    "missing-image-input",
+                    span,
+                    "an image source needs an image input",
+                )
+                .with_label("images, but no input takes them")
+                .with_help(
+                    "add features { x = image(decode_image(channels = 3), resize([224, 224])) }",
+                ),
+            );
+        }
+        (Some((_, data_span)), Some((_, span))) => {
+            let data_span = *data_span;
+            st.errors.push(
+                Diagnostic::new(
+                    "image-input-source",
+                    span,
+                    "an image input needs an image source",
+                )
+                .with_label("image input")
+                .with_secondary(data_span, "not an image source")
+                .with_help("use data image_dataset_from_directory(\"dir\"), image_csv(..) or image_tfrecord(..)"),
+            );
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,770 @@
+//! Image data: the sources (a directory of one sub-directory per class,
+//! Keras's `image_dataset_from_directory`; a CSV of paths and labels;
+//! TFRecord Examples with encoded image bytes), the per-example pipeline of
+//! `tf.image` transforms ([`ImagePipeline`]), and loading into a
+//! [`Dataset`] of a float32 `[N, H·W·C]` image input and int32 labels.
+//!
+//! Invariants:
+//! - The examples are in a fixed order: class directories sorted by name
+//!   (their position is the label id, Keras's `labels="inferred"`), files
+//!   sorted within each (only `.png .jpg .jpeg .gif .bmp`, any case); CSV rows
+//!   in file order; TFRecord records in file order.
+//! - Transforms run on `threads` worker threads, each example independent;
+//!   results are delivered in example order, so a load is the same bits
+//!   whatever the thread count. A random transform's draws come from specc's
+//!   one generator ([`crate::prng`]) keyed by `(seed, epoch, example index)`
+//!   ([`ImagePipeline::apply`]): the same example in the same epoch gets the
+//!   same augmentation whichever thread runs it.
+//! - Evaluation and prediction (`training = false`) skip the random
+//!   transforms, as Keras's preprocessing layers do at inference, except
+//!   `random_crop`, which becomes a central crop of the same size so the
+//!   shape stays static.
+//! - A bad image (an unreadable file, bytes that do not decode, a size the
+//!   pipeline cannot take, a label out of range) is a [`DataError`] naming
+//!   the file, and the CSV line or TFRecord record; with
+//!   [`OnBadRecord::Skip`] it is skipped and its location kept.
+//! - Nothing panics on user data; decoders refuse oversized headers before
+//!   allocating (`specc_image::codec::MAX_PIXELS`).
+
+use std::path::{Path, PathBuf};
+
+use specc_image::codec::{self, DecodeDType, Format};
+use specc_image::random;
+use specc_image::Image;
+
+use super::{DataError, Dataset, InputData, Values};
+use crate::io::example::{Example, Feature};
+use crate::io::tfrecord::{self, Compression};
+use crate::pipeline::OnBadRecord;
+use crate::prng::{mix, SplitMix64};
+
+/// The column name of the image input in a [`Source::Images`](super::Source) data set.
+pub const IMAGE_COLUMN: &str = "image";
+/// The column name of the label in a [`Source::Images`](super::Source) data set.
+pub const LABEL_COLUMN: &str = "label";
+
+/// Where the images come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageSource {
+    /// `image_dataset_from_directory(dir, labels="inferred")`: one
+    /// sub-directory per class.
+    Directory { dir: PathBuf },
+    /// A CSV file with a header, a column of image paths (relative to the
+    /// CSV's directory) and a column of int labels.
+    Csv {
+        path: PathBuf,
+        path_column: String,
+        label_column: String,
+    },
+    /// TFRecord files of `tf.train.Example`s: a bytes feature with the
+    /// encoded image and an int64 label.
+    TfRecord {
+        paths: Vec<PathBuf>,
+        compression: Compression,
+        image_key: String,
+        label_key: String,
+    },
+}
+
+/// One per-example transform, with TF's name and arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageOp {
+    /// `tf.io.decode_image(contents, channels, expand_animations=False)`,
+    /// then `tf.cast(…, tf.float32)` (values 0..255, Keras's convention).
+    DecodeImage { channels: usize },
+    /// `tf.image.resize(image, size)` (bilinear, half-pixel centres, no
+    /// antialias: TF 2's default).
+    Resize { size: [usize; 2] },
+    /// `tf.image.central_crop(image, central_fraction)`.
+    CentralCrop { fraction: f64 },
+    /// `tf.image.random_crop(image, size)`.
+    RandomCrop { size: [usize; 3] },
+    /// `tf.image.random_flip_left_right(image)`.
+    RandomFlipLeftRight,
+    /// `tf.image.random_flip_up_down(image)`.
+    RandomFlipUpDown,
+    /// `tf.image.random_brightness(image, max_delta)` (on 0..255 floats the
+    /// delta is in the same units).
+    RandomBrightness { max_delta: f32 },
+}
+
+impl ImageOp {
+    /// TF's name of the transform.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ImageOp::DecodeImage { .. } => "decode_image",
+            ImageOp::Resize { .. } => "resize",
+            ImageOp::CentralCrop { .. } => "central_crop",
+            ImageOp::RandomCrop { .. } => "random_crop",
+            ImageOp::RandomFlipLeftRight => "random_flip_left_right",
+            ImageOp::RandomFlipUpDown => "random_flip_up_down",
+            ImageOp::RandomBrightness { .. } => "random_brightness",
+        }
+    }
+
+    /// Whether the transform draws random numbers.
+    pub fn is_random(&self) -> bool {
+        matches!(
+            self,
+            ImageOp::RandomCrop { .. }
+                | ImageOp::RandomFlipLeftRight
+                | ImageOp::RandomFlipUpDown
+                | ImageOp::RandomBrightness { .. }
+        )
+    }
+}
+
+/// The names of the transforms an image pipeline accepts (for "did you
+/// mean" suggestions).
+pub const TRANSFORM_NAMES: &[&str] = &[
+    "decode_image",
+    "resize",
+    "central_crop",
+    "random_crop",
+    "random_flip_left_right",
+    "random_flip_up_down",
+    "random_brightness",
+];
+
+/// An image input's transforms, `decode_image` first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImagePipeline {
+    pub ops: Vec<ImageOp>,
+}
+
+/// A shape known when the pipeline is checked: `None` for a dimension that
+/// depends on the image.
+pub type StaticShape = [Option<usize>; 3];
+
+impl ImagePipeline {
+    /// The shape after each transform, and the final shape, which must be
+    /// static: the error names the transform (by index) that cannot apply.
+    pub fn shapes(&self) -> Result<Vec<StaticShape>, (usize, String)> {
+        let mut shapes = Vec::with_capacity(self.ops.len());
+        let mut s: StaticShape = [None, None, None];
+        for (i, op) in self.ops.iter().enumerate() {
+            match op {
+                ImageOp::DecodeImage { channels } => {
+                    if i != 0 {
+                        return Err((i, "`decode_image` must be the first transform".into()));
+                    }
+                    s = [None, None, (*channels != 0).then_some(*channels)];
+                }
+                _ if i == 0 => {
+                    return Err((
+                        i,
+                        "an image pipeline starts with `decode_image(channels = C)`".into(),
+                    ))
+                }
+                ImageOp::Resize { size } => {
+                    if size.contains(&0) {
+                        return Err((i, format!("`size` must be positive, got {size:?}")));
+                    }
+                    s = [Some(size[0]), Some(size[1]), s[2]];
+                }
+                ImageOp::CentralCrop { fraction } => {
+                    if !(*fraction > 0.0 && *fraction <= 1.0) {
+                        return Err((
+                            i,
+                            format!("`central_fraction` must be in (0, 1], got {fraction}"),
+                        ));
+                    }
+                    if *fraction < 1.0 {
+                        s = [
+                            s[0].map(|h| central(h, *fraction).1),
+                            s[1].map(|w| central(w, *fraction).1),
+                            s[2],
+                        ];
+                    }
+                }
+                ImageOp::RandomCrop { size } => {
+                    if size.contains(&0) {
+                        return Err((i, format!("`size` must be positive, got {size:?}")));
+                    }
+                    for k in 0..3 {
+                        if let Some(d) = s[k] {
+                            if size[k] > d {
+                                return Err((
+                                    i,
+                                    format!(
+                                        "`size` {size:?} is larger than the image [{}]",
+                                        fmt_shape(&s)
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                    s = [Some(size[0]), Some(size[1]), Some(size[2])];
+                }
+                ImageOp::RandomBrightness { max_delta } => {
+                    if !(*max_delta >= 0.0) {
+                        return Err((
+                            i,
+                            format!("`max_delta` must be non-negative, got {max_delta}"),
+                        ));
+                    }
+                }
+                ImageOp::RandomFlipLeftRight | ImageOp::RandomFlipUpDown => {}
+            }
+            shapes.push(s);
+        }
+        if self.ops.is_empty() {
+            return Err((
+                0,
+                "an image pipeline needs `decode_image(channels = C)`".into(),
+            ));
+        }
+        if s.iter().any(Option::is_none) {
+            return Err((
+                self.ops.len() - 1,
+                format!(
+                    "the image's shape [{}] is not static: give `decode_image` a `channels` and `resize` (or `random_crop`) to a fixed size",
+                    fmt_shape(&s)
+                ),
+            ));
+        }
+        Ok(shapes)
+    }
+
+    /// The final `[H, W, C]` (see [`shapes`](Self::shapes)).
+    pub fn output_shape(&self) -> Result<[usize; 3], (usize, String)> {
+        let s = *self.shapes()?.last().expect("checked non-empty");
+        Ok([s[0].unwrap_or(0), s[1].unwrap_or(0), s[2].unwrap_or(0)])
+    }
+
+    /// Decodes `bytes` and applies every transform: the random ones with
+    /// draws keyed by `(seed, epoch, index)` when `training`, skipped (a
+    /// central crop for `random_crop`) otherwise. Writes the float32 pixels,
+    /// `[H, W, C]` row-major, into `out`.
+    pub fn apply(
+        &self,
+        bytes: &[u8],
+        training: bool,
+        key: (u64, u64, u64),
+        out: &mut [f32],
+    ) -> Result<(), String> {
+        let (seed, epoch, index) = key;
+        let mut stream = SplitMix64::new(mix(seed ^ mix(epoch ^ mix(index.wrapping_add(1)))));
+        let mut draws = move || stream.uniform01_f32();
+        let mut image: Option<Image> = None;
+        for op in &self.ops {
+            let next = match (op, image.take()) {
+                (ImageOp::DecodeImage { channels }, None) => {
+                    let decoded = codec::decode_image(bytes, *channels, DecodeDType::U8, false)
+                        .map_err(|e| e.message)?;
+                    Image::F32(decoded.to_f32())
+                }
+                (_, None) => return Err("the pipeline does not start with decode_image".into()),
+                (ImageOp::DecodeImage { .. }, Some(_)) => {
+                    return Err("decode_image after the first transform".into())
+                }
+                (ImageOp::Resize { size }, Some(im)) => resize_bilinear(&im, *size)?,
+                (ImageOp::CentralCrop { fraction }, Some(im)) => {
+                    let s = im.shape();
+                    let (top, h) = central(s[0], *fraction);
+                    let (left, w) = central(s[1], *fraction);
+                    crop(&im, [top, left], [h, w])?
+                }
+                (ImageOp::RandomCrop { size }, Some(im)) => {
+                    if training {
+                        random::random_crop(&im, size, &mut draws).map_err(|e| e.message)?
+                    } else {
+                        let s = im.shape();
+                        if size[0] > s[0] || size[1] > s[1] || size[2] != s[2] {
+                            return Err(format!(
+                                "random_crop: Need value.shape >= size, got value.shape {s:?} and size {size:?}"
+                            ));
+                        }
+                        crop(
+                            &im,
+                            [(s[0] - size[0]) / 2, (s[1] - size[1]) / 2],
+                            [size[0], size[1]],
+                        )?
+                    }
+                }
+                (ImageOp::RandomFlipLeftRight, Some(im)) if training => {
+                    random::random_flip_left_right(&im, &mut draws).map_err(|e| e.message)?
+                }
+                (ImageOp::RandomFlipUpDown, Some(im)) if training => {
+                    random::random_flip_up_down(&im, &mut draws).map_err(|e| e.message)?
+                }
+                (ImageOp::RandomBrightness { max_delta }, Some(im)) if training => {
+                    random::random_brightness(&im, *max_delta, &mut draws).map_err(|e| e.message)?
+                }
+                (_, Some(im)) => im,
+            };
+            image = Some(next);
+        }
+        let image = image.ok_or("an empty image pipeline")?;
+        let px = image.to_f32();
+        if px.len() != out.len() {
+            return Err(format!(
+                "the image is {:?} after the transforms, the input needs {} values",
+                px.shape(),
+                out.len()
+            ));
+        }
+        for (o, v) in out.iter_mut().zip(px.iter()) {
+            *o = *v;
+        }
+        Ok(())
+    }
+}
+
+fn fmt_shape(s: &StaticShape) -> String {
+    s.iter()
+        .map(|d| d.map_or("?".to_string(), |d| d.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `central_crop`'s start and size along a dimension of `n`: start
+/// `int((n − n·fraction) / 2)` in float64, size `n − 2·start`.
+fn central(n: usize, fraction: f64) -> (usize, usize) {
+    if fraction >= 1.0 {
+        return (0, n);
+    }
+    let start = ((n as f64 - n as f64 * fraction) / 2.0) as usize;
+    (start, n - 2 * start)
+}
+
+fn crop(image: &Image, at: [usize; 2], size: [usize; 2]) -> Result<Image, String> {
+    let s = image.shape();
+    if at[0] + size[0] > s[0] || at[1] + size[1] > s[1] {
+        return Err(format!(
+            "crop of {size:?} at {at:?} outside an image of {s:?}"
+        ));
+    }
+    let a = image.to_f32();
+    let v = a.slice(ndarray::s![
+        at[0]..at[0] + size[0],
+        at[1]..at[1] + size[1],
+        ..
+    ]);
+    Ok(Image::F32(v.to_owned().into_dyn()))
+}
+
+/// `tf.image.resize(image, size, "bilinear", antialias=False)`: half-pixel
+/// centres, `source = (dst + 0.5)·in/out − 0.5`, clamped to the edges. (The
+/// `specc_image::resize` of the geometry work replaces this at merge; the
+/// formula is TF's, checked there against `images.json`.)
+fn resize_bilinear(image: &Image, size: [usize; 2]) -> Result<Image, String> {
+    let a = image.to_f32();
+    let s = a.shape().to_vec();
+    if s.len() != 3 {
+        return Err(format!(
+            "resize: expected [height, width, channels], got {s:?}"
+        ));
+    }
+    let (ih, iw, c) = (s[0], s[1], s[2]);
+    let (oh, ow) = (size[0], size[1]);
+    if ih == oh && iw == ow {
+        return Ok(Image::F32(a));
+    }
+    let flat = a.as_standard_layout();
+    let src = flat.as_slice().ok_or("resize: non-contiguous image")?;
+    let axis = |o: usize, i: usize, n: usize| -> (usize, usize, f32) {
+        let scale = i as f32 / n as f32;
+        let x = (o as f32 + 0.5) * scale - 0.5;
+        let lo = x.floor().max(0.0);
+        let l = (lo as usize).min(i - 1);
+        let h = (x.ceil().max(0.0) as usize).min(i - 1);
+        (l, h, x - x.floor())
+    };
+    let ys: Vec<_> = (0..oh).map(|y| axis(y, ih, oh)).collect();
+    let xs: Vec<_> = (0..ow).map(|x| axis(x, iw, ow)).collect();
+    let mut out = Vec::with_capacity(oh * ow * c);
+    for &(y0, y1, dy) in &ys {
+        for &(x0, x1, dx) in &xs {
+            for k in 0..c {
+                let p = |y: usize, x: usize| src[(y * iw + x) * c + k];
+                let top = p(y0, x0) + (p(y0, x1) - p(y0, x0)) * dx;
+                let bottom = p(y1, x0) + (p(y1, x1) - p(y1, x0)) * dx;
+                out.push(top + (bottom - top) * dy);
+            }
+        }
+    }
+    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[oh, ow, c]), out)
+        .map(Image::F32)
+        .map_err(|e| e.to_string())
+}
+
+/// One example: where its bytes are, and its label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageExample {
+    /// The file the bytes come from (the image file, or the TFRecord file).
+    pub file: PathBuf,
+    /// The CSV line (1-based) or TFRecord record (0-based), when there is one.
+    pub row: Option<usize>,
+    /// The encoded bytes, for TFRecord sources (`None`: read `file`).
+    pub bytes: Option<Vec<u8>>,
+    /// The label id.
+    pub label: i64,
+}
+
+impl ImageExample {
+    fn error(&self, message: impl Into<String>) -> DataError {
+        DataError::at(
+            &self.file.display().to_string(),
+            self.row,
+            Some(IMAGE_COLUMN),
+            message,
+        )
+    }
+}
+
+/// The examples of a source, in order, and the class names (a directory's
+/// sub-directories; empty for the other sources).
+pub fn list_examples(source: &ImageSource) -> Result<(Vec<ImageExample>, Vec<String>), DataError> {
+    match source {
+        ImageSource::Directory { dir } => list_directory(dir),
+        ImageSource::Csv {
+            path,
+            path_column,
+            label_column,
+        } => list_csv(path, path_column, label_column).map(|e| (e, Vec::new())),
+        ImageSource::TfRecord {
+            paths,
+            compression,
+            image_key,
+            label_key,
+        } => list_tfrecord(paths, *compression, image_key, label_key).map(|e| (e, Vec::new())),
+    }
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<(String, PathBuf, bool)>, DataError> {
+    let file = dir.display().to_string();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| DataError::new(&file, format!("cannot read the directory: {e}")))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| DataError::new(&file, e.to_string()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let is_dir = path.is_dir();
+        out.push((name, path, is_dir));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+fn list_directory(dir: &Path) -> Result<(Vec<ImageExample>, Vec<String>), DataError> {
+    let file = dir.display().to_string();
+    let classes: Vec<(String, PathBuf)> = sorted_entries(dir)?
+        .into_iter()
+        .filter(|e| e.2)
+        .map(|e| (e.0, e.1))
+        .collect();
+    if classes.is_empty() {
+        return Err(DataError::new(
+            &file,
+            "no class sub-directories (image_dataset_from_directory expects one directory per class)",
+        ));
+    }
+    let mut examples = Vec::new();
+    for (label, (_, class_dir)) in classes.iter().enumerate() {
+        // Keras walks each class directory recursively, files sorted.
+        let mut stack = vec![class_dir.clone()];
+        let mut files = Vec::new();
+        while let Some(d) = stack.pop() {
+            for (name, path, is_dir) in sorted_entries(&d)? {
+                if is_dir {
+                    stack.push(path);
+                } else if Format::from_extension(&name).is_some() {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        examples.extend(files.into_iter().map(|f| ImageExample {
+            file: f,
+            row: None,
+            bytes: None,
+            label: label as i64,
+        }));
+    }
+    if examples.is_empty() {
+        return Err(DataError::new(
+            &file,
+            "no image files (.png, .jpg, .jpeg, .gif, .bmp) in the class directories",
+        ));
+    }
+    Ok((examples, classes.into_iter().map(|c| c.0).collect()))
+}
+
+fn list_csv(
+    path: &Path,
+    path_column: &str,
+    label_column: &str,
+) -> Result<Vec<ImageExample>, DataError> {
+    let file = path.display().to_string();
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(path)
+        .map_err(|e| DataError::new(&file, format!("cannot read: {e}")))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| DataError::new(&file, e.to_string()))?
+        .clone();
+    let find = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| {
+                DataError::at(&file, Some(1), Some(name), "no such column in the header")
+            })
+    };
+    let (pi, li) = (find(path_column)?, find(label_column)?);
+    let mut out = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let line = i + 2;
+        let record = record.map_err(|e| DataError::at(&file, Some(line), None, e.to_string()))?;
+        let p = record.get(pi).map(str::trim).unwrap_or("");
+        if p.is_empty() {
+            return Err(DataError::at(
+                &file,
+                Some(line),
+                Some(path_column),
+                "empty path",
+            ));
+        }
+        let label_text = record.get(li).map(str::trim).unwrap_or("");
+        let label: i64 = label_text.parse().map_err(|_| {
+            DataError::at(
+                &file,
+                Some(line),
+                Some(label_column),
+                format!("`{label_text}` is not an integer label"),
+            )
+        })?;
+        out.push(ImageExample {
+            file: base.join(p),
+            row: Some(line),
+            bytes: None,
+            label,
+        });
+    }
+    if out.is_empty() {
+        return Err(DataError::new(&file, "no rows"));
+    }
+    Ok(out)
+}
+
+fn list_tfrecord(
+    paths: &[PathBuf],
+    compression: Compression,
+    image_key: &str,
+    label_key: &str,
+) -> Result<Vec<ImageExample>, DataError> {
+    let mut out = Vec::new();
+    for path in paths {
+        let file = path.display().to_string();
+        let records = tfrecord::read_file(path, compression)
+            .map_err(|e| DataError::new(&file, e.to_string()))?;
+        for (i, r) in records.iter().enumerate() {
+            let example = Example::decode(r, i)
+                .map_err(|e| DataError::at(&file, Some(i), None, e.to_string()))?;
+            let bytes = match example.features.get(image_key) {
+                Some(Feature::BytesList(b)) if b.len() == 1 => b[0].clone(),
+                Some(f) => {
+                    return Err(DataError::at(
+                        &file,
+                        Some(i),
+                        Some(image_key),
+                        format!(
+                            "expected one bytes value (the encoded image), found {}",
+                            f.kind()
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(DataError::at(
+                        &file,
+                        Some(i),
+                        Some(image_key),
+                        "missing feature",
+                    ))
+                }
+            };
+            let label = match example.features.get(label_key) {
+                Some(Feature::Int64List(v)) if v.len() == 1 => v[0],
+                Some(f) => {
+                    return Err(DataError::at(
+                        &file,
+                        Some(i),
+                        Some(label_key),
+                        format!("expected one int64 label, found {}", f.kind()),
+                    ))
+                }
+                None => {
+                    return Err(DataError::at(
+                        &file,
+                        Some(i),
+                        Some(label_key),
+                        "missing feature",
+                    ))
+                }
+            };
+            out.push(ImageExample {
+                file: path.clone(),
+                row: Some(i),
+                bytes: Some(bytes),
+                label,
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(DataError::new(
+            &paths
+                .first()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            "no records",
+        ));
+    }
+    Ok(out)
+}
+
+/// Runs `f` over `0..n` on `threads` threads (contiguous ranges), results
+/// in index order: the same output whatever the thread count.
+pub fn map_in_order<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = threads.clamp(1, n.max(1));
+    if threads == 1 {
+        return (0..n).map(f).collect();
+    }
+    let per = n.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let range = (t * per).min(n)..((t + 1) * per).min(n);
+                s.spawn(move || range.map(f).collect::<Vec<T>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+/// What [`load`] produced besides the data set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadReport {
+    /// The class names (directory sources), label id order.
+    pub class_names: Vec<String>,
+    /// Skipped bad images: their error, in example order.
+    pub skipped: Vec<DataError>,
+}
+
+/// Options of [`load`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOptions {
+    /// Worker threads decoding and transforming.
+    pub threads: usize,
+    /// What a bad image does.
+    pub on_bad_record: OnBadRecord,
+    /// Apply the random transforms (training) or skip them (evaluation).
+    pub training: bool,
+    /// The seed of the random transforms, and the epoch.
+    pub seed: u64,
+    pub epoch: u64,
+    /// Labels must lie in `[0, num_classes)` when given.
+    pub num_classes: Option<u32>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            threads: 1,
+            on_bad_record: OnBadRecord::Error,
+            training: false,
+            seed: 0,
+            epoch: 0,
+            num_classes: None,
+        }
+    }
+}
+
+/// Loads every example of `source` through `pipeline` into a [`Dataset`]
+/// with the inputs [`IMAGE_COLUMN`] (`image_input`, float32
+/// `[N, H·W·C]`) and [`LABEL_COLUMN`] (`label_input`, int32 `[N]`).
+pub fn load(
+    source: &ImageSource,
+    pipeline: &ImagePipeline,
+    image_input: &str,
+    label_input: Option<&str>,
+    options: &LoadOptions,
+) -> Result<(Dataset, LoadReport), DataError> {
+    let (examples, class_names) = list_examples(source)?;
+    let [h, w, c] = pipeline
+        .output_shape()
+        .map_err(|(_, m)| DataError::new(image_input, m))?;
+    let width = h * w * c;
+    let results = map_in_order(examples.len(), options.threads, |i| {
+        let ex = &examples[i];
+        let owned;
+        let bytes: &[u8] = match &ex.bytes {
+            Some(b) => b,
+            None => {
+                owned =
+                    std::fs::read(&ex.file).map_err(|e| ex.error(format!("cannot read: {e}")))?;
+                &owned
+            }
+        };
+        if let Some(n) = options.num_classes {
+            if ex.label < 0 || ex.label >= n as i64 {
+                return Err(DataError::at(
+                    &ex.file.display().to_string(),
+                    ex.row,
+                    Some(LABEL_COLUMN),
+                    format!("label {} is not in [0, {n})", ex.label),
+                ));
+            }
+        }
+        let mut px = vec![0f32; width];
+        pipeline
+            .apply(
+                bytes,
+                options.training,
+                (options.seed, options.epoch, i as u64),
+                &mut px,
+            )
+            .map_err(|m| ex.error(m))?;
+        Ok((px, ex.label))
+    });
+    let mut pixels = Vec::new();
+    pixels
+        .try_reserve_exact(examples.len() * width)
+        .map_err(|_| DataError::new(image_input, "not enough memory for the images"))?;
+    let mut labels = Vec::with_capacity(examples.len());
+    let mut report = LoadReport {
+        class_names,
+        skipped: Vec::new(),
+    };
+    for r in results {
+        match r {
+            Ok((px, label)) => {
+                pixels.extend_from_slice(&px);
+                labels.push(label as i32);
+            }
+            Err(e) => match options.on_bad_record {
+                OnBadRecord::Error => return Err(e),
+                OnBadRecord::Skip => report.skipped.push(e),
+            },
+        }
+    }
+    if labels.is_empty() {
+        return Err(DataError::new(image_input, "every image was bad"));
+    }
+    let rows = labels.len();
+    let mut inputs = vec![InputData::new(image_input, width, Values::F32(pixels))];
+    if let Some(l) = label_input {
+        inputs.push(InputData::new(l, 1, Values::I32(labels)));
+    }
+    let ds = Dataset::from_inputs(rows, inputs).map_err(|m| DataError::new(image_input, m))?;
+    Ok((ds, report))
+}
