@@ -102,6 +102,7 @@ pub fn load_data(
         Source::Csv { path } => display_path(path),
         Source::Synthetic(s) => format!("synthetic({} x {})", s.rows, s.features),
         Source::Stream(s) => stream_name(s),
+        Source::Images(s) => s.source.display(),
     };
     let d = data::load(&source, &model.input_specs()).map_err(|e| Failure::Other(e.to_string()))?;
     Ok((d, what))

@@ -168,6 +168,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         Source::Csv { path } => path.display().to_string(),
         Source::Stream(s) => stream_name(s),
         Source::Synthetic(_) => "synthetic".to_string(),
+        Source::Images(s) => s.source.display(),
     });
 
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);

@@ -136,7 +136,10 @@ pub(crate) fn source(call: &Call) -> R<DataSource> {
             pipeline: ImagePipeline { ops: Vec::new() },
             threads,
             on_bad_record,
-            training: true,
+            // `specc run` loads the images into memory once: the random
+            // transforms are skipped there (evaluation's behaviour) until
+            // per-epoch augmentation reaches the batch sources.
+            training: false,
             seed,
         },
         span: call.span,
@@ -286,6 +289,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
 /// `image(decode_image(channels = C), TRANSFORM, ...)`: a float32
 /// `[B, H, W, C]` input from the image source.
 pub(crate) fn image_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
+    st.image_input_attempted = true;
     if let Some((_, prev)) = &st.image_input {
         return Err(
             Diagnostic::new("duplicate-item", b.name.span, "a spec has one image input")
@@ -340,7 +344,7 @@ pub(crate) fn check(st: &mut State) {
         (Some((DataSource::Images { spec, .. }, _)), Some((pipeline, _))) => {
             spec.pipeline = pipeline;
         }
-        (Some((DataSource::Images { span, .. }, _)), None) => {
+        (Some((DataSource::Images { span, .. }, _)), None) if !st.image_input_attempted => {
             let span = *span;
             st.errors.push(
                 Diagnostic::new(

@@ -62,6 +62,8 @@ pub(crate) struct State {
     pub eval_data: Option<(DataSource, Span)>,
     /// The image input's pipeline (`features { x = image(...) }`).
     pub image_input: Option<(specc_runtime::data::images::ImagePipeline, Span)>,
+    /// An `image(...)` input was declared (even if it had an error).
+    pub image_input_attempted: bool,
     pub inputs: Vec<InputInfo>,
     pub vars: Vec<VarInfo>,
     pub loss: Option<(NodeId, Span)>,

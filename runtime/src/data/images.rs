@@ -66,6 +66,21 @@ pub enum ImageSource {
     },
 }
 
+impl ImageSource {
+    /// How the source is named in messages: its directory, CSV or files.
+    pub fn display(&self) -> String {
+        match self {
+            ImageSource::Directory { dir } => dir.display().to_string(),
+            ImageSource::Csv { path, .. } => path.display().to_string(),
+            ImageSource::TfRecord { paths, .. } => paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
 /// One per-example transform, with TF's name and arguments.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ImageOp {
@@ -197,7 +212,7 @@ impl ImagePipeline {
                     s = [Some(size[0]), Some(size[1]), Some(size[2])];
                 }
                 ImageOp::RandomBrightness { max_delta } => {
-                    if !(*max_delta >= 0.0) {
+                    if max_delta.is_nan() || *max_delta < 0.0 {
                         return Err((
                             i,
                             format!("`max_delta` must be non-negative, got {max_delta}"),
