@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 
 use specc_image::codec::{self, DecodeDType, Format};
-use specc_image::random;
+use specc_image::random::Draws;
 use specc_image::Image;
 
 use super::{DataError, Dataset, InputData, Values};
@@ -251,6 +251,12 @@ impl ImagePipeline {
     /// draws keyed by `(seed, epoch, index)` when `training`, skipped (a
     /// central crop for `random_crop`) otherwise. Writes the float32 pixels,
     /// `[H, W, C]` row-major, into `out`.
+    ///
+    /// The transforms run on a flat `[H, W, C]` float32 buffer; the random
+    /// ones use their draws exactly as `specc_image::random` does (a flip
+    /// when the uniform draw is below 0.5; crop offsets `⌊u·(d − s + 1)⌋`
+    /// for height, width and channels in that order; a brightness delta
+    /// `−max_delta + u·2·max_delta`), which `tests` below check.
     pub fn apply(
         &self,
         bytes: &[u8],
@@ -261,68 +267,170 @@ impl ImagePipeline {
         let (seed, epoch, index) = key;
         let mut stream = SplitMix64::new(mix(seed ^ mix(epoch ^ mix(index.wrapping_add(1)))));
         let mut draws = move || stream.uniform01_f32();
-        let mut image: Option<Image> = None;
+        let mut buf: Option<Buf> = None;
         for op in &self.ops {
-            let next = match (op, image.take()) {
+            let next = match (op, buf.take()) {
                 (ImageOp::DecodeImage { channels }, None) => {
                     let decoded = codec::decode_image(bytes, *channels, DecodeDType::U8, false)
                         .map_err(|e| e.message)?;
-                    Image::F32(decoded.to_f32())
+                    let s = decoded.shape().to_vec();
+                    let Image::U8(a) = decoded else {
+                        return Err("decode_image returned a non-uint8 image".into());
+                    };
+                    let (raw, _) = a.into_raw_vec_and_offset();
+                    Buf {
+                        px: raw.into_iter().map(f32::from).collect(),
+                        h: s[0],
+                        w: s[1],
+                        c: s[2],
+                    }
                 }
                 (_, None) => return Err("the pipeline does not start with decode_image".into()),
                 (ImageOp::DecodeImage { .. }, Some(_)) => {
                     return Err("decode_image after the first transform".into())
                 }
-                (ImageOp::Resize { size }, Some(im)) => resize_bilinear(&im, *size)?,
-                (ImageOp::CentralCrop { fraction }, Some(im)) => {
-                    let s = im.shape();
-                    let (top, h) = central(s[0], *fraction);
-                    let (left, w) = central(s[1], *fraction);
-                    crop(&im, [top, left], [h, w])?
+                (ImageOp::Resize { size }, Some(b)) => b.resize_bilinear(*size),
+                (ImageOp::CentralCrop { fraction }, Some(b)) => {
+                    let (top, h) = central(b.h, *fraction);
+                    let (left, w) = central(b.w, *fraction);
+                    b.crop(top, left, h, w)
                 }
-                (ImageOp::RandomCrop { size }, Some(im)) => {
-                    if training {
-                        random::random_crop(&im, size, &mut draws).map_err(|e| e.message)?
-                    } else {
-                        let s = im.shape();
-                        if size[0] > s[0] || size[1] > s[1] || size[2] != s[2] {
-                            return Err(format!(
-                                "random_crop: Need value.shape >= size, got value.shape {s:?} and size {size:?}"
-                            ));
-                        }
-                        crop(
-                            &im,
-                            [(s[0] - size[0]) / 2, (s[1] - size[1]) / 2],
-                            [size[0], size[1]],
-                        )?
+                (ImageOp::RandomCrop { size }, Some(b)) => {
+                    if size[0] > b.h || size[1] > b.w || size[2] != b.c {
+                        return Err(format!(
+                            "random_crop: Need value.shape >= size, got value.shape [{}, {}, {}] and size {size:?}",
+                            b.h, b.w, b.c
+                        ));
                     }
+                    let (top, left) = if training {
+                        let top = draws.below(b.h - size[0] + 1);
+                        let left = draws.below(b.w - size[1] + 1);
+                        draws.below(1);
+                        (top, left)
+                    } else {
+                        ((b.h - size[0]) / 2, (b.w - size[1]) / 2)
+                    };
+                    b.crop(top, left, size[0], size[1])
                 }
-                (ImageOp::RandomFlipLeftRight, Some(im)) if training => {
-                    random::random_flip_left_right(&im, &mut draws).map_err(|e| e.message)?
+                (ImageOp::RandomFlipLeftRight, Some(mut b)) if training => {
+                    if draws.uniform() < 0.5 {
+                        b.flip_left_right();
+                    }
+                    b
                 }
-                (ImageOp::RandomFlipUpDown, Some(im)) if training => {
-                    random::random_flip_up_down(&im, &mut draws).map_err(|e| e.message)?
+                (ImageOp::RandomFlipUpDown, Some(mut b)) if training => {
+                    if draws.uniform() < 0.5 {
+                        b.flip_up_down();
+                    }
+                    b
                 }
-                (ImageOp::RandomBrightness { max_delta }, Some(im)) if training => {
-                    random::random_brightness(&im, *max_delta, &mut draws).map_err(|e| e.message)?
+                (ImageOp::RandomBrightness { max_delta }, Some(mut b)) if training => {
+                    let delta = -max_delta + draws.uniform() * (2.0 * max_delta);
+                    b.px.iter_mut().for_each(|v| *v += delta);
+                    b
                 }
-                (_, Some(im)) => im,
+                (_, Some(b)) => b,
             };
-            image = Some(next);
+            buf = Some(next);
         }
-        let image = image.ok_or("an empty image pipeline")?;
-        let px = image.to_f32();
-        if px.len() != out.len() {
+        let b = buf.ok_or("an empty image pipeline")?;
+        if b.px.len() != out.len() {
             return Err(format!(
-                "the image is {:?} after the transforms, the input needs {} values",
-                px.shape(),
+                "the image is [{}, {}, {}] after the transforms, the input needs {} values",
+                b.h,
+                b.w,
+                b.c,
                 out.len()
             ));
         }
-        for (o, v) in out.iter_mut().zip(px.iter()) {
-            *o = *v;
-        }
+        out.copy_from_slice(&b.px);
         Ok(())
+    }
+}
+
+/// An image in the pipeline: float32 `[h, w, c]` row-major.
+struct Buf {
+    px: Vec<f32>,
+    h: usize,
+    w: usize,
+    c: usize,
+}
+
+impl Buf {
+    fn crop(self, top: usize, left: usize, h: usize, w: usize) -> Buf {
+        if top == 0 && left == 0 && h == self.h && w == self.w {
+            return self;
+        }
+        let c = self.c;
+        let mut px = Vec::with_capacity(h * w * c);
+        for y in top..top + h {
+            let row = (y * self.w + left) * c;
+            px.extend_from_slice(&self.px[row..row + w * c]);
+        }
+        Buf { px, h, w, c }
+    }
+
+    fn flip_left_right(&mut self) {
+        let (w, c) = (self.w, self.c);
+        for row in self.px.chunks_exact_mut(w * c) {
+            for x in 0..w / 2 {
+                for k in 0..c {
+                    row.swap(x * c + k, (w - 1 - x) * c + k);
+                }
+            }
+        }
+    }
+
+    fn flip_up_down(&mut self) {
+        let stride = self.w * self.c;
+        for y in 0..self.h / 2 {
+            let (a, b) = self.px.split_at_mut((self.h - 1 - y) * stride);
+            a[y * stride..(y + 1) * stride].swap_with_slice(&mut b[..stride]);
+        }
+    }
+
+    /// `tf.image.resize(image, size, "bilinear", antialias=False)`:
+    /// half-pixel centres, `source = (dst + 0.5)·in/out − 0.5`, clamped to
+    /// the edges, in float32. (The `specc_image::resize` of the geometry
+    /// work replaces this at merge; the formula is TF's, checked there
+    /// against `images.json`.)
+    fn resize_bilinear(self, size: [usize; 2]) -> Buf {
+        let (ih, iw, c) = (self.h, self.w, self.c);
+        let (oh, ow) = (size[0], size[1]);
+        if ih == oh && iw == ow {
+            return self;
+        }
+        let axis = |o: usize, i: usize, n: usize| -> (usize, usize, f32) {
+            let scale = i as f32 / n as f32;
+            let x = (o as f32 + 0.5) * scale - 0.5;
+            let l = (x.floor().max(0.0) as usize).min(i - 1);
+            let h = (x.ceil().max(0.0) as usize).min(i - 1);
+            (l, h, x - x.floor())
+        };
+        let ys: Vec<_> = (0..oh).map(|y| axis(y, ih, oh)).collect();
+        let xs: Vec<_> = (0..ow).map(|x| axis(x, iw, ow)).collect();
+        let src = &self.px;
+        let mut px = vec![0f32; oh * ow * c];
+        for (oy, &(y0, y1, dy)) in ys.iter().enumerate() {
+            let r0 = &src[y0 * iw * c..(y0 + 1) * iw * c];
+            let r1 = &src[y1 * iw * c..(y1 + 1) * iw * c];
+            let dst = &mut px[oy * ow * c..(oy + 1) * ow * c];
+            for (ox, &(x0, x1, dx)) in xs.iter().enumerate() {
+                for k in 0..c {
+                    let (a, b) = (r0[x0 * c + k], r0[x1 * c + k]);
+                    let (d, e) = (r1[x0 * c + k], r1[x1 * c + k]);
+                    let top = a + (b - a) * dx;
+                    let bottom = d + (e - d) * dx;
+                    dst[ox * c + k] = top + (bottom - top) * dy;
+                }
+            }
+        }
+        Buf {
+            px,
+            h: oh,
+            w: ow,
+            c,
+        }
     }
 }
 
@@ -341,67 +449,6 @@ fn central(n: usize, fraction: f64) -> (usize, usize) {
     }
     let start = ((n as f64 - n as f64 * fraction) / 2.0) as usize;
     (start, n - 2 * start)
-}
-
-fn crop(image: &Image, at: [usize; 2], size: [usize; 2]) -> Result<Image, String> {
-    let s = image.shape();
-    if at[0] + size[0] > s[0] || at[1] + size[1] > s[1] {
-        return Err(format!(
-            "crop of {size:?} at {at:?} outside an image of {s:?}"
-        ));
-    }
-    let a = image.to_f32();
-    let v = a.slice(ndarray::s![
-        at[0]..at[0] + size[0],
-        at[1]..at[1] + size[1],
-        ..
-    ]);
-    Ok(Image::F32(v.to_owned().into_dyn()))
-}
-
-/// `tf.image.resize(image, size, "bilinear", antialias=False)`: half-pixel
-/// centres, `source = (dst + 0.5)·in/out − 0.5`, clamped to the edges. (The
-/// `specc_image::resize` of the geometry work replaces this at merge; the
-/// formula is TF's, checked there against `images.json`.)
-fn resize_bilinear(image: &Image, size: [usize; 2]) -> Result<Image, String> {
-    let a = image.to_f32();
-    let s = a.shape().to_vec();
-    if s.len() != 3 {
-        return Err(format!(
-            "resize: expected [height, width, channels], got {s:?}"
-        ));
-    }
-    let (ih, iw, c) = (s[0], s[1], s[2]);
-    let (oh, ow) = (size[0], size[1]);
-    if ih == oh && iw == ow {
-        return Ok(Image::F32(a));
-    }
-    let flat = a.as_standard_layout();
-    let src = flat.as_slice().ok_or("resize: non-contiguous image")?;
-    let axis = |o: usize, i: usize, n: usize| -> (usize, usize, f32) {
-        let scale = i as f32 / n as f32;
-        let x = (o as f32 + 0.5) * scale - 0.5;
-        let lo = x.floor().max(0.0);
-        let l = (lo as usize).min(i - 1);
-        let h = (x.ceil().max(0.0) as usize).min(i - 1);
-        (l, h, x - x.floor())
-    };
-    let ys: Vec<_> = (0..oh).map(|y| axis(y, ih, oh)).collect();
-    let xs: Vec<_> = (0..ow).map(|x| axis(x, iw, ow)).collect();
-    let mut out = Vec::with_capacity(oh * ow * c);
-    for &(y0, y1, dy) in &ys {
-        for &(x0, x1, dx) in &xs {
-            for k in 0..c {
-                let p = |y: usize, x: usize| src[(y * iw + x) * c + k];
-                let top = p(y0, x0) + (p(y0, x1) - p(y0, x0)) * dx;
-                let bottom = p(y1, x0) + (p(y1, x1) - p(y1, x0)) * dx;
-                out.push(top + (bottom - top) * dy);
-            }
-        }
-    }
-    ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[oh, ow, c]), out)
-        .map(Image::F32)
-        .map_err(|e| e.to_string())
 }
 
 /// One example: where its bytes are, and its label.
@@ -782,4 +829,44 @@ pub fn load(
     }
     let ds = Dataset::from_inputs(rows, inputs).map_err(|m| DataError::new(image_input, m))?;
     Ok((ds, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specc_image::random;
+
+    /// The pipeline's flat-buffer transforms use their draws as
+    /// `specc_image::random` does: the same stream gives the same pixels.
+    #[test]
+    fn the_pipeline_draws_as_specc_image_random_does() {
+        let px: Vec<u8> = (0..6 * 7 * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let image = Image::U8(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[6, 7, 3]), px).expect("shape"),
+        );
+        let png = codec::encode_png(&image, -1).expect("png");
+        let pipeline = ImagePipeline {
+            ops: vec![
+                ImageOp::DecodeImage { channels: 3 },
+                ImageOp::RandomCrop { size: [4, 5, 3] },
+                ImageOp::RandomFlipLeftRight,
+                ImageOp::RandomFlipUpDown,
+                ImageOp::RandomBrightness { max_delta: 10.0 },
+            ],
+        };
+        for index in 0..20u64 {
+            let key = (5, 2, index);
+            let mut got = vec![0f32; 4 * 5 * 3];
+            pipeline.apply(&png, true, key, &mut got).expect("apply");
+            let mut stream = SplitMix64::new(mix(key.0 ^ mix(key.1 ^ mix(key.2 + 1))));
+            let mut d = move || stream.uniform01_f32();
+            let im = Image::F32(image.to_f32());
+            let im = random::random_crop(&im, &[4, 5, 3], &mut d).expect("crop");
+            let im = random::random_flip_left_right(&im, &mut d).expect("flip");
+            let im = random::random_flip_up_down(&im, &mut d).expect("flip");
+            let im = random::random_brightness(&im, 10.0, &mut d).expect("brightness");
+            let want: Vec<f32> = im.to_f32().iter().copied().collect();
+            assert_eq!(got, want, "example {index}");
+        }
+    }
 }
