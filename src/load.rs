@@ -108,6 +108,37 @@ pub fn load_data(
     Ok((d, what))
 }
 
+/// [`load_data`], and for an image source whose transforms draw random
+/// numbers, the augmenter of its training batches.
+pub fn load_data_for_training(
+    model: &Model,
+    spec: &Path,
+    data_override: Option<&Path>,
+) -> Result<
+    (
+        Dataset,
+        String,
+        Option<specc_runtime::data::images::Augmenter>,
+    ),
+    Failure,
+> {
+    let source = data_source(model, spec, data_override);
+    let Source::Images(s) = &source else {
+        return load_data(model, spec, data_override).map(|(d, w)| (d, w, None));
+    };
+    let (d, report) = data::load_images_with_report(s, &model.input_specs())
+        .map_err(|e| Failure::Other(e.to_string()))?;
+    let augmenter = specc_runtime::data::images::Augmenter::new(
+        &s.source,
+        &s.pipeline,
+        &report.kept,
+        s.seed,
+        s.threads,
+    )
+    .map_err(|e| Failure::Other(e.to_string()))?;
+    Ok((d, s.source.display(), augmenter))
+}
+
 /// How a streaming source is named in messages: its path or pattern.
 pub fn stream_name(s: &specc_runtime::pipeline::StreamSpec) -> String {
     s.paths

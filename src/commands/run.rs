@@ -16,7 +16,7 @@ use specc_compiler::driver::{compile, Functions};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
 use specc_runtime::config::warm_start;
-use specc_runtime::data::{DataError, Dataset, Source};
+use specc_runtime::data::{DataError, Dataset, Source, ValuesMut};
 use specc_runtime::pipeline::StreamingBatches;
 use specc_runtime::source::{BatchBuffers, BatchSource, ShuffledBatches};
 use specc_runtime::summary::hooks::{
@@ -34,7 +34,7 @@ use specc_compiler::config::{self, Flags};
 use specc_runtime::config::record::RunRecord;
 
 use super::run_hooks::TensorLogHook;
-use crate::load::{data_source, load_data, report, resolve_run, stream_name};
+use crate::load::{data_source, report, resolve_run, stream_name};
 use crate::Failure;
 
 /// The command line of `specc run`.
@@ -128,16 +128,24 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         Source::Stream(s) => Some(s),
         _ => None,
     };
-    let (dataset, data_name) = match &stream {
-        None => load_data(model, spec, config.data.as_deref())?,
+    // An image input with random transforms: the data set holds their
+    // evaluation form; the augmenter redraws them for every training batch.
+    let (dataset, data_name, augmenter) = match &stream {
+        None => crate::load::load_data_for_training(model, spec, config.data.as_deref())?,
         Some(s) => (
             Dataset {
                 rows: 0,
                 inputs: Vec::new(),
             },
             stream_name(s),
+            None,
         ),
     };
+    let image_input = model
+        .inputs
+        .iter()
+        .find(|i| i.spec.columns == [specc_runtime::data::images::IMAGE_COLUMN])
+        .map(|i| i.spec.name.clone());
 
     // `eval_data` (or `--eval-data`): evaluations read it instead of a
     // held-out split; loaded whole (a single CSV) or streamed, one pass each.
@@ -254,7 +262,14 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
                 cfg.shuffle,
                 cfg.seed,
             )
-            .map(Batches::Memory),
+            .map(|b| {
+                let augment = augmenter.as_ref().and_then(|a| {
+                    let name = image_input.as_deref()?;
+                    let i = layout.inputs.iter().position(|l| l.name == name)?;
+                    Some((a, i))
+                });
+                Batches::Memory(b, augment)
+            }),
             Some(s) => StreamingBatches::new(s, &inputs, &layout, cfg.batch, cfg.shuffle, cfg.seed)
                 .map(|b| Batches::Stream(Box::new(b)))
                 .map_err(|e| e.to_string()),
@@ -656,14 +671,19 @@ fn eval_json(e: &Evaluation) -> serde_json::Value {
 
 /// The training batches: in memory, or streamed by the input pipeline.
 enum Batches<'d> {
-    Memory(ShuffledBatches<'d>),
+    /// In-memory rows, and the augmenter of the image input (its index in
+    /// the layout) when its transforms draw random numbers.
+    Memory(
+        ShuffledBatches<'d>,
+        Option<(&'d specc_runtime::data::images::Augmenter, usize)>,
+    ),
     Stream(Box<StreamingBatches>),
 }
 
 impl Batches<'_> {
     fn epochs_started(&self) -> u64 {
         match self {
-            Batches::Memory(b) => b.epochs_started() as u64,
+            Batches::Memory(b, _) => b.epochs_started() as u64,
             Batches::Stream(b) => b.epochs_started(),
         }
     }
@@ -671,7 +691,7 @@ impl Batches<'_> {
     /// The streamed source's skipped records.
     fn bad_records(&self) -> Option<specc_runtime::pipeline::BadRecords> {
         match self {
-            Batches::Memory(_) => None,
+            Batches::Memory(..) => None,
             Batches::Stream(b) => Some(b.bad_records().clone()),
         }
     }
@@ -680,21 +700,31 @@ impl Batches<'_> {
 impl BatchSource for Batches<'_> {
     fn next_batch(&mut self, buffers: &mut BatchBuffers<'_>) -> Result<usize, DataError> {
         match self {
-            Batches::Memory(b) => b.next_batch(buffers),
+            Batches::Memory(b, augment) => {
+                let n = b.next_batch(buffers)?;
+                if let Some((a, i)) = augment {
+                    // The epoch the batch ends in keys its draws.
+                    let epoch = (b.epochs_started() as u64).saturating_sub(1);
+                    if let ValuesMut::F32(dst) = buffers.input_mut(*i) {
+                        a.fill(b.last_batch_rows(), epoch, dst)?;
+                    }
+                }
+                Ok(n)
+            }
             Batches::Stream(b) => b.next_batch(buffers),
         }
     }
 
     fn position(&self) -> Option<Vec<i64>> {
         match self {
-            Batches::Memory(b) => b.position(),
+            Batches::Memory(b, _) => b.position(),
             Batches::Stream(b) => b.position(),
         }
     }
 
     fn seek(&mut self, position: &[i64]) -> Result<(), String> {
         match self {
-            Batches::Memory(b) => b.seek(position),
+            Batches::Memory(b, _) => b.seek(position),
             Batches::Stream(b) => b.seek(position),
         }
     }

@@ -136,9 +136,9 @@ pub(crate) fn source(call: &Call) -> R<DataSource> {
             pipeline: ImagePipeline { ops: Vec::new() },
             threads,
             on_bad_record,
-            // `specc run` loads the images into memory once: the random
-            // transforms are skipped there (evaluation's behaviour) until
-            // per-epoch augmentation reaches the batch sources.
+            // The in-memory data set holds the evaluation form; `specc run`
+            // redraws the random transforms per training batch
+            // (`data::images::Augmenter`).
             training: false,
             seed,
         },

@@ -720,6 +720,8 @@ pub struct LoadReport {
     pub class_names: Vec<String>,
     /// Skipped bad images: their error, in example order.
     pub skipped: Vec<DataError>,
+    /// The example index of each row of the data set.
+    pub kept: Vec<u32>,
 }
 
 /// Options of [`load`].
@@ -806,12 +808,14 @@ pub fn load(
     let mut report = LoadReport {
         class_names,
         skipped: Vec::new(),
+        kept: Vec::new(),
     };
-    for r in results {
+    for (i, r) in results.into_iter().enumerate() {
         match r {
             Ok((px, label)) => {
                 pixels.extend_from_slice(&px);
                 labels.push(label as i32);
+                report.kept.push(i as u32);
             }
             Err(e) => match options.on_bad_record {
                 OnBadRecord::Error => return Err(e),
@@ -829,6 +833,93 @@ pub fn load(
     }
     let ds = Dataset::from_inputs(rows, inputs).map_err(|m| DataError::new(image_input, m))?;
     Ok((ds, report))
+}
+
+/// The training form of an image input: the random transforms redrawn for
+/// every batch, keyed by `(seed, epoch, example index)`, over the examples
+/// a load kept. The in-memory batch sources gather every input as usual and
+/// then overwrite the image input's rows with [`fill`](Self::fill).
+#[derive(Debug, Clone)]
+pub struct Augmenter {
+    examples: Vec<ImageExample>,
+    pipeline: ImagePipeline,
+    seed: u64,
+    threads: usize,
+    width: usize,
+}
+
+impl Augmenter {
+    /// The augmenter of `source` through `pipeline`, for the rows of a load
+    /// whose report kept `kept`; `None` when the pipeline draws nothing.
+    pub fn new(
+        source: &ImageSource,
+        pipeline: &ImagePipeline,
+        kept: &[u32],
+        seed: u64,
+        threads: usize,
+    ) -> Result<Option<Augmenter>, DataError> {
+        if !pipeline.ops.iter().any(ImageOp::is_random) {
+            return Ok(None);
+        }
+        let [h, w, c] = pipeline
+            .output_shape()
+            .map_err(|(_, m)| DataError::new(&source.display(), m))?;
+        let (all, _) = list_examples(source)?;
+        let mut examples = Vec::with_capacity(kept.len());
+        for &k in kept {
+            let ex = all.get(k as usize).ok_or_else(|| {
+                DataError::new(
+                    &source.display(),
+                    "the images changed since they were loaded",
+                )
+            })?;
+            examples.push(ex.clone());
+        }
+        Ok(Some(Augmenter {
+            examples,
+            pipeline: pipeline.clone(),
+            seed,
+            threads,
+            width: h * w * c,
+        }))
+    }
+
+    /// Writes the training form of data-set rows `rows` (epoch `epoch`)
+    /// into `dst`, row after row, on the augmenter's threads.
+    pub fn fill(&self, rows: &[u32], epoch: u64, dst: &mut [f32]) -> Result<(), DataError> {
+        let width = self.width;
+        if dst.len() < rows.len() * width {
+            return Err(DataError::new(
+                IMAGE_COLUMN,
+                "the image input's buffer is smaller than the batch",
+            ));
+        }
+        let results = map_in_order(rows.len(), self.threads, |i| {
+            let row = rows[i] as usize;
+            let ex = self
+                .examples
+                .get(row)
+                .ok_or_else(|| DataError::new(IMAGE_COLUMN, format!("row {row} out of range")))?;
+            let owned;
+            let bytes: &[u8] = match &ex.bytes {
+                Some(b) => b,
+                None => {
+                    owned = std::fs::read(&ex.file)
+                        .map_err(|e| ex.error(format!("cannot read: {e}")))?;
+                    &owned
+                }
+            };
+            let mut px = vec![0f32; width];
+            self.pipeline
+                .apply(bytes, true, (self.seed, epoch, row as u64), &mut px)
+                .map_err(|m| ex.error(m))?;
+            Ok(px)
+        });
+        for (i, r) in results.into_iter().enumerate() {
+            dst[i * width..(i + 1) * width].copy_from_slice(&r?);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

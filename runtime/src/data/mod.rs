@@ -346,6 +346,15 @@ pub fn load(source: &Source, inputs: &[InputSpec]) -> Result<Dataset, DataError>
 }
 
 fn load_images(spec: &ImagesSpec, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
+    load_images_with_report(spec, inputs).map(|(d, _)| d)
+}
+
+/// Loads an image source ([`Source::Images`]) and reports what it kept and
+/// skipped (for [`images::Augmenter`]).
+pub fn load_images_with_report(
+    spec: &ImagesSpec,
+    inputs: &[InputSpec],
+) -> Result<(Dataset, images::LoadReport), DataError> {
     let by_column = |c: &str| {
         inputs
             .iter()
@@ -410,7 +419,7 @@ fn load_images(spec: &ImagesSpec, inputs: &[InputSpec]) -> Result<Dataset, DataE
     for e in report.skipped.iter().take(5) {
         eprintln!("skipped bad image: {e}");
     }
-    Ok(ds)
+    Ok((ds, report))
 }
 
 /// Checks on the input specs that do not depend on the data.
