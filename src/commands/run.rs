@@ -670,6 +670,8 @@ fn eval_json(e: &Evaluation) -> serde_json::Value {
 }
 
 /// The training batches: in memory, or streamed by the input pipeline.
+// One per run: the size of the in-memory variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Batches<'d> {
     /// In-memory rows, and the augmenter of the image input (its index in
     /// the layout) when its transforms draw random numbers.
