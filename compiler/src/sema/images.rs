@@ -10,7 +10,7 @@
 //! Invariants: an image input's final shape is static (a caret under the
 //! transform that leaves it unknown or cannot apply); a spec with an image
 //! source has exactly one image input and every other input reads the
-//! `label` column; an image input needs an image source ([`check`]).
+//! `label` column; an image input needs an image source (`check`, after every item).
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
