@@ -455,3 +455,78 @@ fn training_with_random_augmentation_is_the_same_with_one_or_two_threads() {
     let held = one["eval"]["accuracy"].as_f64().expect("accuracy");
     assert!(held > 0.9, "held-out accuracy {held}");
 }
+
+/// `image_csv` and `image_tfrecord` in a spec train like the folder.
+#[test]
+fn image_csv_and_image_tfrecord_sources_train_from_a_spec() {
+    let dir = scratch("spec_csv_tfrecord");
+    let all = digits();
+    std::fs::create_dir_all(dir.join("img")).expect("dir");
+    let mut csv = String::from("file,digit\n");
+    let mut records = RecordWriter::new(Vec::new(), Compression::None);
+    for (i, (px, label)) in all.iter().enumerate() {
+        let bytes = png(px);
+        std::fs::write(dir.join(format!("img/{i}.png")), &bytes).expect("png");
+        csv.push_str(&format!("img/{i}.png,{label}\n"));
+        let mut e = Example::default();
+        e.features
+            .insert("jpg".into(), Feature::BytesList(vec![bytes]));
+        e.features
+            .insert("y".into(), Feature::Int64List(vec![*label]));
+        records.write(&e.encode()).expect("record");
+    }
+    std::fs::write(dir.join("files.csv"), csv).expect("csv");
+    std::fs::write(dir.join("all.tfrecord"), records.finish().expect("finish")).expect("tfrecord");
+    let mut results = Vec::new();
+    for (name, data) in [
+        (
+            "csv",
+            "image_csv(\"files.csv\", path_column = \"file\", label_column = \"digit\")",
+        ),
+        (
+            "tfrecord",
+            "image_tfrecord(\"all.tfrecord\", image_key = \"jpg\", label_key = \"y\")",
+        ),
+    ] {
+        let spec = dir.join(format!("{name}.spec"));
+        std::fs::write(
+            &spec,
+            format!(
+                "model m\ndata {data}\nlabel label: int\nfeatures {{\n  image = image(decode_image(channels = 1), resize([8, 8]))\n}}\n{MLP}"
+            ),
+        )
+        .expect("spec");
+        let (code, out, err) = specc(&["run", "--json"], &spec);
+        assert_eq!(code, 0, "{name}: {out}\n{err}");
+        let json: serde_json::Value =
+            serde_json::from_str(out.lines().last().expect("JSON line")).expect("JSON");
+        assert!(
+            json["eval"]["accuracy"].as_f64().expect("accuracy") > 0.9,
+            "{name}: {json}"
+        );
+        results.push(json["last_loss"].clone());
+    }
+    // The same rows in the same order: the same training.
+    assert_eq!(results[0], results[1]);
+}
+
+/// An image input needs an image source.
+#[test]
+fn an_image_input_without_an_image_source_is_an_error() {
+    let dir = scratch("image_input_csv");
+    let spec = dir.join("m.spec");
+    std::fs::write(
+        &spec,
+        format!(
+            "model m\ndata csv(\"x.csv\")\nlabel label: int\nfeatures {{\n  image = image(decode_image(channels = 1), resize([8, 8]))\n}}\n{MLP}"
+        ),
+    )
+    .expect("spec");
+    let (code, _, err) = specc(&["check"], &spec);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("an image input needs an image source"),
+        "{err}"
+    );
+    assert!(err.contains('^'), "{err}");
+}
