@@ -706,9 +706,10 @@ pub fn map_in_order<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + 
                 s.spawn(move || range.map(f).collect::<Vec<T>>())
             })
             .collect();
+        // A worker's panic (a bug, never user data) is the caller's.
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     })
 }
