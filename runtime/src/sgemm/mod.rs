@@ -1,7 +1,8 @@
 //! Single-precision matrix product for compiled training steps.
 //!
 //! Owns: [`sgemm`] (`C = alpha * A @ B + beta * C` with arbitrary strides),
-//! its runtime CPU dispatch (AVX-512F, else AVX2+FMA, else portable scalar),
+//! its runtime CPU dispatch (AVX-512F, else AVX2+FMA, else portable scalar;
+//! `SPECC_GEMM_ISA=avx512|avx2|scalar` forces one, read once: [`Isa::active`]),
 //! the cache blocking and packing, and the per-thread packing buffers.
 //!
 //! # Determinism
@@ -37,7 +38,8 @@
 //! for each k block (pc, kc)                 -- KC_MAX = 512, see above
 //!   for each block of up to ~1056 rows (ic)  -- pack A: MR-row panels (2 MB)
 //!     for each block of columns (jc)         -- pack B: NR-column panels
-//!                                            --   (kc x ncb, <= 1 MB, in L2)
+//!                                            --   (kc x ncb, in L2: <= 1 MB
+//!                                            --   AVX-512, <= 256 KB AVX2)
 //!       for each MR-row panel of A (ir)      -- stays in L1
 //!         for each NR-column panel of B (jr) -- streams from L2 (prefetched)
 //!           microkernel: MR x NR tile of C, kc steps, then the epilogue
@@ -45,7 +47,8 @@
 //!
 //! * Microkernels keep the whole tile in registers (24 zmm accumulators on
 //!   AVX-512: 6x64, 8x48 or 12x32, whichever pads the problem least, or
-//!   16x16 when C has at most 16 columns; 12 ymm on AVX2: 6x16), load B
+//!   16x16 when C has at most 16 columns; 12 ymm on AVX2: 6x16, its
+//!   unmasked k loop unrolled by 4), load B
 //!   rows as vectors and broadcast A elements, one FMA per accumulator and
 //!   k step.
 //! * Operands are read in place, without packing, when that is cheaper:
