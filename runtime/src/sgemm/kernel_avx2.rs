@@ -268,7 +268,9 @@ impl<const MR: usize, const NV: usize> Kernel for Tile<MR, NV> {
 
     #[inline(always)]
     unsafe fn tile(kc: usize, a: ASrc, b: BSrc, c: CTile, alpha: f32, beta: Beta) {
-        if c.cs == 1 {
+        // Prefetch C while the k loop runs (useless when the loop is too
+        // short to hide the latency: the stores come right away).
+        if c.cs == 1 && kc >= 32 {
             for i in 0..c.mr {
                 let row = c.ptr.offset(i as isize * c.rs);
                 _mm_prefetch::<_MM_HINT_T0>(row as *const i8);
