@@ -265,6 +265,9 @@ impl<const MR: usize, const NV: usize> Kernel for Tile<MR, NV> {
     /// stays in L2 while A micro-panels stream past it (the default 1 MB
     /// block fits Intel's 1-2 MB L2s but not AMD's).
     const B_BLOCK: usize = 64 * 1024;
+    /// n = 10 (a classifier's logits): packing B once, zero-padded to 16
+    /// columns, lets every tile run the unrolled unmasked k loop.
+    const PACK_NARROW_B: bool = true;
 
     #[inline(always)]
     unsafe fn tile(kc: usize, a: ASrc, b: BSrc, c: CTile, alpha: f32, beta: Beta) {

@@ -491,6 +491,9 @@ pub(crate) trait Kernel {
     /// Most floats of a packed B block (`kc x ncb`, kept in L2 while the
     /// A micro-panels stream past it), at most the buffer's `B_CAP`.
     const B_BLOCK: usize = B_CAP;
+    /// Whether a B narrower than `NR` columns is packed (zero-padded) rather
+    /// than read in place with masked loads.
+    const PACK_NARROW_B: bool = false;
     /// # Safety
     /// `kc > 0`; the sources must be readable as their docs say and the tile
     /// writable.
@@ -572,14 +575,24 @@ pub(crate) struct Plan {
 
 impl Plan {
     #[inline(always)]
-    pub(crate) fn new(p: &Problem, mr: usize, nr: usize, kc: usize, b_block: usize) -> Plan {
+    pub(crate) fn new(
+        p: &Problem,
+        mr: usize,
+        nr: usize,
+        kc: usize,
+        b_block: usize,
+        pack_narrow_b: bool,
+    ) -> Plan {
         let row_tiles = p.m.div_ceil(mr);
         let col_tiles = p.n.div_ceil(nr);
         // B is read in place when its rows are unit-stride and the span it
         // covers is small (no cache-set or TLB conflicts), or when there is
         // little reuse of a packed copy.
         let b_span = p.rsb.unsigned_abs() * p.k;
-        let b_inplace = p.csb == 1 && (b_span <= 64 * 1024 || row_tiles <= 1);
+        // A B narrower than one panel (n = 10) may be packed zero-padded
+        // instead, so that every tile runs the unmasked k loop.
+        let narrow = pack_narrow_b && p.n < nr && row_tiles >= 4;
+        let b_inplace = p.csb == 1 && (b_span <= 64 * 1024 || row_tiles <= 1) && !narrow;
         // A is read in place when each packed element would be used by few
         // column tiles (packing a row-major A is a transpose).
         let a_span = p.k * p.csa.unsigned_abs() + p.m;
@@ -614,7 +627,14 @@ impl Plan {
 pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
     let (mr_max, nr_max) = (K::MR, K::NR);
     let kb = KBlocks::new(p.k);
-    let plan = Plan::new(p, mr_max, nr_max, kb.max_len(), K::B_BLOCK);
+    let plan = Plan::new(
+        p,
+        mr_max,
+        nr_max,
+        kb.max_len(),
+        K::B_BLOCK,
+        K::PACK_NARROW_B,
+    );
     let needs_a_buf = !plan.a_inplace || (p.csa != 1 && !p.m.is_multiple_of(mr_max));
     let mut local = None;
     let (abuf, bbuf) = if needs_a_buf || !plan.b_inplace {
