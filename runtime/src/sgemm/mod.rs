@@ -56,7 +56,8 @@
 //!   tiles), a row-major A used by few column tiles (one row pointer per
 //!   tile row), a column-major A used by at most two column tiles. Otherwise
 //!   they are packed (AVX-512/AVX2: vector copies, or 16x16 / 8x8 in-register
-//!   transposes for the transposed layouts).
+//!   transposes for the transposed layouts). The AVX2 kernel also packs a B
+//!   narrower than its 16 columns (zero-padded), so tiles skip masked loads.
 //! * A column-major C is computed as `C^T = B^T A^T`; so is a C with fewer
 //!   than 16 columns, many rows and a column-major A (so that the long
 //!   dimension is vectorized and A is read in place).
