@@ -233,11 +233,54 @@ unsafe fn store<const MR: usize, const NV: usize>(
     alpha: f32,
     beta: Beta,
 ) {
+    if c.mr == MR && c.nr == 8 * NV {
+        update_full(acc, c.ptr, c.rs, alpha, beta);
+        return;
+    }
     let mut cols = [_mm256_setzero_si256(); NV];
     for (v, m) in cols.iter_mut().enumerate() {
         *m = lanes(c.nr.saturating_sub(8 * v));
     }
     update(acc, c.ptr, c.rs, c.mr, cols, alpha, beta);
+}
+
+/// `update` for a whole tile, with plain loads and stores: a masked store
+/// (`vmaskmovps`) costs more than a plain one (several uops on Intel, more
+/// on some AMD cores), which matters when k is short. The same arithmetic
+/// per element.
+#[inline(always)]
+unsafe fn update_full<const MR: usize, const NV: usize>(
+    acc: &[[__m256; NV]; MR],
+    c: *mut f32,
+    rs: isize,
+    alpha: f32,
+    beta: Beta,
+) {
+    let va = _mm256_set1_ps(alpha);
+    let vb = _mm256_set1_ps(match beta {
+        Beta::Scale(b) => b,
+        _ => 1.0,
+    });
+    macro_rules! each {
+        (|$p:ident, $x:ident| $body:expr) => {
+            for i in 0..MR {
+                let row = c.offset(i as isize * rs);
+                for v in 0..NV {
+                    let $p = row.add(8 * v);
+                    let $x = acc[i][v];
+                    $body;
+                }
+            }
+        };
+    }
+    match beta {
+        Beta::Zero => each!(|p, x| _mm256_storeu_ps(p, _mm256_mul_ps(va, x))),
+        Beta::One => each!(|p, x| _mm256_storeu_ps(p, _mm256_fmadd_ps(va, x, _mm256_loadu_ps(p)))),
+        Beta::Scale(_) => each!(|p, x| _mm256_storeu_ps(
+            p,
+            _mm256_fmadd_ps(va, x, _mm256_mul_ps(vb, _mm256_loadu_ps(p)))
+        )),
+    }
 }
 
 /// The tile for each A source layout, writing a unit-column-stride C tile.
