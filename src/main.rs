@@ -333,6 +333,11 @@ fn main() -> ExitCode {
         eprintln!("error: {msg}");
         return ExitCode::from(1);
     }
+    // So is a GEMM kernel the CPU cannot run, or an unknown name.
+    if let Err(msg) = specc_runtime::sgemm::gemm_isa_from_env() {
+        eprintln!("error: {msg}");
+        return ExitCode::from(1);
+    }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
         Command::Compile { spec, emit } => commands::compile::run(&spec, emit),

@@ -566,6 +566,35 @@ fn specc_threads_must_be_a_positive_integer() {
     assert_eq!(status, 0, "{err}");
 }
 
+/// `SPECC_GEMM_ISA` naming no kernel is refused; a kernel the CPU runs is
+/// accepted (and gives the same results: every kernel has the same bits).
+#[test]
+fn specc_gemm_isa_must_name_a_kernel() {
+    let dir = workdir("gemm_isa_env");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for v in ["avx", "sse", "fast"] {
+        let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_GEMM_ISA", v)]);
+        assert_eq!(status, 1, "{v}: {err}");
+        assert!(
+            err.contains("SPECC_GEMM_ISA must be avx512, avx2 or scalar") && err.contains(v),
+            "{v}: {err}"
+        );
+    }
+    let (status, base, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_GEMM_ISA", "")]);
+    assert_eq!(status, 0, "{err}");
+    let (status, scalar, err) =
+        specc_env(&dir, &["run", "spec.spec"], &[("SPECC_GEMM_ISA", "scalar")]);
+    assert_eq!(status, 0, "{err}");
+    // The final metrics line (the others carry the speed).
+    let metrics = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("train: loss"))
+            .map(str::to_owned)
+    };
+    assert!(metrics(&base).is_some(), "{base}");
+    assert_eq!(metrics(&base), metrics(&scalar));
+}
+
 /// `gradcheck --samples 0` would check nothing: refused.
 #[test]
 fn gradcheck_needs_at_least_one_sample() {

@@ -119,3 +119,47 @@ fn two_threads_compute_the_same_bits_as_one_with_row_kernels() {
     let rows = same_bits_on_one_and_two_threads("digits_embedding", &digits_embedding(), 6);
     assert!(rows, "digits_embedding's step has row kernels");
 }
+
+/// Trains `steps` steps of `text` with `threads` threads allowed: the step's
+/// planned threads and whether the session started its worker thread.
+fn worker_after_training(text: &str, threads: usize, steps: usize) -> (u32, bool) {
+    let src = SourceFile::new("spec.spec", text.to_string());
+    let program = compile_with(
+        &src,
+        Functions::TRAIN,
+        &Options {
+            threads,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let model = &program.model;
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
+    let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
+    let mut s = program.session().unwrap();
+    let cfg = model.train.config(steps as u64);
+    let rows: Vec<u32> = (0..ds.rows as u32).collect();
+    let mut batches =
+        ShuffledBatches::new(&ds, &s.layout, rows, cfg.batch, cfg.shuffle, cfg.seed).unwrap();
+    let mut trainer = Trainer::new(&s).unwrap();
+    assert!(!s.worker_started(), "no worker before the first step");
+    for _ in 0..steps {
+        let loss = trainer.step(&mut s, &mut batches).unwrap().unwrap().loss;
+        assert!(loss.is_finite());
+    }
+    (program.plans[0].threads, s.worker_started())
+}
+
+/// A tiny model (W2 cancer_logreg) with two cores allowed is planned for one
+/// thread, and its session never starts the worker thread: nothing spins,
+/// sleeps or wakes beside the training thread. wide_mlp, worth two threads,
+/// starts it on its first step.
+#[test]
+fn a_one_thread_plan_starts_no_worker_thread() {
+    let (threads, worker) = worker_after_training(&read_spec("cancer_logreg.spec"), 2, 40);
+    assert_eq!(threads, 1, "cancer_logreg's step is worth one thread");
+    assert!(!worker, "a one-thread plan must not start the worker");
+    let (threads, worker) = worker_after_training(&wide_mlp(), 2, 1);
+    assert_eq!(threads, 2, "wide_mlp's step is worth two threads");
+    assert!(worker, "a two-thread plan runs thread 1 on the worker");
+}

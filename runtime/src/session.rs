@@ -287,6 +287,14 @@ impl Session {
         self.functions.iter().position(|f| f.layout.name == name)
     }
 
+    /// Whether this session has started its worker thread. It starts it
+    /// only on the first call of a function planned for two threads, so a
+    /// model whose functions the cost model gives one thread never has a
+    /// second thread to spin, sleep or wake (the steadiness of tiny models).
+    pub fn worker_started(&self) -> bool {
+        self.worker.is_some()
+    }
+
     /// Runs compiled function `f` on the first `batch` rows of the inputs.
     /// Errors: no function `f`, or `batch` not in `1..=max_batch`.
     pub fn call(&mut self, f: usize, batch: usize) -> Result<(), String> {

@@ -1,7 +1,8 @@
 //! Single-precision matrix product for compiled training steps.
 //!
 //! Owns: [`sgemm`] (`C = alpha * A @ B + beta * C` with arbitrary strides),
-//! its runtime CPU dispatch (AVX-512F, else AVX2+FMA, else portable scalar),
+//! its runtime CPU dispatch (AVX-512F, else AVX2+FMA, else portable scalar;
+//! `SPECC_GEMM_ISA=avx512|avx2|scalar` forces one, read once: [`Isa::active`]),
 //! the cache blocking and packing, and the per-thread packing buffers.
 //!
 //! # Determinism
@@ -37,7 +38,8 @@
 //! for each k block (pc, kc)                 -- KC_MAX = 512, see above
 //!   for each block of up to ~1056 rows (ic)  -- pack A: MR-row panels (2 MB)
 //!     for each block of columns (jc)         -- pack B: NR-column panels
-//!                                            --   (kc x ncb, <= 1 MB, in L2)
+//!                                            --   (kc x ncb, in L2: <= 1 MB
+//!                                            --   AVX-512, <= 256 KB AVX2)
 //!       for each MR-row panel of A (ir)      -- stays in L1
 //!         for each NR-column panel of B (jr) -- streams from L2 (prefetched)
 //!           microkernel: MR x NR tile of C, kc steps, then the epilogue
@@ -45,7 +47,8 @@
 //!
 //! * Microkernels keep the whole tile in registers (24 zmm accumulators on
 //!   AVX-512: 6x64, 8x48 or 12x32, whichever pads the problem least, or
-//!   16x16 when C has at most 16 columns; 12 ymm on AVX2: 6x16), load B
+//!   16x16 when C has at most 16 columns; 12 ymm on AVX2: 6x16, its
+//!   unmasked k loop unrolled by 4), load B
 //!   rows as vectors and broadcast A elements, one FMA per accumulator and
 //!   k step.
 //! * Operands are read in place, without packing, when that is cheaper:
@@ -53,7 +56,8 @@
 //!   tiles), a row-major A used by few column tiles (one row pointer per
 //!   tile row), a column-major A used by at most two column tiles. Otherwise
 //!   they are packed (AVX-512/AVX2: vector copies, or 16x16 / 8x8 in-register
-//!   transposes for the transposed layouts).
+//!   transposes for the transposed layouts). The AVX2 kernel also packs a B
+//!   narrower than its 16 columns (zero-padded), so tiles skip masked loads.
 //! * A column-major C is computed as `C^T = B^T A^T`; so is a C with fewer
 //!   than 16 columns, many rows and a column-major A (so that the long
 //!   dimension is vectorized and A is read in place).
@@ -80,6 +84,7 @@ mod kernel_scalar;
 mod pack;
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 /// Longest k block. The block boundaries depend only on `k` (see the module
 /// docs) and are the same for every kernel, so results do not depend on the
@@ -104,7 +109,8 @@ pub enum Isa {
 }
 
 impl Isa {
-    /// The best kernel this CPU supports (what [`sgemm`] uses).
+    /// The best kernel this CPU supports (what [`sgemm`] uses unless
+    /// `SPECC_GEMM_ISA` says otherwise).
     pub fn detect() -> Isa {
         if Isa::Avx512.is_available() {
             Isa::Avx512
@@ -112,6 +118,29 @@ impl Isa {
             Isa::Avx2
         } else {
             Isa::Scalar
+        }
+    }
+
+    /// The kernel [`sgemm`] uses: `SPECC_GEMM_ISA` when it names a kernel
+    /// this CPU runs ([`gemm_isa_from_env`]), else [`Isa::detect`]. Read
+    /// once per process. Every kernel gives the same bits, so this only
+    /// changes speed (it is how the AVX2 path is measured on AVX-512 CPUs).
+    pub fn active() -> Isa {
+        static ACTIVE: OnceLock<Isa> = OnceLock::new();
+        *ACTIVE.get_or_init(|| {
+            gemm_isa_from_env()
+                .ok()
+                .flatten()
+                .unwrap_or_else(Isa::detect)
+        })
+    }
+
+    /// The kernel's name as `SPECC_GEMM_ISA` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512",
+            Isa::Avx2 => "avx2",
+            Isa::Scalar => "scalar",
         }
     }
 
@@ -133,8 +162,35 @@ impl Isa {
     }
 }
 
+/// `SPECC_GEMM_ISA` read strictly: `None` when unset or empty, the kernel
+/// when it is `avx512`, `avx2` or `scalar` and this CPU runs it, an error
+/// saying why otherwise (the CLI refuses the value; [`Isa::active`] then
+/// ignores it).
+pub fn gemm_isa_from_env() -> Result<Option<Isa>, String> {
+    let Some(v) = std::env::var_os("SPECC_GEMM_ISA") else {
+        return Ok(None);
+    };
+    let s = v.to_string_lossy();
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let isa = [Isa::Avx512, Isa::Avx2, Isa::Scalar]
+        .into_iter()
+        .find(|i| i.name().eq_ignore_ascii_case(t))
+        .ok_or_else(|| format!("SPECC_GEMM_ISA must be avx512, avx2 or scalar, got {s:?}"))?;
+    if isa.is_available() {
+        Ok(Some(isa))
+    } else {
+        Err(format!(
+            "SPECC_GEMM_ISA={t}: this CPU does not support the {t} kernel"
+        ))
+    }
+}
+
 /// `C[m,n] = alpha * A[m,k] @ B[k,n] + beta * C`, all strides in elements
-/// (row stride, column stride), using the best kernel for this CPU.
+/// (row stride, column stride), using the best kernel for this CPU (or the
+/// one `SPECC_GEMM_ISA` names, see [`Isa::active`]).
 ///
 /// Any strides are accepted: a transposed view is a pair of swapped strides,
 /// and a stride of 0 makes a broadcast read of A or B. With `beta == 0`, C is
@@ -166,7 +222,7 @@ pub unsafe fn sgemm(
     csc: isize,
 ) {
     sgemm_with(
-        Isa::detect(),
+        Isa::active(),
         m,
         k,
         n,
@@ -433,6 +489,12 @@ pub(crate) unsafe fn store_strided(acc: *const f32, ld: usize, c: CTile, alpha: 
 pub(crate) trait Kernel {
     const MR: usize;
     const NR: usize;
+    /// Most floats of a packed B block (`kc x ncb`, kept in L2 while the
+    /// A micro-panels stream past it), at most the buffer's `B_CAP`.
+    const B_BLOCK: usize = B_CAP;
+    /// Whether a B narrower than `NR` columns is packed (zero-padded) rather
+    /// than read in place with masked loads.
+    const PACK_NARROW_B: bool = false;
     /// # Safety
     /// `kc > 0`; the sources must be readable as their docs say and the tile
     /// writable.
@@ -514,14 +576,24 @@ pub(crate) struct Plan {
 
 impl Plan {
     #[inline(always)]
-    pub(crate) fn new(p: &Problem, mr: usize, nr: usize, kc: usize) -> Plan {
+    pub(crate) fn new(
+        p: &Problem,
+        mr: usize,
+        nr: usize,
+        kc: usize,
+        b_block: usize,
+        pack_narrow_b: bool,
+    ) -> Plan {
         let row_tiles = p.m.div_ceil(mr);
         let col_tiles = p.n.div_ceil(nr);
         // B is read in place when its rows are unit-stride and the span it
         // covers is small (no cache-set or TLB conflicts), or when there is
         // little reuse of a packed copy.
         let b_span = p.rsb.unsigned_abs() * p.k;
-        let b_inplace = p.csb == 1 && (b_span <= 64 * 1024 || row_tiles <= 1);
+        // A B narrower than one panel (n = 10) may be packed zero-padded
+        // instead, so that every tile runs the unmasked k loop.
+        let narrow = pack_narrow_b && p.n < nr && row_tiles >= 4;
+        let b_inplace = p.csb == 1 && (b_span <= 64 * 1024 || row_tiles <= 1) && !narrow;
         // A is read in place when each packed element would be used by few
         // column tiles (packing a row-major A is a transpose).
         let a_span = p.k * p.csa.unsigned_abs() + p.m;
@@ -537,7 +609,7 @@ impl Plan {
         let ncb = if b_inplace {
             p.n
         } else {
-            let max_cols = (B_CAP / kc) / nr * nr;
+            let max_cols = ((b_block.min(B_CAP) / kc) / nr).max(1) * nr;
             let chunks = p.n.div_ceil(max_cols);
             p.n.div_ceil(chunks).div_ceil(nr) * nr
         };
@@ -556,7 +628,14 @@ impl Plan {
 pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
     let (mr_max, nr_max) = (K::MR, K::NR);
     let kb = KBlocks::new(p.k);
-    let plan = Plan::new(p, mr_max, nr_max, kb.max_len());
+    let plan = Plan::new(
+        p,
+        mr_max,
+        nr_max,
+        kb.max_len(),
+        K::B_BLOCK,
+        K::PACK_NARROW_B,
+    );
     let needs_a_buf = !plan.a_inplace || (p.csa != 1 && !p.m.is_multiple_of(mr_max));
     let mut local = None;
     let (abuf, bbuf) = if needs_a_buf || !plan.b_inplace {

@@ -152,6 +152,7 @@ pub fn run(
         "first_loss": clock.first_loss,
         "compile_s": compile_s,
         "step_threads": program.plans[0].threads,
+        "gemm_isa": specc_runtime::sgemm::Isa::active().name(),
         "specc_version": env!("CARGO_PKG_VERSION"),
     });
     println!("{out}");
