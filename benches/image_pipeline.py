@@ -9,7 +9,7 @@ random_flip_left_right over all of them, best of PASSES passes:
   - specc: runtime/examples/image_pipeline.rs (the same transforms through
     specc_runtime::data::images on 2 threads, chunks of 64).
 Run: /work/venv-tf/bin/python benches/image_pipeline.py [N] [DIR]
-(the example must be built: cargo build -p specc-runtime --example image_pipeline).
+(the example must be built: cargo build --release -p specc-runtime --example image_pipeline).
 """
 import os
 import subprocess
@@ -63,6 +63,6 @@ print(f"tf.data images_per_s {tf_rate:.0f}")
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
-exe = os.path.join(target, "debug", "examples", "image_pipeline")
+exe = os.path.join(target, "release", "examples", "image_pipeline")
 out = subprocess.run([exe, DIR, "2", str(PASSES)], capture_output=True, text=True, check=True)
 print(out.stdout.strip().splitlines()[-1])

@@ -267,9 +267,9 @@ impl ImagePipeline {
         let (seed, epoch, index) = key;
         let mut stream = SplitMix64::new(mix(seed ^ mix(epoch ^ mix(index.wrapping_add(1)))));
         let mut draws = move || stream.uniform01_f32();
-        let mut buf: Option<Buf> = None;
+        let mut view: Option<View> = None;
         for op in &self.ops {
-            let next = match (op, buf.take()) {
+            let next = match (op, view.take()) {
                 (ImageOp::DecodeImage { channels }, None) => {
                     let decoded = codec::decode_image(bytes, *channels, DecodeDType::U8, false)
                         .map_err(|e| e.message)?;
@@ -278,158 +278,245 @@ impl ImagePipeline {
                         return Err("decode_image returned a non-uint8 image".into());
                     };
                     let (raw, _) = a.into_raw_vec_and_offset();
-                    Buf {
-                        px: raw.into_iter().map(f32::from).collect(),
-                        h: s[0],
-                        w: s[1],
-                        c: s[2],
-                    }
+                    View::of(Pixels::U8(raw), s[0], s[1], s[2])
                 }
                 (_, None) => return Err("the pipeline does not start with decode_image".into()),
                 (ImageOp::DecodeImage { .. }, Some(_)) => {
                     return Err("decode_image after the first transform".into())
                 }
-                (ImageOp::Resize { size }, Some(b)) => b.resize_bilinear(*size),
-                (ImageOp::CentralCrop { fraction }, Some(b)) => {
-                    let (top, h) = central(b.h, *fraction);
-                    let (left, w) = central(b.w, *fraction);
-                    b.crop(top, left, h, w)
+                (ImageOp::Resize { size }, Some(v)) => v.resize(*size),
+                (ImageOp::CentralCrop { fraction }, Some(v)) => {
+                    let (top, h) = central(v.h, *fraction);
+                    let (left, w) = central(v.w, *fraction);
+                    v.crop(top, left, h, w)
                 }
-                (ImageOp::RandomCrop { size }, Some(b)) => {
-                    if size[0] > b.h || size[1] > b.w || size[2] != b.c {
+                (ImageOp::RandomCrop { size }, Some(v)) => {
+                    if size[0] > v.h || size[1] > v.w || size[2] != v.c {
                         return Err(format!(
                             "random_crop: Need value.shape >= size, got value.shape [{}, {}, {}] and size {size:?}",
-                            b.h, b.w, b.c
+                            v.h, v.w, v.c
                         ));
                     }
                     let (top, left) = if training {
-                        let top = draws.below(b.h - size[0] + 1);
-                        let left = draws.below(b.w - size[1] + 1);
+                        let top = draws.below(v.h - size[0] + 1);
+                        let left = draws.below(v.w - size[1] + 1);
                         draws.below(1);
                         (top, left)
                     } else {
-                        ((b.h - size[0]) / 2, (b.w - size[1]) / 2)
+                        ((v.h - size[0]) / 2, (v.w - size[1]) / 2)
                     };
-                    b.crop(top, left, size[0], size[1])
+                    v.crop(top, left, size[0], size[1])
                 }
-                (ImageOp::RandomFlipLeftRight, Some(mut b)) if training => {
+                (ImageOp::RandomFlipLeftRight, Some(mut v)) if training => {
                     if draws.uniform() < 0.5 {
-                        b.flip_left_right();
+                        v.flip_lr = !v.flip_lr;
                     }
-                    b
+                    v
                 }
-                (ImageOp::RandomFlipUpDown, Some(mut b)) if training => {
+                (ImageOp::RandomFlipUpDown, Some(mut v)) if training => {
                     if draws.uniform() < 0.5 {
-                        b.flip_up_down();
+                        v.flip_ud = !v.flip_ud;
                     }
-                    b
+                    v
                 }
-                (ImageOp::RandomBrightness { max_delta }, Some(mut b)) if training => {
+                (ImageOp::RandomBrightness { max_delta }, Some(v)) if training => {
                     let delta = -max_delta + draws.uniform() * (2.0 * max_delta);
-                    b.px.iter_mut().for_each(|v| *v += delta);
-                    b
+                    let (h, w, c) = (v.h, v.w, v.c);
+                    let mut px = vec![0f32; h * w * c];
+                    v.materialize(&mut px);
+                    px.iter_mut().for_each(|p| *p += delta);
+                    View::of(Pixels::F32(px), h, w, c)
                 }
-                (_, Some(b)) => b,
+                (_, Some(v)) => v,
             };
-            buf = Some(next);
+            view = Some(next);
         }
-        let b = buf.ok_or("an empty image pipeline")?;
-        if b.px.len() != out.len() {
+        let v = view.ok_or("an empty image pipeline")?;
+        if v.h * v.w * v.c != out.len() {
             return Err(format!(
                 "the image is [{}, {}, {}] after the transforms, the input needs {} values",
-                b.h,
-                b.w,
-                b.c,
+                v.h,
+                v.w,
+                v.c,
                 out.len()
             ));
         }
-        out.copy_from_slice(&b.px);
+        v.materialize(out);
         Ok(())
     }
 }
 
-/// An image in the pipeline: float32 `[h, w, c]` row-major.
-struct Buf {
-    px: Vec<f32>,
-    h: usize,
-    w: usize,
-    c: usize,
+/// Decoded or materialized pixels, `[h, w, c]` row-major.
+enum Pixels {
+    U8(Vec<u8>),
+    F32(Vec<f32>),
 }
 
-impl Buf {
-    fn crop(self, top: usize, left: usize, h: usize, w: usize) -> Buf {
-        if top == 0 && left == 0 && h == self.h && w == self.w {
-            return self;
-        }
-        let c = self.c;
-        let mut px = Vec::with_capacity(h * w * c);
-        for y in top..top + h {
-            let row = (y * self.w + left) * c;
-            px.extend_from_slice(&self.px[row..row + w * c]);
-        }
-        Buf { px, h, w, c }
-    }
+/// An image in the pipeline, kept lazy: a source image, an optional
+/// bilinear resize of it, a crop window of the (resized) image and flips.
+/// Geometric transforms only change the view; the pixels are computed once,
+/// straight into their destination, and only those the window keeps (a
+/// crop of a resize samples 224×224 pixels, not 256×256). A brightness
+/// change materializes the view into a new float source. The values are
+/// those of applying the transforms one by one: a resized pixel is the same
+/// float32 expression whichever pixels are kept, crops and flips only
+/// select.
+struct View {
+    src: Pixels,
+    /// Source dims.
+    sh: usize,
+    sw: usize,
+    /// Channels.
+    c: usize,
+    /// The resized dims (the source's when there is no resize).
+    rh: usize,
+    rw: usize,
+    resized: bool,
+    /// The window of the (resized) image, before flips.
+    top: usize,
+    left: usize,
+    /// The visible dims (the window's).
+    h: usize,
+    w: usize,
+    flip_lr: bool,
+    flip_ud: bool,
+}
 
-    fn flip_left_right(&mut self) {
-        let (w, c) = (self.w, self.c);
-        for row in self.px.chunks_exact_mut(w * c) {
-            for x in 0..w / 2 {
-                for k in 0..c {
-                    row.swap(x * c + k, (w - 1 - x) * c + k);
-                }
-            }
-        }
-    }
+/// The bilinear taps of output coordinate `o` of `n` from an axis of `i`
+/// (`tf.image.resize`, half-pixel centres, `source = (dst + 0.5)·in/out −
+/// 0.5`, clamped to the edges), in float32.
+fn bilinear_tap(o: usize, i: usize, n: usize) -> (usize, usize, f32) {
+    let scale = i as f32 / n as f32;
+    let x = (o as f32 + 0.5) * scale - 0.5;
+    let l = (x.floor().max(0.0) as usize).min(i - 1);
+    let h = (x.ceil().max(0.0) as usize).min(i - 1);
+    (l, h, x - x.floor())
+}
 
-    fn flip_up_down(&mut self) {
-        let stride = self.w * self.c;
-        for y in 0..self.h / 2 {
-            let (a, b) = self.px.split_at_mut((self.h - 1 - y) * stride);
-            a[y * stride..(y + 1) * stride].swap_with_slice(&mut b[..stride]);
-        }
-    }
-
-    /// `tf.image.resize(image, size, "bilinear", antialias=False)`:
-    /// half-pixel centres, `source = (dst + 0.5)·in/out − 0.5`, clamped to
-    /// the edges, in float32. (The `specc_image::resize` of the geometry
-    /// work replaces this at merge; the formula is TF's, checked there
-    /// against `images.json`.)
-    fn resize_bilinear(self, size: [usize; 2]) -> Buf {
-        let (ih, iw, c) = (self.h, self.w, self.c);
-        let (oh, ow) = (size[0], size[1]);
-        if ih == oh && iw == ow {
-            return self;
-        }
-        let axis = |o: usize, i: usize, n: usize| -> (usize, usize, f32) {
-            let scale = i as f32 / n as f32;
-            let x = (o as f32 + 0.5) * scale - 0.5;
-            let l = (x.floor().max(0.0) as usize).min(i - 1);
-            let h = (x.ceil().max(0.0) as usize).min(i - 1);
-            (l, h, x - x.floor())
-        };
-        let ys: Vec<_> = (0..oh).map(|y| axis(y, ih, oh)).collect();
-        let xs: Vec<_> = (0..ow).map(|x| axis(x, iw, ow)).collect();
-        let src = &self.px;
-        let mut px = vec![0f32; oh * ow * c];
-        for (oy, &(y0, y1, dy)) in ys.iter().enumerate() {
-            let r0 = &src[y0 * iw * c..(y0 + 1) * iw * c];
-            let r1 = &src[y1 * iw * c..(y1 + 1) * iw * c];
-            let dst = &mut px[oy * ow * c..(oy + 1) * ow * c];
-            for (ox, &(x0, x1, dx)) in xs.iter().enumerate() {
-                for k in 0..c {
-                    let (a, b) = (r0[x0 * c + k], r0[x1 * c + k]);
-                    let (d, e) = (r1[x0 * c + k], r1[x1 * c + k]);
-                    let top = a + (b - a) * dx;
-                    let bottom = d + (e - d) * dx;
-                    dst[ox * c + k] = top + (bottom - top) * dy;
-                }
-            }
-        }
-        Buf {
-            px,
-            h: oh,
-            w: ow,
+impl View {
+    fn of(src: Pixels, h: usize, w: usize, c: usize) -> View {
+        View {
+            src,
+            sh: h,
+            sw: w,
             c,
+            rh: h,
+            rw: w,
+            resized: false,
+            top: 0,
+            left: 0,
+            h,
+            w,
+            flip_lr: false,
+            flip_ud: false,
+        }
+    }
+
+    /// Whether the view shows the (resized) image whole and unflipped.
+    fn is_whole(&self) -> bool {
+        self.top == 0
+            && self.left == 0
+            && self.h == self.rh
+            && self.w == self.rw
+            && !self.flip_lr
+            && !self.flip_ud
+    }
+
+    /// `tf.image.resize(image, size, "bilinear", antialias=False)`.
+    fn resize(self, size: [usize; 2]) -> View {
+        if size == [self.h, self.w] {
+            return self;
+        }
+        // A resize of a resize, or of a crop or flip, resamples the
+        // materialized image.
+        let base = if self.is_whole() && !self.resized {
+            self
+        } else {
+            let (h, w, c) = (self.h, self.w, self.c);
+            let mut px = vec![0f32; h * w * c];
+            self.materialize(&mut px);
+            View::of(Pixels::F32(px), h, w, c)
+        };
+        View {
+            rh: size[0],
+            rw: size[1],
+            resized: true,
+            h: size[0],
+            w: size[1],
+            ..base
+        }
+    }
+
+    /// The crop `[top, top + h) × [left, left + w)` of the visible image.
+    fn crop(self, top: usize, left: usize, h: usize, w: usize) -> View {
+        let top = if self.flip_ud {
+            self.top + (self.h - top - h)
+        } else {
+            self.top + top
+        };
+        let left = if self.flip_lr {
+            self.left + (self.w - left - w)
+        } else {
+            self.left + left
+        };
+        View {
+            top,
+            left,
+            h,
+            w,
+            ..self
+        }
+    }
+
+    /// Writes the visible pixels into `dst` (`h·w·c` values).
+    fn materialize(&self, dst: &mut [f32]) {
+        match &self.src {
+            Pixels::U8(px) => self.sample(px, dst),
+            Pixels::F32(px) => self.sample(px, dst),
+        }
+    }
+
+    fn sample<T: Copy + Into<f32>>(&self, src: &[T], dst: &mut [f32]) {
+        let (c, w) = (self.c, self.w);
+        let row_len = self.sw * c;
+        // The source column of each visible column (its taps when resized).
+        let cols: Vec<(usize, usize, f32)> = (0..w)
+            .map(|x| {
+                let vx = if self.flip_lr { w - 1 - x } else { x };
+                let rx = self.left + vx;
+                if self.resized {
+                    bilinear_tap(rx, self.sw, self.rw)
+                } else {
+                    (rx, rx, 0.0)
+                }
+            })
+            .collect();
+        for (y, out) in dst.chunks_exact_mut(w * c).enumerate().take(self.h) {
+            let vy = if self.flip_ud { self.h - 1 - y } else { y };
+            let ry = self.top + vy;
+            if !self.resized {
+                let r = &src[ry * row_len..(ry + 1) * row_len];
+                for (o, &(x0, _, _)) in out.chunks_exact_mut(c).zip(&cols) {
+                    for (d, s) in o.iter_mut().zip(&r[x0 * c..(x0 + 1) * c]) {
+                        *d = (*s).into();
+                    }
+                }
+                continue;
+            }
+            let (y0, y1, dy) = bilinear_tap(ry, self.sh, self.rh);
+            let r0 = &src[y0 * row_len..(y0 + 1) * row_len];
+            let r1 = &src[y1 * row_len..(y1 + 1) * row_len];
+            for (o, &(x0, x1, dx)) in out.chunks_exact_mut(c).zip(&cols) {
+                for (k, d) in o.iter_mut().enumerate() {
+                    let a: f32 = r0[x0 * c + k].into();
+                    let b: f32 = r0[x1 * c + k].into();
+                    let e0: f32 = r1[x0 * c + k].into();
+                    let e1: f32 = r1[x1 * c + k].into();
+                    let top = a + (b - a) * dx;
+                    let bottom = e0 + (e1 - e0) * dx;
+                    *d = top + (bottom - top) * dy;
+                }
+            }
         }
     }
 }
@@ -927,6 +1014,69 @@ impl Augmenter {
 mod tests {
     use super::*;
     use specc_image::random;
+
+    /// `tf.image.resize(image, size, "bilinear")` of an `[h, w, c]` float
+    /// image, one pixel at a time: the reference the lazy view must equal.
+    fn resize_reference(im: &Image, size: [usize; 2]) -> Image {
+        let a = im.to_f32();
+        let (ih, iw, c) = (a.shape()[0], a.shape()[1], a.shape()[2]);
+        let mut out = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[size[0], size[1], c]));
+        for y in 0..size[0] {
+            let (y0, y1, dy) = bilinear_tap(y, ih, size[0]);
+            for x in 0..size[1] {
+                let (x0, x1, dx) = bilinear_tap(x, iw, size[1]);
+                for k in 0..c {
+                    let top = a[[y0, x0, k]] + (a[[y0, x1, k]] - a[[y0, x0, k]]) * dx;
+                    let bottom = a[[y1, x0, k]] + (a[[y1, x1, k]] - a[[y1, x0, k]]) * dx;
+                    out[[y, x, k]] = top + (bottom - top) * dy;
+                }
+            }
+        }
+        Image::F32(out)
+    }
+
+    /// Resizes, crops and flips composed lazily (only the kept pixels
+    /// sampled, straight into the destination) equal the transforms applied
+    /// one after the other, for every draw: a resize after a crop, a crop
+    /// of a flipped image, a brightness change between geometric ones.
+    #[test]
+    fn the_lazy_view_equals_the_transforms_one_by_one() {
+        let px: Vec<u8> = (0..9 * 11 * 3).map(|i| (i * 53 % 251) as u8).collect();
+        let image = Image::U8(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[9, 11, 3]), px).expect("shape"),
+        );
+        let png = codec::encode_png(&image, -1).expect("png");
+        let pipeline = ImagePipeline {
+            ops: vec![
+                ImageOp::DecodeImage { channels: 3 },
+                ImageOp::Resize { size: [13, 12] },
+                ImageOp::RandomFlipLeftRight,
+                ImageOp::RandomCrop { size: [10, 9, 3] },
+                ImageOp::RandomFlipUpDown,
+                ImageOp::RandomBrightness { max_delta: 7.0 },
+                ImageOp::RandomCrop { size: [8, 8, 3] },
+                ImageOp::Resize { size: [5, 6] },
+                ImageOp::RandomFlipLeftRight,
+            ],
+        };
+        for index in 0..40u64 {
+            let key = (3, 1, index);
+            let mut got = vec![0f32; 5 * 6 * 3];
+            pipeline.apply(&png, true, key, &mut got).expect("apply");
+            let mut stream = SplitMix64::new(mix(key.0 ^ mix(key.1 ^ mix(key.2 + 1))));
+            let mut d = move || stream.uniform01_f32();
+            let im = resize_reference(&Image::F32(image.to_f32()), [13, 12]);
+            let im = random::random_flip_left_right(&im, &mut d).expect("flip");
+            let im = random::random_crop(&im, &[10, 9, 3], &mut d).expect("crop");
+            let im = random::random_flip_up_down(&im, &mut d).expect("flip");
+            let im = random::random_brightness(&im, 7.0, &mut d).expect("brightness");
+            let im = random::random_crop(&im, &[8, 8, 3], &mut d).expect("crop");
+            let im = resize_reference(&im, [5, 6]);
+            let im = random::random_flip_left_right(&im, &mut d).expect("flip");
+            let want: Vec<f32> = im.to_f32().iter().copied().collect();
+            assert_eq!(got, want, "example {index}");
+        }
+    }
 
     /// The pipeline's flat-buffer transforms use their draws as
     /// `specc_image::random` does: the same stream gives the same pixels.
