@@ -9,6 +9,7 @@
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::Diagnostic;
 
+use super::activations;
 use super::args::{self, opt, req, Bound, Param};
 use super::expr::{ClassUse, Lowerer, R};
 use crate::ir::{shape, BinaryOp, DType, Dim, NodeId, Op, ReduceKind, Shape, UnaryOp};
@@ -52,6 +53,46 @@ pub const BUILTINS: &[Builtin] = &[
     unary!("ceil", "x", UnaryOp::Ceil),
     unary!("sin", "x", UnaryOp::Sin),
     unary!("cos", "x", UnaryOp::Cos),
+    Builtin {
+        name: "leaky_relu",
+        params: &[req("features"), opt("alpha")],
+        lower: activations::leaky_relu,
+    },
+    Builtin {
+        name: "elu",
+        params: &[req("features")],
+        lower: activations::elu,
+    },
+    Builtin {
+        name: "selu",
+        params: &[req("features")],
+        lower: activations::selu,
+    },
+    Builtin {
+        name: "gelu",
+        params: &[req("features"), opt("approximate")],
+        lower: activations::gelu,
+    },
+    Builtin {
+        name: "silu",
+        params: &[req("features")],
+        lower: activations::silu,
+    },
+    Builtin {
+        name: "swish",
+        params: &[req("features"), opt("beta")],
+        lower: activations::swish,
+    },
+    Builtin {
+        name: "softsign",
+        params: &[req("features")],
+        lower: activations::softsign,
+    },
+    Builtin {
+        name: "relu6",
+        params: &[req("features")],
+        lower: activations::relu6,
+    },
     Builtin {
         name: "maximum",
         params: &[req("x"), req("y")],

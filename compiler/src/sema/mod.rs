@@ -17,6 +17,7 @@
 //! repeat it); names must be defined before they are used; a returned model's
 //! loss is a float32 scalar, and every tensor fits [`sizes`]' limits.
 
+pub mod activations;
 pub mod args;
 pub mod checks;
 pub mod data;
