@@ -19,6 +19,9 @@
 #![deny(missing_docs)]
 
 pub mod codec;
+pub mod color;
+pub mod convert;
+pub mod geometry;
 pub mod random;
 mod tensor;
 
