@@ -18,10 +18,12 @@
 //!   arguments (the pipeline derives them from specc's one generator).
 #![deny(missing_docs)]
 
+pub mod adjust;
 pub mod codec;
 pub mod color;
 pub mod convert;
 pub mod geometry;
+pub mod measures;
 pub mod random;
 mod tensor;
 

@@ -160,38 +160,28 @@ pub fn random_brightness(image: &Image, max_delta: f32, draws: &mut impl Draws) 
         )));
     }
     let delta = -max_delta + draws.uniform() * (2.0 * max_delta);
-    brightness(image, delta)
+    crate::adjust::adjust_brightness(image, delta)
 }
 
-fn brightness(image: &Image, delta: f32) -> Result<Image> {
-    fn via_float<T: Copy>(
-        a: &ArrayD<T>,
-        max: f32,
-        delta: f32,
-        to: impl Fn(T) -> f32,
-        from: impl Fn(f32) -> T,
-    ) -> ArrayD<T> {
-        let scale = 1.0 / max;
-        a.mapv(|v| {
-            let x = (to(v) * scale + delta).clamp(0.0, 1.0);
-            from((x * (max + 0.5)).trunc())
-        })
+/// `tf.image.random_contrast(image, lower, upper)`: `adjust_contrast` by a
+/// factor uniform in `[lower, upper)`; TF's checks: `upper > lower`,
+/// `lower >= 0`.
+pub fn random_contrast(
+    image: &Image,
+    lower: f32,
+    upper: f32,
+    draws: &mut impl Draws,
+) -> Result<Image> {
+    if upper.is_nan() || lower.is_nan() || upper <= lower {
+        return Err(ImageError::new("random_contrast: upper must be > lower."));
     }
-    Ok(match image {
-        Image::F32(a) => Image::F32(a.mapv(|v| v + delta)),
-        Image::F16(a) => Image::F16(a.mapv(|v| v + delta)),
-        Image::F64(a) => Image::F64(a.mapv(|v| v + delta as f64)),
-        Image::U8(a) => Image::U8(via_float(a, 255.0, delta, f32::from, |x| x as u8)),
-        Image::U16(a) => Image::U16(via_float(a, 65535.0, delta, f32::from, |x| x as u16)),
-        Image::I16(a) => Image::I16(via_float(a, 32767.0, delta, f32::from, |x| x as i16)),
-        Image::I32(a) => Image::I32(via_float(
-            a,
-            2147483647.0,
-            delta,
-            |v| v as f32,
-            |x| x as i32,
-        )),
-    })
+    if lower < 0.0 {
+        return Err(ImageError::new(
+            "random_contrast: lower must be non-negative.",
+        ));
+    }
+    let factor = lower + draws.uniform() * (upper - lower);
+    crate::adjust::adjust_contrast(image, factor)
 }
 
 /// The arguments of [`sample_distorted_bounding_box`], with TF 2's

@@ -11,8 +11,10 @@
 //! floor of 1e-6 times the tensor's largest magnitude (TF's kernels may
 //! contract the colour matrices' products into FMAs).
 
+mod support;
+
 use specc_image::{color, convert, geometry, DType, Image};
-use std::path::PathBuf;
+use support::{golden_file, image_of, tensor};
 
 /// The ops this file checks (`op` of an images.json case).
 const OPS: &[&str] = &[
@@ -34,93 +36,6 @@ const OPS: &[&str] = &[
     "tf.image.yuv_to_rgb",
     "tf.image.convert_image_dtype",
 ];
-
-fn golden_file() -> serde_json::Value {
-    let dir = match std::env::var_os("SPECC_GOLDEN_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden"),
-    };
-    let p = dir.join("images.json");
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).expect("images.json")
-}
-
-fn number(v: &serde_json::Value) -> f64 {
-    match v {
-        serde_json::Value::Number(n) => n.as_f64().expect("a number"),
-        serde_json::Value::String(s) => match s.as_str() {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            o => panic!("number string {o}"),
-        },
-        o => panic!("expected a number, got {o}"),
-    }
-}
-
-fn flatten(v: &serde_json::Value, out: &mut Vec<f64>) {
-    match v {
-        serde_json::Value::Array(items) => items.iter().for_each(|i| flatten(i, out)),
-        other => out.push(number(other)),
-    }
-}
-
-/// A `{dtype, shape, values}` tensor: its dtype, shape and values.
-fn tensor(v: &serde_json::Value) -> (DType, Vec<usize>, Vec<f64>) {
-    let dtype = DType::from_name(v["dtype"].as_str().expect("dtype")).expect("an image dtype");
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("a dim") as usize)
-        .collect();
-    let mut values = Vec::new();
-    flatten(&v["values"], &mut values);
-    (dtype, shape, values)
-}
-
-fn image_of(v: &serde_json::Value) -> Image {
-    let (dtype, shape, values) = tensor(v);
-    let dims = ndarray::IxDyn(&shape);
-    let arr = |f: fn(f64) -> _| {
-        ndarray::ArrayD::from_shape_vec(dims.clone(), values.iter().map(|&x| f(x)).collect())
-    };
-    match dtype {
-        DType::U8 => Image::U8(
-            ndarray::ArrayD::from_shape_vec(
-                dims.clone(),
-                values.iter().map(|&x| x as u8).collect(),
-            )
-            .expect("shape"),
-        ),
-        DType::U16 => Image::U16(
-            ndarray::ArrayD::from_shape_vec(
-                dims.clone(),
-                values.iter().map(|&x| x as u16).collect(),
-            )
-            .expect("shape"),
-        ),
-        DType::I16 => Image::I16(
-            ndarray::ArrayD::from_shape_vec(
-                dims.clone(),
-                values.iter().map(|&x| x as i16).collect(),
-            )
-            .expect("shape"),
-        ),
-        DType::I32 => Image::I32(
-            ndarray::ArrayD::from_shape_vec(
-                dims.clone(),
-                values.iter().map(|&x| x as i32).collect(),
-            )
-            .expect("shape"),
-        ),
-        DType::F16 => Image::F16(arr(|x| x as f32).expect("shape")),
-        DType::F32 => Image::F32(arr(|x| x as f32).expect("shape")),
-        DType::F64 => Image::F64(
-            ndarray::ArrayD::from_shape_vec(dims.clone(), values.clone()).expect("shape"),
-        ),
-    }
-}
 
 fn arg_i64(case: &serde_json::Value, key: &str) -> i64 {
     case["args"][key]
