@@ -71,6 +71,8 @@ pub fn selu(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
 /// `erfc(z)` for `z ≥ 0` (Numerical Recipes' `erfcc`, relative error below
 /// 1.2e-7): `t·exp(−z² + P(t))`, `t = 1 / (1 + z/2)`.
 fn erfc_nonnegative(lw: &mut Lowerer, z: NodeId) -> NodeId {
+    // Numerical Recipes' coefficients, digit for digit.
+    #[allow(clippy::excessive_precision)]
     const P: [f32; 10] = [
         -1.265_512_2,
         1.000_023_7,
