@@ -135,7 +135,7 @@ pub fn grayscale_to_rgb(image: &Image) -> Result<Image> {
     channels(image, 1, "grayscale_to_rgb")?;
     let axis = Axis(image.shape().len() - 1);
     Ok(
-        crate::geometry::each_dtype!(image, a => ndarray::concatenate(axis, &[a.view(), a.view(), a.view()])
+        crate::tensor::each_dtype!(image, a => ndarray::concatenate(axis, &[a.view(), a.view(), a.view()])
         .expect("equal shapes")),
     )
 }

@@ -9,23 +9,7 @@
 
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
 
-use crate::tensor::{Image, ImageError, Result};
-
-/// Applies a dtype-generic array function to every variant.
-macro_rules! each_dtype {
-    ($img:expr, $a:ident => $body:expr) => {
-        match $img {
-            Image::U8($a) => Image::U8($body),
-            Image::U16($a) => Image::U16($body),
-            Image::I16($a) => Image::I16($body),
-            Image::I32($a) => Image::I32($body),
-            Image::F16($a) => Image::F16($body),
-            Image::F32($a) => Image::F32($body),
-            Image::F64($a) => Image::F64($body),
-        }
-    };
-}
-pub(crate) use each_dtype;
+use crate::tensor::{each_dtype, Image, ImageError, Result};
 
 /// The height and width axes of an image or batch, and their sizes.
 struct Hw {

@@ -15,7 +15,7 @@
 //! - `random_contrast`, `random_hue` and `random_saturation` are TF's
 //!   `adjust_*` with a uniform factor; they live with the `adjust` functions.
 
-use crate::tensor::{Image, ImageError, Result};
+use crate::tensor::{each_dtype, Image, ImageError, Result};
 use ndarray::{ArrayD, Axis, Slice};
 
 /// A source of uniform draws in `[0, 1)`: the caller's generator (the
@@ -35,20 +35,6 @@ impl<F: FnMut() -> f32> Draws for F {
     fn uniform(&mut self) -> f32 {
         self()
     }
-}
-
-macro_rules! each_dtype {
-    ($image:expr, $a:ident => $body:expr) => {
-        match $image {
-            Image::U8($a) => Image::U8($body),
-            Image::U16($a) => Image::U16($body),
-            Image::I16($a) => Image::I16($body),
-            Image::I32($a) => Image::I32($body),
-            Image::F16($a) => Image::F16($body),
-            Image::F32($a) => Image::F32($body),
-            Image::F64($a) => Image::F64($body),
-        }
-    };
 }
 
 fn image_rank(op: &str, image: &Image) -> Result<usize> {

@@ -156,3 +156,20 @@ impl std::error::Error for ImageError {}
 
 /// A result of this crate.
 pub type Result<T> = std::result::Result<T, ImageError>;
+
+/// Applies a dtype-generic array function to every variant of an [`Image`]
+/// (`each_dtype!(image, a => f(a))`), keeping the dtype.
+macro_rules! each_dtype {
+    ($img:expr, $a:ident => $body:expr) => {
+        match $img {
+            Image::U8($a) => Image::U8($body),
+            Image::U16($a) => Image::U16($body),
+            Image::I16($a) => Image::I16($body),
+            Image::I32($a) => Image::I32($body),
+            Image::F16($a) => Image::F16($body),
+            Image::F32($a) => Image::F32($body),
+            Image::F64($a) => Image::F64($body),
+        }
+    };
+}
+pub(crate) use each_dtype;

@@ -14,7 +14,7 @@ mod support;
 
 use ndarray::{ArrayD, IxDyn};
 use specc_image::{adjust, measures, Image};
-use support::{assert_close, case_of, cases_of, image_of, tensor};
+use support::{assert_close, case_of, image_of, tensor};
 
 const OPS: &[&str] = &[
     "tf.image.adjust_brightness",
@@ -150,20 +150,8 @@ fn check(case: &serde_json::Value) {
     }
 }
 
-fn named(name: &str) {
-    check(&case_of(OPS, name));
-}
-
-macro_rules! case_tests {
-    ($($name:ident),* $(,)?) => {
-        const NAMED: &[&str] = &[$(stringify!($name)),*];
-        mod case {
-            $( #[test] fn $name() { super::named(stringify!($name)); } )*
-        }
-    };
-}
-
 case_tests!(
+    super::OPS, super::check;
     adjust_brightness_0,
     adjust_brightness_1,
     adjust_brightness_uint8,
@@ -193,17 +181,7 @@ case_tests!(
 /// failing.
 #[test]
 fn every_other_case_of_these_ops_matches_tensorflow() {
-    let mut failed = Vec::new();
-    for c in cases_of(OPS) {
-        let name = c["name"].as_str().expect("name").to_string();
-        if NAMED.contains(&name.as_str()) {
-            continue;
-        }
-        if std::panic::catch_unwind(|| check(&c)).is_err() {
-            failed.push(name);
-        }
-    }
-    assert!(failed.is_empty(), "cases that differ from TF: {failed:?}");
+    support::check_other_cases(OPS, NAMED, check);
 }
 
 /// Bad arguments are errors, never panics.

@@ -129,35 +129,8 @@ fn check(case: &serde_json::Value) {
     );
 }
 
-fn cases() -> Vec<serde_json::Value> {
-    golden_file()["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .filter(|c| OPS.contains(&c["op"].as_str().expect("op")))
-        .cloned()
-        .collect()
-}
-
-fn named(name: &str) {
-    let all = cases();
-    let case = all
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("images.json has no case {name} of these ops"));
-    check(case);
-}
-
-macro_rules! case_tests {
-    ($($name:ident),* $(,)?) => {
-        const NAMED: &[&str] = &[$(stringify!($name)),*];
-        mod case {
-            $( #[test] fn $name() { super::named(stringify!($name)); } )*
-        }
-    };
-}
-
 case_tests!(
+    super::OPS, super::check;
     crop_to_bounding_box_image,
     crop_to_bounding_box_batch,
     pad_to_bounding_box_image,
@@ -207,17 +180,7 @@ case_tests!(
 /// with more cases is still checked), every one before failing.
 #[test]
 fn every_other_case_of_these_ops_matches_tensorflow() {
-    let mut failed = Vec::new();
-    for c in cases() {
-        let name = c["name"].as_str().expect("name").to_string();
-        if NAMED.contains(&name.as_str()) {
-            continue;
-        }
-        if std::panic::catch_unwind(|| check(&c)).is_err() {
-            failed.push(name);
-        }
-    }
-    assert!(failed.is_empty(), "cases that differ from TF: {failed:?}");
+    support::check_other_cases(OPS, NAMED, check);
 }
 
 /// Bad arguments are errors with TF's words, never panics.

@@ -146,3 +146,31 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64], exact: bool, rel: f64
         bad.join("; ")
     );
 }
+
+/// One `#[test]` per named case (`mod case`, each looking its case up in the
+/// file by name and running `$check` on it) and the list `NAMED`.
+#[macro_export]
+macro_rules! case_tests {
+    ($ops:expr, $check:path; $($name:ident),* $(,)?) => {
+        const NAMED: &[&str] = &[$(stringify!($name)),*];
+        mod case {
+            $( #[test] fn $name() { $check(&$crate::support::case_of($ops, stringify!($name))); } )*
+        }
+    };
+}
+
+/// Runs `check` on every case of `ops` not in `named`, all of them before
+/// failing (a regenerated file with more cases is still checked).
+pub fn check_other_cases(ops: &[&str], named: &[&str], check: fn(&serde_json::Value)) {
+    let mut failed = Vec::new();
+    for c in cases_of(ops) {
+        let name = c["name"].as_str().expect("name").to_string();
+        if named.contains(&name.as_str()) {
+            continue;
+        }
+        if std::panic::catch_unwind(|| check(&c)).is_err() {
+            failed.push(name);
+        }
+    }
+    assert!(failed.is_empty(), "cases that differ from TF: {failed:?}");
+}
