@@ -14,7 +14,7 @@
 mod support;
 
 use specc_image::{color, convert, geometry, DType, Image};
-use support::{golden_file, image_of, tensor};
+use support::{image_of, tensor};
 
 /// The ops this file checks (`op` of an images.json case).
 const OPS: &[&str] = &[
