@@ -22,8 +22,10 @@ pub mod adjust;
 pub mod codec;
 pub mod color;
 pub mod convert;
+pub mod detection;
 pub mod geometry;
 pub mod measures;
+pub mod patches;
 pub mod random;
 mod tensor;
 
