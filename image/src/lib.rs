@@ -27,6 +27,7 @@ pub mod geometry;
 pub mod measures;
 pub mod patches;
 pub mod random;
+pub mod resize;
 mod tensor;
 
 pub use tensor::{DType, Image, ImageError, Result};
