@@ -22,6 +22,7 @@ pub mod adjust;
 pub mod codec;
 pub mod color;
 pub mod convert;
+pub mod crop_resize;
 pub mod detection;
 pub mod geometry;
 pub mod measures;
