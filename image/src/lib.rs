@@ -29,6 +29,7 @@ pub mod measures;
 pub mod patches;
 pub mod random;
 pub mod resize;
+pub mod ssim;
 mod tensor;
 
 pub use tensor::{DType, Image, ImageError, Result};
