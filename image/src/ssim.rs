@@ -255,11 +255,12 @@ pub fn ssim_index_map(img1: &Image, img2: &Image, o: &SsimOptions) -> Result<Arr
     let (_, _, maps) = per_channel(&p, &q, o, max);
     let (oh, ow) = (p.h - o.filter_size + 1, p.w - o.filter_size + 1);
     let mut out = Vec::with_capacity(p.n * oh * ow);
-    for b in 0..p.n {
-        for i in 0..oh * ow {
-            let s: f64 = (0..p.c).map(|ch| maps[b * p.c + ch][i]).sum();
-            out.push((s / p.c as f64) as f32);
+    for image in maps.chunks(p.c) {
+        let mut sum = vec![0f64; oh * ow];
+        for map in image {
+            sum.iter_mut().zip(map).for_each(|(s, v)| *s += v);
         }
+        out.extend(sum.iter().map(|s| (s / p.c as f64) as f32));
     }
     let dims: Vec<usize> = if img1.shape().len() == 4 {
         vec![p.n, oh, ow]
