@@ -121,3 +121,150 @@ pub fn per_image_standardization(image: &Image) -> Result<Image> {
     }
     Ok(Image::F32(x))
 }
+
+/// The float32 `[.., 3]` RGB pixels of an image, for the hue and saturation
+/// kernels.
+fn rgb_pixels(image: &Image, op: &str) -> Result<ArrayD<f32>> {
+    if image.shape().last() != Some(&3) {
+        return Err(ImageError::new(format!(
+            "{op}: the last dimension of 'image' must be 3 (RGB), got shape {:?}",
+            image.shape()
+        )));
+    }
+    Ok(float_pixels(image)?.as_standard_layout().into_owned())
+}
+
+/// Back to the input's dtype without saturation (TF's hue and saturation
+/// keep values in [0, 1]).
+fn back_unsaturated(adjusted: ArrayD<f32>, dtype: DType) -> Result<Image> {
+    convert_image_dtype(&Image::F32(adjusted), dtype, false)
+}
+
+/// TF's `AdjustHue` kernel: RGB to (hue in [0, 6), min, max), the hue
+/// shifted by `6·delta` and wrapped, back to RGB.
+fn shift_hue(p: &mut [f32], delta: f32) {
+    let (r, g, b) = (p[0], p[1], p[2]);
+    let (v_max, v_mid, v_min, category) = if r < g {
+        if b < r {
+            (g, r, b, 1)
+        } else if b > g {
+            (b, g, r, 3)
+        } else {
+            (g, b, r, 2)
+        }
+    } else if b < g {
+        (r, g, b, 0)
+    } else if b > r {
+        (b, r, g, 4)
+    } else {
+        (r, b, g, 5)
+    };
+    let mut h = if v_max == v_min {
+        0.0
+    } else {
+        let ratio = (v_mid - v_min) / (v_max - v_min);
+        category as f32
+            + if category % 2 == 0 {
+                ratio
+            } else {
+                1.0 - ratio
+            }
+    };
+    h += delta * 6.0;
+    while h < 0.0 {
+        h += 6.0;
+    }
+    while h >= 6.0 {
+        h -= 6.0;
+    }
+    let category = h as i32;
+    let mut ratio = h - category as f32;
+    if category % 2 != 0 {
+        ratio = 1.0 - ratio;
+    }
+    let v_mid = v_min + ratio * (v_max - v_min);
+    let (r, g, b) = match category {
+        0 => (v_max, v_mid, v_min),
+        1 => (v_mid, v_max, v_min),
+        2 => (v_min, v_max, v_mid),
+        3 => (v_min, v_mid, v_max),
+        4 => (v_mid, v_min, v_max),
+        _ => (v_max, v_min, v_mid),
+    };
+    p[0] = r;
+    p[1] = g;
+    p[2] = b;
+}
+
+/// `tf.image.adjust_hue(image, delta)`: the hue rotated by `delta` turns
+/// (`delta` in [−1, 1]).
+pub fn adjust_hue(image: &Image, delta: f32) -> Result<Image> {
+    if !(-1.0..=1.0).contains(&delta) {
+        return Err(ImageError::new(
+            "adjust_hue: delta must be in the interval [-1, 1]",
+        ));
+    }
+    let mut x = rgb_pixels(image, "adjust_hue")?;
+    if let Some(flat) = x.as_slice_mut() {
+        flat.chunks_exact_mut(3).for_each(|p| shift_hue(p, delta));
+    }
+    back_unsaturated(x, image.dtype())
+}
+
+/// TF's `AdjustSaturation` kernel on one pixel: to HSV, `s` scaled and
+/// clipped to [0, 1], back to RGB.
+fn scale_saturation(p: &mut [f32], factor: f32) {
+    let (r, g, b) = (p[0], p[1], p[2]);
+    let v = r.max(g.max(b));
+    let range = v - r.min(g.min(b));
+    let s = if v > 0.0 { range / v } else { 0.0 };
+    let norm = 1.0f32 / (6.0f32 * range);
+    let mut h = if r == v {
+        norm * (g - b)
+    } else if g == v {
+        norm * (b - r) + 2.0 / 6.0
+    } else {
+        norm * (r - g) + 4.0 / 6.0
+    };
+    if range <= 0.0 {
+        h = 0.0;
+    }
+    if h < 0.0 {
+        h += 1.0;
+    }
+    let s = (s * factor).clamp(0.0, 1.0);
+    let c = s * v;
+    let m = v - c;
+    let dh = h * 6.0;
+    let category = dh as i32;
+    let mut fmodu = dh;
+    while fmodu <= 0.0 {
+        fmodu += 2.0;
+    }
+    while fmodu >= 2.0 {
+        fmodu -= 2.0;
+    }
+    let x = c * (1.0 - (fmodu - 1.0).abs());
+    let (rr, gg, bb) = match category {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        5 => (c, 0.0, x),
+        _ => (0.0, 0.0, 0.0),
+    };
+    p[0] = rr + m;
+    p[1] = gg + m;
+    p[2] = bb + m;
+}
+
+/// `tf.image.adjust_saturation(image, saturation_factor)`.
+pub fn adjust_saturation(image: &Image, factor: f32) -> Result<Image> {
+    let mut x = rgb_pixels(image, "adjust_saturation")?;
+    if let Some(flat) = x.as_slice_mut() {
+        flat.chunks_exact_mut(3)
+            .for_each(|p| scale_saturation(p, factor));
+    }
+    back_unsaturated(x, image.dtype())
+}

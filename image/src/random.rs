@@ -149,6 +149,39 @@ pub fn random_brightness(image: &Image, max_delta: f32, draws: &mut impl Draws) 
     crate::adjust::adjust_brightness(image, delta)
 }
 
+/// `tf.image.random_hue(image, max_delta)`: `adjust_hue` by a delta
+/// uniform in `[−max_delta, max_delta)`; TF's check: `0 ≤ max_delta ≤ 0.5`.
+pub fn random_hue(image: &Image, max_delta: f32, draws: &mut impl Draws) -> Result<Image> {
+    if !(0.0..=0.5).contains(&max_delta) {
+        return Err(ImageError::new(
+            "random_hue: max_delta must be in [0, 0.5].",
+        ));
+    }
+    let delta = -max_delta + draws.uniform() * (2.0 * max_delta);
+    crate::adjust::adjust_hue(image, delta)
+}
+
+/// `tf.image.random_saturation(image, lower, upper)`: `adjust_saturation`
+/// by a factor uniform in `[lower, upper)`; TF's checks: `upper > lower`,
+/// `lower >= 0`.
+pub fn random_saturation(
+    image: &Image,
+    lower: f32,
+    upper: f32,
+    draws: &mut impl Draws,
+) -> Result<Image> {
+    if upper.is_nan() || lower.is_nan() || upper <= lower {
+        return Err(ImageError::new("random_saturation: upper must be > lower."));
+    }
+    if lower < 0.0 {
+        return Err(ImageError::new(
+            "random_saturation: lower must be non-negative.",
+        ));
+    }
+    let factor = lower + draws.uniform() * (upper - lower);
+    crate::adjust::adjust_saturation(image, factor)
+}
+
 /// `tf.image.random_contrast(image, lower, upper)`: `adjust_contrast` by a
 /// factor uniform in `[lower, upper)`; TF's checks: `upper > lower`,
 /// `lower >= 0`.

@@ -20,6 +20,8 @@ const OPS: &[&str] = &[
     "tf.image.adjust_brightness",
     "tf.image.adjust_contrast",
     "tf.image.adjust_gamma",
+    "tf.image.adjust_hue",
+    "tf.image.adjust_saturation",
     "tf.image.per_image_standardization",
     "tf.image.total_variation",
     "tf.image.image_gradients",
@@ -67,6 +69,8 @@ fn check(case: &serde_json::Value) {
         "tf.image.adjust_brightness"
         | "tf.image.adjust_contrast"
         | "tf.image.adjust_gamma"
+        | "tf.image.adjust_hue"
+        | "tf.image.adjust_saturation"
         | "tf.image.per_image_standardization" => {
             let image = image_of(&inputs["image"]);
             let out = match op {
@@ -75,6 +79,10 @@ fn check(case: &serde_json::Value) {
                 }
                 "tf.image.adjust_contrast" => {
                     adjust::adjust_contrast(&image, arg(case, "contrast_factor") as f32)
+                }
+                "tf.image.adjust_hue" => adjust::adjust_hue(&image, arg(case, "delta") as f32),
+                "tf.image.adjust_saturation" => {
+                    adjust::adjust_saturation(&image, arg(case, "saturation_factor") as f32)
                 }
                 "tf.image.adjust_gamma" => adjust::adjust_gamma(
                     &image,
@@ -164,6 +172,14 @@ case_tests!(
     adjust_gamma_uint8_0,
     adjust_gamma_1,
     adjust_gamma_uint8_1,
+    adjust_hue_0,
+    adjust_hue_uint8_0,
+    adjust_hue_1,
+    adjust_hue_uint8_1,
+    adjust_saturation_0,
+    adjust_saturation_uint8_0,
+    adjust_saturation_1,
+    adjust_saturation_uint8_1,
     per_image_standardization_image,
     per_image_standardization_uint8,
     per_image_standardization_batch,
@@ -210,4 +226,27 @@ fn random_contrast_is_adjust_contrast_of_its_draw() {
     assert_eq!(got, want);
     assert!(specc_image::random::random_contrast(&image, 2.0, 1.0, &mut draw).is_err());
     assert!(specc_image::random::random_contrast(&image, -1.0, 1.0, &mut draw).is_err());
+}
+
+/// `random_hue` and `random_saturation` are the adjustments by their draw,
+/// on the golden hue case's image; their argument checks are TF's.
+#[test]
+fn random_hue_and_saturation_are_the_adjustments_of_their_draw() {
+    let case = case_of(OPS, "adjust_hue_0");
+    let image = image_of(&case["inputs"]["image"]);
+    let mut draw = || 0.75f32;
+    let got = specc_image::random::random_hue(&image, 0.4, &mut draw).expect("hue");
+    assert_eq!(
+        got,
+        adjust::adjust_hue(&image, -0.4 + 0.75 * 0.8).expect("hue")
+    );
+    let got =
+        specc_image::random::random_saturation(&image, 0.5, 1.5, &mut draw).expect("saturation");
+    assert_eq!(
+        got,
+        adjust::adjust_saturation(&image, 0.5 + 0.75).expect("saturation")
+    );
+    assert!(specc_image::random::random_hue(&image, 0.6, &mut draw).is_err());
+    assert!(specc_image::random::random_saturation(&image, 1.0, 1.0, &mut draw).is_err());
+    assert!(adjust::adjust_hue(&image, 1.5).is_err());
 }
