@@ -403,6 +403,26 @@ fn image_spec_errors_have_carets() {
         ),
         ("random_flip_left_right()", "is not static"),
         ("resize([8])", "`size` must be 2 positive integers"),
+        (
+            "resize([8, 8], method = \"cubic\")",
+            "unknown resize method",
+        ),
+        (
+            "resize([8, 8], preserve_aspect_ratio = true)",
+            "one static shape",
+        ),
+        (
+            "resize([8, 8]), random_contrast(0.5, 1.5), random_hue(0.7)",
+            "need RGB images",
+        ),
+        (
+            "resize([8, 8]), random_contrast(1.5, 0.5)",
+            "0 <= lower < upper",
+        ),
+        (
+            "resize([8, 8]), random_saturation(0.5, 1.5)",
+            "need RGB images",
+        ),
     ];
     for (i, (transforms, want)) in cases.iter().enumerate() {
         let spec = dir.join(format!("e{i}.spec"));
@@ -529,4 +549,51 @@ fn an_image_input_without_an_image_source_is_an_error() {
         "{err}"
     );
     assert!(err.contains('^'), "{err}");
+}
+
+/// The transforms that go through `specc_image` check on an RGB pipeline
+/// (every resize method, antialias, hue, saturation, contrast,
+/// standardization), and their argument ranges are checked with a caret.
+#[test]
+fn library_transforms_check_on_rgb_images() {
+    let dir = scratch("rgb_transforms");
+    let head = "model m\ndata image_dataset_from_directory(\"digits\")\nlabel label: int\n";
+    let body = r#"
+params {
+  W: [192, 10] = glorot_uniform(seed = 1)
+  b: [10] = zeros
+}
+logits = reshape(image, [-1, 192]) @ W + b
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.001)
+train { batch = 8, steps = 10 }
+"#;
+    let good = "resize([12, 12], method = \"area\"), random_hue(0.1), random_saturation(0.5, 1.5), random_contrast(0.5, 1.5), resize([8, 8], method = \"lanczos3\", antialias = true), per_image_standardization()";
+    let bad = [
+        (
+            "resize([8, 8]), random_hue(0.7)",
+            "`max_delta` must be in [0, 0.5]",
+        ),
+        (
+            "resize([8, 8]), random_saturation(-1, 2)",
+            "0 <= lower < upper",
+        ),
+    ];
+    let write = |name: &str, transforms: &str| {
+        let spec = dir.join(name);
+        std::fs::write(
+            &spec,
+            format!("{head}features {{\n  image = image(decode_image(channels = 3), {transforms})\n}}\n{body}"),
+        )
+        .expect("spec");
+        spec
+    };
+    let (code, _, err) = specc(&["check"], &write("good.spec", good));
+    assert_eq!(code, 0, "{err}");
+    for (i, (transforms, want)) in bad.iter().enumerate() {
+        let (code, _, err) = specc(&["check"], &write(&format!("bad{i}.spec"), transforms));
+        assert_ne!(code, 0, "{transforms}");
+        assert!(err.contains(want), "{transforms}: {err}");
+        assert!(err.contains('^'), "{transforms}: a caret\n{err}");
+    }
 }

@@ -14,7 +14,9 @@
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
-use specc_runtime::data::images::{ImageOp, ImagePipeline, ImageSource, TRANSFORM_NAMES};
+use specc_runtime::data::images::{
+    ImageOp, ImagePipeline, ImageSource, ResizeMethod, TRANSFORM_NAMES,
+};
 use specc_runtime::data::{ImagesSpec, InputKind, InputSpec, Normalizer};
 use specc_runtime::io::tfrecord::Compression;
 use specc_runtime::pipeline::OnBadRecord;
@@ -213,33 +215,46 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
                 ],
             )?;
             let size = size_list(b.req(0), 2)?;
-            if let Some(e) = b.get(1) {
-                let m = args::eval_string(e)?;
-                if m != "bilinear" {
+            let method = match b.get(1) {
+                Some(e) => {
+                    let m = args::eval_string(e)?;
+                    ResizeMethod::from_name(m).ok_or_else(|| {
+                        Diagnostic::new(
+                            "bad-argument",
+                            e.span,
+                            format!("unknown resize method \"{m}\""),
+                        )
+                        .with_label("not a tf.image.ResizeMethod")
+                        .with_help("the methods: bilinear, nearest, bicubic, area, lanczos3, lanczos5, gaussian, mitchellcubic")
+                    })?
+                }
+                None => ResizeMethod::Bilinear,
+            };
+            let antialias = match b.get(2) {
+                Some(e) => args::eval_bool(e)?,
+                None => false,
+            };
+            if let Some(e) = b.get(3) {
+                if args::eval_bool(e)? {
                     return Err(Diagnostic::new(
                         "bad-argument",
                         e.span,
-                        format!(
-                            "the image pipeline resizes with method \"bilinear\" only, got \"{m}\""
-                        ),
+                        "`preserve_aspect_ratio = true` gives each image its own size; an input needs one static shape",
                     )
-                    .with_label("not available in the pipeline yet"));
+                    .with_label("the shape would depend on the image")
+                    .with_help("resize to a fixed size, or use `resize_with_crop_or_pad`-style cropping with `central_crop`/`random_crop`"));
                 }
             }
-            for i in [2, 3] {
-                if let Some(e) = b.get(i) {
-                    if args::eval_bool(e)? {
-                        return Err(Diagnostic::new(
-                            "bad-argument",
-                            e.span,
-                            "the image pipeline's resize supports only the default `false` here",
-                        )
-                        .with_label("not available in the pipeline yet"));
-                    }
+            if method == ResizeMethod::Bilinear && !antialias {
+                ImageOp::Resize {
+                    size: [size[0], size[1]],
                 }
-            }
-            ImageOp::Resize {
-                size: [size[0], size[1]],
+            } else {
+                ImageOp::ResizeKernel {
+                    size: [size[0], size[1]],
+                    method,
+                    antialias,
+                }
             }
         }
         "central_crop" => {
@@ -268,6 +283,26 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
             ImageOp::RandomBrightness {
                 max_delta: args::eval_number(b.req(0))? as f32,
             }
+        }
+        "random_contrast" | "random_saturation" => {
+            let b = args::bind(name, call, &[req("lower"), req("upper")])?;
+            let lower = args::eval_number(b.req(0))? as f32;
+            let upper = args::eval_number(b.req(1))? as f32;
+            if name == "random_contrast" {
+                ImageOp::RandomContrast { lower, upper }
+            } else {
+                ImageOp::RandomSaturation { lower, upper }
+            }
+        }
+        "random_hue" => {
+            let b = args::bind(name, call, &[req("max_delta")])?;
+            ImageOp::RandomHue {
+                max_delta: args::eval_number(b.req(0))? as f32,
+            }
+        }
+        "per_image_standardization" => {
+            args::bind(name, call, &[])?;
+            ImageOp::PerImageStandardization
         }
         other => {
             let mut d = Diagnostic::new(

@@ -29,7 +29,9 @@
 use std::path::{Path, PathBuf};
 
 use specc_image::codec::{self, DecodeDType, Format};
-use specc_image::random::Draws;
+use specc_image::random::{self, Draws};
+use specc_image::resize;
+pub use specc_image::resize::ResizeMethod;
 use specc_image::Image;
 
 use super::{DataError, Dataset, InputData, Values};
@@ -90,6 +92,13 @@ pub enum ImageOp {
     /// `tf.image.resize(image, size)` (bilinear, half-pixel centres, no
     /// antialias: TF 2's default).
     Resize { size: [usize; 2] },
+    /// `tf.image.resize(image, size, method, antialias)` with another
+    /// method than bilinear, or with `antialias` (`specc_image::resize`).
+    ResizeKernel {
+        size: [usize; 2],
+        method: ResizeMethod,
+        antialias: bool,
+    },
     /// `tf.image.central_crop(image, central_fraction)`.
     CentralCrop { fraction: f64 },
     /// `tf.image.random_crop(image, size)`.
@@ -101,6 +110,14 @@ pub enum ImageOp {
     /// `tf.image.random_brightness(image, max_delta)` (on 0..255 floats the
     /// delta is in the same units).
     RandomBrightness { max_delta: f32 },
+    /// `tf.image.random_contrast(image, lower, upper)`.
+    RandomContrast { lower: f32, upper: f32 },
+    /// `tf.image.random_hue(image, max_delta)`.
+    RandomHue { max_delta: f32 },
+    /// `tf.image.random_saturation(image, lower, upper)`.
+    RandomSaturation { lower: f32, upper: f32 },
+    /// `tf.image.per_image_standardization(image)` (also in evaluation).
+    PerImageStandardization,
 }
 
 impl ImageOp {
@@ -114,6 +131,11 @@ impl ImageOp {
             ImageOp::RandomFlipLeftRight => "random_flip_left_right",
             ImageOp::RandomFlipUpDown => "random_flip_up_down",
             ImageOp::RandomBrightness { .. } => "random_brightness",
+            ImageOp::ResizeKernel { .. } => "resize",
+            ImageOp::RandomContrast { .. } => "random_contrast",
+            ImageOp::RandomHue { .. } => "random_hue",
+            ImageOp::RandomSaturation { .. } => "random_saturation",
+            ImageOp::PerImageStandardization => "per_image_standardization",
         }
     }
 
@@ -125,6 +147,9 @@ impl ImageOp {
                 | ImageOp::RandomFlipLeftRight
                 | ImageOp::RandomFlipUpDown
                 | ImageOp::RandomBrightness { .. }
+                | ImageOp::RandomContrast { .. }
+                | ImageOp::RandomHue { .. }
+                | ImageOp::RandomSaturation { .. }
         )
     }
 }
@@ -139,6 +164,10 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "random_flip_left_right",
     "random_flip_up_down",
     "random_brightness",
+    "random_contrast",
+    "random_hue",
+    "random_saturation",
+    "per_image_standardization",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -171,7 +200,7 @@ impl ImagePipeline {
                         "an image pipeline starts with `decode_image(channels = C)`".into(),
                     ))
                 }
-                ImageOp::Resize { size } => {
+                ImageOp::Resize { size } | ImageOp::ResizeKernel { size, .. } => {
                     if size.contains(&0) {
                         return Err((i, format!("`size` must be positive, got {size:?}")));
                     }
@@ -219,7 +248,32 @@ impl ImagePipeline {
                         ));
                     }
                 }
-                ImageOp::RandomFlipLeftRight | ImageOp::RandomFlipUpDown => {}
+                ImageOp::RandomHue { .. } | ImageOp::RandomSaturation { .. } if s[2] != Some(3) => {
+                    return Err((
+                        i,
+                        "hue and saturation need RGB images: `decode_image(channels = 3)`".into(),
+                    ));
+                }
+                ImageOp::RandomContrast { lower, upper }
+                | ImageOp::RandomSaturation { lower, upper } => {
+                    if lower.is_nan() || upper.is_nan() || upper <= lower || *lower < 0.0 {
+                        return Err((
+                            i,
+                            format!("needs 0 <= lower < upper, got lower {lower}, upper {upper}"),
+                        ));
+                    }
+                }
+                ImageOp::RandomHue { max_delta } => {
+                    if !(0.0..=0.5).contains(max_delta) {
+                        return Err((
+                            i,
+                            format!("`max_delta` must be in [0, 0.5], got {max_delta}"),
+                        ));
+                    }
+                }
+                ImageOp::RandomFlipLeftRight
+                | ImageOp::RandomFlipUpDown
+                | ImageOp::PerImageStandardization => {}
             }
             shapes.push(s);
         }
@@ -285,6 +339,26 @@ impl ImagePipeline {
                     return Err("decode_image after the first transform".into())
                 }
                 (ImageOp::Resize { size }, Some(v)) => v.resize(*size),
+                (
+                    ImageOp::ResizeKernel {
+                        size,
+                        method,
+                        antialias,
+                    },
+                    Some(v),
+                ) => v.through(|im| resize::resize(&im, *size, *method, *antialias, false))?,
+                (ImageOp::PerImageStandardization, Some(v)) => {
+                    v.through(|im| specc_image::adjust::per_image_standardization(&im))?
+                }
+                (ImageOp::RandomContrast { lower, upper }, Some(v)) if training => {
+                    v.through(|im| random::random_contrast(&im, *lower, *upper, &mut draws))?
+                }
+                (ImageOp::RandomHue { max_delta }, Some(v)) if training => {
+                    v.through(|im| random::random_hue(&im, *max_delta, &mut draws))?
+                }
+                (ImageOp::RandomSaturation { lower, upper }, Some(v)) if training => {
+                    v.through(|im| random::random_saturation(&im, *lower, *upper, &mut draws))?
+                }
                 (ImageOp::CentralCrop { fraction }, Some(v)) => {
                     let (top, h) = central(v.h, *fraction);
                     let (left, w) = central(v.w, *fraction);
@@ -410,6 +484,20 @@ impl View {
             flip_lr: false,
             flip_ud: false,
         }
+    }
+
+    /// The view materialized as a float32 `[h, w, c]` image, transformed by
+    /// a `specc_image` function, as a new view (its error is the example's).
+    fn through(self, f: impl FnOnce(Image) -> specc_image::Result<Image>) -> Result<View, String> {
+        let (h, w, c) = (self.h, self.w, self.c);
+        let mut px = vec![0f32; h * w * c];
+        self.materialize(&mut px);
+        let image = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[h, w, c]), px)
+            .map_err(|e| e.to_string())?;
+        let out = f(Image::F32(image)).map_err(|e| e.message)?;
+        let s = out.shape().to_vec();
+        let (raw, _) = out.to_f32().into_raw_vec_and_offset();
+        Ok(View::of(Pixels::F32(raw), s[0], s[1], s[2]))
     }
 
     /// Whether the view shows the (resized) image whole and unflipped.
@@ -1076,6 +1164,73 @@ mod tests {
             let want: Vec<f32> = im.to_f32().iter().copied().collect();
             assert_eq!(got, want, "example {index}");
         }
+    }
+
+    /// The transforms that go through `specc_image` (a resize with another
+    /// method or antialias, hue, saturation, contrast, standardization)
+    /// equal the library's functions with the same draws, and in
+    /// evaluation the random ones are skipped while standardization stays.
+    #[test]
+    fn library_transforms_equal_specc_image_with_the_same_draws() {
+        let px: Vec<u8> = (0..9 * 11 * 3).map(|i| (i * 29 % 253) as u8).collect();
+        let image = Image::U8(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[9, 11, 3]), px).expect("shape"),
+        );
+        let png = codec::encode_png(&image, -1).expect("png");
+        let pipeline = ImagePipeline {
+            ops: vec![
+                ImageOp::DecodeImage { channels: 3 },
+                ImageOp::ResizeKernel {
+                    size: [6, 5],
+                    method: ResizeMethod::Area,
+                    antialias: false,
+                },
+                ImageOp::RandomHue { max_delta: 0.3 },
+                ImageOp::RandomSaturation {
+                    lower: 0.5,
+                    upper: 1.5,
+                },
+                ImageOp::RandomContrast {
+                    lower: 0.2,
+                    upper: 1.8,
+                },
+                ImageOp::ResizeKernel {
+                    size: [4, 4],
+                    method: ResizeMethod::Lanczos3,
+                    antialias: true,
+                },
+                ImageOp::PerImageStandardization,
+            ],
+        };
+        assert_eq!(pipeline.output_shape(), Ok([4, 4, 3]));
+        let float = Image::F32(image.to_f32());
+        for index in 0..10u64 {
+            let key = (9, 0, index);
+            let mut got = vec![0f32; 4 * 4 * 3];
+            pipeline.apply(&png, true, key, &mut got).expect("apply");
+            let mut stream = SplitMix64::new(mix(key.0 ^ mix(key.1 ^ mix(key.2 + 1))));
+            let mut d = move || stream.uniform01_f32();
+            let im =
+                resize::resize(&float, [6, 5], ResizeMethod::Area, false, false).expect("area");
+            let im = random::random_hue(&im, 0.3, &mut d).expect("hue");
+            let im = random::random_saturation(&im, 0.5, 1.5, &mut d).expect("saturation");
+            let im = random::random_contrast(&im, 0.2, 1.8, &mut d).expect("contrast");
+            let im =
+                resize::resize(&im, [4, 4], ResizeMethod::Lanczos3, true, false).expect("lanczos");
+            let im = specc_image::adjust::per_image_standardization(&im).expect("standardize");
+            let want: Vec<f32> = im.to_f32().iter().copied().collect();
+            assert_eq!(got, want, "example {index}");
+        }
+        // Evaluation: no random transform, standardization still applied.
+        let mut got = vec![0f32; 4 * 4 * 3];
+        pipeline
+            .apply(&png, false, (9, 0, 0), &mut got)
+            .expect("apply");
+        let im = resize::resize(&float, [6, 5], ResizeMethod::Area, false, false).expect("area");
+        let im = resize::resize(&im, [4, 4], ResizeMethod::Lanczos3, true, false).expect("lanczos");
+        let im = specc_image::adjust::per_image_standardization(&im).expect("standardize");
+        let want: Vec<f32> = im.to_f32().iter().copied().collect();
+        assert_eq!(got, want, "evaluation");
     }
 
     /// The pipeline's flat-buffer transforms use their draws as
