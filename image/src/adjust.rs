@@ -214,24 +214,7 @@ pub fn adjust_hue(image: &Image, delta: f32) -> Result<Image> {
 /// TF's `AdjustSaturation` kernel on one pixel: to HSV, `s` scaled and
 /// clipped to [0, 1], back to RGB.
 fn scale_saturation(p: &mut [f32], factor: f32) {
-    let (r, g, b) = (p[0], p[1], p[2]);
-    let v = r.max(g.max(b));
-    let range = v - r.min(g.min(b));
-    let s = if v > 0.0 { range / v } else { 0.0 };
-    let norm = 1.0f32 / (6.0f32 * range);
-    let mut h = if r == v {
-        norm * (g - b)
-    } else if g == v {
-        norm * (b - r) + 2.0 / 6.0
-    } else {
-        norm * (r - g) + 4.0 / 6.0
-    };
-    if range <= 0.0 {
-        h = 0.0;
-    }
-    if h < 0.0 {
-        h += 1.0;
-    }
+    let (h, s, v) = crate::color::hsv_of(p[0], p[1], p[2]);
     let s = (s * factor).clamp(0.0, 1.0);
     let c = s * v;
     let m = v - c;

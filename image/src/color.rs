@@ -140,6 +140,29 @@ pub fn grayscale_to_rgb(image: &Image) -> Result<Image> {
     )
 }
 
+/// One pixel's (h, s, v), h in [0, 1), as TF's `RGBToHSV` and
+/// `AdjustSaturation` kernels compute it.
+pub(crate) fn hsv_of(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
+    let v = r.max(g).max(b);
+    let range = v - r.min(g).min(b);
+    let s = if v > 0.0 { range / v } else { 0.0 };
+    let norm = 1.0f32 / (6.0f32 * range);
+    let mut h = if r == v {
+        norm * (g - b)
+    } else if g == v {
+        norm * (b - r) + 2.0 / 6.0
+    } else {
+        norm * (r - g) + 4.0 / 6.0
+    };
+    if range <= 0.0 {
+        h = 0.0;
+    }
+    if h < 0.0 {
+        h += 1.0;
+    }
+    (h, s, v)
+}
+
 /// `tf.image.rgb_to_hsv(images)` (TF's `RGBToHSV` kernel).
 pub fn rgb_to_hsv(image: &Image) -> Result<Image> {
     channels(image, 3, "rgb_to_hsv")?;
@@ -150,24 +173,7 @@ pub fn rgb_to_hsv(image: &Image) -> Result<Image> {
         .into_iter()
         .zip(out.lanes_mut(Axis(x.ndim() - 1)))
     {
-        let (r, g, b) = (p[0], p[1], p[2]);
-        let v = r.max(g).max(b);
-        let range = v - r.min(g).min(b);
-        let s = if v > 0.0 { range / v } else { 0.0 };
-        let norm = 1.0f32 / (6.0f32 * range);
-        let mut h = if r == v {
-            norm * (g - b)
-        } else if g == v {
-            norm * (b - r) + 2.0 / 6.0
-        } else {
-            norm * (r - g) + 4.0 / 6.0
-        };
-        if range <= 0.0 {
-            h = 0.0;
-        }
-        if h < 0.0 {
-            h += 1.0;
-        }
+        let (h, s, v) = hsv_of(p[0], p[1], p[2]);
         o[0] = h;
         o[1] = s;
         o[2] = v;

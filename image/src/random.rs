@@ -149,6 +149,20 @@ pub fn random_brightness(image: &Image, max_delta: f32, draws: &mut impl Draws) 
     crate::adjust::adjust_brightness(image, delta)
 }
 
+/// A factor uniform in `[lower, upper)` after TF's checks (`upper > lower`,
+/// `lower >= 0`), for `random_contrast` and `random_saturation`.
+fn factor_between(op: &str, lower: f32, upper: f32, draws: &mut impl Draws) -> Result<f32> {
+    if upper.is_nan() || lower.is_nan() || upper <= lower {
+        return Err(ImageError::new(format!("{op}: upper must be > lower.")));
+    }
+    if lower < 0.0 {
+        return Err(ImageError::new(format!(
+            "{op}: lower must be non-negative."
+        )));
+    }
+    Ok(lower + draws.uniform() * (upper - lower))
+}
+
 /// `tf.image.random_hue(image, max_delta)`: `adjust_hue` by a delta
 /// uniform in `[−max_delta, max_delta)`; TF's check: `0 ≤ max_delta ≤ 0.5`.
 pub fn random_hue(image: &Image, max_delta: f32, draws: &mut impl Draws) -> Result<Image> {
@@ -170,15 +184,7 @@ pub fn random_saturation(
     upper: f32,
     draws: &mut impl Draws,
 ) -> Result<Image> {
-    if upper.is_nan() || lower.is_nan() || upper <= lower {
-        return Err(ImageError::new("random_saturation: upper must be > lower."));
-    }
-    if lower < 0.0 {
-        return Err(ImageError::new(
-            "random_saturation: lower must be non-negative.",
-        ));
-    }
-    let factor = lower + draws.uniform() * (upper - lower);
+    let factor = factor_between("random_saturation", lower, upper, draws)?;
     crate::adjust::adjust_saturation(image, factor)
 }
 
@@ -191,15 +197,7 @@ pub fn random_contrast(
     upper: f32,
     draws: &mut impl Draws,
 ) -> Result<Image> {
-    if upper.is_nan() || lower.is_nan() || upper <= lower {
-        return Err(ImageError::new("random_contrast: upper must be > lower."));
-    }
-    if lower < 0.0 {
-        return Err(ImageError::new(
-            "random_contrast: lower must be non-negative.",
-        ));
-    }
-    let factor = lower + draws.uniform() * (upper - lower);
+    let factor = factor_between("random_contrast", lower, upper, draws)?;
     crate::adjust::adjust_contrast(image, factor)
 }
 
