@@ -17,7 +17,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::tensor::{DType, Image, ImageError, Result};
+use crate::tensor::{each_dtype, Image, ImageError, Result};
 
 /// `tf.image.ResizeMethod`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,19 +95,26 @@ impl Centers {
     }
 }
 
-fn bilinear_taps(input: usize, output: usize, c: Centers) -> Vec<Taps> {
+/// The two source indices and the weight of the second for output
+/// coordinate `o` of a bilinear resize (TF's `compute_interpolation_weights`:
+/// indices clamped to the axis, `lerp = x − ⌊x⌋`).
+pub fn bilinear_tap(o: usize, input: usize, output: usize, c: Centers) -> (usize, usize, f32) {
     let scale = c.scale(input, output);
+    let x = if c.half_pixel_centers {
+        (o as f32 + 0.5) * scale - 0.5
+    } else {
+        o as f32 * scale
+    };
+    let f = x.floor();
+    let lo = (f.max(0.0) as usize).min(input - 1);
+    let hi = (x.ceil().max(0.0) as usize).min(input - 1);
+    (lo, hi, x - f)
+}
+
+fn bilinear_taps(input: usize, output: usize, c: Centers) -> Vec<Taps> {
     (0..output)
-        .map(|i| {
-            let x = if c.half_pixel_centers {
-                (i as f32 + 0.5) * scale - 0.5
-            } else {
-                i as f32 * scale
-            };
-            let f = x.floor();
-            let lo = (f.max(0.0) as usize).min(input - 1);
-            let hi = (x.ceil().max(0.0) as usize).min(input - 1);
-            let lerp = x - f;
+        .map(|o| {
+            let (lo, hi, lerp) = bilinear_tap(o, input, output, c);
             vec![(lo, 1.0 - lerp), (hi, lerp)]
         })
         .collect()
@@ -416,27 +423,39 @@ fn resize_with(
     check_size(op, d, size)?;
     let (ys, xs) = taps(method, antialias, centers, d, size);
     let dims = out_dims(image.shape().len(), d, size);
-    let x: Vec<f32> = image.to_f32().iter().copied().collect();
-    let out = reshaped(apply(&x, d, &ys, &xs), &dims)?;
     if method == ResizeMethod::Nearest {
-        // A selection: the values are the input's, exactly.
-        return Ok(cast_back(Image::F32(out), image.dtype()));
+        // A selection in the image's own dtype: every value is an input
+        // value, exactly (an int32 beyond 2^24 too).
+        let rows: Vec<usize> = ys.iter().map(|t| t[0].0).collect();
+        let cols: Vec<usize> = xs.iter().map(|t| t[0].0).collect();
+        return Ok(each_dtype!(image, a => select(a, d, &rows, &cols, &dims)));
     }
-    Ok(Image::F32(out))
+    let x: Vec<f32> = image.to_f32().iter().copied().collect();
+    Ok(Image::F32(reshaped(apply(&x, d, &ys, &xs), &dims)?))
 }
 
-/// Casts selected float32 values back to `dtype` (exact: they came from it).
-fn cast_back(image: Image, dtype: DType) -> Image {
-    let a = image.to_f64();
-    match dtype {
-        DType::U8 => Image::U8(a.mapv(|v| v as u8)),
-        DType::U16 => Image::U16(a.mapv(|v| v as u16)),
-        DType::I16 => Image::I16(a.mapv(|v| v as i16)),
-        DType::I32 => Image::I32(a.mapv(|v| v as i32)),
-        DType::F16 => Image::F16(a.mapv(|v| v as f32)),
-        DType::F32 => Image::F32(a.mapv(|v| v as f32)),
-        DType::F64 => Image::F64(a),
+/// Pixel `(rows[i], cols[j])` of each image of `a` (`[N, H, W, C]` dims
+/// `d`) at `(i, j)`: nearest-neighbour sampling.
+fn select<T: Copy>(
+    a: &ArrayD<T>,
+    d: [usize; 4],
+    rows: &[usize],
+    cols: &[usize],
+    dims: &[usize],
+) -> ArrayD<T> {
+    let [n, h, w, c] = d;
+    let src = a.as_standard_layout();
+    let src = src.as_slice().expect("standard layout");
+    let mut out = Vec::with_capacity(n * rows.len() * cols.len() * c);
+    for b in 0..n {
+        for &y in rows {
+            for &x in cols {
+                let at = ((b * h + y) * w + x) * c;
+                out.extend_from_slice(&src[at..at + c]);
+            }
+        }
     }
+    ArrayD::from_shape_vec(IxDyn(dims), out).expect("sizes computed above")
 }
 
 /// The size `tf.image.resize` resizes to: `size`, or with

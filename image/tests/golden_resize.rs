@@ -224,3 +224,22 @@ fn bad_sizes_are_errors() {
     )
     .is_err());
 }
+
+/// Nearest selects in the image's own dtype: int32 values beyond 2^24
+/// (which float32 cannot hold) come out exactly.
+#[test]
+fn nearest_keeps_large_int32_values_exactly() {
+    let values: Vec<i32> = (0..4 * 6).map(|i| (1 << 30) + 2 * i + 1).collect();
+    let image =
+        Image::I32(ArrayD::from_shape_vec(IxDyn(&[4, 6, 1]), values.clone()).expect("shape"));
+    let out = resize::resize(&image, [2, 3], ResizeMethod::Nearest, false, false).expect("nearest");
+    let Image::I32(out) = out else {
+        panic!("nearest keeps int32")
+    };
+    // Half-pixel centres: rows ⌊(i + 0.5)·2⌋ = 1, 3; columns 1, 3, 5.
+    let want: Vec<i32> = [1usize, 3]
+        .iter()
+        .flat_map(|&y| [1usize, 3, 5].map(|x| values[y * 6 + x]))
+        .collect();
+    assert_eq!(out.iter().copied().collect::<Vec<_>>(), want);
+}

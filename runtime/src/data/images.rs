@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 
 use specc_image::codec::{self, DecodeDType, Format};
 use specc_image::random::{self, Draws};
-use specc_image::resize;
 pub use specc_image::resize::ResizeMethod;
+use specc_image::resize::{self, Centers};
 use specc_image::Image;
 
 use super::{DataError, Dataset, InputData, Values};
@@ -456,17 +456,6 @@ struct View {
     flip_ud: bool,
 }
 
-/// The bilinear taps of output coordinate `o` of `n` from an axis of `i`
-/// (`tf.image.resize`, half-pixel centres, `source = (dst + 0.5)·in/out −
-/// 0.5`, clamped to the edges), in float32.
-fn bilinear_tap(o: usize, i: usize, n: usize) -> (usize, usize, f32) {
-    let scale = i as f32 / n as f32;
-    let x = (o as f32 + 0.5) * scale - 0.5;
-    let l = (x.floor().max(0.0) as usize).min(i - 1);
-    let h = (x.ceil().max(0.0) as usize).min(i - 1);
-    (l, h, x - x.floor())
-}
-
 impl View {
     fn of(src: Pixels, h: usize, w: usize, c: usize) -> View {
         View {
@@ -573,7 +562,7 @@ impl View {
                 let vx = if self.flip_lr { w - 1 - x } else { x };
                 let rx = self.left + vx;
                 if self.resized {
-                    bilinear_tap(rx, self.sw, self.rw)
+                    resize::bilinear_tap(rx, self.sw, self.rw, Centers::V2)
                 } else {
                     (rx, rx, 0.0)
                 }
@@ -591,7 +580,7 @@ impl View {
                 }
                 continue;
             }
-            let (y0, y1, dy) = bilinear_tap(ry, self.sh, self.rh);
+            let (y0, y1, dy) = resize::bilinear_tap(ry, self.sh, self.rh, Centers::V2);
             let r0 = &src[y0 * row_len..(y0 + 1) * row_len];
             let r1 = &src[y1 * row_len..(y1 + 1) * row_len];
             for (o, &(x0, x1, dx)) in out.chunks_exact_mut(c).zip(&cols) {
@@ -1104,15 +1093,17 @@ mod tests {
     use specc_image::random;
 
     /// `tf.image.resize(image, size, "bilinear")` of an `[h, w, c]` float
-    /// image, one pixel at a time: the reference the lazy view must equal.
+    /// image, one pixel at a time in TF's lerp form (the library's
+    /// `resize` sums weighted taps instead, within an ulp of this): the
+    /// reference the lazy view must equal bit for bit.
     fn resize_reference(im: &Image, size: [usize; 2]) -> Image {
         let a = im.to_f32();
         let (ih, iw, c) = (a.shape()[0], a.shape()[1], a.shape()[2]);
         let mut out = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[size[0], size[1], c]));
         for y in 0..size[0] {
-            let (y0, y1, dy) = bilinear_tap(y, ih, size[0]);
+            let (y0, y1, dy) = resize::bilinear_tap(y, ih, size[0], Centers::V2);
             for x in 0..size[1] {
-                let (x0, x1, dx) = bilinear_tap(x, iw, size[1]);
+                let (x0, x1, dx) = resize::bilinear_tap(x, iw, size[1], Centers::V2);
                 for k in 0..c {
                     let top = a[[y0, x0, k]] + (a[[y0, x1, k]] - a[[y0, x0, k]]) * dx;
                     let bottom = a[[y1, x0, k]] + (a[[y1, x1, k]] - a[[y1, x0, k]]) * dx;
