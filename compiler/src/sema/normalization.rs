@@ -184,7 +184,7 @@ const MIN_FUSED_EPSILON: f64 = 1.001e-5;
 fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usize) -> R<NodeId> {
     let x = lw.float(b.req(0))?;
     let s = lw.g.shape(x).clone();
-    if !(2..=5).contains(&s.rank()) {
+    if !(4..=5).contains(&s.rank()) {
         return Err(Diagnostic::new(
             "bad-shape",
             b.req(0).span,
