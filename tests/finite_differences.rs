@@ -182,6 +182,79 @@ fn cases() -> Vec<Case> {
         case("index", vec![a()], "a[:, 1] * a[2, :][0]"),
         case("l2_loss", vec![a()], "l2_loss(a) + 0 * a"),
         case(
+            "leaky_relu",
+            vec![away("a", &[4, 3], -2.0, 2.0)],
+            "leaky_relu(a) + leaky_relu(a, alpha = 0.05)",
+        ),
+        case("elu", vec![away("a", &[4, 3], -2.0, 2.0)], "elu(a)"),
+        case("selu", vec![away("a", &[4, 3], -2.0, 2.0)], "selu(a)"),
+        case("gelu", vec![a()], "gelu(a)"),
+        case("gelu_tanh", vec![a()], "gelu(a, approximate = true)"),
+        case("silu", vec![a()], "silu(a)"),
+        case("swish", vec![a()], "swish(a, beta = 1.5)"),
+        case("softsign", vec![away("a", &[4, 3], -2.0, 2.0)], "softsign(a)"),
+        // relu6's kinks: a at 0, b + 6 at 6 (b = 0).
+        case(
+            "relu6",
+            vec![away("a", &[4, 3], -2.0, 2.0), away("b", &[4, 3], -2.0, 2.0)],
+            "relu6(a) + relu6(b + 6)",
+        ),
+        case("rsqrt", vec![pos("a")], "rsqrt(a)"),
+        case(
+            "moments",
+            vec![a()],
+            "moments_mean(a, axes = [0]) * moments_variance(a, axes = [0])",
+        ),
+        case(
+            "moments_keepdims",
+            vec![a()],
+            "moments_variance(a, axes = [1], keepdims = true) * a",
+        ),
+        case(
+            "batch_normalization",
+            vec![
+                a(),
+                p("m", &[3], -1.0, 1.0),
+                p("v", &[3], 0.5, 2.0),
+                p("o", &[3], -1.0, 1.0),
+                p("s", &[3], -1.0, 1.0),
+            ],
+            "batch_normalization(a, m, v, o, s, 0.001)",
+        ),
+        case(
+            "layer_normalization",
+            vec![a(), p("s", &[3], -1.0, 1.0), p("o", &[3], -1.0, 1.0)],
+            "batch_normalization(a, moments_mean(a, axes = [-1], keepdims = true), moments_variance(a, axes = [-1], keepdims = true), o, s, 0.001)",
+        ),
+        case(
+            "fused_batch_norm",
+            vec![
+                p("a", &[2, 2, 2, 3], -2.0, 2.0),
+                p("s", &[3], -1.0, 1.0),
+                p("o", &[3], -1.0, 1.0),
+            ],
+            "fused_batch_norm(a, s, o, epsilon = 0.01)",
+        ),
+        case(
+            "fused_batch_norm_inference",
+            vec![
+                p("a", &[2, 2, 2, 3], -2.0, 2.0),
+                p("s", &[3], -1.0, 1.0),
+                p("o", &[3], -1.0, 1.0),
+            ],
+            "fused_batch_norm(a, s, o, mean = [0.5, -0.25, 0.0], variance = [1.0, 0.5, 2.0], is_training = false)",
+        ),
+        case(
+            "local_response_normalization",
+            vec![p("a", &[1, 2, 2, 5], -2.0, 2.0)],
+            "local_response_normalization(a, depth_radius = 1, bias = 0.5, alpha = 0.3, beta = 0.75)",
+        ),
+        case(
+            "local_response_normalization_wide",
+            vec![p("a", &[1, 2, 1, 4], -2.0, 2.0)],
+            "local_response_normalization(a, depth_radius = 6)",
+        ),
+        case(
             "chain",
             vec![a(), c(), p("d", &[2], -1.0, 1.0)],
             "tanh(relu(a @ c + d) * 2 - 0.5)",
@@ -222,6 +295,14 @@ fn cases() -> Vec<Case> {
         consts: vec![],
         expr: "reduce_mean(sigmoid(x * d), axis = 0) + reduce_sum(x * d) * d",
         y_batched: false,
+    });
+    // Batch normalization over the batch axis (the count involves B).
+    v.push(Case {
+        name: "batch_normalization_over_rows",
+        params: vec![p("s", &[3], -1.0, 1.0), p("o", &[3], -1.0, 1.0)],
+        consts: vec![],
+        expr: "reduce_sum(batch_normalization(x * s, moments_mean(x * s, axes = [0]), moments_variance(x * s, axes = [0]), o, s, 0.001), axis = 1)",
+        y_batched: true,
     });
     // Embedding lookups by the int labels (ids 0, 1, 0, 1, 0: repeated rows
     // accumulate in the sparse gradient).

@@ -12,6 +12,7 @@ use specc_grammar::Diagnostic;
 use super::activations;
 use super::args::{self, opt, req, Bound, Param};
 use super::expr::{ClassUse, Lowerer, R};
+use super::normalization;
 use crate::ir::{shape, BinaryOp, DType, Dim, NodeId, Op, ReduceKind, Shape, UnaryOp};
 
 type Lower = fn(&mut Lowerer, &Bound, &Call) -> R<NodeId>;
@@ -34,6 +35,18 @@ macro_rules! unary {
         }
     };
 }
+
+/// `fused_batch_norm`'s signature, shared by its three results.
+const FUSED_BATCH_NORM: &[Param] = &[
+    req("x"),
+    req("scale"),
+    req("offset"),
+    opt("mean"),
+    opt("variance"),
+    opt("epsilon"),
+    opt("is_training"),
+    opt("exponential_avg_factor"),
+];
 
 /// Every builtin. Aliases are separate rows pointing at the same lowering.
 pub const BUILTINS: &[Builtin] = &[
@@ -92,6 +105,59 @@ pub const BUILTINS: &[Builtin] = &[
         name: "relu6",
         params: &[req("features")],
         lower: activations::relu6,
+    },
+    Builtin {
+        name: "rsqrt",
+        params: &[req("x")],
+        lower: normalization::rsqrt,
+    },
+    Builtin {
+        name: "moments_mean",
+        params: &[req("x"), req("axes"), opt("shift"), opt("keepdims")],
+        lower: normalization::moments_mean,
+    },
+    Builtin {
+        name: "moments_variance",
+        params: &[req("x"), req("axes"), opt("shift"), opt("keepdims")],
+        lower: normalization::moments_variance,
+    },
+    Builtin {
+        name: "batch_normalization",
+        params: &[
+            req("x"),
+            req("mean"),
+            req("variance"),
+            req("offset"),
+            req("scale"),
+            req("variance_epsilon"),
+        ],
+        lower: normalization::batch_normalization,
+    },
+    Builtin {
+        name: "fused_batch_norm",
+        params: FUSED_BATCH_NORM,
+        lower: normalization::fused_batch_norm_y,
+    },
+    Builtin {
+        name: "fused_batch_norm_mean",
+        params: FUSED_BATCH_NORM,
+        lower: normalization::fused_batch_norm_mean,
+    },
+    Builtin {
+        name: "fused_batch_norm_variance",
+        params: FUSED_BATCH_NORM,
+        lower: normalization::fused_batch_norm_variance,
+    },
+    Builtin {
+        name: "local_response_normalization",
+        params: &[
+            req("input"),
+            opt("depth_radius"),
+            opt("bias"),
+            opt("alpha"),
+            opt("beta"),
+        ],
+        lower: normalization::local_response_normalization,
     },
     Builtin {
         name: "maximum",

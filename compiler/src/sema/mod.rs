@@ -27,6 +27,7 @@ pub mod functions;
 pub mod images;
 pub mod inputs;
 pub mod metrics;
+pub mod normalization;
 pub mod optimizer;
 pub mod outputs;
 pub mod params;
