@@ -5,7 +5,7 @@
 //! comparisons) and for `specc gradcheck`; it is never on a training path.
 //! Invariant: evaluates exactly the ops' definitions; no fusion, no tricks.
 
-use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, ReduceKind, UnaryOp};
+use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, ReduceKind, UnaryOp, Window};
 
 /// A dense row-major tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,6 +145,10 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
             Op::Reshape(_) | Op::StopGradient => Tensor::new(dims.clone(), arg(0).data.clone()),
             Op::NormalNoise { seed } => Tensor::scalar(normal_noise(*seed, arg(0).data[0])),
             Op::Transpose(perm) => transpose(arg(0), perm),
+            Op::Patches { window, pad } => {
+                patches(arg(0), window, f64::from(f32::from_bits(*pad)), &dims)
+            }
+            Op::PatchesGrad(window) => patches_grad(arg(0), window, &dims),
             Op::Concat { axis } => {
                 let parts: Vec<&Tensor> = (0..node.inputs.len()).map(arg).collect();
                 concat(&parts, *axis as usize, &dims)
@@ -352,12 +356,24 @@ fn argmax(x: &Tensor, axis: usize) -> Tensor {
 }
 
 fn matmul(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Tensor {
-    let (m, k) = if ta {
-        (a.dims[1], a.dims[0])
-    } else {
-        (a.dims[0], a.dims[1])
+    // Each operand is the matrix [product of its leading dims, its last dim].
+    let matrix = |t: &Tensor| {
+        let cols = *t.dims.last().expect("a matmul operand has rank 2 or more");
+        (t.data.len() / cols.max(1), cols)
     };
-    let n = if tb { b.dims[0] } else { b.dims[1] };
+    let ((ar, ac), (br, bc)) = (matrix(a), matrix(b));
+    let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
+    let n = if tb { br } else { bc };
+    let mut dims: Vec<usize> = if ta {
+        vec![ac]
+    } else {
+        a.dims[..a.dims.len() - 1].to_vec()
+    };
+    if tb {
+        dims.extend(&b.dims[..b.dims.len() - 1]);
+    } else {
+        dims.push(bc);
+    }
     let at = |i: usize, p: usize| {
         if ta {
             a.data[p * m + i]
@@ -378,7 +394,7 @@ fn matmul(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Tensor {
             out[i * n + j] = (0..k).map(|p| at(i, p) * bt(p, j)).sum();
         }
     }
-    Tensor::new(vec![m, n], out)
+    Tensor::new(dims, out)
 }
 
 fn transpose(x: &Tensor, perm: &[u8]) -> Tensor {
@@ -536,4 +552,53 @@ mod tests {
         let put = rows::scatter_rows(&table, &ids0, &first_at_zero, &vals);
         assert_eq!(put.data, [f64::INFINITY, 1.0, 3.0, 3.0, 2.0, 2.0]);
     }
+}
+
+/// The reference of `Op::Patches` (im2col).
+fn patches(x: &Tensor, w: &Window, pad: f64, dims: &[usize]) -> Tensor {
+    let (h, wd, c) = (x.dims[1], x.dims[2], x.dims[3]);
+    let mut out = Vec::with_capacity(dims.iter().product());
+    for n in 0..dims[0] {
+        for oy in 0..w.output[0] {
+            for ox in 0..w.output[1] {
+                for ky in 0..w.kernel[0] {
+                    for kx in 0..w.kernel[1] {
+                        match (w.source(0, oy, ky), w.source(1, ox, kx)) {
+                            (Some(iy), Some(ix)) => {
+                                let at = ((n * h + iy as usize) * wd + ix as usize) * c;
+                                out.extend_from_slice(&x.data[at..at + c]);
+                            }
+                            _ => out.extend(std::iter::repeat_n(pad, c)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Tensor::new(dims.to_vec(), out)
+}
+
+/// The reference of `Op::PatchesGrad` (col2im): the transposed map of `patches`.
+fn patches_grad(p: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
+    let (h, wd, c) = (dims[1], dims[2], dims[3]);
+    let mut out = vec![0.0; dims.iter().product()];
+    let mut at = 0;
+    for n in 0..dims[0] {
+        for oy in 0..w.output[0] {
+            for ox in 0..w.output[1] {
+                for ky in 0..w.kernel[0] {
+                    for kx in 0..w.kernel[1] {
+                        if let (Some(iy), Some(ix)) = (w.source(0, oy, ky), w.source(1, ox, kx)) {
+                            let to = ((n * h + iy as usize) * wd + ix as usize) * c;
+                            for i in 0..c {
+                                out[to + i] += p.data[at + i];
+                            }
+                        }
+                        at += c;
+                    }
+                }
+            }
+        }
+    }
+    Tensor::new(dims.to_vec(), out)
 }

@@ -1030,6 +1030,12 @@ impl<'a> Lower<'a> {
                 };
                 self.tensors.insert(id, t);
             }
+            Op::Patches { .. } | Op::PatchesGrad(_) => {
+                return Err(self.unsupported(
+                    id,
+                    "convolutions and pooling are not exported to TFLite yet",
+                ))
+            }
             Op::ScatterAdd | Op::FirstOccurrence { .. } | Op::SumDuplicates | Op::ScatterRows => {
                 return Err(self.unsupported(id, "a training-time row update"))
             }

@@ -275,6 +275,10 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
 
         Op::StopGradient | Op::NormalNoise { .. } => vjp_of(|_, _, _| vec![None]),
 
+        // im2col and col2im are each other's adjoints.
+        Op::Patches { window, .. } => vjp_of(move |g, _, ct| one(g.patches_grad(ct, *window))),
+        Op::PatchesGrad(window) => vjp_of(move |g, _, ct| one(g.patches(ct, *window, 0.0))),
+
         // TF _GatherGrad: an IndexedSlices (ids, ct), whose dense value is
         // unsorted_segment_sum(ct, ids, rows); the optimizer stage recognizes the
         // form and applies it sparsely.

@@ -409,6 +409,10 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     let prepared = super::argmax::prepare(self, src, shape, *axis, dst);
                     self.only_thread0(|e| super::argmax::emit(e, &prepared));
                 }
+                Kernel::Window(w) => {
+                    let prepared = super::window::prepare(self, w);
+                    super::window::emit(self, &prepared, mode);
+                }
                 Kernel::Rows(r) => {
                     let prepared = super::rows::prepare(self, r);
                     self.only_thread0(|e| super::rows::emit(e, &prepared));

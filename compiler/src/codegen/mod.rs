@@ -34,6 +34,7 @@ pub mod object;
 pub mod ops;
 pub mod rows;
 pub mod trig;
+pub mod window;
 
 use cranelift_codegen::ir::{types, AbiParam, Function, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};

@@ -307,7 +307,7 @@ fn load_index(e: &mut Emitter, base: Value, i: Value) -> Value {
 }
 
 /// The address of row `r` of `row_len` 4-byte elements at `base`.
-fn row_ptr(e: &mut Emitter, base: Value, r: Value, row_len: i64) -> Value {
+pub(super) fn row_ptr(e: &mut Emitter, base: Value, r: Value, row_len: i64) -> Value {
     let off = e.b.ins().imul_imm_s(r, row_len * 4);
     e.b.ins().iadd(base, off)
 }
@@ -324,7 +324,7 @@ fn zero_of(e: &mut Emitter, ty: types::Type) -> Value {
 /// Calls `f(type, delta, byte offset)` over a row: f32x4 chunks, then
 /// scalars; an element is at `row + delta + offset` (`delta` is `None` for
 /// short rows, which are unrolled, and the chunk offset of a loop otherwise).
-fn for_row(e: &mut Emitter, row_len: i64, f: &mut RowBody<'_>) {
+pub(super) fn for_row(e: &mut Emitter, row_len: i64, f: &mut RowBody<'_>) {
     let chunks = row_len / 4;
     if chunks <= 8 {
         for c in 0..chunks {
@@ -343,7 +343,7 @@ fn for_row(e: &mut Emitter, row_len: i64, f: &mut RowBody<'_>) {
 }
 
 /// The per-chunk body of [`for_row`]: `(emitter, type, delta, byte offset)`.
-type RowBody<'a> = dyn FnMut(&mut Emitter, types::Type, Option<Value>, i32) + 'a;
+pub(super) type RowBody<'a> = dyn FnMut(&mut Emitter, types::Type, Option<Value>, i32) + 'a;
 
 /// `base + delta`.
 fn at(e: &mut Emitter, base: Value, delta: Option<Value>) -> Value {
@@ -354,19 +354,25 @@ fn at(e: &mut Emitter, base: Value, delta: Option<Value>) -> Value {
 }
 
 /// Loads a `ty` at `base + delta + off`.
-fn ld(e: &mut Emitter, ty: types::Type, base: Value, delta: Option<Value>, off: i32) -> Value {
+pub(super) fn ld(
+    e: &mut Emitter,
+    ty: types::Type,
+    base: Value,
+    delta: Option<Value>,
+    off: i32,
+) -> Value {
     let p = at(e, base, delta);
     e.b.ins().load(ty, trusted(), p, off)
 }
 
 /// Stores `v` at `base + delta + off`.
-fn st(e: &mut Emitter, v: Value, base: Value, delta: Option<Value>, off: i32) {
+pub(super) fn st(e: &mut Emitter, v: Value, base: Value, delta: Option<Value>, off: i32) {
     let p = at(e, base, delta);
     e.b.ins().store(trusted(), v, p, off);
 }
 
 /// Runs `then` when `cond` holds, else `other`.
-fn if_else(
+pub(super) fn if_else(
     e: &mut Emitter,
     cond: Value,
     then: &mut dyn FnMut(&mut Emitter),

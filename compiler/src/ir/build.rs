@@ -10,7 +10,7 @@
 //! which the driver turns into a diagnostic.
 
 use super::shape::{self, DType, Dim, Shape};
-use super::{BinaryOp, Graph, NodeId, Op, ReduceKind, UnaryOp};
+use super::{BinaryOp, Graph, NodeId, Op, ReduceKind, UnaryOp, Window};
 
 fn ice<T>(r: Result<T, String>) -> T {
     match r {
@@ -344,6 +344,38 @@ impl Graph {
             DType::F32,
             out.clone(),
         )
+    }
+
+    /// The patches of the NHWC images `x` (`Op::Patches`), `pad` outside them.
+    pub fn patches(&mut self, x: NodeId, window: Window, pad: f32) -> NodeId {
+        let s = self.shape(x).clone();
+        let out = Shape(vec![
+            s.0[0],
+            Dim::Fixed(window.output[0]),
+            Dim::Fixed(window.output[1]),
+            Dim::Fixed(window.patch_len()),
+        ]);
+        self.intern(
+            Op::Patches {
+                window,
+                pad: pad.to_bits(),
+            },
+            vec![x],
+            DType::F32,
+            out,
+        )
+    }
+
+    /// The images whose patches' adjoint is `p` (`Op::PatchesGrad`).
+    pub fn patches_grad(&mut self, p: NodeId, window: Window) -> NodeId {
+        let s = self.shape(p).clone();
+        let out = Shape(vec![
+            s.0[0],
+            Dim::Fixed(window.input[0]),
+            Dim::Fixed(window.input[1]),
+            Dim::Fixed(window.channels),
+        ]);
+        self.intern(Op::PatchesGrad(window), vec![p], DType::F32, out)
     }
 
     pub fn stop_gradient(&mut self, x: NodeId) -> NodeId {

@@ -187,6 +187,54 @@ pub enum Op {
     NormalNoise {
         seed: u64,
     },
+    /// im2col of NHWC images: input `[N, H, W, C]` to `[N, OH, OW, KH·KW·C]`,
+    /// the patch of output cell `(oy, ox)` in `(ky, kx, c)` order reading
+    /// `x[oy·sh − pt + ky·dh, ox·sw − pl + kx·dw, c]`, and `pad` (f32 bits)
+    /// where that cell is outside the image. A convolution is these patches
+    /// times the kernel as a `[KH·KW·C, O]` matrix; a pooling reduces them.
+    Patches {
+        window: Window,
+        pad: u32,
+    },
+    /// The adjoint of `Patches` (col2im): `[N, OH, OW, KH·KW·C]` to
+    /// `[N, H, W, C]`, each image cell the sum of the patch entries that read
+    /// it, in output-cell order (padding entries add nowhere).
+    PatchesGrad(Window),
+}
+
+/// The sliding-window geometry of a 2-D convolution or pooling over NHWC
+/// images: windows of `kernel` taps spaced `dilations` apart, moved by
+/// `strides`, the first starting `pad_before` cells above and left of the
+/// image. Every output cell's window has at least one tap in the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Window {
+    /// `[H, W]` of the image.
+    pub input: [u32; 2],
+    /// `[OH, OW]`.
+    pub output: [u32; 2],
+    pub kernel: [u32; 2],
+    pub strides: [u32; 2],
+    pub dilations: [u32; 2],
+    pub pad_before: [u32; 2],
+    /// `C`, the channels of the image.
+    pub channels: u32,
+}
+
+impl Window {
+    /// Elements of one patch, `KH·KW·C`.
+    pub fn patch_len(&self) -> u32 {
+        self.kernel[0] * self.kernel[1] * self.channels
+    }
+
+    /// The image coordinate along `axis` (0: rows, 1: columns) that tap `k`
+    /// of output cell `o` reads, or `None` in the padding.
+    pub fn source(&self, axis: usize, o: u32, k: u32) -> Option<u32> {
+        let at = i64::from(o) * i64::from(self.strides[axis]) - i64::from(self.pad_before[axis])
+            + i64::from(k) * i64::from(self.dilations[axis]);
+        (0..i64::from(self.input[axis]))
+            .contains(&at)
+            .then_some(at as u32)
+    }
 }
 
 impl Op {

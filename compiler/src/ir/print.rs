@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::{BinaryOp, Function, Graph, NodeId, Op, ReduceKind, UnaryOp};
+use super::{BinaryOp, Function, Graph, NodeId, Op, ReduceKind, UnaryOp, Window};
 
 pub fn unary_name(op: UnaryOp) -> &'static str {
     match op {
@@ -103,7 +103,32 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
         Op::FirstOccurrence { rows } => format!("first_occurrence rows={rows}"),
         Op::SumDuplicates => "sum_duplicates".to_string(),
         Op::ScatterRows => "scatter_rows".to_string(),
+        Op::Patches { window, pad } => {
+            let mut s = format!("patches {}", window_text(window));
+            let pad = f32::from_bits(*pad);
+            if pad != 0.0 {
+                write!(s, " pad={pad:?}").ok();
+            }
+            s
+        }
+        Op::PatchesGrad(window) => format!("patches_grad {}", window_text(window)),
     }
+}
+
+/// A window's attributes, e.g. `kernel=[3, 3] strides=[1, 1] pad=[1, 1] in=[8, 8] out=[8, 8]`
+/// (dilations only when not 1).
+fn window_text(w: &Window) -> String {
+    let mut s = format!(
+        "kernel={} strides={} pad={}",
+        list(&w.kernel),
+        list(&w.strides),
+        list(&w.pad_before)
+    );
+    if w.dilations != [1, 1] {
+        write!(s, " dilations={}", list(&w.dilations)).ok();
+    }
+    write!(s, " in={} out={}", list(&w.input), list(&w.output)).ok();
+    s
 }
 
 /// One node as `%3 = add %1, %2 : f32[B, 128]`.

@@ -178,29 +178,31 @@ pub fn broadcasts_to(from: &Shape, to: &Shape) -> bool {
 
 /// Shape of `a @ b` for rank-2 operands with optional transposes.
 pub fn matmul(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<Shape, String> {
-    if a.rank() != 2 || b.rank() != 2 {
+    if a.rank() < 2 || b.rank() < 2 {
         return Err(format!(
             "matmul needs two matrices (rank 2), got {} and {}",
             a, b
         ));
     }
-    let (m, ka) = if ta {
-        (a.0[1], a.0[0])
-    } else {
-        (a.0[0], a.0[1])
-    };
-    let (kb, n) = if tb {
-        (b.0[1], b.0[0])
-    } else {
-        (b.0[0], b.0[1])
-    };
+    // Each operand is the matrix [product of its leading dims, its last dim]
+    // (a convolution's patches [B, OH, OW, K] are the matrix [B*OH*OW, K]).
+    let split = |s: &Shape| (s.0[..s.rank() - 1].to_vec(), vec![s.0[s.rank() - 1]]);
+    let ((ar, ac), (br, bc)) = (split(a), split(b));
+    let (m, ka) = if ta { (ac, ar) } else { (ar, ac) };
+    let (kb, n) = if tb { (bc, br) } else { (br, bc) };
     if ka != kb {
+        let dims = |d: &[Dim]| {
+            let parts: Vec<String> = d.iter().map(Dim::to_string).collect();
+            parts.join("x")
+        };
         return Err(format!(
-            "matmul inner dimensions differ: {a} @ {b} contracts {ka} with {kb}"
+            "matmul inner dimensions differ: {a} @ {b} contracts {} with {}",
+            dims(&ka),
+            dims(&kb)
         ));
     }
-    let s = Shape(vec![m, n]);
-    if m == Dim::Batch && n == Dim::Batch {
+    let s = Shape(m.into_iter().chain(n).collect());
+    if s.0.iter().filter(|d| **d == Dim::Batch).count() > 1 {
         return Err(format!(
             "matmul of {a} and {b} would have the batch dimension twice"
         ));

@@ -3,7 +3,7 @@
 //! Owns: the public types the planner produces and the code generator,
 //! the printer and the profiler consume — where a buffer lives ([`Loc`],
 //! [`Buffer`]), how a loop reads a value ([`Source`]), the kernels
-//! ([`LoopKernel`], GEMM and argmax, [`RowKernel`]), how threads share a
+//! ([`LoopKernel`], GEMM and argmax, [`RowKernel`], [`WindowKernel`]), how threads share a
 //! kernel ([`Mode`]), and the [`Plan`].
 //!
 //! Invariants (kept by the planner, relied on by codegen): every view a
@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use specc_runtime::abi::OutputLayout;
 
 use super::view::{BufId, Lin, View};
-use crate::ir::{DType, NodeId, ReduceKind, Shape};
+use crate::ir::{DType, NodeId, ReduceKind, Shape, Window};
 
 /// Where a buffer lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +100,24 @@ pub enum Kernel {
     },
     /// A row-indexed kernel (see [`RowKernel`]).
     Rows(RowKernel),
+    /// im2col or col2im (see [`WindowKernel`]).
+    Window(WindowKernel),
+}
+
+/// The patches of NHWC images (`Op::Patches`, `grad` false: `dst` gets the
+/// patches of `src`, `pad` outside the images) or their adjoint
+/// (`Op::PatchesGrad`, `grad` true: `dst` is zeroed, then gets every patch
+/// entry of `src` added at the cell it reads). Every view is row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowKernel {
+    pub node: NodeId,
+    pub grad: bool,
+    pub window: Window,
+    pub pad: f32,
+    /// Number of images, `N`.
+    pub images: Lin,
+    pub src: View,
+    pub dst: View,
 }
 
 /// What a row kernel does for each of its `n` ids (`r = ids[i]`, clamped to

@@ -20,8 +20,10 @@ use std::collections::{BTreeSet, HashSet};
 
 use super::units::{Class, Unit};
 use super::view::{self, BufId, Lin, View};
-use super::{Buffer, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source};
-use crate::ir::{DType, NodeId, Op, Shape};
+use super::{
+    Buffer, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source, WindowKernel,
+};
+use crate::ir::{DType, NodeId, Op, Shape, Window};
 
 /// A loop over `domain` that stores `src` (read as `node`) into `dst`: a copy,
 /// or a fill when `src` is a constant.
@@ -147,24 +149,24 @@ impl Planner<'_> {
                     self.g.shape(inputs[0]).clone(),
                     self.g.shape(inputs[1]).clone(),
                 );
-                let a = self.load_view(inputs[0]);
-                let b = self.load_view(inputs[1]);
-                let (m, k) = if ta {
-                    (sa.0[1], sa.0[0])
-                } else {
-                    (sa.0[0], sa.0[1])
-                };
-                let nn = if tb { sb.0[0] } else { sb.0[1] };
+                let a = self.matrix_view(inputs[0]);
+                let b = self.matrix_view(inputs[1]);
+                // An operand of rank > 2 is the matrix [product of its leading
+                // dims, its last dim] (`shape::matmul`).
+                let (ar, ac) = matrix_dims(&sa);
+                let (br, bc) = matrix_dims(&sb);
+                let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
+                let nn = if tb { br } else { bc };
                 vec![Kernel::Gemm {
                     node: n,
                     a,
                     b,
-                    c: self.out_view(n),
+                    c: self.matrix_out_view(n),
                     ta,
                     tb,
-                    m: Lin::of_dim(m),
-                    k: Lin::of_dim(k),
-                    n: Lin::of_dim(nn),
+                    m,
+                    k,
+                    n: nn,
                 }]
             }
             Op::ArgMax { axis } => {
@@ -266,8 +268,25 @@ impl Planner<'_> {
                 k.row_len = self.g.shape(values).fixed_numel() / ns.fixed_numel().max(1);
                 vec![Kernel::Rows(k)]
             }
+            Op::Patches { window, pad } => vec![self.window_kernel(n, window, false, pad)],
+            Op::PatchesGrad(window) => vec![self.window_kernel(n, window, true, 0)],
             other => panic!("internal compiler error: no kernel for {other:?}"),
         }
+    }
+
+    /// The im2col (`grad` false) or col2im kernel of node `n`.
+    fn window_kernel(&mut self, n: NodeId, window: Window, grad: bool, pad: u32) -> Kernel {
+        let x = self.g.inputs_of(n)[0];
+        let src = self.row_major_view(x);
+        Kernel::Window(WindowKernel {
+            node: n,
+            grad,
+            window,
+            pad: f32::from_bits(pad),
+            images: Lin::of_dim(self.g.shape(n).0[0]),
+            src,
+            dst: self.out_view(n),
+        })
     }
 
     /// A row kernel of node `n` indexing `table` (its first axis) with `ids`.
@@ -310,5 +329,51 @@ impl Planner<'_> {
         let src = self.source(base);
         let dst = View::contiguous(out, &shape).expect("copyable shape");
         vec![copy_loop(shape, base, src, dst)]
+    }
+}
+
+/// The rows (product of the leading dims) and columns (last dim) of a GEMM
+/// operand viewed as a matrix.
+fn matrix_dims(s: &Shape) -> (Lin, Lin) {
+    let r = s.rank();
+    let rows = s.0[..r - 1]
+        .iter()
+        .try_fold(Lin::constant(1), |acc, &d| acc.mul_dim(d))
+        .expect("a matmul operand has the batch dimension at most once");
+    (rows, Lin::of_dim(s.0[r - 1]))
+}
+
+impl Planner<'_> {
+    /// A GEMM operand's view as a 2-D matrix: as before for a matrix; a
+    /// row-major view (materialized when needed) for a tensor of rank > 2,
+    /// whose rows are its leading dims.
+    fn matrix_view(&mut self, x: NodeId) -> View {
+        let shape = self.g.shape(x).clone();
+        if shape.rank() == 2 {
+            return self.load_view(x);
+        }
+        let v = self.row_major_view(x);
+        flatten_rows(v, &shape)
+    }
+
+    /// The output of a GEMM as a 2-D matrix.
+    fn matrix_out_view(&self, n: NodeId) -> View {
+        let shape = self.g.shape(n).clone();
+        let v = self.out_view(n);
+        if shape.rank() == 2 {
+            v
+        } else {
+            flatten_rows(v, &shape)
+        }
+    }
+}
+
+/// A row-major view over `shape` as the matrix [leading dims, last dim].
+fn flatten_rows(v: View, shape: &Shape) -> View {
+    let cols = Lin::of_dim(shape.0[shape.rank() - 1]);
+    View {
+        buf: v.buf,
+        offset: v.offset,
+        strides: vec![cols, Lin::constant(1)],
     }
 }

@@ -30,6 +30,7 @@ pub(super) fn touched(k: &Kernel) -> Vec<BufId> {
         }
         Kernel::Gemm { a, b, c, .. } => out.extend([a.buf, b.buf, c.buf]),
         Kernel::ArgMax { src, dst, .. } => out.extend([src.buf, dst.buf]),
+        Kernel::Window(w) => out.extend([w.src.buf, w.dst.buf]),
         Kernel::Rows(r) => {
             out.extend([r.ids.buf, r.dst.buf]);
             out.extend(r.src.iter().chain(&r.first).map(|v| v.buf));

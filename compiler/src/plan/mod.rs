@@ -91,7 +91,7 @@ use crate::ir::{DType, Function, Graph, NodeId};
 use crate::layout::VarPlacement;
 use fusion::Group;
 pub use kernel::{
-    Buffer, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source,
+    Buffer, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source, WindowKernel,
 };
 use units::{Class, Unit};
 pub use view::{BufId, Lin, View};

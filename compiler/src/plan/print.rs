@@ -96,6 +96,15 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 )
                 .ok();
             }
+            Kernel::Window(w) => {
+                let name = if w.grad { "patches_grad" } else { "patches" };
+                writeln!(
+                    out,
+                    "    k{i}: {name} {} images={}: {} <- {}",
+                    w.node, w.images, w.dst, w.src
+                )
+                .ok();
+            }
             Kernel::Rows(r) => {
                 let name = match r.op {
                     RowOp::Gather => "gather".to_string(),

@@ -65,6 +65,10 @@ pub(super) fn kernel_modes(g: &Graph, kernels: &[Kernel], batch: u64, threads: u
             let (work, splittable) = match k {
                 Kernel::Gemm { node, .. } => (cost(g, *node, batch), true),
                 Kernel::ArgMax { .. } | Kernel::Rows(_) => (0.0, false),
+                Kernel::Window(w) => {
+                    let n = g.shape(w.node).numel(batch) as f64;
+                    (n * 8.0 / 10e9, true)
+                }
                 Kernel::Loop(l) => {
                     let all_reduced = !l.reductions.is_empty()
                         && (0..l.domain.rank())

@@ -8,7 +8,7 @@
 //! computes).
 //!
 //! Invariants: every live node of class Elementwise or Reduce is produced by
-//! the unit of its group, and every live MatMul, ArgMax, Concat, Pad or Rows
+//! the unit of its group, and every live MatMul, ArgMax, Concat, Pad, Rows or Window
 //! node by its own `Unit::Node`; views, leaves, iota and scalars are produced
 //! by no unit (a copy unit may materialize one); a unit never depends on
 //! itself.
@@ -41,6 +41,8 @@ pub(super) enum Class {
     Concat,
     Pad,
     Rows,
+    /// im2col and col2im.
+    Window,
 }
 
 /// The class of node `n` (computed once per node by the planner).
@@ -57,6 +59,7 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
         | Op::FirstOccurrence { .. }
         | Op::SumDuplicates
         | Op::ScatterRows => Class::Rows,
+        Op::Patches { .. } | Op::PatchesGrad(_) => Class::Window,
         _ if node.shape.is_scalar() => Class::Scalar,
         Op::Input(_) | Op::Var(_) | Op::Tensor(_) => Class::Leaf,
         Op::Scalar(_) | Op::BatchSize | Op::GlobalStep => Class::Scalar,
@@ -98,7 +101,12 @@ impl Planner<'_> {
             if self.live[i]
                 && matches!(
                     self.cls(n),
-                    Class::MatMul | Class::ArgMax | Class::Concat | Class::Pad | Class::Rows
+                    Class::MatMul
+                        | Class::ArgMax
+                        | Class::Concat
+                        | Class::Pad
+                        | Class::Rows
+                        | Class::Window
                 )
             {
                 self.units.push(Unit::Node(n));

@@ -11,6 +11,7 @@ use specc_grammar::Diagnostic;
 
 use super::activations;
 use super::args::{self, opt, req, Bound, Param};
+use super::convolution;
 use super::expr::{ClassUse, Lowerer, R};
 use super::normalization;
 use crate::ir::{shape, BinaryOp, DType, Dim, NodeId, Op, ReduceKind, Shape, UnaryOp};
@@ -188,6 +189,127 @@ pub const BUILTINS: &[Builtin] = &[
         name: "bias_add",
         params: &[req("value"), req("bias")],
         lower: lower_bias_add,
+    },
+    Builtin {
+        name: "conv2d",
+        params: &[
+            req("input"),
+            req("filters"),
+            opt("strides"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::conv2d,
+    },
+    Builtin {
+        name: "convolution",
+        params: &[
+            req("input"),
+            req("filters"),
+            opt("strides"),
+            opt("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::convolution,
+    },
+    Builtin {
+        name: "conv1d",
+        params: &[
+            req("input"),
+            req("filters"),
+            opt("stride"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::conv1d,
+    },
+    Builtin {
+        name: "conv2d_transpose",
+        params: &[
+            req("input"),
+            req("filters"),
+            req("output_shape"),
+            opt("strides"),
+            opt("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::conv2d_transpose,
+    },
+    Builtin {
+        name: "atrous_conv2d_transpose",
+        params: &[
+            req("value"),
+            req("filters"),
+            req("output_shape"),
+            req("rate"),
+            req("padding"),
+        ],
+        lower: convolution::atrous_conv2d_transpose,
+    },
+    Builtin {
+        name: "depthwise_conv2d",
+        params: &[
+            req("input"),
+            req("filter"),
+            opt("strides"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::depthwise_conv2d,
+    },
+    Builtin {
+        name: "separable_conv2d",
+        params: &[
+            req("input"),
+            req("depthwise_filter"),
+            req("pointwise_filter"),
+            opt("strides"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::separable_conv2d,
+    },
+    Builtin {
+        name: "max_pool2d",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::max_pool2d,
+    },
+    Builtin {
+        name: "max_pool",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::max_pool2d,
+    },
+    Builtin {
+        name: "avg_pool2d",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::avg_pool2d,
+    },
+    Builtin {
+        name: "avg_pool",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::avg_pool2d,
+    },
+    Builtin {
+        name: "max_pool_with_argmax",
+        params: &[
+            req("input"),
+            req("ksize"),
+            opt("strides"),
+            req("padding"),
+            opt("include_batch_in_index"),
+        ],
+        lower: convolution::max_pool_with_argmax_output,
+    },
+    Builtin {
+        name: "max_pool_with_argmax_argmax",
+        params: &[
+            req("input"),
+            req("ksize"),
+            opt("strides"),
+            req("padding"),
+            opt("include_batch_in_index"),
+        ],
+        lower: convolution::max_pool_with_argmax_argmax,
     },
     Builtin {
         name: "reduce_sum",

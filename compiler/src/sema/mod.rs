@@ -20,6 +20,7 @@
 pub mod activations;
 pub mod args;
 pub mod checks;
+pub mod convolution;
 pub mod data;
 pub mod expr;
 pub mod features;

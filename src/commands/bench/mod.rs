@@ -170,6 +170,12 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
         let what = match kernel {
             Kernel::Gemm { node, m, k, n, .. } => format!("gemm {node} m={m} k={k} n={n}"),
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
+            Kernel::Window(w) => format!(
+                "{} {} {:?}",
+                if w.grad { "patches_grad" } else { "patches" },
+                w.node,
+                w.window
+            ),
             Kernel::Rows(r) => format!("{:?} {} n={} row_len={}", r.op, r.node, r.n, r.row_len),
             Kernel::Loop(l) => format!(
                 "{} over {} ({} ops, {} stores)",
