@@ -255,6 +255,55 @@ fn cases() -> Vec<Case> {
             "local_response_normalization(a, depth_radius = 6)",
         ),
         case(
+            "conv2d_same_strided",
+            vec![p("a", &[2, 5, 4, 2], -2.0, 2.0), p("k", &[3, 2, 2, 3], -1.0, 1.0)],
+            "conv2d(a, k, strides = [2, 1], padding = \"SAME\")",
+        ),
+        case(
+            "conv2d_explicit_dilated",
+            vec![p("a", &[1, 5, 5, 2], -2.0, 2.0), p("k", &[2, 2, 2, 2], -1.0, 1.0)],
+            "conv2d(a, k, strides = 1, padding = [[0, 0], [1, 0], [0, 2], [0, 0]], dilations = 2)",
+        ),
+        case(
+            "conv2d_pointwise",
+            vec![p("a", &[2, 3, 2, 3], -2.0, 2.0), p("k", &[1, 1, 3, 2], -1.0, 1.0)],
+            "conv2d(a, k, strides = 1, padding = \"VALID\")",
+        ),
+        case(
+            "conv1d",
+            vec![p("a", &[2, 7, 2], -2.0, 2.0), p("k", &[3, 2, 2], -1.0, 1.0)],
+            "conv1d(a, k, stride = 2, padding = \"SAME\")",
+        ),
+        case(
+            "conv2d_transpose",
+            vec![p("a", &[2, 2, 3, 2], -2.0, 2.0), p("k", &[3, 3, 1, 2], -1.0, 1.0)],
+            "conv2d_transpose(a, k, output_shape = [2, 4, 5, 1], strides = 2, padding = \"SAME\")",
+        ),
+        case(
+            "depthwise_conv2d",
+            vec![p("a", &[1, 4, 4, 2], -2.0, 2.0), p("k", &[2, 3, 2, 2], -1.0, 1.0)],
+            "depthwise_conv2d(a, k, strides = [1, 2, 1, 1], padding = \"SAME\")",
+        ),
+        case(
+            "separable_conv2d",
+            vec![
+                p("a", &[1, 4, 4, 2], -2.0, 2.0),
+                p("k", &[2, 2, 2, 1], -1.0, 1.0),
+                p("q", &[1, 1, 2, 3], -1.0, 1.0),
+            ],
+            "separable_conv2d(a, k, q, strides = 1, padding = \"VALID\")",
+        ),
+        case(
+            "max_pool2d",
+            vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
+            "max_pool2d(a, ksize = 3, strides = 2, padding = \"SAME\")",
+        ),
+        case(
+            "avg_pool2d",
+            vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
+            "avg_pool2d(a, ksize = [2, 3], strides = [1, 2], padding = \"SAME\")",
+        ),
+        case(
             "chain",
             vec![a(), c(), p("d", &[2], -1.0, 1.0)],
             "tanh(relu(a @ c + d) * 2 - 0.5)",
@@ -318,6 +367,14 @@ fn cases() -> Vec<Case> {
         params: vec![p("e", &[2, 3], -1.0, 1.0), c()],
         consts: vec![],
         expr: "reduce_sum(tanh((embedding_lookup(e, label) + x) @ c), axis = 1)",
+        y_batched: true,
+    });
+    // A convolutional layer over the batch: x [B, 3] as B images of 1×3×1.
+    v.push(Case {
+        name: "batch_conv_pool",
+        params: vec![p("k", &[1, 2, 1, 4], -1.0, 1.0)],
+        consts: vec![],
+        expr: "reduce_sum(max_pool2d(relu(conv2d(reshape(x, [B, 1, 3, 1]), k, padding = \"SAME\")), ksize = [1, 2], strides = 1, padding = \"VALID\"), axis = [1, 2, 3])",
         y_batched: true,
     });
     v.push(Case {

@@ -50,6 +50,7 @@ fn work(k: &Kernel) -> u64 {
         Kernel::Gemm { m, k, n, .. } => (m.eval(b) * k.eval(b) * n.eval(b)) as u64,
         Kernel::ArgMax { shape, .. } => shape.numel(BATCH),
         Kernel::Rows(r) => r.n.eval(b) as u64 * r.row_len,
+        Kernel::Window(w) => w.images.eval(b) as u64 * u64::from(w.window.patch_len()),
     }
 }
 
@@ -77,6 +78,7 @@ fn views(k: &Kernel) -> Vec<&View> {
             v.extend(r.first.as_ref());
             v
         }
+        Kernel::Window(w) => vec![&w.src, &w.dst],
     }
 }
 

@@ -203,7 +203,7 @@ struct Mask(Value);
 /// Flags for `bitcast`. In Cranelift 0.135 `bitcast` takes `MemFlagsData`; the
 /// verifier accepts only the endianness flags and requires one when the lane
 /// count changes. Our bitcasts keep the lane shape, but we always pass it.
-fn bitcast_flags() -> MemFlagsData {
+pub(crate) fn bitcast_flags() -> MemFlagsData {
     MemFlagsData::new().with_endianness(Endianness::Little)
 }
 

@@ -1,0 +1,162 @@
+//! Bad arguments and shapes of the convolution and pooling builtins are
+//! caret diagnostics (code, the offending text under the caret), never panics.
+
+use specc_compiler::driver::{compile, Functions};
+use specc_grammar::diag::render_all;
+use specc_grammar::SourceFile;
+
+/// A spec with `y = EXPR` over images `x: [2, 6, 5, 3]`, kernels `k: [3, 3, 3, 4]`,
+/// `big: [7, 3, 3, 4]`, `k1: [3, 3, 4]`, `kt: [3, 3, 2, 3]`, a batch of rows
+/// `r: [2, 30]`.
+fn spec(expr: &str) -> String {
+    format!(
+        "model errors\ndata synthetic(rows = 4, features = 1)\nparams {{\n  x: [2, 6, 5, 3] = zeros\n  k: [3, 3, 3, 4] = zeros\n  big: [7, 3, 3, 4] = zeros\n  k1: [3, 3, 4] = zeros\n  kt: [3, 3, 2, 3] = zeros\n  r: [2, 30] = zeros\n}}\ny = {expr}\nloss = reduce_sum(y * y)\noptimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 1, steps = 1 }}\n"
+    )
+}
+
+/// Compiles `y = EXPR`, which must fail with `code` and a caret under `under`.
+fn fails(expr: &str, code: &str, under: &str) {
+    let text = spec(expr);
+    let src = SourceFile::new("case.spec", text.clone());
+    let diags = match compile(&src, Functions::ALL) {
+        Ok(_) => panic!("`{expr}` compiled"),
+        Err(d) => d,
+    };
+    let rendered = render_all(&diags, &src, false);
+    let d = &diags[0];
+    assert_eq!(d.code, code, "{rendered}");
+    assert_eq!(
+        &text[d.span.start as usize..d.span.end as usize],
+        under,
+        "{rendered}"
+    );
+    let carets = "^".repeat(under.chars().count());
+    assert!(rendered.contains(&carets), "{rendered}");
+}
+
+#[test]
+fn conv2d_kernel_larger_than_its_padded_input() {
+    fails(
+        "conv2d(x, big, strides = 1, padding = \"VALID\")",
+        "bad-shape",
+        "big",
+    );
+}
+
+#[test]
+fn conv2d_kernel_larger_than_explicitly_padded_input() {
+    fails(
+        "conv2d(x, big, padding = [[0, 0], [0, 0], [1, 1], [0, 0]])",
+        "bad-shape",
+        "big",
+    );
+}
+
+#[test]
+fn conv2d_channels_that_do_not_match() {
+    fails(
+        "conv2d(x, kt, strides = 1, padding = \"SAME\")",
+        "bad-shape",
+        "kt",
+    );
+}
+
+#[test]
+fn conv2d_needs_images_of_rank_4() {
+    fails("conv2d(r, k, padding = \"SAME\")", "bad-shape", "r");
+}
+
+#[test]
+fn conv2d_unknown_padding() {
+    fails("conv2d(x, k, padding = \"FULL\")", "bad-argument", "\"FULL\"");
+}
+
+#[test]
+fn conv2d_strides_over_the_batch() {
+    fails(
+        "conv2d(x, k, strides = [2, 1, 1, 1], padding = \"SAME\")",
+        "bad-argument",
+        "[2, 1, 1, 1]",
+    );
+}
+
+#[test]
+fn conv2d_zero_dilation() {
+    fails(
+        "conv2d(x, k, padding = \"SAME\", dilations = 0)",
+        "bad-argument",
+        "0",
+    );
+}
+
+#[test]
+fn conv2d_explicit_padding_of_the_channels() {
+    fails(
+        "conv2d(x, k, padding = [[0, 0], [1, 1], [1, 1], [1, 0]])",
+        "bad-argument",
+        "[[0, 0], [1, 1], [1, 1], [1, 0]]",
+    );
+}
+
+#[test]
+fn conv1d_kernel_of_the_wrong_rank() {
+    fails(
+        "conv1d(reshape(x, [2, 30, 3]), k, stride = 1, padding = \"SAME\")",
+        "bad-shape",
+        "k",
+    );
+}
+
+#[test]
+fn conv2d_transpose_output_shape_that_does_not_give_the_input() {
+    fails(
+        "conv2d_transpose(x, kt, output_shape = [2, 9, 10, 2], strides = 2, padding = \"SAME\")",
+        "bad-shape",
+        "[2, 9, 10, 2]",
+    );
+}
+
+#[test]
+fn conv2d_transpose_batch_that_differs() {
+    fails(
+        "conv2d_transpose(x, kt, output_shape = [3, 6, 5, 2], strides = 1)",
+        "bad-argument",
+        "[3, 6, 5, 2]",
+    );
+}
+
+#[test]
+fn depthwise_conv2d_channels_that_do_not_match() {
+    fails(
+        "depthwise_conv2d(x, kt, strides = 1, padding = \"SAME\")",
+        "bad-shape",
+        "kt",
+    );
+}
+
+#[test]
+fn separable_conv2d_pointwise_filter_of_the_wrong_shape() {
+    fails(
+        "separable_conv2d(x, k, k, strides = 1, padding = \"SAME\")",
+        "bad-shape",
+        "k",
+    );
+}
+
+#[test]
+fn max_pool2d_window_larger_than_the_input() {
+    fails(
+        "max_pool2d(x, ksize = [7, 2], strides = 1, padding = \"VALID\")",
+        "bad-shape",
+        "[7, 2]",
+    );
+}
+
+#[test]
+fn avg_pool2d_explicit_padding() {
+    fails(
+        "avg_pool2d(x, ksize = 2, strides = 2, padding = [[0, 0], [1, 1], [1, 1], [0, 0]])",
+        "bad-argument",
+        "[[0, 0], [1, 1], [1, 1], [0, 0]]",
+    );
+}
