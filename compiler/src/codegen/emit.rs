@@ -581,8 +581,12 @@ impl<'a, 'f> Emitter<'a, 'f> {
         let one = self.b.ins().f32const(1.0);
         let zero = self.b.ins().f32const(0.0);
         if self.threads > 1 && mode == Mode::Split {
-            // Each thread computes a block of C: columns when n is wide, else rows.
-            let by_columns = n.b == 0 && n.c >= 64;
+            // Each thread computes a block of C: columns when n is wide and
+            // not much narrower than m, else rows (a convolution's tall
+            // products, m = B·OH·OW, split by rows so each thread packs only
+            // its half of A).
+            let tall = m.eval(self.plan.max_batch as i64) > 2 * n.c;
+            let by_columns = n.b == 0 && n.c >= 64 && !tall;
             let (size, align) = if by_columns { (nv, 16) } else { (mv, 8) };
             let (lo, hi) = self.thread_range(size, align);
             let count = self.b.ins().isub(hi, lo);
