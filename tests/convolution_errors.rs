@@ -68,7 +68,11 @@ fn conv2d_needs_images_of_rank_4() {
 
 #[test]
 fn conv2d_unknown_padding() {
-    fails("conv2d(x, k, padding = \"FULL\")", "bad-argument", "\"FULL\"");
+    fails(
+        "conv2d(x, k, padding = \"FULL\")",
+        "bad-argument",
+        "\"FULL\"",
+    );
 }
 
 #[test]

@@ -528,32 +528,6 @@ mod rows {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{rows, Tensor};
-
-    /// A negative id (padding) names no row: zeros when gathered, never a
-    /// first occurrence, nothing scattered or summed.
-    #[test]
-    fn negative_ids_touch_no_row() {
-        let table = Tensor::new(vec![3, 2], vec![f64::INFINITY, 1.0, 2.0, 3.0, 4.0, 5.0]);
-        let ids = Tensor::new(vec![4], vec![2.0, -1.0, 2.0, 1.0]);
-        let g = rows::gather(&table, &ids, &[4, 2]);
-        assert_eq!(g.data, [4.0, 5.0, 0.0, 0.0, 4.0, 5.0, 2.0, 3.0]);
-        let first = rows::first_occurrence(&ids);
-        assert_eq!(first.data, [0.0, -1.0, 0.0, 3.0]);
-        let vals = Tensor::new(vec![4, 2], vec![1.0, 1.0, 9.0, 9.0, 2.0, 2.0, 3.0, 3.0]);
-        let sum = rows::sum_duplicates(&vals, &first);
-        assert_eq!(sum.data, [3.0, 3.0, 0.0, 0.0, 0.0, 0.0, 3.0, 3.0]);
-        let added = rows::scatter_add(&table, &ids, &vals);
-        assert_eq!(added.data, [f64::INFINITY, 1.0, 5.0, 6.0, 7.0, 8.0]);
-        let first_at_zero = Tensor::new(vec![4], vec![-1.0, -1.0, 2.0, 3.0]);
-        let ids0 = Tensor::new(vec![4], vec![-1.0, -1.0, 2.0, 1.0]);
-        let put = rows::scatter_rows(&table, &ids0, &first_at_zero, &vals);
-        assert_eq!(put.data, [f64::INFINITY, 1.0, 3.0, 3.0, 2.0, 2.0]);
-    }
-}
-
 /// The reference of `Op::Patches` (im2col).
 fn patches(x: &Tensor, w: &Window, pad: f64, dims: &[usize]) -> Tensor {
     let (h, wd, c) = (x.dims[1], x.dims[2], x.dims[3]);
@@ -601,4 +575,30 @@ fn patches_grad(p: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
         }
     }
     Tensor::new(dims.to_vec(), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{rows, Tensor};
+
+    /// A negative id (padding) names no row: zeros when gathered, never a
+    /// first occurrence, nothing scattered or summed.
+    #[test]
+    fn negative_ids_touch_no_row() {
+        let table = Tensor::new(vec![3, 2], vec![f64::INFINITY, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        let ids = Tensor::new(vec![4], vec![2.0, -1.0, 2.0, 1.0]);
+        let g = rows::gather(&table, &ids, &[4, 2]);
+        assert_eq!(g.data, [4.0, 5.0, 0.0, 0.0, 4.0, 5.0, 2.0, 3.0]);
+        let first = rows::first_occurrence(&ids);
+        assert_eq!(first.data, [0.0, -1.0, 0.0, 3.0]);
+        let vals = Tensor::new(vec![4, 2], vec![1.0, 1.0, 9.0, 9.0, 2.0, 2.0, 3.0, 3.0]);
+        let sum = rows::sum_duplicates(&vals, &first);
+        assert_eq!(sum.data, [3.0, 3.0, 0.0, 0.0, 0.0, 0.0, 3.0, 3.0]);
+        let added = rows::scatter_add(&table, &ids, &vals);
+        assert_eq!(added.data, [f64::INFINITY, 1.0, 5.0, 6.0, 7.0, 8.0]);
+        let first_at_zero = Tensor::new(vec![4], vec![-1.0, -1.0, 2.0, 3.0]);
+        let ids0 = Tensor::new(vec![4], vec![-1.0, -1.0, 2.0, 1.0]);
+        let put = rows::scatter_rows(&table, &ids0, &first_at_zero, &vals);
+        assert_eq!(put.data, [f64::INFINITY, 1.0, 3.0, 3.0, 2.0, 2.0]);
+    }
 }

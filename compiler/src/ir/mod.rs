@@ -205,7 +205,7 @@ pub enum Op {
 /// The sliding-window geometry of a 2-D convolution or pooling over NHWC
 /// images: windows of `kernel` taps spaced `dilations` apart, moved by
 /// `strides`, the first starting `pad_before` cells above and left of the
-/// image. Every output cell's window has at least one tap in the image.
+/// image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Window {
     /// `[H, W]` of the image.

@@ -19,8 +19,9 @@
 //!   as TF's MaxPoolGrad does; `max_pool_with_argmax` also gives TF's flat
 //!   index of it; `avg_pool2d` divides each window's sum by its real cells.
 //!
-//! Invariant: an argument is checked before any node is built, and every
-//! window built here has at least one tap inside the image.
+//! Invariant: an argument is checked before any node is built; a pooling
+//! window (SAME or VALID only) always has a tap inside the image, so the
+//! `-inf` padding never wins a max pool.
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::Diagnostic;
