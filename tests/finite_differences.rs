@@ -303,6 +303,8 @@ fn cases() -> Vec<Case> {
             vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
             "avg_pool2d(a, ksize = [2, 3], strides = [1, 2], padding = \"SAME\")",
         ),
+        // The step's mask (the interpreter draws the same one) times 1/(1 − rate).
+        case("dropout", vec![p("a", &[4, 6], -2.0, 2.0)], "dropout(a, 0.5, seed = 3)"),
         case(
             "chain",
             vec![a(), c(), p("d", &[2], -1.0, 1.0)],
@@ -376,6 +378,21 @@ fn cases() -> Vec<Case> {
         consts: vec![],
         expr: "reduce_sum(max_pool2d(relu(conv2d(reshape(x, [B, 1, 3, 1]), k, padding = \"SAME\")), ksize = [1, 2], strides = 1, padding = \"VALID\"), axis = [1, 2, 3])",
         y_batched: true,
+    });
+    // batch_norm's training value (its moving statistics are constants here).
+    v.push(Case {
+        name: "batch_norm_training",
+        params: vec![
+            p("a", &[2, 2, 2, 3], -2.0, 2.0),
+            p("s", &[3], -1.0, 1.0),
+            p("o", &[3], -1.0, 1.0),
+        ],
+        consts: vec![
+            p("moving_mean", &[3], -1.0, 1.0),
+            p("moving_variance", &[3], 0.5, 2.0),
+        ],
+        expr: "batch_norm(a, s, o, moving_mean, moving_variance, momentum = 0.9)",
+        y_batched: false,
     });
     v.push(Case {
         name: "batch_matmul_transposed",

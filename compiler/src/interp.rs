@@ -97,6 +97,19 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
             }
             Op::BatchSize => Tensor::scalar(env.batch as f64),
             Op::GlobalStep => Tensor::scalar(env.global_step),
+            // The reference computes the training functions' values.
+            Op::Training => Tensor::scalar(1.0),
+            Op::UniformHash { seed } => {
+                let (i, s) = (arg(0), arg(1));
+                Tensor::new(
+                    i.dims.clone(),
+                    i.data
+                        .iter()
+                        .zip(&s.data)
+                        .map(|(&i, &s)| uniform_hash(*seed, i as f32, s as f32))
+                        .collect(),
+                )
+            }
             Op::Unary(u) => {
                 let x = arg(0);
                 Tensor::new(
@@ -575,6 +588,21 @@ fn patches_grad(p: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
         }
     }
     Tensor::new(dims.to_vec(), out)
+}
+
+/// The reference of `Op::UniformHash`: murmur3's 32-bit finalizer.
+pub fn uniform_hash(seed: u32, index: f32, step: f32) -> f64 {
+    fn fmix(mut h: u32) -> u32 {
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x85eb_ca6b);
+        h ^= h >> 13;
+        h = h.wrapping_mul(0xc2b2_ae35);
+        h ^ (h >> 16)
+    }
+    // As the step's saturating f32 to i32 conversions.
+    let (i, s) = (index as i32 as u32, step as i32 as u32);
+    let h = fmix(i.wrapping_mul(0x9E37_79B1).wrapping_add(fmix(s ^ seed)));
+    f64::from((h >> 8) as f32 * (1.0 / 16_777_216.0))
 }
 
 #[cfg(test)]

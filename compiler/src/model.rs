@@ -267,6 +267,18 @@ pub struct Functions {
     pub check: Option<Function>,
 }
 
+/// A variable the training step assigns besides the optimizer's updates: a
+/// `batch_norm`'s moving mean and variance (TF's `UPDATE_OPS`), applied in
+/// `step` only, after everything else is computed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateUpdate {
+    /// The variable (a parameter declared `trainable = false`).
+    pub var: u32,
+    pub value: NodeId,
+    /// The call that updates it.
+    pub span: Span,
+}
+
 /// A runtime check of the spec (`tf.debugging`: `check_numerics`,
 /// `assert_less`, ...): `node` is an f32 scalar that is 0 when the check
 /// holds; the step returns it as output `assert/<i>` (its index in
@@ -307,6 +319,8 @@ pub struct Model {
     pub binding_spans: Vec<Span>,
     /// The runtime checks, in source order.
     pub assertions: Vec<Assertion>,
+    /// What the step assigns besides the optimizer (see [`StateUpdate`]).
+    pub state_updates: Vec<StateUpdate>,
     /// Gradient clipping, applied in order.
     pub clips: Vec<ClipSpec>,
     pub ema: Option<EmaSpec>,

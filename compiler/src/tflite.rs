@@ -1030,6 +1030,15 @@ impl<'a> Lower<'a> {
                 };
                 self.tensors.insert(id, t);
             }
+            Op::UniformHash { .. } => {
+                return Err(self.unsupported(id, "random draws are a training-time op"))
+            }
+            Op::Training => {
+                return Err(self.unsupported(
+                    id,
+                    "the training flag is resolved before export (an internal error)",
+                ))
+            }
             Op::Patches { .. } | Op::PatchesGrad(_) => {
                 return Err(self.unsupported(
                     id,

@@ -54,13 +54,15 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
         | Op::Tensor(_)
         | Op::Iota { .. }
         | Op::BatchSize
-        | Op::GlobalStep => vjp_of(|_, _, _| vec![]),
+        | Op::GlobalStep
+        | Op::Training => vjp_of(|_, _, _| vec![]),
 
         // The ops without a gradient.
         Op::Binary(
             BinaryOp::Gt | BinaryOp::Ge | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Eq | BinaryOp::Ne,
         )
         | Op::Cast(_)
+        | Op::UniformHash { .. }
         | Op::ArgMax { .. }
         // Only the optimizer stage builds these, after differentiation.
         | Op::FirstOccurrence { .. }

@@ -252,6 +252,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
             | Op::Binary(_)
             | Op::Select
             | Op::Cast(_)
+            | Op::UniformHash { .. }
             | Op::StopGradient
             | Op::NormalNoise { .. } => g.inputs_of(n),
             Op::Reshape(_) | Op::Slice { .. } | Op::Transpose(_) => &g.inputs_of(n)[..1],
@@ -302,6 +303,10 @@ impl<'a, 'f> Emitter<'a, 'f> {
             | Op::Slice { .. }
             | Op::Transpose(_) => arg[0],
             Op::NormalNoise { seed } => self.normal_noise(seed, arg[0]),
+            Op::UniformHash { seed } => ops::uniform_hash(self.b, ty, seed, arg[0], arg[1]),
+            // Resolved by `passes::optimize`; a function that still reads it
+            // (none the driver builds) computes the inference value.
+            Op::Training => self.b.ins().f32const(0.0),
             other => panic!("internal compiler error: scalar {n} ({other:?}) has no value yet"),
         }
     }

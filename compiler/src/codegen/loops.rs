@@ -740,6 +740,7 @@ fn body(
             Op::Select => ops::select(e.b, ty, arg(0), arg(1), arg(2)),
             Op::Cast(DType::I32) => ops::truncate(e.b, arg(0)),
             Op::Cast(DType::F32) => arg(0),
+            Op::UniformHash { seed } => ops::uniform_hash(e.b, ty, seed, arg(0), arg(1)),
             other => panic!("internal compiler error: {other:?} in a loop body"),
         };
         vals.insert(n, v);

@@ -131,3 +131,53 @@ pub fn int_type(ty: Type) -> Type {
         types::I32
     }
 }
+
+/// `Op::UniformHash`: the top 24 bits of murmur3's finalizer of
+/// `index · 0x9E3779B1 + fmix32(step ^ seed)`, times 2⁻²⁴ (as
+/// `interp::uniform_hash`; wrapping i32 lanes).
+pub fn uniform_hash(
+    b: &mut FunctionBuilder,
+    ty: Type,
+    seed: u32,
+    index: Value,
+    step: Value,
+) -> Value {
+    let ity = if is_vector(ty) {
+        types::I32X4
+    } else {
+        types::I32
+    };
+    let k = |b: &mut FunctionBuilder, v: u32| {
+        let c = b.ins().iconst(types::I32, i64::from(v as i32));
+        if is_vector(ty) {
+            b.ins().splat(ity, c)
+        } else {
+            c
+        }
+    };
+    let fmix = |b: &mut FunctionBuilder, h: Value| {
+        let m1 = k(b, 0x85eb_ca6b);
+        let m2 = k(b, 0xc2b2_ae35);
+        let s = b.ins().ushr_imm_u(h, 16);
+        let h = b.ins().bxor(h, s);
+        let h = b.ins().imul(h, m1);
+        let s = b.ins().ushr_imm_u(h, 13);
+        let h = b.ins().bxor(h, s);
+        let h = b.ins().imul(h, m2);
+        let s = b.ins().ushr_imm_u(h, 16);
+        b.ins().bxor(h, s)
+    };
+    let i = b.ins().fcvt_to_sint_sat(ity, index);
+    let s = b.ins().fcvt_to_sint_sat(ity, step);
+    let sd = k(b, seed);
+    let s = b.ins().bxor(s, sd);
+    let ks = fmix(b, s);
+    let golden = k(b, 0x9E37_79B1);
+    let h = b.ins().imul(i, golden);
+    let h = b.ins().iadd(h, ks);
+    let h = fmix(b, h);
+    let top = b.ins().ushr_imm_u(h, 8);
+    let f = b.ins().fcvt_from_sint(ty, top);
+    let scale = constant(b, ty, 1.0 / 16_777_216.0);
+    b.ins().fmul(f, scale)
+}

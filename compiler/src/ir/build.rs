@@ -346,6 +346,38 @@ impl Graph {
         )
     }
 
+    /// 1 in the training functions, 0 in eval and predict (`Op::Training`).
+    pub fn training(&mut self) -> NodeId {
+        self.intern(Op::Training, vec![], DType::F32, Shape::scalar())
+    }
+
+    /// Uniform draws in `[0, 1)` of `shape`, new at every global step
+    /// (`Op::UniformHash` of each element's row-major index, computed in f32:
+    /// exact for the first 2²⁴ elements of a step).
+    pub fn random_uniform(&mut self, seed: u32, shape: &Shape) -> NodeId {
+        let mut index = self.scalar(0.0);
+        let mut stride = self.scalar(1.0);
+        for axis in (0..shape.rank()).rev() {
+            let i = self.iota(axis, shape);
+            let term = self.mul(i, stride);
+            index = self.add(index, term);
+            let size = match shape.0[axis] {
+                Dim::Fixed(n) => self.scalar(n as f32),
+                Dim::Batch => self.batch_size(),
+            };
+            stride = self.mul(stride, size);
+        }
+        let step = self.global_step();
+        let step = self.broadcast_to(step, shape);
+        let index = self.broadcast_to(index, shape);
+        self.intern(
+            Op::UniformHash { seed },
+            vec![index, step],
+            DType::F32,
+            shape.clone(),
+        )
+    }
+
     /// The patches of the NHWC images `x` (`Op::Patches`), `pad` outside them.
     pub fn patches(&mut self, x: NodeId, window: Window, pad: f32) -> NodeId {
         let s = self.shape(x).clone();
@@ -405,6 +437,12 @@ impl Graph {
     /// explicit stack, inputs before their users in the order a recursive walk
     /// takes (a schedule's expression may be a chain of any length).
     pub fn replace_global_step(&mut self, root: NodeId, with: NodeId) -> NodeId {
+        self.replace_leaf(root, &Op::GlobalStep, with)
+    }
+
+    /// `root` with every use of the leaf `leaf` replaced by `with` (as
+    /// [`Graph::replace_global_step`]).
+    pub fn replace_leaf(&mut self, root: NodeId, leaf: &Op, with: NodeId) -> NodeId {
         let mut memo: std::collections::HashMap<NodeId, NodeId> = std::collections::HashMap::new();
         let mut stack = vec![(root, false)];
         while let Some((n, inputs_done)) = stack.pop() {
@@ -412,7 +450,7 @@ impl Graph {
                 continue;
             }
             let node = self.node(n);
-            if node.op == Op::GlobalStep {
+            if &node.op == leaf {
                 memo.insert(n, with);
                 continue;
             }

@@ -116,12 +116,23 @@ pub enum Op {
     BatchSize,
     /// The global step before this step's increment, as an f32 scalar.
     GlobalStep,
+    /// Whether the function trains, as an f32 scalar: 1 in `grad` and `step`,
+    /// 0 in `eval` and `predict` (TF's `training` argument of the layers).
+    /// `passes::optimize` replaces it in each function before planning.
+    Training,
 
     Unary(UnaryOp),
     Binary(BinaryOp),
     /// `cond != 0 ? a : b` (inputs: cond, a, b).
     Select,
     Cast(DType),
+    /// A uniform draw in `[0, 1)` per element (inputs: the element's index
+    /// and the global step, as f32): a counter-based generator, the top 24
+    /// bits of `fmix32(index · 0x9E3779B1 + fmix32(step ^ seed))` (murmur3's
+    /// finalizer, wrapping u32 arithmetic) times 2⁻²⁴. No gradient.
+    UniformHash {
+        seed: u32,
+    },
     /// Broadcast the input to this shape (NumPy rules).
     BroadcastTo(Shape),
     /// Reduce over `axes` (sorted), dropping them.
@@ -247,7 +258,7 @@ impl Op {
     pub fn is_elementwise(&self) -> bool {
         matches!(
             self,
-            Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_)
+            Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_) | Op::UniformHash { .. }
         )
     }
     pub fn is_leaf(&self) -> bool {
@@ -260,6 +271,7 @@ impl Op {
                 | Op::Iota { .. }
                 | Op::BatchSize
                 | Op::GlobalStep
+                | Op::Training
         )
     }
 }

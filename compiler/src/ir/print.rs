@@ -68,6 +68,8 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
         Op::Iota { axis, .. } => format!("iota axis={axis}"),
         Op::BatchSize => "batch_size".to_string(),
         Op::GlobalStep => "global_step".to_string(),
+        Op::Training => "training".to_string(),
+        Op::UniformHash { seed } => format!("uniform_hash seed={seed}"),
         Op::Unary(u) => unary_name(*u).to_string(),
         Op::Binary(b) => binary_name(*b).to_string(),
         Op::Select => "select".to_string(),

@@ -144,6 +144,11 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         })
         .collect();
 
+    let state_updates: Vec<(u32, NodeId)> = model
+        .state_updates
+        .iter()
+        .map(|u| (u.var, u.value))
+        .collect();
     let g = &mut model.graph;
     g.current_span = Some(opt.span);
     let globals: Vec<NodeId> = global_vars.iter().map(|&v| g.var(v)).collect();
@@ -216,6 +221,10 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         step.updates.push((gv, new));
     }
     step.increments_global_step = true;
+    // The layers' own updates (batch_norm's moving statistics).
+    for &(var, value) in &state_updates {
+        step.updates.push((var, value));
+    }
     g.current_span = None;
 
     // Moving averages of the new parameter values (TF's ExponentialMovingAverage.apply

@@ -49,6 +49,7 @@ pub fn rebuild(g: &Graph, roots: &[NodeId]) -> (Graph, Vec<Option<NodeId>>) {
 
 /// Simplifies the model's graph until nothing changes (at most a few rounds).
 pub fn optimize(model: &mut Model) {
+    resolve_training(model);
     for _ in 0..4 {
         let before = model.graph.len();
         let roots = model_roots(model);
@@ -57,6 +58,36 @@ pub fn optimize(model: &mut Model) {
         model.graph = g;
         if model.graph.len() == before {
             break;
+        }
+    }
+}
+
+/// Replaces `Op::Training` in each function: 1 in `grad`, `step` and
+/// `summary_step`, 0 in `eval`, `predict` and `check`, so the rules fold
+/// each function to its mode (dropout and batch normalization keep one
+/// branch).
+fn resolve_training(m: &mut Model) {
+    let g = &mut m.graph;
+    if !g.nodes().any(|(_, n)| n.op == Op::Training) {
+        return;
+    }
+    let one = g.scalar(1.0);
+    let zero = g.scalar(0.0);
+    let fs = &mut m.functions;
+    for (f, mode) in [
+        (Some(&mut fs.eval), zero),
+        (fs.predict.as_mut(), zero),
+        (fs.check.as_mut(), zero),
+        (fs.grad.as_mut(), one),
+        (fs.step.as_mut(), one),
+        (fs.summary_step.as_mut(), one),
+    ] {
+        let Some(f) = f else { continue };
+        for o in &mut f.outputs {
+            o.node = g.replace_leaf(o.node, &Op::Training, mode);
+        }
+        for u in &mut f.updates {
+            u.1 = g.replace_leaf(u.1, &Op::Training, mode);
         }
     }
 }
@@ -78,6 +109,7 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
     }
     roots.extend(m.bindings.iter().map(|b| b.1));
     roots.extend(m.assertions.iter().map(|a| a.node));
+    roots.extend(m.state_updates.iter().map(|u| u.value));
     roots.extend(m.optimizer.hypers.nodes());
     roots
 }
@@ -105,6 +137,9 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
     }
     for b in &mut m.bindings {
         f(&mut b.1);
+    }
+    for u in &mut m.state_updates {
+        f(&mut u.value);
     }
     for a in &mut m.assertions {
         f(&mut a.node);

@@ -62,14 +62,16 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
         Op::Patches { .. } | Op::PatchesGrad(_) => Class::Window,
         _ if node.shape.is_scalar() => Class::Scalar,
         Op::Input(_) | Op::Var(_) | Op::Tensor(_) => Class::Leaf,
-        Op::Scalar(_) | Op::BatchSize | Op::GlobalStep => Class::Scalar,
+        Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::Training => Class::Scalar,
         Op::Iota { .. } => Class::Iota,
         Op::BroadcastTo(_)
         | Op::Reshape(_)
         | Op::Transpose(_)
         | Op::Slice { .. }
         | Op::StopGradient => Class::View,
-        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_) => Class::Elementwise,
+        Op::Unary(_) | Op::Binary(_) | Op::Select | Op::Cast(_) | Op::UniformHash { .. } => {
+            Class::Elementwise
+        }
         Op::NormalNoise { .. } => Class::Scalar,
     }
 }

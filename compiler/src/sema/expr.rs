@@ -102,6 +102,9 @@ pub struct Lowerer<'a> {
     /// The runtime checks lowered so far (`check_numerics` in expressions,
     /// `assert_*` statements).
     pub assertions: &'a mut Vec<crate::model::Assertion>,
+    /// The variables the step assigns besides the optimizer (`batch_norm`'s
+    /// moving statistics); checked when the model is built.
+    pub state_updates: &'a mut Vec<crate::model::StateUpdate>,
 }
 
 pub type R<T> = Result<T, Diagnostic>;

@@ -13,6 +13,7 @@ use super::activations;
 use super::args::{self, opt, req, Bound, Param};
 use super::convolution;
 use super::expr::{ClassUse, Lowerer, R};
+use super::layers;
 use super::normalization;
 use crate::ir::{shape, BinaryOp, DType, Dim, NodeId, Op, ReduceKind, Shape, UnaryOp};
 
@@ -189,6 +190,24 @@ pub const BUILTINS: &[Builtin] = &[
         name: "bias_add",
         params: &[req("value"), req("bias")],
         lower: lower_bias_add,
+    },
+    Builtin {
+        name: "dropout",
+        params: &[req("x"), req("rate"), opt("noise_shape"), opt("seed")],
+        lower: layers::dropout,
+    },
+    Builtin {
+        name: "batch_norm",
+        params: &[
+            req("x"),
+            req("scale"),
+            req("offset"),
+            req("moving_mean"),
+            req("moving_variance"),
+            opt("momentum"),
+            opt("epsilon"),
+        ],
+        lower: layers::batch_norm,
     },
     Builtin {
         name: "conv2d",

@@ -27,6 +27,7 @@ pub mod features;
 pub mod functions;
 pub mod images;
 pub mod inputs;
+pub mod layers;
 pub mod metrics;
 pub mod normalization;
 pub mod optimizer;
@@ -80,6 +81,7 @@ pub(crate) struct State {
     pub bindings: Vec<(String, NodeId)>,
     pub binding_spans: Vec<Span>,
     pub assertions: Vec<crate::model::Assertion>,
+    pub state_updates: Vec<crate::model::StateUpdate>,
     /// Items that were written but had errors (not reported missing again).
     pub attempted: Vec<&'static str>,
     pub clips: Vec<crate::model::ClipSpec>,
@@ -114,6 +116,7 @@ impl State {
             class_uses: &mut self.class_uses,
             constants: &mut self.constants,
             assertions: &mut self.assertions,
+            state_updates: &mut self.state_updates,
         }
     }
 
@@ -426,6 +429,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         }
     }
     check_run_names(&mut st);
+    check_state_updates(&mut st);
     if st.errors.iter().all(|d| d.code == POISONED) {
         let batch = st.train.as_ref().map_or(1, |(t, _)| t.batch);
         st.errors.extend(sizes::check(&st.graph, &st.vars, batch));
@@ -474,6 +478,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         bindings: st.bindings,
         binding_spans: st.binding_spans,
         assertions: st.assertions,
+        state_updates: st.state_updates,
         clips: st.clips,
         ema: st.ema,
         report_global_norm: st.report_global_norm,
@@ -584,5 +589,38 @@ fn check_run_names(st: &mut State) {
         all.extend(poisoned);
         let errors = run::check_assignment_map(item, &all);
         st.errors.extend(errors);
+    }
+}
+
+/// Each variable a layer updates in the step (`batch_norm`'s moving
+/// statistics) is a parameter declared `trainable = false`, updated once.
+fn check_state_updates(st: &mut State) {
+    let mut seen: Vec<(u32, specc_grammar::ast::Span)> = Vec::new();
+    for u in &st.state_updates {
+        let info = &st.vars[u.var as usize];
+        let name = st.graph.vars[u.var as usize].name.clone();
+        if info.kind != (crate::model::VarKind::Param { trainable: false }) {
+            st.errors.push(
+                Diagnostic::new(
+                    "trainable-statistic",
+                    u.span,
+                    format!("`{name}` is updated by the step, so it must not also be trained"),
+                )
+                .with_label("updates it")
+                .with_help(format!("declare it with `trainable = false`: `{name}: [..] = zeros, trainable = false`")),
+            );
+        }
+        if let Some(&(_, first)) = seen.iter().find(|s| s.0 == u.var) {
+            st.errors.push(
+                Diagnostic::new(
+                    "updated-twice",
+                    u.span,
+                    format!("`{name}` is updated by two layers"),
+                )
+                .with_label("second update")
+                .with_secondary(first, "first update"),
+            );
+        }
+        seen.push((u.var, u.span));
     }
 }

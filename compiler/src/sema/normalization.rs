@@ -181,7 +181,7 @@ const MIN_FUSED_EPSILON: f64 = 1.001e-5;
 /// variance=None, epsilon=0.001, is_training=True,
 /// exponential_avg_factor=1.0)` (NHWC: channels last): `y` (`which = 0`),
 /// the returned mean (1) or the returned variance (2).
-fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usize) -> R<NodeId> {
+pub(super) fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usize) -> R<NodeId> {
     let x = lw.float(b.req(0))?;
     let s = lw.g.shape(x).clone();
     if !(4..=5).contains(&s.rank()) {
