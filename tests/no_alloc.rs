@@ -125,6 +125,11 @@ fn steps_allocate_text(spec: &str, text: String, threads: usize, measured: u64) 
 fn training_steps_allocate_nothing() {
     assert_eq!(steps_allocate("digits_mlp.spec", 1, 200), (0, 1), "digits");
     assert_eq!(
+        steps_allocate("digits_cnn.spec", 1, 50),
+        (0, 1),
+        "convolutions and pooling"
+    );
+    assert_eq!(
         steps_allocate("digits_embedding.spec", 1, 200),
         (0, 1),
         "sparse updates"

@@ -120,6 +120,31 @@ fn two_threads_compute_the_same_bits_as_one_with_row_kernels() {
     assert!(rows, "digits_embedding's step has row kernels");
 }
 
+/// W7's CNN at batch 512, plus a small convolution and pooling of a
+/// parameter image whose window kernels are too small to split (thread 0
+/// runs them while the other waits).
+fn digits_cnn() -> String {
+    let spec = read_spec("digits_cnn.spec");
+    assert!(spec.contains("batch = 64") && spec.contains("b4: [10]           = zeros"));
+    spec.replace("batch = 64", "batch = 512")
+        .replace(
+            "b4: [10]           = zeros",
+            "b4: [10]           = zeros\n  Q: [1, 5, 4, 2] = glorot_uniform(seed = 5)\n  KQ: [3, 2, 2, 3] = glorot_uniform(seed = 6)",
+        )
+        .replace(
+            "loss = mean(sparse_softmax_cross_entropy(label, logits))",
+            "small = max_pool2d(relu(conv2d(Q, KQ, strides = [2, 1], padding = \"SAME\")), ksize = 2, strides = 1, padding = \"SAME\")\nloss = mean(sparse_softmax_cross_entropy(label, logits)) + 0.01 * reduce_sum(small * small)",
+        )
+}
+
+#[test]
+fn two_threads_compute_the_same_bits_as_one_with_convolutions() {
+    let text = digits_cnn();
+    assert!(text.contains("small ="));
+    let rows = same_bits_on_one_and_two_threads("digits_cnn", &text, 6);
+    assert!(!rows, "digits_cnn has no row kernels");
+}
+
 /// Trains `steps` steps of `text` with `threads` threads allowed: the step's
 /// planned threads and whether the session started its worker thread.
 fn worker_after_training(text: &str, threads: usize, steps: usize) -> (u32, bool) {

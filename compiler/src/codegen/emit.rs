@@ -416,7 +416,11 @@ impl<'a, 'f> Emitter<'a, 'f> {
                 }
                 Kernel::Window(w) => {
                     let prepared = super::window::prepare(self, w);
-                    super::window::emit(self, &prepared, mode);
+                    if mode == Mode::Split {
+                        super::window::emit(self, &prepared, mode);
+                    } else {
+                        self.only_thread0(|e| super::window::emit(e, &prepared, mode));
+                    }
                 }
                 Kernel::Rows(r) => {
                     let prepared = super::rows::prepare(self, r);

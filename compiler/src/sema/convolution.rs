@@ -33,7 +33,7 @@ use crate::ir::{BinaryOp, DType, Dim, NodeId, Shape, Window};
 /// How the window is placed: `SAME`, `VALID`, or explicit `(before, after)`
 /// per spatial axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Padding {
+pub(super) enum Padding {
     Same,
     Valid,
     Explicit([(u32, u32); 2]),
@@ -154,7 +154,7 @@ fn fixed(d: Dim, e: &Expr, what: &str) -> R<u32> {
 
 /// The window of a convolution or pooling over `input [H, W]` with `kernel`
 /// taps; the caret goes under `at` when the kernel does not fit.
-fn window(
+pub(super) fn window(
     input: [u32; 2],
     channels: u32,
     kernel: [u32; 2],
@@ -471,7 +471,7 @@ pub fn atrous_conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeI
 
 /// The depthwise convolution of `x` by `k [KH, KW, C, M]` over `w`:
 /// `[N, OH, OW, C·M]`, channel `c·M + m` from input channel `c`.
-fn depthwise(lw: &mut Lowerer, x: NodeId, k: NodeId, kd: &[u32], w: Window) -> NodeId {
+pub(super) fn depthwise(lw: &mut Lowerer, x: NodeId, k: NodeId, kd: &[u32], w: Window) -> NodeId {
     let n = lw.g.shape(x).0[0];
     let (taps, c, m) = (kd[0] * kd[1], kd[2], kd[3]);
     let p = lw.g.patches(x, w, 0.0);

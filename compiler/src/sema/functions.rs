@@ -13,6 +13,7 @@ use super::activations;
 use super::args::{self, opt, req, Bound, Param};
 use super::convolution;
 use super::expr::{ClassUse, Lowerer, R};
+use super::image_ops;
 use super::layers;
 use super::normalization;
 use crate::ir::{shape, BinaryOp, DType, Dim, NodeId, Op, ReduceKind, Shape, UnaryOp};
@@ -190,6 +191,44 @@ pub const BUILTINS: &[Builtin] = &[
         name: "bias_add",
         params: &[req("value"), req("bias")],
         lower: lower_bias_add,
+    },
+    Builtin {
+        name: "total_variation",
+        params: &[req("images")],
+        lower: image_ops::total_variation,
+    },
+    Builtin {
+        name: "image_gradients_dy",
+        params: &[req("image")],
+        lower: image_ops::image_gradients_dy,
+    },
+    Builtin {
+        name: "image_gradients_dx",
+        params: &[req("image")],
+        lower: image_ops::image_gradients_dx,
+    },
+    Builtin {
+        name: "sobel_edges",
+        params: &[req("image")],
+        lower: image_ops::sobel_edges,
+    },
+    Builtin {
+        name: "psnr",
+        params: &[req("a"), req("b"), req("max_val")],
+        lower: image_ops::psnr,
+    },
+    Builtin {
+        name: "ssim",
+        params: &[
+            req("img1"),
+            req("img2"),
+            req("max_val"),
+            opt("filter_size"),
+            opt("filter_sigma"),
+            opt("k1"),
+            opt("k2"),
+        ],
+        lower: image_ops::ssim,
     },
     Builtin {
         name: "dropout",

@@ -25,6 +25,7 @@ pub mod data;
 pub mod expr;
 pub mod features;
 pub mod functions;
+pub mod image_ops;
 pub mod images;
 pub mod inputs;
 pub mod layers;
