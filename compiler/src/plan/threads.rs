@@ -73,6 +73,25 @@ pub(super) fn kernel_modes(g: &Graph, kernels: &[Kernel], batch: u64, threads: u
                     let all_reduced = !l.reductions.is_empty()
                         && (0..l.domain.rank())
                             .all(|a| l.reduce_axes.contains(&a) || l.domain.0[a] == Dim::Fixed(1));
+                    // A reduction whose kept elements are a short run at the
+                    // end (a bias gradient: [B, H, W] reduced, C kept) would
+                    // split that run: each thread sweeps every row for a few
+                    // lanes, slower than one thread sweeping them once.
+                    let kept: Vec<usize> = (0..l.domain.rank())
+                        .filter(|a| !l.reduce_axes.contains(a))
+                        .collect();
+                    let trailing = kept
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &a)| a == l.domain.rank() - kept.len() + i);
+                    let short_run = !l.reductions.is_empty()
+                        && trailing
+                        && kept
+                            .iter()
+                            .map(|&a| l.domain.0[a].fixed().map_or(u64::MAX, u64::from))
+                            .fold(1u64, u64::saturating_mul)
+                            <= 256;
+                    let all_reduced = all_reduced || short_run;
                     let n = l.domain.numel(batch) as f64;
                     (
                         n * 4.0 * (1 + l.sources.len() + l.stores.len()) as f64 / 10e9,

@@ -554,8 +554,26 @@ fn pool_window(lw: &mut Lowerer, b: &Bound, what: &str) -> R<(NodeId, Window)> {
 }
 
 /// The patches of `x` with the taps on their own axis: `[N, OH, OW, KH·KW, C]`.
+/// Windows that tile the image exactly (stride = kernel, no padding, as a
+/// 2×2 pool of an even image) are a reshape and a transpose of it: a view,
+/// with no im2col and, in the gradient, no col2im.
 fn tap_patches(lw: &mut Lowerer, x: NodeId, w: Window, pad: f32) -> NodeId {
     let n = lw.g.shape(x).0[0];
+    let tiles = w.strides == w.kernel
+        && w.dilations == [1, 1]
+        && w.pad_before == [0, 0]
+        && (0..2).all(|a| w.output[a] * w.kernel[a] == w.input[a]);
+    if tiles {
+        let [oh, ow] = w.output.map(Dim::Fixed);
+        let [kh, kw] = w.kernel.map(Dim::Fixed);
+        let c = Dim::Fixed(w.channels);
+        let split = lw.g.reshape(x, &Shape(vec![n, oh, kh, ow, kw, c]));
+        let taps = lw.g.transpose(split, &[0, 1, 3, 2, 4, 5]);
+        return lw.g.reshape(
+            taps,
+            &Shape(vec![n, oh, ow, Dim::Fixed(w.kernel[0] * w.kernel[1]), c]),
+        );
+    }
     let p = lw.g.patches(x, w, pad);
     let [oh, ow] = w.output.map(Dim::Fixed);
     lw.g.reshape(

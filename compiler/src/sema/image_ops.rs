@@ -295,7 +295,7 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let kd = [size, size, c, 1];
     let kernel = lw.g.tensor(DType::F32, Shape::fixed(&kd), k);
     let win = convolution::window([h, w], c, [size, size], [1, 1], [1, 1], Padding::Valid, at)?;
-    let mut filter = |lw: &mut Lowerer, v: NodeId| convolution::depthwise(lw, v, kernel, &kd, win);
+    let filter = |lw: &mut Lowerer, v: NodeId| convolution::depthwise(lw, v, kernel, &kd, win);
     let c1 = lw.g.scalar(((k1 * max) * (k1 * max)) as f32);
     let c2 = lw.g.scalar(((k2 * max) * (k2 * max)) as f32);
     let mean0 = filter(lw, x);
