@@ -150,6 +150,11 @@ fn probe(k: &str) -> String {
 /// The case's spec; the inputs with a gradient in `wrt` (and `trainable`,
 /// if given) are trainable parameters, the others constants.
 fn spec(case: &serde_json::Value, trainable: Option<&str>) -> String {
+    spec_with(case, trainable, &bindings(case))
+}
+
+/// [`spec`] with the given bindings of the outputs.
+fn spec_with(case: &serde_json::Value, trainable: Option<&str>, bindings: &str) -> String {
     let wrt = &case["grad"]["wrt"];
     let mut params = String::new();
     for (k, input) in case["inputs"].as_object().expect("inputs") {
@@ -182,14 +187,19 @@ fn spec(case: &serde_json::Value, trainable: Option<&str>) -> String {
     }
     format!(
         "model normalization\ndata synthetic(rows = 4, features = 1)\nparams {{\n{params}}}\n{}{loss}\noptimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 1, steps = 1 }}\n",
-        bindings(case)
+        bindings
     )
 }
 
 fn check(case: &serde_json::Value) {
+    check_with(case, &bindings(case));
+}
+
+/// Checks a case computed by `bindings`.
+fn check_with(case: &serde_json::Value, bindings: &str) {
     let name = case["name"].as_str().expect("name");
     let outputs = case["outputs"].as_object().expect("outputs");
-    let text = spec(case, None);
+    let text = spec_with(case, None, bindings);
     let src = SourceFile::new("case.spec", text.clone());
     let program = compile(&src, Functions::ALL).unwrap_or_else(|d| {
         panic!(
@@ -216,7 +226,7 @@ fn check(case: &serde_json::Value) {
     for (k, g) in case["grad"]["wrt"].as_object().expect("wrt") {
         if g.is_null() {
             // TF's None: made trainable, the input gets no gradient in specc.
-            let src = SourceFile::new("case.spec", spec(case, Some(k)));
+            let src = SourceFile::new("case.spec", spec_with(case, Some(k), bindings));
             let errors = match compile(&src, Functions::ALL) {
                 Ok(_) => Vec::new(),
                 Err(d) => d.iter().map(|d| d.message.clone()).collect(),
@@ -289,4 +299,30 @@ fn every_other_normalization_case_in_the_file_matches_tensorflow() {
         .filter(|c| !NAMED.contains(&c["name"].as_str().expect("name")))
         .map(|c| (c["name"].as_str().expect("name").to_string(), c));
     check_all(others, |_, c| check(&c));
+}
+
+/// The layer-normalization cases computed by the `layer_normalization`
+/// builtin (Keras's layer) instead of written out.
+fn layer_normalization_builtin(name: &str) {
+    let all = cases();
+    let case = all
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("conv.json has no case {name}"));
+    let b = format!(
+        "output = layer_normalization(x, gamma, beta, epsilon = {}, axis = {})\n",
+        arg(case, "epsilon"),
+        arg(case, "axes")
+    );
+    check_with(case, &b);
+}
+
+#[test]
+fn layer_normalization_builtin_matches_layer_norm_written_out() {
+    layer_normalization_builtin("layer_norm_written_out");
+}
+
+#[test]
+fn layer_normalization_builtin_matches_layer_norm_via_batch_normalization() {
+    layer_normalization_builtin("layer_norm_via_batch_normalization");
 }

@@ -231,6 +231,17 @@ pub const BUILTINS: &[Builtin] = &[
         lower: image_ops::ssim,
     },
     Builtin {
+        name: "layer_normalization",
+        params: &[
+            req("x"),
+            opt("gamma"),
+            opt("beta"),
+            opt("epsilon"),
+            opt("axis"),
+        ],
+        lower: normalization::layer_normalization,
+    },
+    Builtin {
         name: "dropout",
         params: &[req("x"), req("rate"), opt("noise_shape"), opt("seed")],
         lower: layers::dropout,

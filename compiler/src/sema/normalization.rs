@@ -392,3 +392,47 @@ pub fn local_response_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<
     };
     Ok(lw.g.mul(x, factor))
 }
+
+/// `layer_normalization(x, gamma, beta, epsilon=0.001, axis=-1)` (Keras's
+/// `LayerNormalization`): the moments of each example over `axis` (an int or
+/// a list), then `(x − mean)·rsqrt(variance + ε)·gamma + beta`, written out
+/// as TF's layer-normalization case of `conv.json` computes it; `gamma` and
+/// `beta` broadcast to `x` (`None` for neither).
+pub fn layer_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    let s = lw.g.shape(x).clone();
+    let gamma = optional_tensor(lw, b, 1)?;
+    if let Some(g) = gamma {
+        check_to(lw, x, g, b.req(1), "gamma")?;
+    }
+    let beta = optional_tensor(lw, b, 2)?;
+    if let Some(o) = beta {
+        check_to(lw, x, o, b.req(2), "beta")?;
+    }
+    let eps = at_least(b, 3, 0.001, 0.0, "epsilon")?;
+    let axes = match b.get(4).filter(|e| !args::is_none(e)) {
+        Some(e) => lw.axes(Some(e), s.rank())?,
+        None => vec![s.rank().saturating_sub(1)],
+    };
+    if axes.is_empty() || s.rank() == 0 {
+        return Err(Diagnostic::new(
+            "bad-axis",
+            b.get(4).map_or(b.call_span, |e| e.span),
+            "layer_normalization needs an axis to normalize over",
+        )
+        .with_label("no axis"));
+    }
+    let (mean, var) = moments_kept(lw, x, &axes);
+    let centred = lw.g.sub(x, mean);
+    let eps = lw.g.scalar(eps);
+    let ve = lw.g.add(var, eps);
+    let inv = rsqrt_of(lw, ve);
+    let mut y = lw.g.mul(centred, inv);
+    if let Some(g) = gamma {
+        y = lw.g.mul(y, g);
+    }
+    if let Some(o) = beta {
+        y = lw.g.add(y, o);
+    }
+    Ok(y)
+}
