@@ -25,9 +25,16 @@ use specc_grammar::SourceFile;
 const REL: f64 = 1e-5;
 const FLOOR: f64 = 1e-5;
 
+/// An op: its TF name, its specc builtin per output, its tensor inputs.
+type Op = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
 /// Each op this file checks, its specc builtins (one per output) and its
 /// tensor inputs in TF's argument order.
-const OPS: &[(&str, &[(&str, &str)], &[&str])] = &[
+const OPS: &[Op] = &[
     (
         "tf.image.total_variation",
         &[("output", "total_variation")],
@@ -46,12 +53,6 @@ const OPS: &[(&str, &[(&str, &str)], &[&str])] = &[
     ("tf.image.psnr", &[("output", "psnr")], &["a", "b"]),
     ("tf.image.ssim", &[("output", "ssim")], &["img1", "img2"]),
 ];
-
-type Op = (
-    &'static str,
-    &'static [(&'static str, &'static str)],
-    &'static [&'static str],
-);
 
 fn op_of(case: &serde_json::Value) -> Option<&'static Op> {
     let op = case["op"].as_str().expect("op");

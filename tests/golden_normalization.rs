@@ -147,13 +147,8 @@ fn probe(k: &str) -> String {
     format!("probe_{k}")
 }
 
-/// The case's spec; the inputs with a gradient in `wrt` (and `trainable`,
+/// The case's spec with `bindings` computing its outputs; the inputs with a gradient in `wrt` (and `trainable`,
 /// if given) are trainable parameters, the others constants.
-fn spec(case: &serde_json::Value, trainable: Option<&str>) -> String {
-    spec_with(case, trainable, &bindings(case))
-}
-
-/// [`spec`] with the given bindings of the outputs.
 fn spec_with(case: &serde_json::Value, trainable: Option<&str>, bindings: &str) -> String {
     let wrt = &case["grad"]["wrt"];
     let mut params = String::new();

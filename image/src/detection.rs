@@ -99,7 +99,7 @@ pub fn non_max_suppression_with_scores(
             "non_max_suppression_with_scores: iou_threshold must be in [0, 1]",
         ));
     }
-    if !(soft_nms_sigma >= 0.0) {
+    if soft_nms_sigma.is_nan() || soft_nms_sigma < 0.0 {
         return Err(ImageError::new(
             "non_max_suppression_with_scores: soft_nms_sigma must be non-negative",
         ));
@@ -197,7 +197,8 @@ pub struct CombinedNms {
 /// detections by decreasing score, the first `max_total_size` (or, with
 /// `pad_per_class`, `min(max_total_size, per_class · classes)`) kept;
 /// `clip_boxes` clips the coordinates to [0, 1].
-#[allow(clippy::too_many_arguments)]
+// `class` indexes each anchor's row of scores, not `scores` itself.
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 pub fn combined_non_max_suppression(
     boxes: &[Vec<[f32; 4]>],
     scores: &[Vec<f32>],
