@@ -568,6 +568,7 @@ impl View {
                 }
             })
             .collect();
+        let mut rows = LerpedRows::new(if self.resized { w * c } else { 0 });
         for (y, out) in dst.chunks_exact_mut(w * c).enumerate().take(self.h) {
             let vy = if self.flip_ud { self.h - 1 - y } else { y };
             let ry = self.top + vy;
@@ -581,20 +582,60 @@ impl View {
                 continue;
             }
             let (y0, y1, dy) = resize::bilinear_tap(ry, self.sh, self.rh, Centers::V2);
-            let r0 = &src[y0 * row_len..(y0 + 1) * row_len];
-            let r1 = &src[y1 * row_len..(y1 + 1) * row_len];
-            for (o, &(x0, x1, dx)) in out.chunks_exact_mut(c).zip(&cols) {
-                for (k, d) in o.iter_mut().enumerate() {
-                    let a: f32 = r0[x0 * c + k].into();
-                    let b: f32 = r0[x1 * c + k].into();
-                    let e0: f32 = r1[x0 * c + k].into();
-                    let e1: f32 = r1[x1 * c + k].into();
-                    let top = a + (b - a) * dx;
-                    let bottom = e0 + (e1 - e0) * dx;
-                    *d = top + (bottom - top) * dy;
-                }
+            // TF's lerp order: across first (top and bottom rows), then down.
+            // A source row's horizontal lerp is shared by the output rows
+            // that read it (two are kept), so each is computed once.
+            let top = rows.row(y0, src, row_len, &cols, c);
+            let bottom = rows.row(y1, src, row_len, &cols, c);
+            let (top, bottom) = (&rows.bufs[top], &rows.bufs[bottom]);
+            for ((d, &t), &b) in out.iter_mut().zip(top).zip(bottom) {
+                *d = t + (b - t) * dy;
             }
         }
+    }
+}
+
+/// The horizontally interpolated source rows of a resized view: two slots,
+/// each the lerp across of one source row at every visible column.
+struct LerpedRows {
+    bufs: [Vec<f32>; 2],
+    which: [Option<usize>; 2],
+    next: usize,
+}
+
+impl LerpedRows {
+    fn new(len: usize) -> LerpedRows {
+        LerpedRows {
+            bufs: [vec![0.0; len], vec![0.0; len]],
+            which: [None, None],
+            next: 0,
+        }
+    }
+
+    /// The slot holding source row `y` across, computing it when absent.
+    fn row<T: Copy + Into<f32>>(
+        &mut self,
+        y: usize,
+        src: &[T],
+        row_len: usize,
+        cols: &[(usize, usize, f32)],
+        c: usize,
+    ) -> usize {
+        if let Some(k) = self.which.iter().position(|w| *w == Some(y)) {
+            return k;
+        }
+        let k = self.next;
+        self.next = 1 - k;
+        self.which[k] = Some(y);
+        let r = &src[y * row_len..(y + 1) * row_len];
+        for (o, &(x0, x1, dx)) in self.bufs[k].chunks_exact_mut(c).zip(cols) {
+            let (a, b) = (&r[x0 * c..(x0 + 1) * c], &r[x1 * c..(x1 + 1) * c]);
+            for ((d, &a), &b) in o.iter_mut().zip(a).zip(b) {
+                let (a, b): (f32, f32) = (a.into(), b.into());
+                *d = a + (b - a) * dx;
+            }
+        }
+        k
     }
 }
 
