@@ -523,6 +523,89 @@ metrics { accuracy(label, argmax(logits)) }
     assert!(held >= 0.985, "held-out accuracy {held}: {json}");
 }
 
+/// `specc predict` reads images: a model trained on the folder predicts a
+/// directory of image files (any depth) and a CSV of paths, each row named
+/// by its file in the first column, the class right for at least 90 % of
+/// the digits, and the same predictions from both.
+#[test]
+fn predict_reads_a_directory_of_images_and_a_csv_of_paths() {
+    let dir = scratch("predict_images");
+    let all = digits();
+    write_folder(&dir.join("digits"), &all);
+    let spec = dir.join("digits_images.spec");
+    std::fs::write(
+        &spec,
+        format!(
+            "model digits_images\ndata image_dataset_from_directory(\"digits\")\n\
+             label label: int\nfeatures {{\n  image = image(decode_image(channels = 1), resize([8, 8]))\n}}\n{MLP}\
+             outputs {{ class = argmax(logits, 1) }}\n"
+        ),
+    )
+    .expect("spec");
+    let ckpt = dir.join("ckpt");
+    let (code, out, err) = specc(
+        &["run", "--checkpoint-dir", ckpt.to_str().expect("utf-8")],
+        &spec,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    // The files to predict: the folder itself (its class directories are
+    // just sub-directories here), and a CSV of the same paths in another order.
+    let csv = dir.join("to_predict.csv");
+    let mut text = String::from("path\n");
+    for (i, (_, label)) in all.iter().enumerate().rev() {
+        text += &format!("digits/{label}/{i:05}.png\n");
+    }
+    std::fs::write(&csv, text).expect("csv");
+    let predict = |data: &Path| -> Vec<(String, i64)> {
+        let (code, out, err) = specc(
+            &[
+                "predict",
+                "--checkpoint",
+                ckpt.to_str().expect("utf-8"),
+                "--data",
+                data.to_str().expect("utf-8"),
+            ],
+            &spec,
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("path,class"));
+        lines
+            .map(|l| {
+                let (p, c) = l.rsplit_once(',').expect("two columns");
+                (p.to_string(), c.parse().expect("a class"))
+            })
+            .collect()
+    };
+    let from_dir = predict(&dir.join("digits"));
+    let from_csv = predict(&csv);
+    assert_eq!(from_dir.len(), all.len());
+    assert_eq!(from_csv.len(), all.len());
+    let mut right = 0;
+    for (path, class) in &from_dir {
+        let file = Path::new(path);
+        let index: usize = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("name")
+            .parse()
+            .expect("index");
+        right += usize::from(all[index].1 == *class);
+        let same = from_csv
+            .iter()
+            .find(|(p, _)| {
+                Path::new(p).ends_with(
+                    file.strip_prefix(dir.join("digits"))
+                        .expect("under the folder"),
+                )
+            })
+            .expect("the CSV has the file");
+        assert_eq!(same.1, *class, "{path}");
+    }
+    let accuracy = right as f64 / all.len() as f64;
+    assert!(accuracy > 0.9, "accuracy {accuracy}");
+}
+
 /// `image_csv` and `image_tfrecord` in a spec train like the folder.
 #[test]
 fn image_csv_and_image_tfrecord_sources_train_from_a_spec() {

@@ -21,12 +21,15 @@ use std::path::{Path, PathBuf};
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
 use specc_grammar::{ast::Span, Diagnostic};
+use specc_runtime::abi::ElemType;
 use specc_runtime::checkpoint::BundleReader;
+use specc_runtime::data::{images, Dataset, InputData, Values};
 use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
 use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
 };
 use specc_runtime::session::Session;
+use specc_runtime::source::SequentialBatches;
 
 use super::predict_tflite::TflitePredictor;
 use crate::load::{read_spec, report};
@@ -101,7 +104,6 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         .iter()
         .map(|l| read_names.contains(&l.name.as_str()))
         .collect();
-    let mut source = open_source(model, &session, &reads, opts.data, batch)?;
     let f = session
         .function_index(PREDICT_FUNCTION)
         .ok_or("the predict function was not compiled")?;
@@ -121,11 +123,69 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         })
         .collect();
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
-    let rows = write_predictions(opts.output, format, columns, |w| {
-        predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
-    })?;
+    let rows = if let specc_compiler::model::DataSource::Images { spec, .. } = &model.data {
+        // Images: decoded and transformed as in evaluation, in memory, each
+        // row named by its file (the first column, `path`).
+        let (ds, keys) = load_images(model, &session, spec, opts.data)?;
+        let all: Vec<u32> = (0..ds.rows as u32).collect();
+        let mut source = SequentialBatches::new(&ds, &session.layout, &all, batch as usize)?;
+        write_predictions(opts.output, format, columns, Some(keys), |w| {
+            predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
+        })?
+    } else {
+        let mut source = open_source(model, &session, &reads, opts.data, batch)?;
+        write_predictions(opts.output, format, columns, None, |w| {
+            predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
+        })?
+    };
     finished(rows, &prefix, opts.output);
     Ok(())
+}
+
+/// The images of `data` (a directory of image files, a CSV of paths, or
+/// TFRecord Examples, as [`images::list_unlabeled`] reads them) through the
+/// spec's image pipeline without its random transforms, as a data set with
+/// every input of the session (the label zeros, unread by `predict`), and
+/// the name of each row.
+fn load_images(
+    model: &specc_compiler::Model,
+    session: &Session,
+    spec: &specc_runtime::data::ImagesSpec,
+    data: &Path,
+) -> Result<(Dataset, Vec<String>), Failure> {
+    let examples = images::list_unlabeled(data, &spec.source).map_err(|e| e.to_string())?;
+    let image = model
+        .input_specs()
+        .into_iter()
+        .find(|i| i.columns.len() == 1 && i.columns[0] == images::IMAGE_COLUMN)
+        .ok_or("the spec declares no image input")?;
+    let options = images::LoadOptions {
+        threads: spec.threads,
+        training: false,
+        ..images::LoadOptions::default()
+    };
+    let (ds, _) = images::load_listed(
+        &examples,
+        Vec::new(),
+        &spec.pipeline,
+        &image.name,
+        None,
+        &options,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut inputs = ds.inputs;
+    for l in &session.layout.inputs {
+        if !inputs.iter().any(|d| d.name == l.name) {
+            let n = ds.rows * l.per_example;
+            let values = match l.elem {
+                ElemType::F32 => Values::F32(vec![0.0; n]),
+                ElemType::I32 => Values::I32(vec![0; n]),
+            };
+            inputs.push(InputData::new(&l.name, l.per_example, values));
+        }
+    }
+    let ds = Dataset::from_inputs(ds.rows, inputs)?;
+    Ok((ds, examples.iter().map(|e| e.key()).collect()))
 }
 
 /// `--tflite`: the exported model in specc's TFLite interpreter, fed by the
@@ -170,7 +230,7 @@ fn run_tflite(
     let reads = predictor.reads(session.layout.inputs.len());
     let mut source = open_source(&program.model, &session, &reads, opts.data, batch)?;
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
-    let rows = write_predictions(opts.output, format, predictor.columns(), |w| {
+    let rows = write_predictions(opts.output, format, predictor.columns(), None, |w| {
         predictor.run(tflite, &mut session, &mut source, w)
     })?;
     finished(rows, tflite, opts.output);
@@ -212,13 +272,14 @@ fn write_predictions(
     output: Option<&Path>,
     format: OutputFormat,
     columns: Vec<OutputColumn>,
+    keys: Option<Vec<String>>,
     run: impl FnOnce(&mut PredictionWriter<Box<dyn Write + '_>>) -> Result<u64, String>,
 ) -> Result<u64, String> {
     match output {
         None => {
             let out: Box<dyn Write> =
                 Box::new(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()));
-            let mut w = PredictionWriter::new(out, "stdout", format, columns);
+            let mut w = keyed(PredictionWriter::new(out, "stdout", format, columns), keys);
             let rows = run(&mut w)?;
             w.finish()
                 .and_then(|mut o| o.flush())
@@ -227,7 +288,7 @@ fn write_predictions(
         }
         Some(path) => write_file(path, |out| {
             let out: Box<dyn Write> = Box::new(out);
-            let mut w = PredictionWriter::new(out, path, format, columns);
+            let mut w = keyed(PredictionWriter::new(out, path, format, columns), keys);
             let rows = run(&mut w)?;
             w.finish()
                 .and_then(|mut o| o.flush())
@@ -306,4 +367,12 @@ fn temp_path(out: &Path) -> PathBuf {
         |n| n.to_string_lossy().into_owned(),
     );
     out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// The writer with the rows' names as its first column `path`, when given.
+fn keyed<W: Write>(w: PredictionWriter<W>, keys: Option<Vec<String>>) -> PredictionWriter<W> {
+    match keys {
+        Some(k) => w.with_keys("path", k),
+        None => w,
+    }
 }

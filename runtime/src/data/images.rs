@@ -699,6 +699,125 @@ pub fn list_examples(source: &ImageSource) -> Result<(Vec<ImageExample>, Vec<Str
     }
 }
 
+/// The examples `specc predict` reads from `data` for a spec whose source is
+/// `like`: a directory's image files (any depth, sorted by path), a CSV's
+/// path column (`like`'s, else `path`), or TFRecord Examples' encoded image
+/// (`like`'s key, else `image/encoded`). No label is read (labels are 0).
+pub fn list_unlabeled(data: &Path, like: &ImageSource) -> Result<Vec<ImageExample>, DataError> {
+    let file = data.display().to_string();
+    if data.is_dir() {
+        let mut files = Vec::new();
+        let mut stack = vec![data.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for (name, path, is_dir) in sorted_entries(&d)? {
+                if is_dir {
+                    stack.push(path);
+                } else if Format::from_extension(&name).is_some() {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        if files.is_empty() {
+            return Err(DataError::new(
+                &file,
+                "no image files (.png, .jpg, .jpeg, .gif, .bmp) in the directory",
+            ));
+        }
+        return Ok(files
+            .into_iter()
+            .map(|f| ImageExample {
+                file: f,
+                row: None,
+                bytes: None,
+                label: 0,
+            })
+            .collect());
+    }
+    let name = file.to_ascii_lowercase();
+    if name.ends_with(".csv") {
+        let column = match like {
+            ImageSource::Csv { path_column, .. } => path_column.as_str(),
+            _ => "path",
+        };
+        return list_csv_paths(data, column);
+    }
+    let (image_key, compression) = match like {
+        ImageSource::TfRecord {
+            image_key,
+            compression,
+            ..
+        } => (image_key.as_str(), *compression),
+        _ => ("image/encoded", Compression::None),
+    };
+    let records =
+        tfrecord::read_file(data, compression).map_err(|e| DataError::new(&file, e.to_string()))?;
+    let mut out = Vec::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        let example = Example::decode(r, i)
+            .map_err(|e| DataError::at(&file, Some(i), None, e.to_string()))?;
+        match example.features.get(image_key) {
+            Some(Feature::BytesList(b)) if b.len() == 1 => out.push(ImageExample {
+                file: data.to_path_buf(),
+                row: Some(i),
+                bytes: Some(b[0].clone()),
+                label: 0,
+            }),
+            _ => {
+                return Err(DataError::at(
+                    &file,
+                    Some(i),
+                    Some(image_key),
+                    "expected one bytes value (the encoded image)",
+                ))
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(DataError::new(&file, "no records"));
+    }
+    Ok(out)
+}
+
+/// The image paths of a CSV's `column` (relative to the CSV's directory).
+fn list_csv_paths(path: &Path, column: &str) -> Result<Vec<ImageExample>, DataError> {
+    let file = path.display().to_string();
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(path)
+        .map_err(|e| DataError::new(&file, format!("cannot read: {e}")))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| DataError::new(&file, e.to_string()))?
+        .clone();
+    let pi = headers
+        .iter()
+        .position(|h| h.trim() == column)
+        .ok_or_else(|| {
+            DataError::at(&file, Some(1), Some(column), "no such column in the header")
+        })?;
+    let mut out = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let line = i + 2;
+        let record = record.map_err(|e| DataError::at(&file, Some(line), None, e.to_string()))?;
+        let p = record.get(pi).map(str::trim).unwrap_or("");
+        if p.is_empty() {
+            return Err(DataError::at(&file, Some(line), Some(column), "empty path"));
+        }
+        out.push(ImageExample {
+            file: base.join(p),
+            row: Some(line),
+            bytes: None,
+            label: 0,
+        });
+    }
+    if out.is_empty() {
+        return Err(DataError::new(&file, "no rows"));
+    }
+    Ok(out)
+}
+
 fn sorted_entries(dir: &Path) -> Result<Vec<(String, PathBuf, bool)>, DataError> {
     let file = dir.display().to_string();
     let entries = std::fs::read_dir(dir)
@@ -895,6 +1014,17 @@ fn list_tfrecord(
     Ok(out)
 }
 
+impl ImageExample {
+    /// The example as `specc predict` names it: its file, and for a
+    /// TFRecord its record (`images.tfrecord#12`).
+    pub fn key(&self) -> String {
+        match (&self.bytes, self.row) {
+            (Some(_), Some(r)) => format!("{}#{r}", self.file.display()),
+            _ => self.file.display().to_string(),
+        }
+    }
+}
+
 /// Runs `f` over `0..n` on `threads` threads (contiguous ranges), results
 /// in index order: the same output whatever the thread count.
 pub fn map_in_order<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
@@ -970,6 +1100,25 @@ pub fn load(
     options: &LoadOptions,
 ) -> Result<(Dataset, LoadReport), DataError> {
     let (examples, class_names) = list_examples(source)?;
+    load_listed(
+        &examples,
+        class_names,
+        pipeline,
+        image_input,
+        label_input,
+        options,
+    )
+}
+
+/// [`load`] of listed examples (`class_names` is passed through to the report).
+pub fn load_listed(
+    examples: &[ImageExample],
+    class_names: Vec<String>,
+    pipeline: &ImagePipeline,
+    image_input: &str,
+    label_input: Option<&str>,
+    options: &LoadOptions,
+) -> Result<(Dataset, LoadReport), DataError> {
     let [h, w, c] = pipeline
         .output_shape()
         .map_err(|(_, m)| DataError::new(image_input, m))?;

@@ -13,7 +13,9 @@
 //! the same float32 (`ryu`), integers exactly; a non-finite value is `nan`,
 //! `inf`, `-inf` in CSV and `NaN`, `Infinity`, `-Infinity` in JSON (as
 //! Python's `json` writes and reads them); a batch is formatted into one
-//! reused buffer and written with one call: nothing allocates per row.
+//! reused buffer and written with one call: nothing allocates per row (but
+//! a key that needs CSV quotes). With keys ([`PredictionWriter::with_keys`],
+//! an image's file) they are the first column, named in the header.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -58,6 +60,9 @@ pub struct PredictionWriter<W: Write> {
     buf: Vec<u8>,
     floats: ryu::Buffer,
     ints: itoa::Buffer,
+    /// A first column naming each row (an image's file), and the rows written.
+    keys: Option<(String, Vec<String>)>,
+    written: usize,
 }
 
 impl<W: Write> PredictionWriter<W> {
@@ -75,7 +80,16 @@ impl<W: Write> PredictionWriter<W> {
             buf: Vec::new(),
             floats: ryu::Buffer::new(),
             ints: itoa::Buffer::new(),
+            keys: None,
+            written: 0,
         }
+    }
+
+    /// Writes a first column `name` whose value in row `r` (counted over
+    /// every batch) is `keys[r]`: CSV-quoted when it needs it, a JSON string.
+    pub fn with_keys(mut self, name: &str, keys: Vec<String>) -> PredictionWriter<W> {
+        self.keys = Some((name.to_string(), keys));
+        self
     }
 
     /// The outputs written, in order.
@@ -97,6 +111,9 @@ impl<W: Write> PredictionWriter<W> {
             return Ok(());
         }
         let mut line = String::new();
+        if let Some((name, _)) = &self.keys {
+            line.push_str(name);
+        }
         for c in &self.columns {
             for i in 0..c.per_row() {
                 if !line.is_empty() {
@@ -134,6 +151,7 @@ impl<W: Write> PredictionWriter<W> {
             }
             self.buf.push(b'\n');
         }
+        self.written += rows;
         self.out.write_all(&self.buf)
     }
 
@@ -168,6 +186,18 @@ impl<W: Write> PredictionWriter<W> {
         column: &impl Fn(usize) -> Option<OutputValues<'a>>,
     ) -> io::Result<()> {
         let mut first = true;
+        if let Some((_, keys)) = &self.keys {
+            let key = keys.get(self.written + r).map_or("", String::as_str);
+            if key.contains([',', '"', '\n', '\r']) {
+                self.buf.push(b'"');
+                self.buf
+                    .extend_from_slice(key.replace('"', "\"\"").as_bytes());
+                self.buf.push(b'"');
+            } else {
+                self.buf.extend_from_slice(key.as_bytes());
+            }
+            first = false;
+        }
         for c in 0..self.columns.len() {
             let v = self.values(c, r, column)?;
             let n = self.columns[c].per_row();
@@ -188,9 +218,15 @@ impl<W: Write> PredictionWriter<W> {
         column: &impl Fn(usize) -> Option<OutputValues<'a>>,
     ) -> io::Result<()> {
         self.buf.push(b'{');
+        if let Some((name, keys)) = &self.keys {
+            let key = keys.get(self.written + r).map_or("", String::as_str);
+            push_json_string(&mut self.buf, name);
+            self.buf.push(b':');
+            push_json_string(&mut self.buf, key);
+        }
         for c in 0..self.columns.len() {
             let v = self.values(c, r, column)?;
-            if c > 0 {
+            if c > 0 || self.keys.is_some() {
                 self.buf.push(b',');
             }
             self.buf.push(b'"');
@@ -245,6 +281,32 @@ impl<W: Write> PredictionWriter<W> {
             }
         }
     }
+}
+
+/// Appends `s` as a JSON string literal.
+fn push_json_string(buf: &mut Vec<u8>, s: &str) {
+    buf.push(b'"');
+    for ch in s.chars() {
+        match ch {
+            '"' => buf.extend_from_slice(b"\\\""),
+            '\\' => buf.extend_from_slice(b"\\\\"),
+            '\n' => buf.extend_from_slice(b"\\n"),
+            '\r' => buf.extend_from_slice(b"\\r"),
+            '\t' => buf.extend_from_slice(b"\\t"),
+            c if (c as u32) < 0x20 => {
+                let hex = b"0123456789abcdef";
+                let v = c as usize;
+                buf.extend_from_slice(b"\\u00");
+                buf.push(hex[v >> 4]);
+                buf.push(hex[v & 15]);
+            }
+            c => {
+                let mut utf8 = [0u8; 4];
+                buf.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+            }
+        }
+    }
+    buf.push(b'"');
 }
 
 #[cfg(test)]
