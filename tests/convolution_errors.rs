@@ -1,9 +1,7 @@
 //! Bad arguments and shapes of the convolution and pooling builtins are
 //! caret diagnostics (code, the offending text under the caret), never panics.
 
-use specc_compiler::driver::{compile, Functions};
-use specc_grammar::diag::render_all;
-use specc_grammar::SourceFile;
+mod common;
 
 /// A spec with `y = EXPR` over images `x: [2, 6, 5, 3]`, kernels `k: [3, 3, 3, 4]`,
 /// `big: [7, 3, 3, 4]`, `k1: [3, 3, 4]`, `kt: [3, 3, 2, 3]`, a batch of rows
@@ -16,22 +14,7 @@ fn spec(expr: &str) -> String {
 
 /// Compiles `y = EXPR`, which must fail with `code` and a caret under `under`.
 fn fails(expr: &str, code: &str, under: &str) {
-    let text = spec(expr);
-    let src = SourceFile::new("case.spec", text.clone());
-    let diags = match compile(&src, Functions::ALL) {
-        Ok(_) => panic!("`{expr}` compiled"),
-        Err(d) => d,
-    };
-    let rendered = render_all(&diags, &src, false);
-    let d = &diags[0];
-    assert_eq!(d.code, code, "{rendered}");
-    assert_eq!(
-        &text[d.span.start as usize..d.span.end as usize],
-        under,
-        "{rendered}"
-    );
-    let carets = "^".repeat(under.chars().count());
-    assert!(rendered.contains(&carets), "{rendered}");
+    common::op_cases::assert_fails(&spec(expr), code, under);
 }
 
 #[test]

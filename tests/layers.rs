@@ -191,19 +191,7 @@ fn fails(expr: &str, code: &str, under: &str) {
     let text = format!(
         "model errors\ndata synthetic(rows = 4, features = 1)\nparams {{\n  x: [2, 4, 4, 3] = ones\n  g: [3] = ones\n  o: [3] = zeros\n  mm: [3] = zeros, trainable = false\n  mv: [3] = ones, trainable = false\n  t: [3] = ones\n}}\ny = {expr}\nloss = reduce_sum(y * y)\noptimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 1, steps = 1 }}\n"
     );
-    let src = SourceFile::new("case.spec", text.clone());
-    let diags = match compile(&src, Functions::ALL) {
-        Ok(_) => panic!("`{expr}` compiled"),
-        Err(d) => d,
-    };
-    let rendered = render_all(&diags, &src, false);
-    let d = &diags[0];
-    assert_eq!(d.code, code, "{rendered}");
-    assert_eq!(
-        &text[d.span.start as usize..d.span.end as usize],
-        under,
-        "{rendered}"
-    );
+    common::op_cases::assert_fails(&text, code, under);
 }
 
 #[test]

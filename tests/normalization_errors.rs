@@ -1,9 +1,7 @@
 //! Bad arguments of the activation and normalization builtins are caret
 //! diagnostics (code, the offending text under the caret), never panics.
 
-use specc_compiler::driver::{compile, Functions};
-use specc_grammar::diag::render_all;
-use specc_grammar::SourceFile;
+mod common;
 
 /// A spec with `y = EXPR` over `x: [2, 3, 4, 5]`, `s` and `o: [5]`.
 fn spec(expr: &str) -> String {
@@ -14,22 +12,7 @@ fn spec(expr: &str) -> String {
 
 /// Compiles `y = EXPR`, which must fail with `code` and a caret under `under`.
 fn fails(expr: &str, code: &str, under: &str) {
-    let text = spec(expr);
-    let src = SourceFile::new("case.spec", text.clone());
-    let diags = match compile(&src, Functions::ALL) {
-        Ok(_) => panic!("`{expr}` compiled"),
-        Err(d) => d,
-    };
-    let rendered = render_all(&diags, &src, false);
-    let d = &diags[0];
-    assert_eq!(d.code, code, "{rendered}");
-    assert_eq!(
-        &text[d.span.start as usize..d.span.end as usize],
-        under,
-        "{rendered}"
-    );
-    let carets = "^".repeat(under.chars().count());
-    assert!(rendered.contains(&carets), "{rendered}");
+    common::op_cases::assert_fails(&spec(expr), code, under);
 }
 
 #[test]

@@ -91,8 +91,9 @@ fn max_value(dtype: DType, max_val: f64) -> Result<f64> {
     Ok(f64::from(f.iter().next().copied().unwrap_or(1.0)))
 }
 
-/// TF's `_fspecial_gauss`: `size × size` weights summing to 1.
-fn gaussian(size: usize, sigma: f32) -> Vec<f64> {
+/// TF's `_fspecial_gauss`: `size × size` weights summing to 1 (a softmax of
+/// `−(i² + j²)/(2σ²)` over centred coordinates), row-major.
+pub fn gaussian(size: usize, sigma: f32) -> Vec<f64> {
     let half = (size as f32 - 1.0) / 2.0;
     let g: Vec<f32> = (0..size)
         .map(|i| {

@@ -314,6 +314,7 @@ pub fn check_all<T>(
 pub mod dense_problem;
 pub mod example_features;
 pub mod gradient_cases;
+pub mod op_cases;
 pub mod tf_call;
 
 /// The compiler's interpreter leaves for a finite-difference check: the

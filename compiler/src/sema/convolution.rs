@@ -215,22 +215,37 @@ pub(super) fn window(
     })
 }
 
-/// The NHWC operand at argument `i`: its node and `[N, H, W, C]`.
-fn images(lw: &mut Lowerer, b: &Bound, i: usize, what: &str) -> R<(NodeId, Dim, [u32; 2], u32)> {
-    let e = b.req(i);
+/// The operand `e` of `rank` (`layout` names its axes): its node, shape,
+/// and the fixed sizes of its axes after the first.
+fn operand(
+    lw: &mut Lowerer,
+    e: &Expr,
+    rank: usize,
+    what: &str,
+    layout: &str,
+) -> R<(NodeId, Shape, Vec<u32>)> {
     let x = lw.float(e)?;
     let s = lw.g.shape(x).clone();
-    if s.rank() != 4 {
+    if s.rank() != rank {
         return Err(shape_error(
             e,
-            format!("{what} needs NHWC images of rank 4, but this is {s}"),
+            format!("{what} needs {layout} of rank {rank}, but this is {s}"),
             format!("rank {}", s.rank()),
         ));
     }
-    let h = fixed(s.0[1], e, "height")?;
-    let w = fixed(s.0[2], e, "width")?;
-    let c = fixed(s.0[3], e, "channel count")?;
-    Ok((x, s.0[0], [h, w], c))
+    let names = ["height", "width", "channel count"];
+    let sizes = s.0[1..]
+        .iter()
+        .zip(&names[3 - (rank - 1)..])
+        .map(|(&d, name)| fixed(d, e, name))
+        .collect::<R<Vec<u32>>>()?;
+    Ok((x, s, sizes))
+}
+
+/// The NHWC operand at argument `i`: its node and `[N, H, W, C]`.
+fn images(lw: &mut Lowerer, b: &Bound, i: usize, what: &str) -> R<(NodeId, Dim, [u32; 2], u32)> {
+    let (x, s, d) = operand(lw, b.req(i), 4, what, "NHWC images")?;
+    Ok((x, s.0[0], [d[0], d[1]], d[2]))
 }
 
 /// A kernel operand of `rank` with fixed dims.
@@ -290,18 +305,8 @@ pub fn conv2d(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
 /// `tf.nn.conv1d(input, filters, stride, padding, dilations=None)`:
 /// `[N, W, C] ⊛ [K, C, O]`, as `conv2d` over a height of 1.
 pub fn conv1d(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
-    let e = b.req(0);
-    let x = lw.float(e)?;
-    let s = lw.g.shape(x).clone();
-    if s.rank() != 3 {
-        return Err(shape_error(
-            e,
-            format!("conv1d needs an input [N, W, C] of rank 3, but this is {s}"),
-            format!("rank {}", s.rank()),
-        ));
-    }
-    let width = fixed(s.0[1], e, "width")?;
-    let c = fixed(s.0[2], e, "channel count")?;
+    let (x, s, d) = operand(lw, b.req(0), 3, "conv1d", "an input [N, W, C]")?;
+    let (width, c) = (d[0], d[1]);
     let (k, kd) = kernel(lw, b.req(1), 3, "[K, in, out]")?;
     if kd[1] != c {
         return Err(channels_mismatch(b.req(1), kd[1], c, "input channels"));
@@ -410,10 +415,16 @@ fn conv_transpose(
     Ok(lw.g.patches_grad(cols, w))
 }
 
-/// `tf.nn.conv2d_transpose(input, filters, output_shape, strides,
-/// padding='SAME', dilations=None)`.
-pub fn conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
-    let (x, n, hw, c) = images(lw, b, 0, "conv2d_transpose")?;
+/// A transposed convolution's images (argument 0), kernel `[KH, KW, out,
+/// in]` (1) and `output_shape` (2), checked against each other: the
+/// images, their `[H, W]`, the kernel, its dims and `[OH, OW, out]`.
+#[allow(clippy::type_complexity)]
+fn transpose_operands(
+    lw: &mut Lowerer,
+    b: &Bound,
+    what: &str,
+) -> R<(NodeId, [u32; 2], NodeId, Vec<u32>, [u32; 3])> {
+    let (x, n, hw, c) = images(lw, b, 0, what)?;
     let (k, kd) = kernel(lw, b.req(1), 4, "[KH, KW, out, in]")?;
     if kd[3] != c {
         return Err(channels_mismatch(b.req(1), kd[3], c, "last dimension (in)"));
@@ -429,6 +440,13 @@ pub fn conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
             "channels differ".into(),
         ));
     }
+    Ok((x, hw, k, kd, out))
+}
+
+/// `tf.nn.conv2d_transpose(input, filters, output_shape, strides,
+/// padding='SAME', dilations=None)`.
+pub fn conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let (x, hw, k, kd, out) = transpose_operands(lw, b, "conv2d_transpose")?;
     let strides = pair(b, 3, "strides", 1)?;
     let pad = match b.get(4) {
         Some(e) => padding(e, 2)?,
@@ -441,22 +459,7 @@ pub fn conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
 /// `tf.nn.atrous_conv2d_transpose(value, filters, output_shape, rate,
 /// padding)`: `conv2d_transpose` with stride 1 and dilation `rate`.
 pub fn atrous_conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
-    let (x, n, hw, c) = images(lw, b, 0, "atrous_conv2d_transpose")?;
-    let (k, kd) = kernel(lw, b.req(1), 4, "[KH, KW, out, in]")?;
-    if kd[3] != c {
-        return Err(channels_mismatch(b.req(1), kd[3], c, "last dimension (in)"));
-    }
-    let out = output_shape(b.req(2), n)?;
-    if out[2] != kd[2] {
-        return Err(shape_error(
-            b.req(2),
-            format!(
-                "output_shape has {} channels but the kernel makes {}",
-                out[2], kd[2]
-            ),
-            "channels differ".into(),
-        ));
-    }
+    let (x, hw, k, kd, out) = transpose_operands(lw, b, "atrous_conv2d_transpose")?;
     let rate = single(b, 3, "rate")?;
     let pad = padding(b.req(4), 2)?;
     if matches!(pad, Padding::Explicit(_)) {

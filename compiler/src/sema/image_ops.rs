@@ -252,23 +252,6 @@ pub fn psnr(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     Ok(per_image(lw, v, single))
 }
 
-/// TF's `_fspecial_gauss`: the `size × size` softmax of `−(i² + j²)/(2σ²)`.
-fn gaussian(size: u32, sigma: f32) -> Vec<f32> {
-    let half = (size as f32 - 1.0) / 2.0;
-    let g: Vec<f32> = (0..size)
-        .map(|i| {
-            let x = i as f32 - half;
-            x * x * (-0.5 / (sigma * sigma))
-        })
-        .collect();
-    let n = size as usize;
-    let logits: Vec<f32> = (0..n * n).map(|k| g[k / n] + g[k % n]).collect();
-    let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-    let e: Vec<f32> = logits.iter().map(|l| (l - max).exp()).collect();
-    let sum: f32 = e.iter().sum();
-    e.iter().map(|v| v / sum).collect()
-}
-
 /// `tf.image.ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5,
 /// k1=0.01, k2=0.03)`: the mean SSIM of each image.
 pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
@@ -287,7 +270,10 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
         .with_label("bad filter_size"));
     }
     let size = size as u32;
-    let g = gaussian(size, sigma as f32);
+    let g: Vec<f32> = specc_image::ssim::gaussian(size as usize, sigma as f32)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
     let mut k = Vec::with_capacity(g.len() * c as usize);
     for v in &g {
         k.extend(std::iter::repeat_n(*v, c as usize));

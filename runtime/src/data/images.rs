@@ -689,7 +689,7 @@ pub fn list_examples(source: &ImageSource) -> Result<(Vec<ImageExample>, Vec<Str
             path,
             path_column,
             label_column,
-        } => list_csv(path, path_column, label_column).map(|e| (e, Vec::new())),
+        } => list_csv(path, path_column, Some(label_column)).map(|e| (e, Vec::new())),
         ImageSource::TfRecord {
             paths,
             compression,
@@ -706,18 +706,7 @@ pub fn list_examples(source: &ImageSource) -> Result<(Vec<ImageExample>, Vec<Str
 pub fn list_unlabeled(data: &Path, like: &ImageSource) -> Result<Vec<ImageExample>, DataError> {
     let file = data.display().to_string();
     if data.is_dir() {
-        let mut files = Vec::new();
-        let mut stack = vec![data.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for (name, path, is_dir) in sorted_entries(&d)? {
-                if is_dir {
-                    stack.push(path);
-                } else if Format::from_extension(&name).is_some() {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
+        let files = image_files_under(data)?;
         if files.is_empty() {
             return Err(DataError::new(
                 &file,
@@ -740,7 +729,7 @@ pub fn list_unlabeled(data: &Path, like: &ImageSource) -> Result<Vec<ImageExampl
             ImageSource::Csv { path_column, .. } => path_column.as_str(),
             _ => "path",
         };
-        return list_csv_paths(data, column);
+        return list_csv(data, column, None);
     }
     let (image_key, compression) = match like {
         ImageSource::TfRecord {
@@ -779,43 +768,22 @@ pub fn list_unlabeled(data: &Path, like: &ImageSource) -> Result<Vec<ImageExampl
     Ok(out)
 }
 
-/// The image paths of a CSV's `column` (relative to the CSV's directory).
-fn list_csv_paths(path: &Path, column: &str) -> Result<Vec<ImageExample>, DataError> {
-    let file = path.display().to_string();
-    let base = path.parent().unwrap_or(Path::new("."));
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(path)
-        .map_err(|e| DataError::new(&file, format!("cannot read: {e}")))?;
-    let headers = reader
-        .headers()
-        .map_err(|e| DataError::new(&file, e.to_string()))?
-        .clone();
-    let pi = headers
-        .iter()
-        .position(|h| h.trim() == column)
-        .ok_or_else(|| {
-            DataError::at(&file, Some(1), Some(column), "no such column in the header")
-        })?;
-    let mut out = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let line = i + 2;
-        let record = record.map_err(|e| DataError::at(&file, Some(line), None, e.to_string()))?;
-        let p = record.get(pi).map(str::trim).unwrap_or("");
-        if p.is_empty() {
-            return Err(DataError::at(&file, Some(line), Some(column), "empty path"));
+/// The image files below `dir` (any depth), sorted by path: how Keras
+/// walks a class directory.
+fn image_files_under(dir: &Path) -> Result<Vec<PathBuf>, DataError> {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(d) = stack.pop() {
+        for (name, path, is_dir) in sorted_entries(&d)? {
+            if is_dir {
+                stack.push(path);
+            } else if Format::from_extension(&name).is_some() {
+                files.push(path);
+            }
         }
-        out.push(ImageExample {
-            file: base.join(p),
-            row: Some(line),
-            bytes: None,
-            label: 0,
-        });
     }
-    if out.is_empty() {
-        return Err(DataError::new(&file, "no rows"));
-    }
-    Ok(out)
+    files.sort();
+    Ok(files)
 }
 
 fn sorted_entries(dir: &Path) -> Result<Vec<(String, PathBuf, bool)>, DataError> {
@@ -852,19 +820,7 @@ fn list_directory(dir: &Path) -> Result<(Vec<ImageExample>, Vec<String>), DataEr
     }
     let mut examples = Vec::new();
     for (label, (_, class_dir)) in classes.iter().enumerate() {
-        // Keras walks each class directory recursively, files sorted.
-        let mut stack = vec![class_dir.clone()];
-        let mut files = Vec::new();
-        while let Some(d) = stack.pop() {
-            for (name, path, is_dir) in sorted_entries(&d)? {
-                if is_dir {
-                    stack.push(path);
-                } else if Format::from_extension(&name).is_some() {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
+        let files = image_files_under(class_dir)?;
         examples.extend(files.into_iter().map(|f| ImageExample {
             file: f,
             row: None,
@@ -881,10 +837,12 @@ fn list_directory(dir: &Path) -> Result<(Vec<ImageExample>, Vec<String>), DataEr
     Ok((examples, classes.into_iter().map(|c| c.0).collect()))
 }
 
+/// The examples of an image CSV: each row's path (relative to the CSV's
+/// directory) and, with `label_column`, its integer label (else 0).
 fn list_csv(
     path: &Path,
     path_column: &str,
-    label_column: &str,
+    label_column: Option<&str>,
 ) -> Result<Vec<ImageExample>, DataError> {
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
@@ -904,7 +862,8 @@ fn list_csv(
                 DataError::at(&file, Some(1), Some(name), "no such column in the header")
             })
     };
-    let (pi, li) = (find(path_column)?, find(label_column)?);
+    let pi = find(path_column)?;
+    let li = label_column.map(|l| find(l).map(|i| (i, l))).transpose()?;
     let mut out = Vec::new();
     for (i, record) in reader.records().enumerate() {
         let line = i + 2;
@@ -918,15 +877,20 @@ fn list_csv(
                 "empty path",
             ));
         }
-        let label_text = record.get(li).map(str::trim).unwrap_or("");
-        let label: i64 = label_text.parse().map_err(|_| {
-            DataError::at(
-                &file,
-                Some(line),
-                Some(label_column),
-                format!("`{label_text}` is not an integer label"),
-            )
-        })?;
+        let label: i64 = match li {
+            None => 0,
+            Some((li, label_column)) => {
+                let label_text = record.get(li).map(str::trim).unwrap_or("");
+                label_text.parse().map_err(|_| {
+                    DataError::at(
+                        &file,
+                        Some(line),
+                        Some(label_column),
+                        format!("`{label_text}` is not an integer label"),
+                    )
+                })?
+            }
+        };
         out.push(ImageExample {
             file: base.join(p),
             row: Some(line),
