@@ -327,6 +327,9 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Image pipelines allocate and free a buffer per example: keep freed
+    // memory for reuse rather than mapping fresh pages each time.
+    specc_runtime::memory::keep_freed_memory();
     let cli = Cli::parse();
     // A thread count that cannot be read is refused, not replaced.
     if let Err(msg) = specc_runtime::threads::threads_from_env() {

@@ -3,7 +3,8 @@
 //! through `decode_image(channels = 3) → resize([256, 256]) →
 //! random_crop([224, 224, 3]) → random_flip_left_right()` on THREADS
 //! threads, in chunks of CHUNK images (the pipeline's per-example path:
-//! read, decode, transform, deliver in order). Prints images/s.
+//! read, decode, transform, written in order into a reused batch buffer).
+//! Prints images/s.
 //!
 //! `cargo run -p specc-runtime --example image_pipeline -- DIR [THREADS] [PASSES]`
 
@@ -11,6 +12,8 @@ use specc_runtime::data::images::{self, ImageOp, ImagePipeline, ImageSource};
 use std::time::Instant;
 
 fn main() {
+    // As the CLI does: freed image buffers are reused, not unmapped.
+    specc_runtime::memory::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let dir = args
         .get(1)
@@ -31,21 +34,22 @@ fn main() {
     };
     let width = 224 * 224 * 3;
     let chunk = 64;
+    // The batch the examples are written into, as the training input's buffer.
+    let mut batch = vec![0f32; chunk * width];
     let mut best = 0f64;
     for pass in 0..passes {
         let start = Instant::now();
         let mut done = 0usize;
         for base in (0..examples.len()).step_by(chunk) {
             let n = chunk.min(examples.len() - base);
-            let out = images::map_in_order(n, threads, |i| {
+            let out = images::fill_in_order(&mut batch[..n * width], width, threads, |i, px| {
                 let ex = &examples[base + i];
-                let bytes = std::fs::read(&ex.file).expect("read");
-                let mut px = vec![0f32; width];
-                pipeline
-                    .apply(&bytes, true, (7, pass as u64, (base + i) as u64), &mut px)
-                    .expect("transform");
-                px
+                let bytes = std::fs::read(&ex.file).map_err(|e| e.to_string())?;
+                pipeline.apply(&bytes, true, (7, pass as u64, (base + i) as u64), px)
             });
+            for r in &out {
+                r.as_ref().expect("transform");
+            }
             done += out.len();
         }
         let rate = done as f64 / start.elapsed().as_secs_f64();

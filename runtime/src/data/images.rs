@@ -601,6 +601,8 @@ struct LerpedRows {
     bufs: [Vec<f32>; 2],
     which: [Option<usize>; 2],
     next: usize,
+    /// The source row being interpolated, as float32.
+    row_f32: Vec<f32>,
 }
 
 impl LerpedRows {
@@ -609,6 +611,7 @@ impl LerpedRows {
             bufs: [vec![0.0; len], vec![0.0; len]],
             which: [None, None],
             next: 0,
+            row_f32: Vec::new(),
         }
     }
 
@@ -627,15 +630,42 @@ impl LerpedRows {
         let k = self.next;
         self.next = 1 - k;
         self.which[k] = Some(y);
-        let r = &src[y * row_len..(y + 1) * row_len];
-        for (o, &(x0, x1, dx)) in self.bufs[k].chunks_exact_mut(c).zip(cols) {
-            let (a, b) = (&r[x0 * c..(x0 + 1) * c], &r[x1 * c..(x1 + 1) * c]);
-            for ((d, &a), &b) in o.iter_mut().zip(a).zip(b) {
-                let (a, b): (f32, f32) = (a.into(), b.into());
-                *d = a + (b - a) * dx;
+        // The source row as float32 once (each value is read by about two
+        // taps), then the lerps across.
+        self.row_f32.clear();
+        self.row_f32.extend(
+            src[y * row_len..(y + 1) * row_len]
+                .iter()
+                .map(|&v| v.into()),
+        );
+        let r = &self.row_f32[..];
+        let out = &mut self.bufs[k];
+        match c {
+            1 => lerp_across::<1>(r, cols, out),
+            3 => lerp_across::<3>(r, cols, out),
+            4 => lerp_across::<4>(r, cols, out),
+            _ => {
+                for (o, &(x0, x1, dx)) in out.chunks_exact_mut(c).zip(cols) {
+                    let (a, b) = (&r[x0 * c..(x0 + 1) * c], &r[x1 * c..(x1 + 1) * c]);
+                    for ((d, &a), &b) in o.iter_mut().zip(a).zip(b) {
+                        *d = a + (b - a) * dx;
+                    }
+                }
             }
         }
         k
+    }
+}
+
+/// `out[x][k] = a + (b − a)·dx` for the taps `(x0, x1, dx)` of each visible
+/// column of source row `r`, with `C` channels known at compile time.
+fn lerp_across<const C: usize>(r: &[f32], cols: &[(usize, usize, f32)], out: &mut [f32]) {
+    for (o, &(x0, x1, dx)) in out.chunks_exact_mut(C).zip(cols) {
+        let a: &[f32; C] = r[x0 * C..x0 * C + C].try_into().expect("C channels");
+        let b: &[f32; C] = r[x1 * C..x1 * C + C].try_into().expect("C channels");
+        for k in 0..C {
+            o[k] = a[k] + (b[k] - a[k]) * dx;
+        }
     }
 }
 
@@ -1013,6 +1043,48 @@ pub fn map_in_order<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + 
     })
 }
 
+/// Runs `f(i, row_i)` for each `width`-long row of `dst` on `threads`
+/// threads (contiguous ranges of rows), writing straight into `dst`: the
+/// same bytes whatever the thread count. Returns each row's result in order.
+pub fn fill_in_order<E: Send>(
+    dst: &mut [f32],
+    width: usize,
+    threads: usize,
+    f: impl Fn(usize, &mut [f32]) -> Result<(), E> + Sync,
+) -> Vec<Result<(), E>> {
+    let n = dst.len() / width.max(1);
+    let threads = threads.clamp(1, n.max(1));
+    if threads == 1 || width == 0 {
+        return dst
+            .chunks_exact_mut(width.max(1))
+            .take(n)
+            .enumerate()
+            .map(|(i, row)| f(i, row))
+            .collect();
+    }
+    let per = n.div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = dst[..n * width]
+            .chunks_mut(per * width)
+            .enumerate()
+            .map(|(t, part)| {
+                s.spawn(move || {
+                    part.chunks_exact_mut(width)
+                        .enumerate()
+                        .map(|(k, row)| f(t * per + k, row))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // A worker's panic (a bug, never user data) is the caller's.
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// What [`load`] produced besides the data set.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadReport {
@@ -1213,7 +1285,8 @@ impl Augmenter {
                 "the image input's buffer is smaller than the batch",
             ));
         }
-        let results = map_in_order(rows.len(), self.threads, |i| {
+        let dst = &mut dst[..rows.len() * width];
+        let results = fill_in_order(dst, width, self.threads, |i, px| {
             let row = rows[i] as usize;
             let ex = self
                 .examples
@@ -1228,16 +1301,11 @@ impl Augmenter {
                     &owned
                 }
             };
-            let mut px = vec![0f32; width];
             self.pipeline
-                .apply(bytes, true, (self.seed, epoch, row as u64), &mut px)
-                .map_err(|m| ex.error(m))?;
-            Ok(px)
+                .apply(bytes, true, (self.seed, epoch, row as u64), px)
+                .map_err(|m| ex.error(m))
         });
-        for (i, r) in results.into_iter().enumerate() {
-            dst[i * width..(i + 1) * width].copy_from_slice(&r?);
-        }
-        Ok(())
+        results.into_iter().collect()
     }
 }
 
