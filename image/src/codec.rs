@@ -262,18 +262,30 @@ fn finish_u8(shape: &[usize], px: Vec<u8>, dtype: DecodeDType) -> Result<Image> 
 /// components (1 or 3), 1 decodes the luma only, 3 converts to RGB. See
 /// [`JPEG_MAX_LEVEL_DIFF`] for the distance to TF's default IDCT.
 pub fn decode_jpeg(contents: &[u8], channels: usize) -> Result<Image> {
+    let mut px = Vec::new();
+    let shape = decode_jpeg_into(contents, channels, &mut px)?;
+    Ok(Image::U8(array(&shape, px)?))
+}
+
+/// [`decode_jpeg`] into `out` (resized to the image; a buffer reused from
+/// image to image is neither reallocated nor cleared first): `[H, W, C]`.
+pub fn decode_jpeg_into(contents: &[u8], channels: usize, out: &mut Vec<u8>) -> Result<[usize; 3]> {
     check_channels("decode_jpeg", channels, &[0, 1, 3])?;
     use zune_core::colorspace::ColorSpace;
     use zune_core::options::DecoderOptions;
-    let probe_opts = DecoderOptions::default()
+    // One decoder: the headers, the size check, then the pixels in the
+    // colour space the channels ask for (the headers are parsed once).
+    let opts = DecoderOptions::default()
         .set_max_width(1 << 16)
         .set_max_height(1 << 16);
-    let mut probe = zune_jpeg::JpegDecoder::new_with_options(
+    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(
         zune_core::bytestream::ZCursor::new(contents),
-        probe_opts,
+        opts,
     );
-    probe.decode_headers().map_err(|e| err("JPEG", e))?;
-    let info = probe.info().ok_or_else(|| err("JPEG", "no frame header"))?;
+    decoder.decode_headers().map_err(|e| err("JPEG", e))?;
+    let info = decoder
+        .info()
+        .ok_or_else(|| err("JPEG", "no frame header"))?;
     let (h, w) = (info.height as usize, info.width as usize);
     check_size("JPEG", h, w)?;
     let want = match channels {
@@ -291,19 +303,19 @@ pub fn decode_jpeg(contents: &[u8], channels: usize) -> Result<Image> {
     } else {
         ColorSpace::RGB
     };
-    let opts = probe_opts.jpeg_set_out_colorspace(space);
-    let mut decoder = zune_jpeg::JpegDecoder::new_with_options(
-        zune_core::bytestream::ZCursor::new(contents),
-        opts,
-    );
-    let px = decoder.decode().map_err(|e| err("JPEG", e))?;
-    if px.len() != h * w * want {
+    decoder.set_options(opts.jpeg_set_out_colorspace(space));
+    let size = decoder
+        .output_buffer_size()
+        .ok_or_else(|| err("JPEG", "no frame header"))?;
+    if size != h * w * want {
         return Err(err(
             "JPEG",
-            format!("decoded {} bytes for a {h}x{w}x{want} image", px.len()),
+            format!("the decoder would write {size} bytes for a {h}x{w}x{want} image"),
         ));
     }
-    Ok(Image::U8(array(&[h, w, want], px)?))
+    out.resize(size, 0);
+    decoder.decode_into(out).map_err(|e| err("JPEG", e))?;
+    Ok([h, w, want])
 }
 
 fn le16(b: &[u8], at: usize) -> Result<u16> {

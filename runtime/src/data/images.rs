@@ -324,6 +324,16 @@ impl ImagePipeline {
         let mut view: Option<View> = None;
         for op in &self.ops {
             let next = match (op, view.take()) {
+                (ImageOp::DecodeImage { channels }, None)
+                    if Format::sniff(bytes) == Some(Format::Jpeg) =>
+                {
+                    // Into this thread's pixel buffer (given back below):
+                    // no allocation or clearing per example.
+                    let mut raw = DECODED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+                    let [h, w, c] = codec::decode_jpeg_into(bytes, *channels, &mut raw)
+                        .map_err(|e| e.message)?;
+                    View::of(Pixels::U8(raw), h, w, c)
+                }
                 (ImageOp::DecodeImage { channels }, None) => {
                     let decoded = codec::decode_image(bytes, *channels, DecodeDType::U8, false)
                         .map_err(|e| e.message)?;
@@ -416,8 +426,17 @@ impl ImagePipeline {
             ));
         }
         v.materialize(out);
+        if let Pixels::U8(raw) = v.src {
+            DECODED.with(|d| *d.borrow_mut() = raw);
+        }
         Ok(())
     }
+}
+
+thread_local! {
+    /// The pixel buffer JPEGs are decoded into, reused by the thread's
+    /// next example.
+    static DECODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Decoded or materialized pixels, `[h, w, c]` row-major.
