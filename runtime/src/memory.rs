@@ -273,6 +273,30 @@ pub fn available_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// Largest block the C allocator serves from its heaps rather than mapping
+/// it afresh (a decoded 224×224 image is 150 KB, its float32 batch row 600 KB).
+const KEEP_BELOW: i32 = 16 << 20;
+/// Free heap memory the C allocator keeps instead of returning it to the OS.
+const KEEP_FREED: i32 = 256 << 20;
+
+/// Asks the C allocator (glibc) to keep freed memory for reuse: blocks below
+/// 16 MiB come from its heaps, and up to 256 MiB of freed heap stays mapped.
+/// The input pipeline allocates and frees an image buffer per example; with
+/// glibc's defaults each one is mapped and unmapped again, and the page
+/// faults of the fresh pages took a third of the time of decoding, resizing
+/// and cropping a 224×224 JPEG (2,900 → 4,200 images/s on two cores). A
+/// process-wide setting: the CLI calls it once at start; a library user may.
+/// Does nothing on other C libraries.
+pub fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; called before the
+    // program's threads allocate concurrently (and glibc locks anyway).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, KEEP_BELOW);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP_FREED);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,29 +331,5 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_bytes(3 << 30), "3.0 GiB");
         assert_eq!(human_bytes(u64::MAX), "more than 16 EiB");
-    }
-}
-
-/// Largest block the C allocator serves from its heaps rather than mapping
-/// it afresh (a decoded 224×224 image is 150 KB, its float32 batch row 600 KB).
-const KEEP_BELOW: i32 = 16 << 20;
-/// Free heap memory the C allocator keeps instead of returning it to the OS.
-const KEEP_FREED: i32 = 256 << 20;
-
-/// Asks the C allocator (glibc) to keep freed memory for reuse: blocks below
-/// 16 MiB come from its heaps, and up to 256 MiB of freed heap stays mapped.
-/// The input pipeline allocates and frees an image buffer per example; with
-/// glibc's defaults each one is mapped and unmapped again, and the page
-/// faults of the fresh pages took a third of the time of decoding, resizing
-/// and cropping a 224×224 JPEG (2,900 → 4,200 images/s on two cores). A
-/// process-wide setting: the CLI calls it once at start; a library user may.
-/// Does nothing on other C libraries.
-pub fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; called before the
-    // program's threads allocate concurrently (and glibc locks anyway).
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, KEEP_BELOW);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP_FREED);
     }
 }
