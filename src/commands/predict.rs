@@ -21,15 +21,13 @@ use std::path::{Path, PathBuf};
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
 use specc_grammar::{ast::Span, Diagnostic};
-use specc_runtime::abi::ElemType;
 use specc_runtime::checkpoint::BundleReader;
-use specc_runtime::data::{images, Dataset, InputData, Values};
+use specc_runtime::data::images;
 use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
 use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
 };
 use specc_runtime::session::Session;
-use specc_runtime::source::SequentialBatches;
 
 use super::predict_tflite::TflitePredictor;
 use crate::load::{read_spec, report};
@@ -124,11 +122,18 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         .collect();
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
     let rows = if let specc_compiler::model::DataSource::Images { spec, .. } = &model.data {
-        // Images: decoded and transformed as in evaluation, in memory, each
-        // row named by its file (the first column, `path`).
-        let (ds, keys) = load_images(model, &session, spec, opts.data)?;
-        let all: Vec<u32> = (0..ds.rows as u32).collect();
-        let mut source = SequentialBatches::new(&ds, &session.layout, &all, batch as usize)?;
+        // Images: decoded and transformed as in evaluation, a batch at a
+        // time, each row named by its file (the first column, `path`).
+        let examples =
+            images::list_unlabeled(opts.data, &spec.source).map_err(|e| e.to_string())?;
+        let keys = examples.iter().map(|e| e.key()).collect();
+        let image = model
+            .input_specs()
+            .into_iter()
+            .find(|i| i.columns.len() == 1 && i.columns[0] == images::IMAGE_COLUMN)
+            .ok_or("the spec declares no image input")?;
+        let mut source =
+            images::ImageBatches::new(examples, spec.pipeline.clone(), &image.name, spec.threads);
         write_predictions(opts.output, format, columns, Some(keys), |w| {
             predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
         })?
@@ -140,52 +145,6 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
     };
     finished(rows, &prefix, opts.output);
     Ok(())
-}
-
-/// The images of `data` (a directory of image files, a CSV of paths, or
-/// TFRecord Examples, as [`images::list_unlabeled`] reads them) through the
-/// spec's image pipeline without its random transforms, as a data set with
-/// every input of the session (the label zeros, unread by `predict`), and
-/// the name of each row.
-fn load_images(
-    model: &specc_compiler::Model,
-    session: &Session,
-    spec: &specc_runtime::data::ImagesSpec,
-    data: &Path,
-) -> Result<(Dataset, Vec<String>), Failure> {
-    let examples = images::list_unlabeled(data, &spec.source).map_err(|e| e.to_string())?;
-    let image = model
-        .input_specs()
-        .into_iter()
-        .find(|i| i.columns.len() == 1 && i.columns[0] == images::IMAGE_COLUMN)
-        .ok_or("the spec declares no image input")?;
-    let options = images::LoadOptions {
-        threads: spec.threads,
-        training: false,
-        ..images::LoadOptions::default()
-    };
-    let (ds, _) = images::load_listed(
-        &examples,
-        Vec::new(),
-        &spec.pipeline,
-        &image.name,
-        None,
-        &options,
-    )
-    .map_err(|e| e.to_string())?;
-    let mut inputs = ds.inputs;
-    for l in &session.layout.inputs {
-        if !inputs.iter().any(|d| d.name == l.name) {
-            let n = ds.rows * l.per_example;
-            let values = match l.elem {
-                ElemType::F32 => Values::F32(vec![0.0; n]),
-                ElemType::I32 => Values::I32(vec![0; n]),
-            };
-            inputs.push(InputData::new(&l.name, l.per_example, values));
-        }
-    }
-    let ds = Dataset::from_inputs(ds.rows, inputs)?;
-    Ok((ds, examples.iter().map(|e| e.key()).collect()))
 }
 
 /// `--tflite`: the exported model in specc's TFLite interpreter, fed by the
