@@ -186,3 +186,122 @@ fn fill_noise(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The noise modes TF fills with random numbers (which the golden file
+    //! cannot record): where the values come from and what range they keep.
+    use super::*;
+
+    /// A `[1, 4, 5, 2]` image of distinct positive values, channel 1 ten
+    /// times channel 0.
+    fn image() -> ArrayD<f32> {
+        ArrayD::from_shape_fn(IxDyn(&[1, 4, 5, 2]), |i| {
+            (1 + i[1] * 5 + i[2]) as f32 * if i[3] == 0 { 1.0 } else { 10.0 }
+        })
+    }
+
+    fn options(noise: GlimpseNoise) -> GlimpseOptions {
+        GlimpseOptions {
+            centered: false,
+            normalized: false,
+            noise,
+            version: 2,
+        }
+    }
+
+    /// A fixed sequence of draws in [0, 1), counted.
+    fn counting(count: &mut usize) -> impl FnMut() -> f32 + '_ {
+        move || {
+            *count += 1;
+            (*count % 7) as f32 / 7.0
+        }
+    }
+
+    #[test]
+    fn a_glimpse_inside_the_image_is_a_copy_and_draws_nothing() {
+        let mut count = 0;
+        let got = extract_glimpse(
+            &image(),
+            [2, 3],
+            &[[1.0, 1.0]],
+            options(GlimpseNoise::Uniform),
+            &mut counting(&mut count),
+        )
+        .unwrap();
+        assert_eq!(count, 0);
+        let want = image().slice(ndarray::s![.., 1..3, 1..4, ..]).to_owned();
+        assert_eq!(got, want.into_dyn());
+    }
+
+    #[test]
+    fn noise_fills_only_the_cells_outside_within_the_image_range() {
+        let input = image();
+        // Offset (−1, 3): one row above the image, the last two columns past it.
+        let at = [[-1.0, 3.0]];
+        let zero = extract_glimpse(
+            &input,
+            [3, 4],
+            &at,
+            options(GlimpseNoise::Zero),
+            &mut || panic!("zero noise draws nothing"),
+        )
+        .unwrap();
+        let inside = zero.iter().filter(|&&v| v != 0.0).count();
+        assert_eq!(inside, 2 * 2 * 2, "rows 0..2, columns 3..5 of the image");
+        for noise in [GlimpseNoise::Uniform, GlimpseNoise::Gaussian] {
+            let mut count = 0;
+            let got = extract_glimpse(
+                &input,
+                [3, 4],
+                &at,
+                options(noise),
+                &mut counting(&mut count),
+            )
+            .unwrap();
+            assert!(count > 0, "{noise:?} draws");
+            for (i, (&g, &z)) in got.iter().zip(zero.iter()).enumerate() {
+                let ch = i % 2;
+                let (lo, hi) = match noise {
+                    // Uniform: the whole image's range.
+                    GlimpseNoise::Uniform => (1.0, 200.0),
+                    // Gaussian: clipped to the channel's range.
+                    _ if ch == 0 => (1.0, 20.0),
+                    _ => (10.0, 200.0),
+                };
+                if z != 0.0 {
+                    assert_eq!(g, z, "{noise:?} [{i}]: the image's value");
+                } else {
+                    assert!(
+                        (lo..=hi).contains(&g),
+                        "{noise:?} [{i}]: {g} outside [{lo}, {hi}]"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        let none = &mut || 0.0;
+        let flat = ArrayD::<f32>::zeros(IxDyn(&[4, 5, 2]));
+        assert!(extract_glimpse(
+            &flat,
+            [1, 1],
+            &[[0.0, 0.0]],
+            options(GlimpseNoise::Zero),
+            none
+        )
+        .is_err());
+        assert!(extract_glimpse(&image(), [1, 1], &[], options(GlimpseNoise::Zero), none).is_err());
+        let empty = ArrayD::<f32>::zeros(IxDyn(&[1, 0, 5, 2]));
+        assert!(extract_glimpse(
+            &empty,
+            [1, 1],
+            &[[0.0, 0.0]],
+            options(GlimpseNoise::Zero),
+            none
+        )
+        .is_err());
+    }
+}
