@@ -1028,6 +1028,16 @@ fn list_tfrecord(
 }
 
 impl ImageExample {
+    /// The encoded bytes: held (a TFRecord's), or read from the file.
+    pub fn read(&self) -> Result<std::borrow::Cow<'_, [u8]>, DataError> {
+        match &self.bytes {
+            Some(b) => Ok(std::borrow::Cow::Borrowed(b)),
+            None => std::fs::read(&self.file)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| self.error(format!("cannot read: {e}"))),
+        }
+    }
+
     /// The example as `specc predict` names it: its file, and for a
     /// TFRecord its record (`images.tfrecord#12`).
     pub fn key(&self) -> String {
@@ -1157,15 +1167,7 @@ impl crate::source::BatchSource for ImageBatches {
                     let results =
                         fill_in_order(&mut dst[..n * width], width, self.threads, |k, px| {
                             let ex = &examples[k];
-                            let owned;
-                            let bytes: &[u8] = match &ex.bytes {
-                                Some(b) => b,
-                                None => {
-                                    owned = std::fs::read(&ex.file)
-                                        .map_err(|e| ex.error(format!("cannot read: {e}")))?;
-                                    &owned
-                                }
-                            };
+                            let bytes = &*ex.read()?;
                             pipeline
                                 .apply(bytes, false, (0, 0, (base + k) as u64), px)
                                 .map_err(|m| ex.error(m))
@@ -1257,15 +1259,7 @@ pub fn load_listed(
     let width = h * w * c;
     let results = map_in_order(examples.len(), options.threads, |i| {
         let ex = &examples[i];
-        let owned;
-        let bytes: &[u8] = match &ex.bytes {
-            Some(b) => b,
-            None => {
-                owned =
-                    std::fs::read(&ex.file).map_err(|e| ex.error(format!("cannot read: {e}")))?;
-                &owned
-            }
-        };
+        let bytes = &*ex.read()?;
         if let Some(n) = options.num_classes {
             if ex.label < 0 || ex.label >= n as i64 {
                 return Err(DataError::at(
@@ -1388,15 +1382,7 @@ impl Augmenter {
                 .examples
                 .get(row)
                 .ok_or_else(|| DataError::new(IMAGE_COLUMN, format!("row {row} out of range")))?;
-            let owned;
-            let bytes: &[u8] = match &ex.bytes {
-                Some(b) => b,
-                None => {
-                    owned = std::fs::read(&ex.file)
-                        .map_err(|e| ex.error(format!("cannot read: {e}")))?;
-                    &owned
-                }
-            };
+            let bytes = &*ex.read()?;
             self.pipeline
                 .apply(bytes, true, (self.seed, epoch, row as u64), px)
                 .map_err(|m| ex.error(m))
