@@ -85,6 +85,10 @@ pub struct Options {
     /// The most rows a session runs at once; by default the spec's
     /// `train { batch }` (`specc predict` runs larger batches).
     pub max_batch: Option<u32>,
+    /// Trained by this many replicas (data-parallel, over MPI): the step is
+    /// split at the gradient exchange (`optim::replicas`); `train { batch }`
+    /// is the global batch.
+    pub replicas: Option<u32>,
 }
 
 impl Default for Options {
@@ -94,6 +98,7 @@ impl Default for Options {
             threads: specc_runtime::threads::threads(),
             update_only: false,
             max_batch: None,
+            replicas: None,
         }
     }
 }
@@ -111,7 +116,7 @@ pub fn plan_model_with(
 ) -> Result<Planned, Vec<Diagnostic>> {
     guard(|| {
         let mut model = if which.needs_build() {
-            crate::build(src)?
+            crate::build_replicated(src, options.replicas)?
         } else {
             crate::check(src)?
         };
@@ -141,6 +146,9 @@ pub fn plan_model_with(
             ));
             if let Some(summary) = fs.summary_step.as_ref() {
                 plans.push(plan::plan(&model.graph, summary, &placement, threads));
+            }
+            if let Some(replica) = fs.replica_grad.as_ref() {
+                plans.push(plan::plan(&model.graph, replica, &placement, threads));
             }
         }
         if which.eval {

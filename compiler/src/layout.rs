@@ -10,7 +10,9 @@
 //! Invariant: offsets are multiples of 16 elements (64 bytes) and the layout
 //! is a pure function of the model (deterministic).
 
-use specc_runtime::abi::{ArenaLayout, ElemType, InputLayout, Layout, VarLayout, VarRole};
+use specc_runtime::abi::{
+    ArenaLayout, ElemType, InputLayout, Layout, VarLayout, VarRole, EXCHANGE_GATHER, EXCHANGE_SUM,
+};
 use specc_runtime::data::InputKind;
 use specc_runtime::init::Initializer;
 
@@ -95,6 +97,24 @@ pub fn place(model: &Model) -> VarPlacement {
         name: "optimizer".into(),
         len: off,
     });
+    // What replicas exchange: one arena summed over the replicas (packed,
+    // so the allreduce is one call over contiguous memory), one gathered.
+    for (gather, name) in [(false, EXCHANGE_SUM), (true, EXCHANGE_GATHER)] {
+        let arena = arenas.len();
+        let mut off = 0;
+        for (i, v) in model.vars.iter().enumerate() {
+            if v.kind == (VarKind::Exchange { gather }) {
+                vars[i] = (arena, off);
+                off += align(numel(i));
+            }
+        }
+        if off > 0 {
+            arenas.push(ArenaLayout {
+                name: name.into(),
+                len: off,
+            });
+        }
+    }
     // Constant tensors.
     let const_arena = arenas.len();
     let mut consts = Vec::new();
@@ -129,6 +149,7 @@ pub fn place(model: &Model) -> VarPlacement {
                 VarKind::Average { param } => VarRole::Average {
                     param: g.vars[*param as usize].name.clone(),
                 },
+                VarKind::Exchange { gather } => VarRole::Exchange { gather: *gather },
             },
         });
     }

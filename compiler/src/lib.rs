@@ -90,10 +90,17 @@ pub fn check(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
 
 /// Parses, checks and differentiates a spec, and builds its training step.
 pub fn build(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
+    build_replicated(src, None)
+}
+
+/// [`build`] for a model trained by `replicas` data-parallel replicas (the
+/// step split at the gradient exchange, see [`optim::replicas`]).
+pub fn build_replicated(src: &SourceFile, replicas: Option<u32>) -> Result<Model, Vec<Diagnostic>> {
     guard(|| {
         let ast = parse(src)?;
         let dir = std::path::Path::new(&src.path).parent();
         let mut model = sema::check_in(&ast, &default_name(src), dir)?;
+        model.replicas = replicas;
         optim::build(&mut model)?;
         Ok(model)
     })

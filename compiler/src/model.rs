@@ -73,6 +73,10 @@ pub enum VarKind {
     Optimizer,
     /// The moving average of a parameter (TF's `W/ExponentialMovingAverage`).
     Average { param: u32 },
+    /// What replicas exchange between `replica_grad` and `step` (a gradient,
+    /// the loss, a state update; an `IndexedSlices`'s ids and rows when
+    /// `gather`): not model state, never saved.
+    Exchange { gather: bool },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -265,6 +269,10 @@ pub struct Functions {
     /// non-finite flag per feature, parameter and binding (see [`crate::debug`]).
     /// Built only on request, never for training.
     pub check: Option<Function>,
+    /// Trained by replicas ([`Model::replicas`]): forward and backward on one
+    /// replica's rows, writing the exchange variables the `step` then reads
+    /// (see [`crate::optim::replicas`]).
+    pub replica_grad: Option<Function>,
 }
 
 /// A variable the training step assigns besides the optimizer's updates: a
@@ -340,6 +348,9 @@ pub struct Model {
     /// metrics, logged tensors); empty without `summaries` and `logging {
     /// tensors }`.
     pub step_outputs: Vec<Output>,
+    /// How many replicas train the model together (`None`: one process,
+    /// one `step`); set before [`crate::optim::build`].
+    pub replicas: Option<u32>,
 }
 
 impl Model {

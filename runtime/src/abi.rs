@@ -56,6 +56,13 @@ pub const SYNC_GENERATION: i32 = 64;
 /// sums for summaries, logged tensors): the same updates as `step`, called
 /// on the steps a hook asks for it ([`crate::train::RunContext::request_summary_outputs`]).
 pub const SUMMARY_STEP: &str = "summary_step";
+/// The per-replica function of a data-parallel model: forward and backward
+/// on the replica's rows, writing the exchange variables (`VarRole::Exchange`).
+pub const REPLICA_GRAD: &str = "replica_grad";
+/// The arena of exchange variables summed over the replicas (one allreduce).
+pub const EXCHANGE_SUM: &str = "exchange/sum";
+/// The arena of exchange variables gathered from the replicas in order.
+pub const EXCHANGE_GATHER: &str = "exchange/gather";
 
 /// The scalar output every `step` and `eval` function has: the loss.
 pub const OUTPUT_LOSS: &str = "loss";
@@ -128,6 +135,21 @@ pub enum VarRole {
         param: String,
     },
     Constant,
+    /// What data-parallel replicas exchange between `replica_grad` and
+    /// `step` (a gradient, the loss, a state update in the [`EXCHANGE_SUM`]
+    /// arena; an `IndexedSlices`'s ids or rows, `gather`, in
+    /// [`EXCHANGE_GATHER`]): scratch between two calls, not model state.
+    Exchange {
+        gather: bool,
+    },
+}
+
+impl VarRole {
+    /// Whether the variable is part of the model's state: saved in
+    /// checkpoints, restored, listed (not a constant or an exchange value).
+    pub fn is_state(&self) -> bool {
+        !matches!(self, VarRole::Constant | VarRole::Exchange { .. })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -132,6 +132,40 @@ impl Session {
         Ok(())
     }
 
+    /// The index of arena `name` in the layout.
+    pub fn arena_index(&self, name: &str) -> Option<usize> {
+        self.layout.arenas.iter().position(|a| a.name == name)
+    }
+
+    /// Arena `index`'s memory (its layout length in elements).
+    pub fn arena(&self, index: usize) -> &[f32] {
+        &self.arenas[index].f32s()[..self.layout.arenas[index].len]
+    }
+
+    /// Arena `index`'s memory, writable.
+    pub fn arena_mut(&mut self, index: usize) -> &mut [f32] {
+        let len = self.layout.arenas[index].len;
+        &mut self.arenas[index].f32s_mut()[..len]
+    }
+
+    /// Exchanges arena `index`'s memory with `other` (at least the arena's
+    /// length): what a collective received into `other` becomes the arena
+    /// without a copy. Functions read their arenas' addresses at every call,
+    /// so the swap holds from the next call on.
+    pub fn swap_arena(&mut self, index: usize, other: &mut AlignedBuf) -> Result<(), String> {
+        let len = self.layout.arenas[index].len;
+        if other.f32s().len() < len {
+            return Err(format!(
+                "arena `{}` holds {len} values, the buffer only {}",
+                self.layout.arenas[index].name,
+                other.f32s().len()
+            ));
+        }
+        std::mem::swap(&mut self.arenas[index], other);
+        self.arena_ptrs[index] = self.arenas[index].as_ptr() as *mut f32;
+        Ok(())
+    }
+
     /// `(shadow, parameter)` names of every moving average.
     pub fn averages(&self) -> Vec<(String, String)> {
         self.layout

@@ -267,6 +267,9 @@ pub struct ShuffledBatches<'d> {
     rows: Vec<u32>,
     idx: Vec<u32>,
     batch_rows: Vec<u32>,
+    /// A replica's slice of every batch (`start..end` of its rows), in a
+    /// data-parallel run; the whole batch otherwise.
+    shard: std::ops::Range<usize>,
 }
 
 impl<'d> ShuffledBatches<'d> {
@@ -296,7 +299,20 @@ impl<'d> ShuffledBatches<'d> {
             rows,
             idx: vec![0; batch],
             batch_rows: vec![0; batch],
+            shard: 0..batch,
         })
+    }
+
+    /// Replica `rank`'s share of the same batches, for a data-parallel run of
+    /// `replicas` replicas: every replica draws the global batch order and
+    /// keeps its contiguous slice ([`crate::train::replicas::shard_rows`]), so
+    /// the replicas' rows together are the batch one process would train on.
+    pub fn shard(mut self, rank: usize, replicas: usize) -> ShuffledBatches<'d> {
+        use crate::train::replicas::{shard_rows, shard_start};
+        let batch = self.batch_rows.len();
+        let start = shard_start(batch, replicas, rank);
+        self.shard = start..start + shard_rows(batch, replicas)[rank];
+        self
     }
 
     /// Epochs that have contributed at least one row so far.
@@ -306,7 +322,7 @@ impl<'d> ShuffledBatches<'d> {
 
     /// The rows (indices into the data) of the last batch.
     pub fn last_batch_rows(&self) -> &[u32] {
-        &self.batch_rows
+        &self.batch_rows[self.shard.clone()]
     }
 }
 
@@ -317,9 +333,9 @@ impl BatchSource for ShuffledBatches<'_> {
         for (r, &i) in self.batch_rows.iter_mut().zip(&self.idx) {
             *r = self.rows[i as usize];
         }
-        self.binding
-            .gather_unchecked(self.data, &self.batch_rows, buffers);
-        Ok(self.batch_rows.len())
+        let rows = &self.batch_rows[self.shard.clone()];
+        self.binding.gather_unchecked(self.data, rows, buffers);
+        Ok(rows.len())
     }
 
     fn position(&self) -> Option<Vec<i64>> {

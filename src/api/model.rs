@@ -104,7 +104,7 @@ impl Model {
             .layout
             .vars
             .iter()
-            .filter(|v| v.kind != VarRole::Constant)
+            .filter(|v| v.kind.is_state())
             .map(|v| (v.name.clone(), v.shape.clone()))
             .collect()
     }

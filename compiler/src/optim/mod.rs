@@ -15,6 +15,7 @@
 //! averages read the parameters' new values.
 
 pub mod clip;
+pub mod replicas;
 pub mod sparse;
 pub mod table;
 
@@ -74,7 +75,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     // A gradient that is an IndexedSlices (the table's only use is a lookup)
     // stays sparse: clipping and the global norm see its rows (as TF's do),
     // and the optimizer applies it with TF's sparse semantics.
-    let sparse_ids: Vec<Option<NodeId>> = grads
+    let mut sparse_ids: Vec<Option<NodeId>> = grads
         .iter()
         .map(|&gr| indexed_slices(&model.graph, gr).map(|(ids, _)| ids))
         .collect();
@@ -82,6 +83,20 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         if ids.is_some() {
             *gr = model.graph.inputs_of(*gr)[2];
         }
+    }
+
+    // Trained by replicas: the step reads the replicas' combined gradients,
+    // loss and state updates from exchange variables (`replicas`).
+    let mut state_updates: Vec<(u32, NodeId)> = model
+        .state_updates
+        .iter()
+        .map(|u| (u.var, u.value))
+        .collect();
+    let mut step_loss = model.loss;
+    if model.replicas.is_some() {
+        let split = replicas::split(model, &params, &mut grads, &mut sparse_ids, &state_updates);
+        step_loss = split.loss;
+        state_updates = split.state_updates;
     }
 
     // The global norm of the raw gradients (metric), then clipping in order.
@@ -144,11 +159,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         })
         .collect();
 
-    let state_updates: Vec<(u32, NodeId)> = model
-        .state_updates
-        .iter()
-        .map(|u| (u.var, u.value))
-        .collect();
+    let replicated = model.replicas.is_some();
     let g = &mut model.graph;
     g.current_span = Some(opt.span);
     let globals: Vec<NodeId> = global_vars.iter().map(|&v| g.var(v)).collect();
@@ -157,7 +168,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     let mut step = Function::new("step");
     step.outputs.push(Output {
         name: OUTPUT_LOSS.into(),
-        node: model.loss,
+        node: step_loss,
     });
     // The learning rate this step used (a schedule's current value).
     step.outputs.push(Output {
@@ -171,8 +182,9 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         });
     }
 
-    // The runtime checks (`tf.debugging`), one scalar each.
-    for (i, a) in model.assertions.iter().enumerate() {
+    // The runtime checks (`tf.debugging`), one scalar each (a replica's
+    // `replica_grad` returns them instead).
+    for (i, a) in model.assertions.iter().enumerate().filter(|_| !replicated) {
         step.outputs.push(Output {
             name: assertion_output(i),
             node: a.node,

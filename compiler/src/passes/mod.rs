@@ -62,8 +62,8 @@ pub fn optimize(model: &mut Model) {
     }
 }
 
-/// Replaces `Op::Training` in each function: 1 in `grad`, `step` and
-/// `summary_step`, 0 in `eval`, `predict` and `check`, so the rules fold
+/// Replaces `Op::Training` in each function: 1 in `grad`, `step`,
+/// `summary_step` and `replica_grad`, 0 in `eval`, `predict` and `check`, so the rules fold
 /// each function to its mode (dropout and batch normalization keep one
 /// branch).
 fn resolve_training(m: &mut Model) {
@@ -81,6 +81,7 @@ fn resolve_training(m: &mut Model) {
         (fs.grad.as_mut(), one),
         (fs.step.as_mut(), one),
         (fs.summary_step.as_mut(), one),
+        (fs.replica_grad.as_mut(), one),
     ] {
         let Some(f) = f else { continue };
         for o in &mut f.outputs {
@@ -100,6 +101,7 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
         m.functions.grad.as_ref(),
         m.functions.step.as_ref(),
         m.functions.summary_step.as_ref(),
+        m.functions.replica_grad.as_ref(),
         m.functions.check.as_ref(),
     ]
     .into_iter()
@@ -123,6 +125,7 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
         m.functions.grad.as_mut(),
         m.functions.step.as_mut(),
         m.functions.summary_step.as_mut(),
+        m.functions.replica_grad.as_mut(),
         m.functions.check.as_mut(),
     ]
     .into_iter()

@@ -475,6 +475,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             step: None,
             summary_step: None,
             check: None,
+            replica_grad: None,
         },
         bindings: st.bindings,
         binding_spans: st.binding_spans,
@@ -489,6 +490,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         evaluate: st.evaluate.map(|c| c.0).unwrap_or_default(),
         warm_start: st.warm_start.map(|c| c.0),
         step_outputs,
+        replicas: None,
     })
 }
 

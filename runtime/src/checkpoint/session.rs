@@ -14,7 +14,6 @@
 use super::bundle::BundleReader;
 use super::tensor::{shape_string, DType, Tensor, TensorRef};
 use super::CheckpointError;
-use crate::abi::VarRole;
 use crate::session::Session;
 
 /// TF's name of the global step.
@@ -25,7 +24,7 @@ impl Session {
     pub fn checkpoint_tensors(&self) -> Vec<(&str, TensorRef<'_>)> {
         let mut out = Vec::with_capacity(self.layout.vars.len() + 1);
         for v in &self.layout.vars {
-            if v.kind == VarRole::Constant {
+            if !v.kind.is_state() {
                 continue;
             }
             if let Some(t) = self
@@ -46,7 +45,7 @@ impl Session {
         let index = reader.index_file().to_path_buf();
         let mut names = Vec::new();
         for v in &self.layout.vars {
-            if v.kind == VarRole::Constant {
+            if !v.kind.is_state() {
                 continue;
             }
             let e = reader.entry(&v.name).ok_or_else(|| {

@@ -23,6 +23,7 @@
 pub mod checkpoint_saver;
 pub mod eval;
 pub mod hooks;
+pub mod replicas;
 pub mod timer;
 
 use std::fmt;
@@ -145,13 +146,16 @@ impl From<DataError> for TrainError {
     }
 }
 
-/// Runs the compiled `step` function one batch at a time.
-#[derive(Clone, Debug)]
+/// Runs the compiled `step` function one batch at a time (replicated: see
+/// [`replicas`]).
+#[derive(Debug)]
 pub struct Trainer {
     step: StepFunction,
     /// The step that also returns what hooks read, when the program has one.
     summary: Option<StepFunction>,
     steps: u64,
+    /// Data-parallel: `replica_grad` and the exchange before each step.
+    replica: Option<replicas::ReplicaStep>,
 }
 
 /// A compiled training step and the positions of the outputs the trainer
@@ -203,7 +207,20 @@ impl Trainer {
             step: StepFunction::new(session, step)?,
             summary,
             steps: 0,
+            replica: None,
         })
+    }
+
+    /// A trainer for one replica of a data-parallel run: each step runs
+    /// `replica_grad` on this replica's rows, exchanges over `comm`, then
+    /// runs `step` (see [`replicas`]).
+    pub fn replicated(
+        session: &Session,
+        comm: std::sync::Arc<dyn replicas::Collective>,
+    ) -> Result<Trainer, String> {
+        let mut t = Trainer::new(session)?;
+        t.replica = Some(replicas::ReplicaStep::new(session, comm)?);
+        Ok(t)
     }
 
     /// Runs one step on the next batch of `source`; `None` when the source
@@ -235,24 +252,18 @@ impl Trainer {
             _ => &self.step,
         };
         let f = func.index;
+        if let Some(r) = self.replica.as_mut() {
+            r.exchange(session, rows).map_err(TrainError::Session)?;
+            check_assertions(session, r.grad, &r.assertions, rows, self.steps + 1)?;
+            r.combine(session).map_err(TrainError::Session)?;
+        }
         session.call(f, rows).map_err(TrainError::Session)?;
         self.steps += 1;
         let scalar = |k: Option<usize>| {
             k.and_then(|k| session.output_at(f, k, rows))
                 .and_then(|v| v.first().copied())
         };
-        // The runtime checks: one load and compare each (none without them).
-        for (i, &k) in func.assertions.iter().enumerate() {
-            let value = scalar(Some(k)).unwrap_or(0.0);
-            if value != 0.0 {
-                return Err(TrainError::Assertion {
-                    step: self.steps,
-                    global_step: session.global_step,
-                    assertion: Box::new(session.function_layout(f).assertions[i].clone()),
-                    value,
-                });
-            }
-        }
+        check_assertions(session, f, &func.assertions, rows, self.steps)?;
         Ok(Some(StepValues {
             step: self.steps,
             global_step: session.global_step,
@@ -262,6 +273,11 @@ impl Trainer {
             global_norm: scalar(func.global_norm),
             function: f,
         }))
+    }
+
+    /// The replicated step, in a data-parallel run.
+    pub fn replica(&self) -> Option<&replicas::ReplicaStep> {
+        self.replica.as_ref()
     }
 
     /// Steps run so far.
@@ -278,6 +294,32 @@ impl Trainer {
     pub fn summary_function(&self) -> usize {
         self.summary.as_ref().unwrap_or(&self.step).index
     }
+}
+
+/// The runtime checks of function `f` after a call (outputs `positions`):
+/// one load and compare each, none without them.
+fn check_assertions(
+    session: &Session,
+    f: usize,
+    positions: &[usize],
+    rows: usize,
+    step: u64,
+) -> Result<(), TrainError> {
+    for (i, &k) in positions.iter().enumerate() {
+        let value = session
+            .output_at(f, k, rows)
+            .and_then(|v| v.first().copied())
+            .unwrap_or(0.0);
+        if value != 0.0 {
+            return Err(TrainError::Assertion {
+                step,
+                global_step: session.global_step,
+                assertion: Box::new(session.function_layout(f).assertions[i].clone()),
+                value,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// How a [`fit`] ended.
@@ -300,7 +342,17 @@ pub fn fit(
     source: &mut dyn BatchSource,
     hooks: &mut [&mut dyn Hook],
 ) -> Result<FitSummary, TrainError> {
-    let mut trainer = Trainer::new(session).map_err(TrainError::Session)?;
+    let trainer = Trainer::new(session).map_err(TrainError::Session)?;
+    fit_with(trainer, session, source, hooks)
+}
+
+/// [`fit`] with a given trainer (a replica's, [`Trainer::replicated`]).
+pub fn fit_with(
+    mut trainer: Trainer,
+    session: &mut Session,
+    source: &mut dyn BatchSource,
+    hooks: &mut [&mut dyn Hook],
+) -> Result<FitSummary, TrainError> {
     let summary_fn = trainer.summary_function();
     let mut ctx = RunContext::new(session, source, trainer.step_function(), summary_fn);
     for h in hooks.iter_mut() {

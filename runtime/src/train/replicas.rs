@@ -1,0 +1,343 @@
+//! Synchronous data-parallel training: one step on every replica, joined at
+//! the gradient exchange (TF's `SyncReplicasOptimizer`, Horovod's allreduce).
+//!
+//! Owns: [`Collective`] (the three collectives a step needs — allreduce,
+//! allgather, broadcast — whatever carries them: MPI in the CLI, [`Solo`]
+//! for one process), [`shard_rows`] (how a global batch is cut between
+//! replicas), and [`ReplicaStep`], which the [`super::Trainer`] runs in place
+//! of the plain `step`: `replica_grad` on this replica's rows, the sum of the
+//! `exchange/sum` arena over the replicas, the gathered `IndexedSlices`, then
+//! `step`, which applies the combined gradients.
+//!
+//! Invariants: every replica calls the collectives in the same order with the
+//! same sizes (the step is the same program everywhere, and replica `r`
+//! always holds `shard_rows(batch, n)[r]` rows); the allreduce receives into
+//! a buffer allocated once and swapped with the arena, so a step allocates
+//! nothing; all replicas get the same bits of every exchanged value (MPI's
+//! reduction result is the same on every rank), hence identical parameters,
+//! which [`fingerprint`] lets a caller verify.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::abi::{VarRole, EXCHANGE_SUM, REPLICA_GRAD};
+use crate::memory::AlignedBuf;
+use crate::session::Session;
+
+/// The collectives of a data-parallel step, over `replicas()` processes.
+/// Implementations block until every replica has called, and give every
+/// replica the same result.
+pub trait Collective {
+    /// This replica's index, `0..replicas()`.
+    fn rank(&self) -> usize;
+    /// How many replicas train together.
+    fn replicas(&self) -> usize;
+    /// `recv = Σ_replicas send`, elementwise.
+    fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32]);
+    /// `recv` = every replica's `send` in replica order; replica `r` sends
+    /// `counts[r]` values, placed at `displs[r]`.
+    fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]);
+    /// Replica 0's `values` on every replica.
+    fn broadcast(&self, values: &mut [u32]);
+}
+
+/// One process alone: the collectives are copies. (What a single process
+/// running the replicated step sees; used by the tests of the split step.)
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Solo;
+
+impl Collective for Solo {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn replicas(&self) -> usize {
+        1
+    }
+    fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32]) {
+        recv[..send.len()].copy_from_slice(send);
+    }
+    fn all_gather(&self, send: &[u32], recv: &mut [u32], _: &[i32], displs: &[i32]) {
+        let at = displs[0] as usize;
+        recv[at..at + send.len()].copy_from_slice(send);
+    }
+    fn broadcast(&self, _: &mut [u32]) {}
+}
+
+/// The rows of a global batch of `batch` that each of `replicas` replicas
+/// computes: contiguous slices in replica order, the first `batch %
+/// replicas` one row longer.
+pub fn shard_rows(batch: usize, replicas: usize) -> Vec<usize> {
+    let n = replicas.max(1);
+    (0..n)
+        .map(|r| batch / n + usize::from(r < batch % n))
+        .collect()
+}
+
+/// Where replica `rank`'s slice of a global batch starts.
+pub fn shard_start(batch: usize, replicas: usize, rank: usize) -> usize {
+    shard_rows(batch, replicas)[..rank].iter().sum()
+}
+
+/// A gathered exchange variable: `replica_grad`'s output of the same name
+/// (this replica's rows) gathered into the variable (the global batch's).
+#[derive(Debug)]
+struct Gather {
+    output: usize,
+    var: String,
+    per_row: usize,
+    counts: Vec<i32>,
+    displs: Vec<i32>,
+}
+
+/// The replicated form of one training step (see the module doc).
+pub struct ReplicaStep {
+    comm: Arc<dyn Collective>,
+    /// `replica_grad`'s index and the positions of its runtime checks.
+    pub(super) grad: usize,
+    pub(super) assertions: Vec<usize>,
+    sum_arena: Option<usize>,
+    spare: AlignedBuf,
+    gathers: Vec<Gather>,
+    send: Vec<u32>,
+    recv: Vec<u32>,
+    rows: usize,
+}
+
+impl fmt::Debug for ReplicaStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplicaStep")
+            .field("rank", &self.comm.rank())
+            .field("replicas", &self.comm.replicas())
+            .field("rows", &self.rows)
+            .field("gathers", &self.gathers)
+            .finish()
+    }
+}
+
+impl ReplicaStep {
+    /// The replicated step of a session compiled for `comm.replicas()`
+    /// replicas (it has `replica_grad` and exchange variables); the global
+    /// batch is the session's `max_batch`.
+    pub fn new(session: &Session, comm: Arc<dyn Collective>) -> Result<ReplicaStep, String> {
+        let grad = session.function_index(REPLICA_GRAD).ok_or(
+            "the program was not compiled for replicas: it has no `replica_grad` function",
+        )?;
+        let assertions = session
+            .function_layout(grad)
+            .assertions
+            .iter()
+            .map(|a| {
+                session
+                    .output_index(grad, &a.output)
+                    .ok_or_else(|| format!("`{REPLICA_GRAD}` has no output `{}`", a.output))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let batch = session.max_batch();
+        let (n, rank) = (comm.replicas(), comm.rank());
+        let shards = shard_rows(batch, n);
+        if shards.contains(&0) {
+            return Err(format!(
+                "a global batch of {batch} rows cannot be shared by {n} replicas: \
+                 every replica needs at least one row"
+            ));
+        }
+        let sum_arena = session.arena_index(EXCHANGE_SUM);
+        let spare =
+            AlignedBuf::zeroed(sum_arena.map_or(0, |a| session.layout.arenas[a].len).max(1) * 4)?;
+        let mut gathers = Vec::new();
+        let (mut most_sent, mut most_received) = (0, 0);
+        for v in &session.layout.vars {
+            if v.kind != (VarRole::Exchange { gather: true }) {
+                continue;
+            }
+            let output = session.output_index(grad, &v.name).ok_or_else(|| {
+                format!(
+                    "`{REPLICA_GRAD}` has no output for the gathered `{}`",
+                    v.name
+                )
+            })?;
+            let total: usize = v.shape.iter().product();
+            let per_row = total / batch.max(1);
+            let counts: Vec<i32> = shards
+                .iter()
+                .map(|&r| i32::try_from(r * per_row).map_err(|_| too_many(&v.name)))
+                .collect::<Result<_, _>>()?;
+            let mut displs = Vec::with_capacity(n);
+            let mut at = 0i32;
+            for &c in &counts {
+                displs.push(at);
+                at = at.checked_add(c).ok_or_else(|| too_many(&v.name))?;
+            }
+            most_sent = most_sent.max(shards[rank] * per_row);
+            most_received = most_received.max(total);
+            gathers.push(Gather {
+                output,
+                var: v.name.clone(),
+                per_row,
+                counts,
+                displs,
+            });
+        }
+        Ok(ReplicaStep {
+            comm,
+            grad,
+            assertions,
+            sum_arena,
+            spare,
+            gathers,
+            send: vec![0; most_sent],
+            recv: vec![0; most_received],
+            rows: shards[rank],
+        })
+    }
+
+    /// The rows this replica computes each step.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The collectives.
+    pub fn collective(&self) -> &dyn Collective {
+        &*self.comm
+    }
+
+    /// Runs `replica_grad` on the `rows` filled rows, exchanges, and leaves
+    /// the combined values in the exchange variables for `step`.
+    pub(super) fn exchange(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
+        if rows != self.rows {
+            return Err(format!(
+                "replica {} got {rows} rows, not its {} of the global batch: the replicas \
+                 would fall out of step",
+                self.comm.rank(),
+                self.rows
+            ));
+        }
+        session.call(self.grad, rows)?;
+        Ok(())
+    }
+
+    /// The collectives after `replica_grad` (and its checks) ran.
+    pub(super) fn combine(&mut self, session: &mut Session) -> Result<(), String> {
+        if let Some(a) = self.sum_arena {
+            let len = session.layout.arenas[a].len;
+            self.comm
+                .all_reduce_sum(session.arena(a), &mut self.spare.f32s_mut()[..len]);
+            session.swap_arena(a, &mut self.spare)?;
+        }
+        for g in &self.gathers {
+            let n = self.rows * g.per_row;
+            let local = session
+                .output_at(self.grad, g.output, self.rows)
+                .ok_or_else(|| format!("no output for `{}`", g.var))?;
+            for (d, s) in self.send[..n].iter_mut().zip(local) {
+                *d = s.to_bits();
+            }
+            let total = self
+                .recv
+                .len()
+                .min(g.counts.iter().map(|&c| c as usize).sum::<usize>());
+            self.comm.all_gather(
+                &self.send[..n],
+                &mut self.recv[..total],
+                &g.counts,
+                &g.displs,
+            );
+            let var = session
+                .var_mut(&g.var)
+                .ok_or_else(|| format!("no variable `{}`", g.var))?;
+            for (d, s) in var.iter_mut().zip(&self.recv[..total]) {
+                *d = f32::from_bits(*s);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn too_many(name: &str) -> String {
+    format!("`{name}`: more than 2^31 values to gather in one step")
+}
+
+/// Makes every replica hold replica 0's model state: every variable (not the
+/// constants or exchange values) and the global step (Horovod's
+/// `broadcast_global_variables`).
+pub fn broadcast_state(session: &mut Session, comm: &dyn Collective) {
+    let state: Vec<usize> = (0..session.layout.arenas.len())
+        .filter(|&a| {
+            session
+                .layout
+                .vars
+                .iter()
+                .any(|v| v.arena == a && v.kind.is_state())
+        })
+        .collect();
+    for a in state {
+        let arena = session.arena_mut(a);
+        let mut bits: Vec<u32> = arena.iter().map(|v| v.to_bits()).collect();
+        comm.broadcast(&mut bits);
+        for (d, s) in arena.iter_mut().zip(&bits) {
+            *d = f32::from_bits(*s);
+        }
+    }
+    let step = session.global_step as u64;
+    let mut words = [step as u32, (step >> 32) as u32];
+    comm.broadcast(&mut words);
+    session.global_step = (u64::from(words[0]) | (u64::from(words[1]) << 32)) as i64;
+}
+
+/// A 64-bit FNV-1a hash of every state variable's bits and the global step:
+/// equal on two replicas exactly when they hold the same model.
+pub fn fingerprint(session: &Session) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |w: u32| {
+        for b in w.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for v in session.layout.vars.iter().filter(|v| v.kind.is_state()) {
+        if let Some(values) = session.var(&v.name) {
+            for x in values {
+                eat(x.to_bits());
+            }
+        }
+    }
+    eat(session.global_step as u32);
+    eat((session.global_step >> 32) as u32);
+    h
+}
+
+/// Whether every replica holds the same model ([`fingerprint`]); the
+/// replicas whose model differs from replica 0's otherwise.
+pub fn check_identical(session: &Session, comm: &dyn Collective) -> Result<(), Vec<usize>> {
+    let f = fingerprint(session);
+    let n = comm.replicas();
+    let send = [f as u32, (f >> 32) as u32];
+    let mut recv = vec![0u32; 2 * n];
+    let counts = vec![2i32; n];
+    let displs: Vec<i32> = (0..n as i32).map(|r| 2 * r).collect();
+    comm.all_gather(&send, &mut recv, &counts, &displs);
+    let differ: Vec<usize> = (1..n)
+        .filter(|&r| recv[2 * r..2 * r + 2] != recv[..2])
+        .collect();
+    if differ.is_empty() {
+        Ok(())
+    } else {
+        Err(differ)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_the_batch_in_order() {
+        assert_eq!(shard_rows(64, 2), vec![32, 32]);
+        assert_eq!(shard_rows(64, 3), vec![22, 21, 21]);
+        assert_eq!(shard_rows(5, 5), vec![1; 5]);
+        assert_eq!(shard_rows(2, 3), vec![1, 1, 0]);
+        assert_eq!(shard_start(64, 3, 0), 0);
+        assert_eq!(shard_start(64, 3, 1), 22);
+        assert_eq!(shard_start(64, 3, 2), 43);
+    }
+}

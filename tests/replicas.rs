@@ -1,0 +1,278 @@
+//! The replicated step (`optim::replicas`, `train::replicas`) against one
+//! process training on the global batch.
+//!
+//! One replica (`Solo`) must give the plain step's bits exactly: the split
+//! changes where the gradient waits, not what is computed. Two and three
+//! replicas, run here as threads that exchange through shared memory (the
+//! same `Collective` contract as MPI: every replica gets the same sum, in
+//! replica order), must give the model one process gets with the global
+//! batch, up to the order in which the replicas' partial sums add up.
+
+use std::sync::{Arc, Barrier, Mutex};
+
+use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_grammar::SourceFile;
+use specc_runtime::data;
+use specc_runtime::source::ShuffledBatches;
+use specc_runtime::train::replicas::{check_identical, Collective, Solo};
+use specc_runtime::train::Trainer;
+
+fn read_spec(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// State variables by name after training, and the losses.
+struct Trained {
+    vars: Vec<(String, Vec<f32>)>,
+    losses: Vec<f32>,
+}
+
+/// Trains `steps` steps of `text`: one process (`comm` None), or replica
+/// `comm.rank()` of `comm.replicas()`.
+fn train(text: &str, steps: usize, comm: Option<Arc<dyn Collective>>) -> Trained {
+    let src = SourceFile::new("spec.spec", text.to_string());
+    let program = compile_with(
+        &src,
+        Functions::TRAIN,
+        &Options {
+            threads: 1,
+            replicas: comm.as_ref().map(|c| c.replicas() as u32),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let model = &program.model;
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
+    let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
+    let mut s = program.session().unwrap();
+    let cfg = model.train.config(steps as u64);
+    let rows: Vec<u32> = (0..ds.rows as u32).collect();
+    let batches =
+        ShuffledBatches::new(&ds, &s.layout, rows, cfg.batch, cfg.shuffle, cfg.seed).unwrap();
+    let (mut batches, mut trainer) = match &comm {
+        None => (batches, Trainer::new(&s).unwrap()),
+        Some(c) => (
+            batches.shard(c.rank(), c.replicas()),
+            Trainer::replicated(&s, c.clone()).unwrap(),
+        ),
+    };
+    let losses = (0..steps)
+        .map(|_| trainer.step(&mut s, &mut batches).unwrap().unwrap().loss)
+        .collect();
+    if let Some(c) = &comm {
+        assert_eq!(check_identical(&s, &**c), Ok(()), "replicas differ");
+    }
+    let vars = s
+        .layout
+        .vars
+        .iter()
+        .filter(|v| v.kind.is_state())
+        .map(|v| (v.name.clone(), s.var(&v.name).unwrap().to_vec()))
+        .collect();
+    Trained { vars, losses }
+}
+
+/// Replicas as threads of one process, exchanging through shared memory:
+/// each deposits its values, then every replica sums (or concatenates) the
+/// deposits in replica order, so all get the same bits.
+struct Threads {
+    rank: usize,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    n: usize,
+    barrier: Barrier,
+    slots: Mutex<Vec<Vec<u32>>>,
+}
+
+impl Threads {
+    fn group(n: usize) -> Vec<Threads> {
+        let shared = Arc::new(Shared {
+            n,
+            barrier: Barrier::new(n),
+            slots: Mutex::new(vec![Vec::new(); n]),
+        });
+        (0..n)
+            .map(|rank| Threads {
+                rank,
+                shared: shared.clone(),
+            })
+            .collect()
+    }
+
+    /// Deposits `values`, then calls `read` with every replica's deposit.
+    fn exchange(&self, values: &[u32], read: impl FnOnce(&[Vec<u32>])) {
+        self.shared.slots.lock().unwrap()[self.rank] = values.to_vec();
+        self.shared.barrier.wait();
+        read(&self.shared.slots.lock().unwrap());
+        self.shared.barrier.wait();
+    }
+}
+
+impl Collective for Threads {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn replicas(&self) -> usize {
+        self.shared.n
+    }
+    fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32]) {
+        let bits: Vec<u32> = send.iter().map(|v| v.to_bits()).collect();
+        self.exchange(&bits, |all| {
+            for (i, r) in recv[..send.len()].iter_mut().enumerate() {
+                *r = all.iter().fold(0.0f32, |acc, v| acc + f32::from_bits(v[i]));
+            }
+        });
+    }
+    fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]) {
+        self.exchange(send, |all| {
+            for (r, v) in all.iter().enumerate() {
+                assert_eq!(v.len(), counts[r] as usize);
+                let at = displs[r] as usize;
+                recv[at..at + v.len()].copy_from_slice(v);
+            }
+        });
+    }
+    fn broadcast(&self, values: &mut [u32]) {
+        let mine = values.to_vec();
+        self.exchange(&mine, |all| values.copy_from_slice(&all[0]));
+    }
+}
+
+/// Trains `n` replicas of `text` on threads; replica 0's result (the test
+/// also checks that all replicas hold the same model).
+fn train_replicas(text: &str, steps: usize, n: usize) -> Trained {
+    let text = Arc::new(text.to_string());
+    let handles: Vec<_> = Threads::group(n)
+        .into_iter()
+        .map(|t| {
+            let text = text.clone();
+            std::thread::spawn(move || {
+                let comm: Arc<dyn Collective> = Arc::new(t);
+                train(&text, steps, Some(comm))
+            })
+        })
+        .collect();
+    let mut results: Vec<Trained> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for r in &results[1..] {
+        for ((name, a), (_, b)) in results[0].vars.iter().zip(&r.vars) {
+            assert!(
+                a.iter()
+                    .map(|v| v.to_bits())
+                    .eq(b.iter().map(|v| v.to_bits())),
+                "`{name}` differs between replicas"
+            );
+        }
+    }
+    results.swap_remove(0)
+}
+
+fn same_bits(a: &Trained, b: &Trained) {
+    assert_eq!(a.vars.len(), b.vars.len());
+    for ((name, x), (_, y)) in a.vars.iter().zip(&b.vars) {
+        assert!(
+            x.iter()
+                .map(|v| v.to_bits())
+                .eq(y.iter().map(|v| v.to_bits())),
+            "`{name}` differs"
+        );
+    }
+    assert_eq!(
+        a.losses.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        b.losses.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+}
+
+/// How far two models are apart, variable by variable: the largest
+/// `‖x − y‖₂ / ‖x‖₂` and the largest `max|x − y| / max|x|`, each with its
+/// variable (per variable, so a small slot is not hidden by a large one).
+fn relative_differences(a: &Trained, b: &Trained) -> ((f64, String), (f64, String)) {
+    let (mut l2, mut max) = ((0.0f64, String::new()), (0.0f64, String::new()));
+    for ((name, x), (_, y)) in a.vars.iter().zip(&b.vars) {
+        let norm = x.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
+        let scale = x.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs())));
+        if scale == 0.0 {
+            assert!(y.iter().all(|v| *v == 0.0), "`{name}`");
+            continue;
+        }
+        let diff = x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| f64::from(p - q).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let worst = x
+            .iter()
+            .zip(y)
+            .fold(0.0f64, |m, (p, q)| m.max(f64::from((p - q).abs())));
+        if diff / norm > l2.0 {
+            l2 = (diff / norm, name.clone());
+        }
+        if worst / scale > max.0 {
+            max = (worst / scale, name.clone());
+        }
+    }
+    (l2, max)
+}
+
+#[test]
+fn one_replica_is_the_plain_step_bit_for_bit_dense() {
+    let spec = read_spec("digits_mlp.spec");
+    same_bits(
+        &train(&spec, 60, None),
+        &train(&spec, 60, Some(Arc::new(Solo))),
+    );
+}
+
+#[test]
+fn one_replica_is_the_plain_step_bit_for_bit_sparse() {
+    let spec = read_spec("digits_embedding.spec");
+    same_bits(
+        &train(&spec, 60, None),
+        &train(&spec, 60, Some(Arc::new(Solo))),
+    );
+}
+
+fn replicas_match_one_process(spec: &str, n: usize, steps: usize) {
+    let one = train(spec, steps, None);
+    let many = train_replicas(spec, steps, n);
+    let ((l2, l2_name), (max, max_name)) = relative_differences(&one, &many);
+    eprintln!("{n} replicas: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
+    assert!(
+        l2 < 1e-6,
+        "{n} replicas: `{l2_name}` differs by {l2:e} (L2, relative)"
+    );
+    assert!(
+        max < 4e-6,
+        "{n} replicas: `{max_name}` differs by {max:e} (max, relative)"
+    );
+    // The replicas' loss is the global batch's.
+    for (k, (a, b)) in one.losses.iter().zip(&many.losses).enumerate() {
+        assert!(
+            ((a - b) / a).abs() < 1e-5,
+            "step {}: loss {a} on one process, {b} on {n} replicas",
+            k + 1
+        );
+    }
+}
+
+#[test]
+fn two_replicas_train_the_global_batch_dense() {
+    replicas_match_one_process(&read_spec("digits_mlp.spec"), 2, 200);
+}
+
+#[test]
+fn three_replicas_train_the_global_batch_dense() {
+    replicas_match_one_process(&read_spec("digits_mlp.spec"), 3, 200);
+}
+
+#[test]
+fn two_replicas_train_the_global_batch_sparse() {
+    replicas_match_one_process(&read_spec("digits_embedding.spec"), 2, 200);
+}
+
+#[test]
+fn three_replicas_train_the_global_batch_sparse() {
+    replicas_match_one_process(&read_spec("digits_embedding.spec"), 3, 200);
+}
