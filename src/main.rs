@@ -5,6 +5,7 @@
 //! errors, I/O). Each subcommand lives in `commands/`.
 
 mod commands;
+mod distributed;
 mod load;
 mod report;
 
@@ -107,6 +108,10 @@ enum Command {
         /// Print one JSON object with the results as the last line of stdout.
         #[arg(long)]
         json: bool,
+        /// Train as one replica of a data-parallel MPI job (`mpirun -np N specc run ...`):
+        /// auto detects an MPI launcher.
+        #[arg(long, value_enum, default_value_t = distributed::Launch::Auto)]
+        distributed: distributed::Launch,
     },
     /// Compare compiled gradients with finite differences on one batch.
     Gradcheck {
@@ -360,6 +365,7 @@ fn main() -> ExitCode {
             eval_with_averages,
             eval_data,
             json,
+            distributed,
         } => {
             let flags = specc_compiler::config::Flags {
                 data,
@@ -381,6 +387,7 @@ fn main() -> ExitCode {
                     eval_with_averages,
                     eval_data,
                     json,
+                    distributed,
                 },
             )
         }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use specc_compiler::driver::{compile, Functions};
+use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_runtime::abi::{OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
 use specc_runtime::config::warm_start;
@@ -25,15 +25,16 @@ use specc_runtime::summary::hooks::{
 use specc_runtime::summary::SummaryWriter;
 use specc_runtime::train::Duration;
 use specc_runtime::train::{
-    evaluate_rows, fit, restore_latest, seek, CheckpointSaverHook, DivergenceHook, EvalSet,
+    evaluate_rows, fit_with, restore_latest, seek, CheckpointSaverHook, DivergenceHook, EvalSet,
     Evaluation, EvaluationHook, Hook, LoggingHook, MakeSource, NanTensorHook, StepValues,
-    StopAtStepHook, Timer, DIVERGENCE_FACTOR,
+    StopAtStepHook, Timer, Trainer, DIVERGENCE_FACTOR,
 };
 
 use specc_compiler::config::{self, Flags};
 use specc_runtime::config::record::RunRecord;
 
 use super::run_hooks::TensorLogHook;
+use crate::distributed::{Launch, Replicas};
 use crate::load::{data_source, report, resolve_run, stream_name};
 use crate::Failure;
 
@@ -49,6 +50,8 @@ pub struct RunOptions {
     /// `--eval-data FILE`: evaluate on this CSV (the spec's `eval_data`).
     pub eval_data: Option<PathBuf>,
     pub json: bool,
+    /// `--distributed`: whether this process is one replica of an MPI job.
+    pub distributed: Launch,
 }
 
 /// Steps between two updates of the progress bar.
@@ -65,8 +68,28 @@ struct Reached {
 }
 
 pub fn run(spec: &Path, opts: &RunOptions) -> Result<(), Failure> {
+    let replicas = Replicas::start(opts.distributed)?;
     let mut reached = Reached::default();
-    let result = train(spec, opts, &mut reached);
+    let result = train(spec, opts, &mut reached, replicas.as_ref());
+    // A replica that fails ends the whole job: the others would wait for it
+    // in the next exchange.
+    if let (Err(failure), Some(r)) = (&result, &replicas) {
+        if r.size() > 1 {
+            if let Failure::Other(m) = failure {
+                eprintln!("error: replica {} of {}: {m}", r.rank(), r.size());
+            }
+            eprintln!(
+                "specc: replica {} of {} failed: stopping every replica of the job",
+                r.rank(),
+                r.size()
+            );
+            r.abort(if matches!(failure, Failure::Spec) {
+                2
+            } else {
+                1
+            });
+        }
+    }
     if let (Err(failure), true) = (&result, opts.json) {
         let last = reached.last.get();
         let mut obj = serde_json::Map::new();
@@ -100,8 +123,15 @@ fn json_f32(v: f32) -> serde_json::Value {
     }
 }
 
-fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Failure> {
-    let json = opts.json;
+fn train(
+    spec: &Path,
+    opts: &RunOptions,
+    reached: &mut Reached,
+    replicas: Option<&Replicas>,
+) -> Result<(), Failure> {
+    // A replica other than the first trains quietly and writes nothing.
+    let leader = replicas.is_none_or(Replicas::is_leader);
+    let json = opts.json && leader;
     let (steps, eval_fraction) = (opts.flags.steps, opts.flags.eval_fraction);
     // The spec with the config file's, `--set`'s and the flags' overrides
     // written into it, checked; and the run's settings.
@@ -109,7 +139,11 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     let config = &run.config;
     let src = &run.source;
     let t0 = Instant::now();
-    let program = compile(src, Functions::TRAIN).map_err(|d| report(&d, src))?;
+    let options = Options {
+        replicas: replicas.map(|r| r.size() as u32),
+        ..Options::default()
+    };
+    let program = compile_with(src, Functions::TRAIN, &options).map_err(|d| report(&d, src))?;
     let compile_s = t0.elapsed().as_secs_f64();
     let model = &program.model;
     reached.model = Some(model.name.clone());
@@ -216,7 +250,16 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         (Some(n), None) => format!("; eval data {n}: streamed"),
         _ => String::new(),
     };
-    if stream.is_some() {
+    if let Some(r) = replicas.filter(|_| leader) {
+        eprintln!(
+            "specc: replica 0 of {}: each replica trains on {} rows of every batch of {}",
+            r.size(),
+            specc_runtime::train::replicas::shard_rows(model.train.batch as usize, r.size())[0],
+            model.train.batch
+        );
+    }
+    if !leader {
+    } else if stream.is_some() {
         eprintln!(
             "specc: compiled `{}` in {:.1} ms; data {}: streamed{}",
             model.name,
@@ -276,17 +319,34 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
     };
     let mut batches = train_batches()?;
+    // A replica computes its slice of every global batch.
+    if let Some(r) = replicas {
+        batches = match batches {
+            Batches::Memory(b, augment) => Batches::Memory(b.shard(r.rank(), r.size()), augment),
+            Batches::Stream(_) if r.size() > 1 => {
+                return Err(Failure::Other(format!(
+                    "{}: streamed data (TFRecord, a glob, pipeline options) is not yet \
+                     shared between replicas: train a data-parallel job from an in-memory \
+                     CSV source",
+                    spec.display()
+                )))
+            }
+            b => b,
+        };
+    }
     // A checkpoint directory with a checkpoint: continue from it, to the
     // same bits as a run that never stopped (MonitoredTrainingSession).
     // `init_from_checkpoint`: parameters start from another checkpoint (a
     // resumed run then overwrites them with its own).
     if let Some(ws) = &config.warm_start {
         let (n, prefix) = warm_start::apply(&mut session, ws)?;
-        eprintln!(
-            "specc: {n} parameter{} initialized from {}",
-            if n == 1 { "" } else { "s" },
-            prefix.display()
-        );
+        if leader {
+            eprintln!(
+                "specc: {n} parameter{} initialized from {}",
+                if n == 1 { "" } else { "s" },
+                prefix.display()
+            );
+        }
     }
     let mut saver = None;
     let mut resumed_from = None;
@@ -302,38 +362,61 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         let restored = restore_latest(dir, &mut session, &mut batches)
             .map_err(|e| format!("cannot resume from {}: {e}", dir.display()))?;
         let record = config::record(&run, spec, env!("CARGO_PKG_VERSION"))?;
-        if restored.is_some() {
+        if restored.is_some() && leader {
             if let Some(old) = RunRecord::read(dir)? {
                 for w in old.check_resume(&record, dir)?.warnings {
                     eprintln!("warning: {w}");
                 }
             }
         }
-        record.write(dir)?;
+        if leader {
+            record.write(dir)?;
+        }
         if let Some(r) = restored {
             resumed_from = Some(r.prefix.clone());
-            eprintln!(
-                "specc: resumed from {} at global step {}{}",
-                r.prefix.display(),
-                r.global_step,
-                if r.position_restored {
-                    ""
-                } else {
-                    " (the checkpoint has no batch position: the data starts over)"
-                }
-            );
+            if leader {
+                eprintln!(
+                    "specc: resumed from {} at global step {}{}",
+                    r.prefix.display(),
+                    r.global_step,
+                    if r.position_restored {
+                        ""
+                    } else {
+                        " (the checkpoint has no batch position: the data starts over)"
+                    }
+                );
+            }
         }
         // The config has TF's defaults applied (600 s with a directory alone);
         // with neither period, the hook saves at the end only.
         let timer = Timer::new(c.every_steps, c.every_secs);
-        saver = Some(CheckpointSaverHook::new(manager, timer)?);
+        if leader {
+            saver = Some(CheckpointSaverHook::new(manager, timer)?);
+        }
+    }
+    // Every replica runs the same spec, settings and data (else they would
+    // compute different steps, or wait for each other forever), and starts
+    // from replica 0's model (Horovod's broadcast_global_variables): the
+    // same bits whatever each one read.
+    if let Some(r) = replicas {
+        let what = format!("{}\n{steps}\n{data_name}\n{}", src.text, dataset.rows);
+        let hash = specc_runtime::train::replicas::hash_bytes(what.as_bytes());
+        if let Err(differ) = specc_runtime::train::replicas::check_same(&*r.collective(), hash) {
+            return Err(Failure::Other(format!(
+                "replica{} {differ:?} run{} another spec, configuration or data than \
+                 replica 0: every replica must be started with the same command",
+                if differ.len() == 1 { "" } else { "s" },
+                if differ.len() == 1 { "s" } else { "" },
+            )));
+        }
+        specc_runtime::train::replicas::broadcast_state(&mut session, &*r.collective());
     }
     let start_step = session.global_step;
     let last_step = i64::try_from(steps).unwrap_or(i64::MAX);
     // A progress bar on a terminal; elsewhere (a log file, CI) a line every
     // few seconds, as TF's LoggingTensorHook and StepCounterHook print.
     let terminal = std::io::stderr().is_terminal();
-    let pb = if terminal {
+    let pb = if terminal && leader {
         ProgressBar::new(steps.saturating_sub(start_step.max(0) as u64))
     } else {
         ProgressBar::hidden()
@@ -353,13 +436,16 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     let mut since = (0u64, Instant::now());
     let log_timer = Timer::new(None, Some(LOG_EVERY_SECS));
     let mut log_lines = LoggingHook::with_timer(log_timer, |v| {
-        if !terminal {
+        if !terminal && leader {
             let sps = (v.step - since.0) as f64 / since.1.elapsed().as_secs_f64().max(1e-9);
             since = (v.step, Instant::now());
             eprintln!("{}", log_line(v, steps, sps));
         }
     });
     let mut divergence = DivergenceHook::new(DIVERGENCE_FACTOR, |first, now| {
+        if !leader {
+            return;
+        }
         pb.suspend(|| {
             eprintln!(
                 "warning: the loss grew from {:.4e} at step {} to {:.4e} at step {}: \
@@ -376,7 +462,10 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     // Summaries for TensorBoard: the step's scalars (and opt-in histograms
     // of the parameters) and global_step/sec in DIR, evaluations in DIR/eval.
     let sc = &config.summaries;
-    let summary_dir = sc.dir.as_ref().filter(|_| sc.every_steps.is_some());
+    let summary_dir = sc
+        .dir
+        .as_ref()
+        .filter(|_| sc.every_steps.is_some() && leader);
     let writer = summary_dir
         .map(SummaryWriter::create)
         .transpose()
@@ -393,7 +482,9 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     let layout_eval = session.layout.clone();
     let eval_inputs = model.input_specs();
     let max_batch = session.max_batch();
-    let eval_set = if let Some(s) = eval_stream.clone() {
+    let eval_set = if !leader {
+        None
+    } else if let Some(s) = eval_stream.clone() {
         let (layout, inputs) = (&layout_eval, &eval_inputs);
         let make: MakeSource<'_> = Box::new(move || {
             StreamingBatches::new(&s, inputs, layout, max_batch, 0, 0)
@@ -435,7 +526,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     };
     // `logging { tensors }`: the named tensors (TF's LoggingTensorHook).
     let lc = &config.logging;
-    let mut tensor_log = (!lc.tensors.is_empty()).then(|| {
+    let mut tensor_log = (!lc.tensors.is_empty() && leader).then(|| {
         TensorLogHook::new(
             lc.tensors.clone(),
             &model.metrics,
@@ -468,7 +559,12 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         hooks.push(s);
     }
     let t1 = Instant::now();
-    let trained = fit(&mut session, &mut batches, &mut hooks);
+    let trainer = match replicas {
+        Some(r) => Trainer::replicated(&session, r.collective()),
+        None => Trainer::new(&session),
+    }
+    .map_err(Failure::Other)?;
+    let trained = fit_with(trainer, &mut session, &mut batches, &mut hooks);
     drop(hooks);
     let train_s = t1.elapsed().as_secs_f64();
     if let Some(w) = &writer {
@@ -480,6 +576,7 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
     }
     let trained = match trained {
         Ok(t) => t,
+        Err(e) if replicas.is_some() => return Err(Failure::from(e)),
         Err(e) => {
             // `reach` ran before the failing hook: `reached` has the step.
             pb.abandon();
@@ -495,6 +592,21 @@ fn train(spec: &Path, opts: &RunOptions, reached: &mut Reached) -> Result<(), Fa
         }
     };
     pb.finish_and_clear();
+    // The replicas hold the same model, bit for bit, or the run failed.
+    if let Some(r) = replicas {
+        let comm = r.collective();
+        if let Err(differ) = specc_runtime::train::replicas::check_identical(&session, &*comm) {
+            return Err(Failure::Other(format!(
+                "after training, replica{} {differ:?} hold{} a model that differs from \
+                 replica 0's",
+                if differ.len() == 1 { "" } else { "s" },
+                if differ.len() == 1 { "s" } else { "" },
+            )));
+        }
+        if !leader {
+            return Ok(());
+        }
+    }
     // A resumed run already at its last step trains nothing and reports
     // (Estimator's "Skipping training since max_steps has already saved").
     if trained.last.is_none() {

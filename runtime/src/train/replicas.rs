@@ -287,31 +287,28 @@ pub fn broadcast_state(session: &mut Session, comm: &dyn Collective) {
 /// A 64-bit FNV-1a hash of every state variable's bits and the global step:
 /// equal on two replicas exactly when they hold the same model.
 pub fn fingerprint(session: &Session) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |w: u32| {
-        for b in w.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut bytes = Vec::new();
     for v in session.layout.vars.iter().filter(|v| v.kind.is_state()) {
         if let Some(values) = session.var(&v.name) {
-            for x in values {
-                eat(x.to_bits());
-            }
+            bytes.extend(values.iter().flat_map(|x| x.to_bits().to_le_bytes()));
         }
     }
-    eat(session.global_step as u32);
-    eat((session.global_step >> 32) as u32);
-    h
+    bytes.extend(session.global_step.to_le_bytes());
+    hash_bytes(&bytes)
 }
 
 /// Whether every replica holds the same model ([`fingerprint`]); the
 /// replicas whose model differs from replica 0's otherwise.
 pub fn check_identical(session: &Session, comm: &dyn Collective) -> Result<(), Vec<usize>> {
-    let f = fingerprint(session);
+    check_same(comm, fingerprint(session))
+}
+
+/// Whether every replica passed the same `value` (a hash of what must agree:
+/// the model, the run's configuration); the replicas whose value differs
+/// from replica 0's otherwise.
+pub fn check_same(comm: &dyn Collective, value: u64) -> Result<(), Vec<usize>> {
     let n = comm.replicas();
-    let send = [f as u32, (f >> 32) as u32];
+    let send = [value as u32, (value >> 32) as u32];
     let mut recv = vec![0u32; 2 * n];
     let counts = vec![2i32; n];
     let displs: Vec<i32> = (0..n as i32).map(|r| 2 * r).collect();
@@ -324,6 +321,16 @@ pub fn check_identical(session: &Session, comm: &dyn Collective) -> Result<(), V
     } else {
         Err(differ)
     }
+}
+
+/// A 64-bit FNV-1a hash of bytes (what [`check_same`] compares).
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 #[cfg(test)]

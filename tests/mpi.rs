@@ -1,0 +1,385 @@
+//! `mpirun -np N specc run`: data-parallel jobs of real processes over
+//! OpenMPI (the `mpi` feature), against one process training on the global
+//! batch, and what happens when a replica dies or disagrees.
+//!
+//! The models are compared through their checkpoints (TF's format, read with
+//! the runtime's reader): every variable, the global step and the batch
+//! position. Replica counts 2 and 3 (`--oversubscribe`: this machine may have
+//! fewer cores than ranks).
+#![cfg(feature = "mpi")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use specc_runtime::checkpoint::{latest_checkpoint, BundleReader};
+
+const SPECC: &str = env!("CARGO_BIN_EXE_specc");
+
+fn spec(name: &str) -> String {
+    format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("specc-mpi-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `mpirun` for this machine: as root if need be, more ranks than cores,
+/// on the loopback.
+fn mpirun(np: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .args([
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-np",
+            &np.to_string(),
+        ]);
+    c
+}
+
+fn run_ok(mut c: Command) -> Output {
+    let out = c.output().expect("starts");
+    assert!(
+        out.status.success(),
+        "{:?} failed: {}\n{}",
+        c,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Trains `spec` for `steps` steps into `dir` with `np` ranks (0: one
+/// process without mpirun).
+fn train(spec_name: &str, np: usize, steps: u64, dir: &Path) -> Output {
+    let args = [
+        "run".to_string(),
+        spec(spec_name),
+        "--steps".into(),
+        steps.to_string(),
+        "--checkpoint-dir".into(),
+        dir.display().to_string(),
+    ];
+    if np == 0 {
+        let mut c = Command::new(SPECC);
+        c.args(&args);
+        run_ok(c)
+    } else {
+        let mut c = mpirun(np);
+        c.arg(SPECC).args(&args);
+        run_ok(c)
+    }
+}
+
+/// Every tensor of the latest checkpoint in `dir`: float32 values, int64
+/// (global step, batch position) as their values.
+fn checkpoint(dir: &Path) -> Vec<(String, Vec<f64>)> {
+    let prefix = latest_checkpoint(dir).unwrap().expect("a checkpoint");
+    let r = BundleReader::open(&prefix).unwrap();
+    r.list_variables()
+        .into_iter()
+        .map(|(name, _, shape)| {
+            let n: usize = shape.iter().product::<usize>().max(1);
+            let e = r.entry(&name).unwrap();
+            let width = e.size as usize / n;
+            let mut bytes = vec![0u8; e.size as usize];
+            r.load_into(&name, &mut bytes).unwrap();
+            let values = bytes
+                .chunks(width)
+                .map(|c| match width {
+                    4 => f64::from(f32::from_le_bytes(c.try_into().unwrap())),
+                    8 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
+                    _ => panic!("`{name}`: {width}-byte elements"),
+                })
+                .collect();
+            (name, values)
+        })
+        .collect()
+}
+
+/// The same model within `1e-6` (L2, relative, per variable) and `4e-6`
+/// (largest element, relative to the variable's largest magnitude); the
+/// int64 tensors (global step, batch position) equal.
+fn assert_close(one: &[(String, Vec<f64>)], many: &[(String, Vec<f64>)], what: &str) {
+    let names = |c: &[(String, Vec<f64>)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(one), names(many), "{what}: the checkpoints' tensors");
+    for ((name, x), (_, y)) in one.iter().zip(many) {
+        assert_eq!(x.len(), y.len(), "{what}: `{name}`");
+        if name == "global_step" || name.starts_with("specc/") {
+            assert_eq!(x, y, "{what}: `{name}`");
+            continue;
+        }
+        let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| (p - q).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let worst = x
+            .iter()
+            .zip(y)
+            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+        if scale == 0.0 {
+            assert_eq!(worst, 0.0, "{what}: `{name}`");
+            continue;
+        }
+        assert!(
+            diff / norm < 1e-6 && worst / scale < 4e-6,
+            "{what}: `{name}` differs by {:e} (L2) / {:e} (max), relative",
+            diff / norm,
+            worst / scale
+        );
+    }
+}
+
+fn ranks_match_one_process(spec_name: &str, np: usize) {
+    let one = temp_dir(&format!("{spec_name}-one-{np}"));
+    let many = temp_dir(&format!("{spec_name}-{np}"));
+    train(spec_name, 0, 200, &one);
+    let out = train(spec_name, np, 200, &many);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("replica 0 of {np}")),
+        "the job says it runs {np} replicas: {stderr}"
+    );
+    assert_close(
+        &checkpoint(&one),
+        &checkpoint(&many),
+        &format!("{spec_name}, {np} ranks"),
+    );
+}
+
+#[test]
+fn two_ranks_train_the_global_batch_dense() {
+    ranks_match_one_process("digits_mlp.spec", 2);
+}
+
+#[test]
+fn three_ranks_train_the_global_batch_dense() {
+    ranks_match_one_process("digits_mlp.spec", 3);
+}
+
+#[test]
+fn two_ranks_train_the_global_batch_sparse() {
+    ranks_match_one_process("digits_embedding.spec", 2);
+}
+
+#[test]
+fn three_ranks_train_the_global_batch_sparse() {
+    ranks_match_one_process("digits_embedding.spec", 3);
+}
+
+/// Waits until the latest checkpoint in `dir` is at `step` or later; its step.
+fn wait_for_checkpoint(dir: &Path, step: i64, limit: Duration) -> i64 {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(p)) = latest_checkpoint(dir) {
+            let at: i64 = p
+                .display()
+                .to_string()
+                .rsplit('-')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if at >= step {
+                return at;
+            }
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "no checkpoint at step {step} after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A long job of `np` ranks writing a checkpoint every 500 steps.
+fn long_job(np: usize, dir: &Path) -> std::process::Child {
+    let mut c = mpirun(np);
+    c.arg(SPECC)
+        .args(["run", &spec("digits_mlp.spec"), "--steps", "100000000"])
+        .arg("--checkpoint-dir")
+        .arg(dir)
+        .args(["--checkpoint-every-steps", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c.spawn().unwrap()
+}
+
+/// Waits for `child` to end within `limit`; its output.
+fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("the job still runs after {limit:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_killed_job_resumes_from_its_last_checkpoint() {
+    let dir = temp_dir("resume");
+    let job = long_job(2, &dir);
+    wait_for_checkpoint(&dir, 1000, Duration::from_secs(120));
+    // The whole job dies at once (a lost allocation, a power cut): every
+    // rank, then mpirun.
+    let ranks = ranks_of(job.id());
+    assert_eq!(ranks.len(), 2, "mpirun's children: {ranks:?}");
+    for pid in ranks.into_iter().chain([job.id() as i32]) {
+        // SAFETY: signalling processes this test's job started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let out = wait_with_limit(job, Duration::from_secs(60));
+    assert!(!out.status.success());
+    let at = wait_for_checkpoint(&dir, 1000, Duration::from_secs(1));
+    // The job started again to `at + 300` resumes; one that never stopped
+    // reaches the same model, bit for bit.
+    let resumed = train("digits_mlp.spec", 2, at as u64 + 300, &dir);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        stderr.contains("resumed from") && stderr.contains(&format!("global step {at}")),
+        "{stderr}"
+    );
+    let straight = temp_dir("resume-straight");
+    train("digits_mlp.spec", 2, at as u64 + 300, &straight);
+    let (a, b) = (checkpoint(&dir), checkpoint(&straight));
+    assert_eq!(a.len(), b.len());
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(
+            x.iter()
+                .map(|v| v.to_bits())
+                .eq(y.iter().map(|v| v.to_bits())),
+            "`{name}` differs from the job that never stopped"
+        );
+    }
+}
+
+/// The ranks mpirun started (its children running specc).
+fn ranks_of(mpirun_pid: u32) -> Vec<i32> {
+    let children =
+        std::fs::read_to_string(format!("/proc/{mpirun_pid}/task/{mpirun_pid}/children"))
+            .unwrap_or_default();
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_dead_rank_stops_the_job() {
+    let dir = temp_dir("dead-rank");
+    let job = long_job(2, &dir);
+    wait_for_checkpoint(&dir, 500, Duration::from_secs(120));
+    let ranks = ranks_of(job.id());
+    assert_eq!(ranks.len(), 2, "mpirun's children: {ranks:?}");
+    // SAFETY: signalling a process this test's job started.
+    unsafe { libc::kill(ranks[1], libc::SIGKILL) };
+    let out = wait_with_limit(job, Duration::from_secs(60));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("exited on signal 9"), "{stderr}");
+}
+
+#[test]
+fn a_replica_that_fails_stops_the_others() {
+    // Rank 1 reads a CSV with a cell that is not a number: it reports
+    // where, and the job ends instead of rank 0 waiting for it.
+    let dir = temp_dir("bad-data");
+    let good = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&good).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header.iter().position(|h| *h == "px10").unwrap();
+    let mut cells: Vec<String> = lines[7].split(',').map(str::to_string).collect();
+    cells[col] = "seven".into();
+    lines[7] = cells.join(",");
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let mut c = mpirun(1);
+    c.args([
+        SPECC,
+        "run",
+        &spec("digits_mlp.spec"),
+        "--steps",
+        "100",
+        "--data",
+        &good,
+    ])
+    .args([
+        ":",
+        "-np",
+        "1",
+        SPECC,
+        "run",
+        &spec("digits_mlp.spec"),
+        "--steps",
+        "100",
+    ])
+    .arg("--data")
+    .arg(&bad)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.csv"), "{stderr}");
+    assert!(
+        stderr.contains("bad.csv:8: column `px10`"),
+        "names the line: {stderr}"
+    );
+    assert!(stderr.contains("replica 1 of 2 failed"), "{stderr}");
+}
+
+#[test]
+fn replicas_started_differently_are_refused() {
+    // Rank 1 would stop 100 steps early and leave rank 0 waiting.
+    let mut c = mpirun(1);
+    c.args([SPECC, "run", &spec("digits_mlp.spec"), "--steps", "200"])
+        .args([
+            ":",
+            "-np",
+            "1",
+            SPECC,
+            "run",
+            &spec("digits_mlp.spec"),
+            "--steps",
+            "100",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("another spec, configuration or data"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn repeated_jobs_give_the_same_bits() {
+    let (a, b) = (temp_dir("repeat-a"), temp_dir("repeat-b"));
+    train("digits_embedding.spec", 3, 150, &a);
+    train("digits_embedding.spec", 3, 150, &b);
+    let (x, y) = (checkpoint(&a), checkpoint(&b));
+    for ((name, p), (_, q)) in x.iter().zip(&y) {
+        assert!(
+            p.iter()
+                .map(|v| v.to_bits())
+                .eq(q.iter().map(|v| v.to_bits())),
+            "`{name}` differs between two runs of the same job"
+        );
+    }
+}
