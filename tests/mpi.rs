@@ -383,3 +383,43 @@ fn repeated_jobs_give_the_same_bits() {
         );
     }
 }
+
+/// digits_mlp written for `n` replicas (TF's SyncReplicasOptimizer
+/// arguments in the `train` item), in a temporary directory.
+fn spec_for_replicas(n: usize) -> PathBuf {
+    let dir = temp_dir(&format!("sync-{n}"));
+    let text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
+    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
+    assert!(text.contains("csv(\"data/digits.csv\")") && text.contains("seed = 7 }"));
+    let text = text
+        .replace("csv(\"data/digits.csv\")", &format!("csv({data:?})"))
+        .replace(
+            "seed = 7 }",
+            &format!("seed = 7, replicas_to_aggregate = {n}, total_num_replicas = {n} }}"),
+        );
+    let path = dir.join("digits_mlp.spec");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn total_num_replicas_is_the_number_of_ranks() {
+    let path = spec_for_replicas(2);
+    let mut c = mpirun(2);
+    c.arg(SPECC).arg("run").arg(&path).args(["--steps", "20"]);
+    run_ok(c);
+    let mut c = mpirun(3);
+    c.arg(SPECC)
+        .arg("run")
+        .arg(&path)
+        .args(["--steps", "20"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("total_num_replicas = 2, but the MPI job has 3 ranks"),
+        "{stderr}"
+    );
+}

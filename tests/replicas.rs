@@ -276,3 +276,46 @@ fn two_replicas_train_the_global_batch_sparse() {
 fn three_replicas_train_the_global_batch_sparse() {
     replicas_match_one_process(&read_spec("digits_embedding.spec"), 3, 200);
 }
+
+fn train_item_diagnostic(settings: &str) -> specc_grammar::Diagnostic {
+    let spec = read_spec("digits_mlp.spec");
+    assert!(spec.contains("seed = 7 }"));
+    let text = spec.replace("seed = 7 }", &format!("seed = 7, {settings} }}"));
+    let src = SourceFile::new("spec.spec", text.clone());
+    let errors = specc_compiler::check(&src).err().expect("refused");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let d = errors.into_iter().next().unwrap();
+    let at = &text[d.span.start as usize..d.span.end as usize];
+    assert!(settings.contains(at), "the caret is under `{at}`");
+    d
+}
+
+#[test]
+fn backup_workers_are_refused() {
+    let d = train_item_diagnostic("replicas_to_aggregate = 2, total_num_replicas = 3");
+    assert_eq!(d.code, "bad-setting");
+    assert!(
+        d.message.contains("specc aggregates every replica"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn more_replicas_than_rows_are_refused() {
+    let d = train_item_diagnostic("total_num_replicas = 65");
+    assert!(
+        d.message
+            .contains("65 replicas cannot share a global batch of 64 rows"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn replicas_to_aggregate_gives_the_total() {
+    let spec =
+        read_spec("digits_mlp.spec").replace("seed = 7 }", "seed = 7, replicas_to_aggregate = 4 }");
+    let model = specc_compiler::check(&SourceFile::new("spec.spec", spec)).unwrap();
+    assert_eq!(model.train.sync_replicas.map(|s| s.total), Some(4));
+}

@@ -215,6 +215,19 @@ pub struct TrainSettings {
     pub split_seed: u64,
     /// Which rows are held out.
     pub eval_split: EvalSplit,
+    /// `replicas_to_aggregate` / `total_num_replicas` (TF's
+    /// `SyncReplicasOptimizer`): the number of data-parallel replicas the
+    /// spec is written for; `None` when it does not say.
+    pub sync_replicas: Option<SyncReplicas>,
+}
+
+/// The replicas a spec is written for (`train { total_num_replicas = N }`):
+/// an MPI job must have exactly `total` ranks; every replica's gradient is
+/// aggregated (TF's `replicas_to_aggregate = total_num_replicas`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncReplicas {
+    pub total: u32,
+    pub span: Span,
 }
 
 /// How the held-out rows are chosen (`train { eval_split = .. }`).

@@ -250,6 +250,27 @@ fn train(
         (Some(n), None) => format!("; eval data {n}: streamed"),
         _ => String::new(),
     };
+    // `total_num_replicas`: the job must have that many ranks.
+    if let Some(sync) = model.train.sync_replicas {
+        let ranks = replicas.map_or(1, Replicas::size);
+        if replicas.is_some() && ranks != sync.total as usize {
+            return Err(Failure::Other(format!(
+                "{}: the spec trains with total_num_replicas = {}, but the MPI job has {ranks} \
+                 rank{}: start it with mpirun -np {}",
+                spec.display(),
+                sync.total,
+                if ranks == 1 { "" } else { "s" },
+                sync.total
+            )));
+        }
+        if replicas.is_none() && sync.total > 1 {
+            eprintln!(
+                "specc: the spec is written for {} replicas; this run is one process, which \
+                 trains on the whole global batch (the same model)",
+                sync.total
+            );
+        }
+    }
     if let Some(r) = replicas.filter(|_| leader) {
         eprintln!(
             "specc: replica 0 of {}: each replica trains on {} rows of every batch of {}",

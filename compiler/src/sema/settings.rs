@@ -13,7 +13,9 @@ use specc_grammar::Diagnostic;
 
 use super::args::{self, opt, req};
 use super::expr::{constant_values, R};
-use crate::model::{ClipBound, ClipKind, ClipSpec, Duration, EmaSpec, EvalSplit, TrainSettings};
+use crate::model::{
+    ClipBound, ClipKind, ClipSpec, Duration, EmaSpec, EvalSplit, SyncReplicas, TrainSettings,
+};
 
 const TRAIN_KEYS: &[&str] = &[
     "batch",
@@ -24,6 +26,8 @@ const TRAIN_KEYS: &[&str] = &[
     "eval_fraction",
     "split_seed",
     "eval_split",
+    "replicas_to_aggregate",
+    "total_num_replicas",
 ];
 
 pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
@@ -35,6 +39,8 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
     let mut eval_fraction = 0.2f64;
     let mut split_seed = 0u64;
     let mut eval_split = EvalSplit::Random;
+    let mut to_aggregate: Option<(u64, Span)> = None;
+    let mut total: Option<(u64, Span)> = None;
     super::run::entries(block, "train", TRAIN_KEYS, |key, v| {
         match key {
             "batch" => {
@@ -69,6 +75,12 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
                             "\"last\" holds out the last rows in file order (time-ordered data)",
                         )),
                     }
+            }
+            "replicas_to_aggregate" => {
+                to_aggregate = Some((positive_count(v, "replicas_to_aggregate")?, v.span))
+            }
+            "total_num_replicas" => {
+                total = Some((positive_count(v, "total_num_replicas")?, v.span))
             }
             "eval_fraction" => {
                 let f = args::eval_number(v)?;
@@ -114,7 +126,9 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
             .with_label("no duration"))
         }
     };
+    let sync_replicas = sync_replicas(to_aggregate, total, batch)?;
     Ok(TrainSettings {
+        sync_replicas,
         batch,
         duration,
         shuffle,
@@ -123,6 +137,54 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
         split_seed,
         eval_split,
     })
+}
+
+/// TF's `SyncReplicasOptimizer` arguments: `total_num_replicas` defaults to
+/// `replicas_to_aggregate` (as in TF) and must equal it: aggregating fewer
+/// (backup workers) would make each step depend on which replicas answer
+/// first, and specc's steps are reproducible.
+fn sync_replicas(
+    to_aggregate: Option<(u64, Span)>,
+    total: Option<(u64, Span)>,
+    batch: u32,
+) -> R<Option<SyncReplicas>> {
+    let (n, span) = match (to_aggregate, total) {
+        (None, None) => return Ok(None),
+        (Some(a), None) => a,
+        (None, Some(t)) => t,
+        (Some((a, a_span)), Some((t, t_span))) => {
+            if a != t {
+                return Err(Diagnostic::new(
+                    "bad-setting",
+                    a_span,
+                    format!(
+                        "replicas_to_aggregate = {a} with total_num_replicas = {t}: specc \
+                         aggregates every replica"
+                    ),
+                )
+                .with_label("not the total")
+                .with_secondary(t_span, "the total")
+                .with_help(
+                    "aggregating only the first replicas to answer (backup workers) makes \
+                     a step depend on timing; set both to the number of replicas",
+                ));
+            }
+            (t, t_span)
+        }
+    };
+    if n > u64::from(batch) {
+        return Err(Diagnostic::new(
+            "bad-setting",
+            span,
+            format!("{n} replicas cannot share a global batch of {batch} rows"),
+        )
+        .with_label("more replicas than rows")
+        .with_help("`batch` is the global batch: each replica computes batch / replicas rows"));
+    }
+    Ok(Some(SyncReplicas {
+        total: n.min(u64::from(u32::MAX)) as u32,
+        span,
+    }))
 }
 
 /// A training duration (`steps`, `epochs`): a count of at least 1, so that a
