@@ -118,8 +118,15 @@ mod mpi_world {
     use mpi::traits::*;
     use specc_runtime::train::replicas::Collective;
 
+    /// Open MPI's `MPI_IN_PLACE` (`#define MPI_IN_PLACE ((void *) 1)` in its
+    /// mpi.h): rsmpi has no in-place allreduce and its bindings export no
+    /// `MPI_IN_PLACE`, so the in-place form is used only under Open MPI.
+    const OPEN_MPI_IN_PLACE: usize = 1;
+
     pub struct World {
         world: SimpleCommunicator,
+        /// The library is Open MPI (`MPI_Get_library_version`).
+        open_mpi: bool,
         // Last: finalizes MPI when dropped, after the communicator.
         _universe: Universe,
     }
@@ -130,8 +137,11 @@ mod mpi_world {
                 "MPI was already initialized in this process (or cannot be): \
                  specc starts it once per run",
             )?;
+            let open_mpi =
+                mpi::environment::library_version().is_ok_and(|v| v.contains("Open MPI"));
             Ok(World {
                 world: universe.world(),
+                open_mpi,
                 _universe: universe,
             })
         }
@@ -151,6 +161,28 @@ mod mpi_world {
         fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32]) {
             self.world
                 .all_reduce_into(send, &mut recv[..send.len()], SystemOperation::sum());
+        }
+        fn all_reduce_sum_in_place(&self, values: &mut [f32]) -> bool {
+            let Ok(count) = i32::try_from(values.len()) else {
+                return false;
+            };
+            if !self.open_mpi {
+                return false;
+            }
+            // SAFETY: `values` holds `count` floats; with Open MPI's in-place
+            // sentinel as the send buffer, MPI_Allreduce reads and writes
+            // `values` only. The default error handler aborts the job on failure.
+            unsafe {
+                mpi::ffi::MPI_Allreduce(
+                    OPEN_MPI_IN_PLACE as *const std::os::raw::c_void,
+                    values.as_mut_ptr().cast(),
+                    count,
+                    mpi::ffi::RSMPI_FLOAT,
+                    mpi::ffi::RSMPI_SUM,
+                    self.world.as_raw(),
+                );
+            }
+            true
         }
         fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]) {
             let mut into = PartitionMut::new(recv, counts, displs);

@@ -108,6 +108,14 @@ fn checkpoint(dir: &Path) -> Vec<(String, Vec<f64>)> {
 /// (largest element, relative to the variable's largest magnitude); the
 /// int64 tensors (global step, batch position) equal.
 fn assert_close(one: &[(String, Vec<f64>)], many: &[(String, Vec<f64>)], what: &str) {
+    // A replica of a streamed source keeps no position (`specc/batch_order`).
+    let model = |c: &[(String, Vec<f64>)]| -> Vec<(String, Vec<f64>)> {
+        c.iter()
+            .filter(|(n, _)| !n.starts_with("specc/") || many.iter().any(|(m, _)| m == n))
+            .cloned()
+            .collect()
+    };
+    let (one, many) = (&model(one)[..], &model(many)[..]);
     let names = |c: &[(String, Vec<f64>)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(names(one), names(many), "{what}: the checkpoints' tensors");
     for ((name, x), (_, y)) in one.iter().zip(many) {
@@ -422,4 +430,72 @@ fn total_num_replicas_is_the_number_of_ranks() {
         stderr.contains("total_num_replicas = 2, but the MPI job has 3 ranks"),
         "{stderr}"
     );
+}
+
+/// digits_mlp streamed from its CSV in data order (no shuffle): record `i`
+/// of a step's 64 goes to replica `i % n`, so within the first epoch the
+/// replicas' rows together are the batch one process streams.
+#[test]
+fn two_ranks_share_a_streamed_file_by_record() {
+    let dir = temp_dir("stream");
+    let text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
+    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
+    assert!(text.contains("csv(\"data/digits.csv\")") && text.contains("shuffle = 1797"));
+    let text = text
+        .replace(
+            "csv(\"data/digits.csv\")",
+            &format!("csv({data:?}, stream = true)"),
+        )
+        .replace("shuffle = 1797", "shuffle = 0");
+    let path = dir.join("digits_stream.spec");
+    std::fs::write(&path, text).unwrap();
+    // 25 steps of 64 rows stay within the first epoch of 1797.
+    let (one, many) = (dir.join("one"), dir.join("many"));
+    let mut c = Command::new(SPECC);
+    c.arg("run")
+        .arg(&path)
+        .args(["--steps", "25", "--checkpoint-dir"])
+        .arg(&one);
+    run_ok(c);
+    let mut c = mpirun(2);
+    c.arg(SPECC)
+        .arg("run")
+        .arg(&path)
+        .args(["--steps", "25", "--checkpoint-dir"])
+        .arg(&many);
+    run_ok(c);
+    assert_close(&checkpoint(&one), &checkpoint(&many), "streamed, 2 ranks");
+}
+
+/// A stream that ends (`num_epochs`) ends for every replica at the same
+/// step, even when the shards have different lengths (1797 records: 899
+/// and 898): no replica waits for one that stopped.
+#[test]
+fn replicas_stop_together_when_a_stream_ends() {
+    let dir = temp_dir("stream-end");
+    let text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
+    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
+    let text = text.replace(
+        "csv(\"data/digits.csv\")",
+        &format!("csv({data:?}, num_epochs = 1)"),
+    );
+    let path = dir.join("digits_epoch.spec");
+    std::fs::write(&path, text).unwrap();
+    let mut c = mpirun(2);
+    c.arg(SPECC)
+        .arg("run")
+        .arg(&path)
+        .args(["--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    // 898 rows of the shorter shard give 28 full shares of 32 rows.
+    assert_eq!(json["steps"], 898 / 32, "{stdout}");
 }

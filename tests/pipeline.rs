@@ -878,3 +878,47 @@ fn feature_columns_stream_as_they_load() {
     assert!(weights_checked >= 4, "the weights inputs were compared");
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// A replica's share of a stream (`StreamSpec::shard`, for data-parallel
+/// runs): whole files when there are as many as replicas, file `i` to
+/// replica `i % n`; else every n-th record of each file, from the replica's
+/// index (CSV rows and TFRecord records alike).
+#[test]
+fn replicas_read_their_own_shard() {
+    use specc_runtime::pipeline::Shard;
+    let d = dir("shard");
+    write_csv(&d.join("p-0.csv"), 0..10, false);
+    write_csv(&d.join("p-1.csv"), 10..25, false);
+    write_csv(&d.join("p-2.csv"), 25..30, false);
+    let read = |spec: &StreamSpec, index: usize, count: usize| {
+        let mut spec = spec.clone();
+        spec.shard = Shard { index, count };
+        let mut src = source(&spec, 4, 0, 1);
+        let got = batches(&mut src, 4, 100);
+        check_rows(&got);
+        a_column(&got)
+    };
+    // Three files, three replicas: a file each.
+    let files = csv_spec(vec![d.join("p-*.csv")]);
+    assert_eq!(read(&files, 0, 3), (0..10).collect::<Vec<_>>());
+    assert_eq!(read(&files, 1, 3), (10..25).collect::<Vec<_>>());
+    assert_eq!(read(&files, 2, 3), (25..30).collect::<Vec<_>>());
+    // Two files of three (p-0, p-2) for replica 0 of 2.
+    let two: Vec<usize> = (0..10).chain(25..30).collect();
+    assert_eq!(read(&files, 0, 2), two);
+    // One file, two replicas: alternate records.
+    let one = csv_spec(vec![d.join("p-1.csv")]);
+    assert_eq!(read(&one, 0, 2), (10..25).step_by(2).collect::<Vec<_>>());
+    assert_eq!(read(&one, 1, 2), (11..25).step_by(2).collect::<Vec<_>>());
+    let rec = d.join("r.tfrecord");
+    write_tfrecord(&rec, 0..11, Compression::None);
+    let mut tf = StreamSpec::new(
+        Format::TfRecord {
+            compression: Compression::None,
+        },
+        vec![rec],
+    );
+    tf.num_epochs = Some(1);
+    assert_eq!(read(&tf, 2, 3), vec![2, 5, 8]);
+    assert_eq!(read(&tf, 0, 3), vec![0, 3, 6, 9]);
+}

@@ -53,7 +53,7 @@ fn train(text: &str, steps: usize, comm: Option<Arc<dyn Collective>>) -> Trained
         None => (batches, Trainer::new(&s).unwrap()),
         Some(c) => (
             batches.shard(c.rank(), c.replicas()),
-            Trainer::replicated(&s, c.clone()).unwrap(),
+            Trainer::replicated(&s, c.clone(), false).unwrap(),
         ),
     };
     let losses = (0..steps)

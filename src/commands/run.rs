@@ -344,13 +344,24 @@ fn train(
     if let Some(r) = replicas {
         batches = match batches {
             Batches::Memory(b, augment) => Batches::Memory(b.shard(r.rank(), r.size()), augment),
-            Batches::Stream(_) if r.size() > 1 => {
-                return Err(Failure::Other(format!(
-                    "{}: streamed data (TFRecord, a glob, pipeline options) is not yet \
-                     shared between replicas: train a data-parallel job from an in-memory \
-                     CSV source",
-                    spec.display()
-                )))
+            Batches::Stream(_) => {
+                // Its own files, or every N-th record (`tf.data`'s shard).
+                let mut s = stream.clone().expect("a streamed source");
+                s.shard = specc_runtime::pipeline::Shard {
+                    index: r.rank(),
+                    count: r.size(),
+                };
+                let rows = specc_runtime::train::replicas::shard_rows(cfg.batch, r.size());
+                let b = StreamingBatches::new(
+                    &s,
+                    &inputs,
+                    &layout,
+                    rows[r.rank()],
+                    cfg.shuffle,
+                    cfg.seed,
+                )
+                .map_err(|e| e.to_string())?;
+                Batches::Sharded(Box::new(b))
             }
             b => b,
         };
@@ -581,7 +592,7 @@ fn train(
     }
     let t1 = Instant::now();
     let trainer = match replicas {
-        Some(r) => Trainer::replicated(&session, r.collective()),
+        Some(r) => Trainer::replicated(&session, r.collective(), stream.is_some()),
         None => Trainer::new(&session),
     }
     .map_err(Failure::Other)?;
@@ -813,13 +824,17 @@ enum Batches<'d> {
         Option<(&'d specc_runtime::data::images::Augmenter, usize)>,
     ),
     Stream(Box<StreamingBatches>),
+    /// A replica's shard of a stream: it keeps no position (each replica's
+    /// differs, and only replica 0 saves), so a resumed job starts every
+    /// shard over.
+    Sharded(Box<StreamingBatches>),
 }
 
 impl Batches<'_> {
     fn epochs_started(&self) -> u64 {
         match self {
             Batches::Memory(b, _) => b.epochs_started() as u64,
-            Batches::Stream(b) => b.epochs_started(),
+            Batches::Stream(b) | Batches::Sharded(b) => b.epochs_started(),
         }
     }
 
@@ -827,7 +842,7 @@ impl Batches<'_> {
     fn bad_records(&self) -> Option<specc_runtime::pipeline::BadRecords> {
         match self {
             Batches::Memory(..) => None,
-            Batches::Stream(b) => Some(b.bad_records().clone()),
+            Batches::Stream(b) | Batches::Sharded(b) => Some(b.bad_records().clone()),
         }
     }
 }
@@ -846,7 +861,7 @@ impl BatchSource for Batches<'_> {
                 }
                 Ok(n)
             }
-            Batches::Stream(b) => b.next_batch(buffers),
+            Batches::Stream(b) | Batches::Sharded(b) => b.next_batch(buffers),
         }
     }
 
@@ -854,6 +869,7 @@ impl BatchSource for Batches<'_> {
         match self {
             Batches::Memory(b, _) => b.position(),
             Batches::Stream(b) => b.position(),
+            Batches::Sharded(_) => None,
         }
     }
 
@@ -861,6 +877,7 @@ impl BatchSource for Batches<'_> {
         match self {
             Batches::Memory(b, _) => b.seek(position),
             Batches::Stream(b) => b.seek(position),
+            Batches::Sharded(_) => Ok(()),
         }
     }
 }

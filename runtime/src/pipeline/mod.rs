@@ -73,6 +73,26 @@ pub struct StreamSpec {
     pub on_bad_record: OnBadRecord,
     /// Keep the first epoch's rows in memory for the next epochs.
     pub cache: bool,
+    /// A replica's share of the data in a data-parallel run (`tf.data`'s
+    /// `shard`): see [`Shard`].
+    pub shard: Shard,
+}
+
+/// Which part of the data one replica of `count` reads (`index`): whole
+/// files when there are at least `count` of them (file `i` of the sorted
+/// list goes to replica `i % count`, TF's `list_files(..).shard(..)`), else
+/// every `count`-th record of each file, from record `index` (the
+/// `Dataset.shard` of the records). `count = 1`: everything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Default for Shard {
+    fn default() -> Shard {
+        Shard { index: 0, count: 1 }
+    }
 }
 
 impl StreamSpec {
@@ -89,6 +109,7 @@ impl StreamSpec {
             threads: 1,
             on_bad_record: OnBadRecord::Error,
             cache: false,
+            shard: Shard::default(),
         }
     }
 }

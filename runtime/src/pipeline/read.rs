@@ -22,7 +22,7 @@ use crate::io::tfrecord::{self, RecordReader};
 
 use super::bad::OnBadRecord;
 use super::chunk::{located, Chunk};
-use super::Format;
+use super::{Format, Shard};
 
 /// One open file.
 pub(crate) enum FileReader {
@@ -30,21 +30,31 @@ pub(crate) enum FileReader {
         csv: Box<CsvFile>,
         plan: Arc<Vec<Vec<usize>>>,
         file: Arc<str>,
+        shard: Shard,
+        /// Records read so far (this replica's or not).
+        seen: usize,
     },
     TfRecord {
         rdr: RecordReader<Box<dyn Read + Send>>,
         next: usize,
         file: Arc<str>,
+        shard: Shard,
     },
+}
+
+/// Whether record `k` of a file is this replica's.
+fn mine(shard: Shard, k: usize) -> bool {
+    k % shard.count.max(1) == shard.index
 }
 
 impl FileReader {
     /// Opens `path`; `columns[t]` are input `t`'s columns (CSV: checked
-    /// against the header).
+    /// against the header); only the records of `shard` are read into chunks.
     pub(crate) fn open(
         format: &Format,
         path: &Path,
         columns: &[Vec<String>],
+        shard: Shard,
     ) -> Result<FileReader, DataError> {
         let name = path.display().to_string();
         match format {
@@ -55,6 +65,8 @@ impl FileReader {
                     csv: Box::new(csv),
                     plan: Arc::new(plan),
                     file: Arc::from(name),
+                    shard,
+                    seen: 0,
                 })
             }
             Format::TfRecord { compression } => {
@@ -70,6 +82,7 @@ impl FileReader {
                     rdr: RecordReader::new(inner),
                     next: 0,
                     file: Arc::from(name),
+                    shard,
                 })
             }
         }
@@ -86,7 +99,13 @@ impl FileReader {
         block: usize,
     ) -> bool {
         match self {
-            FileReader::Csv { csv, plan, file } => {
+            FileReader::Csv {
+                csv,
+                plan,
+                file,
+                shard,
+                seen,
+            } => {
                 chunk.file = Arc::clone(file);
                 chunk.plan = Arc::clone(plan);
                 let fields = csv.header.len();
@@ -103,6 +122,10 @@ impl FileReader {
                             return true;
                         }
                     };
+                    *seen += 1;
+                    if !mine(*shard, *seen - 1) {
+                        continue;
+                    }
                     if rec.len() != fields {
                         let e = DataError::at(
                             file,
@@ -129,7 +152,12 @@ impl FileReader {
                 }
                 false
             }
-            FileReader::TfRecord { rdr, next, file } => {
+            FileReader::TfRecord {
+                rdr,
+                next,
+                file,
+                shard,
+            } => {
                 chunk.file = Arc::clone(file);
                 while chunk.rows < block {
                     if chunk.payloads.len() == chunk.rows {
@@ -143,8 +171,11 @@ impl FileReader {
                             return true;
                         }
                     }
-                    chunk.locations.push(*next);
                     *next += 1;
+                    if !mine(*shard, *next - 1) {
+                        continue;
+                    }
+                    chunk.locations.push(*next - 1);
                     chunk.rows += 1;
                 }
                 false

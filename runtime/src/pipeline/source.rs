@@ -133,7 +133,22 @@ impl StreamingBatches {
                 )));
             }
         }
-        let files = super::files::expand(&spec.paths)?;
+        let mut files = super::files::expand(&spec.paths)?;
+        // A replica's share: whole files when there are enough, else records.
+        let shard = spec.shard;
+        let mut record_shard = super::Shard::default();
+        if shard.count > 1 {
+            if files.len() >= shard.count {
+                files = files
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % shard.count == shard.index)
+                    .map(|(_, f)| f)
+                    .collect();
+            } else {
+                record_shard = shard;
+            }
+        }
         let transforms: Vec<_> = inputs
             .iter()
             .map(crate::data::columns::transform_for)
@@ -177,6 +192,7 @@ impl StreamingBatches {
             .collect();
         let shared = Arc::new(Shared {
             files,
+            record_shard,
             format: spec.format.clone(),
             inputs: inputs.to_vec(),
             elems,

@@ -43,6 +43,8 @@ use super::Format;
 /// What every thread of a pipeline reads.
 pub(crate) struct Shared {
     pub(crate) files: Vec<PathBuf>,
+    /// Every file's records shared between replicas (see [`super::Shard`]).
+    pub(crate) record_shard: super::Shard,
     pub(crate) format: Format,
     pub(crate) inputs: Vec<InputSpec>,
     pub(crate) elems: Vec<ElemType>,
@@ -190,7 +192,12 @@ fn reader(
                         let Ok(mut c) = spare.take().map_or_else(|| recycle.recv(), Ok) else {
                             return;
                         };
-                        match FileReader::open(&shared.format, &shared.files[next_file], &columns) {
+                        match FileReader::open(
+                            &shared.format,
+                            &shared.files[next_file],
+                            &columns,
+                            shared.record_shard,
+                        ) {
                             Ok(r) => {
                                 slots[cursor] = Some(r);
                                 open += 1;

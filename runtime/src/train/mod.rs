@@ -214,12 +214,16 @@ impl Trainer {
     /// A trainer for one replica of a data-parallel run: each step runs
     /// `replica_grad` on this replica's rows, exchanges over `comm`, then
     /// runs `step` (see [`replicas`]).
+    /// `source_may_end`: the batch source can run out (a stream with a last
+    /// epoch); the replicas then agree before each step that all of them have
+    /// their full share, and stop together when one has not.
     pub fn replicated(
         session: &Session,
         comm: std::sync::Arc<dyn replicas::Collective>,
+        source_may_end: bool,
     ) -> Result<Trainer, String> {
         let mut t = Trainer::new(session)?;
-        t.replica = Some(replicas::ReplicaStep::new(session, comm)?);
+        t.replica = Some(replicas::ReplicaStep::new(session, comm, source_may_end)?);
         Ok(t)
     }
 
@@ -244,7 +248,11 @@ impl Trainer {
         summaries: bool,
     ) -> Result<Option<StepValues>, TrainError> {
         let rows = session.fill(source)?;
-        if rows == 0 {
+        let have_rows = match self.replica.as_mut() {
+            Some(r) => r.all_have_rows(rows),
+            None => rows > 0,
+        };
+        if !have_rows {
             return Ok(None);
         }
         let func = match &self.summary {

@@ -11,9 +11,9 @@
 //!
 //! Invariants: every replica calls the collectives in the same order with the
 //! same sizes (the step is the same program everywhere, and replica `r`
-//! always holds `shard_rows(batch, n)[r]` rows); the allreduce receives into
-//! a buffer allocated once and swapped with the arena, so a step allocates
-//! nothing; all replicas get the same bits of every exchanged value (MPI's
+//! always holds `shard_rows(batch, n)[r]` rows); the allreduce works in
+//! place (MPI_IN_PLACE), or receives into a buffer allocated once and swapped
+//! with the arena, so a step allocates nothing; all replicas get the same bits of every exchanged value (MPI's
 //! reduction result is the same on every rank), hence identical parameters,
 //! which [`fingerprint`] lets a caller verify.
 
@@ -34,6 +34,11 @@ pub trait Collective {
     fn replicas(&self) -> usize;
     /// `recv = Σ_replicas send`, elementwise.
     fn all_reduce_sum(&self, send: &[f32], recv: &mut [f32]);
+    /// `values = Σ_replicas values` in place, when the implementation can
+    /// (MPI's `MPI_IN_PLACE`); false when it cannot, and `values` is untouched.
+    fn all_reduce_sum_in_place(&self, _values: &mut [f32]) -> bool {
+        false
+    }
     /// `recv` = every replica's `send` in replica order; replica `r` sends
     /// `counts[r]` values, placed at `displs[r]`.
     fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]);
@@ -101,6 +106,13 @@ pub struct ReplicaStep {
     send: Vec<u32>,
     recv: Vec<u32>,
     rows: usize,
+    /// The source can run out (a stream's last epoch): the replicas agree
+    /// on every step whether all of them have a full share.
+    may_end: bool,
+    /// Every replica's rows this step, for that agreement.
+    all_rows: Vec<u32>,
+    /// Every replica's share of the global batch.
+    shards: Vec<usize>,
 }
 
 impl fmt::Debug for ReplicaStep {
@@ -118,7 +130,11 @@ impl ReplicaStep {
     /// The replicated step of a session compiled for `comm.replicas()`
     /// replicas (it has `replica_grad` and exchange variables); the global
     /// batch is the session's `max_batch`.
-    pub fn new(session: &Session, comm: Arc<dyn Collective>) -> Result<ReplicaStep, String> {
+    pub fn new(
+        session: &Session,
+        comm: Arc<dyn Collective>,
+        may_end: bool,
+    ) -> Result<ReplicaStep, String> {
         let grad = session.function_index(REPLICA_GRAD).ok_or(
             "the program was not compiled for replicas: it has no `replica_grad` function",
         )?;
@@ -188,7 +204,30 @@ impl ReplicaStep {
             send: vec![0; most_sent],
             recv: vec![0; most_received],
             rows: shards[rank],
+            may_end,
+            all_rows: vec![0; n],
+            shards,
         })
+    }
+
+    /// Whether every replica has its full share of this step's batch (always
+    /// true for an endless source). When one has fewer rows (its shard of a
+    /// stream ran out), no replica steps: the global batch would be partial
+    /// (TF's `drop_remainder`), and a replica that stopped alone would leave
+    /// the others waiting.
+    pub(super) fn all_have_rows(&mut self, rows: usize) -> bool {
+        if !self.may_end {
+            return rows > 0;
+        }
+        let n = self.comm.replicas();
+        let counts = vec![1i32; n];
+        let displs: Vec<i32> = (0..n as i32).collect();
+        self.comm
+            .all_gather(&[rows as u32], &mut self.all_rows, &counts, &displs);
+        self.all_rows
+            .iter()
+            .zip(&self.shards)
+            .all(|(&got, &share)| got as usize == share)
     }
 
     /// The rows this replica computes each step.
@@ -219,10 +258,12 @@ impl ReplicaStep {
     /// The collectives after `replica_grad` (and its checks) ran.
     pub(super) fn combine(&mut self, session: &mut Session) -> Result<(), String> {
         if let Some(a) = self.sum_arena {
-            let len = session.layout.arenas[a].len;
-            self.comm
-                .all_reduce_sum(session.arena(a), &mut self.spare.f32s_mut()[..len]);
-            session.swap_arena(a, &mut self.spare)?;
+            if !self.comm.all_reduce_sum_in_place(session.arena_mut(a)) {
+                let len = session.layout.arenas[a].len;
+                self.comm
+                    .all_reduce_sum(session.arena(a), &mut self.spare.f32s_mut()[..len]);
+                session.swap_arena(a, &mut self.spare)?;
+            }
         }
         for g in &self.gathers {
             let n = self.rows * g.per_row;
