@@ -14,9 +14,11 @@
 //!
 //! How replicas combine: a loss that is a mean over the batch (or anything
 //! that is not a plain sum over it, such as a mean plus a weight penalty) is
-//! the rows-weighted average of the replicas' losses, so each replica scales
-//! its gradient by `rows / global_batch` before the sum (Horovod's
-//! `Average`); a loss whose last op is a sum over the batch axis is summed.
+//! the rows-weighted average of the replicas' losses (Horovod's `Average`):
+//! with equal shares the `step` scales the sum by `1 / replicas`, fused into
+//! the update; with unequal ones each replica scales its values by `rows /
+//! global_batch` before the sum. A loss whose last op is a sum over the batch
+//! axis is summed.
 //! A sparse gradient is not scaled-and-summed but gathered: the replicas' ids
 //! and rows, concatenated in replica order, are exactly the `IndexedSlices`
 //! one process would compute for the global batch (each replica holds a
@@ -53,26 +55,32 @@ pub fn split(
     state_updates: &[(u32, NodeId)],
 ) -> Split {
     let global_batch = model.train.batch as u64;
+    let replicas = u64::from(model.replicas.unwrap_or(1).max(1));
     let mut f = Function::new(REPLICA_GRAD);
     let g = &mut model.graph;
     g.current_span = None;
-    // The weight of this replica's values in the sum over replicas.
-    let weight = if is_batch_sum(g, model.loss) {
-        None
+    // The weight of each replica's values in the sum over replicas: `rows /
+    // global batch` for a mean. With equal shares that is `1 / replicas` for
+    // all, applied once to the sum in `step` (fused into the update) rather
+    // than by each replica (a pass over every gradient).
+    let (before, after) = if is_batch_sum(g, model.loss) {
+        (None, None)
+    } else if global_batch % replicas == 0 {
+        (None, Some(g.scalar(1.0 / replicas as f32)))
     } else {
         let rows = g.batch_size();
         let all = g.scalar(global_batch as f32);
-        Some(g.div(rows, all))
+        (Some(g.div(rows, all)), None)
+    };
+    let weighed = move |g: &mut crate::ir::Graph, value: NodeId, w: Option<NodeId>| match w {
+        Some(w) => g.mul(value, w),
+        None => value,
     };
     let loss = model.loss;
     let mut exchanged = Vec::new();
     let summed = |model: &mut Model, f: &mut Function, name: String, value: NodeId| {
-        let g = &mut model.graph;
-        let scaled = match weight {
-            Some(w) => g.mul(value, w),
-            None => value,
-        };
-        let shape = g.shape(value).clone();
+        let scaled = weighed(&mut model.graph, value, before);
+        let shape = model.graph.shape(value).clone();
         let v = model.add_var(
             &name,
             shape,
@@ -80,7 +88,8 @@ pub fn split(
             Initializer::Zeros,
         );
         f.updates.push((v, scaled));
-        model.graph.var(v)
+        let read = model.graph.var(v);
+        weighed(&mut model.graph, read, after)
     };
     let loss = summed(model, &mut f, "replica/loss".into(), loss);
     for (k, &p) in params.iter().enumerate() {
@@ -90,10 +99,7 @@ pub fn split(
                 grads[k] = summed(model, &mut f, format!("replica/grad/{name}"), grads[k]);
             }
             Some(ids) => {
-                let values = match weight {
-                    Some(w) => model.graph.mul(grads[k], w),
-                    None => grads[k],
-                };
+                let values = weighed(&mut model.graph, grads[k], before);
                 let (ids_var, ids_read) = gathered(
                     model,
                     &mut f,
@@ -110,7 +116,7 @@ pub fn split(
                 );
                 debug_assert_eq!(model.graph.vars[ids_var as usize].dtype, DType::I32);
                 sparse_ids[k] = Some(ids_read);
-                grads[k] = values_read;
+                grads[k] = weighed(&mut model.graph, values_read, after);
             }
         }
     }
