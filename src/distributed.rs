@@ -11,7 +11,7 @@
 //! fails calls [`Replicas::abort`], which ends every replica of the job
 //! (`MPI_Abort`), so none waits forever in a collective.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use clap::ValueEnum;
 use specc_runtime::train::replicas::Collective;
@@ -43,11 +43,11 @@ impl Launch {
 
 /// This process's place in a data-parallel job.
 pub struct Replicas {
-    comm: Arc<dyn Collective>,
+    comm: Rc<dyn Collective>,
     rank: usize,
     size: usize,
     #[cfg(feature = "mpi")]
-    mpi: Arc<mpi_world::World>,
+    mpi: Rc<mpi_world::World>,
 }
 
 impl Replicas {
@@ -61,7 +61,7 @@ impl Replicas {
 
     #[cfg(feature = "mpi")]
     fn start_mpi() -> Result<Replicas, String> {
-        let world = Arc::new(mpi_world::World::init()?);
+        let world = Rc::new(mpi_world::World::init()?);
         Ok(Replicas {
             rank: world.rank(),
             size: world.replicas(),
@@ -94,7 +94,7 @@ impl Replicas {
         self.rank == 0
     }
 
-    pub fn collective(&self) -> Arc<dyn Collective> {
+    pub fn collective(&self) -> Rc<dyn Collective> {
         self.comm.clone()
     }
 

@@ -8,6 +8,7 @@
 //! replica order), must give the model one process gets with the global
 //! batch, up to the order in which the replicas' partial sums add up.
 
+use std::rc::Rc;
 use std::sync::{Arc, Barrier, Mutex};
 
 use specc_compiler::driver::{compile_with, Functions, Options};
@@ -29,7 +30,7 @@ struct Trained {
 
 /// Trains `steps` steps of `text`: one process (`comm` None), or replica
 /// `comm.rank()` of `comm.replicas()`.
-fn train(text: &str, steps: usize, comm: Option<Arc<dyn Collective>>) -> Trained {
+fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>) -> Trained {
     let src = SourceFile::new("spec.spec", text.to_string());
     let program = compile_with(
         &src,
@@ -149,7 +150,7 @@ fn train_replicas(text: &str, steps: usize, n: usize) -> Trained {
         .map(|t| {
             let text = text.clone();
             std::thread::spawn(move || {
-                let comm: Arc<dyn Collective> = Arc::new(t);
+                let comm: Rc<dyn Collective> = Rc::new(t);
                 train(&text, steps, Some(comm))
             })
         })
@@ -221,7 +222,7 @@ fn one_replica_is_the_plain_step_bit_for_bit_dense() {
     let spec = read_spec("digits_mlp.spec");
     same_bits(
         &train(&spec, 60, None),
-        &train(&spec, 60, Some(Arc::new(Solo))),
+        &train(&spec, 60, Some(Rc::new(Solo))),
     );
 }
 
@@ -230,7 +231,7 @@ fn one_replica_is_the_plain_step_bit_for_bit_sparse() {
     let spec = read_spec("digits_embedding.spec");
     same_bits(
         &train(&spec, 60, None),
-        &train(&spec, 60, Some(Arc::new(Solo))),
+        &train(&spec, 60, Some(Rc::new(Solo))),
     );
 }
 
@@ -282,7 +283,9 @@ fn train_item_diagnostic(settings: &str) -> specc_grammar::Diagnostic {
     assert!(spec.contains("seed = 7 }"));
     let text = spec.replace("seed = 7 }", &format!("seed = 7, {settings} }}"));
     let src = SourceFile::new("spec.spec", text.clone());
-    let errors = specc_compiler::check(&src).err().expect("refused");
+    let Err(errors) = specc_compiler::check(&src) else {
+        panic!("refused")
+    };
     assert_eq!(errors.len(), 1, "{errors:?}");
     let d = errors.into_iter().next().unwrap();
     let at = &text[d.span.start as usize..d.span.end as usize];

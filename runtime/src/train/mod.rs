@@ -219,7 +219,7 @@ impl Trainer {
     /// their full share, and stop together when one has not.
     pub fn replicated(
         session: &Session,
-        comm: std::sync::Arc<dyn replicas::Collective>,
+        comm: std::rc::Rc<dyn replicas::Collective>,
         source_may_end: bool,
     ) -> Result<Trainer, String> {
         let mut t = Trainer::new(session)?;

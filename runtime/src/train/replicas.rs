@@ -18,7 +18,7 @@
 //! which [`fingerprint`] lets a caller verify.
 
 use std::fmt;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::abi::{VarRole, EXCHANGE_SUM, REPLICA_GRAD};
 use crate::memory::AlignedBuf;
@@ -96,7 +96,7 @@ struct Gather {
 
 /// The replicated form of one training step (see the module doc).
 pub struct ReplicaStep {
-    comm: Arc<dyn Collective>,
+    comm: Rc<dyn Collective>,
     /// `replica_grad`'s index and the positions of its runtime checks.
     pub(super) grad: usize,
     pub(super) assertions: Vec<usize>,
@@ -132,7 +132,7 @@ impl ReplicaStep {
     /// batch is the session's `max_batch`.
     pub fn new(
         session: &Session,
-        comm: Arc<dyn Collective>,
+        comm: Rc<dyn Collective>,
         may_end: bool,
     ) -> Result<ReplicaStep, String> {
         let grad = session.function_index(REPLICA_GRAD).ok_or(
