@@ -322,3 +322,45 @@ fn replicas_to_aggregate_gives_the_total() {
     let model = specc_compiler::check(&SourceFile::new("spec.spec", spec)).unwrap();
     assert_eq!(model.train.sync_replicas.map(|s| s.total), Some(4));
 }
+
+/// digits_mlp with a `batch_norm` layer on its hidden units.
+fn digits_batch_norm() -> String {
+    let spec = read_spec("digits_mlp.spec");
+    let old_params = "  b1: [128]     = zeros\n";
+    let old_h = "h      = relu(pixels @ W1 + b1)";
+    assert!(spec.contains(old_params) && spec.contains(old_h));
+    spec.replace(
+        old_params,
+        "  b1: [128]     = zeros\n  gamma: [128] = ones\n  beta: [128] = zeros\n  \
+         mm: [128] = zeros, trainable = false\n  mv: [128] = ones, trainable = false\n",
+    )
+    .replace(
+        old_h,
+        "z = reshape(pixels @ W1 + b1, [B, 1, 1, 128])\n\
+         h = relu(reshape(batch_norm(z, gamma, beta, mm, mv, momentum = 0.9), [B, 128]))",
+    )
+}
+
+/// `batch_norm` normalizes with each replica's batch statistics (TF's
+/// default, not SyncBatchNorm) and the replicas average its moving
+/// statistics: after one step the moving mean is the global batch's (the
+/// mean of equal shares' means), and the replicas stay identical.
+#[test]
+fn batch_norm_moving_mean_is_averaged_over_replicas() {
+    let spec = digits_batch_norm();
+    let one = train(&spec, 1, None);
+    let two = train_replicas(&spec, 1, 2);
+    let get = |t: &Trained, name: &str| t.vars.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let (a, b) = (get(&one, "mm"), get(&two, "mm"));
+    let scale = a.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(scale > 0.0);
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            (x - y).abs() <= 1e-6 * scale,
+            "moving mean {x} on one process, {y} on two"
+        );
+    }
+    // Training goes on with the replicas identical (checked inside).
+    let many = train_replicas(&spec, 100, 2);
+    assert!(many.losses.last().unwrap() < &many.losses[0]);
+}
