@@ -62,6 +62,9 @@ enum Command {
         spec: PathBuf,
         #[arg(long, value_enum)]
         emit: Stage,
+        /// Compile the step split for N data-parallel replicas (as `mpirun -np N specc run` does).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        replicas: Option<u32>,
     },
     /// Train a spec and report metrics on the training data and a held-out split.
     Run {
@@ -348,7 +351,11 @@ fn main() -> ExitCode {
     }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
-        Command::Compile { spec, emit } => commands::compile::run(&spec, emit),
+        Command::Compile {
+            spec,
+            emit,
+            replicas,
+        } => commands::compile::run(&spec, emit, replicas),
         Command::Run {
             spec,
             data,

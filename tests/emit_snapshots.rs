@@ -19,8 +19,13 @@ fn specs() -> Vec<PathBuf> {
 }
 
 fn emit(spec: &std::path::Path, stage: &str) -> String {
+    emit_with(spec, stage, &[])
+}
+
+fn emit_with(spec: &std::path::Path, stage: &str, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_specc"))
         .args(["compile", "--emit", stage])
+        .args(extra)
         .env("SPECC_THREADS", "2")
         .arg(spec.file_name().unwrap())
         .current_dir(spec.parent().unwrap())
@@ -44,6 +49,27 @@ fn every_stage_of_every_shipped_spec() {
         for stage in STAGES {
             let text = emit(spec, stage);
             insta::assert_snapshot!(format!("{name}.{stage}"), text);
+        }
+    }
+}
+
+/// The step split for data-parallel replicas (`--replicas N`): the
+/// `replica_grad` function writing the exchange variables, the `step`
+/// reading them; dense (2 replicas: the sum scaled by 1/2 in the step;
+/// 3 replicas of a batch of 64: each replica weighs by its rows) and sparse
+/// (the gathered ids and rows).
+#[test]
+fn the_replicated_step() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs");
+    for (spec, n) in [
+        ("digits_mlp", "2"),
+        ("digits_mlp", "3"),
+        ("digits_embedding", "2"),
+    ] {
+        let path = dir.join(format!("{spec}.spec"));
+        for stage in ["step", "plan"] {
+            let text = emit_with(&path, stage, &["--replicas", n]);
+            insta::assert_snapshot!(format!("{spec}.replicas{n}.{stage}"), text);
         }
     }
 }

@@ -2,24 +2,32 @@
 
 use std::path::Path;
 
-use specc_compiler::driver::{plan_model, Functions};
+use specc_compiler::driver::{plan_model_with, Functions, Options};
 use specc_compiler::ir::print::print_functions;
 use specc_compiler::{codegen, plan};
 
 use crate::load::{read_spec, report};
 use crate::{Failure, Stage};
 
-pub fn run(spec: &Path, stage: Stage) -> Result<(), Failure> {
+pub fn run(spec: &Path, stage: Stage, replicas: Option<u32>) -> Result<(), Failure> {
     let src = read_spec(spec)?;
-    let text = emit(&src, stage).map_err(|d| report(&d, &src))?;
+    let text = emit(&src, stage, replicas).map_err(|d| report(&d, &src))?;
     print!("{text}");
     Ok(())
 }
 
+/// The text of `stage`; with `replicas`, of the step split for that many
+/// data-parallel replicas (`replica_grad`, then `step`).
 pub fn emit(
     src: &specc_grammar::SourceFile,
     stage: Stage,
+    replicas: Option<u32>,
 ) -> Result<String, Vec<specc_grammar::Diagnostic>> {
+    let options = Options {
+        replicas,
+        ..Options::default()
+    };
+    let plan_model = |src, which| plan_model_with(src, which, &options);
     Ok(match stage {
         Stage::Ast => specc_grammar::print::print_spec(&specc_compiler::parse(src)?),
         Stage::Ir => {
@@ -29,13 +37,15 @@ pub fn emit(
             print_functions(&m.graph, &fs)
         }
         Stage::Grad => {
-            let m = specc_compiler::build(src)?;
+            let m = specc_compiler::build_replicated(src, replicas)?;
             print_functions(&m.graph, &[m.functions.grad.as_ref().expect("built")])
         }
         Stage::Step => {
-            let mut m = specc_compiler::build(src)?;
+            let mut m = specc_compiler::build_replicated(src, replicas)?;
             specc_compiler::passes::optimize(&mut m);
-            print_functions(&m.graph, &[m.functions.step.as_ref().expect("built")])
+            let mut fs: Vec<_> = m.functions.replica_grad.iter().collect();
+            fs.extend(m.functions.step.as_ref());
+            print_functions(&m.graph, &fs)
         }
         Stage::Plan => {
             let p = plan_model(src, Functions::TRAIN)?;
