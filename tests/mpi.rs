@@ -149,6 +149,50 @@ fn assert_close(one: &[(String, Vec<f64>)], many: &[(String, Vec<f64>)], what: &
     }
 }
 
+/// Runs a job that must fail within a minute (no hang); its stderr.
+fn failing(mut c: Command) -> String {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
+    assert!(!out.status.success(), "{c:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Both checkpoints hold the same bits in every tensor.
+fn assert_same_bits(a: &Path, b: &Path, what: &str) {
+    let (x, y) = (checkpoint(a), checkpoint(b));
+    assert_eq!(x.len(), y.len(), "{what}");
+    for ((name, p), (_, q)) in x.iter().zip(&y) {
+        assert!(
+            p.iter()
+                .map(|v| v.to_bits())
+                .eq(q.iter().map(|v| v.to_bits())),
+            "`{name}` differs: {what}"
+        );
+    }
+}
+
+/// digits_mlp with its data path made absolute, `options` added to its
+/// `data csv(..)` and `edits` (text, its replacement) applied, written as
+/// `name` in a temporary directory.
+fn digits_variant(name: &str, options: &str, edits: &[(&str, String)]) -> PathBuf {
+    let dir = temp_dir(name);
+    let mut text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
+    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
+    let edits = [(
+        "csv(\"data/digits.csv\")",
+        format!("csv({data:?}{options})"),
+    )]
+    .into_iter()
+    .chain(edits.iter().map(|(a, b)| (*a, b.clone())));
+    for (from, to) in edits {
+        assert!(text.contains(from), "digits_mlp.spec has no `{from}`");
+        text = text.replace(from, &to);
+    }
+    let path = dir.join(format!("{name}.spec"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 fn ranks_match_one_process(spec_name: &str, np: usize) {
     let one = temp_dir(&format!("{spec_name}-one-{np}"));
     let many = temp_dir(&format!("{spec_name}-{np}"));
@@ -262,16 +306,7 @@ fn a_killed_job_resumes_from_its_last_checkpoint() {
     );
     let straight = temp_dir("resume-straight");
     train("digits_mlp.spec", 2, at as u64 + 300, &straight);
-    let (a, b) = (checkpoint(&dir), checkpoint(&straight));
-    assert_eq!(a.len(), b.len());
-    for ((name, x), (_, y)) in a.iter().zip(&b) {
-        assert!(
-            x.iter()
-                .map(|v| v.to_bits())
-                .eq(y.iter().map(|v| v.to_bits())),
-            "`{name}` differs from the job that never stopped"
-        );
-    }
+    assert_same_bits(&dir, &straight, "resumed against a job that never stopped");
 }
 
 /// The ranks mpirun started (its children running specc).
@@ -316,36 +351,14 @@ fn a_replica_that_fails_stops_the_others() {
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
     let mut c = mpirun(1);
-    c.args([
-        SPECC,
-        "run",
-        &spec("digits_mlp.spec"),
-        "--steps",
-        "100",
-        "--data",
-        &good,
-    ])
-    .args([
-        ":",
-        "-np",
-        "1",
-        SPECC,
-        "run",
-        &spec("digits_mlp.spec"),
-        "--steps",
-        "100",
-    ])
-    .arg("--data")
-    .arg(&bad)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("bad.csv"), "{stderr}");
+    c.args([SPECC, "run", &spec("digits_mlp.spec"), "--steps", "100"])
+        .args(["--data", &good, ":", "-np", "1", SPECC, "run"])
+        .args([&spec("digits_mlp.spec"), "--steps", "100", "--data"])
+        .arg(&bad);
+    let stderr = failing(c);
     assert!(
         stderr.contains("bad.csv:8: column `px10`"),
-        "names the line: {stderr}"
+        "names the file, line and column: {stderr}"
     );
     assert!(stderr.contains("replica 1 of 2 failed"), "{stderr}");
 }
@@ -355,21 +368,9 @@ fn replicas_started_differently_are_refused() {
     // Rank 1 would stop 100 steps early and leave rank 0 waiting.
     let mut c = mpirun(1);
     c.args([SPECC, "run", &spec("digits_mlp.spec"), "--steps", "200"])
-        .args([
-            ":",
-            "-np",
-            "1",
-            SPECC,
-            "run",
-            &spec("digits_mlp.spec"),
-            "--steps",
-            "100",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .args([":", "-np", "1", SPECC, "run", &spec("digits_mlp.spec")])
+        .args(["--steps", "100"]);
+    let stderr = failing(c);
     assert!(
         stderr.contains("another spec, configuration or data"),
         "{stderr}"
@@ -381,33 +382,20 @@ fn repeated_jobs_give_the_same_bits() {
     let (a, b) = (temp_dir("repeat-a"), temp_dir("repeat-b"));
     train("digits_embedding.spec", 3, 150, &a);
     train("digits_embedding.spec", 3, 150, &b);
-    let (x, y) = (checkpoint(&a), checkpoint(&b));
-    for ((name, p), (_, q)) in x.iter().zip(&y) {
-        assert!(
-            p.iter()
-                .map(|v| v.to_bits())
-                .eq(q.iter().map(|v| v.to_bits())),
-            "`{name}` differs between two runs of the same job"
-        );
-    }
+    assert_same_bits(&a, &b, "two runs of the same job");
 }
 
 /// digits_mlp written for `n` replicas (TF's SyncReplicasOptimizer
 /// arguments in the `train` item), in a temporary directory.
 fn spec_for_replicas(n: usize) -> PathBuf {
-    let dir = temp_dir(&format!("sync-{n}"));
-    let text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
-    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
-    assert!(text.contains("csv(\"data/digits.csv\")") && text.contains("seed = 7 }"));
-    let text = text
-        .replace("csv(\"data/digits.csv\")", &format!("csv({data:?})"))
-        .replace(
+    digits_variant(
+        &format!("sync-{n}"),
+        "",
+        &[(
             "seed = 7 }",
-            &format!("seed = 7, replicas_to_aggregate = {n}, total_num_replicas = {n} }}"),
-        );
-    let path = dir.join("digits_mlp.spec");
-    std::fs::write(&path, text).unwrap();
-    path
+            format!("seed = 7, replicas_to_aggregate = {n}, total_num_replicas = {n} }}"),
+        )],
+    )
 }
 
 #[test]
@@ -417,15 +405,8 @@ fn total_num_replicas_is_the_number_of_ranks() {
     c.arg(SPECC).arg("run").arg(&path).args(["--steps", "20"]);
     run_ok(c);
     let mut c = mpirun(3);
-    c.arg(SPECC)
-        .arg("run")
-        .arg(&path)
-        .args(["--steps", "20"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    c.arg(SPECC).arg("run").arg(&path).args(["--steps", "20"]);
+    let stderr = failing(c);
     assert!(
         stderr.contains("total_num_replicas = 2, but the MPI job has 3 ranks"),
         "{stderr}"
@@ -437,18 +418,12 @@ fn total_num_replicas_is_the_number_of_ranks() {
 /// replicas' rows together are the batch one process streams.
 #[test]
 fn two_ranks_share_a_streamed_file_by_record() {
-    let dir = temp_dir("stream");
-    let text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
-    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
-    assert!(text.contains("csv(\"data/digits.csv\")") && text.contains("shuffle = 1797"));
-    let text = text
-        .replace(
-            "csv(\"data/digits.csv\")",
-            &format!("csv({data:?}, stream = true)"),
-        )
-        .replace("shuffle = 1797", "shuffle = 0");
-    let path = dir.join("digits_stream.spec");
-    std::fs::write(&path, text).unwrap();
+    let path = digits_variant(
+        "stream",
+        ", stream = true",
+        &[("shuffle = 1797", "shuffle = 0".into())],
+    );
+    let dir = path.parent().unwrap();
     // 25 steps of 64 rows stay within the first epoch of 1797.
     let (one, many) = (dir.join("one"), dir.join("many"));
     let mut c = Command::new(SPECC);
@@ -472,15 +447,7 @@ fn two_ranks_share_a_streamed_file_by_record() {
 /// and 898): no replica waits for one that stopped.
 #[test]
 fn replicas_stop_together_when_a_stream_ends() {
-    let dir = temp_dir("stream-end");
-    let text = std::fs::read_to_string(spec("digits_mlp.spec")).unwrap();
-    let data = format!("{}/specs/data/digits.csv", env!("CARGO_MANIFEST_DIR"));
-    let text = text.replace(
-        "csv(\"data/digits.csv\")",
-        &format!("csv({data:?}, num_epochs = 1)"),
-    );
-    let path = dir.join("digits_epoch.spec");
-    std::fs::write(&path, text).unwrap();
+    let path = digits_variant("stream-end", ", num_epochs = 1", &[]);
     let mut c = mpirun(2);
     c.arg(SPECC)
         .arg("run")
