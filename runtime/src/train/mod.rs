@@ -173,16 +173,7 @@ struct StepFunction {
 
 impl StepFunction {
     fn new(session: &Session, index: usize) -> Result<StepFunction, String> {
-        let assertions = session
-            .function_layout(index)
-            .assertions
-            .iter()
-            .map(|a| {
-                session
-                    .output_index(index, &a.output)
-                    .ok_or_else(|| format!("the step has no output `{}`", a.output))
-            })
-            .collect::<Result<Vec<usize>, String>>()?;
+        let assertions = assertion_positions(session, index)?;
         Ok(StepFunction {
             index,
             assertions,
@@ -302,6 +293,21 @@ impl Trainer {
     pub fn summary_function(&self) -> usize {
         self.summary.as_ref().unwrap_or(&self.step).index
     }
+}
+
+/// The output positions of function `f`'s runtime checks, parallel to its
+/// layout's `assertions`.
+fn assertion_positions(session: &Session, f: usize) -> Result<Vec<usize>, String> {
+    let layout = session.function_layout(f);
+    layout
+        .assertions
+        .iter()
+        .map(|a| {
+            session
+                .output_index(f, &a.output)
+                .ok_or_else(|| format!("`{}` has no output `{}`", layout.name, a.output))
+        })
+        .collect()
 }
 
 /// The runtime checks of function `f` after a call (outputs `positions`):

@@ -138,16 +138,7 @@ impl ReplicaStep {
         let grad = session.function_index(REPLICA_GRAD).ok_or(
             "the program was not compiled for replicas: it has no `replica_grad` function",
         )?;
-        let assertions = session
-            .function_layout(grad)
-            .assertions
-            .iter()
-            .map(|a| {
-                session
-                    .output_index(grad, &a.output)
-                    .ok_or_else(|| format!("`{REPLICA_GRAD}` has no output `{}`", a.output))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let assertions = super::assertion_positions(session, grad)?;
         let batch = session.max_batch();
         let (n, rank) = (comm.replicas(), comm.rank());
         let shards = shard_rows(batch, n);
