@@ -88,7 +88,28 @@ pub fn split(
             Initializer::Zeros,
         );
         f.updates.push((v, scaled));
-        let read = model.graph.var(v);
+        let read = if model.shared_exchange {
+            // Every replica's value, summed in replica order by the step
+            // itself: ((v0 + v1) + v2) .., the same bits on every replica.
+            let shape = model.graph.shape(value).clone();
+            let mut sum = None;
+            for r in 0..replicas as u32 {
+                let peer = model.add_var(
+                    &format!("{name}@{r}"),
+                    shape.clone(),
+                    VarKind::ExchangePeer { replica: r },
+                    Initializer::Zeros,
+                );
+                let read = model.graph.var(peer);
+                sum = Some(match sum {
+                    None => read,
+                    Some(acc) => model.graph.add(acc, read),
+                });
+            }
+            sum.unwrap_or_else(|| model.graph.var(v))
+        } else {
+            model.graph.var(v)
+        };
         weighed(&mut model.graph, read, after)
     };
     let loss = summed(model, &mut f, "replica/loss".into(), loss);
