@@ -61,6 +61,9 @@ impl Replicas {
 
     #[cfg(feature = "mpi")]
     fn start_mpi() -> Result<Replicas, String> {
+        // rsmpi's handles are neither Send nor Sync; the collectives are
+        // shared (the trainer's, the run's), all on the main thread.
+        #[allow(clippy::arc_with_non_send_sync)]
         let world = Arc::new(mpi_world::World::init()?);
         Ok(Replicas {
             rank: world.rank(),
@@ -124,7 +127,7 @@ impl Replicas {
 mod mpi_world {
     //! The MPI world communicator as a [`Collective`].
 
-    use std::cell::RefCell;
+    use std::sync::Mutex;
 
     use mpi::collective::SystemOperation;
     use mpi::datatype::PartitionMut;
@@ -147,7 +150,7 @@ mod mpi_world {
         one_node: bool,
         /// The shared-memory windows of `shared_segments`, freed (before
         /// MPI finalizes) when the world is dropped.
-        windows: RefCell<Vec<Window>>,
+        windows: Mutex<Vec<Window>>,
         // Last: finalizes MPI when dropped, after the communicator.
         _universe: Universe,
     }
@@ -155,6 +158,10 @@ mod mpi_world {
     /// An `MPI_Win_allocate_shared` window over the world, in a passive
     /// target epoch (`MPI_Win_lock_all`) for its whole life.
     struct Window(ffi::MPI_Win);
+
+    // SAFETY: an MPI handle, not memory of this process: the world's
+    // collectives (which use it) may be called from any one thread at a time.
+    unsafe impl Send for Window {}
 
     impl Drop for Window {
         fn drop(&mut self) {
@@ -181,7 +188,7 @@ mod mpi_world {
                 world,
                 open_mpi,
                 one_node,
-                windows: RefCell::new(Vec::new()),
+                windows: Mutex::new(Vec::new()),
                 _universe: universe,
             })
         }
@@ -279,13 +286,17 @@ mod mpi_world {
                 }
                 segments.push(ptr.wrapping_add(ptr.align_offset(64)));
             }
-            self.windows.borrow_mut().push(win);
+            if let Ok(mut w) = self.windows.lock() {
+                w.push(win);
+            }
             Some(segments)
         }
         fn barrier(&self) {
             // The unified memory model: a memory barrier on each side of
             // the ranks' synchronization (MPI_Win_sync, MPI_Barrier).
-            let windows = self.windows.borrow();
+            let Ok(windows) = self.windows.lock() else {
+                return;
+            };
             // SAFETY: windows in a passive target epoch; the barrier is
             // called by every rank.
             unsafe {

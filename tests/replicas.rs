@@ -362,7 +362,7 @@ fn train_item_diagnostic(settings: &str) -> specc_grammar::Diagnostic {
     assert!(spec.contains("seed = 7 }"));
     let text = spec.replace("seed = 7 }", &format!("seed = 7, {settings} }}"));
     let src = SourceFile::new("spec.spec", text.clone());
-    let errors = specc_compiler::check(&src).err().expect("refused");
+    let errors = specc_compiler::check(&src).expect_err("refused");
     assert_eq!(errors.len(), 1, "{errors:?}");
     let d = errors.into_iter().next().unwrap();
     let at = &text[d.span.start as usize..d.span.end as usize];

@@ -48,7 +48,7 @@ pub struct Session {
     worker: Option<Worker>,
     /// What keeps the memory of arenas attached with
     /// [`Session::attach_arena`] alive (their `arena_ptrs` point into it).
-    attached: Vec<std::sync::Arc<dyn std::any::Any>>,
+    attached: Vec<Box<dyn std::any::Any>>,
 }
 
 impl Session {
@@ -186,9 +186,9 @@ impl Session {
         &mut self,
         index: usize,
         ptr: *mut f32,
-        owner: std::sync::Arc<dyn std::any::Any>,
+        owner: Box<dyn std::any::Any>,
     ) -> Result<(), String> {
-        if index >= self.arenas.len() || ptr.is_null() || (ptr as usize) % 64 != 0 {
+        if index >= self.arenas.len() || ptr.is_null() || !(ptr as usize).is_multiple_of(64) {
             return Err(format!("cannot attach arena {index} at {ptr:p}"));
         }
         // Only exchange values live outside: the model's state stays in the

@@ -65,7 +65,7 @@ pub fn split(
     // than by each replica (a pass over every gradient).
     let (before, after) = if is_batch_sum(g, model.loss) {
         (None, None)
-    } else if global_batch % replicas == 0 {
+    } else if global_batch.is_multiple_of(replicas) {
         (None, Some(g.scalar(1.0 / replicas as f32)))
     } else {
         let rows = g.batch_size();

@@ -321,7 +321,7 @@ impl ReplicaStep {
                 // aligned, and lives as long as the collective, which the
                 // session keeps; the replicas touch it only between the
                 // barriers of `exchange` and `combine`.
-                unsafe { session.attach_arena(arena, ptr, Arc::new(self.comm.clone()))? };
+                unsafe { session.attach_arena(arena, ptr, Box::new(self.comm.clone()))? };
             }
         }
         session.call(self.grad, rows)?;
