@@ -19,6 +19,13 @@
 //! the update; with unequal ones each replica scales its values by `rows /
 //! global_batch` before the sum. A loss whose last op is a sum over the batch
 //! axis is summed.
+//! With a shared exchange ([`Model::shared_exchange`]: the replicas run on
+//! one node and share memory), there is no allreduce: each summed exchange
+//! variable `v` also has one read-only view per replica, `v@r`
+//! ([`VarKind::ExchangePeer`], arena `exchange/peer/<r>`, laid out as
+//! `exchange/sum`), which the runtime points at replica r's `exchange/sum`;
+//! the `step` reads them all and sums them in replica order, `((v@0 + v@1)
+//! + v@2) ..`, fused into the update: every replica computes the same bits.
 //! A sparse gradient is not scaled-and-summed but gathered: the replicas' ids
 //! and rows, concatenated in replica order, are exactly the `IndexedSlices`
 //! one process would compute for the global batch (each replica holds a

@@ -7,7 +7,13 @@
 //! replicas), and [`ReplicaStep`], which the [`super::Trainer`] runs in place
 //! of the plain `step`: `replica_grad` on this replica's rows, the sum of the
 //! `exchange/sum` arena over the replicas, the gathered `IndexedSlices`, then
-//! `step`, which applies the combined gradients.
+//! `step`, which applies the combined gradients. Replicas on one node share
+//! memory instead ([`Collective::shared_segments`], a program compiled with
+//! a shared exchange): the session's `exchange/sum` arena is this replica's
+//! segment and `exchange/peer/<r>` replica r's; `replica_grad` writes its
+//! own, a barrier, the `step` sums every replica's itself; another barrier
+//! comes before the next `replica_grad` overwrites a segment another
+//! replica may still be reading. No copy and no allreduce.
 //!
 //! Invariants: every replica calls the collectives in the same order with the
 //! same sizes (the step is the same program everywhere, and replica `r`
