@@ -24,8 +24,9 @@
 //! variable `v` also has one read-only view per replica, `v@r`
 //! ([`VarKind::ExchangePeer`], arena `exchange/peer/<r>`, laid out as
 //! `exchange/sum`), which the runtime points at replica r's `exchange/sum`;
-//! the `step` reads them all and sums them in replica order, `((v@0 + v@1)
-//! + v@2) ..`, fused into the update: every replica computes the same bits.
+//! the `step` reads them all and sums them in replica order (`((v@0 +
+//! v@1) + v@2) ..`), fused into the update: every replica computes the same
+//! bits.
 //! A sparse gradient is not scaled-and-summed but gathered: the replicas' ids
 //! and rows, concatenated in replica order, are exactly the `IndexedSlices`
 //! one process would compute for the global batch (each replica holds a
