@@ -14,6 +14,9 @@
 //! (`MPI_IN_PLACE`, Open MPI only), the median of `--reps` after `--warmup`;
 //! an 8-byte allreduce (the latency); a memcpy of the same bytes on one core
 //! (and of 128 MiB, out of the caches). With `-np 1` the allreduce is a copy.
+//! On one node, also what `specc run` does instead of the allreduce: each
+//! rank writes its segment of an `MPI_Win_allocate_shared` window, and after
+//! a barrier sums every rank's segment (then a barrier).
 //!
 //! Modelled (pure functions below, with tests): for each link (`--link
 //! GBIT:US`, default 100 Gbit/s and 25 Gbit/s, both 5 µs) and N in `--ranks`,
@@ -305,6 +308,10 @@ struct Measured {
     per_rank_s: Vec<f64>,
     allreduce_s: f64,
     in_place_s: Option<f64>,
+    /// specc's exchange on one node: each rank writes its segment of a
+    /// shared window; a barrier, every rank sums all segments in rank
+    /// order into its own buffer, a barrier (slowest rank's median).
+    shared_sum_s: Option<f64>,
     small_s: f64,
     memcpy_s: f64,
     memcpy_dram_s: f64,
@@ -396,6 +403,8 @@ fn measure(world: &SimpleCommunicator, args: &Args, open_mpi: bool) -> Measured 
         all.iter().copied().fold(0.0, f64::max)
     });
 
+    let shared_sum_s = shared_sum_s(world, args, expect);
+
     // 8 bytes: batches of back-to-back allreduces, the median batch's mean.
     let small_send = [1f32; 2];
     let mut small_recv = [0f32; 2];
@@ -424,11 +433,94 @@ fn measure(world: &SimpleCommunicator, args: &Args, open_mpi: bool) -> Measured 
         per_rank_s,
         allreduce_s,
         in_place_s,
+        shared_sum_s,
         small_s,
         memcpy_s: memcpy,
         memcpy_dram_s: memcpy_dram,
         dram_bytes: (dram_len * 4) as f64,
     }
+}
+
+/// The shared-memory exchange of `specc run` on one node (see
+/// [`Measured::shared_sum_s`]); `None` when the ranks span nodes.
+fn shared_sum_s(world: &SimpleCommunicator, args: &Args, expect: f32) -> Option<f64> {
+    use mpi::ffi;
+    if world.split_shared(world.rank()).size() != world.size() {
+        return None;
+    }
+    let (size, rank, len) = (world.size() as usize, world.rank() as usize, args.params);
+    let mut base: *mut f32 = std::ptr::null_mut();
+    let mut win = std::mem::MaybeUninit::<ffi::MPI_Win>::uninit();
+    // SAFETY: every rank allocates `len` floats of one shared window; the
+    // segments are read only between barriers that follow their writes.
+    let mut times = unsafe {
+        ffi::MPI_Win_allocate_shared(
+            (len * 4) as ffi::MPI_Aint,
+            4,
+            ffi::RSMPI_INFO_NULL,
+            world.as_raw(),
+            (&mut base as *mut *mut f32).cast(),
+            win.as_mut_ptr(),
+        );
+        let mut win = win.assume_init();
+        ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as i32, win);
+        let segments: Vec<&[f32]> = (0..size as i32)
+            .map(|r| {
+                let (mut bytes, mut unit, mut ptr) = (0, 0, std::ptr::null_mut::<f32>());
+                ffi::MPI_Win_shared_query(
+                    win,
+                    r,
+                    &mut bytes,
+                    &mut unit,
+                    (&mut ptr as *mut *mut f32).cast(),
+                );
+                std::slice::from_raw_parts(ptr, len)
+            })
+            .collect();
+        let mine = std::slice::from_raw_parts_mut(base, len);
+        let mut sum = vec![0f32; len];
+        let mut times = Vec::with_capacity(args.reps);
+        for i in 0..args.warmup + args.reps {
+            mine.fill((rank + 1) as f32);
+            ffi::MPI_Win_sync(win);
+            world.barrier();
+            let t = mpi::time();
+            ffi::MPI_Win_sync(win);
+            // Two ranks in one pass (what the step's fused kernel reads),
+            // more in one pass per further rank.
+            match &segments[..] {
+                [a, b, rest @ ..] => {
+                    for ((s, x), y) in sum.iter_mut().zip(*a).zip(*b) {
+                        *s = x + y;
+                    }
+                    for seg in rest {
+                        for (s, x) in sum.iter_mut().zip(*seg) {
+                            *s += x;
+                        }
+                    }
+                }
+                [a] => sum.copy_from_slice(a),
+                [] => {}
+            }
+            ffi::MPI_Win_sync(win);
+            world.barrier();
+            let dt = mpi::time() - t;
+            if i == 0 {
+                assert!(sum[0] == expect && sum[len - 1] == expect);
+            }
+            if i >= args.warmup {
+                times.push(dt);
+            }
+        }
+        std::hint::black_box(&sum);
+        ffi::MPI_Win_unlock_all(win);
+        ffi::MPI_Win_free(&mut win);
+        times
+    };
+    let mine = median(&mut times);
+    let mut all = vec![0f64; size];
+    world.all_gather_into(&mine, &mut all[..]);
+    Some(all.iter().copied().fold(0.0, f64::max))
 }
 
 fn gbps(bytes: f64, s: f64) -> f64 {
@@ -451,6 +543,7 @@ fn print_measured(m: &Measured, args: &Args, library: &str, shm: Link) {
             "algbw_gbps": gbps(m.bytes, m.allreduce_s),
             "busbw_gbps": gbps(f * m.bytes, m.allreduce_s),
             "allreduce_in_place_ms": m.in_place_s.map(|s| s * 1e3),
+            "shared_sum_ms": m.shared_sum_s.map(|s| s * 1e3),
             "small_allreduce_us": m.small_s * 1e6,
             "alpha_hop_us": m.alpha_hop_s().map(|s| s * 1e6),
             "memcpy_ms": m.memcpy_s * 1e3,
@@ -501,6 +594,15 @@ fn print_measured(m: &Measured, args: &Args, library: &str, shm: Link) {
         None => {
             println!("  in place:        not measured (MPI_IN_PLACE is known for Open MPI only)")
         }
+    }
+    if let Some(s) = m.shared_sum_s {
+        println!(
+            "shared-memory sum: {:.3} ms = {:.2} GB/s bytes/time, {:.2} GB/s N*bytes read/time \
+             (specc's exchange on one node: barrier, sum of every rank's segment, barrier)",
+            s * 1e3,
+            gbps(m.bytes, s),
+            gbps(n as f64 * m.bytes, s)
+        );
     }
     match m.alpha_hop_s() {
         Some(a) => println!(

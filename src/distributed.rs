@@ -98,6 +98,19 @@ impl Replicas {
         self.comm.clone()
     }
 
+    /// Whether the replicas exchange through shared memory rather than an
+    /// allreduce: more than one, all on this node (MPI_COMM_TYPE_SHARED),
+    /// unless `SPECC_SHARED_EXCHANGE=0`.
+    pub fn shared_exchange(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        let one_node = self.mpi.one_node();
+        #[cfg(not(feature = "mpi"))]
+        let one_node = false;
+        self.size > 1
+            && one_node
+            && std::env::var_os("SPECC_SHARED_EXCHANGE").is_none_or(|v| v != "0")
+    }
+
     /// Ends every replica of the job with `code` after this one failed.
     pub fn abort(&self, code: i32) -> ! {
         #[cfg(feature = "mpi")]
@@ -111,9 +124,12 @@ impl Replicas {
 mod mpi_world {
     //! The MPI world communicator as a [`Collective`].
 
+    use std::sync::Mutex;
+
     use mpi::collective::SystemOperation;
     use mpi::datatype::PartitionMut;
     use mpi::environment::Universe;
+    use mpi::ffi;
     use mpi::topology::{Communicator, SimpleCommunicator};
     use mpi::traits::*;
     use specc_runtime::train::replicas::Collective;
@@ -127,8 +143,32 @@ mod mpi_world {
         world: SimpleCommunicator,
         /// The library is Open MPI (`MPI_Get_library_version`).
         open_mpi: bool,
+        /// Every rank runs on this node (`MPI_COMM_TYPE_SHARED`).
+        one_node: bool,
+        /// The shared-memory windows of `shared_segments`, freed (before
+        /// MPI finalizes) when the world is dropped.
+        windows: Mutex<Vec<Window>>,
         // Last: finalizes MPI when dropped, after the communicator.
         _universe: Universe,
+    }
+
+    /// An `MPI_Win_allocate_shared` window over the world, in a passive
+    /// target epoch (`MPI_Win_lock_all`) for its whole life.
+    struct Window(ffi::MPI_Win);
+
+    // SAFETY: an MPI handle, not memory of this process: the world's
+    // collectives (which use it) may be called from any one thread at a time.
+    unsafe impl Send for Window {}
+
+    impl Drop for Window {
+        fn drop(&mut self) {
+            // SAFETY: a window allocated and locked by `shared_segments`;
+            // every rank frees it (the world is dropped on every rank).
+            unsafe {
+                ffi::MPI_Win_unlock_all(self.0);
+                ffi::MPI_Win_free(&mut self.0);
+            }
+        }
     }
 
     impl World {
@@ -139,11 +179,19 @@ mod mpi_world {
             )?;
             let open_mpi =
                 mpi::environment::library_version().is_ok_and(|v| v.contains("Open MPI"));
+            let world = universe.world();
+            let one_node = world.split_shared(world.rank()).size() == world.size();
             Ok(World {
-                world: universe.world(),
+                world,
                 open_mpi,
+                one_node,
+                windows: Mutex::new(Vec::new()),
                 _universe: universe,
             })
+        }
+
+        pub fn one_node(&self) -> bool {
+            self.one_node
         }
 
         pub fn abort(&self, code: i32) -> ! {
@@ -190,6 +238,73 @@ mod mpi_world {
         }
         fn broadcast(&self, values: &mut [u32]) {
             self.world.process_at_rank(0).broadcast_into(values);
+        }
+        fn shared_segments(&self, bytes: usize) -> Option<Vec<*mut u8>> {
+            // 64 bytes more, to align each segment (the window's aren't).
+            let size = ffi::MPI_Aint::try_from(bytes.checked_add(64)?).ok()?;
+            if !self.one_node {
+                return None;
+            }
+            let mut base: *mut u8 = std::ptr::null_mut();
+            let mut win = std::mem::MaybeUninit::<ffi::MPI_Win>::uninit();
+            // SAFETY: MPI allocates `bytes` bytes for this rank in a window
+            // shared by the world's ranks (all on this node), writing its
+            // address to `base` and the window to `win`; the default error
+            // handler aborts the job on failure. Every rank calls this.
+            let win = unsafe {
+                ffi::MPI_Win_allocate_shared(
+                    size,
+                    1,
+                    ffi::RSMPI_INFO_NULL,
+                    self.world.as_raw(),
+                    (&mut base as *mut *mut u8).cast(),
+                    win.as_mut_ptr(),
+                );
+                let win = Window(win.assume_init());
+                ffi::MPI_Win_lock_all(ffi::MPI_MODE_NOCHECK as i32, win.0);
+                win
+            };
+            let mut segments = Vec::with_capacity(self.replicas());
+            for r in 0..self.world.size() {
+                let (mut len, mut unit, mut ptr) = (0, 0, std::ptr::null_mut::<u8>());
+                // SAFETY: rank `r`'s segment of the window: its length and
+                // address in this process.
+                unsafe {
+                    ffi::MPI_Win_shared_query(
+                        win.0,
+                        r,
+                        &mut len,
+                        &mut unit,
+                        (&mut ptr as *mut *mut u8).cast(),
+                    );
+                }
+                if len < size || ptr.is_null() {
+                    return None;
+                }
+                segments.push(ptr.wrapping_add(ptr.align_offset(64)));
+            }
+            if let Ok(mut w) = self.windows.lock() {
+                w.push(win);
+            }
+            Some(segments)
+        }
+        fn barrier(&self) {
+            // The unified memory model: a memory barrier on each side of
+            // the ranks' synchronization (MPI_Win_sync, MPI_Barrier).
+            let Ok(windows) = self.windows.lock() else {
+                return;
+            };
+            // SAFETY: windows in a passive target epoch; the barrier is
+            // called by every rank.
+            unsafe {
+                for w in windows.iter() {
+                    ffi::MPI_Win_sync(w.0);
+                }
+                ffi::MPI_Barrier(self.world.as_raw());
+                for w in windows.iter() {
+                    ffi::MPI_Win_sync(w.0);
+                }
+            }
         }
     }
 }

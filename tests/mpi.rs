@@ -59,6 +59,12 @@ fn run_ok(mut c: Command) -> Output {
 /// Trains `spec` for `steps` steps into `dir` with `np` ranks (0: one
 /// process without mpirun).
 fn train(spec_name: &str, np: usize, steps: u64, dir: &Path) -> Output {
+    train_exchanging(spec_name, np, steps, dir, true)
+}
+
+/// [`train`]; the ranks exchange through shared memory when `shared` (they
+/// run on one node), else by allreduce (`SPECC_SHARED_EXCHANGE=0`).
+fn train_exchanging(spec_name: &str, np: usize, steps: u64, dir: &Path, shared: bool) -> Output {
     let args = [
         "run".to_string(),
         spec(spec_name),
@@ -73,7 +79,10 @@ fn train(spec_name: &str, np: usize, steps: u64, dir: &Path) -> Output {
         run_ok(c)
     } else {
         let mut c = mpirun(np);
-        c.arg(SPECC).args(&args);
+        c.env("SPECC_SHARED_EXCHANGE", if shared { "1" } else { "0" })
+            .args(["-x", "SPECC_SHARED_EXCHANGE"])
+            .arg(SPECC)
+            .args(&args);
         run_ok(c)
     }
 }
@@ -203,6 +212,10 @@ fn ranks_match_one_process(spec_name: &str, np: usize) {
         stderr.contains(&format!("replica 0 of {np}")),
         "the job says it runs {np} replicas: {stderr}"
     );
+    assert!(
+        stderr.contains("gradients exchanged through shared memory"),
+        "the ranks of one node share memory: {stderr}"
+    );
     assert_close(
         &checkpoint(&one),
         &checkpoint(&many),
@@ -228,6 +241,28 @@ fn two_ranks_train_the_global_batch_sparse() {
 #[test]
 fn three_ranks_train_the_global_batch_sparse() {
     ranks_match_one_process("digits_embedding.spec", 3);
+}
+
+/// The shared exchange and the allreduce train the same model (the
+/// tolerance of one process against replicas).
+#[test]
+fn the_shared_exchange_trains_the_allreduce_model() {
+    for spec_name in ["digits_mlp.spec", "digits_embedding.spec"] {
+        let shared = temp_dir(&format!("{spec_name}-shared"));
+        let reduced = temp_dir(&format!("{spec_name}-allreduce"));
+        train_exchanging(spec_name, 2, 200, &shared, true);
+        let out = train_exchanging(spec_name, 2, 200, &reduced, false);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("gradients exchanged by allreduce"),
+            "SPECC_SHARED_EXCHANGE=0: {stderr}"
+        );
+        assert_close(
+            &checkpoint(&reduced),
+            &checkpoint(&shared),
+            &format!("{spec_name}: shared memory against allreduce"),
+        );
+    }
 }
 
 /// Waits until the latest checkpoint in `dir` is at `step` or later; its step.

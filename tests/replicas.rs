@@ -15,7 +15,7 @@ use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_grammar::SourceFile;
 use specc_runtime::data;
 use specc_runtime::source::ShuffledBatches;
-use specc_runtime::train::replicas::{check_identical, Collective, Solo};
+use specc_runtime::train::replicas::{check_identical, Collective, ExchangeKind, Solo};
 use specc_runtime::train::Trainer;
 
 fn read_spec(name: &str) -> String {
@@ -29,8 +29,9 @@ struct Trained {
 }
 
 /// Trains `steps` steps of `text`: one process (`comm` None), or replica
-/// `comm.rank()` of `comm.replicas()`.
-fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>) -> Trained {
+/// `comm.rank()` of `comm.replicas()` (exchanging through memory the
+/// replicas share when `shared`).
+fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>, shared: bool) -> Trained {
     let src = SourceFile::new("spec.spec", text.to_string());
     let program = compile_with(
         &src,
@@ -38,6 +39,7 @@ fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>) -> Trained 
         &Options {
             threads: 1,
             replicas: comm.as_ref().map(|c| c.replicas() as u32),
+            shared_exchange: shared,
             ..Options::default()
         },
     )
@@ -57,6 +59,14 @@ fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>) -> Trained 
             Trainer::replicated(&s, c.clone(), false).unwrap(),
         ),
     };
+    if let Some(r) = trainer.replica() {
+        let kind = if shared {
+            ExchangeKind::Shared
+        } else {
+            ExchangeKind::Allreduce
+        };
+        assert_eq!(r.exchange_kind(), kind);
+    }
     let losses = (0..steps)
         .map(|_| trainer.step(&mut s, &mut batches).unwrap().unwrap().loss)
         .collect();
@@ -85,6 +95,9 @@ struct Shared {
     n: usize,
     barrier: Barrier,
     slots: Mutex<Vec<Vec<u32>>>,
+    /// The segments of `shared_segments` (each over-allocated by 64 bytes,
+    /// to be aligned).
+    memory: Mutex<Vec<Vec<u64>>>,
 }
 
 impl Threads {
@@ -93,6 +106,7 @@ impl Threads {
             n,
             barrier: Barrier::new(n),
             slots: Mutex::new(vec![Vec::new(); n]),
+            memory: Mutex::new(Vec::new()),
         });
         (0..n)
             .map(|rank| Threads {
@@ -139,11 +153,35 @@ impl Collective for Threads {
         let mine = values.to_vec();
         self.exchange(&mine, |all| values.copy_from_slice(&all[0]));
     }
+    fn shared_segments(&self, bytes: usize) -> Option<Vec<*mut u8>> {
+        if self.rank == 0 {
+            *self.shared.memory.lock().unwrap() = (0..self.shared.n)
+                .map(|_| vec![0u64; bytes / 8 + 9])
+                .collect();
+        }
+        self.shared.barrier.wait();
+        let segments = self
+            .shared
+            .memory
+            .lock()
+            .unwrap()
+            .iter_mut()
+            .map(|m| {
+                let p = m.as_mut_ptr().cast::<u8>();
+                p.wrapping_add(p.align_offset(64))
+            })
+            .collect();
+        self.shared.barrier.wait();
+        Some(segments)
+    }
+    fn barrier(&self) {
+        self.shared.barrier.wait();
+    }
 }
 
 /// Trains `n` replicas of `text` on threads; replica 0's result (the test
 /// also checks that all replicas hold the same model).
-fn train_replicas(text: &str, steps: usize, n: usize) -> Trained {
+fn train_replicas(text: &str, steps: usize, n: usize, shared: bool) -> Trained {
     let text = Arc::new(text.to_string());
     let handles: Vec<_> = Threads::group(n)
         .into_iter()
@@ -151,7 +189,7 @@ fn train_replicas(text: &str, steps: usize, n: usize) -> Trained {
             let text = text.clone();
             std::thread::spawn(move || {
                 let comm: Rc<dyn Collective> = Rc::new(t);
-                train(&text, steps, Some(comm))
+                train(&text, steps, Some(comm), shared)
             })
         })
         .collect();
@@ -221,8 +259,8 @@ fn relative_differences(a: &Trained, b: &Trained) -> ((f64, String), (f64, Strin
 fn one_replica_is_the_plain_step_bit_for_bit_dense() {
     let spec = read_spec("digits_mlp.spec");
     same_bits(
-        &train(&spec, 60, None),
-        &train(&spec, 60, Some(Rc::new(Solo))),
+        &train(&spec, 60, None, false),
+        &train(&spec, 60, Some(Rc::new(Solo)), false),
     );
 }
 
@@ -230,14 +268,14 @@ fn one_replica_is_the_plain_step_bit_for_bit_dense() {
 fn one_replica_is_the_plain_step_bit_for_bit_sparse() {
     let spec = read_spec("digits_embedding.spec");
     same_bits(
-        &train(&spec, 60, None),
-        &train(&spec, 60, Some(Rc::new(Solo))),
+        &train(&spec, 60, None, false),
+        &train(&spec, 60, Some(Rc::new(Solo)), false),
     );
 }
 
-fn replicas_match_one_process(spec: &str, n: usize, steps: usize) {
-    let one = train(spec, steps, None);
-    let many = train_replicas(spec, steps, n);
+fn replicas_match_one_process(spec: &str, n: usize, steps: usize, shared: bool) {
+    let one = train(spec, steps, None, false);
+    let many = train_replicas(spec, steps, n, shared);
     let ((l2, l2_name), (max, max_name)) = relative_differences(&one, &many);
     eprintln!("{n} replicas: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
     assert!(
@@ -260,22 +298,64 @@ fn replicas_match_one_process(spec: &str, n: usize, steps: usize) {
 
 #[test]
 fn two_replicas_train_the_global_batch_dense() {
-    replicas_match_one_process(&read_spec("digits_mlp.spec"), 2, 200);
+    replicas_match_one_process(&read_spec("digits_mlp.spec"), 2, 200, false);
 }
 
 #[test]
 fn three_replicas_train_the_global_batch_dense() {
-    replicas_match_one_process(&read_spec("digits_mlp.spec"), 3, 200);
+    replicas_match_one_process(&read_spec("digits_mlp.spec"), 3, 200, false);
 }
 
 #[test]
 fn two_replicas_train_the_global_batch_sparse() {
-    replicas_match_one_process(&read_spec("digits_embedding.spec"), 2, 200);
+    replicas_match_one_process(&read_spec("digits_embedding.spec"), 2, 200, false);
 }
 
 #[test]
 fn three_replicas_train_the_global_batch_sparse() {
-    replicas_match_one_process(&read_spec("digits_embedding.spec"), 3, 200);
+    replicas_match_one_process(&read_spec("digits_embedding.spec"), 3, 200, false);
+}
+
+#[test]
+fn two_replicas_sharing_memory_train_the_global_batch_dense() {
+    replicas_match_one_process(&read_spec("digits_mlp.spec"), 2, 200, true);
+}
+
+#[test]
+fn three_replicas_sharing_memory_train_the_global_batch_dense() {
+    replicas_match_one_process(&read_spec("digits_mlp.spec"), 3, 200, true);
+}
+
+#[test]
+fn three_replicas_sharing_memory_train_the_global_batch_sparse() {
+    replicas_match_one_process(&read_spec("digits_embedding.spec"), 3, 200, true);
+}
+
+/// The shared exchange and the allreduce give the same model, up to the
+/// order of the replicas' sums (replica order in both here).
+#[test]
+fn the_shared_exchange_gives_the_allreduce_model() {
+    let spec = read_spec("digits_mlp.spec");
+    let shared = train_replicas(&spec, 100, 2, true);
+    let reduced = train_replicas(&spec, 100, 2, false);
+    let ((l2, name), _) = relative_differences(&reduced, &shared);
+    assert!(l2 < 1e-6, "`{name}` differs by {l2:e}");
+}
+
+/// A program compiled for a shared exchange needs replicas that share memory.
+#[test]
+fn a_shared_exchange_without_shared_memory_is_refused() {
+    let src = SourceFile::new("spec.spec", read_spec("digits_mlp.spec"));
+    let options = Options {
+        threads: 1,
+        replicas: Some(1),
+        shared_exchange: true,
+        ..Options::default()
+    };
+    let program = compile_with(&src, Functions::TRAIN, &options).unwrap();
+    let s = program.session().unwrap();
+    let e = Trainer::replicated(&s, Rc::new(Solo), false).unwrap_err();
+    assert!(e.contains("share no memory"), "{e}");
 }
 
 fn train_item_diagnostic(settings: &str) -> specc_grammar::Diagnostic {
@@ -348,19 +428,21 @@ fn digits_batch_norm() -> String {
 #[test]
 fn batch_norm_moving_mean_is_averaged_over_replicas() {
     let spec = digits_batch_norm();
-    let one = train(&spec, 1, None);
-    let two = train_replicas(&spec, 1, 2);
+    let one = train(&spec, 1, None, false);
     let get = |t: &Trained, name: &str| t.vars.iter().find(|(n, _)| n == name).unwrap().1.clone();
-    let (a, b) = (get(&one, "mm"), get(&two, "mm"));
+    let a = get(&one, "mm");
     let scale = a.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     assert!(scale > 0.0);
-    for (x, y) in a.iter().zip(&b) {
-        assert!(
-            (x - y).abs() <= 1e-6 * scale,
-            "moving mean {x} on one process, {y} on two"
-        );
+    for shared in [false, true] {
+        let b = get(&train_replicas(&spec, 1, 2, shared), "mm");
+        for (x, y) in a.iter().zip(&b) {
+            assert!(
+                (x - y).abs() <= 1e-6 * scale,
+                "moving mean {x} on one process, {y} on two (shared exchange: {shared})"
+            );
+        }
     }
     // Training goes on with the replicas identical (checked inside).
-    let many = train_replicas(&spec, 100, 2);
+    let many = train_replicas(&spec, 100, 2, true);
     assert!(many.losses.last().unwrap() < &many.losses[0]);
 }

@@ -89,6 +89,10 @@ pub struct Options {
     /// split at the gradient exchange (`optim::replicas`); `train { batch }`
     /// is the global batch.
     pub replicas: Option<u32>,
+    /// With `replicas`: they share memory (one node), and the step reads and
+    /// sums every replica's exchange values itself (no allreduce; the
+    /// runtime's `Collective::shared_segments`).
+    pub shared_exchange: bool,
 }
 
 impl Default for Options {
@@ -99,6 +103,7 @@ impl Default for Options {
             update_only: false,
             max_batch: None,
             replicas: None,
+            shared_exchange: false,
         }
     }
 }
@@ -116,7 +121,7 @@ pub fn plan_model_with(
 ) -> Result<Planned, Vec<Diagnostic>> {
     guard(|| {
         let mut model = if which.needs_build() {
-            crate::build_replicated(src, options.replicas)?
+            crate::build_replicated_with(src, options.replicas, options.shared_exchange)?
         } else {
             crate::check(src)?
         };

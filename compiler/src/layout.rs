@@ -115,6 +115,27 @@ pub fn place(model: &Model) -> VarPlacement {
             });
         }
     }
+    // A shared exchange: each replica's summed values, as `step` reads them,
+    // laid out as the `exchange/sum` arena (the same variables in the same
+    // order), so the runtime can point these arenas at the replicas' own.
+    if model.shared_exchange {
+        for r in 0..model.replicas.unwrap_or(1) {
+            let arena = arenas.len();
+            let mut off = 0;
+            for (i, v) in model.vars.iter().enumerate() {
+                if v.kind == (VarKind::ExchangePeer { replica: r }) {
+                    vars[i] = (arena, off);
+                    off += align(numel(i));
+                }
+            }
+            if off > 0 {
+                arenas.push(ArenaLayout {
+                    name: specc_runtime::abi::exchange_peer_arena(r as usize),
+                    len: off,
+                });
+            }
+        }
+    }
     // Constant tensors.
     let const_arena = arenas.len();
     let mut consts = Vec::new();
@@ -150,6 +171,7 @@ pub fn place(model: &Model) -> VarPlacement {
                     param: g.vars[*param as usize].name.clone(),
                 },
                 VarKind::Exchange { gather } => VarRole::Exchange { gather: *gather },
+                VarKind::ExchangePeer { replica } => VarRole::ExchangePeer { replica: *replica },
             },
         });
     }

@@ -96,11 +96,22 @@ pub fn build(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
 /// [`build`] for a model trained by `replicas` data-parallel replicas (the
 /// step split at the gradient exchange, see [`optim::replicas`]).
 pub fn build_replicated(src: &SourceFile, replicas: Option<u32>) -> Result<Model, Vec<Diagnostic>> {
+    build_replicated_with(src, replicas, false)
+}
+
+/// [`build_replicated`]; with `shared_exchange`, the step sums the replicas'
+/// exchange values itself, read from memory they share (one node).
+pub fn build_replicated_with(
+    src: &SourceFile,
+    replicas: Option<u32>,
+    shared_exchange: bool,
+) -> Result<Model, Vec<Diagnostic>> {
     guard(|| {
         let ast = parse(src)?;
         let dir = std::path::Path::new(&src.path).parent();
         let mut model = sema::check_in(&ast, &default_name(src), dir)?;
         model.replicas = replicas;
+        model.shared_exchange = shared_exchange && replicas.is_some();
         optim::build(&mut model)?;
         Ok(model)
     })

@@ -77,6 +77,11 @@ pub enum VarKind {
     /// the loss, a state update; an `IndexedSlices`'s ids and rows when
     /// `gather`): not model state, never saved.
     Exchange { gather: bool },
+    /// Replica `replica`'s summed exchange values as the `step` reads them
+    /// with a shared exchange ([`Model::shared_exchange`]): a read-only view
+    /// of that replica's `Exchange { gather: false }` arena, at the same
+    /// offsets (the runtime points arena `exchange/peer/<replica>` at it).
+    ExchangePeer { replica: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -364,6 +369,10 @@ pub struct Model {
     /// How many replicas train the model together (`None`: one process,
     /// one `step`); set before [`crate::optim::build`].
     pub replicas: Option<u32>,
+    /// The replicas share memory (one node): instead of an allreduce, the
+    /// `step` reads every replica's exchange values and sums them in replica
+    /// order itself (see [`crate::optim::replicas`]).
+    pub shared_exchange: bool,
 }
 
 impl Model {

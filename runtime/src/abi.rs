@@ -63,6 +63,12 @@ pub const REPLICA_GRAD: &str = "replica_grad";
 pub const EXCHANGE_SUM: &str = "exchange/sum";
 /// The arena of exchange variables gathered from the replicas in order.
 pub const EXCHANGE_GATHER: &str = "exchange/gather";
+/// With a shared exchange (replicas on one node): the arena through which
+/// `step` reads replica `replica`'s [`EXCHANGE_SUM`] arena (same length and
+/// offsets; the runtime points it at that replica's memory).
+pub fn exchange_peer_arena(replica: usize) -> String {
+    format!("exchange/peer/{replica}")
+}
 
 /// The scalar output every `step` and `eval` function has: the loss.
 pub const OUTPUT_LOSS: &str = "loss";
@@ -142,13 +148,21 @@ pub enum VarRole {
     Exchange {
         gather: bool,
     },
+    /// Replica `replica`'s summed exchange value, read by `step` with a
+    /// shared exchange (in arena [`exchange_peer_arena`]`(replica)`).
+    ExchangePeer {
+        replica: u32,
+    },
 }
 
 impl VarRole {
     /// Whether the variable is part of the model's state: saved in
     /// checkpoints, restored, listed (not a constant or an exchange value).
     pub fn is_state(&self) -> bool {
-        !matches!(self, VarRole::Constant | VarRole::Exchange { .. })
+        !matches!(
+            self,
+            VarRole::Constant | VarRole::Exchange { .. } | VarRole::ExchangePeer { .. }
+        )
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Session {
     binding: Option<Binding>,
     /// Runs thread 1 of functions compiled for two threads.
     worker: Option<Worker>,
+    /// What keeps the memory of arenas attached with
+    /// [`Session::attach_arena`] alive (their `arena_ptrs` point into it).
+    attached: Vec<Box<dyn std::any::Any>>,
 }
 
 impl Session {
@@ -107,6 +110,7 @@ impl Session {
             global_step: 0,
             binding: None,
             worker: None,
+            attached: Vec::new(),
         };
         s.init_vars()?;
         Ok(s)
@@ -116,7 +120,11 @@ impl Session {
     pub fn init_vars(&mut self) -> Result<(), String> {
         for v in &self.layout.vars {
             let n: usize = v.shape.iter().product();
-            let dst = &mut self.arenas[v.arena].f32s_mut()[v.offset..v.offset + n];
+            let len = self.layout.arenas[v.arena].len;
+            // SAFETY: as in `arena_slice_mut` (the layout and the pointers are
+            // distinct fields of the session, which `&mut self` holds).
+            let arena = unsafe { std::slice::from_raw_parts_mut(self.arena_ptrs[v.arena], len) };
+            let dst = &mut arena[v.offset..v.offset + n];
             init::initialize(&v.init, &v.shape, dst)
                 .map_err(|e| format!("variable `{}`: {e}", v.name))?;
         }
@@ -139,13 +147,68 @@ impl Session {
 
     /// Arena `index`'s memory (its layout length in elements).
     pub fn arena(&self, index: usize) -> &[f32] {
-        &self.arenas[index].f32s()[..self.layout.arenas[index].len]
+        self.arena_slice(index)
     }
 
     /// Arena `index`'s memory, writable.
     pub fn arena_mut(&mut self, index: usize) -> &mut [f32] {
+        self.arena_slice_mut(index)
+    }
+
+    /// Arena `index`'s memory: its own buffer, or what it is attached to.
+    fn arena_slice(&self, index: usize) -> &[f32] {
         let len = self.layout.arenas[index].len;
-        &mut self.arenas[index].f32s_mut()[..len]
+        // SAFETY: `arena_ptrs[index]` points at the arena's buffer (at least
+        // `len` values) or at memory attached by `attach_arena`, whose
+        // contract keeps `len` values valid while the session lives.
+        unsafe { std::slice::from_raw_parts(self.arena_ptrs[index], len) }
+    }
+
+    fn arena_slice_mut(&mut self, index: usize) -> &mut [f32] {
+        let len = self.layout.arenas[index].len;
+        // SAFETY: as in `arena_slice`; `&mut self` is the session's only
+        // access to the memory.
+        unsafe { std::slice::from_raw_parts_mut(self.arena_ptrs[index], len) }
+    }
+
+    /// Points arena `index` at `len`-value memory outside the session (one
+    /// replica's segment of memory shared by replicas on one node) from the
+    /// next call on; the arena's own buffer is kept but no longer used.
+    /// Only arenas of exchange values can be attached.
+    /// `owner` is kept with the session, so the memory outlives it.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of the arena's length in
+    /// `f32`s, 64-byte aligned, for as long as `owner` lives; other threads
+    /// or processes may access it only at times the caller coordinates with
+    /// the session's calls (the replicas' barriers).
+    pub unsafe fn attach_arena(
+        &mut self,
+        index: usize,
+        ptr: *mut f32,
+        owner: Box<dyn std::any::Any>,
+    ) -> Result<(), String> {
+        if index >= self.arenas.len() || ptr.is_null() || !(ptr as usize).is_multiple_of(64) {
+            return Err(format!("cannot attach arena {index} at {ptr:p}"));
+        }
+        // Only exchange values live outside: the model's state stays in the
+        // session's buffers (what `swap_averages` and checkpoints use).
+        let exchange =
+            |k: &VarRole| matches!(k, VarRole::Exchange { .. } | VarRole::ExchangePeer { .. });
+        if let Some(v) = self
+            .layout
+            .vars
+            .iter()
+            .find(|v| v.arena == index && !exchange(&v.kind))
+        {
+            return Err(format!(
+                "arena `{}` holds `{}`, not only exchange values: it cannot be attached",
+                self.layout.arenas[index].name, v.name
+            ));
+        }
+        self.arena_ptrs[index] = ptr;
+        self.attached.push(owner);
+        Ok(())
     }
 
     /// Exchanges arena `index`'s memory with `other` (at least the arena's
@@ -225,14 +288,15 @@ impl Session {
     pub fn var(&self, name: &str) -> Option<&[f32]> {
         let v = self.layout.var(name)?;
         let n: usize = v.shape.iter().product();
-        Some(&self.arenas[v.arena].f32s()[v.offset..v.offset + n])
+        Some(&self.arena_slice(v.arena)[v.offset..v.offset + n])
     }
 
     /// A variable's values for writing, by TF name.
     pub fn var_mut(&mut self, name: &str) -> Option<&mut [f32]> {
-        let v = self.layout.var(name)?.clone();
+        let v = self.layout.var(name)?;
+        let (arena, offset) = (v.arena, v.offset);
         let n: usize = v.shape.iter().product();
-        Some(&mut self.arenas[v.arena].f32s_mut()[v.offset..v.offset + n])
+        Some(&mut self.arena_slice_mut(arena)[offset..offset + n])
     }
 
     /// A variable as an array of its shape, by TF name (`W1`, `W1/Adam`,

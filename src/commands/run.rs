@@ -141,6 +141,7 @@ fn train(
     let t0 = Instant::now();
     let options = Options {
         replicas: replicas.map(|r| r.size() as u32),
+        shared_exchange: replicas.is_some_and(Replicas::shared_exchange),
         ..Options::default()
     };
     let program = compile_with(src, Functions::TRAIN, &options).map_err(|d| report(&d, src))?;
@@ -273,10 +274,16 @@ fn train(
     }
     if let Some(r) = replicas.filter(|_| leader) {
         eprintln!(
-            "specc: replica 0 of {}: each replica trains on {} rows of every batch of {}",
+            "specc: replica 0 of {}: each replica trains on {} rows of every batch of {}; \
+             gradients exchanged {}",
             r.size(),
             specc_runtime::train::replicas::shard_rows(model.train.batch as usize, r.size())[0],
-            model.train.batch
+            model.train.batch,
+            if r.shared_exchange() {
+                "through shared memory"
+            } else {
+                "by allreduce"
+            }
         );
     }
     if !leader {

@@ -19,6 +19,14 @@
 //! the update; with unequal ones each replica scales its values by `rows /
 //! global_batch` before the sum. A loss whose last op is a sum over the batch
 //! axis is summed.
+//! With a shared exchange ([`Model::shared_exchange`]: the replicas run on
+//! one node and share memory), there is no allreduce: each summed exchange
+//! variable `v` also has one read-only view per replica, `v@r`
+//! ([`VarKind::ExchangePeer`], arena `exchange/peer/<r>`, laid out as
+//! `exchange/sum`), which the runtime points at replica r's `exchange/sum`;
+//! the `step` reads them all and sums them in replica order (`((v@0 +
+//! v@1) + v@2) ..`), fused into the update: every replica computes the same
+//! bits.
 //! A sparse gradient is not scaled-and-summed but gathered: the replicas' ids
 //! and rows, concatenated in replica order, are exactly the `IndexedSlices`
 //! one process would compute for the global batch (each replica holds a
@@ -88,7 +96,28 @@ pub fn split(
             Initializer::Zeros,
         );
         f.updates.push((v, scaled));
-        let read = model.graph.var(v);
+        let read = if model.shared_exchange {
+            // Every replica's value, summed in replica order by the step
+            // itself: ((v0 + v1) + v2) .., the same bits on every replica.
+            let shape = model.graph.shape(value).clone();
+            let mut sum = None;
+            for r in 0..replicas as u32 {
+                let peer = model.add_var(
+                    &format!("{name}@{r}"),
+                    shape.clone(),
+                    VarKind::ExchangePeer { replica: r },
+                    Initializer::Zeros,
+                );
+                let read = model.graph.var(peer);
+                sum = Some(match sum {
+                    None => read,
+                    Some(acc) => model.graph.add(acc, read),
+                });
+            }
+            sum.unwrap_or_else(|| model.graph.var(v))
+        } else {
+            model.graph.var(v)
+        };
         weighed(&mut model.graph, read, after)
     };
     let loss = summed(model, &mut f, "replica/loss".into(), loss);

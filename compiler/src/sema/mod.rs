@@ -491,6 +491,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         warm_start: st.warm_start.map(|c| c.0),
         step_outputs,
         replicas: None,
+        shared_exchange: false,
     })
 }
 

@@ -7,7 +7,13 @@
 //! replicas), and [`ReplicaStep`], which the [`super::Trainer`] runs in place
 //! of the plain `step`: `replica_grad` on this replica's rows, the sum of the
 //! `exchange/sum` arena over the replicas, the gathered `IndexedSlices`, then
-//! `step`, which applies the combined gradients.
+//! `step`, which applies the combined gradients. Replicas on one node share
+//! memory instead ([`Collective::shared_segments`], a program compiled with
+//! a shared exchange): the session's `exchange/sum` arena is this replica's
+//! segment and `exchange/peer/<r>` replica r's; `replica_grad` writes its
+//! own, a barrier, the `step` sums every replica's itself; another barrier
+//! comes before the next `replica_grad` overwrites a segment another
+//! replica may still be reading. No copy and no allreduce.
 //!
 //! Invariants: every replica calls the collectives in the same order with the
 //! same sizes (the step is the same program everywhere, and replica `r`
@@ -20,7 +26,7 @@
 use std::fmt;
 use std::rc::Rc;
 
-use crate::abi::{VarRole, EXCHANGE_SUM, REPLICA_GRAD};
+use crate::abi::{exchange_peer_arena, VarRole, EXCHANGE_SUM, REPLICA_GRAD};
 use crate::memory::AlignedBuf;
 use crate::session::Session;
 
@@ -44,6 +50,22 @@ pub trait Collective {
     fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]);
     /// Replica 0's `values` on every replica.
     fn broadcast(&self, values: &mut [u32]);
+    /// Memory every replica can read and write (replicas on one node): one
+    /// segment of `bytes` per replica, in replica order, 64-byte aligned,
+    /// the same segments on every replica; `None` when the replicas share no
+    /// memory. Every replica calls it, with the same `bytes`; the memory
+    /// lives as long as the collective.
+    fn shared_segments(&self, _bytes: usize) -> Option<Vec<*mut u8>> {
+        None
+    }
+    /// Blocks until every replica has called; what a replica wrote to the
+    /// shared segments before is visible to every replica after.
+    fn barrier(&self) {
+        let n = self.replicas();
+        let counts = vec![1i32; n];
+        let displs: Vec<i32> = (0..n as i32).collect();
+        self.all_gather(&[0], &mut vec![0; n], &counts, &displs);
+    }
 }
 
 /// One process alone: the collectives are copies. (What a single process
@@ -94,9 +116,32 @@ struct Gather {
     displs: Vec<i32>,
 }
 
+/// How the summed exchange values reach the `step`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExchangeKind {
+    /// Nothing to sum (no `exchange/sum` arena).
+    None,
+    /// An allreduce of the `exchange/sum` arena.
+    Allreduce,
+    /// Shared memory: `replica_grad` writes this replica's segment, the
+    /// `step` reads every replica's and sums them in replica order.
+    Shared,
+}
+
+/// The shared exchange: arena `exchange/sum` is this replica's segment,
+/// arena `exchange/peer/<r>` replica r's.
+struct SharedExchange {
+    /// `(arena, segment)` pairs to attach, before the first step.
+    attach: Vec<(usize, *mut f32)>,
+    /// A step read the segments, which the next `replica_grad` overwrites
+    /// only after every replica is past that step (a barrier).
+    read: bool,
+}
+
 /// The replicated form of one training step (see the module doc).
 pub struct ReplicaStep {
     comm: Rc<dyn Collective>,
+    shared: Option<SharedExchange>,
     /// `replica_grad`'s index and the positions of its runtime checks.
     pub(super) grad: usize,
     pub(super) assertions: Vec<usize>,
@@ -149,8 +194,16 @@ impl ReplicaStep {
             ));
         }
         let sum_arena = session.arena_index(EXCHANGE_SUM);
-        let spare =
-            AlignedBuf::zeroed(sum_arena.map_or(0, |a| session.layout.arenas[a].len).max(1) * 4)?;
+        let shared = match sum_arena {
+            Some(own) if session.arena_index(&exchange_peer_arena(0)).is_some() => {
+                Some(SharedExchange::new(session, &*comm, own)?)
+            }
+            _ => None,
+        };
+        let spare = AlignedBuf::zeroed(match (&shared, sum_arena) {
+            (None, Some(a)) => session.layout.arenas[a].len * 4,
+            _ => 4,
+        })?;
         let mut gathers = Vec::new();
         let (mut most_sent, mut most_received) = (0, 0);
         for v in &session.layout.vars {
@@ -187,6 +240,7 @@ impl ReplicaStep {
         }
         Ok(ReplicaStep {
             comm,
+            shared,
             grad,
             assertions,
             sum_arena,
@@ -231,6 +285,15 @@ impl ReplicaStep {
         &*self.comm
     }
 
+    /// How the summed exchange values reach the step.
+    pub fn exchange_kind(&self) -> ExchangeKind {
+        match (&self.shared, self.sum_arena) {
+            (Some(_), _) => ExchangeKind::Shared,
+            (None, Some(_)) => ExchangeKind::Allreduce,
+            (None, None) => ExchangeKind::None,
+        }
+    }
+
     /// Runs `replica_grad` on the `rows` filled rows, exchanges, and leaves
     /// the combined values in the exchange variables for `step`.
     pub(super) fn exchange(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
@@ -242,13 +305,33 @@ impl ReplicaStep {
                 self.rows
             ));
         }
+        if let Some(s) = self.shared.as_mut() {
+            if s.read {
+                // Every replica is past the step that read this replica's
+                // segment: it can be overwritten.
+                self.comm.barrier();
+                s.read = false;
+            }
+            for (arena, ptr) in s.attach.drain(..) {
+                // SAFETY: `shared_segments`' contract: the segment holds the
+                // arena (`SharedExchange::new` asked for its length), 64-byte
+                // aligned, and lives as long as the collective, which the
+                // session keeps; the replicas touch it only between the
+                // barriers of `exchange` and `combine`.
+                unsafe { session.attach_arena(arena, ptr, Box::new(self.comm.clone()))? };
+            }
+        }
         session.call(self.grad, rows)?;
         Ok(())
     }
 
     /// The collectives after `replica_grad` (and its checks) ran.
     pub(super) fn combine(&mut self, session: &mut Session) -> Result<(), String> {
-        if let Some(a) = self.sum_arena {
+        if let Some(s) = self.shared.as_mut() {
+            // Every replica's segment is written: the step may read them.
+            self.comm.barrier();
+            s.read = true;
+        } else if let Some(a) = self.sum_arena {
             if !self.comm.all_reduce_sum_in_place(session.arena_mut(a)) {
                 let len = session.layout.arenas[a].len;
                 self.comm
@@ -282,6 +365,70 @@ impl ReplicaStep {
             }
         }
         Ok(())
+    }
+}
+
+impl SharedExchange {
+    /// Asks `comm` for the replicas' shared segments, one `own`-arena long
+    /// each (a collective: every replica constructs its step together).
+    fn new(session: &Session, comm: &dyn Collective, own: usize) -> Result<SharedExchange, String> {
+        let n = comm.replicas();
+        let len = session.layout.arenas[own].len;
+        let mut attach = vec![(own, comm.rank())];
+        for r in 0..n {
+            let peer = session
+                .arena_index(&exchange_peer_arena(r))
+                .ok_or_else(|| {
+                    format!(
+                    "the program was compiled for a shared exchange among fewer than {n} replicas"
+                )
+                })?;
+            if session.layout.arenas[peer].len != len {
+                return Err(format!(
+                    "arena `{}` is not laid out as `{EXCHANGE_SUM}`",
+                    exchange_peer_arena(r)
+                ));
+            }
+            attach.push((peer, r));
+        }
+        if session.arena_index(&exchange_peer_arena(n)).is_some() {
+            return Err(format!(
+                "the program was compiled for a shared exchange among more than {n} replicas"
+            ));
+        }
+        // Each peer variable `name@r` sits where `name` does in `exchange/sum`.
+        for v in &session.layout.vars {
+            let VarRole::ExchangePeer { replica } = v.kind else {
+                continue;
+            };
+            let own_var = v
+                .name
+                .strip_suffix(&format!("@{replica}"))
+                .and_then(|name| session.layout.var(name));
+            if own_var.is_none_or(|o| o.arena != own || o.offset != v.offset) {
+                return Err(format!(
+                    "`{}` is not laid out as its replica's exchange value",
+                    v.name
+                ));
+            }
+        }
+        let bytes = (len * 4).next_multiple_of(4096);
+        let segments = comm.shared_segments(bytes).ok_or(
+            "the program was compiled for a shared exchange, but the replicas share no memory",
+        )?;
+        if segments.len() != n {
+            return Err(format!(
+                "{} shared segments for {n} replicas",
+                segments.len()
+            ));
+        }
+        Ok(SharedExchange {
+            attach: attach
+                .into_iter()
+                .map(|(arena, r)| (arena, segments[r].cast::<f32>()))
+                .collect(),
+            read: false,
+        })
     }
 }
 
