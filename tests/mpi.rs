@@ -498,6 +498,8 @@ fn replicas_stop_together_when_a_stream_ends() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(json["replicas"], 2, "{stdout}");
+    assert_eq!(json["exchange"], "shared_memory", "{stdout}");
     // 898 rows of the shorter shard give 28 full shares of 32 rows.
     assert_eq!(json["steps"], 898 / 32, "{stdout}");
 }

@@ -734,6 +734,15 @@ fn train(
         obj.insert("steps".into(), trained.steps.into());
         obj.insert("global_step".into(), session.global_step.into());
         obj.insert("batch".into(), batch.into());
+        if let Some(r) = replicas {
+            obj.insert("replicas".into(), r.size().into());
+            let how = if r.shared_exchange() {
+                "shared_memory"
+            } else {
+                "allreduce"
+            };
+            obj.insert("exchange".into(), how.into());
+        }
         obj.insert("compile_s".into(), compile_s.into());
         obj.insert("train_s".into(), train_s.into());
         obj.insert("steps_per_s".into(), sps.into());
