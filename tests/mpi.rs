@@ -503,3 +503,34 @@ fn replicas_stop_together_when_a_stream_ends() {
     // 898 rows of the shorter shard give 28 full shares of 32 rows.
     assert_eq!(json["steps"], 898 / 32, "{stdout}");
 }
+
+/// A streamed job resumed from its checkpoint reaches the same model as one
+/// that never stopped: each replica reads past its shares of the steps done.
+#[test]
+fn a_streamed_job_resumes_past_its_shares() {
+    let path = digits_variant("stream-resume", ", stream = true, threads = 2", &[]);
+    let dir = path.parent().unwrap();
+    let (resumed, straight) = (dir.join("resumed"), dir.join("straight"));
+    let job = |steps: &str, out: &Path| {
+        let mut c = mpirun(2);
+        c.arg(SPECC)
+            .arg("run")
+            .arg(&path)
+            .args(["--steps", steps, "--checkpoint-dir"])
+            .arg(out);
+        run_ok(c)
+    };
+    job("40", &resumed);
+    let out = job("70", &resumed);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("resumed from") && stderr.contains("read past its shares"),
+        "{stderr}"
+    );
+    job("70", &straight);
+    assert_same_bits(
+        &resumed,
+        &straight,
+        "a resumed stream against a straight one",
+    );
+}

@@ -413,12 +413,25 @@ fn train(
         }
         if let Some(r) = restored {
             resumed_from = Some(r.prefix.clone());
+            // A replica's shard of a stream has no saved position (each
+            // replica's differs; replica 0 saves): every step took one
+            // share from each replica, so each skips as many shares.
+            let sharded = matches!(batches, Batches::Sharded(_));
+            if sharded {
+                for _ in 0..r.global_step.max(0) {
+                    if session.fill(&mut batches).map_err(|e| e.to_string())? == 0 {
+                        break;
+                    }
+                }
+            }
             if leader {
                 eprintln!(
                     "specc: resumed from {} at global step {}{}",
                     r.prefix.display(),
                     r.global_step,
-                    if r.position_restored {
+                    if sharded {
+                        " (each replica read past its shares of the steps done)"
+                    } else if r.position_restored {
                         ""
                     } else {
                         " (the checkpoint has no batch position: the data starts over)"
@@ -841,8 +854,8 @@ enum Batches<'d> {
     ),
     Stream(Box<StreamingBatches>),
     /// A replica's shard of a stream: it keeps no position (each replica's
-    /// differs, and only replica 0 saves), so a resumed job starts every
-    /// shard over.
+    /// differs, and only replica 0 saves); a resumed job reads past the
+    /// shares of the steps done.
     Sharded(Box<StreamingBatches>),
 }
 
