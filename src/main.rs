@@ -115,6 +115,9 @@ enum Command {
         /// auto detects an MPI launcher.
         #[arg(long, value_enum, default_value_t = distributed::Launch::Auto)]
         distributed: distributed::Launch,
+        /// A replica waiting longer than S seconds for the others in one step's exchange ends the job (0: wait forever).
+        #[arg(long, value_name = "S", default_value_t = 600.0, allow_negative_numbers = true, value_parser = seconds)]
+        exchange_timeout: f64,
     },
     /// Compare compiled gradients with finite differences on one batch.
     Gradcheck {
@@ -373,6 +376,7 @@ fn main() -> ExitCode {
             eval_data,
             json,
             distributed,
+            exchange_timeout,
         } => {
             let flags = specc_compiler::config::Flags {
                 data,
@@ -395,6 +399,7 @@ fn main() -> ExitCode {
                     eval_data,
                     json,
                     distributed,
+                    exchange_timeout,
                 },
             )
         }

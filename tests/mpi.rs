@@ -534,3 +534,37 @@ fn a_streamed_job_resumes_past_its_shares() {
         "a resumed stream against a straight one",
     );
 }
+
+/// A replica that hangs without dying (here: stopped) would keep the others
+/// waiting in the exchange forever, as MPI's collectives have no timeout;
+/// with `--exchange-timeout` the waiting replica gives up, naming the step,
+/// and the job ends.
+#[test]
+fn a_hanging_rank_is_given_up_on() {
+    let dir = temp_dir("hang");
+    let mut c = mpirun(2);
+    c.arg(SPECC)
+        .args(["run", &spec("digits_mlp.spec"), "--steps", "100000000"])
+        .args(["--exchange-timeout", "3", "--checkpoint-every-steps", "500"])
+        .arg("--checkpoint-dir")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let job = c.spawn().unwrap();
+    wait_for_checkpoint(&dir, 500, Duration::from_secs(120));
+    let ranks = ranks_of(job.id());
+    assert_eq!(ranks.len(), 2, "mpirun's children: {ranks:?}");
+    // SAFETY: signalling a process this test's job started.
+    unsafe { libc::kill(ranks[1], libc::SIGSTOP) };
+    let out = wait_with_limit(job, Duration::from_secs(60));
+    for &pid in &ranks {
+        // SAFETY: as above; a rank already gone is not signalled twice.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: replica 0 of 2: waited more than 3 s for the other replicas"),
+        "{stderr}"
+    );
+}

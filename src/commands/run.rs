@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub json: bool,
     /// `--distributed`: whether this process is one replica of an MPI job.
     pub distributed: Launch,
+    /// `--exchange-timeout`: seconds a replica waits for the others in one
+    /// step's exchange before it ends the job (0: forever).
+    pub exchange_timeout: f64,
 }
 
 /// Steps between two updates of the progress bar.
@@ -611,11 +614,32 @@ fn train(
         hooks.push(s);
     }
     let t1 = Instant::now();
-    let trainer = match replicas {
+    let mut trainer = match replicas {
         Some(r) => Trainer::replicated(&session, r.collective(), stream.is_some()),
         None => Trainer::new(&session),
     }
     .map_err(Failure::Other)?;
+    // MPI's collectives have no timeout: a replica that hangs without dying
+    // would keep the others waiting forever.
+    if let Some(r) = replicas.filter(|_| opts.exchange_timeout > 0.0) {
+        let (rank, size) = (r.rank(), r.size());
+        trainer.watch_exchanges(
+            std::time::Duration::from_secs_f64(opts.exchange_timeout),
+            Box::new(move |m| {
+                eprintln!("error: replica {rank} of {size}: {m}");
+                eprintln!("specc: replica {rank} of {size} gives up: stopping the job");
+                // Without atexit handlers (MPI's may wait for the others);
+                // mpirun ends the job when a rank exits unfinalized.
+                #[cfg(unix)]
+                // SAFETY: ends the process at once; nothing runs after it.
+                unsafe {
+                    libc::_exit(1)
+                };
+                #[cfg(not(unix))]
+                std::process::exit(1)
+            }),
+        );
+    }
     let trained = fit_with(trainer, &mut session, &mut batches, &mut hooks);
     drop(hooks);
     let train_s = t1.elapsed().as_secs_f64();

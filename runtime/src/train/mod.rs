@@ -156,6 +156,8 @@ pub struct Trainer {
     steps: u64,
     /// Data-parallel: `replica_grad` and the exchange before each step.
     replica: Option<replicas::ReplicaStep>,
+    /// Data-parallel: ends a replica waiting too long in an exchange.
+    watchdog: Option<replicas::Watchdog>,
 }
 
 /// A compiled training step and the positions of the outputs the trainer
@@ -199,6 +201,7 @@ impl Trainer {
             summary,
             steps: 0,
             replica: None,
+            watchdog: None,
         })
     }
 
@@ -239,6 +242,7 @@ impl Trainer {
         summaries: bool,
     ) -> Result<Option<StepValues>, TrainError> {
         let rows = session.fill(source)?;
+        let exchange = Exchanging::enter(self.watchdog.as_ref(), self.steps + 1);
         let have_rows = match self.replica.as_mut() {
             Some(r) => r.all_have_rows(rows),
             None => rows > 0,
@@ -256,6 +260,7 @@ impl Trainer {
             check_assertions(session, r.grad, &r.assertions, rows, self.steps + 1)?;
             r.combine(session).map_err(TrainError::Session)?;
         }
+        drop(exchange);
         session.call(f, rows).map_err(TrainError::Session)?;
         self.steps += 1;
         let scalar = |k: Option<usize>| {
@@ -272,6 +277,16 @@ impl Trainer {
             global_norm: scalar(func.global_norm),
             function: f,
         }))
+    }
+
+    /// Watches every step's exchange with the other replicas: one that lasts
+    /// longer than `limit` calls `on_timeout` (see [`replicas::Watchdog`]).
+    pub fn watch_exchanges(
+        &mut self,
+        limit: std::time::Duration,
+        on_timeout: Box<dyn FnOnce(String) + Send>,
+    ) {
+        self.watchdog = Some(replicas::Watchdog::start(limit, on_timeout));
     }
 
     /// The replicated step, in a data-parallel run.
@@ -292,6 +307,27 @@ impl Trainer {
     /// The index of the summary step, or of the step without one.
     pub fn summary_function(&self) -> usize {
         self.summary.as_ref().unwrap_or(&self.step).index
+    }
+}
+
+/// The span of a step spent exchanging with the other replicas, for the
+/// watchdog (nothing without one).
+struct Exchanging<'w>(Option<&'w replicas::Watchdog>);
+
+impl<'w> Exchanging<'w> {
+    fn enter(w: Option<&'w replicas::Watchdog>, step: u64) -> Exchanging<'w> {
+        if let Some(w) = w {
+            w.enter(step);
+        }
+        Exchanging(w)
+    }
+}
+
+impl Drop for Exchanging<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.0 {
+            w.leave();
+        }
     }
 }
 

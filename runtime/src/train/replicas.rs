@@ -512,6 +512,97 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Ends a replica that waits too long in an exchange: MPI has no timeout
+/// on its collectives, so a replica that hangs without dying (stopped, a
+/// livelocked machine, a network partition) would otherwise keep the others
+/// waiting forever. A thread checks, every 100 ms, how long the trainer has
+/// been inside the current step's exchange; past `limit` it calls
+/// `on_timeout` once with a message naming the step (the CLI prints it and
+/// ends the process, which makes `mpirun` end the job).
+pub struct Watchdog {
+    state: std::sync::Arc<WatchState>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct WatchState {
+    epoch: std::time::Instant,
+    /// Milliseconds since `epoch` + 1 when the current exchange began; 0
+    /// outside an exchange.
+    since: std::sync::atomic::AtomicU64,
+    step: std::sync::atomic::AtomicU64,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Watchdog {
+    /// Starts the watching thread.
+    pub fn start(
+        limit: std::time::Duration,
+        on_timeout: Box<dyn FnOnce(String) + Send>,
+    ) -> Watchdog {
+        use std::sync::atomic::Ordering::Relaxed;
+        let state = std::sync::Arc::new(WatchState {
+            epoch: std::time::Instant::now(),
+            since: 0.into(),
+            step: 0.into(),
+            stop: false.into(),
+        });
+        let watched = state.clone();
+        let thread = std::thread::spawn(move || {
+            let limit_ms = limit.as_millis().min(u128::from(u64::MAX)) as u64;
+            while !watched.stop.load(Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let since = watched.since.load(Relaxed);
+                let now = watched.epoch.elapsed().as_millis() as u64 + 1;
+                if since != 0 && now.saturating_sub(since) > limit_ms {
+                    on_timeout(format!(
+                        "waited more than {:.0} s for the other replicas in step {}: one of \
+                         them hangs (stopped, or its machine unreachable)",
+                        limit.as_secs_f64(),
+                        watched.step.load(Relaxed)
+                    ));
+                    return;
+                }
+            }
+        });
+        Watchdog {
+            state,
+            thread: Some(thread),
+        }
+    }
+
+    /// The trainer enters the exchange of `step` (1-based in this run).
+    pub(super) fn enter(&self, step: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.state.step.store(step, Relaxed);
+        let now = self.state.epoch.elapsed().as_millis() as u64 + 1;
+        self.state.since.store(now, Relaxed);
+    }
+
+    /// The exchange is over.
+    pub(super) fn leave(&self) {
+        self.state
+            .since
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.state
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watchdog").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
