@@ -35,6 +35,28 @@ pub struct VarPlacement {
     pub consts: Vec<(usize, usize)>,
 }
 
+/// Packs the variables whose kind `holds` into a new arena `name`, in
+/// variable order (none: no arena).
+fn pack(
+    model: &Model,
+    arenas: &mut Vec<ArenaLayout>,
+    vars: &mut [(usize, usize)],
+    name: String,
+    holds: impl Fn(&VarKind) -> bool,
+) {
+    let arena = arenas.len();
+    let mut off = 0;
+    for (i, v) in model.vars.iter().enumerate() {
+        if holds(&v.kind) {
+            vars[i] = (arena, off);
+            off += align(model.graph.vars[i].shape.fixed_numel() as usize);
+        }
+    }
+    if off > 0 {
+        arenas.push(ArenaLayout { name, len: off });
+    }
+}
+
 pub fn place(model: &Model) -> VarPlacement {
     let g = &model.graph;
     let numel = |v: usize| g.vars[v].shape.fixed_numel() as usize;
@@ -100,40 +122,19 @@ pub fn place(model: &Model) -> VarPlacement {
     // What replicas exchange: one arena summed over the replicas (packed,
     // so the allreduce is one call over contiguous memory), one gathered.
     for (gather, name) in [(false, EXCHANGE_SUM), (true, EXCHANGE_GATHER)] {
-        let arena = arenas.len();
-        let mut off = 0;
-        for (i, v) in model.vars.iter().enumerate() {
-            if v.kind == (VarKind::Exchange { gather }) {
-                vars[i] = (arena, off);
-                off += align(numel(i));
-            }
-        }
-        if off > 0 {
-            arenas.push(ArenaLayout {
-                name: name.into(),
-                len: off,
-            });
-        }
+        pack(model, &mut arenas, &mut vars, name.into(), |k| {
+            *k == VarKind::Exchange { gather }
+        });
     }
     // A shared exchange: each replica's summed values, as `step` reads them,
     // laid out as the `exchange/sum` arena (the same variables in the same
     // order), so the runtime can point these arenas at the replicas' own.
     if model.shared_exchange {
         for r in 0..model.replicas.unwrap_or(1) {
-            let arena = arenas.len();
-            let mut off = 0;
-            for (i, v) in model.vars.iter().enumerate() {
-                if v.kind == (VarKind::ExchangePeer { replica: r }) {
-                    vars[i] = (arena, off);
-                    off += align(numel(i));
-                }
-            }
-            if off > 0 {
-                arenas.push(ArenaLayout {
-                    name: specc_runtime::abi::exchange_peer_arena(r as usize),
-                    len: off,
-                });
-            }
+            let name = specc_runtime::abi::exchange_peer_arena(r as usize);
+            pack(model, &mut arenas, &mut vars, name, |k| {
+                *k == VarKind::ExchangePeer { replica: r }
+            });
         }
     }
     // Constant tensors.

@@ -39,7 +39,7 @@
 
 use specc_runtime::init::Initializer;
 
-use crate::ir::{DType, Function, NodeId, Op, Output, ReduceKind, Shape};
+use crate::ir::{Function, NodeId, Op, Output, ReduceKind, Shape};
 use crate::model::{Model, VarKind};
 
 pub use specc_runtime::abi::REPLICA_GRAD;
@@ -129,21 +129,20 @@ pub fn split(
             }
             Some(ids) => {
                 let values = weighed(&mut model.graph, grads[k], before);
-                let (ids_var, ids_read) = gathered(
+                let ids_read = gathered(
                     model,
                     &mut f,
                     format!("replica/ids/{name}"),
                     ids,
                     global_batch,
                 );
-                let (_, values_read) = gathered(
+                let values_read = gathered(
                     model,
                     &mut f,
                     format!("replica/values/{name}"),
                     values,
                     global_batch,
                 );
-                debug_assert_eq!(model.graph.vars[ids_var as usize].dtype, DType::I32);
                 sparse_ids[k] = Some(ids_read);
                 grads[k] = weighed(&mut model.graph, values_read, after);
             }
@@ -177,7 +176,7 @@ fn gathered(
     name: String,
     value: NodeId,
     global_batch: u64,
-) -> (u32, NodeId) {
+) -> NodeId {
     let g = &model.graph;
     let dtype = g.dtype(value);
     let dims: Vec<u32> = g
@@ -193,7 +192,7 @@ fn gathered(
         span: None,
     });
     f.outputs.push(Output { name, node: value });
-    (v, model.graph.var(v))
+    model.graph.var(v)
 }
 
 /// Whether the loss's last op sums over the batch axis (`reduce_sum` of a

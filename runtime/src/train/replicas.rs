@@ -154,8 +154,11 @@ pub struct ReplicaStep {
     /// The source can run out (a stream's last epoch): the replicas agree
     /// on every step whether all of them have a full share.
     may_end: bool,
-    /// Every replica's rows this step, for that agreement.
+    /// Every replica's rows this step, for that agreement, and the counts
+    /// (1 each) and places (0, 1, ..) of its allgather.
     all_rows: Vec<u32>,
+    ones: Vec<i32>,
+    places: Vec<i32>,
     /// Every replica's share of the global batch.
     shards: Vec<usize>,
 }
@@ -251,6 +254,8 @@ impl ReplicaStep {
             rows: shards[rank],
             may_end,
             all_rows: vec![0; n],
+            ones: vec![1; n],
+            places: (0..n as i32).collect(),
             shards,
         })
     }
@@ -264,11 +269,8 @@ impl ReplicaStep {
         if !self.may_end {
             return rows > 0;
         }
-        let n = self.comm.replicas();
-        let counts = vec![1i32; n];
-        let displs: Vec<i32> = (0..n as i32).collect();
         self.comm
-            .all_gather(&[rows as u32], &mut self.all_rows, &counts, &displs);
+            .all_gather(&[rows as u32], &mut self.all_rows, &self.ones, &self.places);
         self.all_rows
             .iter()
             .zip(&self.shards)
