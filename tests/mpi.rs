@@ -16,7 +16,11 @@ use specc_runtime::checkpoint::{latest_checkpoint, BundleReader};
 
 const SPECC: &str = env!("CARGO_BIN_EXE_specc");
 
+/// A spec of `specs/` by name, or a spec's path.
 fn spec(name: &str) -> String {
+    if Path::new(name).is_absolute() {
+        return name.to_string();
+    }
     format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -203,8 +207,9 @@ fn digits_variant(name: &str, options: &str, edits: &[(&str, String)]) -> PathBu
 }
 
 fn ranks_match_one_process(spec_name: &str, np: usize) {
-    let one = temp_dir(&format!("{spec_name}-one-{np}"));
-    let many = temp_dir(&format!("{spec_name}-{np}"));
+    let tag = Path::new(spec_name).file_name().unwrap().to_string_lossy();
+    let one = temp_dir(&format!("{tag}-one-{np}"));
+    let many = temp_dir(&format!("{tag}-{np}"));
     train(spec_name, 0, 200, &one);
     let out = train(spec_name, np, 200, &many);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -566,5 +571,72 @@ fn a_hanging_rank_is_given_up_on() {
     assert!(
         stderr.contains("error: replica 0 of 2: waited more than 3 s for the other replicas"),
         "{stderr}"
+    );
+}
+
+/// `dropout`'s mask keys on each row's place in the global batch, so two
+/// ranks drop what one process drops: the same model.
+#[test]
+fn two_ranks_drop_out_as_one_process() {
+    let path = digits_variant(
+        "dropout",
+        "",
+        &[(
+            "h      = relu(pixels @ W1 + b1)",
+            "h = dropout(relu(pixels @ W1 + b1), 0.3, seed = 11)".into(),
+        )],
+    );
+    ranks_match_one_process(path.to_str().unwrap(), 2);
+}
+
+/// `batch_norm` normalizes with each rank's batch statistics (TF's layer
+/// under SyncReplicasOptimizer, not SyncBatchNorm) and the ranks average the
+/// moving statistics: after one step the moving mean is one process's (the
+/// mean of equal shares' means); the job ends with identical replicas.
+#[test]
+fn two_ranks_average_the_batch_norm_moving_mean() {
+    let path = digits_variant(
+        "batch-norm",
+        "",
+        &[
+            (
+                "  b1: [128]     = zeros\n",
+                "  b1: [128]     = zeros\n  gamma: [128] = ones\n  beta: [128] = zeros\n  \
+                 mm: [128] = zeros, trainable = false\n  mv: [128] = ones, trainable = false\n"
+                    .into(),
+            ),
+            (
+                "h      = relu(pixels @ W1 + b1)",
+                "z = reshape(pixels @ W1 + b1, [B, 1, 1, 128])\n\
+                 h = relu(reshape(batch_norm(z, gamma, beta, mm, mv, momentum = 0.9), [B, 128]))"
+                    .into(),
+            ),
+        ],
+    );
+    let path = path.to_str().unwrap();
+    let (one, many) = (temp_dir("batch-norm-one"), temp_dir("batch-norm-two"));
+    train(path, 0, 1, &one);
+    train(path, 2, 1, &many);
+    let mm = |dir: &Path| {
+        checkpoint(dir)
+            .into_iter()
+            .find(|(n, _)| n == "mm")
+            .expect("the moving mean is checkpointed")
+            .1
+    };
+    let (a, b) = (mm(&one), mm(&many));
+    let scale = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(scale > 0.0, "one step moves the moving mean");
+    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-6 * scale,
+            "mm[{k}]: {x} on one process, {y} on two ranks"
+        );
+    }
+    let longer = temp_dir("batch-norm-longer");
+    let out = train(path, 2, 100, &longer);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("replica 0 of 2"),
+        "the job ran two replicas"
     );
 }

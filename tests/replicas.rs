@@ -446,3 +446,32 @@ fn batch_norm_moving_mean_is_averaged_over_replicas() {
     let many = train_replicas(&spec, 100, 2, true);
     assert!(many.losses.last().unwrap() < &many.losses[0]);
 }
+
+/// digits_mlp with `dropout` on its hidden units (`noise_shape` given or not).
+fn digits_dropout(noise_shape: &str) -> String {
+    let spec = read_spec("digits_mlp.spec");
+    let old_h = "h      = relu(pixels @ W1 + b1)";
+    assert!(spec.contains(old_h));
+    spec.replace(
+        old_h,
+        &format!("h = dropout(relu(pixels @ W1 + b1), 0.3{noise_shape}, seed = 11)"),
+    )
+}
+
+/// Dropout's mask keys on the row's place in the global batch
+/// (`Op::FirstRow`), so N replicas drop what one process drops: the same
+/// model to summation order, where per-replica masks would differ.
+#[test]
+fn two_replicas_drop_out_as_one_process() {
+    replicas_match_one_process(&digits_dropout(""), 2, 200, false);
+}
+
+#[test]
+fn three_replicas_sharing_memory_drop_out_as_one_process() {
+    replicas_match_one_process(&digits_dropout(""), 3, 200, true);
+}
+
+#[test]
+fn three_replicas_drop_out_with_a_noise_shape_as_one_process() {
+    replicas_match_one_process(&digits_dropout(", noise_shape = [B, 1]"), 3, 200, false);
+}

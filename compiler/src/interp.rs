@@ -97,6 +97,8 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
             }
             Op::BatchSize => Tensor::scalar(env.batch as f64),
             Op::GlobalStep => Tensor::scalar(env.global_step),
+            // The reference is one process: its rows are the global batch's.
+            Op::FirstRow => Tensor::scalar(0.0),
             // The reference computes the training functions' values.
             Op::Training => Tensor::scalar(1.0),
             Op::UniformHash { seed } => {

@@ -101,7 +101,11 @@ impl<'a> Lower<'a> {
         for (id, n) in g.nodes() {
             let leaf_ok = !matches!(
                 n.op,
-                Op::Input(_) | Op::BatchSize | Op::GlobalStep | Op::NormalNoise { .. }
+                Op::Input(_)
+                    | Op::BatchSize
+                    | Op::GlobalStep
+                    | Op::FirstRow
+                    | Op::NormalNoise { .. }
             );
             foldable[id.index()] =
                 leaf_ok && !n.shape.has_batch() && n.inputs.iter().all(|i| foldable[i.index()]);
@@ -993,6 +997,12 @@ impl<'a> Lower<'a> {
             }
             Op::GlobalStep => {
                 return Err(self.unsupported(id, "an inference model has no global step"))
+            }
+            Op::FirstRow => {
+                return Err(self.unsupported(
+                    id,
+                    "a row's place in the global batch is a training-time value",
+                ))
             }
             Op::NormalNoise { .. } => {
                 return Err(self.unsupported(id, "random noise is a training-time op"))

@@ -38,6 +38,10 @@ pub struct StepCtx {
     pub threads: i64,
     /// The threads' barrier: a counter at byte 0 and a generation at byte 64.
     pub sync: *mut u64,
+    /// The index in the global batch of this call's first row: 0 in one
+    /// process, the replica's first row in a data-parallel job (`Op::FirstRow`;
+    /// per-row random draws such as dropout's key on the global row).
+    pub first_row: i64,
 }
 
 pub const CTX_BATCH: i32 = 0;
@@ -49,6 +53,20 @@ pub const CTX_SCRATCH: i32 = 40;
 pub const CTX_THREAD: i32 = 48;
 pub const CTX_THREADS: i32 = 56;
 pub const CTX_SYNC: i32 = 64;
+pub const CTX_FIRST_ROW: i32 = 72;
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(StepCtx, batch) == CTX_BATCH as usize);
+    assert!(offset_of!(StepCtx, global_step) == CTX_GLOBAL_STEP as usize);
+    assert!(offset_of!(StepCtx, inputs) == CTX_INPUTS as usize);
+    assert!(offset_of!(StepCtx, arenas) == CTX_ARENAS as usize);
+    assert!(offset_of!(StepCtx, outputs) == CTX_OUTPUTS as usize);
+    assert!(offset_of!(StepCtx, scratch) == CTX_SCRATCH as usize);
+    assert!(offset_of!(StepCtx, thread) == CTX_THREAD as usize);
+    assert!(offset_of!(StepCtx, threads) == CTX_THREADS as usize);
+    assert!(offset_of!(StepCtx, sync) == CTX_SYNC as usize);
+    assert!(offset_of!(StepCtx, first_row) == CTX_FIRST_ROW as usize);
+};
 /// Byte offset of the barrier's generation word from `sync`.
 pub const SYNC_GENERATION: i32 = 64;
 

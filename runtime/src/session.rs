@@ -42,6 +42,9 @@ pub struct Session {
     functions: Vec<FunctionState>,
     /// TF's global_step.
     pub global_step: i64,
+    /// The index in the global batch of the first row this session feeds
+    /// (`StepCtx::first_row`): 0 unless it is one replica of a data-parallel job.
+    pub first_row: i64,
     /// The dataset bound by [`Session::bind`] for [`Session::gather`].
     binding: Option<Binding>,
     /// Runs thread 1 of functions compiled for two threads.
@@ -108,6 +111,7 @@ impl Session {
             input_ptrs,
             functions,
             global_step: 0,
+            first_row: 0,
             binding: None,
             worker: None,
             attached: Vec::new(),
@@ -420,6 +424,7 @@ impl Session {
             thread: 0,
             threads: threads as i64,
             sync: fs.sync.as_ptr() as *mut u64,
+            first_row: self.first_row,
         };
         let _denormals = FlushDenormals::new();
         let func = fs.f;

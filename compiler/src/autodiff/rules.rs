@@ -55,6 +55,7 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
         | Op::Iota { .. }
         | Op::BatchSize
         | Op::GlobalStep
+        | Op::FirstRow
         | Op::Training => vjp_of(|_, _, _| vec![]),
 
         // The ops without a gradient.

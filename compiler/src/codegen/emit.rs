@@ -288,6 +288,13 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     .load(types::I64, trusted(), self.ctx, abi::CTX_GLOBAL_STEP);
                 self.b.ins().fcvt_from_sint(ty, s)
             }
+            Op::FirstRow => {
+                let r = self
+                    .b
+                    .ins()
+                    .load(types::I64, trusted(), self.ctx, abi::CTX_FIRST_ROW);
+                self.b.ins().fcvt_from_sint(ty, r)
+            }
             Op::Var(v) => {
                 let (arena, offset) = self.plan.var_locs[v as usize];
                 let base = self.table_entry(abi::CTX_ARENAS, arena as u32);

@@ -336,6 +336,7 @@ fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_ba
         (abi::CTX_THREAD, zero),
         (abi::CTX_THREADS, one),
         (abi::CTX_SYNC, zero),
+        (abi::CTX_FIRST_ROW, zero),
     ] {
         b.ins().stack_store(PTR, v, ctx_slot, field);
     }

@@ -85,6 +85,10 @@ impl Graph {
         self.intern(Op::GlobalStep, vec![], DType::F32, Shape::scalar())
     }
 
+    pub fn first_row(&mut self) -> NodeId {
+        self.intern(Op::FirstRow, vec![], DType::F32, Shape::scalar())
+    }
+
     pub fn unary(&mut self, op: UnaryOp, x: NodeId) -> NodeId {
         let s = self.shape(x).clone();
         self.intern(Op::Unary(op), vec![x], DType::F32, s)
@@ -353,12 +357,18 @@ impl Graph {
 
     /// Uniform draws in `[0, 1)` of `shape`, new at every global step
     /// (`Op::UniformHash` of each element's row-major index, computed in f32:
-    /// exact for the first 2²⁴ elements of a step).
+    /// exact for the first 2²⁴ elements of a step). A leading batch axis
+    /// counts rows of the global batch (`Op::FirstRow` added), so the
+    /// replicas of a data-parallel job draw what one process draws.
     pub fn random_uniform(&mut self, seed: u32, shape: &Shape) -> NodeId {
         let mut index = self.scalar(0.0);
         let mut stride = self.scalar(1.0);
         for axis in (0..shape.rank()).rev() {
-            let i = self.iota(axis, shape);
+            let mut i = self.iota(axis, shape);
+            if axis == 0 && shape.0[0] == Dim::Batch {
+                let first = self.first_row();
+                i = self.add(i, first);
+            }
             let term = self.mul(i, stride);
             index = self.add(index, term);
             let size = match shape.0[axis] {

@@ -116,6 +116,11 @@ pub enum Op {
     BatchSize,
     /// The global step before this step's increment, as an f32 scalar.
     GlobalStep,
+    /// The index in the global batch of this call's first row, as an f32
+    /// scalar: 0 in one process, a replica's offset in a data-parallel job
+    /// (`StepCtx::first_row`). Per-row random draws key on the global row,
+    /// so N replicas draw what one process draws for the global batch.
+    FirstRow,
     /// Whether the function trains, as an f32 scalar: 1 in `grad` and `step`,
     /// 0 in `eval` and `predict` (TF's `training` argument of the layers).
     /// `passes::optimize` replaces it in each function before planning.
@@ -271,6 +276,7 @@ impl Op {
                 | Op::Iota { .. }
                 | Op::BatchSize
                 | Op::GlobalStep
+                | Op::FirstRow
                 | Op::Training
         )
     }

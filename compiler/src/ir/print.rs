@@ -68,6 +68,7 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
         Op::Iota { axis, .. } => format!("iota axis={axis}"),
         Op::BatchSize => "batch_size".to_string(),
         Op::GlobalStep => "global_step".to_string(),
+        Op::FirstRow => "first_row".to_string(),
         Op::Training => "training".to_string(),
         Op::UniformHash { seed } => format!("uniform_hash seed={seed}"),
         Op::Unary(u) => unary_name(*u).to_string(),

@@ -62,7 +62,9 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
         Op::Patches { .. } | Op::PatchesGrad(_) => Class::Window,
         _ if node.shape.is_scalar() => Class::Scalar,
         Op::Input(_) | Op::Var(_) | Op::Tensor(_) => Class::Leaf,
-        Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::Training => Class::Scalar,
+        Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::FirstRow | Op::Training => {
+            Class::Scalar
+        }
         Op::Iota { .. } => Class::Iota,
         Op::BroadcastTo(_)
         | Op::Reshape(_)

@@ -323,8 +323,13 @@ impl ReplicaStep {
                 unsafe { session.attach_arena(arena, ptr, Box::new(self.comm.clone()))? };
             }
         }
-        session.call(self.grad, rows)?;
-        Ok(())
+        // Per-row random draws (dropout) key on the global row: this
+        // replica's rows are the global batch's from its shard's start.
+        let first = self.shards[..self.comm.rank()].iter().sum::<usize>();
+        session.first_row = first as i64;
+        let called = session.call(self.grad, rows);
+        session.first_row = 0;
+        called
     }
 
     /// The collectives after `replica_grad` (and its checks) ran.
