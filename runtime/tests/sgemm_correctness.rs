@@ -157,6 +157,12 @@ fn transposed_operands_of_the_specc_shapes() {
             (64, 64, 128, cm, rm),
             (256, 300, 40, rm, cm),
             (40, 600, 70, cm, cm),
+            // A convolution's filter gradient (patches^T @ dY): a
+            // column-major A of a wide span read in place (one column of
+            // tiles), a B one panel wide read in place; an odd m.
+            (288, 1100, 64, cm, rm),
+            (291, 1100, 64, cm, rm),
+            (291, 700, 16, cm, rm),
         ] {
             for (alpha, beta) in [(1.0, 0.0), (1.0, 1.0)] {
                 check_case(isa, (m, k, n), la, lb, rm, alpha, beta, &mut rng);
