@@ -10,10 +10,20 @@
 //!   with the reference interpreter ([`crate::interp`], float64, rounded to
 //!   float32 once) and becomes a constant buffer, as TF's converter folds
 //!   constants; parameters are such constants.
-//! - Patterns first: `x @ W + b` (`W`, `b` constant) is FULLY_CONNECTED with
-//!   the weights transposed to TFLite's `[units, depth]` and a following
-//!   `relu` fused; sema's softmax and log-softmax over the last axis are
+//! - Patterns first (one matcher per TFLite operator, tabled in
+//!   [`Lower::pattern`]'s doc): `x @ W + b` (`W`, `b` constant) is
+//!   FULLY_CONNECTED with the weights transposed to TFLite's `[units,
+//!   depth]`; sema's convolutions (image patches times a constant kernel
+//!   matrix, or images times it for a 1×1 kernel) are CONV_2D, its depthwise
+//!   convolution DEPTHWISE_CONV_2D, its transposed convolution (patches_grad)
+//!   TRANSPOSE_CONV, its max and average pools MAX_POOL_2D and
+//!   AVERAGE_POOL_2D, each with the kernel laid out as TFLite's filter; a
+//!   bias and a following `relu`/`relu6` fuse into FULLY_CONNECTED and the
+//!   convolutions; sema's softmax and log-softmax over the last axis are
 //!   SOFTMAX and LOG_SOFTMAX; `reduce_sum / count` (sema's mean) is MEAN.
+//!   A window whose placement is TF's VALID or SAME arithmetic has that
+//!   padding; any other (explicit) padding of a convolution is a PAD operator
+//!   before a VALID one.
 //! - Then one operator per node: elementwise ops (broadcasting operands are
 //!   read before their explicit `broadcast_to`, TFLite broadcasts itself),
 //!   comparisons as a BOOL operator and a CAST, reductions with an axes
@@ -21,7 +31,9 @@
 //!   reshape/transpose/concat/slice/pad/gather, `stop_gradient` as nothing.
 //!
 //! Invariants: an op TFLite cannot express (the batch size as a value, the
-//! global step, random noise, the optimizer's row updates) is a
+//! global step, random noise, the optimizer's row updates, image patches
+//! outside the convolution and pool patterns, a dilated transposed
+//! convolution) is a
 //! `tflite-unsupported` diagnostic at its spec span, never a silently
 //! different model; every tensor of the model has the node's dtype and shape
 //! (the batch dimension -1 in `shape_signature`, or the fixed batch).
@@ -1076,8 +1088,10 @@ impl<'a> Lower<'a> {
                     None => -1,
                 };
                 let y = self.out(id);
-                self.m.operator(
+                // Version 5: keep_num_dims (TF's converter's versioning).
+                self.m.operator_version(
                     B::FullyConnected,
+                    if keep_num_dims { 5 } else { 1 },
                     &[xt, wt, bt],
                     &[y],
                     BuiltinOptions::FullyConnected {

@@ -1,6 +1,7 @@
 //! A small interpreter of TFLite models: the float32 (and int32/bool)
-//! kernels of the builtin operators specc exports, and the int8 and hybrid
-//! kernels of its quantized exports (`crate::kernels_int8`).
+//! kernels of the builtin operators specc exports (those of the convolutions
+//! and pools in `crate::kernels_conv`), and the int8 and hybrid kernels of
+//! its quantized exports (`crate::kernels_int8`).
 //!
 //! Owns: [`Interpreter`] (constants decoded once, then any number of
 //! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
