@@ -567,6 +567,9 @@ impl<'a> Lower<'a> {
             return None;
         }
         let depth = g.shape(w).0[if tb { 1 } else { 0 }].fixed()?;
+        if depth == 0 {
+            return None;
+        }
         let rank = g.shape(x).rank();
         if rank == 4 {
             let conv = |x, window| Lowering::Conv2D {
@@ -683,6 +686,8 @@ impl<'a> Lower<'a> {
         let ok = self.foldable[w.index()]
             && !self.foldable[x.index()]
             && g.shape(x).rank() == 4
+            && g.shape(w).rank() == 2
+            && window.patch_len() > 0
             && g.shape(w).0.first() == Some(&Dim::Fixed(window.patch_len()))
             && window.dilations == [1, 1]
             && !matches!(window_padding(&window), WindowPadding::Explicit(_));
@@ -1829,7 +1834,7 @@ fn window_padding(w: &Window) -> WindowPadding {
     let mut same = true;
     let mut valid = true;
     let mut pads = [(0, 0); 2];
-    for a in 0..2 {
+    for (a, pad) in pads.iter_mut().enumerate() {
         let (n, s, out, before) = (w.input[a], w.strides[a], w.output[a], w.pad_before[a]);
         let k_eff = (w.kernel[a] - 1) * w.dilations[a] + 1;
         let reach = (out.max(1) - 1) * s + k_eff;
@@ -1837,7 +1842,7 @@ fn window_padding(w: &Window) -> WindowPadding {
         let same_total = ((same_out.max(1) - 1) * s + k_eff).saturating_sub(n);
         same &= out == same_out && before == same_total / 2;
         valid &= before == 0 && n >= k_eff && out == (n - k_eff) / s + 1;
-        pads[a] = (before, reach.saturating_sub(n + before));
+        *pad = (before, reach.saturating_sub(n + before));
     }
     if valid {
         WindowPadding::Valid

@@ -119,8 +119,8 @@ pub fn conv2d(
     for bn in 0..n {
         for oy in 0..oh {
             for ox in 0..ow {
-                for oc in 0..o {
-                    let mut acc = b[oc];
+                for (oc, &b0) in b.iter().enumerate() {
+                    let mut acc = b0;
                     for ky in 0..kh {
                         let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
                             continue;
