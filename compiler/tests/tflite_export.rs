@@ -32,12 +32,18 @@ struct Case {
 }
 
 fn case(body: &str, params: &[(&str, &[usize])]) -> Case {
+    case_of(6, body, params)
+}
+
+/// A spec whose input `x` has `features` values, `body` binding `logits`.
+fn case_of(features: usize, body: &str, params: &[(&str, &[usize])]) -> Case {
     let decls: String = params
         .iter()
         .map(|(n, d)| format!("  {n}: {d:?} = zeros\n"))
         .collect();
+    let last = features - 1;
     let text = format!(
-        "model t\ndata synthetic(rows = 8, features = 6)\nfeatures {{ x = numeric(x0..x5) }}\nlabel label: int\n\
+        "model t\ndata synthetic(rows = 8, features = {features})\nfeatures {{ x = numeric(x0..x{last}) }}\nlabel label: int\n\
          params {{\n{decls}}}\n{body}\nloss = mean(sparse_softmax_cross_entropy(label, logits))\n\
          optimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 4, steps = 1 }}\n"
     );
@@ -91,8 +97,14 @@ fn check(c: &Case, outputs: &[&str], batch: Option<u32>) -> specc_tflite::Model 
     // Through the file format.
     let model = specc_tflite::from_bytes(&specc_tflite::to_bytes(&model)).expect("reads back");
 
-    let x = values(BATCH * 6, 99);
-    let xa = ArrayD::from_shape_vec(IxDyn(&[BATCH, 6]), x.clone()).unwrap();
+    let width = g
+        .inputs
+        .iter()
+        .find(|l| l.name == "x")
+        .and_then(|l| l.shape.0[1].fixed())
+        .expect("x: [B, features]") as usize;
+    let x = values(BATCH * width, 99);
+    let xa = ArrayD::from_shape_vec(IxDyn(&[BATCH, width]), x.clone()).unwrap();
     let got = specc_tflite::run(&model, &[xa.view()]).expect("runs");
 
     let inputs: Vec<Tensor> = g
@@ -100,7 +112,7 @@ fn check(c: &Case, outputs: &[&str], batch: Option<u32>) -> specc_tflite::Model 
         .iter()
         .map(|l| {
             if l.name == "x" {
-                Tensor::new(vec![BATCH, 6], x.iter().map(|&v| v as f64).collect())
+                Tensor::new(vec![BATCH, width], x.iter().map(|&v| v as f64).collect())
             } else {
                 Tensor::new(vec![BATCH], vec![0.0; BATCH])
             }
@@ -242,6 +254,362 @@ fn unsupported_ops_are_diagnostics_at_their_span() {
     .unwrap_err();
     assert!(
         e.message.contains("no value for parameter `W2`"),
+        "{}",
+        e.message
+    );
+}
+
+// Convolutions and pools: sema's im2col lowerings back to TFLite's
+// operators, every value against the reference interpreter.
+
+/// The options of the model's only operator of kind `op`.
+fn options_of(m: &specc_tflite::Model, op: B) -> specc_tflite::BuiltinOptions {
+    let g = &m.subgraphs[0];
+    let mut found = g.operators.iter().filter(|o| m.builtin(o) == Some(op));
+    let first = found
+        .next()
+        .unwrap_or_else(|| panic!("no {op:?} in {:?}", builtins(m)));
+    assert!(found.next().is_none(), "one {op:?} in {:?}", builtins(m));
+    first.options.clone()
+}
+
+/// Images `img [B, h, w, c]` from `x`, `y` the expression under test.
+fn image_case(hwc: [usize; 3], y: &str, params: &[(&str, &[usize])]) -> Case {
+    let [h, w, c] = hwc;
+    let body = format!(
+        "img = reshape(x, [B, {h}, {w}, {c}])\ny = {y}\nlogits = reduce_sum(y, axis = [1, 2])"
+    );
+    case_of(h * w * c, &body, params)
+}
+
+fn conv_options(
+    padding: specc_tflite::Padding,
+    strides: [i32; 2],
+    dilations: [i32; 2],
+    act: specc_tflite::ActivationFunctionType,
+) -> specc_tflite::BuiltinOptions {
+    specc_tflite::BuiltinOptions::Conv2D {
+        padding,
+        stride_h: strides[0],
+        stride_w: strides[1],
+        fused_activation_function: act,
+        dilation_h_factor: dilations[0],
+        dilation_w_factor: dilations[1],
+    }
+}
+
+use specc_tflite::{ActivationFunctionType as Act, BuiltinOptions as O, Padding as P};
+
+#[test]
+fn conv2d_stride_2_same_with_odd_padding_is_one_conv_2d() {
+    // Height 6, 3 taps, stride 2: SAME pads 1 cell, after the image;
+    // width 5 pads 1 on each side. Bias and relu fused.
+    let c = image_case(
+        [6, 5, 2],
+        "relu(bias_add(conv2d(img, K, strides = 2, padding = \"SAME\"), b))",
+        &[("K", &[3, 3, 2, 4]), ("b", &[4])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::Conv2d]);
+    assert_eq!(
+        options_of(&m, B::Conv2d),
+        conv_options(P::Same, [2, 2], [1, 1], Act::Relu)
+    );
+    // The filter is TFLite's [out, KH, KW, in].
+    let g = &m.subgraphs[0];
+    let conv = g
+        .operators
+        .iter()
+        .find(|o| m.builtin(o) == Some(B::Conv2d))
+        .unwrap();
+    let f = &g.tensors[conv.inputs[1] as usize];
+    assert_eq!(
+        (f.name.as_str(), f.shape.as_slice()),
+        ("K/filter", &[4, 3, 3, 2][..])
+    );
+    let data = specc_tflite::model::f32_values(&m.buffers[f.buffer as usize].data).unwrap();
+    assert_eq!(
+        data[((3 * 3 + 2) * 3 + 1) * 2 + 1],
+        c.params["K"][[2, 1, 1, 3]]
+    );
+    check(&c, &["y"], Some(BATCH as u32));
+}
+
+#[test]
+fn conv2d_explicit_padding_is_pad_then_valid() {
+    // Two rows above and none below, one column each side: neither SAME
+    // nor VALID.
+    let c = image_case(
+        [5, 4, 3],
+        "conv2d(img, K, strides = [2, 1], padding = [[0, 0], [2, 0], [1, 1], [0, 0]])",
+        &[("K", &[3, 2, 3, 2])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::Pad, B::Conv2d]);
+    assert_eq!(
+        options_of(&m, B::Conv2d),
+        conv_options(P::Valid, [2, 1], [1, 1], Act::None)
+    );
+}
+
+#[test]
+fn conv2d_with_dilation_and_relu6() {
+    let c = image_case(
+        [7, 6, 2],
+        "relu6(conv2d(img, K, strides = 1, padding = \"SAME\", dilations = 2))",
+        &[("K", &[3, 3, 2, 3])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::Conv2d]);
+    assert_eq!(
+        options_of(&m, B::Conv2d),
+        conv_options(P::Same, [1, 1], [2, 2], Act::Relu6)
+    );
+}
+
+#[test]
+fn conv1d_is_conv_2d_over_a_height_of_1() {
+    let c = case_of(
+        40,
+        "seq = reshape(x, [B, 10, 4])\ny = conv1d(seq, K, stride = 2, padding = \"VALID\")\nlogits = reduce_sum(y, axis = 1)",
+        &[("K", &[3, 4, 5])],
+    );
+    let m = check(&c, &["y"], None);
+    assert!(builtins(&m).contains(&B::Conv2d), "{:?}", builtins(&m));
+    assert_eq!(
+        options_of(&m, B::Conv2d),
+        conv_options(P::Valid, [1, 2], [1, 1], Act::None)
+    );
+}
+
+#[test]
+fn depthwise_conv2d_with_multiplier_2() {
+    let c = image_case(
+        [5, 5, 3],
+        "relu(bias_add(depthwise_conv2d(img, D, strides = 2, padding = \"SAME\"), b))",
+        &[("D", &[3, 3, 3, 2]), ("b", &[6])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::DepthwiseConv2d]);
+    assert_eq!(
+        options_of(&m, B::DepthwiseConv2d),
+        O::DepthwiseConv2D {
+            padding: P::Same,
+            stride_w: 2,
+            stride_h: 2,
+            depth_multiplier: 2,
+            fused_activation_function: Act::Relu,
+            dilation_w_factor: 1,
+            dilation_h_factor: 1,
+        }
+    );
+}
+
+#[test]
+fn separable_conv2d_is_depthwise_then_1x1_conv() {
+    let c = image_case(
+        [4, 5, 2],
+        "separable_conv2d(img, D, P, strides = 1, padding = \"VALID\")",
+        &[("D", &[2, 3, 2, 2]), ("P", &[1, 1, 4, 3])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(
+        builtins(&m),
+        vec![B::Reshape, B::DepthwiseConv2d, B::Conv2d]
+    );
+    let g = &m.subgraphs[0];
+    let conv = g
+        .operators
+        .iter()
+        .find(|o| m.builtin(o) == Some(B::Conv2d))
+        .unwrap();
+    assert_eq!(g.tensors[conv.inputs[1] as usize].shape, vec![3, 1, 1, 4]);
+}
+
+#[test]
+fn conv2d_1x1_multiplies_the_images_by_the_kernel() {
+    // Stride 1: sema multiplies the images themselves (no patches).
+    let c = image_case(
+        [3, 4, 5],
+        "conv2d(img, K, strides = 1, padding = \"SAME\") + conv2d(img, L, strides = 1, padding = \"VALID\")",
+        &[("K", &[1, 1, 5, 2]), ("L", &[1, 1, 5, 2])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::Conv2d, B::Conv2d, B::Add]);
+    let g = &m.subgraphs[0];
+    for op in g
+        .operators
+        .iter()
+        .filter(|o| m.builtin(o) == Some(B::Conv2d))
+    {
+        assert_eq!(g.tensors[op.inputs[1] as usize].shape, vec![2, 1, 1, 5]);
+        assert_eq!(
+            g.tensors[op.outputs[0] as usize].shape_signature,
+            Some(vec![-1, 3, 4, 2])
+        );
+        assert_eq!(
+            op.options,
+            conv_options(P::Valid, [1, 1], [1, 1], Act::None)
+        );
+    }
+    // Stride 2: patches of one tap.
+    let c = image_case(
+        [5, 4, 5],
+        "conv2d(img, K, strides = 2, padding = \"SAME\")",
+        &[("K", &[1, 1, 5, 2])],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(
+        options_of(&m, B::Conv2d),
+        conv_options(P::Valid, [2, 2], [1, 1], Act::None)
+    );
+}
+
+#[test]
+fn average_pool_same_divides_by_the_cells_inside_the_image() {
+    let c = image_case(
+        [5, 6, 2],
+        "avg_pool2d(img, ksize = 3, strides = 2, padding = \"SAME\")",
+        &[],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::AveragePool2d]);
+    assert_eq!(
+        options_of(&m, B::AveragePool2d),
+        O::Pool2D {
+            padding: P::Same,
+            stride_w: 2,
+            stride_h: 2,
+            filter_width: 3,
+            filter_height: 3,
+            fused_activation_function: Act::None,
+        }
+    );
+    // VALID, every window whole.
+    let c = image_case(
+        [5, 6, 2],
+        "avg_pool2d(img, ksize = [2, 3], strides = [1, 3], padding = \"VALID\")",
+        &[],
+    );
+    assert_eq!(
+        builtins(&check(&c, &["y"], None)),
+        vec![B::Reshape, B::AveragePool2d]
+    );
+}
+
+#[test]
+fn max_pool_with_overlapping_windows_and_the_tiling_view() {
+    let c = image_case(
+        [7, 6, 3],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = \"SAME\")",
+        &[],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::MaxPool2d]);
+    assert_eq!(
+        options_of(&m, B::MaxPool2d),
+        O::Pool2D {
+            padding: P::Same,
+            stride_w: 2,
+            stride_h: 2,
+            filter_width: 3,
+            filter_height: 3,
+            fused_activation_function: Act::None,
+        }
+    );
+    // 2×2 windows tiling a 6×4 image: sema's reshape/transpose view.
+    let c = image_case(
+        [6, 4, 2],
+        "max_pool2d(img, ksize = 2, strides = 2, padding = \"VALID\")",
+        &[],
+    );
+    let m = check(&c, &["y"], None);
+    assert_eq!(builtins(&m), vec![B::Reshape, B::MaxPool2d]);
+    assert!(matches!(
+        options_of(&m, B::MaxPool2d),
+        O::Pool2D {
+            padding: P::Valid,
+            filter_width: 2,
+            filter_height: 2,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn conv2d_transpose_is_transpose_conv() {
+    let c = image_case(
+        [3, 4, 3],
+        "conv2d_transpose(img, T, [5, 6, 8, 2], strides = 2, padding = \"SAME\")",
+        &[("T", &[3, 3, 2, 3])],
+    );
+    // The dynamic batch: the output shape from the input's (SHAPE).
+    let m = check(&c, &["y"], None);
+    assert_eq!(
+        builtins(&m),
+        vec![B::Reshape, B::Shape, B::Mul, B::Add, B::TransposeConv]
+    );
+    assert_eq!(
+        options_of(&m, B::TransposeConv),
+        O::TransposeConv {
+            padding: P::Same,
+            stride_w: 2,
+            stride_h: 2,
+            fused_activation_function: Act::None,
+        }
+    );
+    let m = check(&c, &["y"], Some(BATCH as u32));
+    assert_eq!(builtins(&m), vec![B::Reshape, B::TransposeConv]);
+    let c = image_case(
+        [3, 4, 3],
+        "conv2d_transpose(img, T, [5, 7, 9, 2], strides = 2, padding = \"VALID\")",
+        &[("T", &[3, 3, 2, 3])],
+    );
+    check(&c, &["y"], None);
+}
+
+/// The diagnostic of exporting `y`.
+fn refused(c: &Case) -> specc_grammar::Diagnostic {
+    let node = c.model.bindings.iter().find(|b| b.0 == "y").unwrap().1;
+    export_tflite(&TfliteExport {
+        graph: &c.model.graph,
+        params: &c.params,
+        inputs: &["x".to_string()],
+        outputs: &[("y".to_string(), node)],
+        batch: None,
+    })
+    .unwrap_err()
+}
+
+#[test]
+fn what_tflite_cannot_express_is_refused_at_its_call() {
+    // TRANSPOSE_CONV has no dilation.
+    let c = image_case(
+        [4, 4, 3],
+        "atrous_conv2d_transpose(img, T, [5, 4, 4, 2], rate = 2, padding = \"SAME\")",
+        &[("T", &[3, 3, 2, 3])],
+    );
+    let e = refused(&c);
+    assert_eq!(e.code, "tflite-unsupported");
+    assert!(
+        e.message.contains("TRANSPOSE_CONV has no dilation"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        &c.text[e.span.start as usize..e.span.end as usize],
+        "atrous_conv2d_transpose(img, T, [5, 4, 4, 2], rate = 2, padding = \"SAME\")"
+    );
+    // A convolution by a kernel computed from the input.
+    let c = image_case(
+        [4, 4, 1],
+        "conv2d(img, reshape(reduce_sum(x, axis = 0)[0:9], [3, 3, 1, 1]), strides = 1, padding = \"VALID\")",
+        &[],
+    );
+    let e = refused(&c);
+    assert_eq!(e.code, "tflite-unsupported");
+    assert!(
+        e.message.contains("not a convolution by a constant kernel"),
         "{}",
         e.message
     );

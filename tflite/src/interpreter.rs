@@ -1,6 +1,7 @@
 //! A small interpreter of TFLite models: the float32 (and int32/bool)
-//! kernels of the builtin operators specc exports, and the int8 and hybrid
-//! kernels of its quantized exports (`crate::kernels_int8`).
+//! kernels of the builtin operators specc exports (those of the convolutions
+//! and pools in `crate::kernels_conv`), and the int8 and hybrid kernels of
+//! its quantized exports (`crate::kernels_int8`).
 //!
 //! Owns: [`Interpreter`] (constants decoded once, then any number of
 //! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
@@ -13,6 +14,7 @@
 
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Zip};
 
+use crate::kernels_conv as conv;
 use crate::kernels_int8 as int8;
 use crate::model::{f32_values, i32_values, i64_values, BuiltinOptions, Model, Operator};
 use crate::schema::{ActivationFunctionType, BuiltinOperator as B, TensorType};
@@ -275,6 +277,22 @@ impl<'m> Interpreter<'m> {
             | BuiltinOptions::Concatenation {
                 fused_activation_function: a,
                 ..
+            }
+            | BuiltinOptions::Conv2D {
+                fused_activation_function: a,
+                ..
+            }
+            | BuiltinOptions::DepthwiseConv2D {
+                fused_activation_function: a,
+                ..
+            }
+            | BuiltinOptions::Pool2D {
+                fused_activation_function: a,
+                ..
+            }
+            | BuiltinOptions::TransposeConv {
+                fused_activation_function: a,
+                ..
             } => *a,
             _ => ActivationFunctionType::None,
         };
@@ -513,6 +531,25 @@ impl<'m> Interpreter<'m> {
                 let y = fully_connected(arg(0)?.f32()?, arg(1)?.f32()?, bias, keep)?;
                 Value::F32(apply_activation(y, activation)?)
             }
+            B::Conv2d | B::DepthwiseConv2d | B::TransposeConv | B::MaxPool2d | B::AveragePool2d => {
+                let y = self.windowed(builtin, op, &arg, &opt_arg)?;
+                Value::F32(apply_activation(y, activation)?)
+            }
+            B::Shape => {
+                let dims = arg(0)?
+                    .shape()
+                    .iter()
+                    .map(|&d| i32::try_from(d).map_err(|_| format!("dimension {d}")))
+                    .collect::<Result<Vec<i32>>>()?;
+                let n = dims.len();
+                let dims = ArrayD::from_shape_vec(IxDyn(&[n]), dims).map_err(|e| e.to_string())?;
+                match op.options {
+                    BuiltinOptions::Shape {
+                        out_type: TensorType::Int64,
+                    } => Value::I64(dims.mapv(i64::from)),
+                    _ => Value::I32(dims),
+                }
+            }
             B::BatchMatmul => {
                 let (adj_x, adj_y) = match op.options {
                     BuiltinOptions::BatchMatMul { adj_x, adj_y } => (adj_x, adj_y),
@@ -708,6 +745,123 @@ impl<'m> Interpreter<'m> {
             }
         };
         Ok(v)
+    }
+}
+
+impl Interpreter<'_> {
+    /// The float convolution and pooling operators (`crate::kernels_conv`),
+    /// before their fused activation.
+    fn windowed<'v>(
+        &self,
+        builtin: B,
+        op: &Operator,
+        arg: &dyn Fn(usize) -> Result<&'v Value>,
+        opt_arg: &dyn Fn(usize) -> Result<Option<&'v Value>>,
+    ) -> Result<ArrayD<f32>> {
+        let size = |v: i32, what: &str| {
+            usize::try_from(v)
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| format!("{what} {v} is not positive"))
+        };
+        let geometry = |padding, s: [i32; 2], d: [i32; 2]| -> Result<conv::Geometry> {
+            Ok(conv::Geometry {
+                padding,
+                strides: [size(s[0], "stride_h")?, size(s[1], "stride_w")?],
+                dilations: [
+                    size(d[0], "dilation_h_factor")?,
+                    size(d[1], "dilation_w_factor")?,
+                ],
+            })
+        };
+        let bias = |i: usize| -> Result<Option<&'v ArrayD<f32>>> {
+            match opt_arg(i)? {
+                Some(b) => b.f32().map(Some),
+                None => Ok(None),
+            }
+        };
+        match (builtin, &op.options) {
+            (
+                B::Conv2d,
+                &BuiltinOptions::Conv2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    dilation_w_factor,
+                    dilation_h_factor,
+                    ..
+                },
+            ) => conv::conv2d(
+                arg(0)?.f32()?,
+                arg(1)?.f32()?,
+                bias(2)?,
+                geometry(
+                    padding,
+                    [stride_h, stride_w],
+                    [dilation_h_factor, dilation_w_factor],
+                )?,
+            ),
+            (
+                B::DepthwiseConv2d,
+                &BuiltinOptions::DepthwiseConv2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    depth_multiplier,
+                    dilation_w_factor,
+                    dilation_h_factor,
+                    ..
+                },
+            ) => conv::depthwise_conv2d(
+                arg(0)?.f32()?,
+                arg(1)?.f32()?,
+                bias(2)?,
+                size(depth_multiplier, "depth_multiplier")?,
+                geometry(
+                    padding,
+                    [stride_h, stride_w],
+                    [dilation_h_factor, dilation_w_factor],
+                )?,
+            ),
+            (
+                B::TransposeConv,
+                &BuiltinOptions::TransposeConv {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    ..
+                },
+            ) => conv::transpose_conv(
+                &arg(0)?.ints()?,
+                arg(1)?.f32()?,
+                arg(2)?.f32()?,
+                bias(3)?,
+                geometry(padding, [stride_h, stride_w], [1, 1])?,
+            ),
+            (
+                B::MaxPool2d | B::AveragePool2d,
+                &BuiltinOptions::Pool2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    filter_width,
+                    filter_height,
+                    ..
+                },
+            ) => conv::pool2d(
+                arg(0)?.f32()?,
+                [
+                    size(filter_height, "filter_height")?,
+                    size(filter_width, "filter_width")?,
+                ],
+                geometry(padding, [stride_h, stride_w], [1, 1])?,
+                builtin == B::AveragePool2d,
+            ),
+            (_, o) => Err(format!(
+                "options {} do not belong to this operator",
+                o.describe()
+            )),
+        }
     }
 }
 

@@ -6,8 +6,9 @@
 //! `flatbuffers` crate's builder and a bounds-checked reader: no generated
 //! code), [`build`] (a model operator by operator, with the
 //! `serving_default` signature) — [`interpreter`] (float kernels of the
-//! operators specc exports, so an exported file runs in Rust; the int8 and
-//! hybrid ones are [`kernels_int8`]) and [`quantize`] (the arithmetic of
+//! operators specc exports, so an exported file runs in Rust; those of the
+//! convolutions and pools are [`kernels_conv`], the int8 and hybrid ones
+//! [`kernels_int8`]) and [`quantize`] (the arithmetic of
 //! int8 quantization: parameters, multipliers, rounding).
 //!
 //! The crate knows nothing of specc's IR: the compiler lowers its forward
@@ -21,6 +22,7 @@
 
 pub mod build;
 pub mod interpreter;
+pub mod kernels_conv;
 pub mod kernels_int8;
 pub mod model;
 pub mod quantize;
@@ -35,5 +37,5 @@ pub use model::{
     SubGraph, Tensor, TensorMap,
 };
 pub use read::{from_bytes, looks_like_tflite, read_file};
-pub use schema::{ActivationFunctionType, BuiltinOperator, TensorType};
+pub use schema::{ActivationFunctionType, BuiltinOperator, Padding, TensorType};
 pub use write::{to_bytes, write_file};

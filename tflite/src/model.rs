@@ -9,7 +9,7 @@
 //! indices are as the file stores them (i32 tensor indices, -1 for an optional
 //! input that is absent) and are checked by [`Model::validate`], not assumed.
 
-use crate::schema::{ActivationFunctionType, BuiltinOperator, TensorType};
+use crate::schema::{ActivationFunctionType, BuiltinOperator, Padding, TensorType};
 
 /// `table Model`.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,6 +133,45 @@ pub enum BuiltinOptions {
         adj_x: bool,
         adj_y: bool,
     },
+    /// `Conv2DOptions` (CONV_2D).
+    Conv2D {
+        padding: Padding,
+        stride_w: i32,
+        stride_h: i32,
+        fused_activation_function: ActivationFunctionType,
+        dilation_w_factor: i32,
+        dilation_h_factor: i32,
+    },
+    /// `DepthwiseConv2DOptions` (DEPTHWISE_CONV_2D).
+    DepthwiseConv2D {
+        padding: Padding,
+        stride_w: i32,
+        stride_h: i32,
+        depth_multiplier: i32,
+        fused_activation_function: ActivationFunctionType,
+        dilation_w_factor: i32,
+        dilation_h_factor: i32,
+    },
+    /// `Pool2DOptions` (MAX_POOL_2D, AVERAGE_POOL_2D).
+    Pool2D {
+        padding: Padding,
+        stride_w: i32,
+        stride_h: i32,
+        filter_width: i32,
+        filter_height: i32,
+        fused_activation_function: ActivationFunctionType,
+    },
+    /// `TransposeConvOptions` (TRANSPOSE_CONV).
+    TransposeConv {
+        padding: Padding,
+        stride_w: i32,
+        stride_h: i32,
+        fused_activation_function: ActivationFunctionType,
+    },
+    /// `ShapeOptions` (SHAPE).
+    Shape {
+        out_type: TensorType,
+    },
     /// An options table without fields (`TransposeOptions`, `ExpOptions`,
     /// `MaximumMinimumOptions`, `PadOptions`, `SliceOptions`,
     /// `SelectV2Options`), by its union type code.
@@ -160,6 +199,11 @@ impl BuiltinOptions {
             BuiltinOptions::ArgMax { .. } => t::ARG_MAX,
             BuiltinOptions::Cast { .. } => t::CAST,
             BuiltinOptions::BatchMatMul { .. } => t::BATCH_MATMUL,
+            BuiltinOptions::Conv2D { .. } => t::CONV_2D,
+            BuiltinOptions::DepthwiseConv2D { .. } => t::DEPTHWISE_CONV_2D,
+            BuiltinOptions::Pool2D { .. } => t::POOL_2D,
+            BuiltinOptions::TransposeConv { .. } => t::TRANSPOSE_CONV,
+            BuiltinOptions::Shape { .. } => t::SHAPE,
             BuiltinOptions::Empty(c) | BuiltinOptions::Other(c) => *c,
         }
     }
@@ -205,6 +249,46 @@ impl BuiltinOptions {
             BuiltinOptions::BatchMatMul { adj_x, adj_y } => {
                 format!("adj_x={adj_x} adj_y={adj_y}")
             }
+            BuiltinOptions::Conv2D {
+                padding,
+                stride_w,
+                stride_h,
+                fused_activation_function: a,
+                dilation_w_factor,
+                dilation_h_factor,
+            } => format!(
+                "padding={padding} stride_w={stride_w} stride_h={stride_h} dilation_w_factor={dilation_w_factor} dilation_h_factor={dilation_h_factor} fused_activation_function={a}"
+            ),
+            BuiltinOptions::DepthwiseConv2D {
+                padding,
+                stride_w,
+                stride_h,
+                depth_multiplier,
+                fused_activation_function: a,
+                dilation_w_factor,
+                dilation_h_factor,
+            } => format!(
+                "padding={padding} stride_w={stride_w} stride_h={stride_h} depth_multiplier={depth_multiplier} dilation_w_factor={dilation_w_factor} dilation_h_factor={dilation_h_factor} fused_activation_function={a}"
+            ),
+            BuiltinOptions::Pool2D {
+                padding,
+                stride_w,
+                stride_h,
+                filter_width,
+                filter_height,
+                fused_activation_function: a,
+            } => format!(
+                "padding={padding} stride_w={stride_w} stride_h={stride_h} filter_width={filter_width} filter_height={filter_height} fused_activation_function={a}"
+            ),
+            BuiltinOptions::TransposeConv {
+                padding,
+                stride_w,
+                stride_h,
+                fused_activation_function: a,
+            } => format!(
+                "padding={padding} stride_w={stride_w} stride_h={stride_h} fused_activation_function={a}"
+            ),
+            BuiltinOptions::Shape { out_type } => format!("out_type={out_type}"),
             BuiltinOptions::Other(c) => format!("(options type {c} not read)"),
         }
     }

@@ -15,7 +15,7 @@ use crate::model::{
     SubGraph, Tensor, TensorMap,
 };
 use crate::schema::{
-    field as f, options_type as ot, ActivationFunctionType, BuiltinOperator, TensorType,
+    field as f, options_type as ot, ActivationFunctionType, BuiltinOperator, Padding, TensorType,
     FILE_IDENTIFIER, PLACEHOLDER_FOR_GREATER_OP_CODES,
 };
 
@@ -373,6 +373,40 @@ fn read_options(kind: u8, t: &Table<'_>) -> Result<BuiltinOptions> {
         ot::BATCH_MATMUL => BuiltinOptions::BatchMatMul {
             adj_x: t.bool(f::FIRST)?,
             adj_y: t.bool(f::SECOND)?,
+        },
+        ot::CONV_2D => BuiltinOptions::Conv2D {
+            padding: Padding::from_code(t.i8(f::FIRST)?),
+            stride_w: t.i32(f::SECOND, 0)?,
+            stride_h: t.i32(f::THIRD, 0)?,
+            fused_activation_function: act(f::FOURTH)?,
+            dilation_w_factor: t.i32(f::FIFTH, 1)?,
+            dilation_h_factor: t.i32(f::SIXTH, 1)?,
+        },
+        ot::DEPTHWISE_CONV_2D => BuiltinOptions::DepthwiseConv2D {
+            padding: Padding::from_code(t.i8(f::FIRST)?),
+            stride_w: t.i32(f::SECOND, 0)?,
+            stride_h: t.i32(f::THIRD, 0)?,
+            depth_multiplier: t.i32(f::FOURTH, 0)?,
+            fused_activation_function: act(f::FIFTH)?,
+            dilation_w_factor: t.i32(f::SIXTH, 1)?,
+            dilation_h_factor: t.i32(f::SEVENTH, 1)?,
+        },
+        ot::POOL_2D => BuiltinOptions::Pool2D {
+            padding: Padding::from_code(t.i8(f::FIRST)?),
+            stride_w: t.i32(f::SECOND, 0)?,
+            stride_h: t.i32(f::THIRD, 0)?,
+            filter_width: t.i32(f::FOURTH, 0)?,
+            filter_height: t.i32(f::FIFTH, 0)?,
+            fused_activation_function: act(f::SIXTH)?,
+        },
+        ot::TRANSPOSE_CONV => BuiltinOptions::TransposeConv {
+            padding: Padding::from_code(t.i8(f::FIRST)?),
+            stride_w: t.i32(f::SECOND, 0)?,
+            stride_h: t.i32(f::THIRD, 0)?,
+            fused_activation_function: act(f::FOURTH)?,
+        },
+        ot::SHAPE => BuiltinOptions::Shape {
+            out_type: TensorType::from_code(t.i8(f::FIRST)?),
         },
         ot::TRANSPOSE | ot::EXP | ot::MAXIMUM_MINIMUM | ot::PAD | ot::SLICE | ot::SELECT_V2 => {
             BuiltinOptions::Empty(kind)

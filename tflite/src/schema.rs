@@ -120,11 +120,15 @@ macro_rules! builtin_operators {
 
 builtin_operators! {
     Add = 0 => "ADD",
+    AveragePool2d = 1 => "AVERAGE_POOL_2D",
     Concatenation = 2 => "CONCATENATION",
+    Conv2d = 3 => "CONV_2D",
+    DepthwiseConv2d = 4 => "DEPTHWISE_CONV_2D",
     Dequantize = 6 => "DEQUANTIZE",
     Floor = 8 => "FLOOR",
     FullyConnected = 9 => "FULLY_CONNECTED",
     Logistic = 14 => "LOGISTIC",
+    MaxPool2d = 17 => "MAX_POOL_2D",
     Mul = 18 => "MUL",
     Relu = 19 => "RELU",
     Reshape = 22 => "RESHAPE",
@@ -149,12 +153,14 @@ builtin_operators! {
     LessEqual = 63 => "LESS_EQUAL",
     Slice = 65 => "SLICE",
     Sin = 66 => "SIN",
+    TransposeConv = 67 => "TRANSPOSE_CONV",
     Equal = 71 => "EQUAL",
     NotEqual = 72 => "NOT_EQUAL",
     Log = 73 => "LOG",
     Sum = 74 => "SUM",
     Sqrt = 75 => "SQRT",
     Rsqrt = 76 => "RSQRT",
+    Shape = 77 => "SHAPE",
     Pow = 78 => "POW",
     ReduceMax = 82 => "REDUCE_MAX",
     Square = 92 => "SQUARE",
@@ -225,9 +231,49 @@ impl fmt::Display for ActivationFunctionType {
     }
 }
 
+/// `enum Padding : byte` of the convolution and pooling options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Padding {
+    #[default]
+    Same,
+    Valid,
+    Other(i8),
+}
+
+impl Padding {
+    pub fn code(self) -> i8 {
+        match self {
+            Padding::Same => 0,
+            Padding::Valid => 1,
+            Padding::Other(c) => c,
+        }
+    }
+
+    pub fn from_code(c: i8) -> Padding {
+        match c {
+            0 => Padding::Same,
+            1 => Padding::Valid,
+            c => Padding::Other(c),
+        }
+    }
+}
+
+impl fmt::Display for Padding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Padding::Same => f.write_str("SAME"),
+            Padding::Valid => f.write_str("VALID"),
+            Padding::Other(c) => write!(f, "Padding({c})"),
+        }
+    }
+}
+
 /// Type codes of `union BuiltinOptions`.
 pub mod options_type {
     pub const NONE: u8 = 0;
+    pub const CONV_2D: u8 = 1;
+    pub const DEPTHWISE_CONV_2D: u8 = 2;
+    pub const POOL_2D: u8 = 5;
     pub const FULLY_CONNECTED: u8 = 8;
     pub const SOFTMAX: u8 = 9;
     pub const CONCATENATION: u8 = 10;
@@ -245,6 +291,8 @@ pub mod options_type {
     pub const MAXIMUM_MINIMUM: u8 = 39;
     pub const ARG_MAX: u8 = 40;
     pub const SLICE: u8 = 48;
+    pub const TRANSPOSE_CONV: u8 = 49;
+    pub const SHAPE: u8 = 55;
     pub const SELECT_V2: u8 = 98;
     pub const BATCH_MATMUL: u8 = 101;
 }
@@ -312,8 +360,13 @@ pub mod field {
         pub const SIGNATURE_KEY: u16 = 8;
         pub const SUBGRAPH_INDEX: u16 = 12;
     }
-    /// Options tables: the first two fields (most options have one or two).
+    /// Options tables: field `i` is at `4 + 2 * i` (most options have one
+    /// or two fields; the convolution and pooling options up to seven).
     pub const FIRST: u16 = 4;
     pub const SECOND: u16 = 6;
     pub const THIRD: u16 = 8;
+    pub const FOURTH: u16 = 10;
+    pub const FIFTH: u16 = 12;
+    pub const SIXTH: u16 = 14;
+    pub const SEVENTH: u16 = 16;
 }

@@ -300,6 +300,65 @@ fn options(
             b.push_slot::<bool>(f::FIRST, *adj_x, false);
             b.push_slot::<bool>(f::SECOND, *adj_y, false);
         }
+        BuiltinOptions::Conv2D {
+            padding,
+            stride_w,
+            stride_h,
+            fused_activation_function: a,
+            dilation_w_factor,
+            dilation_h_factor,
+        } => {
+            b.push_slot::<i8>(f::FIRST, padding.code(), 0);
+            b.push_slot::<i32>(f::SECOND, *stride_w, 0);
+            b.push_slot::<i32>(f::THIRD, *stride_h, 0);
+            b.push_slot::<i8>(f::FOURTH, a.code(), 0);
+            b.push_slot::<i32>(f::FIFTH, *dilation_w_factor, 1);
+            b.push_slot::<i32>(f::SIXTH, *dilation_h_factor, 1);
+        }
+        BuiltinOptions::DepthwiseConv2D {
+            padding,
+            stride_w,
+            stride_h,
+            depth_multiplier,
+            fused_activation_function: a,
+            dilation_w_factor,
+            dilation_h_factor,
+        } => {
+            b.push_slot::<i8>(f::FIRST, padding.code(), 0);
+            b.push_slot::<i32>(f::SECOND, *stride_w, 0);
+            b.push_slot::<i32>(f::THIRD, *stride_h, 0);
+            b.push_slot::<i32>(f::FOURTH, *depth_multiplier, 0);
+            b.push_slot::<i8>(f::FIFTH, a.code(), 0);
+            b.push_slot::<i32>(f::SIXTH, *dilation_w_factor, 1);
+            b.push_slot::<i32>(f::SEVENTH, *dilation_h_factor, 1);
+        }
+        BuiltinOptions::Pool2D {
+            padding,
+            stride_w,
+            stride_h,
+            filter_width,
+            filter_height,
+            fused_activation_function: a,
+        } => {
+            b.push_slot::<i8>(f::FIRST, padding.code(), 0);
+            b.push_slot::<i32>(f::SECOND, *stride_w, 0);
+            b.push_slot::<i32>(f::THIRD, *stride_h, 0);
+            b.push_slot::<i32>(f::FOURTH, *filter_width, 0);
+            b.push_slot::<i32>(f::FIFTH, *filter_height, 0);
+            b.push_slot::<i8>(f::SIXTH, a.code(), 0);
+        }
+        BuiltinOptions::TransposeConv {
+            padding,
+            stride_w,
+            stride_h,
+            fused_activation_function: a,
+        } => {
+            b.push_slot::<i8>(f::FIRST, padding.code(), 0);
+            b.push_slot::<i32>(f::SECOND, *stride_w, 0);
+            b.push_slot::<i32>(f::THIRD, *stride_h, 0);
+            b.push_slot::<i8>(f::FOURTH, a.code(), 0);
+        }
+        BuiltinOptions::Shape { out_type } => b.push_slot::<i8>(f::FIRST, out_type.code(), 0),
     }
     Some(b.end_table(t))
 }

@@ -1,0 +1,377 @@
+//! Float kernels of TFLite's convolution and pooling operators over NHWC
+//! images: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, MAX_POOL_2D and
+//! AVERAGE_POOL_2D.
+//!
+//! Owns: TFLite's window arithmetic ([`window`], the reference kernels'
+//! `ComputePaddingHeightWidth`: `SAME` is `out = ⌈in/s⌉` with
+//! `⌊pad_total/2⌋` before, `VALID` is `out = ⌊(in − k_eff)/s⌋ + 1` with no
+//! padding, `k_eff = (k − 1)·d + 1`) and the kernels themselves.
+//! Invariants: the semantics are those of TFLite's reference kernels (filters
+//! `[out, KH, KW, in]`, depthwise filters `[1, KH, KW, in·multiplier]` with
+//! output channel `c·multiplier + m` from input channel `c`, transposed
+//! convolution weights `[out, KH, KW, in]` and its padding computed from the
+//! output size; a max pool takes the cells inside the image, an average pool
+//! divides by their count); sums are accumulated in f64 and rounded once; a
+//! shape the operator cannot take is an error, never a panic. The fused
+//! activation is the caller's (`crate::interpreter`).
+
+use ndarray::{ArrayD, IxDyn};
+
+use crate::schema::Padding;
+
+type Result<T> = std::result::Result<T, String>;
+
+/// The sliding-window parameters of an operator: `[height, width]` each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub padding: Padding,
+    pub strides: [usize; 2],
+    pub dilations: [usize; 2],
+}
+
+/// TFLite's output size and padding before the image along one axis of
+/// `input` cells, for a `filter` of taps `dilation` apart moved by `stride`.
+pub fn window(
+    padding: Padding,
+    input: usize,
+    filter: usize,
+    stride: usize,
+    dilation: usize,
+) -> Result<(usize, usize)> {
+    if stride == 0 || dilation == 0 || filter == 0 {
+        return Err(format!(
+            "stride {stride}, dilation {dilation} and filter size {filter} must be positive"
+        ));
+    }
+    let eff = (filter - 1) * dilation + 1;
+    let out = match padding {
+        Padding::Same => input.div_ceil(stride),
+        Padding::Valid if input >= eff => (input - eff) / stride + 1,
+        Padding::Valid => 0,
+        Padding::Other(c) => return Err(format!("padding {c} is neither SAME nor VALID")),
+    };
+    if out == 0 {
+        return Err(format!(
+            "a window of {eff} cells over {input} gives an empty output"
+        ));
+    }
+    let total = ((out - 1) * stride + eff).saturating_sub(input);
+    Ok((out, total / 2))
+}
+
+/// `[N, H, W, C]` of a rank-4 tensor.
+fn nhwc(a: &ArrayD<f32>, what: &str) -> Result<[usize; 4]> {
+    match a.shape() {
+        &[n, h, w, c] => Ok([n, h, w, c]),
+        s => Err(format!("{what} of shape {s:?} (want rank 4)")),
+    }
+}
+
+/// The contiguous values of `a`.
+fn values(a: &ArrayD<f32>) -> Vec<f32> {
+    a.iter().copied().collect()
+}
+
+/// The image coordinate tap `k` of output cell `o` reads, if inside `0..n`.
+fn source(
+    o: usize,
+    stride: usize,
+    pad: usize,
+    k: usize,
+    dilation: usize,
+    n: usize,
+) -> Option<usize> {
+    let at = (o * stride + k * dilation).checked_sub(pad)?;
+    (at < n).then_some(at)
+}
+
+fn bias_values(bias: Option<&ArrayD<f32>>, channels: usize) -> Result<Vec<f64>> {
+    match bias {
+        None => Ok(vec![0.0; channels]),
+        Some(b) if b.len() == channels => Ok(b.iter().map(|&v| f64::from(v)).collect()),
+        Some(b) => Err(format!(
+            "bias of shape {:?} for {channels} output channels",
+            b.shape()
+        )),
+    }
+}
+
+/// CONV_2D: `x [N, H, W, C]` by `filter [O, KH, KW, C]`, plus `bias [O]`.
+pub fn conv2d(
+    x: &ArrayD<f32>,
+    filter: &ArrayD<f32>,
+    bias: Option<&ArrayD<f32>>,
+    g: Geometry,
+) -> Result<ArrayD<f32>> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let [o, kh, kw, fc] = nhwc(filter, "filter")?;
+    if fc != c {
+        return Err(format!(
+            "filter of shape {:?} for an input of {c} channels",
+            filter.shape()
+        ));
+    }
+    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
+    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let b = bias_values(bias, o)?;
+    let (xv, fv) = (values(x), values(filter));
+    let mut out = Vec::with_capacity(n * oh * ow * o);
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for (oc, &b0) in b.iter().enumerate() {
+                    let mut acc = b0;
+                    for ky in 0..kh {
+                        let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
+                            continue;
+                        };
+                        for kx in 0..kw {
+                            let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w)
+                            else {
+                                continue;
+                            };
+                            let xa = ((bn * h + iy) * w + ix) * c;
+                            let fa = ((oc * kh + ky) * kw + kx) * c;
+                            for ic in 0..c {
+                                acc += f64::from(xv[xa + ic]) * f64::from(fv[fa + ic]);
+                            }
+                        }
+                    }
+                    out.push(acc as f32);
+                }
+            }
+        }
+    }
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, o]), out).map_err(|e| e.to_string())
+}
+
+/// DEPTHWISE_CONV_2D: `x [N, H, W, C]` by `filter [1, KH, KW, C·M]`, plus
+/// `bias [C·M]`; output channel `c·M + m` reads input channel `c`.
+pub fn depthwise_conv2d(
+    x: &ArrayD<f32>,
+    filter: &ArrayD<f32>,
+    bias: Option<&ArrayD<f32>>,
+    multiplier: usize,
+    g: Geometry,
+) -> Result<ArrayD<f32>> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let [one, kh, kw, oc] = nhwc(filter, "filter")?;
+    if one != 1 || multiplier == 0 || oc != c * multiplier {
+        return Err(format!(
+            "filter of shape {:?} with depth_multiplier {multiplier} for an input of {c} channels",
+            filter.shape()
+        ));
+    }
+    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
+    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let b = bias_values(bias, oc)?;
+    let (xv, fv) = (values(x), values(filter));
+    let mut out = Vec::with_capacity(n * oh * ow * oc);
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let mut acc = b.clone();
+                for ky in 0..kh {
+                    let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
+                        continue;
+                    };
+                    for kx in 0..kw {
+                        let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w) else {
+                            continue;
+                        };
+                        let xa = ((bn * h + iy) * w + ix) * c;
+                        let fa = (ky * kw + kx) * oc;
+                        for (k, a) in acc.iter_mut().enumerate() {
+                            *a += f64::from(xv[xa + k / multiplier]) * f64::from(fv[fa + k]);
+                        }
+                    }
+                }
+                out.extend(acc.iter().map(|&v| v as f32));
+            }
+        }
+    }
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, oc]), out).map_err(|e| e.to_string())
+}
+
+/// TRANSPOSE_CONV: `x [N, H, W, I]` by `weights [O, KH, KW, I]` to
+/// `output_shape [N, OH, OW, O]` (the adjoint of CONV_2D from that shape),
+/// plus `bias [O]`; the padding is computed from the output size.
+pub fn transpose_conv(
+    output_shape: &[i64],
+    weights: &ArrayD<f32>,
+    x: &ArrayD<f32>,
+    bias: Option<&ArrayD<f32>>,
+    g: Geometry,
+) -> Result<ArrayD<f32>> {
+    let [n, h, w, i] = nhwc(x, "input")?;
+    let [o, kh, kw, wi] = nhwc(weights, "weights")?;
+    let out: Vec<usize> = output_shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("output_shape {output_shape:?}")))
+        .collect::<Result<_>>()?;
+    let &[on, oh, ow, oc] = out.as_slice() else {
+        return Err(format!("output_shape {output_shape:?} (want 4 values)"));
+    };
+    if wi != i || oc != o || on != n {
+        return Err(format!(
+            "weights of shape {:?} and output_shape {output_shape:?} for an input of shape {:?}",
+            weights.shape(),
+            x.shape()
+        ));
+    }
+    let (_, ph) = window(g.padding, oh, kh, g.strides[0], 1)?;
+    let (_, pw) = window(g.padding, ow, kw, g.strides[1], 1)?;
+    let b = bias_values(bias, o)?;
+    let (xv, wv) = (values(x), values(weights));
+    let mut acc = vec![0f64; n * oh * ow * o];
+    for bn in 0..n {
+        for iy in 0..h {
+            for ix in 0..w {
+                let xa = ((bn * h + iy) * w + ix) * i;
+                for ky in 0..kh {
+                    let Some(oy) = source(iy, g.strides[0], ph, ky, 1, oh) else {
+                        continue;
+                    };
+                    for kx in 0..kw {
+                        let Some(ox) = source(ix, g.strides[1], pw, kx, 1, ow) else {
+                            continue;
+                        };
+                        let ya = ((bn * oh + oy) * ow + ox) * o;
+                        for c in 0..o {
+                            let wa = ((c * kh + ky) * kw + kx) * i;
+                            let mut s = 0f64;
+                            for k in 0..i {
+                                s += f64::from(xv[xa + k]) * f64::from(wv[wa + k]);
+                            }
+                            acc[ya + c] += s;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let out: Vec<f32> = acc
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| (v + b[k % o]) as f32)
+        .collect();
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, o]), out).map_err(|e| e.to_string())
+}
+
+/// MAX_POOL_2D (`average: false`) or AVERAGE_POOL_2D over `[KH, KW]`
+/// windows of `x [N, H, W, C]`, reading only the cells inside the image.
+pub fn pool2d(
+    x: &ArrayD<f32>,
+    filter: [usize; 2],
+    g: Geometry,
+    average: bool,
+) -> Result<ArrayD<f32>> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let (oh, ph) = window(g.padding, h, filter[0], g.strides[0], 1)?;
+    let (ow, pw) = window(g.padding, w, filter[1], g.strides[1], 1)?;
+    let xv = values(x);
+    let mut out = Vec::with_capacity(n * oh * ow * c);
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ch in 0..c {
+                    let mut sum = 0f64;
+                    let mut max = f32::MIN;
+                    let mut count = 0usize;
+                    for ky in 0..filter[0] {
+                        let Some(iy) = source(oy, g.strides[0], ph, ky, 1, h) else {
+                            continue;
+                        };
+                        for kx in 0..filter[1] {
+                            let Some(ix) = source(ox, g.strides[1], pw, kx, 1, w) else {
+                                continue;
+                            };
+                            let v = xv[((bn * h + iy) * w + ix) * c + ch];
+                            sum += f64::from(v);
+                            max = max.max(v);
+                            count += 1;
+                        }
+                    }
+                    out.push(if !average {
+                        max
+                    } else if count == 0 {
+                        0.0
+                    } else {
+                        (sum / count as f64) as f32
+                    });
+                }
+            }
+        }
+    }
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, c]), out).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(shape: &[usize], v: &[f32]) -> ArrayD<f32> {
+        ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap()
+    }
+
+    const ONE: Geometry = Geometry {
+        padding: Padding::Valid,
+        strides: [1, 1],
+        dilations: [1, 1],
+    };
+
+    #[test]
+    fn same_padding_puts_the_odd_cell_after() {
+        // 4 cells, 3 taps, stride 2: 2 outputs, total padding 1, none before.
+        assert_eq!(window(Padding::Same, 4, 3, 2, 1), Ok((2, 0)));
+        // 5 cells, 3 taps, stride 2: 3 outputs, padding 1 before and after.
+        assert_eq!(window(Padding::Same, 5, 3, 2, 1), Ok((3, 1)));
+        assert_eq!(window(Padding::Valid, 5, 3, 2, 1), Ok((2, 0)));
+        // Dilation 2 makes 3 taps span 5 cells.
+        assert_eq!(window(Padding::Valid, 5, 3, 1, 2), Ok((1, 0)));
+        assert!(window(Padding::Valid, 2, 3, 1, 1).is_err());
+    }
+
+    #[test]
+    fn average_pool_same_divides_by_the_cells_inside() {
+        // 1×3×3×1 image 1..9, 2×2 windows, stride 2, SAME: 2×2 outputs,
+        // padding after; the last row and column average fewer cells.
+        let x = a(&[1, 3, 3, 1], &[1., 2., 3., 4., 5., 6., 7., 8., 9.]);
+        let g = Geometry {
+            padding: Padding::Same,
+            strides: [2, 2],
+            dilations: [1, 1],
+        };
+        let y = pool2d(&x, [2, 2], g, true).unwrap();
+        assert_eq!(y.iter().copied().collect::<Vec<_>>(), [3.0, 4.5, 7.5, 9.0]);
+        let y = pool2d(&x, [2, 2], g, false).unwrap();
+        assert_eq!(y.iter().copied().collect::<Vec<_>>(), [5.0, 6.0, 8.0, 9.0]);
+    }
+
+    #[test]
+    fn conv_depthwise_and_transpose_conv_by_hand() {
+        let x = a(&[1, 2, 2, 2], &[1., 2., 3., 4., 5., 6., 7., 8.]);
+        // One output channel summing channel 0 of the top row and channel 1
+        // of the bottom row of each 2×2 window.
+        let f = a(&[1, 2, 2, 2], &[1., 0., 1., 0., 0., 1., 0., 1.]);
+        let y = conv2d(&x, &f, Some(&a(&[1], &[0.5])), ONE).unwrap();
+        assert_eq!(y.shape(), [1, 1, 1, 1]);
+        assert_eq!(y[[0, 0, 0, 0]], 1. + 3. + 6. + 8. + 0.5);
+        // Depthwise, multiplier 2: channel c·2 + m.
+        let d = a(&[1, 1, 1, 4], &[1., 10., 100., 1000.]);
+        let y = depthwise_conv2d(&x, &d, None, 2, ONE).unwrap();
+        assert_eq!(y.shape(), [1, 2, 2, 4]);
+        assert_eq!(
+            y.iter().take(4).copied().collect::<Vec<_>>(),
+            [1., 10., 200., 2000.]
+        );
+        // The transposed convolution is the adjoint of the convolution:
+        // <conv(x), z> = <x, transpose_conv(z)>, its weights [C, KH, KW, O].
+        let z = a(&[1, 1, 1, 1], &[2.0]);
+        let wt = a(&[2, 2, 2, 1], &[1., 1., 0., 0., 0., 0., 1., 1.]);
+        let t = transpose_conv(&[1, 2, 2, 2], &wt, &z, None, ONE).unwrap();
+        let lhs: f32 = 2.0 * (1. + 3. + 6. + 8.);
+        let rhs: f32 = t.iter().zip(x.iter()).map(|(a, b)| a * b).sum();
+        assert_eq!(lhs, rhs);
+    }
+}
