@@ -64,7 +64,11 @@ impl Hosts {
 
     /// `mpirun -np NP` over the hosts: the hostfile, the agent that starts
     /// Open MPI's daemon in a host's namespace, and TCP on the hosts'
-    /// subnet only (for the daemons and for MPI's messages).
+    /// subnet only (for the daemons and for MPI's messages). The hosts'
+    /// slots are more than this machine's cores (and other builds share
+    /// them): a rank waiting in a collective yields its core instead of
+    /// spinning on it (what `--oversubscribe` does on one node), which
+    /// takes 4 ranks on 2 cores from about 14 to thousands of steps/s.
     fn mpirun(&self, np: usize) -> Command {
         let mut c = mpirun_command();
         c.arg("--hostfile")
@@ -73,6 +77,7 @@ impl Hosts {
             .args(["--mca", "plm_rsh_no_tree_spawn", "1"])
             .args(["--mca", "oob_tcp_if_include", &self.subnet])
             .args(["--mca", "btl_tcp_if_include", &self.subnet])
+            .args(["--mca", "mpi_yield_when_idle", "1"])
             .args(["--bind-to", "none", "-np", &np.to_string()]);
         c
     }
@@ -187,7 +192,7 @@ fn four_ranks_on_two_hosts_train_the_global_batch_sparse() {
     hosts_match_one_process("sparse4", "digits_embedding.spec", 2, 4);
 }
 
-/// The ranks of `spec` running in network namespace `ns`.
+/// The specc processes (ranks) running in network namespace `ns`.
 fn ranks_in(ns: &str) -> Vec<i32> {
     let out = Command::new("ip")
         .args(["netns", "pids", ns])
