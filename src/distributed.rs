@@ -98,6 +98,17 @@ impl Replicas {
         self.comm.clone()
     }
 
+    /// How many nodes (machines) the replicas run on: the groups of
+    /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`, the ranks that can share
+    /// memory.
+    pub fn nodes(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        let nodes = self.mpi.nodes();
+        #[cfg(not(feature = "mpi"))]
+        let nodes = 1;
+        nodes
+    }
+
     /// Whether the replicas exchange through shared memory rather than an
     /// allreduce: more than one, all on this node (MPI_COMM_TYPE_SHARED),
     /// unless `SPECC_SHARED_EXCHANGE=0`.
@@ -145,6 +156,8 @@ mod mpi_world {
         open_mpi: bool,
         /// Every rank runs on this node (`MPI_COMM_TYPE_SHARED`).
         one_node: bool,
+        /// How many nodes the ranks run on (the `MPI_COMM_TYPE_SHARED` groups).
+        nodes: usize,
         /// The shared-memory windows of `shared_segments`, freed (before
         /// MPI finalizes) when the world is dropped.
         windows: Mutex<Vec<Window>>,
@@ -180,11 +193,17 @@ mod mpi_world {
             let open_mpi =
                 mpi::environment::library_version().is_ok_and(|v| v.contains("Open MPI"));
             let world = universe.world();
-            let one_node = world.split_shared(world.rank()).size() == world.size();
+            let node = world.split_shared(world.rank());
+            let one_node = node.size() == world.size();
+            // The nodes: the ranks that are first on theirs, counted.
+            let first = u32::from(node.rank() == 0);
+            let mut nodes = 0u32;
+            world.all_reduce_into(&first, &mut nodes, SystemOperation::sum());
             Ok(World {
                 world,
                 open_mpi,
                 one_node,
+                nodes: nodes as usize,
                 windows: Mutex::new(Vec::new()),
                 _universe: universe,
             })
@@ -192,6 +211,10 @@ mod mpi_world {
 
         pub fn one_node(&self) -> bool {
             self.one_node
+        }
+
+        pub fn nodes(&self) -> usize {
+            self.nodes
         }
 
         pub fn abort(&self, code: i32) -> ! {

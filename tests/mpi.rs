@@ -2,62 +2,32 @@
 //! OpenMPI (the `mpi` feature), against one process training on the global
 //! batch, and what happens when a replica dies or disagrees.
 //!
-//! The models are compared through their checkpoints (TF's format, read with
-//! the runtime's reader): every variable, the global step and the batch
-//! position. Replica counts 2 and 3 (`--oversubscribe`: this machine may have
-//! fewer cores than ranks).
+//! The models are compared through their checkpoints (tests/common/mpi_jobs.rs).
+//! Replica counts 2 and 3 (`--oversubscribe`: this machine may have fewer
+//! cores than ranks). Ranks on several nodes: tests/mpi_hosts.rs.
 #![cfg(feature = "mpi")]
+
+#[path = "common/mpi_jobs.rs"]
+mod mpi_jobs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use specc_runtime::checkpoint::{latest_checkpoint, BundleReader};
-
-const SPECC: &str = env!("CARGO_BIN_EXE_specc");
-
-/// A spec of `specs/` by name, or a spec's path.
-fn spec(name: &str) -> String {
-    if Path::new(name).is_absolute() {
-        return name.to_string();
-    }
-    format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specc-mpi-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use mpi_jobs::*;
 
 /// `mpirun` for this machine: as root if need be, more ranks than cores,
 /// on the loopback.
 fn mpirun(np: usize) -> Command {
-    let mut c = Command::new("mpirun");
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .args([
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "-np",
-            &np.to_string(),
-        ]);
+    let mut c = mpirun_command();
+    c.args([
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "-np",
+        &np.to_string(),
+    ]);
     c
-}
-
-fn run_ok(mut c: Command) -> Output {
-    let out = c.output().expect("starts");
-    assert!(
-        out.status.success(),
-        "{:?} failed: {}\n{}",
-        c,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// Trains `spec` for `steps` steps into `dir` with `np` ranks (0: one
@@ -91,99 +61,6 @@ fn train_exchanging(spec_name: &str, np: usize, steps: u64, dir: &Path, shared: 
     }
 }
 
-/// Every tensor of the latest checkpoint in `dir`: float32 values, int64
-/// (global step, batch position) as their values.
-fn checkpoint(dir: &Path) -> Vec<(String, Vec<f64>)> {
-    let prefix = latest_checkpoint(dir).unwrap().expect("a checkpoint");
-    let r = BundleReader::open(&prefix).unwrap();
-    r.list_variables()
-        .into_iter()
-        .map(|(name, _, shape)| {
-            let n: usize = shape.iter().product::<usize>().max(1);
-            let e = r.entry(&name).unwrap();
-            let width = e.size as usize / n;
-            let mut bytes = vec![0u8; e.size as usize];
-            r.load_into(&name, &mut bytes).unwrap();
-            let values = bytes
-                .chunks(width)
-                .map(|c| match width {
-                    4 => f64::from(f32::from_le_bytes(c.try_into().unwrap())),
-                    8 => i64::from_le_bytes(c.try_into().unwrap()) as f64,
-                    _ => panic!("`{name}`: {width}-byte elements"),
-                })
-                .collect();
-            (name, values)
-        })
-        .collect()
-}
-
-/// The same model within `1e-6` (L2, relative, per variable) and `4e-6`
-/// (largest element, relative to the variable's largest magnitude); the
-/// int64 tensors (global step, batch position) equal.
-fn assert_close(one: &[(String, Vec<f64>)], many: &[(String, Vec<f64>)], what: &str) {
-    // A replica of a streamed source keeps no position (`specc/batch_order`).
-    let model = |c: &[(String, Vec<f64>)]| -> Vec<(String, Vec<f64>)> {
-        c.iter()
-            .filter(|(n, _)| !n.starts_with("specc/") || many.iter().any(|(m, _)| m == n))
-            .cloned()
-            .collect()
-    };
-    let (one, many) = (&model(one)[..], &model(many)[..]);
-    let names = |c: &[(String, Vec<f64>)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(one), names(many), "{what}: the checkpoints' tensors");
-    for ((name, x), (_, y)) in one.iter().zip(many) {
-        assert_eq!(x.len(), y.len(), "{what}: `{name}`");
-        if name == "global_step" || name.starts_with("specc/") {
-            assert_eq!(x, y, "{what}: `{name}`");
-            continue;
-        }
-        let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let diff = x
-            .iter()
-            .zip(y)
-            .map(|(p, q)| (p - q).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let worst = x
-            .iter()
-            .zip(y)
-            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
-        if scale == 0.0 {
-            assert_eq!(worst, 0.0, "{what}: `{name}`");
-            continue;
-        }
-        assert!(
-            diff / norm < 1e-6 && worst / scale < 4e-6,
-            "{what}: `{name}` differs by {:e} (L2) / {:e} (max), relative",
-            diff / norm,
-            worst / scale
-        );
-    }
-}
-
-/// Runs a job that must fail within a minute (no hang); its stderr.
-fn failing(mut c: Command) -> String {
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(60));
-    assert!(!out.status.success(), "{c:?} succeeded");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Both checkpoints hold the same bits in every tensor.
-fn assert_same_bits(a: &Path, b: &Path, what: &str) {
-    let (x, y) = (checkpoint(a), checkpoint(b));
-    assert_eq!(x.len(), y.len(), "{what}");
-    for ((name, p), (_, q)) in x.iter().zip(&y) {
-        assert!(
-            p.iter()
-                .map(|v| v.to_bits())
-                .eq(q.iter().map(|v| v.to_bits())),
-            "`{name}` differs: {what}"
-        );
-    }
-}
-
 /// digits_mlp with its data path made absolute, `options` added to its
 /// `data csv(..)` and `edits` (text, its replacement) applied, written as
 /// `name` in a temporary directory.
@@ -214,8 +91,8 @@ fn ranks_match_one_process(spec_name: &str, np: usize) {
     let out = train(spec_name, np, 200, &many);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&format!("replica 0 of {np}")),
-        "the job says it runs {np} replicas: {stderr}"
+        stderr.contains(&format!("replica 0 of {np} on 1 node:")),
+        "the job says it runs {np} replicas on this node: {stderr}"
     );
     assert!(
         stderr.contains("gradients exchanged through shared memory"),
@@ -270,30 +147,6 @@ fn the_shared_exchange_trains_the_allreduce_model() {
     }
 }
 
-/// Waits until the latest checkpoint in `dir` is at `step` or later; its step.
-fn wait_for_checkpoint(dir: &Path, step: i64, limit: Duration) -> i64 {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(Some(p)) = latest_checkpoint(dir) {
-            let at: i64 = p
-                .display()
-                .to_string()
-                .rsplit('-')
-                .next()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            if at >= step {
-                return at;
-            }
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "no checkpoint at step {step} after {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A long job of `np` ranks writing a checkpoint every 500 steps.
 fn long_job(np: usize, dir: &Path) -> std::process::Child {
     let mut c = mpirun(np);
@@ -305,19 +158,6 @@ fn long_job(np: usize, dir: &Path) -> std::process::Child {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     c.spawn().unwrap()
-}
-
-/// Waits for `child` to end within `limit`; its output.
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("the job still runs after {limit:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
 }
 
 #[test]
@@ -505,6 +345,7 @@ fn replicas_stop_together_when_a_stream_ends() {
     let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(json["replicas"], 2, "{stdout}");
     assert_eq!(json["exchange"], "shared_memory", "{stdout}");
+    assert_eq!(json["nodes"], 1, "{stdout}");
     // 898 rows of the shorter shard give 28 full shares of 32 rows.
     assert_eq!(json["steps"], 898 / 32, "{stdout}");
 }

@@ -277,9 +277,11 @@ fn train(
     }
     if let Some(r) = replicas.filter(|_| leader) {
         eprintln!(
-            "specc: replica 0 of {}: each replica trains on {} rows of every batch of {}; \
-             gradients exchanged {}",
+            "specc: replica 0 of {} on {} node{}: each replica trains on {} rows of every \
+             batch of {}; gradients exchanged {}",
             r.size(),
+            r.nodes(),
+            if r.nodes() == 1 { "" } else { "s" },
             specc_runtime::train::replicas::shard_rows(model.train.batch as usize, r.size())[0],
             model.train.batch,
             if r.shared_exchange() {
@@ -773,6 +775,7 @@ fn train(
         obj.insert("batch".into(), batch.into());
         if let Some(r) = replicas {
             obj.insert("replicas".into(), r.size().into());
+            obj.insert("nodes".into(), r.nodes().into());
             let how = if r.shared_exchange() {
                 "shared_memory"
             } else {
