@@ -35,7 +35,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
     }
     let source = match call.func.name.as_str() {
         "csv" | "tfrecord" => stream_source(call)?,
-        n if super::images::handles_source(n) => super::images::source(call)?,
+        n if super::images::handles_source(n) => super::images::source(call, false)?,
         "synthetic" => {
             let b = args::bind(
                 "synthetic",
@@ -119,6 +119,7 @@ pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
     }
     let source = match call.func.name.as_str() {
         "csv" | "tfrecord" => stream_source(call)?,
+        n if super::images::handles_source(n) => super::images::source(call, true)?,
         other => {
             return Err(Diagnostic::new(
                 "unknown-function",
@@ -126,7 +127,10 @@ pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
                 format!("`{other}` is not an evaluation data source"),
             )
             .with_label("not a file source")
-            .with_help("expected csv(\"test.csv\") or tfrecord(\"eval-*.tfrecord\")"))
+            .with_help(
+                "expected csv(\"test.csv\"), tfrecord(\"eval-*.tfrecord\"), \
+                 image_dataset_from_directory(\"dir\"), image_csv(..) or image_tfrecord(..)",
+            ))
         }
     };
     st.eval_data = Some((source, call.span));
