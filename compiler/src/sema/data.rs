@@ -7,7 +7,8 @@
 //! `stream`, and `compression` for TFRecord), and their diagnostics.
 //! A source streams ([`DataSource::Stream`], `runtime::pipeline`) when it
 //! is a TFRecord, a glob pattern, or has any pipeline option; a single CSV
-//! file without options is loaded into memory as before.
+//! file without options is loaded into memory as before. The image sources
+//! (`sema::images`) follow the same rules; an `eval_data` may be one.
 //! Invariant: a spec has at most one data source; a path is not empty
 //! (it is resolved against the spec's directory when loaded); synthetic
 //! sizes are positive and fit in 32 bits; pipeline counts are positive;

@@ -3,14 +3,19 @@
 //! Owns: checking `data image_dataset_from_directory("dir")`,
 //! `data image_csv("files.csv", path_column = .., label_column = ..)` and
 //! `data image_tfrecord("train-*.tfrecord", image_key = .., label_key = ..)`
-//! into [`DataSource::Images`], and the image input
+//! into [`DataSource::Images`] (in memory) or, with `stream = true`, a glob
+//! pattern or a pipeline option (`num_epochs`, `cycle_length`,
+//! `block_length`), [`DataSource::Stream`] with `Format::Images`; an image
+//! `eval_data` (always streamed, the evaluation form); and the image input
 //! `features { x = image(decode_image(channels = 1), resize([16, 16]), ...) }`:
 //! its transforms (TF's names and arguments, unknown ones with a "did you
 //! mean"), their static shapes, and the float32 `[B, H, W, C]` input.
 //! Invariants: an image input's final shape is static (a caret under the
 //! transform that leaves it unknown or cannot apply); a spec with an image
 //! source has exactly one image input and every other input reads the
-//! `label` column; an image input needs an image source (`check`, after every item).
+//! `label` column; an image input needs an image source, and an image
+//! model's `eval_data` is one (`check`, after every item, which also gives
+//! every image source the input's pipeline); `cache` is refused on images.
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;

@@ -27,6 +27,9 @@
 //! - The column transforms are the in-memory loader's
 //!   ([`crate::data::columns::transform_for`]), except the fitted ones
 //!   (`normalizer = standardize`, which need every row first): refused.
+//!   An image stream runs no column transform: its records go through the
+//!   image input's pipeline ([`images`]), the in-memory loader's
+//!   [`ImagePipeline::apply`](crate::data::images::ImagePipeline::apply).
 
 pub mod bad;
 mod chunk;
