@@ -6,8 +6,8 @@
 //! Owns: [`ImageFormat`] (which records: a directory listing, CSV rows of
 //! paths and labels, or TFRecord Examples of encoded bytes and labels; the
 //! image input's [`ImagePipeline`], its seed, and whether the random
-//! transforms apply), the model inputs it fills ([`ImageInputs`]), and
-//! [`ImageRows`], a worker's per-chunk work: each record's bytes (the file
+//! transforms apply), the model inputs it fills (`ImageInputs`), and
+//! `ImageRows`, a worker's per-chunk work: each record's bytes (the file
 //! read into a reused buffer, or the Example's feature), its label, then
 //! [`ImagePipeline::apply`] straight into the chunk's row.
 //!
