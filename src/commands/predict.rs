@@ -121,19 +121,28 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         })
         .collect();
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
-    let rows = if let specc_compiler::model::DataSource::Images { spec, .. } = &model.data {
+    // An image source, in memory or streamed: its records and transforms.
+    let image_source = match &model.data {
+        specc_compiler::model::DataSource::Images { spec, .. } => {
+            Some((spec.source.clone(), spec.pipeline.clone(), spec.threads))
+        }
+        specc_compiler::model::DataSource::Stream { spec, .. } => match &spec.format {
+            Format::Images(f) => Some((f.source(&spec.paths), f.pipeline.clone(), spec.threads)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let rows = if let Some((like, pipeline, threads)) = image_source {
         // Images: decoded and transformed as in evaluation, a batch at a
         // time, each row named by its file (the first column, `path`).
-        let examples =
-            images::list_unlabeled(opts.data, &spec.source).map_err(|e| e.to_string())?;
+        let examples = images::list_unlabeled(opts.data, &like).map_err(|e| e.to_string())?;
         let keys = examples.iter().map(|e| e.key()).collect();
         let image = model
             .input_specs()
             .into_iter()
             .find(|i| i.columns.len() == 1 && i.columns[0] == images::IMAGE_COLUMN)
             .ok_or("the spec declares no image input")?;
-        let mut source =
-            images::ImageBatches::new(examples, spec.pipeline.clone(), &image.name, spec.threads);
+        let mut source = images::ImageBatches::new(examples, pipeline, &image.name, threads);
         write_predictions(opts.output, format, columns, Some(keys), |w| {
             predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
         })?
@@ -284,7 +293,7 @@ fn stream_spec(model: &specc_compiler::Model, data: &Path) -> StreamSpec {
                 Format::Csv { na_value } => Format::Csv {
                     na_value: na_value.clone(),
                 },
-                Format::TfRecord { .. } => Format::Csv { na_value: None },
+                Format::TfRecord { .. } | Format::Images(_) => Format::Csv { na_value: None },
             },
             _ => Format::Csv { na_value: None },
         },

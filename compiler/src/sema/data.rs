@@ -7,7 +7,8 @@
 //! `stream`, and `compression` for TFRecord), and their diagnostics.
 //! A source streams ([`DataSource::Stream`], `runtime::pipeline`) when it
 //! is a TFRecord, a glob pattern, or has any pipeline option; a single CSV
-//! file without options is loaded into memory as before.
+//! file without options is loaded into memory as before. The image sources
+//! (`sema::images`) follow the same rules; an `eval_data` may be one.
 //! Invariant: a spec has at most one data source; a path is not empty
 //! (it is resolved against the spec's directory when loaded); synthetic
 //! sizes are positive and fit in 32 bits; pipeline counts are positive;
@@ -35,7 +36,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
     }
     let source = match call.func.name.as_str() {
         "csv" | "tfrecord" => stream_source(call)?,
-        n if super::images::handles_source(n) => super::images::source(call)?,
+        n if super::images::handles_source(n) => super::images::source(call, false)?,
         "synthetic" => {
             let b = args::bind(
                 "synthetic",
@@ -119,6 +120,7 @@ pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
     }
     let source = match call.func.name.as_str() {
         "csv" | "tfrecord" => stream_source(call)?,
+        n if super::images::handles_source(n) => super::images::source(call, true)?,
         other => {
             return Err(Diagnostic::new(
                 "unknown-function",
@@ -126,7 +128,10 @@ pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
                 format!("`{other}` is not an evaluation data source"),
             )
             .with_label("not a file source")
-            .with_help("expected csv(\"test.csv\") or tfrecord(\"eval-*.tfrecord\")"))
+            .with_help(
+                "expected csv(\"test.csv\"), tfrecord(\"eval-*.tfrecord\"), \
+                 image_dataset_from_directory(\"dir\"), image_csv(..) or image_tfrecord(..)",
+            ))
         }
     };
     st.eval_data = Some((source, call.span));

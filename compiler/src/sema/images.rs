@@ -3,14 +3,19 @@
 //! Owns: checking `data image_dataset_from_directory("dir")`,
 //! `data image_csv("files.csv", path_column = .., label_column = ..)` and
 //! `data image_tfrecord("train-*.tfrecord", image_key = .., label_key = ..)`
-//! into [`DataSource::Images`], and the image input
+//! into [`DataSource::Images`] (in memory) or, with `stream = true`, a glob
+//! pattern or a pipeline option (`num_epochs`, `cycle_length`,
+//! `block_length`), [`DataSource::Stream`] with `Format::Images`; an image
+//! `eval_data` (always streamed, the evaluation form); and the image input
 //! `features { x = image(decode_image(channels = 1), resize([16, 16]), ...) }`:
 //! its transforms (TF's names and arguments, unknown ones with a "did you
 //! mean"), their static shapes, and the float32 `[B, H, W, C]` input.
 //! Invariants: an image input's final shape is static (a caret under the
 //! transform that leaves it unknown or cannot apply); a spec with an image
 //! source has exactly one image input and every other input reads the
-//! `label` column; an image input needs an image source (`check`, after every item).
+//! `label` column; an image input needs an image source, and an image
+//! model's `eval_data` is one (`check`, after every item, which also gives
+//! every image source the input's pipeline); `cache` is refused on images.
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
 use specc_grammar::Diagnostic;
@@ -19,7 +24,7 @@ use specc_runtime::data::images::{
 };
 use specc_runtime::data::{ImagesSpec, InputKind, InputSpec, Normalizer};
 use specc_runtime::io::tfrecord::Compression;
-use specc_runtime::pipeline::OnBadRecord;
+use specc_runtime::pipeline::{files, Format, ImageFormat, ImageRecords, OnBadRecord, StreamSpec};
 
 use super::args::{self, opt, req};
 use super::expr::R;
@@ -49,8 +54,15 @@ fn non_empty_string<'e>(e: &'e Expr, what: &str) -> R<&'e str> {
 /// `image_dataset_from_directory(directory, threads = 1, on_bad_record =
 /// "error", seed = 0)`, `image_csv(path, path_column = "path", label_column
 /// = "label", ...)`, `image_tfrecord(path, image_key = "image/encoded",
-/// label_key = "image/class/label", compression = "", ...)`.
-pub(crate) fn source(call: &Call) -> R<DataSource> {
+/// label_key = "image/class/label", compression = "", ...)`, each with the
+/// streaming options `stream`, `num_epochs`, `cycle_length`, `block_length`.
+///
+/// The source streams (`DataSource::Stream` with `Format::Images`, read
+/// and transformed on the pipeline's workers) with `stream = true`, a glob
+/// pattern (`image_csv`, `image_tfrecord`), or a streaming-only option;
+/// otherwise it is loaded into memory. `eval` (an `eval_data` item): always
+/// streamed, one pass per evaluation, without the random transforms.
+pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
     let name = call.func.name.as_str();
     let mut params = vec![
         req(if name == "image_dataset_from_directory" {
@@ -67,6 +79,14 @@ pub(crate) fn source(call: &Call) -> R<DataSource> {
         "image_tfrecord" => params.extend([opt("image_key"), opt("label_key"), opt("compression")]),
         _ => {}
     }
+    let streaming = params.len();
+    params.extend([
+        opt("stream"),
+        opt("num_epochs"),
+        opt("cycle_length"),
+        opt("block_length"),
+        opt("cache"),
+    ]);
     let b = args::bind(name, call, &params)?;
     let path = non_empty_string(b.req(0), "path")?.to_string();
     let threads = match b.get(1) {
@@ -107,7 +127,7 @@ pub(crate) fn source(call: &Call) -> R<DataSource> {
     };
     let source = match name {
         "image_csv" => ImageSource::Csv {
-            path: path.into(),
+            path: path.clone().into(),
             path_column: string_or(4, "path")?,
             label_column: string_or(5, "label")?,
         },
@@ -124,14 +144,119 @@ pub(crate) fn source(call: &Call) -> R<DataSource> {
                 })?,
             };
             ImageSource::TfRecord {
-                paths: vec![path.into()],
+                paths: vec![path.clone().into()],
                 compression,
                 image_key: string_or(4, "image/encoded")?,
                 label_key: string_or(5, "image/class/label")?,
             }
         }
-        _ => ImageSource::Directory { dir: path.into() },
+        _ => ImageSource::Directory {
+            dir: path.clone().into(),
+        },
     };
+    let stream = b.get(streaming).map(args::eval_bool).transpose()?;
+    if let Some(e) = b.get(streaming + 4) {
+        return Err(Diagnostic::new(
+            "bad-argument",
+            e.span,
+            "`cache` is not available for an image source",
+        )
+        .with_label("would keep the first epoch's augmented pixels")
+        .with_help("a streamed image source decodes every epoch afresh; drop `cache`"));
+    }
+    let count = |i: usize, what: &str| -> R<Option<u64>> {
+        match b.get(i) {
+            None => Ok(None),
+            Some(e) => {
+                let v = args::eval_count(e, what)?;
+                if v == 0 || v > u32::MAX as u64 {
+                    return Err(Diagnostic::new(
+                        "bad-argument",
+                        e.span,
+                        format!("{what} must be a positive integer, got {v}"),
+                    )
+                    .with_label("out of range"));
+                }
+                Ok(Some(v))
+            }
+        }
+    };
+    let num_epochs = count(streaming + 1, "num_epochs")?;
+    let cycle_length = count(streaming + 2, "cycle_length")?;
+    let block_length = count(streaming + 3, "block_length")?;
+    let pattern = name != "image_dataset_from_directory" && files::is_pattern(&path);
+    let stream_only = (1..4).find_map(|k| b.get(streaming + k));
+    if stream == Some(false) {
+        let e = b.get(streaming).expect("given");
+        if pattern || eval {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                e.span,
+                if eval {
+                    "an image `eval_data` always streams"
+                } else {
+                    "a glob pattern always streams"
+                },
+            )
+            .with_label("cannot be loaded into memory"));
+        }
+        if let Some(o) = stream_only {
+            return Err(Diagnostic::new(
+                "bad-argument",
+                o.span,
+                "this option is the input pipeline's, and the source does not stream",
+            )
+            .with_label("needs a streamed source")
+            .with_secondary(e.span, "`stream = false` here"));
+        }
+    }
+    let streams = eval || stream == Some(true) || pattern || stream_only.is_some();
+    if streams {
+        let records = match source {
+            ImageSource::Directory { .. } => ImageRecords::Directory,
+            ImageSource::Csv {
+                path_column,
+                label_column,
+                ..
+            } => ImageRecords::Csv {
+                path_column,
+                label_column,
+            },
+            ImageSource::TfRecord {
+                compression,
+                image_key,
+                label_key,
+                ..
+            } => ImageRecords::TfRecord {
+                compression,
+                image_key,
+                label_key,
+            },
+        };
+        let mut spec = StreamSpec::new(
+            Format::Images(Box::new(ImageFormat {
+                records,
+                // Filled in by `check`, after the features.
+                pipeline: ImagePipeline { ops: Vec::new() },
+                seed,
+                training: !eval,
+            })),
+            vec![path.into()],
+        );
+        spec.threads = threads;
+        spec.on_bad_record = on_bad_record;
+        spec.num_epochs = num_epochs;
+        if let Some(c) = cycle_length {
+            spec.cycle_length = c as usize;
+        }
+        if let Some(bl) = block_length {
+            spec.block_length = bl as usize;
+        }
+        return Ok(DataSource::Stream {
+            spec,
+            span: call.span,
+        });
+    }
     Ok(DataSource::Images {
         spec: ImagesSpec {
             source,
@@ -146,6 +271,19 @@ pub(crate) fn source(call: &Call) -> R<DataSource> {
         },
         span: call.span,
     })
+}
+
+/// The image pipeline slot of a data source that reads images (in memory
+/// or streamed), `None` for the others.
+fn pipeline_of(d: &mut DataSource) -> Option<&mut ImagePipeline> {
+    match d {
+        DataSource::Images { spec, .. } => Some(&mut spec.pipeline),
+        DataSource::Stream { spec, .. } => match &mut spec.format {
+            Format::Images(f) => Some(&mut f.pipeline),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn transform(e: &Expr) -> R<(ImageOp, Span)> {
@@ -371,15 +509,55 @@ pub(crate) fn image_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
     Ok(())
 }
 
-/// After every item: an image source takes the image input's pipeline; an
-/// image input needs an image source; an image source needs one.
+/// After every item: an image source (the data, and an image `eval_data`)
+/// takes the image input's pipeline; an image input needs an image source;
+/// an image source needs one; an image model's `eval_data` is an image source.
 pub(crate) fn check(st: &mut State) {
     let image = st.image_input.clone();
-    match (&mut st.data, image) {
-        (Some((DataSource::Images { spec, .. }, _)), Some((pipeline, _))) => {
-            spec.pipeline = pipeline;
+    if let (Some((eval, eval_span)), Some((pipeline, _))) = (&mut st.eval_data, &image) {
+        let eval_span = *eval_span;
+        match pipeline_of(eval) {
+            Some(p) => *p = pipeline.clone(),
+            None => st.errors.push(
+                Diagnostic::new(
+                    "image-eval-data",
+                    eval_span,
+                    "the evaluation data of an image model must be an image source",
+                )
+                .with_label("not an image source")
+                .with_help("use eval_data image_dataset_from_directory(\"dir\"), image_csv(..) or image_tfrecord(..)"),
+            ),
         }
-        (Some((DataSource::Images { span, .. }, _)), None) if !st.image_input_attempted => {
+    }
+    let eval_images = st
+        .eval_data
+        .as_mut()
+        .is_some_and(|(d, _)| pipeline_of(d).is_some());
+    if eval_images && image.is_none() && !st.image_input_attempted {
+        let span = st.eval_data.as_ref().map(|(_, s)| *s).expect("checked");
+        st.errors.push(
+            Diagnostic::new(
+                "missing-image-input",
+                span,
+                "an image source needs an image input",
+            )
+            .with_label("images, but no input takes them")
+            .with_help(
+                "add features { x = image(decode_image(channels = 3), resize([224, 224])) }",
+            ),
+        );
+    }
+    let data_images = st
+        .data
+        .as_mut()
+        .is_some_and(|(d, _)| pipeline_of(d).is_some());
+    match (&mut st.data, image) {
+        (Some((d, _)), Some((pipeline, _))) if data_images => {
+            if let Some(p) = pipeline_of(d) {
+                *p = pipeline;
+            }
+        }
+        (Some((_, span)), None) if data_images && !st.image_input_attempted => {
             let span = *span;
             st.errors.push(
                 Diagnostic::new(

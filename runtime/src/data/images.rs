@@ -3,6 +3,10 @@
 //! TFRecord Examples with encoded image bytes), the per-example pipeline of
 //! `tf.image` transforms ([`ImagePipeline`]), and loading into a
 //! [`Dataset`] of a float32 `[N, H·W·C]` image input and int32 labels.
+//! A streamed image source (`stream = true`) is the input pipeline's
+//! ([`crate::pipeline::images`]), which lists directories with
+//! [`list_examples`] and transforms with [`ImagePipeline::apply`], so a
+//! record gets the same pixels streamed or loaded.
 //!
 //! Invariants:
 //! - The examples are in a fixed order: class directories sorted by name

@@ -23,6 +23,7 @@ use crate::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
 use crate::io::example::Example;
 
 use super::bad::{BadRecords, OnBadRecord};
+use super::images::{ImageInputs, ImageRecords, ImageRows, Listing, Record};
 use super::Format;
 
 /// What a chunk carries.
@@ -38,6 +39,11 @@ pub(crate) enum Kind {
 pub(crate) struct Chunk {
     pub(crate) seq: u64,
     pub(crate) kind: Kind,
+    /// The epoch (from 0) the records belong to, and the place of the
+    /// first one in that epoch's stream (the random draws of an image
+    /// stream's transforms are keyed by them).
+    pub(crate) epoch: u64,
+    pub(crate) first_index: u64,
     /// The file, as errors name it.
     pub(crate) file: Arc<str>,
     /// CSV: the field of every column of every input in this file.
@@ -69,6 +75,8 @@ impl Chunk {
         Chunk {
             seq: 0,
             kind: Kind::Rows,
+            epoch: 0,
+            first_index: 0,
             file: Arc::from(""),
             plan: Arc::new(Vec::new()),
             records: Vec::new(),
@@ -141,7 +149,10 @@ pub(crate) fn located(
 ) -> DataError {
     match format {
         Format::Csv { .. } => DataError::at(file, Some(location), column, message),
-        Format::TfRecord { .. } => {
+        Format::Images(f) if !matches!(f.records, ImageRecords::TfRecord { .. }) => {
+            DataError::at(file, Some(location), column, message)
+        }
+        Format::TfRecord { .. } | Format::Images(_) => {
             let m = message.into();
             let what = match column {
                 Some(c) => format!("record {location}, feature `{c}`: {m}"),
@@ -159,6 +170,12 @@ const SEGMENT_BLOCK: usize = 256;
 /// One worker's transforms and scratch.
 pub(crate) struct Transformer {
     transforms: Vec<Box<dyn ColumnTransform>>,
+    /// Each input's values per row.
+    widths: Vec<usize>,
+    /// An image stream's per-record work (then `transforms` is empty).
+    images: Option<ImageRows>,
+    /// A directory stream's examples (chunk locations index them).
+    listing: Option<Listing>,
     /// The model's id range of each input (`None`: any id >= 0).
     num_classes: Vec<Option<u32>>,
     /// Whether each input is a feature column's ids, which may hold the
@@ -179,15 +196,31 @@ pub(crate) struct Transformer {
 impl Transformer {
     pub(crate) fn new(
         inputs: &[InputSpec],
+        widths: &[usize],
         num_classes: Vec<Option<u32>>,
         format: Format,
         policy: OnBadRecord,
+        listing: Option<Listing>,
     ) -> Transformer {
+        let images = match &format {
+            Format::Images(f) => Some(ImageRows::new(
+                (**f).clone(),
+                ImageInputs::new(inputs, &num_classes),
+            )),
+            _ => None,
+        };
         Transformer {
-            transforms: inputs
-                .iter()
-                .map(crate::data::columns::transform_for)
-                .collect(),
+            transforms: if images.is_some() {
+                Vec::new()
+            } else {
+                inputs
+                    .iter()
+                    .map(crate::data::columns::transform_for)
+                    .collect()
+            },
+            widths: widths.to_vec(),
+            images,
+            listing,
             num_classes,
             padding: inputs
                 .iter()
@@ -227,6 +260,11 @@ impl Transformer {
         let mut n = chunk.rows;
         self.keep.clear();
         self.keep.resize(n, true);
+        if self.images.is_some() {
+            n = self.run_images(chunk, n);
+            self.compact(chunk, n);
+            return;
+        }
         // CSV `na_value`: a cell equal to it is missing (an empty cell).
         if let Format::Csv {
             na_value: Some(na), ..
@@ -267,13 +305,7 @@ impl Transformer {
                 }
             }
         }
-        for (v, t) in chunk.values.iter_mut().zip(&self.transforms) {
-            let len = n * t.width();
-            match v {
-                Values::F32(v) => v.resize(len, 0.0),
-                Values::I32(v) => v.resize(len, 0),
-            }
-        }
+        self.size_values(chunk, n);
         // Transform [a, n); at the first bad row r, redo [a, r) (the failing
         // transform's values there are unspecified) and go on after r.
         let mut a = 0;
@@ -299,6 +331,90 @@ impl Transformer {
                 }
             }
         }
+        self.compact(chunk, n);
+    }
+
+    /// Sizes every input's values for `n` rows (allocations kept).
+    fn size_values(&self, chunk: &mut Chunk, n: usize) {
+        for (v, &w) in chunk.values.iter_mut().zip(&self.widths) {
+            match v {
+                Values::F32(v) => v.resize(n * w, 0.0),
+                Values::I32(v) => v.resize(n * w, 0),
+            }
+        }
+    }
+
+    /// An image stream's chunk: each of the first `n` records read, decoded
+    /// and transformed into its row; returns the rows before the first bad
+    /// record under `"error"` (else `n`).
+    fn run_images(&mut self, chunk: &mut Chunk, n: usize) -> usize {
+        self.size_values(chunk, n);
+        let Some(img) = self.images.as_mut() else {
+            return n;
+        };
+        let image_width = self.widths.get(img.image_input()).copied().unwrap_or(0);
+        let file = std::sync::Arc::clone(&chunk.file);
+        for r in 0..n {
+            let location = chunk.locations[r];
+            let record = match (&self.format, &self.listing) {
+                (_, Some(listing)) => match listing.get(location) {
+                    Some(ex) => Record::Listed(ex),
+                    None => {
+                        chunk.error = Some(DataError::new(&file, "the listing changed"));
+                        return r;
+                    }
+                },
+                (Format::Images(f), None) if matches!(f.records, ImageRecords::Csv { .. }) => {
+                    let rec = &chunk.records[r];
+                    let field = |k: usize| {
+                        chunk
+                            .plan
+                            .get(k)
+                            .and_then(|p| p.first())
+                            .and_then(|&i| rec.get(i))
+                            .unwrap_or(b"")
+                    };
+                    Record::Csv {
+                        file: &file,
+                        line: location,
+                        path: field(0),
+                        label: field(1),
+                    }
+                }
+                _ => Record::Example {
+                    file: &file,
+                    record: location,
+                    payload: &chunk.payloads[r],
+                },
+            };
+            let index = chunk.first_index + r as u64;
+            let result = img.row(
+                record,
+                chunk.epoch,
+                index,
+                &mut chunk.values,
+                image_width,
+                r,
+            );
+            if let Err(e) = result {
+                match self.policy {
+                    OnBadRecord::Error => {
+                        chunk.error = Some(e);
+                        return r;
+                    }
+                    OnBadRecord::Skip => {
+                        chunk.skipped.push((r, 1, e));
+                        self.keep[r] = false;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// Moves the kept rows among the first `n` together, counts the skipped
+    /// ones in file order.
+    fn compact(&mut self, chunk: &mut Chunk, n: usize) {
         // Compact the kept rows.
         let mut good = 0;
         for r in 0..n {
@@ -306,8 +422,7 @@ impl Transformer {
                 continue;
             }
             if good != r {
-                for (v, t) in chunk.values.iter_mut().zip(&self.transforms) {
-                    let w = t.width();
+                for (v, &w) in chunk.values.iter_mut().zip(&self.widths) {
                     match v {
                         Values::F32(v) => v.copy_within(r * w..(r + 1) * w, good * w),
                         Values::I32(v) => v.copy_within(r * w..(r + 1) * w, good * w),
@@ -316,10 +431,10 @@ impl Transformer {
             }
             good += 1;
         }
-        for (v, t) in chunk.values.iter_mut().zip(&self.transforms) {
+        for (v, &w) in chunk.values.iter_mut().zip(&self.widths) {
             match v {
-                Values::F32(v) => v.truncate(good * t.width()),
-                Values::I32(v) => v.truncate(good * t.width()),
+                Values::F32(v) => v.truncate(good * w),
+                Values::I32(v) => v.truncate(good * w),
             }
         }
         chunk.good = good;
@@ -374,6 +489,8 @@ impl Transformer {
                     }
                     transform.transform(&CellRows::cells(&cells, cols), out)
                 }
+                // Image streams do not run column transforms (`run_images`).
+                Format::Images(_) => Ok(()),
             };
             let mut found = result.err().map(|e| (a + e.row, e.column, e.message));
             // The model's id range (the compiled step clamps ids, so an id

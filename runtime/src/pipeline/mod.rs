@@ -10,7 +10,9 @@
 //! into the step's format, the bad-record policy applied), `workers` (the
 //! reader and worker threads, the bounded queues, the reordering), `shuffle`
 //! (the shuffle buffer), `source` ([`StreamingBatches`]: epochs, cache,
-//! position), [`bad`] (the bad-record policy and report).
+//! position), [`bad`] (the bad-record policy and report), [`images`]
+//! (image sources streamed: records to decoded, transformed pixels on the
+//! workers, random draws keyed by the chunk's epoch and record index).
 //!
 //! Invariants:
 //! - Memory is bounded whatever the file size: `2 * threads + 2` chunks of
@@ -25,10 +27,14 @@
 //! - The column transforms are the in-memory loader's
 //!   ([`crate::data::columns::transform_for`]), except the fitted ones
 //!   (`normalizer = standardize`, which need every row first): refused.
+//!   An image stream runs no column transform: its records go through the
+//!   image input's pipeline ([`images`]), the in-memory loader's
+//!   [`ImagePipeline::apply`](crate::data::images::ImagePipeline::apply).
 
 pub mod bad;
 mod chunk;
 pub mod files;
+pub mod images;
 mod read;
 mod shuffle;
 mod source;
@@ -39,6 +45,7 @@ use std::path::PathBuf;
 use crate::io::tfrecord::Compression;
 
 pub use bad::{BadRecords, OnBadRecord};
+pub use images::{ImageFormat, ImageRecords};
 pub use source::StreamingBatches;
 
 /// Records per chunk by default (`block_length`).
@@ -53,6 +60,10 @@ pub enum Format {
     /// TFRecord files of `tf.train.Example`, compressed as `compression`
     /// (`TFRecordOptions.compression_type`).
     TfRecord { compression: Compression },
+    /// Images: a directory's files, CSV rows of paths and labels, or
+    /// TFRecord Examples of encoded bytes, decoded and transformed by the
+    /// image input's pipeline on the workers ([`images`]).
+    Images(Box<ImageFormat>),
 }
 
 /// A streaming source as the `data` item describes it.

@@ -22,6 +22,7 @@ use crate::io::tfrecord::{self, RecordReader};
 
 use super::bad::OnBadRecord;
 use super::chunk::{located, Chunk};
+use super::images::{ImageRecords, Listing};
 use super::{Format, Shard};
 
 /// One open file.
@@ -40,6 +41,13 @@ pub(crate) enum FileReader {
         file: Arc<str>,
         shard: Shard,
     },
+    /// A directory of images: its listing's examples, by index.
+    Listing {
+        count: usize,
+        next: usize,
+        file: Arc<str>,
+        shard: Shard,
+    },
 }
 
 /// Whether record `k` of a file is this replica's.
@@ -49,15 +57,45 @@ fn mine(shard: Shard, k: usize) -> bool {
 
 impl FileReader {
     /// Opens `path`; `columns[t]` are input `t`'s columns (CSV: checked
-    /// against the header); only the records of `shard` are read into chunks.
+    /// against the header; an image CSV's are its path and label columns);
+    /// only the records of `shard` are read into chunks. A directory of
+    /// images reads its `listing`.
     pub(crate) fn open(
         format: &Format,
         path: &Path,
         columns: &[Vec<String>],
         shard: Shard,
+        listing: Option<&Listing>,
     ) -> Result<FileReader, DataError> {
         let name = path.display().to_string();
+        if let Format::Images(f) = format {
+            return match &f.records {
+                ImageRecords::Directory => Ok(FileReader::Listing {
+                    count: listing.map_or(0, |l| l.len()),
+                    next: 0,
+                    file: Arc::from(name),
+                    shard,
+                }),
+                ImageRecords::Csv { .. } => FileReader::open(
+                    &Format::Csv { na_value: None },
+                    path,
+                    &f.csv_columns(),
+                    shard,
+                    None,
+                ),
+                ImageRecords::TfRecord { compression, .. } => FileReader::open(
+                    &Format::TfRecord {
+                        compression: *compression,
+                    },
+                    path,
+                    columns,
+                    shard,
+                    None,
+                ),
+            };
+        }
         match format {
+            Format::Images(_) => Err(DataError::new(&name, "not an image format")),
             Format::Csv { .. } => {
                 let csv = CsvFile::open(path, &name)?;
                 let plan = csv.plan(&name, columns.iter().map(Vec::as_slice))?;
@@ -179,6 +217,26 @@ impl FileReader {
                     chunk.rows += 1;
                 }
                 false
+            }
+            FileReader::Listing {
+                count,
+                next,
+                file,
+                shard,
+            } => {
+                chunk.file = Arc::clone(file);
+                while chunk.rows < block {
+                    if *next >= *count {
+                        return true;
+                    }
+                    *next += 1;
+                    if !mine(*shard, *next - 1) {
+                        continue;
+                    }
+                    chunk.locations.push(*next - 1);
+                    chunk.rows += 1;
+                }
+                *next >= *count
             }
         }
     }

@@ -38,7 +38,7 @@ use super::bad::BadRecords;
 use super::chunk::{Chunk, Kind};
 use super::shuffle::{push_row, RowBuffer};
 use super::workers::{Pipeline, Shared};
-use super::StreamSpec;
+use super::{ImageRecords, StreamSpec};
 
 /// The layout version of the position.
 const POSITION_VERSION: i64 = 1;
@@ -133,7 +133,28 @@ impl StreamingBatches {
                 )));
             }
         }
-        let mut files = super::files::expand(&spec.paths)?;
+        let image_format = match &spec.format {
+            super::Format::Images(f) => Some(f),
+            _ => None,
+        };
+        if image_format.is_some() && spec.cache {
+            return Err(err(
+                "`cache` is not available for an image source: it would keep the first \
+                 epoch's augmented pixels"
+                    .to_string(),
+            ));
+        }
+        // A directory of images is one "file" whose records are its images,
+        // listed once here (paths and labels, no pixels).
+        let directory = image_format.is_some_and(|f| f.records == ImageRecords::Directory);
+        let mut listing = None;
+        let mut files = if directory {
+            let dir = spec.paths.first().cloned().unwrap_or_default();
+            listing = Some(Arc::new(super::images::list_directory(&dir)?));
+            vec![dir]
+        } else {
+            super::files::expand(&spec.paths)?
+        };
         // A replica's share: whole files when there are enough, else records.
         let shard = spec.shard;
         let mut record_shard = super::Shard::default();
@@ -149,12 +170,19 @@ impl StreamingBatches {
                 record_shard = shard;
             }
         }
-        let transforms: Vec<_> = inputs
-            .iter()
-            .map(crate::data::columns::transform_for)
-            .collect();
-        let elems: Vec<ElemType> = transforms.iter().map(|t| t.elem()).collect();
-        let widths: Vec<usize> = transforms.iter().map(|t| t.width()).collect();
+        let (elems, widths): (Vec<ElemType>, Vec<usize>) = match image_format {
+            Some(f) => f.shapes(inputs).map_err(err)?,
+            None => {
+                let transforms: Vec<_> = inputs
+                    .iter()
+                    .map(crate::data::columns::transform_for)
+                    .collect();
+                (
+                    transforms.iter().map(|t| t.elem()).collect(),
+                    transforms.iter().map(|t| t.width()).collect(),
+                )
+            }
+        };
         let mut map = Vec::with_capacity(layout.inputs.len());
         for (j, l) in layout.inputs.iter().enumerate() {
             if !reads.get(j).copied().unwrap_or(true) {
@@ -196,6 +224,8 @@ impl StreamingBatches {
             format: spec.format.clone(),
             inputs: inputs.to_vec(),
             elems,
+            widths: widths.clone(),
+            listing,
             num_classes,
             policy: spec.on_bad_record,
             block_length: spec.block_length.max(1),
@@ -336,6 +366,7 @@ impl StreamingBatches {
     fn fill_cache(&mut self) -> Result<(), DataError> {
         self.pipeline = Some(Pipeline::start(
             Arc::clone(&self.shared),
+            0,
             1,
             self.threads,
             self.depth(),
@@ -372,6 +403,7 @@ impl StreamingBatches {
             Some(false) if self.pipeline.is_none() => {
                 self.pipeline = Some(Pipeline::start(
                     Arc::clone(&self.shared),
+                    0,
                     1,
                     self.threads,
                     self.depth(),
@@ -381,6 +413,7 @@ impl StreamingBatches {
                 let remaining = self.num_epochs.map_or(0, |n| n - (self.epoch - 1));
                 self.pipeline = Some(Pipeline::start(
                     Arc::clone(&self.shared),
+                    self.epoch - 1,
                     remaining,
                     self.threads,
                     self.depth(),

@@ -37,6 +37,7 @@ use crate::data::{DataError, InputSpec};
 
 use super::bad::OnBadRecord;
 use super::chunk::{Chunk, Kind, Transformer};
+use super::images::Listing;
 use super::read::FileReader;
 use super::Format;
 
@@ -48,6 +49,10 @@ pub(crate) struct Shared {
     pub(crate) format: Format,
     pub(crate) inputs: Vec<InputSpec>,
     pub(crate) elems: Vec<ElemType>,
+    /// Each input's values per row.
+    pub(crate) widths: Vec<usize>,
+    /// A directory of images: its examples, listed once.
+    pub(crate) listing: Option<Listing>,
     pub(crate) num_classes: Vec<Option<u32>>,
     pub(crate) policy: OnBadRecord,
     pub(crate) block_length: usize,
@@ -67,8 +72,11 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
+    /// Starts the threads for `epochs` passes (0: endless), the first one
+    /// being epoch `first_epoch` (from 0) of the run.
     pub(crate) fn start(
         shared: Arc<Shared>,
+        first_epoch: u64,
         epochs: u64,
         threads: usize,
         depth: usize,
@@ -92,7 +100,7 @@ impl Pipeline {
             let stop = Arc::clone(&stop);
             let h = std::thread::Builder::new()
                 .name("specc-reader".into())
-                .spawn(move || reader(&shared, epochs, &recycle_rx, &work_tx, &stop))
+                .spawn(move || reader(&shared, first_epoch, epochs, &recycle_rx, &work_tx, &stop))
                 .map_err(spawn_error)?;
             handles.push(h);
         }
@@ -161,9 +169,11 @@ impl Drop for Pipeline {
 }
 
 /// The reader thread: epochs `0..epochs` (0: endless) of the files in the
-/// interleave order, then stops.
+/// interleave order, then stops. Each chunk carries its epoch (the run's,
+/// from `first_epoch`) and the place of its first record in the epoch.
 fn reader(
     shared: &Shared,
+    first_epoch: u64,
     epochs: u64,
     recycle: &Receiver<Chunk>,
     work: &SyncSender<Chunk>,
@@ -180,6 +190,7 @@ fn reader(
         let mut epoch = 0u64;
         while epochs == 0 || epoch < epochs {
             epoch += 1;
+            let mut index = 0u64;
             let mut slots: Vec<Option<FileReader>> =
                 (0..shared.cycle_length.max(1)).map(|_| None).collect();
             let mut next_file = 0usize;
@@ -197,6 +208,7 @@ fn reader(
                             &shared.files[next_file],
                             &columns,
                             shared.record_shard,
+                            shared.listing.as_ref(),
                         ) {
                             Ok(r) => {
                                 slots[cursor] = Some(r);
@@ -230,6 +242,9 @@ fn reader(
                     continue;
                 };
                 let done = r.read_chunk(&shared.format, shared.policy, &mut c, shared.block_length);
+                c.epoch = first_epoch + epoch - 1;
+                c.first_index = index;
+                index += c.rows as u64;
                 if done {
                     slots[cursor] = None;
                     open -= 1;
@@ -267,12 +282,17 @@ fn reader(
 
 /// A worker thread: transforms chunks until the reader is gone.
 fn worker(shared: &Shared, work: &Mutex<Receiver<Chunk>>, done: &SyncSender<Chunk>) {
-    let mut t = Transformer::new(
-        &shared.inputs,
-        shared.num_classes.clone(),
-        shared.format.clone(),
-        shared.policy,
-    );
+    let new = || {
+        Transformer::new(
+            &shared.inputs,
+            &shared.widths,
+            shared.num_classes.clone(),
+            shared.format.clone(),
+            shared.policy,
+            shared.listing.clone(),
+        )
+    };
+    let mut t = new();
     loop {
         let next = match work.lock() {
             Ok(rx) => rx.recv(),
@@ -287,12 +307,7 @@ fn worker(shared: &Shared, work: &Mutex<Receiver<Chunk>>, done: &SyncSender<Chun
                 &c.file,
                 "internal error: an input worker panicked transforming this file",
             ));
-            t = Transformer::new(
-                &shared.inputs,
-                shared.num_classes.clone(),
-                shared.format.clone(),
-                shared.policy,
-            );
+            t = new();
         }
         if done.send(c).is_err() {
             return;
