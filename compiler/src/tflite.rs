@@ -11,7 +11,7 @@
 //!   float32 once) and becomes a constant buffer, as TF's converter folds
 //!   constants; parameters are such constants.
 //! - Patterns first (one matcher per TFLite operator, tabled in
-//!   [`Lower::pattern`]'s doc): `x @ W + b` (`W`, `b` constant) is
+//!   `Lower::pattern`'s doc): `x @ W + b` (`W`, `b` constant) is
 //!   FULLY_CONNECTED with the weights transposed to TFLite's `[units,
 //!   depth]`; sema's convolutions (image patches times a constant kernel
 //!   matrix, or images times it for a 1×1 kernel) are CONV_2D, its depthwise
