@@ -23,6 +23,7 @@
 pub mod build;
 pub mod interpreter;
 pub mod kernels_conv;
+pub mod kernels_conv_int8;
 pub mod kernels_int8;
 pub mod model;
 pub mod quantize;
