@@ -12,12 +12,17 @@
 //! symmetric int8 weights, int32 biases of scale `input_scale *
 //! weight_scale`, a QUANTIZE after each float input and a DEQUANTIZE before
 //! each float output; SOFTMAX and LOGISTIC outputs with scale 1/256 and zero
-//! point -128). The numbers are `specc_tflite::quantize`'s.
+//! point -128; CONV_2D filters `[O, KH, KW, I]` per channel along dimension
+//! 0 and DEPTHWISE_CONV_2D filters `[1, KH, KW, O]` along dimension 3, their
+//! biases int32 per channel; MAX_POOL_2D, AVERAGE_POOL_2D, PAD and RESHAPE
+//! keeping their input's scale and zero point, as TFLite requires;
+//! TRANSPOSE_CONV refused). The numbers are `specc_tflite::quantize`'s.
 //!
 //! Invariants: the float model is not changed; the quantized model keeps the
 //! float model's signature (names, float inputs and outputs), its operators'
 //! versions are those TF's converter writes for the same kernels (hybrid
-//! FULLY_CONNECTED 12; int8 FULLY_CONNECTED 4, SOFTMAX, LOGISTIC, ARG_MAX,
+//! FULLY_CONNECTED 12; int8 FULLY_CONNECTED 4, CONV_2D and DEPTHWISE_CONV_2D
+//! 3, MAX_POOL_2D, AVERAGE_POOL_2D, PAD, SOFTMAX, LOGISTIC, ARG_MAX,
 //! DEQUANTIZE 2); an operator full-integer quantization does not cover is
 //! an error naming it, never a silently float operator in an int8 model.
 

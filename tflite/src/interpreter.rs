@@ -1,7 +1,9 @@
 //! A small interpreter of TFLite models: the float32 (and int32/bool)
 //! kernels of the builtin operators specc exports (those of the convolutions
 //! and pools in `crate::kernels_conv`), and the int8 and hybrid kernels of
-//! its quantized exports (`crate::kernels_int8`).
+//! its quantized exports (`crate::kernels_int8`; the int8 convolutions,
+//! pools and PAD in `crate::kernels_conv_int8`, chosen when the operator's
+//! input is INT8; an int8 TRANSPOSE_CONV is an error).
 //!
 //! Owns: [`Interpreter`] (constants decoded once, then any number of
 //! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
