@@ -12,12 +12,17 @@
 //! symmetric int8 weights, int32 biases of scale `input_scale *
 //! weight_scale`, a QUANTIZE after each float input and a DEQUANTIZE before
 //! each float output; SOFTMAX and LOGISTIC outputs with scale 1/256 and zero
-//! point -128). The numbers are `specc_tflite::quantize`'s.
+//! point -128; CONV_2D filters `[O, KH, KW, I]` per channel along dimension
+//! 0 and DEPTHWISE_CONV_2D filters `[1, KH, KW, O]` along dimension 3, their
+//! biases int32 per channel; MAX_POOL_2D, AVERAGE_POOL_2D, PAD and RESHAPE
+//! keeping their input's scale and zero point, as TFLite requires;
+//! TRANSPOSE_CONV refused). The numbers are `specc_tflite::quantize`'s.
 //!
 //! Invariants: the float model is not changed; the quantized model keeps the
 //! float model's signature (names, float inputs and outputs), its operators'
 //! versions are those TF's converter writes for the same kernels (hybrid
-//! FULLY_CONNECTED 12; int8 FULLY_CONNECTED 4, SOFTMAX, LOGISTIC, ARG_MAX,
+//! FULLY_CONNECTED 12; int8 FULLY_CONNECTED 4, CONV_2D and DEPTHWISE_CONV_2D
+//! 3, MAX_POOL_2D, AVERAGE_POOL_2D, PAD, SOFTMAX, LOGISTIC, ARG_MAX,
 //! DEQUANTIZE 2); an operator full-integer quantization does not cover is
 //! an error naming it, never a silently float operator in an int8 model.
 
@@ -25,7 +30,7 @@ use specc_tflite::interpreter::{Interpreter, Value};
 use specc_tflite::model::{
     i32_bytes, BuiltinOptions, Model, Operator, OperatorCode, Quantization, Tensor,
 };
-use specc_tflite::quantize::{asymmetric_params, quantize_bias, symmetric_per_channel};
+use specc_tflite::quantize::{asymmetric_params, quantize_bias, symmetric_per_axis};
 use specc_tflite::{BuiltinOperator as B, TensorType};
 
 /// TF's converter leaves smaller weights in float (`min_elements_for_weights`).
@@ -104,28 +109,70 @@ fn constant_f32(model: &Model, t: i32) -> Option<Vec<f32>> {
     specc_tflite::model::f32_values(&model.buffers[t.buffer as usize].data)
 }
 
-/// Replaces float weights `w` (`[units, depth]`) by their per-channel int8
-/// values; returns the channel scales.
-fn quantize_weights(model: &mut Model, w: i32, name: &str) -> Result<Vec<f32>> {
-    let values = constant_f32(model, w)
-        .ok_or_else(|| format!("the weights of `{name}` are not a float32 constant"))?;
+/// Replaces float weights `w` by their per-channel int8 values along
+/// dimension `axis` (FULLY_CONNECTED's `[units, depth]` and CONV_2D's
+/// `[O, KH, KW, I]` along 0, DEPTHWISE_CONV_2D's `[1, KH, KW, O]` along 3);
+/// returns the channel scales.
+fn quantize_weights(model: &mut Model, w: i32, name: &str, axis: usize) -> Result<Vec<f32>> {
+    let values = constant_f32(model, w).ok_or_else(|| {
+        format!(
+            "the weights of `{name}` are not a float32 constant (read by more than one operator?)"
+        )
+    })?;
     let t = &model.subgraphs[0].tensors[w as usize];
-    let [units, _depth] = t.shape[..] else {
-        return Err(format!("the weights of `{name}` are not a matrix"));
-    };
-    let units = units as usize;
-    let (scales, q) = symmetric_per_channel(&values, units);
+    let shape: Vec<usize> = t.shape.iter().map(|&d| d.max(0) as usize).collect();
+    let (scales, q) = symmetric_per_axis(&values, &shape, axis).ok_or_else(|| {
+        format!(
+            "the weights of `{name}` of shape {:?} have no dimension {axis} to quantize along",
+            t.shape
+        )
+    })?;
     let buffer = t.buffer as usize;
     model.buffers[buffer].data = q.iter().map(|&v| v as u8).collect();
     let t = &mut model.subgraphs[0].tensors[w as usize];
     t.tensor_type = TensorType::Int8;
     t.quantization = Some(Quantization {
         scale: scales.clone(),
-        zero_point: vec![0; units],
-        quantized_dimension: 0,
+        zero_point: vec![0; scales.len()],
+        quantized_dimension: axis as i32,
         ..Quantization::default()
     });
     Ok(scales)
+}
+
+/// Replaces the float bias `bias` of an operator whose input has scale
+/// `in_scale` and whose weights have `scales` by its int32 values (scale
+/// `in_scale * scales[c]`, zero point 0).
+fn quantize_bias_tensor(
+    model: &mut Model,
+    float: &Model,
+    bias: i32,
+    in_scale: f32,
+    scales: &[f32],
+    name: &str,
+) -> Result<()> {
+    let values = constant_f32(float, bias)
+        .ok_or_else(|| format!("{name}: the bias is not a float32 constant"))?;
+    if values.len() != scales.len() {
+        return Err(format!(
+            "{name}: a bias of {} values for {} output channels",
+            values.len(),
+            scales.len()
+        ));
+    }
+    let (bscales, q) = quantize_bias(&values, in_scale, scales);
+    let t = &model.subgraphs[0].tensors[bias as usize];
+    let buffer = t.buffer as usize;
+    model.buffers[buffer].data = i32_bytes(&q);
+    let t = &mut model.subgraphs[0].tensors[bias as usize];
+    t.tensor_type = TensorType::Int32;
+    t.quantization = Some(Quantization {
+        zero_point: vec![0; bscales.len()],
+        scale: bscales,
+        quantized_dimension: 0,
+        ..Quantization::default()
+    });
+    Ok(())
 }
 
 fn op_name(model: &Model, k: usize, op: &Operator) -> String {
@@ -162,7 +209,7 @@ pub fn quantize_dynamic(float: &Model) -> Result<(Model, usize)> {
         if values.len() < MIN_ELEMENTS_FOR_WEIGHTS || uses[w as usize] != 1 {
             continue;
         }
-        quantize_weights(&mut model, w, &op_name(float, k, &op))?;
+        quantize_weights(&mut model, w, &op_name(float, k, &op), 0)?;
         quantized += 1;
         let code = opcode(&mut model, B::FullyConnected, 12);
         let o = &mut model.subgraphs[0].operators[k];
@@ -243,6 +290,9 @@ fn per_tensor(scale: f32, zero_point: i32) -> Quantization {
     }
 }
 
+/// The operators [`quantize_int8`] covers, as its refusal names them.
+pub const COVERED: &str = "FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D, PAD, RESHAPE, SOFTMAX, LOGISTIC and ARG_MAX";
+
 /// Full-integer quantization with the calibrated ranges (see the module
 /// documentation). The float inputs and outputs stay float.
 pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> {
@@ -261,10 +311,25 @@ pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> 
     for (k, op) in g0.operators.iter().enumerate() {
         let b = float.builtin(op).ok_or("bad opcode index")?;
         match b {
-            B::FullyConnected | B::Softmax | B::Logistic | B::ArgMax | B::Reshape => {}
+            B::FullyConnected
+            | B::Softmax
+            | B::Logistic
+            | B::ArgMax
+            | B::Reshape
+            | B::Conv2d
+            | B::DepthwiseConv2d
+            | B::MaxPool2d
+            | B::AveragePool2d
+            | B::Pad => {}
+            B::TransposeConv => {
+                return Err(format!(
+                    "{}: full-integer quantization does not cover TRANSPOSE_CONV (conv2d_transpose); export with --quantize dynamic, or without --quantize",
+                    op_name(float, k, op)
+                ))
+            }
             _ => {
                 return Err(format!(
-                    "{}: full-integer quantization covers FULLY_CONNECTED, SOFTMAX, LOGISTIC, ARG_MAX and RESHAPE; export with --quantize dynamic, or without --quantize",
+                    "{}: full-integer quantization covers {COVERED}; export with --quantize dynamic, or without --quantize",
                     op_name(float, k, op)
                 ))
             }
@@ -286,9 +351,14 @@ pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> 
         })?;
         params[t] = Some(asymmetric_params(lo, hi));
     }
-    // RESHAPE keeps its input's parameters (TFLite requires them equal).
+    // RESHAPE, PAD and the pools keep their input's parameters (TFLite
+    // requires them equal; PAD pads with the zero point). In file order, so
+    // a chain of them shares one pair.
     for op in &g0.operators {
-        if float.builtin(op) == Some(B::Reshape) {
+        if matches!(
+            float.builtin(op),
+            Some(B::Reshape | B::Pad | B::MaxPool2d | B::AveragePool2d)
+        ) {
             let (i, o) = (op.inputs[0] as usize, op.outputs[0] as usize);
             params[o] = params[i];
         }
@@ -306,33 +376,29 @@ pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> 
         let op = g0.operators[k].clone();
         let b = float.builtin(&op).ok_or("bad opcode index")?;
         let version = match b {
-            B::FullyConnected => {
+            B::FullyConnected | B::Conv2d | B::DepthwiseConv2d => {
                 let name = op_name(float, k, &op);
                 let w = op.inputs[1];
                 if w < 0 || !consts[w as usize] {
                     return Err(format!("{name}: the weights are not a constant"));
                 }
-                let scales = quantize_weights(&mut model, w, &name)?;
+                if b == B::FullyConnected && g0.tensors[w as usize].shape.len() != 2 {
+                    return Err(format!("{name}: the weights are not a matrix"));
+                }
+                let axis = if b == B::DepthwiseConv2d { 3 } else { 0 };
+                let scales = quantize_weights(&mut model, w, &name, axis)?;
                 if let Some(&bias) = op.inputs.get(2).filter(|&&b| b >= 0) {
-                    let values = constant_f32(float, bias)
-                        .ok_or_else(|| format!("{name}: the bias is not a float32 constant"))?;
                     let (in_scale, _) = params[op.inputs[0] as usize]
                         .ok_or_else(|| format!("{name}: the input has no quantization"))?;
-                    let (bscales, q) = quantize_bias(&values, in_scale, &scales);
-                    let t = &model.subgraphs[0].tensors[bias as usize];
-                    let buffer = t.buffer as usize;
-                    model.buffers[buffer].data = i32_bytes(&q);
-                    let t = &mut model.subgraphs[0].tensors[bias as usize];
-                    t.tensor_type = TensorType::Int32;
-                    t.quantization = Some(Quantization {
-                        zero_point: vec![0; bscales.len()],
-                        scale: bscales,
-                        quantized_dimension: 0,
-                        ..Quantization::default()
-                    });
+                    quantize_bias_tensor(&mut model, float, bias, in_scale, &scales, &name)?;
                 }
-                4
+                if b == B::FullyConnected {
+                    4
+                } else {
+                    3
+                }
             }
+            B::MaxPool2d | B::AveragePool2d | B::Pad => 2,
             B::Softmax | B::Logistic | B::ArgMax => 2,
             _ => 1,
         };

@@ -1,7 +1,9 @@
 //! A small interpreter of TFLite models: the float32 (and int32/bool)
 //! kernels of the builtin operators specc exports (those of the convolutions
 //! and pools in `crate::kernels_conv`), and the int8 and hybrid kernels of
-//! its quantized exports (`crate::kernels_int8`).
+//! its quantized exports (`crate::kernels_int8`; the int8 convolutions,
+//! pools and PAD in `crate::kernels_conv_int8`, chosen when the operator's
+//! input is INT8; an int8 TRANSPOSE_CONV is an error).
 //!
 //! Owns: [`Interpreter`] (constants decoded once, then any number of
 //! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
@@ -15,6 +17,7 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Zip};
 
 use crate::kernels_conv as conv;
+use crate::kernels_conv_int8 as conv_int8;
 use crate::kernels_int8 as int8;
 use crate::model::{f32_values, i32_values, i64_values, BuiltinOptions, Model, Operator};
 use crate::schema::{ActivationFunctionType, BuiltinOperator as B, TensorType};
@@ -531,6 +534,14 @@ impl<'m> Interpreter<'m> {
                 let y = fully_connected(arg(0)?.f32()?, arg(1)?.f32()?, bias, keep)?;
                 Value::F32(apply_activation(y, activation)?)
             }
+            B::Conv2d | B::DepthwiseConv2d | B::MaxPool2d | B::AveragePool2d
+                if matches!(arg(0)?, Value::I8(_)) =>
+            {
+                Value::I8(self.windowed_int8(builtin, op, &arg, &opt_arg, activation)?)
+            }
+            B::TransposeConv if matches!(arg(2)?, Value::I8(_)) => {
+                return Err("an int8 TRANSPOSE_CONV is not supported by specc's interpreter".into())
+            }
             B::Conv2d | B::DepthwiseConv2d | B::TransposeConv | B::MaxPool2d | B::AveragePool2d => {
                 let y = self.windowed(builtin, op, &arg, &opt_arg)?;
                 Value::F32(apply_activation(y, activation)?)
@@ -707,6 +718,15 @@ impl<'m> Interpreter<'m> {
                     Ok(v.to_owned())
                 })?
             }
+            B::Pad if matches!(arg(0)?, Value::I8(_)) => {
+                let Value::I8(x) = arg(0)? else {
+                    unreachable!("matched above")
+                };
+                let (_, zero_point) = int8::per_tensor(&g.tensors[op.outputs[0] as usize])?;
+                let value = i8::try_from(zero_point)
+                    .map_err(|_| format!("zero point {zero_point} is not an int8 value"))?;
+                Value::I8(conv_int8::pad_int8(x, &arg(1)?.ints()?, value)?)
+            }
             B::Pad => {
                 let x = arg(0)?.f32()?;
                 let pads = arg(1)?.ints()?;
@@ -748,7 +768,149 @@ impl<'m> Interpreter<'m> {
     }
 }
 
+/// A positive option value as a size.
+fn size(v: i32, what: &str) -> Result<usize> {
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("{what} {v} is not positive"))
+}
+
+/// A window's geometry from its options (`[height, width]` strides and
+/// dilations).
+fn geometry(padding: crate::schema::Padding, s: [i32; 2], d: [i32; 2]) -> Result<conv::Geometry> {
+    Ok(conv::Geometry {
+        padding,
+        strides: [size(s[0], "stride_h")?, size(s[1], "stride_w")?],
+        dilations: [
+            size(d[0], "dilation_h_factor")?,
+            size(d[1], "dilation_w_factor")?,
+        ],
+    })
+}
+
 impl Interpreter<'_> {
+    /// The int8 convolution and pooling operators
+    /// (`crate::kernels_conv_int8`), their fused activation included.
+    fn windowed_int8<'v>(
+        &self,
+        builtin: B,
+        op: &Operator,
+        arg: &dyn Fn(usize) -> Result<&'v Value>,
+        opt_arg: &dyn Fn(usize) -> Result<Option<&'v Value>>,
+        activation: ActivationFunctionType,
+    ) -> Result<ArrayD<i8>> {
+        let g = &self.model.subgraphs[0];
+        let tensor = |i: usize| &g.tensors[op.inputs[i] as usize];
+        let out = &g.tensors[op.outputs[0] as usize];
+        let int8_arg = |i: usize| -> Result<&'v ArrayD<i8>> {
+            match arg(i)? {
+                Value::I8(a) => Ok(a),
+                v => Err(format!("input {i} of type {} (want INT8)", v.type_name())),
+            }
+        };
+        let bias = || -> Result<Option<&'v ArrayD<i32>>> {
+            match opt_arg(2)? {
+                Some(Value::I32(b)) => Ok(Some(b)),
+                Some(b) => Err(format!("an int8 convolution with a {} bias", b.type_name())),
+                None => Ok(None),
+            }
+        };
+        let x = int8_arg(0)?;
+        match (builtin, &op.options) {
+            (
+                B::Conv2d,
+                &BuiltinOptions::Conv2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    dilation_w_factor,
+                    dilation_h_factor,
+                    ..
+                },
+            ) => {
+                let f = int8_arg(1)?;
+                let channels = f.shape().first().copied().unwrap_or(0);
+                let q =
+                    conv_int8::ConvQuant::new(tensor(0), tensor(1), out, 0, channels, activation)?;
+                conv_int8::conv2d_int8(
+                    x,
+                    f,
+                    bias()?,
+                    geometry(
+                        padding,
+                        [stride_h, stride_w],
+                        [dilation_h_factor, dilation_w_factor],
+                    )?,
+                    &q,
+                )
+            }
+            (
+                B::DepthwiseConv2d,
+                &BuiltinOptions::DepthwiseConv2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    depth_multiplier,
+                    dilation_w_factor,
+                    dilation_h_factor,
+                    ..
+                },
+            ) => {
+                let f = int8_arg(1)?;
+                let channels = f.shape().get(3).copied().unwrap_or(0);
+                let q =
+                    conv_int8::ConvQuant::new(tensor(0), tensor(1), out, 3, channels, activation)?;
+                conv_int8::depthwise_conv2d_int8(
+                    x,
+                    f,
+                    bias()?,
+                    size(depth_multiplier, "depth_multiplier")?,
+                    geometry(
+                        padding,
+                        [stride_h, stride_w],
+                        [dilation_h_factor, dilation_w_factor],
+                    )?,
+                    &q,
+                )
+            }
+            (
+                B::MaxPool2d | B::AveragePool2d,
+                &BuiltinOptions::Pool2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    filter_width,
+                    filter_height,
+                    ..
+                },
+            ) => {
+                if int8::per_tensor(tensor(0))? != int8::per_tensor(out)? {
+                    return Err(
+                        "an int8 pool's input and output have different quantization parameters"
+                            .into(),
+                    );
+                }
+                let (scale, zp) = int8::per_tensor(out)?;
+                let act = int8::activation_range(activation, scale, zp)?;
+                let filter = [
+                    size(filter_height, "filter_height")?,
+                    size(filter_width, "filter_width")?,
+                ];
+                let g = geometry(padding, [stride_h, stride_w], [1, 1])?;
+                if builtin == B::MaxPool2d {
+                    conv_int8::max_pool_int8(x, filter, g, act)
+                } else {
+                    conv_int8::average_pool_int8(x, filter, g, act)
+                }
+            }
+            (_, o) => Err(format!(
+                "options {} do not belong to this operator",
+                o.describe()
+            )),
+        }
+    }
+
     /// The float convolution and pooling operators (`crate::kernels_conv`),
     /// before their fused activation.
     fn windowed<'v>(
@@ -758,22 +920,6 @@ impl Interpreter<'_> {
         arg: &dyn Fn(usize) -> Result<&'v Value>,
         opt_arg: &dyn Fn(usize) -> Result<Option<&'v Value>>,
     ) -> Result<ArrayD<f32>> {
-        let size = |v: i32, what: &str| {
-            usize::try_from(v)
-                .ok()
-                .filter(|&v| v > 0)
-                .ok_or_else(|| format!("{what} {v} is not positive"))
-        };
-        let geometry = |padding, s: [i32; 2], d: [i32; 2]| -> Result<conv::Geometry> {
-            Ok(conv::Geometry {
-                padding,
-                strides: [size(s[0], "stride_h")?, size(s[1], "stride_w")?],
-                dilations: [
-                    size(d[0], "dilation_h_factor")?,
-                    size(d[1], "dilation_w_factor")?,
-                ],
-            })
-        };
         let bias = |i: usize| -> Result<Option<&'v ArrayD<f32>>> {
             match opt_arg(i)? {
                 Some(b) => b.f32().map(Some),

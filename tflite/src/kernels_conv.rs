@@ -73,7 +73,7 @@ fn values(a: &ArrayD<f32>) -> Vec<f32> {
 }
 
 /// The image coordinate tap `k` of output cell `o` reads, if inside `0..n`.
-fn source(
+pub(crate) fn source(
     o: usize,
     stride: usize,
     pad: usize,

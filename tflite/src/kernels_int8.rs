@@ -162,7 +162,7 @@ pub fn fully_connected_int8(
 }
 
 /// TFLite's `CalculateActivationRangeQuantized` for int8.
-fn activation_range(a: ActivationFunctionType, scale: f32, zp: i32) -> Result<(i32, i32)> {
+pub fn activation_range(a: ActivationFunctionType, scale: f32, zp: i32) -> Result<(i32, i32)> {
     let q = |v: f32| zp + round_half_away(f64::from(v / scale)) as i32;
     let (lo, hi) = match a {
         ActivationFunctionType::None => (-128, 127),

@@ -3,14 +3,17 @@
 //!
 //! Owns: choosing quantization parameters — [`symmetric_per_channel`]
 //! (weights: `scale = max|w| / 127` per output channel, zero point 0, values
-//! in [-127, 127]), [`asymmetric_params`] (activations from a calibrated
+//! in [-127, 127]; [`symmetric_per_axis`] along any dimension, for the
+//! convolutions' filters), [`asymmetric_params`] (activations from a calibrated
 //! range: the range widened to contain 0, `scale = (max - min) / 255`, the
 //! zero point nudged to an integer in [-128, 127]), [`quantize_bias`] (int32,
 //! `scale = input_scale * weight_scale`) — and the integer kernels' helpers:
 //! [`quantize_multiplier`] (a real multiplier as a Q31 integer and a shift),
 //! [`multiply_by_quantized_multiplier`] (`x * m * 2^shift` rounded once, as
-//! LiteRT's builds (`TFLITE_SINGLE_ROUNDING`) compute it; gemmlowp's double
-//! rounding is [`multiply_double_rounding`]),
+//! LiteRT's reference FULLY_CONNECTED computes it with its inlined
+//! single-rounding copy; gemmlowp's double rounding, the common
+//! `MultiplyByQuantizedMultiplier` of LiteRT's default build that its
+//! convolution kernels call, is [`multiply_double_rounding`]),
 //! [`asymmetric_quantize_row`] (the hybrid kernels' per-row input
 //! quantization), [`round_half_away`].
 //!
@@ -46,6 +49,38 @@ pub fn symmetric_per_channel(w: &[f32], channels: usize) -> (Vec<f32>, Vec<i8>) 
         scales.push(scale);
     }
     (scales, q)
+}
+
+/// Per-channel symmetric int8 weights along `axis` of a row-major tensor of
+/// `shape` (CONV_2D's `[O, KH, KW, I]` along 0, DEPTHWISE_CONV_2D's
+/// `[1, KH, KW, O]` along 3): the scale of each channel and the values, in
+/// the tensor's order. The numbers are [`symmetric_per_channel`]'s; `None`
+/// when `axis` is not a dimension of `shape` or `w` does not fit it.
+pub fn symmetric_per_axis(w: &[f32], shape: &[usize], axis: usize) -> Option<(Vec<f32>, Vec<i8>)> {
+    let channels = *shape.get(axis)?;
+    if shape.iter().product::<usize>() != w.len() {
+        return None;
+    }
+    let inner: usize = shape[axis + 1..].iter().product();
+    let channel = |k: usize| (k / inner) % channels;
+    let mut max = vec![0f32; channels];
+    for (k, v) in w.iter().enumerate() {
+        let m = &mut max[channel(k)];
+        *m = m.max(v.abs());
+    }
+    let scales: Vec<f32> = max
+        .iter()
+        .map(|&m| if m == 0.0 { 1.0 } else { m / 127.0 })
+        .collect();
+    let q = w
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| {
+            let inv = 1.0 / scales[channel(k)];
+            round_half_away(f64::from(v * inv)).clamp(-127.0, 127.0) as i8
+        })
+        .collect();
+    Some((scales, q))
 }
 
 /// Asymmetric int8 parameters `(scale, zero_point)` of a calibrated range

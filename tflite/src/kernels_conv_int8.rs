@@ -1,0 +1,348 @@
+//! The int8 kernels of TFLite's convolution and pooling operators over NHWC
+//! images: CONV_2D and DEPTHWISE_CONV_2D with per-channel weights,
+//! MAX_POOL_2D, AVERAGE_POOL_2D and PAD.
+//!
+//! Owns: [`ConvQuant`] (a convolution's integer parameters: the input and
+//! output zero points, each output channel's `QuantizeMultiplier` of
+//! `input_scale * filter_scale[c] / output_scale`, computed in double as
+//! TFLite's `PopulateConvolutionQuantizationParams` does, and the fused
+//! activation's clamp), [`conv2d_int8`] (`reference_integer_ops::
+//! ConvPerChannel`), [`depthwise_conv2d_int8`]
+//! (`reference_integer_ops::DepthwiseConvPerChannel`), [`max_pool_int8`],
+//! [`average_pool_int8`] (`reference_integer_ops::AveragePool`: the sum of
+//! the raw int8 values inside the image divided by their count, rounded half
+//! away from zero as `(sum ± count/2) / count` truncates) and [`pad_int8`]
+//! (padding with the zero point).
+//! Invariants: the window arithmetic is `crate::kernels_conv`'s (TFLite's
+//! `ComputePaddingHeightWidth`); accumulation is int32 of
+//! `filter * (input - input_zero_point)` over the taps inside the image
+//! (taps outside are omitted, as the zero point would contribute nothing),
+//! plus the int32 bias, then TFLite's common `MultiplyByQuantizedMultiplier`
+//! as LiteRT's default build compiles it — gemmlowp's double rounding
+//! (`crate::quantize::multiply_double_rounding`; LiteRT's reference
+//! FULLY_CONNECTED alone inlines a single-rounding copy) — the output zero
+//! point and the clamp, so the same inputs give LiteRT's reference
+//! kernels' bits (`interop/test_tflite_cnn_int8.py`). A shape or parameter
+//! the operator cannot take is an error, never a panic.
+
+use ndarray::{ArrayD, IxDyn};
+
+use crate::kernels_conv::{source, window, Geometry};
+use crate::kernels_int8::{activation_range, per_tensor};
+use crate::model::Tensor;
+use crate::quantize::{multiply_double_rounding, quantize_multiplier};
+use crate::schema::ActivationFunctionType;
+
+type Result<T> = std::result::Result<T, String>;
+
+/// The integer parameters of an int8 convolution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvQuant {
+    pub input_zero_point: i32,
+    pub output_zero_point: i32,
+    /// `(multiplier, shift)` per output channel.
+    pub multipliers: Vec<(i32, i32)>,
+    /// The clamp of the fused activation, in output units.
+    pub activation: (i32, i32),
+}
+
+impl ConvQuant {
+    /// From the tensors' quantization: per-tensor input and output, the
+    /// filter's scales one per output channel along `axis` (or one for all)
+    /// and zero points 0.
+    pub fn new(
+        input: &Tensor,
+        filter: &Tensor,
+        output: &Tensor,
+        axis: usize,
+        channels: usize,
+        activation: ActivationFunctionType,
+    ) -> Result<ConvQuant> {
+        let (x_scale, x_zp) = per_tensor(input)?;
+        let (y_scale, y_zp) = per_tensor(output)?;
+        let q = filter
+            .quantization
+            .as_ref()
+            .ok_or_else(|| format!("filter `{}` has no quantization parameters", filter.name))?;
+        let scales = match q.scale.len() {
+            1 => vec![q.scale[0]; channels],
+            n if n == channels && q.quantized_dimension as usize == axis => q.scale.clone(),
+            n => {
+                return Err(format!(
+                    "filter `{}` has {n} scales along dimension {} for {channels} output channels along dimension {axis}",
+                    filter.name, q.quantized_dimension
+                ))
+            }
+        };
+        if q.zero_point.iter().any(|&z| z != 0) {
+            return Err(format!(
+                "filter `{}` has a zero point other than 0 (int8 filters are symmetric)",
+                filter.name
+            ));
+        }
+        Ok(ConvQuant {
+            input_zero_point: x_zp,
+            output_zero_point: y_zp,
+            multipliers: scales
+                .iter()
+                .map(|&s| {
+                    quantize_multiplier(f64::from(x_scale) * f64::from(s) / f64::from(y_scale))
+                })
+                .collect(),
+            activation: activation_range(activation, y_scale, y_zp)?,
+        })
+    }
+
+    /// An accumulator (bias added) to the output value.
+    fn output(&self, channel: usize, acc: i32) -> i8 {
+        let (m, shift) = self.multipliers[channel];
+        let v = multiply_double_rounding(acc, m, shift) + self.output_zero_point;
+        v.clamp(self.activation.0, self.activation.1) as i8
+    }
+}
+
+/// `[N, H, W, C]` of a rank-4 tensor.
+fn nhwc<T>(a: &ArrayD<T>, what: &str) -> Result<[usize; 4]> {
+    match a.shape() {
+        &[n, h, w, c] => Ok([n, h, w, c]),
+        s => Err(format!("{what} of shape {s:?} (want rank 4)")),
+    }
+}
+
+fn bias_values(bias: Option<&ArrayD<i32>>, channels: usize) -> Result<Vec<i32>> {
+    match bias {
+        None => Ok(vec![0; channels]),
+        Some(b) if b.len() == channels => Ok(b.iter().copied().collect()),
+        Some(b) => Err(format!(
+            "bias of shape {:?} for {channels} output channels",
+            b.shape()
+        )),
+    }
+}
+
+fn check_channels(q: &ConvQuant, channels: usize) -> Result<()> {
+    if q.multipliers.len() != channels {
+        return Err(format!(
+            "{} output multipliers for {channels} output channels",
+            q.multipliers.len()
+        ));
+    }
+    Ok(())
+}
+
+/// int8 CONV_2D: `x [N, H, W, C]` by `filter [O, KH, KW, C]`, plus the int32
+/// `bias [O]` (TFLite's `reference_integer_ops::ConvPerChannel`).
+pub fn conv2d_int8(
+    x: &ArrayD<i8>,
+    filter: &ArrayD<i8>,
+    bias: Option<&ArrayD<i32>>,
+    g: Geometry,
+    q: &ConvQuant,
+) -> Result<ArrayD<i8>> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let [o, kh, kw, fc] = nhwc(filter, "filter")?;
+    if fc != c {
+        return Err(format!(
+            "filter of shape {:?} for an input of {c} channels",
+            filter.shape()
+        ));
+    }
+    check_channels(q, o)?;
+    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
+    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let b = bias_values(bias, o)?;
+    let xv: Vec<i32> = x
+        .iter()
+        .map(|&v| i32::from(v) - q.input_zero_point)
+        .collect();
+    let fv: Vec<i32> = filter.iter().map(|&v| i32::from(v)).collect();
+    let mut out = Vec::with_capacity(n * oh * ow * o);
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for (oc, &b0) in b.iter().enumerate() {
+                    let mut acc = 0i32;
+                    for ky in 0..kh {
+                        let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
+                            continue;
+                        };
+                        for kx in 0..kw {
+                            let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w)
+                            else {
+                                continue;
+                            };
+                            let xa = ((bn * h + iy) * w + ix) * c;
+                            let fa = ((oc * kh + ky) * kw + kx) * c;
+                            for (xi, fi) in xv[xa..xa + c].iter().zip(&fv[fa..fa + c]) {
+                                acc = acc.wrapping_add(fi * xi);
+                            }
+                        }
+                    }
+                    out.push(q.output(oc, acc.wrapping_add(b0)));
+                }
+            }
+        }
+    }
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, o]), out).map_err(|e| e.to_string())
+}
+
+/// int8 DEPTHWISE_CONV_2D: `x [N, H, W, C]` by `filter [1, KH, KW, C·M]`,
+/// plus the int32 `bias [C·M]`; output channel `c·M + m` reads input
+/// channel `c` (TFLite's `reference_integer_ops::DepthwiseConvPerChannel`).
+pub fn depthwise_conv2d_int8(
+    x: &ArrayD<i8>,
+    filter: &ArrayD<i8>,
+    bias: Option<&ArrayD<i32>>,
+    multiplier: usize,
+    g: Geometry,
+    q: &ConvQuant,
+) -> Result<ArrayD<i8>> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let [one, kh, kw, oc] = nhwc(filter, "filter")?;
+    if one != 1 || multiplier == 0 || oc != c * multiplier {
+        return Err(format!(
+            "filter of shape {:?} with depth_multiplier {multiplier} for an input of {c} channels",
+            filter.shape()
+        ));
+    }
+    check_channels(q, oc)?;
+    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
+    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let b = bias_values(bias, oc)?;
+    let xv: Vec<i32> = x
+        .iter()
+        .map(|&v| i32::from(v) - q.input_zero_point)
+        .collect();
+    let fv: Vec<i32> = filter.iter().map(|&v| i32::from(v)).collect();
+    let mut out = Vec::with_capacity(n * oh * ow * oc);
+    let mut acc = vec![0i32; oc];
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                acc.iter_mut().for_each(|a| *a = 0);
+                for ky in 0..kh {
+                    let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
+                        continue;
+                    };
+                    for kx in 0..kw {
+                        let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w) else {
+                            continue;
+                        };
+                        let xa = ((bn * h + iy) * w + ix) * c;
+                        let fa = (ky * kw + kx) * oc;
+                        for (k, a) in acc.iter_mut().enumerate() {
+                            *a = a.wrapping_add(fv[fa + k] * xv[xa + k / multiplier]);
+                        }
+                    }
+                }
+                out.extend(
+                    acc.iter()
+                        .zip(&b)
+                        .enumerate()
+                        .map(|(k, (&a, &b0))| q.output(k, a.wrapping_add(b0))),
+                );
+            }
+        }
+    }
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, oc]), out).map_err(|e| e.to_string())
+}
+
+/// The int8 pools: each output cell reads the cells of its window inside
+/// the image and gives `f(values)` clamped to `activation`.
+fn pool_int8(
+    x: &ArrayD<i8>,
+    filter: [usize; 2],
+    g: Geometry,
+    activation: (i32, i32),
+    f: impl Fn(&[i32]) -> Result<i32>,
+) -> Result<ArrayD<i8>> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let (oh, ph) = window(g.padding, h, filter[0], g.strides[0], 1)?;
+    let (ow, pw) = window(g.padding, w, filter[1], g.strides[1], 1)?;
+    let xv: Vec<i32> = x.iter().map(|&v| i32::from(v)).collect();
+    let mut out = Vec::with_capacity(n * oh * ow * c);
+    let mut cells = Vec::with_capacity(filter[0] * filter[1]);
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ch in 0..c {
+                    cells.clear();
+                    for ky in 0..filter[0] {
+                        let Some(iy) = source(oy, g.strides[0], ph, ky, 1, h) else {
+                            continue;
+                        };
+                        for kx in 0..filter[1] {
+                            let Some(ix) = source(ox, g.strides[1], pw, kx, 1, w) else {
+                                continue;
+                            };
+                            cells.push(xv[((bn * h + iy) * w + ix) * c + ch]);
+                        }
+                    }
+                    let v = f(&cells)?;
+                    out.push(v.clamp(activation.0, activation.1) as i8);
+                }
+            }
+        }
+    }
+    ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, c]), out).map_err(|e| e.to_string())
+}
+
+/// int8 MAX_POOL_2D (input and output share their parameters): the largest
+/// value of each window, clamped to the fused activation's range.
+pub fn max_pool_int8(
+    x: &ArrayD<i8>,
+    filter: [usize; 2],
+    g: Geometry,
+    activation: (i32, i32),
+) -> Result<ArrayD<i8>> {
+    pool_int8(x, filter, g, activation, |cells| {
+        Ok(cells.iter().copied().fold(i32::from(i8::MIN), i32::max))
+    })
+}
+
+/// int8 AVERAGE_POOL_2D (input and output share their parameters): the sum
+/// of each window's cells inside the image divided by their count, rounded
+/// as TFLite's reference kernel does (`(sum + count/2) / count` for a
+/// positive sum, `(sum - count/2) / count` otherwise, C's truncating
+/// division), clamped to the fused activation's range.
+pub fn average_pool_int8(
+    x: &ArrayD<i8>,
+    filter: [usize; 2],
+    g: Geometry,
+    activation: (i32, i32),
+) -> Result<ArrayD<i8>> {
+    pool_int8(x, filter, g, activation, |cells| {
+        let count = cells.len() as i32;
+        if count == 0 {
+            return Err("a window with no cell inside the image".into());
+        }
+        let sum: i32 = cells.iter().sum();
+        Ok(if sum > 0 {
+            (sum + count / 2) / count
+        } else {
+            (sum - count / 2) / count
+        })
+    })
+}
+
+/// int8 PAD: `pads` (before and after, per axis) cells of `value` (the
+/// zero point: the padding is the real value 0).
+pub fn pad_int8(x: &ArrayD<i8>, pads: &[i64], value: i8) -> Result<ArrayD<i8>> {
+    if pads.len() != 2 * x.ndim() || pads.iter().any(|&p| p < 0) {
+        return Err(format!(
+            "paddings {pads:?} for a tensor of rank {}",
+            x.ndim()
+        ));
+    }
+    let shape: Vec<usize> = (0..x.ndim())
+        .map(|i| x.shape()[i] + (pads[2 * i] + pads[2 * i + 1]) as usize)
+        .collect();
+    let mut y = ArrayD::from_elem(IxDyn(&shape), value);
+    let mut v = y.view_mut();
+    for i in 0..x.ndim() {
+        let b = pads[2 * i] as usize;
+        v.slice_axis_inplace(ndarray::Axis(i), ndarray::Slice::from(b..b + x.shape()[i]));
+    }
+    v.assign(x);
+    Ok(y)
+}
