@@ -593,18 +593,20 @@ impl Plan {
         // A B narrower than one panel (n = 10) may be packed zero-padded
         // instead, so that every tile runs the unmasked k loop.
         let narrow = pack_narrow_b && p.n < nr && row_tiles >= 4;
-        // A row-major B exactly one panel wide is already laid out as its
-        // packed copy would be.
-        let one_panel = p.csb == 1 && p.rsb == nr as isize && p.n == nr;
+        // A row-major B of contiguous rows at most two panels wide is read
+        // as its packed copy would be (short rows: no set or TLB conflicts).
+        let one_panel = p.csb == 1 && p.rsb == p.n as isize && p.n <= 2 * nr;
         let b_inplace =
             p.csb == 1 && (b_span <= 64 * 1024 || row_tiles <= 1 || one_panel) && !narrow;
         // A is read in place when each packed element would be used by few
         // column tiles (packing a row-major A is a transpose).
         let a_span = p.k * p.csa.unsigned_abs() + p.m;
-        // A column-major A used by a single column of tiles is read once:
-        // packing it would copy every element to use it once.
+        // A column-major A used by at most two column tiles is read in place
+        // when its span is small, or when k is long against m (a
+        // convolution's filter gradient, patches^T @ dY): packing would copy
+        // every element to use it once or twice.
         let a_inplace = (p.csa == 1 && (col_tiles <= 8 || p.m * p.k <= 16 * 1024))
-            || (p.rsa == 1 && (col_tiles <= 1 || (col_tiles <= 2 && a_span <= 256 * 1024)));
+            || (p.rsa == 1 && (col_tiles <= 2 && (a_span <= 256 * 1024 || p.k >= 8 * p.m)));
         let mcb = if a_inplace {
             p.m
         } else {
