@@ -17,29 +17,20 @@ signature on every row:
 """
 
 import json
-import pathlib
 import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter
+from tflite_digits import DIGITS, ROOT, digits_header, load_digits
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-DIGITS = ROOT / "specs" / "data" / "digits.csv"
-
-SPEC = """model digits_tflite
-data csv("{data}")
-label label: int
-features {{
-  pixels = numeric(px0..px63, normalizer = x / 16)
-}}
-params {{
+SPEC = digits_header("digits_tflite") + """params {
   W1: [64, 32] = glorot_uniform(seed = 1)
   b1: [32]     = zeros
   W2: [32, 10] = glorot_uniform(seed = 2)
   b2: [10]     = zeros
-}}
+}
 h      = relu(pixels @ W1 + b1)
 logits = h @ W2 + b2
 probs  = softmax(logits)
@@ -50,8 +41,8 @@ g      = sigmoid(h) * tanh(h) - exp(h / 8) + maximum(h, 0.5)
 soft   = softplus(logits)
 loss = mean(sparse_softmax_cross_entropy(label, logits))
 optimizer adam(learning_rate = 0.01)
-train {{ batch = 64, steps = 150, shuffle = 1797, seed = 7, eval_fraction = 0 }}
-metrics {{ accuracy(label, argmax(logits)) }}
+train { batch = 64, steps = 150, shuffle = 1797, seed = 7, eval_fraction = 0 }
+metrics { accuracy(label, argmax(logits)) }
 """
 
 OUTPUTS = ["logits", "probs", "lp", "conf", "class", "g"]
@@ -61,7 +52,7 @@ OUTPUTS = ["logits", "probs", "lp", "conf", "class", "g"]
 def trained(specc, tmp_path_factory):
     dir = tmp_path_factory.mktemp("tflite")
     spec = dir / "digits.spec"
-    spec.write_text(SPEC.format(data=DIGITS))
+    spec.write_text(SPEC)
     run = subprocess.run(
         [specc, "run", str(spec), "--checkpoint-dir", str(dir / "ckpt"), "--json"],
         check=True, capture_output=True, text=True,
@@ -73,9 +64,7 @@ def trained(specc, tmp_path_factory):
     for o in OUTPUTS:
         args += ["--fetch", o]
     subprocess.run(args, check=True, capture_output=True, text=True)
-    data = np.loadtxt(DIGITS, delimiter=",", skiprows=1, dtype=np.float32)
-    pixels = (data[:, :64] / np.float32(16)).astype(np.float32)
-    labels = data[:, 64].astype(np.int64)
+    pixels, labels = load_digits()
     return dict(dir=dir, spec=spec, model=model, result=result, pixels=pixels, labels=labels)
 
 

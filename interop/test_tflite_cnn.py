@@ -14,16 +14,13 @@
 """
 
 import csv
-import pathlib
 import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-DIGITS = ROOT / "specs" / "data" / "digits.csv"
+from tflite_digits import DIGITS, ROOT, branches_spec, load_digits
 
 BRANCHES = {
     "y_stride": "relu(bias_add(conv2d(img, K1, strides = 2, padding = \"SAME\"), b1))",
@@ -38,13 +35,7 @@ BRANCHES = {
     "y_transpose": "conv2d_transpose(img, T1, [1, 16, 16, 2], strides = 2, padding = \"SAME\")",
 }
 
-SMALL = """model small_cnn
-data csv("{data}")
-label label: int
-features {{
-  pixels = numeric(px0..px63, normalizer = x / 16)
-}}
-params {{
+SMALL = """params {{
   K1: [3, 3, 2, 4] = glorot_uniform(seed = 1)
   b1: [4]          = zeros
   K2: [3, 3, 2, 3] = glorot_uniform(seed = 2)
@@ -70,14 +61,11 @@ train {{ batch = 64, steps = 20, shuffle = 1797, seed = 7 }}
 
 
 def small_spec():
-    branches = "\n".join(f"{k} = {v}" for k, v in BRANCHES.items())
-    means = ", ".join(f"reduce_mean({k}, axis = [1, 2])" for k in BRANCHES if k != "y_conv1d")
-    return SMALL.format(data=DIGITS, branches=branches, means=means)
+    return branches_spec("small_cnn", SMALL, BRANCHES)
 
 
 def load_pixels():
-    data = np.loadtxt(DIGITS, delimiter=",", skiprows=1, dtype=np.float32)
-    return (data[:, :64] / np.float32(16)).astype(np.float32)
+    return load_digits()[0]
 
 
 def assert_close(got, want, name):

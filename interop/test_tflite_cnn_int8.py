@@ -25,15 +25,13 @@
   its own, so activations may differ; the classes agree on nearly every row).
 """
 
-import pathlib
 import subprocess
 
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from tflite_digits import DIGITS, ROOT, branches_spec, load_digits
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-DIGITS = ROOT / "specs" / "data" / "digits.csv"
 CNN = ROOT / "specs" / "digits_cnn.spec"
 MLP = ROOT / "specs" / "digits_mlp.spec"
 
@@ -50,13 +48,7 @@ BRANCHES = {
     "y_1x1": "conv2d(img, K5, strides = 1, padding = \"VALID\")",
 }
 
-SMALL = """model small_cnn_int8
-data csv("{data}")
-label label: int
-features {{
-  pixels = numeric(px0..px63, normalizer = x / 16)
-}}
-params {{
+SMALL = """params {{
   K1: [3, 3, 2, 4] = glorot_uniform(seed = 1)
   b1: [4]          = zeros
   K2: [3, 3, 2, 3] = glorot_uniform(seed = 2)
@@ -81,14 +73,7 @@ train {{ batch = 64, steps = 20, shuffle = 1797, seed = 7 }}
 
 
 def small_spec():
-    branches = "\n".join(f"{k} = {v}" for k, v in BRANCHES.items())
-    means = ", ".join(f"reduce_mean({k}, axis = [1, 2])" for k in BRANCHES if k != "y_conv1d")
-    return SMALL.format(data=DIGITS, branches=branches, means=means)
-
-
-def load_digits():
-    data = np.loadtxt(DIGITS, delimiter=",", skiprows=1, dtype=np.float32)
-    return (data[:, :64] / np.float32(16)).astype(np.float32), data[:, 64].astype(np.int64)
+    return branches_spec("small_cnn_int8", SMALL, BRANCHES)
 
 
 def run(*args):
