@@ -9,64 +9,15 @@
 //! like the folder; an image `eval_data` is evaluated streamed; spec errors
 //! have carets.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use specc_image::codec;
-use specc_image::Image;
 use specc_runtime::io::example::{Example, Feature};
 use specc_runtime::io::tfrecord::{Compression, RecordWriter};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The digits: (8×8 pixels in 0..=255, label).
-fn digits() -> Vec<(Vec<u8>, i64)> {
-    let text = std::fs::read_to_string(repo().join("specs/data/digits.csv")).expect("digits.csv");
-    text.lines()
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Vec<f64> = l
-                .split(',')
-                .map(|c| c.trim().parse().expect("a number"))
-                .collect();
-            let px = v[..64]
-                .iter()
-                .map(|&x| (x * 255.0 / 16.0).round() as u8)
-                .collect();
-            (px, v[64] as i64)
-        })
-        .collect()
-}
-
-fn png(px: &[u8]) -> Vec<u8> {
-    let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[8, 8, 1]), px.to_vec()).expect("8x8");
-    codec::encode_png(&Image::U8(a), -1).expect("encode_png")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("image_stream")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch dir");
-    d
-}
-
-/// Writes `digits` as `dir/<label>/<index>.png`; returns them in the
-/// directory source's order (classes sorted, then files).
-fn write_folder(dir: &Path, digits: &[(Vec<u8>, i64)]) -> Vec<(Vec<u8>, i64)> {
-    for (i, (px, label)) in digits.iter().enumerate() {
-        let d = dir.join(label.to_string());
-        std::fs::create_dir_all(&d).expect("class dir");
-        std::fs::write(d.join(format!("{i:05}.png")), png(px)).expect("write png");
-    }
-    let mut order: Vec<(i64, usize)> = digits.iter().enumerate().map(|(i, d)| (d.1, i)).collect();
-    order.sort();
-    order.into_iter().map(|(_, i)| digits[i].clone()).collect()
-}
+#[path = "common/digit_pngs.rs"]
+mod digit_pngs;
+use digit_pngs::{digits, png, scratch, write_folder};
 
 /// Runs `specc ARGS` in `dir`; (exit code, stdout, stderr).
 fn specc(dir: &Path, args: &[&str]) -> (i32, String, String) {
