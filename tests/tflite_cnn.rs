@@ -14,10 +14,13 @@
 //! to its reference kernels in `interop/test_tflite_cnn_int8.py`.)
 
 mod cli;
+#[path = "common/tflite_digits.rs"]
+mod tflite_digits;
 
 use std::path::{Path, PathBuf};
 
 use cli::specc;
+use tflite_digits::{assert_same, export_tflite, predict_rows};
 use specc_tflite::{BuiltinOperator as B, TensorType};
 
 const SUITE: &str = "tflite_cnn";
@@ -42,44 +45,14 @@ fn exported(name: &str) -> PathBuf {
         &["run", spec, "--steps", "40", "--checkpoint-dir", "ckpt"],
     );
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = specc(
-        &dir,
-        &[
-            "export",
-            spec,
-            "--checkpoint",
-            "ckpt",
-            "--format",
-            "tflite",
-            "-o",
-            "model.tflite",
-        ],
-    );
+    let (code, _, err) = export_tflite(&dir, spec, "model.tflite", &[]);
     assert_eq!(code, 0, "{err}");
     dir
 }
 
 /// `predict` with `args` to `out`: the CSV rows as numbers.
 fn predict(dir: &Path, args: &[&str], out: &str) -> Vec<Vec<f64>> {
-    let (spec, data) = (spec(), data());
-    let mut all = vec![
-        "predict",
-        spec.to_str().unwrap(),
-        "--data",
-        data.to_str().unwrap(),
-        "-o",
-        out,
-    ];
-    all.extend_from_slice(args);
-    let (code, _, err) = specc(dir, &all);
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(dir.join(out)).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = (0..10).map(|i| format!("probs_{i}")).collect();
-    assert_eq!(lines.next().unwrap(), format!("{},class", header.join(",")));
-    lines
-        .map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap()).collect())
-        .collect()
+    predict_rows(dir, &spec(), &data(), args, out)
 }
 
 #[test]
@@ -87,24 +60,7 @@ fn digits_cnn_tflite_predictions_equal_the_compiled_predict_function() {
     let dir = exported("predict");
     let compiled = predict(&dir, &["--checkpoint", "ckpt"], "compiled.csv");
     let tflite = predict(&dir, &["--tflite", "model.tflite"], "tflite.csv");
-    assert_eq!(tflite.len(), 1797);
-    assert_eq!(tflite.len(), compiled.len());
-    for (r, (t, c)) in tflite.iter().zip(&compiled).enumerate() {
-        assert_eq!(t.len(), 11);
-        for k in 0..10 {
-            let tol = 1e-5 * c[k].abs().max(1e-6);
-            assert!(
-                (t[k] - c[k]).abs() <= tol,
-                "row {r} probs_{k}: tflite {} vs compiled {}",
-                t[k],
-                c[k]
-            );
-        }
-        assert_eq!(t[10], c[10], "row {r}: class");
-    }
-    // Trained: not every row is the same class.
-    let first = compiled[0][10];
-    assert!(compiled.iter().any(|c| c[10] != first));
+    assert_same(&tflite, &compiled);
 }
 
 #[test]
@@ -171,18 +127,7 @@ fn exported_int8(name: &str, steps: &str) -> PathBuf {
             ][..],
         ),
     ] {
-        let mut args = vec![
-            "export",
-            spec,
-            "--checkpoint",
-            "ckpt",
-            "--format",
-            "tflite",
-            "-o",
-            out,
-        ];
-        args.extend_from_slice(extra);
-        let (code, _, err) = specc(&dir, &args);
+        let (code, _, err) = export_tflite(&dir, spec, out, extra);
         assert_eq!(code, 0, "{err}");
     }
     dir

@@ -13,10 +13,13 @@
 //! error and writes no file.
 
 mod cli;
+#[path = "common/tflite_digits.rs"]
+mod tflite_digits;
 
 use std::path::{Path, PathBuf};
 
 use cli::specc;
+use tflite_digits::{assert_same, export_tflite, predict_rows};
 
 const SUITE: &str = "tflite_predict";
 
@@ -40,18 +43,7 @@ fn exported(name: &str, extra: &[&str]) -> PathBuf {
         &["run", spec, "--steps", "30", "--checkpoint-dir", "ckpt"],
     );
     assert_eq!(code, 0, "{err}");
-    let mut args = vec![
-        "export",
-        spec,
-        "--checkpoint",
-        "ckpt",
-        "--format",
-        "tflite",
-        "-o",
-        "model.tflite",
-    ];
-    args.extend_from_slice(extra);
-    let (code, _, err) = specc(&dir, &args);
+    let (code, _, err) = export_tflite(&dir, spec, "model.tflite", extra);
     assert_eq!(code, 0, "{err}");
     dir
 }
@@ -59,47 +51,7 @@ fn exported(name: &str, extra: &[&str]) -> PathBuf {
 /// `predict` with `args` (after the spec and data) to `out`; the CSV
 /// rows as numbers, after checking the header.
 fn predict(dir: &Path, args: &[&str], out: &str) -> Vec<Vec<f64>> {
-    let spec = digits_spec();
-    let data = digits_data();
-    let mut all = vec![
-        "predict",
-        spec.to_str().unwrap(),
-        "--data",
-        data.to_str().unwrap(),
-        "-o",
-        out,
-    ];
-    all.extend_from_slice(args);
-    let (code, _, err) = specc(dir, &all);
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(dir.join(out)).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = (0..10).map(|i| format!("probs_{i}")).collect();
-    assert_eq!(lines.next().unwrap(), format!("{},class", header.join(",")));
-    lines
-        .map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap()).collect())
-        .collect()
-}
-
-fn assert_same(tflite: &[Vec<f64>], compiled: &[Vec<f64>]) {
-    assert_eq!(tflite.len(), 1797);
-    assert_eq!(tflite.len(), compiled.len());
-    for (r, (t, c)) in tflite.iter().zip(compiled).enumerate() {
-        assert_eq!(t.len(), 11);
-        for k in 0..10 {
-            let tol = 1e-5 * c[k].abs().max(1e-6);
-            assert!(
-                (t[k] - c[k]).abs() <= tol,
-                "row {r} probs_{k}: tflite {} vs compiled {}",
-                t[k],
-                c[k]
-            );
-        }
-        assert_eq!(t[10], c[10], "row {r}: class");
-    }
-    // The model is trained: not every row is the same class.
-    let first = compiled[0][10];
-    assert!(compiled.iter().any(|c| c[10] != first));
+    predict_rows(dir, &digits_spec(), &digits_data(), args, out)
 }
 
 #[test]
@@ -130,15 +82,7 @@ fn fixed_batch_model_pads_the_last_batch() {
     let spec = digits_spec();
     let data = digits_data();
     for (out, batch) in [("fixed8.tflite", Some("64")), ("dynamic8.tflite", None)] {
-        let mut args = vec![
-            "export",
-            spec.to_str().unwrap(),
-            "--checkpoint",
-            "ckpt",
-            "--format",
-            "tflite",
-            "-o",
-            out,
+        let mut extra = vec![
             "--quantize",
             "int8",
             "--representative-data",
@@ -147,9 +91,9 @@ fn fixed_batch_model_pads_the_last_batch() {
             "100",
         ];
         if let Some(b) = batch {
-            args.extend(["--batch", b]);
+            extra.extend(["--batch", b]);
         }
-        let (code, _, err) = specc(&dir, &args);
+        let (code, _, err) = export_tflite(&dir, spec.to_str().unwrap(), out, &extra);
         assert_eq!(code, 0, "{err}");
     }
     let quantization = |file: &str| {
@@ -287,18 +231,7 @@ fn quantized_models_keep_the_float_accuracy() {
             ],
         ),
     ] {
-        let mut args = vec![
-            "export",
-            spec,
-            "--checkpoint",
-            "ckpt",
-            "--format",
-            "tflite",
-            "-o",
-            out,
-        ];
-        args.extend(extra);
-        let (code, stdout, err) = specc(&dir, &args);
+        let (code, stdout, err) = export_tflite(&dir, spec, out, &extra);
         assert_eq!(code, 0, "{err}");
         if out == "int8.tflite" {
             assert!(stdout.contains("calibrated on 300 rows"), "{stdout}");
@@ -352,20 +285,7 @@ fn quantize_errors_name_what_is_missing() {
     let dir = exported("quantize_errors", &[]);
     let spec = digits_spec();
     let spec = spec.to_str().unwrap();
-    let export = |extra: &[&str]| {
-        let mut args = vec![
-            "export",
-            spec,
-            "--checkpoint",
-            "ckpt",
-            "--format",
-            "tflite",
-            "-o",
-            "q.tflite",
-        ];
-        args.extend_from_slice(extra);
-        specc(&dir, &args)
-    };
+    let export = |extra: &[&str]| export_tflite(&dir, spec, "q.tflite", extra);
     let (code, _, err) = export(&["--quantize", "int8"]);
     assert_eq!(code, 1, "{err}");
     assert!(
@@ -385,17 +305,11 @@ fn quantize_errors_name_what_is_missing() {
         .replace("data/digits.csv", data.to_str().unwrap())
         .replace("loss = mean", "z = tanh(logits)\nloss = mean");
     std::fs::write(dir.join("tanh.spec"), text).unwrap();
-    let (code, _, err) = specc(
+    let (code, _, err) = export_tflite(
         &dir,
+        "tanh.spec",
+        "q.tflite",
         &[
-            "export",
-            "tanh.spec",
-            "--checkpoint",
-            "ckpt",
-            "--format",
-            "tflite",
-            "-o",
-            "q.tflite",
             "--fetch",
             "z",
             "--quantize",
