@@ -20,8 +20,8 @@ mod tflite_digits;
 use std::path::{Path, PathBuf};
 
 use cli::specc;
-use tflite_digits::{assert_same, export_tflite, predict_rows};
 use specc_tflite::{BuiltinOperator as B, TensorType};
+use tflite_digits::{assert_same, export_tflite, predict_rows};
 
 const SUITE: &str = "tflite_cnn";
 
