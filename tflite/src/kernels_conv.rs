@@ -60,7 +60,7 @@ pub fn window(
 }
 
 /// `[N, H, W, C]` of a rank-4 tensor.
-fn nhwc(a: &ArrayD<f32>, what: &str) -> Result<[usize; 4]> {
+pub(crate) fn nhwc<T>(a: &ArrayD<T>, what: &str) -> Result<[usize; 4]> {
     match a.shape() {
         &[n, h, w, c] => Ok([n, h, w, c]),
         s => Err(format!("{what} of shape {s:?} (want rank 4)")),
@@ -73,7 +73,7 @@ fn values(a: &ArrayD<f32>) -> Vec<f32> {
 }
 
 /// The image coordinate tap `k` of output cell `o` reads, if inside `0..n`.
-pub(crate) fn source(
+fn source(
     o: usize,
     stride: usize,
     pad: usize,
@@ -83,6 +83,67 @@ pub(crate) fn source(
 ) -> Option<usize> {
     let at = (o * stride + k * dilation).checked_sub(pad)?;
     (at < n).then_some(at)
+}
+
+/// The taps of a `[KH, KW]` window moved over a `[H, W]` grid: for a
+/// window position, each tap that lands inside the grid and the cell it
+/// reads (the kernels' loops over `KH × KW` with [`source`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Taps {
+    filter: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    pads: [usize; 2],
+    size: [usize; 2],
+}
+
+impl Taps {
+    /// The `[OH, OW]` window positions over `size` ([`window`] along each
+    /// axis) and their taps.
+    pub(crate) fn new(
+        padding: Padding,
+        size: [usize; 2],
+        filter: [usize; 2],
+        strides: [usize; 2],
+        dilations: [usize; 2],
+    ) -> Result<([usize; 2], Taps)> {
+        let (oh, ph) = window(padding, size[0], filter[0], strides[0], dilations[0])?;
+        let (ow, pw) = window(padding, size[1], filter[1], strides[1], dilations[1])?;
+        let taps = Taps {
+            filter,
+            strides,
+            dilations,
+            pads: [ph, pw],
+            size,
+        };
+        Ok(([oh, ow], taps))
+    }
+
+    /// `f(ky, kx, y, x)` for each tap `(ky, kx)` of the window at `[oy, ox]`
+    /// that reads the cell `(y, x)` inside the grid, row by row.
+    #[inline(always)]
+    pub(crate) fn for_each(
+        &self,
+        [oy, ox]: [usize; 2],
+        mut f: impl FnMut(usize, usize, usize, usize),
+    ) {
+        let [kh, kw] = self.filter;
+        let [sy, sx] = self.strides;
+        let [dy, dx] = self.dilations;
+        let [py, px] = self.pads;
+        let [h, w] = self.size;
+        for ky in 0..kh {
+            let Some(y) = source(oy, sy, py, ky, dy, h) else {
+                continue;
+            };
+            for kx in 0..kw {
+                let Some(x) = source(ox, sx, px, kx, dx, w) else {
+                    continue;
+                };
+                f(ky, kx, y, x);
+            }
+        }
+    }
 }
 
 fn bias_values(bias: Option<&ArrayD<f32>>, channels: usize) -> Result<Vec<f64>> {
@@ -111,8 +172,7 @@ pub fn conv2d(
             filter.shape()
         ));
     }
-    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
-    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, o)?;
     let (xv, fv) = (values(x), values(filter));
     let mut out = Vec::with_capacity(n * oh * ow * o);
@@ -121,22 +181,13 @@ pub fn conv2d(
             for ox in 0..ow {
                 for (oc, &b0) in b.iter().enumerate() {
                     let mut acc = b0;
-                    for ky in 0..kh {
-                        let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
-                            continue;
-                        };
-                        for kx in 0..kw {
-                            let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w)
-                            else {
-                                continue;
-                            };
-                            let xa = ((bn * h + iy) * w + ix) * c;
-                            let fa = ((oc * kh + ky) * kw + kx) * c;
-                            for ic in 0..c {
-                                acc += f64::from(xv[xa + ic]) * f64::from(fv[fa + ic]);
-                            }
+                    taps.for_each([oy, ox], |ky, kx, iy, ix| {
+                        let xa = ((bn * h + iy) * w + ix) * c;
+                        let fa = ((oc * kh + ky) * kw + kx) * c;
+                        for ic in 0..c {
+                            acc += f64::from(xv[xa + ic]) * f64::from(fv[fa + ic]);
                         }
-                    }
+                    });
                     out.push(acc as f32);
                 }
             }
@@ -162,8 +213,7 @@ pub fn depthwise_conv2d(
             filter.shape()
         ));
     }
-    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
-    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, oc)?;
     let (xv, fv) = (values(x), values(filter));
     let mut out = Vec::with_capacity(n * oh * ow * oc);
@@ -171,21 +221,13 @@ pub fn depthwise_conv2d(
         for oy in 0..oh {
             for ox in 0..ow {
                 let mut acc = b.clone();
-                for ky in 0..kh {
-                    let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
-                        continue;
-                    };
-                    for kx in 0..kw {
-                        let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w) else {
-                            continue;
-                        };
-                        let xa = ((bn * h + iy) * w + ix) * c;
-                        let fa = (ky * kw + kx) * oc;
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            *a += f64::from(xv[xa + k / multiplier]) * f64::from(fv[fa + k]);
-                        }
+                taps.for_each([oy, ox], |ky, kx, iy, ix| {
+                    let xa = ((bn * h + iy) * w + ix) * c;
+                    let fa = (ky * kw + kx) * oc;
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        *a += f64::from(xv[xa + k / multiplier]) * f64::from(fv[fa + k]);
                     }
-                }
+                });
                 out.extend(acc.iter().map(|&v| v as f32));
             }
         }
@@ -267,8 +309,7 @@ pub fn pool2d(
     average: bool,
 ) -> Result<ArrayD<f32>> {
     let [n, h, w, c] = nhwc(x, "input")?;
-    let (oh, ph) = window(g.padding, h, filter[0], g.strides[0], 1)?;
-    let (ow, pw) = window(g.padding, w, filter[1], g.strides[1], 1)?;
+    let ([oh, ow], taps) = Taps::new(g.padding, [h, w], filter, g.strides, [1, 1])?;
     let xv = values(x);
     let mut out = Vec::with_capacity(n * oh * ow * c);
     for bn in 0..n {
@@ -278,20 +319,12 @@ pub fn pool2d(
                     let mut sum = 0f64;
                     let mut max = f32::MIN;
                     let mut count = 0usize;
-                    for ky in 0..filter[0] {
-                        let Some(iy) = source(oy, g.strides[0], ph, ky, 1, h) else {
-                            continue;
-                        };
-                        for kx in 0..filter[1] {
-                            let Some(ix) = source(ox, g.strides[1], pw, kx, 1, w) else {
-                                continue;
-                            };
-                            let v = xv[((bn * h + iy) * w + ix) * c + ch];
-                            sum += f64::from(v);
-                            max = max.max(v);
-                            count += 1;
-                        }
-                    }
+                    taps.for_each([oy, ox], |_, _, iy, ix| {
+                        let v = xv[((bn * h + iy) * w + ix) * c + ch];
+                        sum += f64::from(v);
+                        max = max.max(v);
+                        count += 1;
+                    });
                     out.push(if !average {
                         max
                     } else if count == 0 {

@@ -13,7 +13,7 @@
 //! the raw int8 values inside the image divided by their count, rounded half
 //! away from zero as `(sum ± count/2) / count` truncates) and [`pad_int8`]
 //! (padding with the zero point).
-//! Invariants: the window arithmetic is `crate::kernels_conv`'s (TFLite's
+//! Invariants: the window arithmetic and its taps are `crate::kernels_conv`'s (TFLite's
 //! `ComputePaddingHeightWidth`); accumulation is int32 of
 //! `filter * (input - input_zero_point)` over the taps inside the image
 //! (taps outside are omitted, as the zero point would contribute nothing),
@@ -27,7 +27,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::kernels_conv::{source, window, Geometry};
+use crate::kernels_conv::{nhwc, Geometry, Taps};
 use crate::kernels_int8::{activation_range, per_tensor};
 use crate::model::Tensor;
 use crate::quantize::{multiply_double_rounding, quantize_multiplier};
@@ -101,14 +101,6 @@ impl ConvQuant {
     }
 }
 
-/// `[N, H, W, C]` of a rank-4 tensor.
-fn nhwc<T>(a: &ArrayD<T>, what: &str) -> Result<[usize; 4]> {
-    match a.shape() {
-        &[n, h, w, c] => Ok([n, h, w, c]),
-        s => Err(format!("{what} of shape {s:?} (want rank 4)")),
-    }
-}
-
 fn bias_values(bias: Option<&ArrayD<i32>>, channels: usize) -> Result<Vec<i32>> {
     match bias {
         None => Ok(vec![0; channels]),
@@ -148,8 +140,7 @@ pub fn conv2d_int8(
         ));
     }
     check_channels(q, o)?;
-    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
-    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, o)?;
     let xv: Vec<i32> = x
         .iter()
@@ -162,22 +153,13 @@ pub fn conv2d_int8(
             for ox in 0..ow {
                 for (oc, &b0) in b.iter().enumerate() {
                     let mut acc = 0i32;
-                    for ky in 0..kh {
-                        let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
-                            continue;
-                        };
-                        for kx in 0..kw {
-                            let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w)
-                            else {
-                                continue;
-                            };
-                            let xa = ((bn * h + iy) * w + ix) * c;
-                            let fa = ((oc * kh + ky) * kw + kx) * c;
-                            for (xi, fi) in xv[xa..xa + c].iter().zip(&fv[fa..fa + c]) {
-                                acc = acc.wrapping_add(fi * xi);
-                            }
+                    taps.for_each([oy, ox], |ky, kx, iy, ix| {
+                        let xa = ((bn * h + iy) * w + ix) * c;
+                        let fa = ((oc * kh + ky) * kw + kx) * c;
+                        for (xi, fi) in xv[xa..xa + c].iter().zip(&fv[fa..fa + c]) {
+                            acc = acc.wrapping_add(fi * xi);
                         }
-                    }
+                    });
                     out.push(q.output(oc, acc.wrapping_add(b0)));
                 }
             }
@@ -206,8 +188,7 @@ pub fn depthwise_conv2d_int8(
         ));
     }
     check_channels(q, oc)?;
-    let (oh, ph) = window(g.padding, h, kh, g.strides[0], g.dilations[0])?;
-    let (ow, pw) = window(g.padding, w, kw, g.strides[1], g.dilations[1])?;
+    let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, oc)?;
     let xv: Vec<i32> = x
         .iter()
@@ -220,21 +201,13 @@ pub fn depthwise_conv2d_int8(
         for oy in 0..oh {
             for ox in 0..ow {
                 acc.iter_mut().for_each(|a| *a = 0);
-                for ky in 0..kh {
-                    let Some(iy) = source(oy, g.strides[0], ph, ky, g.dilations[0], h) else {
-                        continue;
-                    };
-                    for kx in 0..kw {
-                        let Some(ix) = source(ox, g.strides[1], pw, kx, g.dilations[1], w) else {
-                            continue;
-                        };
-                        let xa = ((bn * h + iy) * w + ix) * c;
-                        let fa = (ky * kw + kx) * oc;
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            *a = a.wrapping_add(fv[fa + k] * xv[xa + k / multiplier]);
-                        }
+                taps.for_each([oy, ox], |ky, kx, iy, ix| {
+                    let xa = ((bn * h + iy) * w + ix) * c;
+                    let fa = (ky * kw + kx) * oc;
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        *a = a.wrapping_add(fv[fa + k] * xv[xa + k / multiplier]);
                     }
-                }
+                });
                 out.extend(
                     acc.iter()
                         .zip(&b)
@@ -257,8 +230,7 @@ fn pool_int8(
     f: impl Fn(&[i32]) -> Result<i32>,
 ) -> Result<ArrayD<i8>> {
     let [n, h, w, c] = nhwc(x, "input")?;
-    let (oh, ph) = window(g.padding, h, filter[0], g.strides[0], 1)?;
-    let (ow, pw) = window(g.padding, w, filter[1], g.strides[1], 1)?;
+    let ([oh, ow], taps) = Taps::new(g.padding, [h, w], filter, g.strides, [1, 1])?;
     let xv: Vec<i32> = x.iter().map(|&v| i32::from(v)).collect();
     let mut out = Vec::with_capacity(n * oh * ow * c);
     let mut cells = Vec::with_capacity(filter[0] * filter[1]);
@@ -267,17 +239,9 @@ fn pool_int8(
             for ox in 0..ow {
                 for ch in 0..c {
                     cells.clear();
-                    for ky in 0..filter[0] {
-                        let Some(iy) = source(oy, g.strides[0], ph, ky, 1, h) else {
-                            continue;
-                        };
-                        for kx in 0..filter[1] {
-                            let Some(ix) = source(ox, g.strides[1], pw, kx, 1, w) else {
-                                continue;
-                            };
-                            cells.push(xv[((bn * h + iy) * w + ix) * c + ch]);
-                        }
-                    }
+                    taps.for_each([oy, ox], |_, _, iy, ix| {
+                        cells.push(xv[((bn * h + iy) * w + ix) * c + ch]);
+                    });
                     let v = f(&cells)?;
                     out.push(v.clamp(activation.0, activation.1) as i8);
                 }
