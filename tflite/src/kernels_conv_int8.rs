@@ -112,6 +112,11 @@ fn bias_values(bias: Option<&ArrayD<i32>>, channels: usize) -> Result<Vec<i32>> 
     }
 }
 
+/// The values of `a` as int32, less `zero_point`.
+fn widened(a: &ArrayD<i8>, zero_point: i32) -> Vec<i32> {
+    a.iter().map(|&v| i32::from(v) - zero_point).collect()
+}
+
 fn check_channels(q: &ConvQuant, channels: usize) -> Result<()> {
     if q.multipliers.len() != channels {
         return Err(format!(
@@ -142,11 +147,7 @@ pub fn conv2d_int8(
     check_channels(q, o)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, o)?;
-    let xv: Vec<i32> = x
-        .iter()
-        .map(|&v| i32::from(v) - q.input_zero_point)
-        .collect();
-    let fv: Vec<i32> = filter.iter().map(|&v| i32::from(v)).collect();
+    let (xv, fv) = (widened(x, q.input_zero_point), widened(filter, 0));
     let mut out = Vec::with_capacity(n * oh * ow * o);
     for bn in 0..n {
         for oy in 0..oh {
@@ -190,11 +191,7 @@ pub fn depthwise_conv2d_int8(
     check_channels(q, oc)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, oc)?;
-    let xv: Vec<i32> = x
-        .iter()
-        .map(|&v| i32::from(v) - q.input_zero_point)
-        .collect();
-    let fv: Vec<i32> = filter.iter().map(|&v| i32::from(v)).collect();
+    let (xv, fv) = (widened(x, q.input_zero_point), widened(filter, 0));
     let mut out = Vec::with_capacity(n * oh * ow * oc);
     let mut acc = vec![0i32; oc];
     for bn in 0..n {
@@ -231,7 +228,7 @@ fn pool_int8(
 ) -> Result<ArrayD<i8>> {
     let [n, h, w, c] = nhwc(x, "input")?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], filter, g.strides, [1, 1])?;
-    let xv: Vec<i32> = x.iter().map(|&v| i32::from(v)).collect();
+    let xv = widened(x, 0);
     let mut out = Vec::with_capacity(n * oh * ow * c);
     let mut cells = Vec::with_capacity(filter[0] * filter[1]);
     for bn in 0..n {
