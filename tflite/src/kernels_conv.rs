@@ -67,6 +67,41 @@ pub(crate) fn nhwc<T>(a: &ArrayD<T>, what: &str) -> Result<[usize; 4]> {
     }
 }
 
+/// `[N, H, W, C]` of a CONV_2D input and `[O, KH, KW]` of its filter
+/// `[O, KH, KW, C]`.
+pub(crate) fn conv_shapes<T, F>(
+    x: &ArrayD<T>,
+    filter: &ArrayD<F>,
+) -> Result<([usize; 4], [usize; 3])> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let [o, kh, kw, fc] = nhwc(filter, "filter")?;
+    if fc != c {
+        return Err(format!(
+            "filter of shape {:?} for an input of {c} channels",
+            filter.shape()
+        ));
+    }
+    Ok(([n, h, w, c], [o, kh, kw]))
+}
+
+/// `[N, H, W, C]` of a DEPTHWISE_CONV_2D input and `[KH, KW, C·M]` of its
+/// filter `[1, KH, KW, C·M]`.
+pub(crate) fn depthwise_shapes<T, F>(
+    x: &ArrayD<T>,
+    filter: &ArrayD<F>,
+    multiplier: usize,
+) -> Result<([usize; 4], [usize; 3])> {
+    let [n, h, w, c] = nhwc(x, "input")?;
+    let [one, kh, kw, oc] = nhwc(filter, "filter")?;
+    if one != 1 || multiplier == 0 || oc != c * multiplier {
+        return Err(format!(
+            "filter of shape {:?} with depth_multiplier {multiplier} for an input of {c} channels",
+            filter.shape()
+        ));
+    }
+    Ok(([n, h, w, c], [kh, kw, oc]))
+}
+
 /// The contiguous values of `a`.
 fn values(a: &ArrayD<f32>) -> Vec<f32> {
     a.iter().copied().collect()
@@ -164,14 +199,7 @@ pub fn conv2d(
     bias: Option<&ArrayD<f32>>,
     g: Geometry,
 ) -> Result<ArrayD<f32>> {
-    let [n, h, w, c] = nhwc(x, "input")?;
-    let [o, kh, kw, fc] = nhwc(filter, "filter")?;
-    if fc != c {
-        return Err(format!(
-            "filter of shape {:?} for an input of {c} channels",
-            filter.shape()
-        ));
-    }
+    let ([n, h, w, c], [o, kh, kw]) = conv_shapes(x, filter)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, o)?;
     let (xv, fv) = (values(x), values(filter));
@@ -205,14 +233,7 @@ pub fn depthwise_conv2d(
     multiplier: usize,
     g: Geometry,
 ) -> Result<ArrayD<f32>> {
-    let [n, h, w, c] = nhwc(x, "input")?;
-    let [one, kh, kw, oc] = nhwc(filter, "filter")?;
-    if one != 1 || multiplier == 0 || oc != c * multiplier {
-        return Err(format!(
-            "filter of shape {:?} with depth_multiplier {multiplier} for an input of {c} channels",
-            filter.shape()
-        ));
-    }
+    let ([n, h, w, c], [kh, kw, oc]) = depthwise_shapes(x, filter, multiplier)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, oc)?;
     let (xv, fv) = (values(x), values(filter));

@@ -27,7 +27,7 @@
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::kernels_conv::{nhwc, Geometry, Taps};
+use crate::kernels_conv::{conv_shapes, depthwise_shapes, nhwc, Geometry, Taps};
 use crate::kernels_int8::{activation_range, per_tensor};
 use crate::model::Tensor;
 use crate::quantize::{multiply_double_rounding, quantize_multiplier};
@@ -136,14 +136,7 @@ pub fn conv2d_int8(
     g: Geometry,
     q: &ConvQuant,
 ) -> Result<ArrayD<i8>> {
-    let [n, h, w, c] = nhwc(x, "input")?;
-    let [o, kh, kw, fc] = nhwc(filter, "filter")?;
-    if fc != c {
-        return Err(format!(
-            "filter of shape {:?} for an input of {c} channels",
-            filter.shape()
-        ));
-    }
+    let ([n, h, w, c], [o, kh, kw]) = conv_shapes(x, filter)?;
     check_channels(q, o)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, o)?;
@@ -180,14 +173,7 @@ pub fn depthwise_conv2d_int8(
     g: Geometry,
     q: &ConvQuant,
 ) -> Result<ArrayD<i8>> {
-    let [n, h, w, c] = nhwc(x, "input")?;
-    let [one, kh, kw, oc] = nhwc(filter, "filter")?;
-    if one != 1 || multiplier == 0 || oc != c * multiplier {
-        return Err(format!(
-            "filter of shape {:?} with depth_multiplier {multiplier} for an input of {c} channels",
-            filter.shape()
-        ));
-    }
+    let ([n, h, w, c], [kh, kw, oc]) = depthwise_shapes(x, filter, multiplier)?;
     check_channels(q, oc)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, oc)?;
