@@ -722,6 +722,40 @@ pub struct ImageExample {
     pub label: i64,
 }
 
+/// The encoded image (one bytes value under `image_key`) and the label (one
+/// int64 under `label_key`) of an image `tf.train.Example`, the image taken
+/// out of it; an error names the feature (image first) and what is wrong.
+pub(crate) fn take_image_and_label<'k>(
+    example: &mut Example,
+    image_key: &'k str,
+    label_key: &'k str,
+) -> Result<(Vec<u8>, i64), (&'k str, String)> {
+    let bytes = match example.features.remove(image_key) {
+        Some(Feature::BytesList(mut b)) if b.len() == 1 => b.swap_remove(0),
+        Some(f) => {
+            return Err((
+                image_key,
+                format!(
+                    "expected one bytes value (the encoded image), found {}",
+                    f.kind()
+                ),
+            ))
+        }
+        None => return Err((image_key, "missing feature".into())),
+    };
+    let label = match example.features.get(label_key) {
+        Some(Feature::Int64List(v)) if v.len() == 1 => v[0],
+        Some(f) => {
+            return Err((
+                label_key,
+                format!("expected one int64 label, found {}", f.kind()),
+            ))
+        }
+        None => return Err((label_key, "missing feature".into())),
+    };
+    Ok((bytes, label))
+}
+
 impl ImageExample {
     fn error(&self, message: impl Into<String>) -> DataError {
         DataError::at(
@@ -969,49 +1003,10 @@ fn list_tfrecord(
         let records = tfrecord::read_file(path, compression)
             .map_err(|e| DataError::new(&file, e.to_string()))?;
         for (i, r) in records.iter().enumerate() {
-            let example = Example::decode(r, i)
+            let mut example = Example::decode(r, i)
                 .map_err(|e| DataError::at(&file, Some(i), None, e.to_string()))?;
-            let bytes = match example.features.get(image_key) {
-                Some(Feature::BytesList(b)) if b.len() == 1 => b[0].clone(),
-                Some(f) => {
-                    return Err(DataError::at(
-                        &file,
-                        Some(i),
-                        Some(image_key),
-                        format!(
-                            "expected one bytes value (the encoded image), found {}",
-                            f.kind()
-                        ),
-                    ))
-                }
-                None => {
-                    return Err(DataError::at(
-                        &file,
-                        Some(i),
-                        Some(image_key),
-                        "missing feature",
-                    ))
-                }
-            };
-            let label = match example.features.get(label_key) {
-                Some(Feature::Int64List(v)) if v.len() == 1 => v[0],
-                Some(f) => {
-                    return Err(DataError::at(
-                        &file,
-                        Some(i),
-                        Some(label_key),
-                        format!("expected one int64 label, found {}", f.kind()),
-                    ))
-                }
-                None => {
-                    return Err(DataError::at(
-                        &file,
-                        Some(i),
-                        Some(label_key),
-                        "missing feature",
-                    ))
-                }
-            };
+            let (bytes, label) = take_image_and_label(&mut example, image_key, label_key)
+                .map_err(|(key, m)| DataError::at(&file, Some(i), Some(key), m))?;
             out.push(ImageExample {
                 file: path.clone(),
                 row: Some(i),

@@ -32,9 +32,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::abi::ElemType;
-use crate::data::images::{ImageExample, ImagePipeline, ImageSource, IMAGE_COLUMN, LABEL_COLUMN};
+use crate::data::images::{
+    take_image_and_label, ImageExample, ImagePipeline, ImageSource, IMAGE_COLUMN, LABEL_COLUMN,
+};
 use crate::data::{DataError, InputKind, InputSpec, Values};
-use crate::io::example::{Example, Feature};
+use crate::io::example::Example;
 use crate::io::tfrecord::Compression;
 
 /// Which records an image stream reads (the paths are the stream's).
@@ -320,31 +322,9 @@ impl ImageRows {
                 };
                 let mut ex = Example::decode(payload, record)
                     .map_err(|e| at(None, format!("not a tf.train.Example: {}", e.what)))?;
-                let label = match ex.features.get(&label_key) {
-                    Some(Feature::Int64List(v)) if v.len() == 1 => v[0],
-                    Some(f) => {
-                        return Err(at(
-                            Some(&label_key),
-                            format!("expected one int64 label, found {}", f.kind()),
-                        ))
-                    }
-                    None => return Err(at(Some(&label_key), "missing feature".into())),
-                };
-                match ex.features.remove(&image_key) {
-                    Some(Feature::BytesList(mut b)) if b.len() == 1 => {
-                        self.bytes = b.swap_remove(0);
-                    }
-                    Some(f) => {
-                        return Err(at(
-                            Some(&image_key),
-                            format!(
-                                "expected one bytes value (the encoded image), found {}",
-                                f.kind()
-                            ),
-                        ))
-                    }
-                    None => return Err(at(Some(&image_key), "missing feature".into())),
-                }
+                let (bytes, label) = take_image_and_label(&mut ex, &image_key, &label_key)
+                    .map_err(|(key, m)| at(Some(key), m))?;
+                self.bytes = bytes;
                 let err: Named<'_> = Box::new(move |m| at(Some(&image_key), m));
                 (label, err)
             }

@@ -151,6 +151,8 @@ pub struct ReplicaStep {
     send: Vec<u32>,
     recv: Vec<u32>,
     rows: usize,
+    /// The index of this replica's first row in the global batch.
+    first_row: usize,
     /// The source can run out (a stream's last epoch): the replicas agree
     /// on every step whether all of them have a full share.
     may_end: bool,
@@ -252,6 +254,7 @@ impl ReplicaStep {
             send: vec![0; most_sent],
             recv: vec![0; most_received],
             rows: shards[rank],
+            first_row: shard_start(batch, n, rank),
             may_end,
             all_rows: vec![0; n],
             ones: vec![1; n],
@@ -325,8 +328,7 @@ impl ReplicaStep {
         }
         // Per-row random draws (dropout) key on the global row: this
         // replica's rows are the global batch's from its shard's start.
-        let first = self.shards[..self.comm.rank()].iter().sum::<usize>();
-        session.first_row = first as i64;
+        session.first_row = self.first_row as i64;
         let called = session.call(self.grad, rows);
         session.first_row = 0;
         called
