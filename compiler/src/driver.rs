@@ -93,6 +93,10 @@ pub struct Options {
     /// sums every replica's exchange values itself (no allreduce; the
     /// runtime's `Collective::shared_segments`).
     pub shared_exchange: bool,
+    /// Which 3×3 convolutions run as Winograd F(2×2, 3×3)
+    /// (`passes::winograd`); `SPECC_WINOGRAD=never|always` overrides the
+    /// default `Auto`.
+    pub winograd: passes::winograd::Winograd,
 }
 
 impl Default for Options {
@@ -104,6 +108,7 @@ impl Default for Options {
             max_batch: None,
             replicas: None,
             shared_exchange: false,
+            winograd: passes::winograd::Winograd::from_env(),
         }
     }
 }
@@ -138,6 +143,10 @@ pub fn plan_model_with(
             crate::debug::add_check_function(&mut model);
         }
         passes::optimize(&mut model);
+        if options.winograd != passes::winograd::Winograd::Never {
+            passes::winograd::rewrite(&mut model, options.winograd);
+            passes::optimize(&mut model);
+        }
         let placement = layout::place(&model);
         let mut plans = Vec::new();
         let fs = &model.functions;

@@ -164,6 +164,11 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
                 patches(arg(0), window, f64::from(f32::from_bits(*pad)), &dims)
             }
             Op::PatchesGrad(window) => patches_grad(arg(0), window, &dims),
+            Op::WinogradInput(window) => winograd_input(arg(0), window, &dims),
+            Op::WinogradInputGrad(window) => winograd_input_grad(arg(0), window, &dims),
+            Op::WinogradOutput(window) => winograd_output(arg(0), window, &dims),
+            Op::WinogradOutputGrad(window) => winograd_output_grad(arg(0), window, &dims),
+            Op::BatchMatMul { ta, tb } => batch_matmul(arg(0), arg(1), *ta, *tb, &dims),
             Op::Concat { axis } => {
                 let parts: Vec<&Tensor> = (0..node.inputs.len()).map(arg).collect();
                 concat(&parts, *axis as usize, &dims)
@@ -584,6 +589,164 @@ fn patches_grad(p: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
                             }
                         }
                         at += c;
+                    }
+                }
+            }
+        }
+    }
+    Tensor::new(dims.to_vec(), out)
+}
+
+/// Slice `g` of the leading axis of `t`.
+fn group(t: &Tensor, g: usize) -> Tensor {
+    let len = t.data.len() / t.dims[0].max(1);
+    Tensor::new(t.dims[1..].to_vec(), t.data[g * len..(g + 1) * len].to_vec())
+}
+
+/// The reference of `Op::BatchMatMul`: `matmul` per group.
+fn batch_matmul(a: &Tensor, b: &Tensor, ta: bool, tb: bool, dims: &[usize]) -> Tensor {
+    let mut out = Vec::with_capacity(dims.iter().product());
+    for g in 0..dims[0] {
+        out.extend(matmul(&group(a, g), &group(b, g), ta, tb).data);
+    }
+    Tensor::new(dims.to_vec(), out)
+}
+
+/// The cell of tile `t` at offset `r` along `axis`, inside the image or `None`.
+fn tile_source(w: &Window, axis: usize, t: usize, r: usize) -> Option<usize> {
+    w.source(axis, 2 * t as u32, r as u32).map(|v| v as usize)
+}
+
+/// The output cell of tile `t` at offset `a` along `axis`, or `None` past it.
+fn tile_output(w: &Window, axis: usize, t: usize, a: usize) -> Option<usize> {
+    let o = 2 * t + a;
+    (o < w.output[axis] as usize).then_some(o)
+}
+
+/// The reference of `Op::WinogradInput`: `V = Bᵀ d B` per tile, by the matrices.
+fn winograd_input(x: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
+    let bt = |i: usize, r: usize| f64::from(crate::ir::WINOGRAD_BT[i][r]);
+    let (h, wd, c) = (x.dims[1], x.dims[2], x.dims[3]);
+    let (n_img, th, tw) = (dims[1], dims[2], dims[3]);
+    let mut out = vec![0.0; dims.iter().product()];
+    for n in 0..n_img {
+        for ty in 0..th {
+            for tx in 0..tw {
+                for r in 0..4 {
+                    for s in 0..4 {
+                        let (Some(iy), Some(ix)) = (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
+                        else {
+                            continue;
+                        };
+                        let at = ((n * h + iy) * wd + ix) * c;
+                        for i in 0..4 {
+                            for j in 0..4 {
+                                let k = bt(i, r) * bt(j, s);
+                                let to = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * c;
+                                for ch in 0..c {
+                                    out[to + ch] += k * x.data[at + ch];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Tensor::new(dims.to_vec(), out)
+}
+
+/// The reference of `Op::WinogradInputGrad`: the transposed map of `winograd_input`.
+fn winograd_input_grad(dv: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
+    let bt = |i: usize, r: usize| f64::from(crate::ir::WINOGRAD_BT[i][r]);
+    let (h, wd, c) = (dims[1], dims[2], dims[3]);
+    let (n_img, th, tw) = (dv.dims[1], dv.dims[2], dv.dims[3]);
+    let mut out = vec![0.0; dims.iter().product()];
+    for n in 0..n_img {
+        for ty in 0..th {
+            for tx in 0..tw {
+                for r in 0..4 {
+                    for s in 0..4 {
+                        let (Some(iy), Some(ix)) = (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
+                        else {
+                            continue;
+                        };
+                        let to = ((n * h + iy) * wd + ix) * c;
+                        for i in 0..4 {
+                            for j in 0..4 {
+                                let k = bt(i, r) * bt(j, s);
+                                let at = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * c;
+                                for ch in 0..c {
+                                    out[to + ch] += k * dv.data[at + ch];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Tensor::new(dims.to_vec(), out)
+}
+
+/// The reference of `Op::WinogradOutput`: `Y = Aᵀ M A` per tile, by the matrices.
+fn winograd_output(m: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
+    let at_ = |a: usize, i: usize| f64::from(crate::ir::WINOGRAD_AT[a][i]);
+    let (oh, ow, o) = (dims[1], dims[2], dims[3]);
+    let (n_img, th, tw) = (m.dims[1], m.dims[2], m.dims[3]);
+    let mut out = vec![0.0; dims.iter().product()];
+    for n in 0..n_img {
+        for ty in 0..th {
+            for tx in 0..tw {
+                for a in 0..2 {
+                    for b in 0..2 {
+                        let (Some(y), Some(x)) = (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
+                        else {
+                            continue;
+                        };
+                        let to = ((n * oh + y) * ow + x) * o;
+                        for i in 0..4 {
+                            for j in 0..4 {
+                                let k = at_(a, i) * at_(b, j);
+                                let at = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * o;
+                                for ch in 0..o {
+                                    out[to + ch] += k * m.data[at + ch];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Tensor::new(dims.to_vec(), out)
+}
+
+/// The reference of `Op::WinogradOutputGrad`: the transposed map of `winograd_output`.
+fn winograd_output_grad(dy: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
+    let at_ = |a: usize, i: usize| f64::from(crate::ir::WINOGRAD_AT[a][i]);
+    let (oh, ow, o) = (dy.dims[1], dy.dims[2], dy.dims[3]);
+    let (n_img, th, tw) = (dims[1], dims[2], dims[3]);
+    let mut out = vec![0.0; dims.iter().product()];
+    for n in 0..n_img {
+        for ty in 0..th {
+            for tx in 0..tw {
+                for a in 0..2 {
+                    for b in 0..2 {
+                        let (Some(y), Some(x)) = (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
+                        else {
+                            continue;
+                        };
+                        let from = ((n * oh + y) * ow + x) * o;
+                        for i in 0..4 {
+                            for j in 0..4 {
+                                let k = at_(a, i) * at_(b, j);
+                                let to = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * o;
+                                for ch in 0..o {
+                                    out[to + ch] += k * dy.data[from + ch];
+                                }
+                            }
+                        }
                     }
                 }
             }

@@ -1796,6 +1796,16 @@ impl<'a> Lower<'a> {
                 };
                 return Err(self.unsupported(id, why));
             }
+            Op::WinogradInput(_)
+            | Op::WinogradInputGrad(_)
+            | Op::WinogradOutput(_)
+            | Op::WinogradOutputGrad(_)
+            | Op::BatchMatMul { .. } => {
+                return Err(self.unsupported(
+                    id,
+                    "the Winograd convolution ops are introduced only for compiled steps (an internal error)",
+                ))
+            }
             Op::ScatterAdd | Op::FirstOccurrence { .. } | Op::SumDuplicates | Op::ScatterRows => {
                 return Err(self.unsupported(id, "a training-time row update"))
             }

@@ -239,6 +239,30 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
             vec![Some(da), Some(db)]
         }),
 
+        // The same rules per group.
+        Op::BatchMatMul { ta, tb } => vjp_of(move |g, _, ct| {
+            let (a, b) = (x(0), x(1));
+            let (da, db) = match (ta, tb) {
+                (false, false) => (
+                    g.batch_matmul(ct, b, false, true),
+                    g.batch_matmul(a, ct, true, false),
+                ),
+                (false, true) => (
+                    g.batch_matmul(ct, b, false, false),
+                    g.batch_matmul(ct, a, true, false),
+                ),
+                (true, false) => (
+                    g.batch_matmul(b, ct, false, true),
+                    g.batch_matmul(a, ct, false, false),
+                ),
+                (true, true) => (
+                    g.batch_matmul(b, ct, true, true),
+                    g.batch_matmul(ct, a, true, true),
+                ),
+            };
+            vec![Some(da), Some(db)]
+        }),
+
         Op::Reshape(_) => vjp_of(move |g, _, ct| {
             let s = g.shape(x(0)).clone();
             one(g.reshape(ct, &s))
@@ -281,6 +305,19 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
         // im2col and col2im are each other's adjoints.
         Op::Patches { window, .. } => vjp_of(move |g, _, ct| one(g.patches_grad(ct, *window))),
         Op::PatchesGrad(window) => vjp_of(move |g, _, ct| one(g.patches(ct, *window, 0.0))),
+        // The Winograd transforms are linear; each pair are adjoints.
+        Op::WinogradInput(window) => {
+            vjp_of(move |g, _, ct| one(g.winograd_input_grad(ct, *window)))
+        }
+        Op::WinogradInputGrad(window) => {
+            vjp_of(move |g, _, ct| one(g.winograd_input(ct, *window)))
+        }
+        Op::WinogradOutput(window) => {
+            vjp_of(move |g, _, ct| one(g.winograd_output_grad(ct, *window)))
+        }
+        Op::WinogradOutputGrad(window) => {
+            vjp_of(move |g, _, ct| one(g.winograd_output(ct, *window)))
+        }
 
         // TF _GatherGrad: an IndexedSlices (ids, ct), whose dense value is
         // unsorted_segment_sum(ct, ids, rows); the optimizer stage recognizes the

@@ -408,6 +408,54 @@ impl Graph {
         )
     }
 
+    /// The batched product `a @ b` over the leading group axis (`Op::BatchMatMul`).
+    pub fn batch_matmul(&mut self, a: NodeId, b: NodeId, ta: bool, tb: bool) -> NodeId {
+        let s = ice(shape::batch_matmul(self.shape(a), self.shape(b), ta, tb));
+        self.intern(Op::BatchMatMul { ta, tb }, vec![a, b], DType::F32, s)
+    }
+
+    /// The Winograd F(2×2, 3×3) input transform of the images `x`
+    /// (`Op::WinogradInput`): `[16, N, TH, TW, C]`.
+    pub fn winograd_input(&mut self, x: NodeId, window: Window) -> NodeId {
+        let n = self.shape(x).0[0];
+        let out = tile_shape(n, window, window.channels);
+        self.intern(Op::WinogradInput(window), vec![x], DType::F32, out)
+    }
+
+    /// The adjoint of the input transform (`Op::WinogradInputGrad`): `[N, H, W, C]`.
+    pub fn winograd_input_grad(&mut self, dv: NodeId, window: Window) -> NodeId {
+        let n = self.shape(dv).0[1];
+        let out = Shape(vec![
+            n,
+            Dim::Fixed(window.input[0]),
+            Dim::Fixed(window.input[1]),
+            Dim::Fixed(window.channels),
+        ]);
+        self.intern(Op::WinogradInputGrad(window), vec![dv], DType::F32, out)
+    }
+
+    /// The Winograd output transform of the tile products `m`
+    /// (`Op::WinogradOutput`): `[N, OH, OW, O]`.
+    pub fn winograd_output(&mut self, m: NodeId, window: Window) -> NodeId {
+        let s = self.shape(m).clone();
+        let out = Shape(vec![
+            s.0[1],
+            Dim::Fixed(window.output[0]),
+            Dim::Fixed(window.output[1]),
+            s.0[4],
+        ]);
+        self.intern(Op::WinogradOutput(window), vec![m], DType::F32, out)
+    }
+
+    /// The adjoint of the output transform (`Op::WinogradOutputGrad`):
+    /// `[16, N, TH, TW, O]`.
+    pub fn winograd_output_grad(&mut self, dy: NodeId, window: Window) -> NodeId {
+        let s = self.shape(dy).clone();
+        let o = s.0[3].fixed().expect("fixed output channels");
+        let out = tile_shape(s.0[0], window, o);
+        self.intern(Op::WinogradOutputGrad(window), vec![dy], DType::F32, out)
+    }
+
     /// The images whose patches' adjoint is `p` (`Op::PatchesGrad`).
     pub fn patches_grad(&mut self, p: NodeId, window: Window) -> NodeId {
         let s = self.shape(p).clone();
@@ -484,4 +532,16 @@ impl Graph {
         }
         memo[&root]
     }
+}
+
+/// `[16, N, TH, TW, channels]`: the Winograd tiles of `window`'s output.
+fn tile_shape(n: Dim, window: Window, channels: u32) -> Shape {
+    let [th, tw] = window.tiles();
+    Shape(vec![
+        Dim::Fixed(16),
+        n,
+        Dim::Fixed(th),
+        Dim::Fixed(tw),
+        Dim::Fixed(channels),
+    ])
 }

@@ -216,6 +216,31 @@ pub enum Op {
     /// `[N, H, W, C]`, each image cell the sum of the patch entries that read
     /// it, in output-cell order (padding entries add nowhere).
     PatchesGrad(Window),
+    /// Winograd F(2×2, 3×3) input transform (Lavin & Gray 2015) of a 3×3,
+    /// stride-1, dilation-1 convolution's `window`: input `[N, H, W, C]` to
+    /// `V [16, N, TH, TW, C]` (`TH = ⌈OH/2⌉`, `TW = ⌈OW/2⌉`), per tile
+    /// `(ty, tx)` and channel `V[4i + j] = (Bᵀ d B)[i, j]`, where `d` is the
+    /// 4×4 cells from `(2·ty − pt, 2·tx − pl)`, zero outside the image, and
+    /// `Bᵀ = [[1, 0, −1, 0], [0, 1, 1, 0], [0, −1, 1, 0], [0, 1, 0, −1]]`.
+    WinogradInput(Window),
+    /// The adjoint of `WinogradInput`: `[16, N, TH, TW, C]` to `[N, H, W, C]`,
+    /// each image cell the sum over the tiles that read it (in tile order) of
+    /// `(B dV B^T)` at its place in the tile.
+    WinogradInputGrad(Window),
+    /// Winograd output transform: `M [16, N, TH, TW, O]` to `[N, OH, OW, O]`,
+    /// each tile's 2×2 cells `Aᵀ M A` (`Aᵀ = [[1, 1, 1, 0], [0, 1, −1, −1]]`),
+    /// cells past `OH`/`OW` dropped.
+    WinogradOutput(Window),
+    /// The adjoint of `WinogradOutput`: `[N, OH, OW, O]` to
+    /// `[16, N, TH, TW, O]`, per tile `A dY Aᵀ` (cells past the output zero).
+    WinogradOutputGrad(Window),
+    /// Batched matrix product over the leading (fixed) axis `G` of both
+    /// operands: slice `g` of the result is `MatMul { ta, tb }` of the
+    /// operands' slices `g` (each slice a matrix as `MatMul` sees it).
+    BatchMatMul {
+        ta: bool,
+        tb: bool,
+    },
 }
 
 /// The sliding-window geometry of a 2-D convolution or pooling over NHWC
@@ -250,6 +275,36 @@ impl Window {
         (0..i64::from(self.input[axis]))
             .contains(&at)
             .then_some(at as u32)
+    }
+}
+
+/// Winograd F(2×2, 3×3)'s `Bᵀ` (input transform `V = Bᵀ d B`).
+pub const WINOGRAD_BT: [[f32; 4]; 4] = [
+    [1.0, 0.0, -1.0, 0.0],
+    [0.0, 1.0, 1.0, 0.0],
+    [0.0, -1.0, 1.0, 0.0],
+    [0.0, 1.0, 0.0, -1.0],
+];
+/// Winograd F(2×2, 3×3)'s `G` (filter transform `U = G g Gᵀ`).
+pub const WINOGRAD_G: [[f32; 3]; 4] = [
+    [1.0, 0.0, 0.0],
+    [0.5, 0.5, 0.5],
+    [0.5, -0.5, 0.5],
+    [0.0, 0.0, 1.0],
+];
+/// Winograd F(2×2, 3×3)'s `Aᵀ` (output transform `Y = Aᵀ M A`).
+pub const WINOGRAD_AT: [[f32; 4]; 2] = [[1.0, 1.0, 1.0, 0.0], [0.0, 1.0, -1.0, -1.0]];
+
+impl Window {
+    /// `[TH, TW]`: the 2×2 output tiles of a Winograd F(2×2, 3×3) transform.
+    pub fn tiles(&self) -> [u32; 2] {
+        [self.output[0].div_ceil(2), self.output[1].div_ceil(2)]
+    }
+
+    /// Whether the window is a convolution Winograd F(2×2, 3×3) computes:
+    /// a 3×3 kernel, stride 1, dilation 1.
+    pub fn winograd_fits(&self) -> bool {
+        self.kernel == [3, 3] && self.strides == [1, 1] && self.dilations == [1, 1]
     }
 }
 

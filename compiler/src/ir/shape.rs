@@ -176,6 +176,22 @@ pub fn broadcasts_to(from: &Shape, to: &Shape) -> bool {
     from.rank() <= to.rank() && broadcast(from, to).map(|s| &s == to).unwrap_or(false)
 }
 
+/// Shape of a batched `a @ b` (`Op::BatchMatMul`): both operands lead with
+/// the same fixed group axis `G`; the result is `[G]` and the `matmul` shape
+/// of the operands without it.
+pub fn batch_matmul(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<Shape, String> {
+    let (Some(&ga), Some(&gb)) = (a.0.first(), b.0.first()) else {
+        return Err(format!("batch_matmul needs a group axis, got {a} and {b}"));
+    };
+    if ga != gb || ga.fixed().is_none() {
+        return Err(format!(
+            "batch_matmul groups differ or are not fixed: {a} @ {b}"
+        ));
+    }
+    let inner = matmul(&Shape(a.0[1..].to_vec()), &Shape(b.0[1..].to_vec()), ta, tb)?;
+    Ok(Shape(std::iter::once(ga).chain(inner.0).collect()))
+}
+
 /// Shape of `a @ b` for rank-2 operands with optional transposes.
 pub fn matmul(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<Shape, String> {
     if a.rank() < 2 || b.rank() < 2 {

@@ -10,6 +10,7 @@
 //! remapped; `stop_gradient` is gone afterwards (it only matters to autodiff).
 
 pub mod rules;
+pub mod winograd;
 
 use crate::ir::{Graph, NodeId, Op};
 use crate::model::Model;

@@ -104,15 +104,48 @@ pub enum Kernel {
     Window(WindowKernel),
 }
 
-/// The patches of NHWC images (`Op::Patches`, `grad` false: `dst` gets the
-/// patches of `src`, `pad` outside the images) or their adjoint
-/// (`Op::PatchesGrad`, `grad` true: `dst` is zeroed, then gets every patch
-/// entry of `src` added at the cell it reads). Every view is row-major.
+/// What a window kernel computes (every one a loop over images).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowOp {
+    /// `Op::Patches`: `dst` gets the patches of `src`, `pad` outside the images.
+    Patches,
+    /// `Op::PatchesGrad`: `dst` is zeroed, then gets every patch entry of
+    /// `src` added at the cell it reads.
+    PatchesGrad,
+    /// `Op::WinogradInput`: images to tiles `[16, N, TH, TW, C]`.
+    WinogradInput,
+    /// `Op::WinogradInputGrad`: tiles to images (zeroed, then accumulated).
+    WinogradInputGrad,
+    /// `Op::WinogradOutput`: tile products to images.
+    WinogradOutput,
+    /// `Op::WinogradOutputGrad`: images to tiles.
+    WinogradOutputGrad,
+}
+
+impl WindowOp {
+    /// The op's name in dumps (as in the IR).
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowOp::Patches => "patches",
+            WindowOp::PatchesGrad => "patches_grad",
+            WindowOp::WinogradInput => "winograd_input",
+            WindowOp::WinogradInputGrad => "winograd_input_grad",
+            WindowOp::WinogradOutput => "winograd_output",
+            WindowOp::WinogradOutputGrad => "winograd_output_grad",
+        }
+    }
+}
+
+/// A loop over images moving windows of `src` to `dst` ([`WindowOp`]).
+/// Every view is row-major; a tile tensor `[16, N, TH, TW, channels]` has
+/// the images on its second axis.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WindowKernel {
     pub node: NodeId,
-    pub grad: bool,
+    pub op: WindowOp,
     pub window: Window,
+    /// Channels of a cell: the window's `C`, or `O` for the output transforms.
+    pub channels: u32,
     pub pad: f32,
     /// Number of images, `N`.
     pub images: Lin,

@@ -22,6 +22,7 @@ use super::units::{Class, Unit};
 use super::view::{self, BufId, Lin, View};
 use super::{
     Buffer, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source, WindowKernel,
+    WindowOp,
 };
 use crate::ir::{DType, NodeId, Op, Shape, Window};
 
@@ -169,6 +170,36 @@ impl Planner<'_> {
                     n: nn,
                 }]
             }
+            Op::BatchMatMul { ta, tb } => {
+                // One GEMM per group, over the operands' row-major slices.
+                let group_shape = |s: &Shape| Shape(s.0[1..].to_vec());
+                let (sa, sb, sc) = (
+                    group_shape(self.g.shape(inputs[0])),
+                    group_shape(self.g.shape(inputs[1])),
+                    group_shape(self.g.shape(n)),
+                );
+                let groups = self.g.shape(n).0[0].fixed().expect("fixed groups");
+                let a = self.row_major_view(inputs[0]);
+                let b = self.row_major_view(inputs[1]);
+                let c = self.out_view(n);
+                let (ar, ac) = matrix_dims(&sa);
+                let (br, bc) = matrix_dims(&sb);
+                let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
+                let nn = if tb { br } else { bc };
+                (0..groups)
+                    .map(|g| Kernel::Gemm {
+                        node: n,
+                        a: group_matrix(&a, &sa, g),
+                        b: group_matrix(&b, &sb, g),
+                        c: group_matrix(&c, &sc, g),
+                        ta,
+                        tb,
+                        m,
+                        k,
+                        n: nn,
+                    })
+                    .collect()
+            }
             Op::ArgMax { axis } => {
                 let src = self.load_view(inputs[0]);
                 vec![Kernel::ArgMax {
@@ -268,22 +299,51 @@ impl Planner<'_> {
                 k.row_len = self.g.shape(values).fixed_numel() / ns.fixed_numel().max(1);
                 vec![Kernel::Rows(k)]
             }
-            Op::Patches { window, pad } => vec![self.window_kernel(n, window, false, pad)],
-            Op::PatchesGrad(window) => vec![self.window_kernel(n, window, true, 0)],
+            Op::Patches { window, pad } => {
+                vec![self.window_kernel(n, window, WindowOp::Patches, pad)]
+            }
+            Op::PatchesGrad(window) => vec![self.window_kernel(n, window, WindowOp::PatchesGrad, 0)],
+            Op::WinogradInput(window) => {
+                vec![self.window_kernel(n, window, WindowOp::WinogradInput, 0)]
+            }
+            Op::WinogradInputGrad(window) => {
+                vec![self.window_kernel(n, window, WindowOp::WinogradInputGrad, 0)]
+            }
+            Op::WinogradOutput(window) => {
+                vec![self.window_kernel(n, window, WindowOp::WinogradOutput, 0)]
+            }
+            Op::WinogradOutputGrad(window) => {
+                vec![self.window_kernel(n, window, WindowOp::WinogradOutputGrad, 0)]
+            }
             other => panic!("internal compiler error: no kernel for {other:?}"),
         }
     }
 
-    /// The im2col (`grad` false) or col2im kernel of node `n`.
-    fn window_kernel(&mut self, n: NodeId, window: Window, grad: bool, pad: u32) -> Kernel {
+    /// The window kernel `op` of node `n`.
+    fn window_kernel(&mut self, n: NodeId, window: Window, op: WindowOp, pad: u32) -> Kernel {
         let x = self.g.inputs_of(n)[0];
         let src = self.row_major_view(x);
+        // The images are the first axis of an image tensor, the second of
+        // a tile tensor ([16, N, TH, TW, channels]).
+        let tiles_out = matches!(op, WindowOp::WinogradInput | WindowOp::WinogradOutputGrad);
+        let (images, channels) = {
+            let s = self.g.shape(n);
+            let xs = self.g.shape(x);
+            let images = if tiles_out { s.0[1] } else { s.0[0] };
+            let last = |s: &Shape| s.0[s.rank() - 1].fixed().expect("fixed channels");
+            (images, last(s).max(last(xs)))
+        };
+        let channels = match op {
+            WindowOp::Patches | WindowOp::PatchesGrad => window.channels,
+            _ => channels,
+        };
         Kernel::Window(WindowKernel {
             node: n,
-            grad,
+            op,
+            channels,
             window,
             pad: f32::from_bits(pad),
-            images: Lin::of_dim(self.g.shape(n).0[0]),
+            images: Lin::of_dim(images),
             src,
             dst: self.out_view(n),
         })
@@ -365,6 +425,17 @@ impl Planner<'_> {
         } else {
             flatten_rows(v, &shape)
         }
+    }
+}
+
+/// Group `g` of the row-major view `v` (of `[G] ++ shape`) as the matrix
+/// [leading dims of `shape`, its last dim].
+fn group_matrix(v: &View, shape: &Shape, g: u32) -> View {
+    let cols = Lin::of_dim(shape.0[shape.rank() - 1]);
+    View {
+        buf: v.buf,
+        offset: v.offset.plus(v.strides[0].scale(i64::from(g))),
+        strides: vec![cols, Lin::constant(1)],
     }
 }
 

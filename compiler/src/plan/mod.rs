@@ -92,6 +92,7 @@ use crate::layout::VarPlacement;
 use fusion::Group;
 pub use kernel::{
     Buffer, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source, WindowKernel,
+    WindowOp,
 };
 use units::{Class, Unit};
 pub use view::{BufId, Lin, View};

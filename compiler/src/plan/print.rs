@@ -97,7 +97,7 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 .ok();
             }
             Kernel::Window(w) => {
-                let name = if w.grad { "patches_grad" } else { "patches" };
+                let name = w.op.name();
                 writeln!(
                     out,
                     "    k{i}: {name} {} images={}: {} <- {}",

@@ -24,7 +24,7 @@ const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
 fn cost(g: &Graph, n: NodeId, batch: u64) -> f64 {
     let node = g.node(n);
     match &node.op {
-        Op::MatMul { .. } => {
+        Op::MatMul { .. } | Op::BatchMatMul { .. } => {
             let (a, b) = (g.shape(node.inputs[0]), g.shape(node.inputs[1]));
             let elems = |s: &Shape| s.numel(batch) as f64;
             // 2 m n k flops = 2 * |a| * |b| / k ... computed from the output: m n and k.

@@ -41,7 +41,7 @@ pub(super) enum Class {
     Concat,
     Pad,
     Rows,
-    /// im2col and col2im.
+    /// im2col, col2im and the Winograd transforms.
     Window,
 }
 
@@ -51,7 +51,7 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
     match &node.op {
         Op::Reduce { .. } => Class::Reduce,
         Op::ArgMax { .. } => Class::ArgMax,
-        Op::MatMul { .. } => Class::MatMul,
+        Op::MatMul { .. } | Op::BatchMatMul { .. } => Class::MatMul,
         Op::Concat { .. } => Class::Concat,
         Op::Pad { .. } => Class::Pad,
         Op::Gather
@@ -59,7 +59,12 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
         | Op::FirstOccurrence { .. }
         | Op::SumDuplicates
         | Op::ScatterRows => Class::Rows,
-        Op::Patches { .. } | Op::PatchesGrad(_) => Class::Window,
+        Op::Patches { .. }
+        | Op::PatchesGrad(_)
+        | Op::WinogradInput(_)
+        | Op::WinogradInputGrad(_)
+        | Op::WinogradOutput(_)
+        | Op::WinogradOutputGrad(_) => Class::Window,
         _ if node.shape.is_scalar() => Class::Scalar,
         Op::Input(_) | Op::Var(_) | Op::Tensor(_) => Class::Leaf,
         Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::FirstRow | Op::Training => {

@@ -172,7 +172,7 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
             Kernel::Window(w) => format!(
                 "{} {} {:?}",
-                if w.grad { "patches_grad" } else { "patches" },
+                w.op.name(),
                 w.node,
                 w.window
             ),
