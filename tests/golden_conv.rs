@@ -20,7 +20,13 @@
 
 mod common;
 
-use common::op_cases::{arg_text, cases_of, check_case, check_others, named};
+use common::op_cases::{
+    arg_text, case_spec, cases_of, check_case, check_case_with, check_others, named,
+};
+use specc_compiler::driver::{plan_model_with, Functions, Options};
+use specc_compiler::passes::winograd::Winograd;
+use specc_compiler::plan::{Kernel, WindowOp};
+use specc_grammar::SourceFile;
 
 const REL: f64 = 1e-5;
 const FLOOR: f64 = 1e-5;
@@ -175,4 +181,53 @@ crate::op_case_tests!(super::check_named;
 #[test]
 fn every_other_convolution_case_in_the_file_matches_tensorflow() {
     check_others(cases(), NAMED, check);
+}
+
+/// A golden 3×3 stride-1 case computed by Winograd F(2×2, 3×3)
+/// (`passes::winograd`, forced whatever the channels): the plan of its
+/// gradient function has every transform, and its outputs and gradients
+/// match TF's within the same tolerance.
+fn check_winograd(name: &str) {
+    let all = cases();
+    let case = named(&all, FILE, name);
+    let options = Options {
+        winograd: Winograd::Always,
+        ..Options::default()
+    };
+    let src = SourceFile::new("case.spec", case_spec(case, &bindings(case), None));
+    let planned = plan_model_with(&src, Functions::ALL, &options).expect("plans");
+    for op in [
+        WindowOp::WinogradInput,
+        WindowOp::WinogradInputGrad,
+        WindowOp::WinogradOutput,
+        WindowOp::WinogradOutputGrad,
+    ] {
+        let found = planned
+            .plans
+            .iter()
+            .flat_map(|p| &p.kernels)
+            .any(|k| matches!(k, Kernel::Window(w) if w.op == op));
+        assert!(found, "{name}: no {} kernel", op.name());
+    }
+    check_case_with(case, &bindings(case), REL, FLOOR, &options);
+}
+
+#[test]
+fn winograd_conv2d_same_matches_tensorflow() {
+    check_winograd("conv2d_same");
+}
+
+#[test]
+fn winograd_conv2d_valid_matches_tensorflow() {
+    check_winograd("conv2d_valid");
+}
+
+#[test]
+fn winograd_conv2d_explicit_padding_matches_tensorflow() {
+    check_winograd("conv2d_explicit_padding");
+}
+
+#[test]
+fn winograd_conv2d_one_channel_same_matches_tensorflow() {
+    check_winograd("conv2d_one_channel_same");
 }

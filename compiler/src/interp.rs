@@ -600,7 +600,10 @@ fn patches_grad(p: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
 /// Slice `g` of the leading axis of `t`.
 fn group(t: &Tensor, g: usize) -> Tensor {
     let len = t.data.len() / t.dims[0].max(1);
-    Tensor::new(t.dims[1..].to_vec(), t.data[g * len..(g + 1) * len].to_vec())
+    Tensor::new(
+        t.dims[1..].to_vec(),
+        t.data[g * len..(g + 1) * len].to_vec(),
+    )
 }
 
 /// The reference of `Op::BatchMatMul`: `matmul` per group.
@@ -634,7 +637,8 @@ fn winograd_input(x: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
             for tx in 0..tw {
                 for r in 0..4 {
                     for s in 0..4 {
-                        let (Some(iy), Some(ix)) = (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
+                        let (Some(iy), Some(ix)) =
+                            (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
                         else {
                             continue;
                         };
@@ -667,7 +671,8 @@ fn winograd_input_grad(dv: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
             for tx in 0..tw {
                 for r in 0..4 {
                     for s in 0..4 {
-                        let (Some(iy), Some(ix)) = (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
+                        let (Some(iy), Some(ix)) =
+                            (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
                         else {
                             continue;
                         };
@@ -700,7 +705,8 @@ fn winograd_output(m: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
             for tx in 0..tw {
                 for a in 0..2 {
                     for b in 0..2 {
-                        let (Some(y), Some(x)) = (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
+                        let (Some(y), Some(x)) =
+                            (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
                         else {
                             continue;
                         };
@@ -733,7 +739,8 @@ fn winograd_output_grad(dy: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
             for tx in 0..tw {
                 for a in 0..2 {
                     for b in 0..2 {
-                        let (Some(y), Some(x)) = (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
+                        let (Some(y), Some(x)) =
+                            (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
                         else {
                             continue;
                         };

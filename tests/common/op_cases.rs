@@ -13,7 +13,7 @@
 //! input is made trainable. A case TF refused to differentiate
 //! (`grad_refused`) checks its outputs only.
 
-use specc_compiler::driver::{compile, Functions};
+use specc_compiler::driver::{compile, compile_with, Functions, Options};
 use specc_grammar::diag::render_all;
 use specc_grammar::SourceFile;
 
@@ -85,10 +85,21 @@ pub fn case_spec(case: &serde_json::Value, bindings: &str, trainable: Option<&st
 /// Checks a case's outputs and gradients, computed by `bindings`, within
 /// `rel` relative with a floor of `floor` times each tensor's largest magnitude.
 pub fn check_case(case: &serde_json::Value, bindings: &str, rel: f64, floor: f64) {
+    check_case_with(case, bindings, rel, floor, &Options::default());
+}
+
+/// [`check_case`] compiled with `options`.
+pub fn check_case_with(
+    case: &serde_json::Value,
+    bindings: &str,
+    rel: f64,
+    floor: f64,
+    options: &Options,
+) {
     let name = case["name"].as_str().expect("name");
     let text = case_spec(case, bindings, None);
     let src = SourceFile::new("case.spec", text.clone());
-    let program = compile(&src, Functions::ALL).unwrap_or_else(|d| {
+    let program = compile_with(&src, Functions::ALL, options).unwrap_or_else(|d| {
         panic!(
             "{name}: {:?}\n{text}",
             d.iter().map(|d| d.message.clone()).collect::<Vec<_>>()

@@ -287,7 +287,14 @@ fn input_taps(e: &mut Emitter, w: Window, image: Value, ty: Value, tx: Value, c:
 }
 
 /// The 2×2 output cells of tile `(ty, tx)`, row-major.
-fn output_cells(e: &mut Emitter, w: Window, image: Value, ty: Value, tx: Value, c: i64) -> Vec<Tap> {
+fn output_cells(
+    e: &mut Emitter,
+    w: Window,
+    image: Value,
+    ty: Value,
+    tx: Value,
+    c: i64,
+) -> Vec<Tap> {
     let coords = |e: &mut Emitter, t: Value, axis: usize| -> Vec<(Value, Value)> {
         let at = e.b.ins().imul_imm_s(t, 2);
         (0..2)
@@ -368,10 +375,10 @@ fn sandwich<const R: usize, const S: usize>(
     let cols: Vec<[Value; S]> = (0..R)
         .map(|s| f(e, std::array::from_fn(|r| x[r * R + s])))
         .collect();
+    let rows: [[Value; R]; S] = std::array::from_fn(|i| std::array::from_fn(|s| cols[s][i]));
     let mut out = Vec::with_capacity(S * S);
-    for i in 0..S {
-        let row = f(e, std::array::from_fn(|s| cols[s][i]));
-        out.extend(row);
+    for row in rows {
+        out.extend(f(e, row));
     }
     out
 }
@@ -420,12 +427,7 @@ fn tile_output(e: &mut Emitter, op: WindowOp, c: i64, cells: &[Tap], groups: &[V
             let m: Vec<Value> = groups.iter().map(|&g| ld(e, ty, g, d, off)).collect();
             let y = sandwich::<4, 2>(e, &m, at4);
             for (t, &val) in cells.iter().zip(&y) {
-                if_else(
-                    e,
-                    t.ok,
-                    &mut |e| st(e, val, t.ptr, d, off),
-                    &mut |_| {},
-                );
+                if_else(e, t.ok, &mut |e| st(e, val, t.ptr, d, off), &mut |_| {});
             }
         } else {
             let zero = fill(e, ty, 0.0);

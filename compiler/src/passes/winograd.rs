@@ -33,21 +33,22 @@ use crate::model::Model;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Winograd {
     /// Those the cost model favours (see the module doc).
-    #[default]
     Auto,
     /// Every one that fits (3×3, stride 1, dilation 1), whatever its channels.
     Always,
-    /// None.
+    /// None: the default while the unfused transforms cost more than the
+    /// multiplies they save (W7: ~460-490 steps/s against 650-700 direct).
+    #[default]
     Never,
 }
 
 impl Winograd {
-    /// The mode `SPECC_WINOGRAD` names (`never`, `always`; otherwise `Auto`).
+    /// The mode `SPECC_WINOGRAD` names (`auto`, `always`; otherwise `Never`).
     pub fn from_env() -> Winograd {
         match std::env::var("SPECC_WINOGRAD").as_deref() {
-            Ok("never") => Winograd::Never,
+            Ok("auto") => Winograd::Auto,
             Ok("always") => Winograd::Always,
-            _ => Winograd::Auto,
+            _ => Winograd::Never,
         }
     }
 }
@@ -88,7 +89,13 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
         g.current_span = old.span(id);
         let new = match (&node.op, node.inputs.as_slice()) {
             // Forward: patches(x) @ K.
-            (Op::MatMul { ta: false, tb: false }, &[p, k]) => last(old.shape(k))
+            (
+                Op::MatMul {
+                    ta: false,
+                    tb: false,
+                },
+                &[p, k],
+            ) => last(old.shape(k))
                 .and_then(|o| Some((o, window_of(p, o)?)))
                 .map(|(o, w)| {
                     let x = at(old.inputs_of(p)[0]);
@@ -98,25 +105,33 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
                     g.winograd_output(m, w)
                 }),
             // Filter gradient: patches(x)ᵀ @ dY.
-            (Op::MatMul { ta: true, tb: false }, &[p, dy]) if old.shape(dy).rank() == 4 => {
-                last(old.shape(dy))
-                    .and_then(|o| Some((o, window_of(p, o)?)))
-                    .map(|(o, w)| {
-                        let x = at(old.inputs_of(p)[0]);
-                        let v = g.winograd_input(x, w);
-                        let dm = g.winograd_output_grad(at(dy), w);
-                        let du = g.batch_matmul(v, dm, true, false);
-                        let du = g.reshape(du, &Shape::fixed(&[16, w.channels * o]));
-                        let gg = transform_matrix(&mut g);
-                        let dk = g.matmul(gg, du, true, false);
-                        g.reshape(dk, &node.shape)
-                    })
-            }
+            (
+                Op::MatMul {
+                    ta: true,
+                    tb: false,
+                },
+                &[p, dy],
+            ) if old.shape(dy).rank() == 4 => last(old.shape(dy))
+                .and_then(|o| Some((o, window_of(p, o)?)))
+                .map(|(o, w)| {
+                    let x = at(old.inputs_of(p)[0]);
+                    let v = g.winograd_input(x, w);
+                    let dm = g.winograd_output_grad(at(dy), w);
+                    let du = g.batch_matmul(v, dm, true, false);
+                    let du = g.reshape(du, &Shape::fixed(&[16, w.channels * o]));
+                    let gg = transform_matrix(&mut g);
+                    let dk = g.matmul(gg, du, true, false);
+                    g.reshape(dk, &node.shape)
+                }),
             // Input gradient: patches_grad(dY @ Kᵀ).
             (Op::PatchesGrad(w), &[prod]) => match (old.op(prod), old.inputs_of(prod)) {
-                (Op::MatMul { ta: false, tb: true }, &[dy, k])
-                    if old.shape(dy).rank() == 4 =>
-                {
+                (
+                    Op::MatMul {
+                        ta: false,
+                        tb: true,
+                    },
+                    &[dy, k],
+                ) if old.shape(dy).rank() == 4 => {
                     last(old.shape(k)).filter(|&o| fits(w, o)).map(|o| {
                         let dm = g.winograd_output_grad(at(dy), *w);
                         let u = filter(&mut g, at(k), w.channels, o);
@@ -150,11 +165,11 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
 /// `G[i][u]·G[j][v]`, so `U = (G⊗G) @ K[9, ·]` is `G g Gᵀ` per channel pair.
 fn transform_matrix(g: &mut Graph) -> NodeId {
     let mut values = Vec::with_capacity(16 * 9);
-    for i in 0..4 {
-        for j in 0..4 {
-            for u in 0..3 {
-                for v in 0..3 {
-                    values.push(WINOGRAD_G[i][u] * WINOGRAD_G[j][v]);
+    for gi in &WINOGRAD_G {
+        for gj in &WINOGRAD_G {
+            for &a in gi {
+                for &b in gj {
+                    values.push(a * b);
                 }
             }
         }

@@ -302,7 +302,9 @@ impl Planner<'_> {
             Op::Patches { window, pad } => {
                 vec![self.window_kernel(n, window, WindowOp::Patches, pad)]
             }
-            Op::PatchesGrad(window) => vec![self.window_kernel(n, window, WindowOp::PatchesGrad, 0)],
+            Op::PatchesGrad(window) => {
+                vec![self.window_kernel(n, window, WindowOp::PatchesGrad, 0)]
+            }
             Op::WinogradInput(window) => {
                 vec![self.window_kernel(n, window, WindowOp::WinogradInput, 0)]
             }

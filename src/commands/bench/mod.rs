@@ -170,12 +170,7 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
         let what = match kernel {
             Kernel::Gemm { node, m, k, n, .. } => format!("gemm {node} m={m} k={k} n={n}"),
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
-            Kernel::Window(w) => format!(
-                "{} {} {:?}",
-                w.op.name(),
-                w.node,
-                w.window
-            ),
+            Kernel::Window(w) => format!("{} {} {:?}", w.op.name(), w.node, w.window),
             Kernel::Rows(r) => format!("{:?} {} n={} row_len={}", r.op, r.node, r.n, r.row_len),
             Kernel::Loop(l) => format!(
                 "{} over {} ({} ops, {} stores)",
