@@ -23,9 +23,14 @@ fn emit(spec: &std::path::Path, stage: &str) -> String {
 }
 
 fn emit_with(spec: &std::path::Path, stage: &str, extra: &[&str]) -> String {
+    emit_env(spec, stage, extra, &[])
+}
+
+fn emit_env(spec: &std::path::Path, stage: &str, extra: &[&str], env: &[(&str, &str)]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_specc"))
         .args(["compile", "--emit", stage])
         .args(extra)
+        .envs(env.iter().copied())
         .env("SPECC_THREADS", "2")
         .arg(spec.file_name().unwrap())
         .current_dir(spec.parent().unwrap())
@@ -58,6 +63,16 @@ fn every_stage_of_every_shipped_spec() {
 /// reading them; dense (2 replicas: the sum scaled by 1/2 in the step;
 /// 3 replicas of a batch of 64: each replica weighs by its rows) and sparse
 /// (the gathered ids and rows).
+/// W7's plan with its second convolution as Winograd F(2×2, 3×3)
+/// (`SPECC_WINOGRAD=auto`: the first, one input channel, stays direct): the
+/// transforms, the filter transform's product and the batched GEMMs.
+#[test]
+fn the_winograd_plan() {
+    let spec = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs/digits_cnn.spec");
+    let text = emit_env(&spec, "plan", &[], &[("SPECC_WINOGRAD", "auto")]);
+    insta::assert_snapshot!("digits_cnn.plan.winograd", text);
+}
+
 #[test]
 fn the_replicated_step() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs");

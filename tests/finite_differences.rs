@@ -7,7 +7,9 @@
 
 mod common;
 
-use specc_compiler::driver::{compile, Functions};
+use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::ir::Op;
+use specc_compiler::passes::winograd::Winograd;
 use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 
@@ -428,6 +430,10 @@ fn data(rng: &mut Rng) -> Dataset {
 }
 
 fn check(c: &Case, seed: u64) {
+    check_with(c, seed, &Options::default());
+}
+
+fn check_with(c: &Case, seed: u64, options: &Options) {
     let mut rng = Rng(seed);
     let mut params = String::new();
     for q in &c.params {
@@ -489,7 +495,7 @@ fn check(c: &Case, seed: u64) {
     };
     let text = format!("{text}{loss}\n");
     let src = SourceFile::new(format!("{}.spec", c.name), text.clone());
-    let program = compile(&src, Functions::ALL).unwrap_or_else(|d| {
+    let program = compile_with(&src, Functions::ALL, options).unwrap_or_else(|d| {
         panic!(
             "{}: {:?}\n{text}",
             c.name,
@@ -540,4 +546,80 @@ fn every_differentiable_op_matches_finite_differences() {
     for (k, c) in cases().iter().enumerate() {
         check(c, 0x9E37_79B9_7F4A_7C15 ^ (k as u64 + 1));
     }
+}
+
+/// 3×3 stride-1 convolutions computed by Winograd F(2×2, 3×3) (forced):
+/// the interpreter evaluates the rewritten graph (its Winograd ops by their
+/// matrix definitions), the JIT its kernels; the compiled gradients (the
+/// transforms' adjoints and the batched products) match central
+/// differences. Odd output sizes, SAME, VALID and explicit padding.
+#[test]
+fn winograd_convolutions_match_finite_differences() {
+    let options = Options {
+        winograd: Winograd::Always,
+        ..Options::default()
+    };
+    let cases = [
+        case(
+            "winograd_same_odd",
+            vec![
+                p("a", &[2, 5, 3, 2], -2.0, 2.0),
+                p("k", &[3, 3, 2, 3], -1.0, 1.0),
+            ],
+            "conv2d(a, k, strides = 1, padding = \"SAME\")",
+        ),
+        case(
+            "winograd_valid",
+            vec![
+                p("a", &[1, 6, 5, 3], -2.0, 2.0),
+                p("k", &[3, 3, 3, 2], -1.0, 1.0),
+            ],
+            "conv2d(a, k, strides = 1, padding = \"VALID\")",
+        ),
+        case(
+            "winograd_explicit",
+            vec![
+                p("a", &[1, 4, 5, 2], -2.0, 2.0),
+                p("k", &[3, 3, 2, 2], -1.0, 1.0),
+            ],
+            "conv2d(a, k, strides = 1, padding = [[0, 0], [2, 1], [0, 1], [0, 0]])",
+        ),
+    ];
+    for (k, c) in cases.iter().enumerate() {
+        check_with(c, 0x5EED_0000 + k as u64, &options);
+    }
+}
+
+/// The rewrite does happen under `Winograd::Always` (so the test above
+/// checks the Winograd path), and not under `Never`.
+#[test]
+fn winograd_rewrite_replaces_the_direct_products() {
+    let text = "model w\ndata synthetic(rows = 8, features = 3)\nfeatures { x = numeric(x0..x2) }\nlabel label: int\nparams {\n  a: [1, 4, 4, 2] = glorot_uniform(seed = 1)\n  k: [3, 3, 2, 2] = glorot_uniform(seed = 2)\n}\ny = conv2d(a, k, strides = 1, padding = \"SAME\")\nloss = reduce_sum(y * y)\noptimizer gradient_descent(learning_rate = 0.1)\ntrain { batch = 5, steps = 1 }\n";
+    let src = SourceFile::new("w.spec", text.to_string());
+    let count = |mode: Winograd| {
+        let options = Options {
+            winograd: mode,
+            ..Options::default()
+        };
+        let program = compile_with(&src, Functions::ALL, &options).expect("compiles");
+        let g = &program.model.graph;
+        let roots: Vec<_> = program.model.functions.grad.as_ref().expect("grad").roots();
+        let live = g.reachable(&roots);
+        g.nodes()
+            .filter(|(id, n)| {
+                live[id.index()]
+                    && matches!(
+                        n.op,
+                        Op::WinogradInput(_)
+                            | Op::WinogradInputGrad(_)
+                            | Op::WinogradOutput(_)
+                            | Op::WinogradOutputGrad(_)
+                            | Op::BatchMatMul { .. }
+                    )
+            })
+            .count()
+    };
+    // input, output, output_grad, input_grad and three batched products.
+    assert_eq!(count(Winograd::Always), 7);
+    assert_eq!(count(Winograd::Never), 0);
 }

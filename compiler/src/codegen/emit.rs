@@ -25,7 +25,7 @@ use specc_runtime::abi;
 
 use super::ops;
 use crate::ir::{DType, Graph, NodeId, Op};
-use crate::plan::{BufId, Kernel, Lin, Loc, Mode, Plan, View};
+use crate::plan::{BufId, Groups, Kernel, Lin, Loc, Mode, Plan, View};
 
 pub const PTR: Type = types::I64;
 
@@ -409,8 +409,21 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     m,
                     k,
                     n,
+                    groups: None,
                     ..
                 } => self.emit_gemm(a, b, c, *ta, *tb, *m, *k, *n, mode),
+                Kernel::Gemm {
+                    a,
+                    b,
+                    c,
+                    ta,
+                    tb,
+                    m,
+                    k,
+                    n,
+                    groups: Some(groups),
+                    ..
+                } => self.emit_batch_gemm(a, b, c, *ta, *tb, [*m, *k, *n], groups, mode),
                 Kernel::ArgMax {
                     src,
                     shape,
@@ -567,6 +580,72 @@ impl<'a, 'f> Emitter<'a, 'f> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// A batched GEMM: `groups.count` whole products, the threads taking
+    /// contiguous ranges of groups (so no product is split and the bits do
+    /// not depend on the thread count).
+    #[allow(clippy::too_many_arguments)]
+    fn emit_batch_gemm(
+        &mut self,
+        a: &View,
+        bv: &View,
+        c: &View,
+        ta: bool,
+        tb: bool,
+        [m, k, n]: [Lin; 3],
+        groups: &Groups,
+        mode: Mode,
+    ) {
+        let (mv, kv, nv) = (self.lin(m), self.lin(k), self.lin(n));
+        let pa = self.view_ptr(a);
+        let pb = self.view_ptr(bv);
+        let pc = self.view_ptr(c);
+        let strides = |e: &mut Self, v: &View, t: bool| {
+            let (s0, s1) = (e.lin(v.strides[0]), e.lin(v.strides[1]));
+            if t {
+                (s1, s0)
+            } else {
+                (s0, s1)
+            }
+        };
+        let (rsa, csa) = strides(self, a, ta);
+        let (rsb, csb) = strides(self, bv, tb);
+        let (rsc, csc) = strides(self, c, false);
+        let step_a = self.lin(groups.a);
+        let step_b = self.lin(groups.b);
+        let step_c = self.lin(groups.c);
+        let count = self.b.ins().iconst(types::I64, i64::from(groups.count));
+        let (lo, hi) = if self.threads > 1 && mode == Mode::Split {
+            self.thread_range(count, 1)
+        } else {
+            let zero = self.b.ins().iconst(types::I64, 0);
+            (zero, count)
+        };
+        let gemm = self.gemm;
+        let body = |e: &mut Self| {
+            super::loops::counted_loop(e, lo, hi, 1, &mut |e, g| {
+                let mut at = |base: Value, step: Value| {
+                    let off = e.b.ins().imul(g, step);
+                    let off = e.b.ins().imul_imm_s(off, 4);
+                    e.b.ins().iadd(base, off)
+                };
+                let ga = at(pa, step_a);
+                let gb = at(pb, step_b);
+                let gc = at(pc, step_c);
+                let one = e.b.ins().f32const(1.0);
+                let zero = e.b.ins().f32const(0.0);
+                let args = [
+                    mv, kv, nv, one, ga, rsa, csa, gb, rsb, csb, zero, gc, rsc, csc,
+                ];
+                e.b.ins().call(gemm, &args);
+            });
+        };
+        if self.threads > 1 && mode == Mode::Split {
+            body(self);
+        } else {
+            self.only_thread0(body);
+        }
+    }
+
     fn emit_gemm(
         &mut self,
         a: &View,

@@ -89,6 +89,9 @@ pub enum Kernel {
         m: Lin,
         k: Lin,
         n: Lin,
+        /// A batched product (`Op::BatchMatMul`): this many GEMMs, the views
+        /// advancing by the given element strides from one to the next.
+        groups: Option<Groups>,
     },
     /// Index of the first maximum along `axis` of `src` (viewed over `shape`).
     ArgMax {
@@ -102,6 +105,18 @@ pub enum Kernel {
     Rows(RowKernel),
     /// im2col or col2im (see [`WindowKernel`]).
     Window(WindowKernel),
+}
+
+/// The groups of a batched GEMM: `count` products, group `g` reading `a`,
+/// `b` and writing `c` at `g` times the strides past the kernel's views.
+/// Threads split the groups (each product whole), so results do not depend
+/// on the thread count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Groups {
+    pub count: u32,
+    pub a: Lin,
+    pub b: Lin,
+    pub c: Lin,
 }
 
 /// What a window kernel computes (every one a loop over images).

@@ -21,8 +21,8 @@ use std::collections::{BTreeSet, HashSet};
 use super::units::{Class, Unit};
 use super::view::{self, BufId, Lin, View};
 use super::{
-    Buffer, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source, WindowKernel,
-    WindowOp,
+    Buffer, Groups, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source,
+    WindowKernel, WindowOp,
 };
 use crate::ir::{DType, NodeId, Op, Shape, Window};
 
@@ -168,10 +168,12 @@ impl Planner<'_> {
                     m,
                     k,
                     n: nn,
+                    groups: None,
                 }]
             }
             Op::BatchMatMul { ta, tb } => {
-                // One GEMM per group, over the operands' row-major slices.
+                // One GEMM per group, over the operands' row-major slices:
+                // one kernel whose groups the threads share.
                 let group_shape = |s: &Shape| Shape(s.0[1..].to_vec());
                 let (sa, sb, sc) = (
                     group_shape(self.g.shape(inputs[0])),
@@ -186,19 +188,24 @@ impl Planner<'_> {
                 let (br, bc) = matrix_dims(&sb);
                 let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
                 let nn = if tb { br } else { bc };
-                (0..groups)
-                    .map(|g| Kernel::Gemm {
-                        node: n,
-                        a: group_matrix(&a, &sa, g),
-                        b: group_matrix(&b, &sb, g),
-                        c: group_matrix(&c, &sc, g),
-                        ta,
-                        tb,
-                        m,
-                        k,
-                        n: nn,
-                    })
-                    .collect()
+                let stride = |v: &View| v.strides[0];
+                vec![Kernel::Gemm {
+                    node: n,
+                    a: group_matrix(&a, &sa, 0),
+                    b: group_matrix(&b, &sb, 0),
+                    c: group_matrix(&c, &sc, 0),
+                    ta,
+                    tb,
+                    m,
+                    k,
+                    n: nn,
+                    groups: Some(Groups {
+                        count: groups,
+                        a: stride(&a),
+                        b: stride(&b),
+                        c: stride(&c),
+                    }),
+                }]
             }
             Op::ArgMax { axis } => {
                 let src = self.load_view(inputs[0]);

@@ -91,8 +91,8 @@ use crate::ir::{DType, Function, Graph, NodeId};
 use crate::layout::VarPlacement;
 use fusion::Group;
 pub use kernel::{
-    Buffer, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source, WindowKernel,
-    WindowOp,
+    Buffer, Groups, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source,
+    WindowKernel, WindowOp,
 };
 use units::{Class, Unit};
 pub use view::{BufId, Lin, View};

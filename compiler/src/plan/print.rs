@@ -74,10 +74,14 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 m,
                 k,
                 n,
+                groups,
             } => {
+                let batch = groups.map_or(String::new(), |g| {
+                    format!(" groups={} strides=[{}, {}, {}]", g.count, g.a, g.b, g.c)
+                });
                 writeln!(
                     out,
-                    "    k{i}: gemm {node} m={m} k={k} n={n}{}{}: {c} = {a} @ {b}",
+                    "    k{i}: gemm {node} m={m} k={k} n={n}{}{}{batch}: {c} = {a} @ {b}",
                     if *ta { " ta" } else { "" },
                     if *tb { " tb" } else { "" }
                 )
