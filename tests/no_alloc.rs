@@ -12,6 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::passes::winograd::Winograd;
 use specc_grammar::SourceFile;
 use specc_runtime::data;
 use specc_runtime::source::ShuffledBatches;
@@ -82,12 +83,17 @@ fn steps_allocate(spec: &str, threads: usize, measured: u64) -> (usize, u32) {
 
 /// [`steps_allocate`] of a spec's text (data paths relative to `specs/`).
 fn steps_allocate_text(spec: &str, text: String, threads: usize, measured: u64) -> (usize, u32) {
-    let root = env!("CARGO_MANIFEST_DIR");
     let options = Options {
         threads,
         ..Options::default()
     };
-    let program = compile_with(&SourceFile::new(spec, text), Functions::TRAIN, &options).unwrap();
+    steps_allocate_with(spec, text, &options, measured)
+}
+
+/// [`steps_allocate_text`] compiled with `options`.
+fn steps_allocate_with(spec: &str, text: String, options: &Options, measured: u64) -> (usize, u32) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let program = compile_with(&SourceFile::new(spec, text), Functions::TRAIN, options).unwrap();
     let model = &program.model;
     let spec_dir = format!("{root}/specs");
     let ds = data::load(&model.data_source(spec_dir.as_ref()), &model.input_specs()).unwrap();
@@ -128,6 +134,21 @@ fn training_steps_allocate_nothing() {
         steps_allocate("digits_cnn.spec", 1, 50),
         (0, 1),
         "convolutions and pooling"
+    );
+    // W7 with its second convolution as Winograd F(2×2, 3×3), on both
+    // threads: the tile tensors live in the scratch arena. (In this test:
+    // the allocation counter is global, so no other test may run meanwhile.)
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/specs/digits_cnn.spec")).unwrap();
+    let options = Options {
+        threads: 2,
+        winograd: Winograd::Auto,
+        ..Options::default()
+    };
+    assert_eq!(
+        steps_allocate_with("digits_cnn.spec", text, &options, 50),
+        (0, 2),
+        "Winograd convolutions"
     );
     assert_eq!(
         steps_allocate("digits_embedding.spec", 1, 200),

@@ -6,7 +6,8 @@
 //! each trained past the end of an epoch (a new shuffle of the rows).
 
 use specc_compiler::driver::{compile_with, Functions, Options};
-use specc_compiler::plan::Kernel;
+use specc_compiler::passes::winograd::Winograd;
+use specc_compiler::plan::{Kernel, WindowOp};
 use specc_grammar::SourceFile;
 use specc_runtime::data;
 use specc_runtime::source::ShuffledBatches;
@@ -38,18 +39,35 @@ type Vars = Vec<(String, Vec<f32>)>;
 /// Trains `steps` steps on `threads` threads: the plan's threads, whether the
 /// step has row kernels, the variables and the losses.
 fn train(text: &str, threads: usize, steps: usize) -> (u32, bool, Vars, Vec<f32>) {
+    train_with(text, threads, steps, Winograd::Never)
+}
+
+/// [`train`] with the convolutions `winograd` chooses as Winograd F(2×2, 3×3)
+/// (then the step must have its transforms).
+fn train_with(
+    text: &str,
+    threads: usize,
+    steps: usize,
+    winograd: Winograd,
+) -> (u32, bool, Vars, Vec<f32>) {
     let src = SourceFile::new("spec.spec", text.to_string());
     let program = compile_with(
         &src,
         Functions::TRAIN,
         &Options {
             threads,
+            winograd,
             ..Options::default()
         },
     )
     .unwrap();
     let step = &program.plans[0];
     let has_rows = step.kernels.iter().any(|k| matches!(k, Kernel::Rows(_)));
+    let has_winograd = step
+        .kernels
+        .iter()
+        .any(|k| matches!(k, Kernel::Window(w) if w.op == WindowOp::WinogradInputGrad));
+    assert_eq!(has_winograd, winograd != Winograd::Never);
     let model = &program.model;
     let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
     let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
@@ -78,8 +96,12 @@ fn train(text: &str, threads: usize, steps: usize) -> (u32, bool, Vars, Vec<f32>
 }
 
 fn same_bits_on_one_and_two_threads(what: &str, text: &str, steps: usize) -> bool {
-    let (t1, rows1, vars1, loss1) = train(text, 1, steps);
-    let (t2, rows2, vars2, loss2) = train(text, 2, steps);
+    same_bits_with(what, text, steps, Winograd::Never)
+}
+
+fn same_bits_with(what: &str, text: &str, steps: usize, winograd: Winograd) -> bool {
+    let (t1, rows1, vars1, loss1) = train_with(text, 1, steps, winograd);
+    let (t2, rows2, vars2, loss2) = train_with(text, 2, steps, winograd);
     assert_eq!(t1, 1);
     assert_eq!(t2, 2, "{what}: the step should be planned for two threads");
     assert_eq!(rows1, rows2);
@@ -142,6 +164,15 @@ fn two_threads_compute_the_same_bits_as_one_with_convolutions() {
     let text = digits_cnn();
     assert!(text.contains("small ="));
     let rows = same_bits_on_one_and_two_threads("digits_cnn", &text, 6);
+    assert!(!rows, "digits_cnn has no row kernels");
+}
+
+/// The same with every 3×3 stride-1 convolution as Winograd F(2×2, 3×3):
+/// the transforms split by images, the batched GEMMs by groups.
+#[test]
+fn two_threads_compute_the_same_bits_as_one_with_winograd_convolutions() {
+    let text = digits_cnn();
+    let rows = same_bits_with("digits_cnn winograd", &text, 6, Winograd::Always);
     assert!(!rows, "digits_cnn has no row kernels");
 }
 
