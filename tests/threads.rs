@@ -38,12 +38,8 @@ type Vars = Vec<(String, Vec<f32>)>;
 
 /// Trains `steps` steps on `threads` threads: the plan's threads, whether the
 /// step has row kernels, the variables and the losses.
-fn train(text: &str, threads: usize, steps: usize) -> (u32, bool, Vars, Vec<f32>) {
-    train_with(text, threads, steps, Winograd::Never)
-}
-
-/// [`train`] with the convolutions `winograd` chooses as Winograd F(2×2, 3×3)
-/// (then the step must have its transforms).
+/// The convolutions `winograd` chooses run as Winograd F(2×2, 3×3) (then the
+/// step must have its transforms).
 fn train_with(
     text: &str,
     threads: usize,

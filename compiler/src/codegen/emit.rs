@@ -579,7 +579,6 @@ impl<'a, 'f> Emitter<'a, 'f> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     /// A batched GEMM: `groups.count` whole products, the threads taking
     /// contiguous ranges of groups (so no product is split and the bits do
     /// not depend on the thread count).
@@ -646,6 +645,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn emit_gemm(
         &mut self,
         a: &View,
