@@ -168,7 +168,17 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
     for (k, kernel) in plan.kernels.iter().enumerate() {
         let (_, secs) = totals.get(k).copied().unwrap_or((0, 0.0));
         let what = match kernel {
-            Kernel::Gemm { node, m, k, n, .. } => format!("gemm {node} m={m} k={k} n={n}"),
+            Kernel::Gemm {
+                node,
+                m,
+                k,
+                n,
+                groups,
+                ..
+            } => {
+                let batch = groups.map_or(String::new(), |g| format!(" groups={}", g.count));
+                format!("gemm {node} m={m} k={k} n={n}{batch}")
+            }
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
             Kernel::Window(w) => format!("{} {} {:?}", w.op.name(), w.node, w.window),
             Kernel::Rows(r) => format!("{:?} {} n={} row_len={}", r.op, r.node, r.n, r.row_len),
