@@ -182,6 +182,8 @@ pub struct Plan {
     pub modes: Vec<Mode>,
     /// Threads that run every call together (1 or 2).
     pub threads: u32,
+    /// Where the threads wait for each other (none with one thread).
+    pub syncs: super::Syncs,
     pub scratch_bytes: u64,
     pub outputs: Vec<OutputLayout>,
     /// Scalar outputs, stored at the end: (output index, node).

@@ -51,6 +51,9 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
     }
     out.push_str("  kernels:\n");
     for (i, k) in p.kernels.iter().enumerate() {
+        if p.syncs.before.get(i).copied().unwrap_or(false) {
+            out.push_str("    barrier\n");
+        }
         if p.threads > 1 {
             writeln!(
                 out,
@@ -165,6 +168,9 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 }
             }
         }
+    }
+    if p.syncs.before_scalars {
+        out.push_str("  barrier\n");
     }
     for (k, n) in &p.scalar_outputs {
         writeln!(out, "  out {} = {n}", p.outputs[*k as usize].name).ok();
