@@ -252,16 +252,13 @@ pub fn transpose_conv_hybrid(
                 for k in 0..i {
                     let xq = xv[((bn * h + iy) * w + ix) * i + k];
                     for ky in 0..kh {
-                        let Some(oy) = (iy * g.strides[0] + ky)
-                            .checked_sub(ph)
-                            .filter(|&v| v < oh)
+                        let Some(oy) = (iy * g.strides[0] + ky).checked_sub(ph).filter(|&v| v < oh)
                         else {
                             continue;
                         };
                         for kx in 0..kw {
-                            let Some(ox) = (ix * g.strides[1] + kx)
-                                .checked_sub(pw)
-                                .filter(|&v| v < ow)
+                            let Some(ox) =
+                                (ix * g.strides[1] + kx).checked_sub(pw).filter(|&v| v < ow)
                             else {
                                 continue;
                             };

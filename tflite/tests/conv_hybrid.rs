@@ -53,7 +53,7 @@ fn conv_scales_each_sum_by_its_channel_then_by_the_image() {
     assert_eq!(sums(), [637, 96]);
     let x = a(&[1, 2, 2, 1], &IMAGE);
     let f = a(&[2, 2, 2, 1], &[1i8, 2, 3, 4, -1, 0, 0, 1]);
-    let b = a(&[2], &[0.25f32, -0.5]);
+    let b = a(&[2], &[0.001f32, -0.0005]);
     let y = conv2d_hybrid(&x, &f, &SCALES, Some(&b), VALID).unwrap();
     assert_eq!(y.shape(), [1, 1, 1, 2]);
     let sf = image_scale();
@@ -91,7 +91,10 @@ fn conv_same_padding_adds_nothing_for_taps_outside_the_image() {
         ..VALID
     };
     let err = conv2d_hybrid(&x, &f, &[0.5], None, g).unwrap_err();
-    assert!(err.contains("1 filter scales for 2 output channels"), "{err}");
+    assert!(
+        err.contains("1 filter scales for 2 output channels"),
+        "{err}"
+    );
     let s = [0.5f32, 0.25];
     let y = conv2d_hybrid(&x, &f, &s, None, g).unwrap();
     let sf = image_scale();
@@ -113,7 +116,7 @@ fn depthwise_scales_each_sum_by_the_product_of_the_scales() {
     // with the filter [1, KH, KW, 2] (taps row-major, channels inner).
     let x = a(&[1, 2, 2, 1], &IMAGE);
     let f = a(&[1, 2, 2, 2], &[1i8, -1, 2, 0, 3, 0, 4, 1]);
-    let b = a(&[2], &[0.25f32, -0.5]);
+    let b = a(&[2], &[0.001f32, -0.0005]);
     let y = depthwise_conv2d_hybrid(&x, &f, &SCALES, Some(&b), 2, VALID).unwrap();
     assert_eq!(y.shape(), [1, 1, 1, 2]);
     let sf = image_scale();
@@ -245,5 +248,8 @@ fn interpreter_runs_a_hybrid_conv_with_its_fused_activation() {
     let first = sums()[0] as f32 * SCALES[0] * sf + 0.25;
     let doubled = sums()[0] as f32 * SCALES[0] * (2.0 * sf) + 0.25;
     // Channel 1's bias -10 makes it negative: RELU clamps it to 0.
-    assert_eq!(y.iter().copied().collect::<Vec<_>>(), [first, 0.0, doubled, 0.0]);
+    assert_eq!(
+        y.iter().copied().collect::<Vec<_>>(),
+        [first, 0.0, doubled, 0.0]
+    );
 }
