@@ -102,6 +102,52 @@ impl ImageFormat {
         }
     }
 
+    /// The streamed form of an in-memory image source: its records, the
+    /// same pipeline, seed, threads and bad-image policy, read from
+    /// `paths`, with the random transforms (`training`) or their
+    /// evaluation form. The other stream options are the defaults.
+    pub fn stream_of(spec: &crate::data::ImagesSpec, training: bool) -> super::StreamSpec {
+        let (records, paths) = match &spec.source {
+            ImageSource::Directory { dir } => (ImageRecords::Directory, vec![dir.clone()]),
+            ImageSource::Csv {
+                path,
+                path_column,
+                label_column,
+            } => (
+                ImageRecords::Csv {
+                    path_column: path_column.clone(),
+                    label_column: label_column.clone(),
+                },
+                vec![path.clone()],
+            ),
+            ImageSource::TfRecord {
+                paths,
+                compression,
+                image_key,
+                label_key,
+            } => (
+                ImageRecords::TfRecord {
+                    compression: *compression,
+                    image_key: image_key.clone(),
+                    label_key: label_key.clone(),
+                },
+                paths.clone(),
+            ),
+        };
+        let mut s = super::StreamSpec::new(
+            super::Format::Images(Box::new(ImageFormat {
+                records,
+                pipeline: spec.pipeline.clone(),
+                seed: spec.seed,
+                training,
+            })),
+            paths,
+        );
+        s.threads = spec.threads;
+        s.on_bad_record = spec.on_bad_record;
+        s
+    }
+
     /// Each input's element type and width: the image input
     /// (`[H·W·C]` float32) and the label (int32 class ids, or float32).
     /// Refuses inputs an image source cannot give.
