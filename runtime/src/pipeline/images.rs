@@ -19,7 +19,11 @@
 //!   does not shift the others' draws). Both are stamped on the chunk by the
 //!   reader, so the bits do not depend on which worker runs it. Without bad
 //!   images and with one file (a directory, one CSV or TFRecord) read in
-//!   order, index `i` is the in-memory data set's row `i`.
+//!   order, index `i` is the in-memory data set's row `i`. A replica's
+//!   record shard (`Shard`, files read one at a time) keys a record by its
+//!   place in the unsharded stream (its file's first record's place plus
+//!   its record number, `Chunk::index_base`), so replicas draw what one
+//!   process draws for each image.
 //! - Only the listing of a directory (paths and labels, never pixels) is
 //!   held; pixels exist only in the chunks in flight and the shuffle buffer.
 //! - A bad image (unreadable, undecodable, a transform that cannot take it,
