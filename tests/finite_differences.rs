@@ -298,6 +298,13 @@ fn cases() -> Vec<Case> {
             vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
             "max_pool2d(a, ksize = 3, strides = 2, padding = \"SAME\")",
         ),
+        // TF's explicit padding: -inf cells that never win, the top and the
+        // right padded, windows that overlap.
+        case(
+            "max_pool2d_explicit_padding",
+            vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
+            "max_pool2d(a, ksize = [3, 2], strides = [2, 1], padding = [[0, 0], [2, 0], [0, 1], [0, 0]])",
+        ),
         case(
             "avg_pool2d",
             vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],

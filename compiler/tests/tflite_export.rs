@@ -517,6 +517,21 @@ fn max_pool_with_overlapping_windows_and_the_tiling_view() {
             fused_activation_function: Act::None,
         }
     );
+    // An explicit padding equal to SAME's (7 rows, windows of 3 by 2: one
+    // cell on each side; 6 columns: none before, one after) is SAME.
+    let c = image_case(
+        [7, 6, 3],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = [[0, 0], [1, 1], [0, 1], [0, 0]])",
+        &[],
+    );
+    let m = check(&c, &["y"], None);
+    assert!(matches!(
+        options_of(&m, B::MaxPool2d),
+        O::Pool2D {
+            padding: P::Same,
+            ..
+        }
+    ));
     // 2×2 windows tiling a 6×4 image: sema's reshape/transpose view.
     let c = image_case(
         [6, 4, 2],
@@ -599,6 +614,25 @@ fn what_tflite_cannot_express_is_refused_at_its_call() {
     assert_eq!(
         &c.text[e.span.start as usize..e.span.end as usize],
         "atrous_conv2d_transpose(img, T, [5, 4, 4, 2], rate = 2, padding = \"SAME\")"
+    );
+    // A max pool's explicit padding that is neither SAME nor VALID: TF's
+    // converter refuses it too, and PAD's zeros could win a max.
+    let c = image_case(
+        [5, 5, 2],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = [[0, 0], [2, 0], [1, 1], [0, 0]])",
+        &[],
+    );
+    let e = refused(&c);
+    assert_eq!(e.code, "tflite-unsupported");
+    assert!(
+        e.message
+            .contains("MAX_POOL_2D takes SAME or VALID padding"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        &c.text[e.span.start as usize..e.span.end as usize],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = [[0, 0], [2, 0], [1, 1], [0, 0]])"
     );
     // A convolution by a kernel computed from the input.
     let c = image_case(
