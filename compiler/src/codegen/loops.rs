@@ -6,7 +6,13 @@
 //! runs 4 lanes at a time (`f32x4`) with a scalar tail when every access is
 //! contiguous or broadcast along it; otherwise it runs scalar. Reductions
 //! accumulate in registers when the innermost dimension is reduced, in
-//! memory (one vector load/add/store) when it is kept.
+//! memory (one vector load/add/store) when it is kept — except when the
+//! reduced level is the one just outside the kept innermost level and no
+//! other level is reduced (bias gradients, `reduce axes=[0] over [B, N]`):
+//! then blocks of columns run outside and the rows inside, with the partial
+//! results in registers ([`interchanged`]; same order per output). A short
+//! constant innermost level ends in a partial vector when 2 or 3 elements
+//! remain and that keeps the per-element operations and their order.
 //!
 //! With two threads a kernel is either split — each thread runs the part of
 //! the first kept (non-reduced) loop level that [`Emitter::thread_range`]
