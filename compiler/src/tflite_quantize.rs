@@ -224,7 +224,7 @@ fn hybrid(op: &Operator, b: B) -> Option<(usize, usize, i32)> {
 /// DEPTHWISE_CONV_2D and TRANSPOSE_CONV whose weights are a float constant
 /// of at least [`MIN_ELEMENTS_FOR_WEIGHTS`] values read by no other
 /// operator gets int8 weights, symmetric per output channel (see
-/// [`hybrid`]), and TFLite's hybrid kernel: its version, and for
+/// `hybrid`), and TFLite's hybrid kernel: its version, and for
 /// FULLY_CONNECTED `asymmetric_quantize_inputs` (the convolutions' hybrid
 /// kernels always quantize their inputs asymmetrically, per image, when the
 /// channels' scales differ). Biases and activations stay float. Returns the

@@ -10,7 +10,7 @@
 //! reduced level is the one just outside the kept innermost level and no
 //! other level is reduced (bias gradients, `reduce axes=[0] over [B, N]`):
 //! then blocks of columns run outside and the rows inside, with the partial
-//! results in registers ([`interchanged`]; same order per output). A short
+//! results in registers (`interchanged`; same order per output). A short
 //! constant innermost level ends in a partial vector when 2 or 3 elements
 //! remain and that keeps the per-element operations and their order.
 //!
