@@ -9,6 +9,7 @@ use specc_compiler::config::{ConfigError, Flags, Resolved};
 use specc_compiler::model::Model;
 use specc_grammar::{Diagnostic, SourceFile};
 use specc_runtime::data::{self, Dataset, Source};
+use specc_runtime::pipeline::{Format, ImageFormat, ImageRecords};
 use specc_runtime::train::TrainError;
 
 use crate::Failure;
@@ -82,13 +83,150 @@ pub fn report(diags: &[Diagnostic], src: &SourceFile) -> Failure {
 }
 
 /// Where a model's data comes from: `--data`, else the spec's source (relative to the spec).
-pub fn data_source(model: &Model, spec: &Path, data_override: Option<&Path>) -> Source {
-    if let Some(p) = data_override {
-        return Source::Csv {
+/// For an image source `--data` replaces the source's directory, CSV or
+/// TFRecord path or pattern and keeps its options ([`image_source_at`]);
+/// for any other source it is a CSV file.
+pub fn data_source(
+    model: &Model,
+    spec: &Path,
+    data_override: Option<&Path>,
+) -> Result<Source, Failure> {
+    let source = model.data_source(spec.parent().unwrap_or(Path::new(".")));
+    let Some(p) = data_override else {
+        return Ok(source);
+    };
+    Ok(
+        image_source_at(source, p, "--data")?.unwrap_or_else(|| Source::Csv {
             path: p.to_path_buf(),
-        };
+        }),
+    )
+}
+
+/// What evaluations read: `--eval-data`, else the spec's `eval_data`. For
+/// an image model `--eval-data` replaces the path of the spec's image
+/// `eval_data`, else of its data source in the evaluation form (streamed,
+/// without the random transforms, as an image `eval_data` always is); for
+/// any other model it is a CSV file.
+pub fn eval_data_source(
+    model: &Model,
+    spec: &Path,
+    eval_override: Option<&Path>,
+) -> Result<Option<Source>, Failure> {
+    let dir = spec.parent().unwrap_or(Path::new("."));
+    let Some(p) = eval_override else {
+        return Ok(model.eval_data_source(dir));
+    };
+    let base = model
+        .eval_data_source(dir)
+        .or_else(|| match model.data_source(dir) {
+            Source::Images(s) => Some(Source::Stream(ImageFormat::stream_of(&s, false))),
+            Source::Stream(mut st) => match &mut st.format {
+                Format::Images(f) => {
+                    f.training = false;
+                    st.num_epochs = None;
+                    Some(Source::Stream(st))
+                }
+                _ => None,
+            },
+            _ => None,
+        });
+    let image = match base {
+        Some(b) => image_source_at(b, p, "--eval-data")?,
+        None => None,
+    };
+    Ok(Some(image.unwrap_or_else(|| Source::Csv {
+        path: p.to_path_buf(),
+    })))
+}
+
+/// The kinds of image records, as the spec names their source.
+#[derive(Clone, Copy)]
+enum ImageKind {
+    Directory,
+    Csv,
+    TfRecord,
+}
+
+/// An image `source` reading `path` instead of the spec's directory, CSV or
+/// TFRecord files, every other option kept; `None` when `source` is not
+/// an image source. A glob pattern for an in-memory `image_csv` or
+/// `image_tfrecord` streams it, as the same pattern in the spec would. A
+/// path that does not fit the source's kind (a file for a directory
+/// source, a directory for a CSV or TFRecord source, a path that does not
+/// exist) is an error naming `flag`.
+pub fn image_source_at(source: Source, path: &Path, flag: &str) -> Result<Option<Source>, Failure> {
+    use specc_runtime::data::images::ImageSource;
+    match source {
+        Source::Images(mut s) => {
+            let kind = match &s.source {
+                ImageSource::Directory { .. } => ImageKind::Directory,
+                ImageSource::Csv { .. } => ImageKind::Csv,
+                ImageSource::TfRecord { .. } => ImageKind::TfRecord,
+            };
+            if fits_image_kind(kind, path, flag)? {
+                let mut st = ImageFormat::stream_of(&s, s.training);
+                st.paths = vec![path.to_path_buf()];
+                return Ok(Some(Source::Stream(st)));
+            }
+            match &mut s.source {
+                ImageSource::Directory { dir } => *dir = path.to_path_buf(),
+                ImageSource::Csv { path: p, .. } => *p = path.to_path_buf(),
+                ImageSource::TfRecord { paths, .. } => *paths = vec![path.to_path_buf()],
+            }
+            Ok(Some(Source::Images(s)))
+        }
+        Source::Stream(mut st) => {
+            let Format::Images(f) = &st.format else {
+                return Ok(None);
+            };
+            let kind = match f.records {
+                ImageRecords::Directory => ImageKind::Directory,
+                ImageRecords::Csv { .. } => ImageKind::Csv,
+                ImageRecords::TfRecord { .. } => ImageKind::TfRecord,
+            };
+            fits_image_kind(kind, path, flag)?;
+            st.paths = vec![path.to_path_buf()];
+            Ok(Some(Source::Stream(st)))
+        }
+        _ => Ok(None),
     }
-    model.data_source(spec.parent().unwrap_or(Path::new(".")))
+}
+
+/// Whether `path` fits an image source of `kind` (an error if not), and
+/// whether it is a glob pattern.
+fn fits_image_kind(kind: ImageKind, path: &Path, flag: &str) -> Result<bool, Failure> {
+    let shown = path.display();
+    let fail = |what: String| Err(Failure::Other(format!("{flag} {shown}: {what}")));
+    let pattern = specc_runtime::pipeline::files::is_pattern(&path.to_string_lossy());
+    match kind {
+        ImageKind::Directory => {
+            let spec = "the spec's image_dataset_from_directory reads a directory with one sub-directory of images per class";
+            if pattern {
+                return fail(format!("a glob pattern, but {spec}"));
+            }
+            if path.is_file() {
+                return fail(format!("a file, but {spec}"));
+            }
+            if !path.is_dir() {
+                return fail(format!("no such directory ({spec})"));
+            }
+        }
+        ImageKind::Csv | ImageKind::TfRecord => {
+            let spec = match kind {
+                ImageKind::Csv => "the spec's image_csv reads a CSV file of image paths and labels",
+                _ => "the spec's image_tfrecord reads TFRecord files of encoded images and labels",
+            };
+            if path.is_dir() {
+                return fail(format!(
+                    "a directory, but {spec} (a file or a glob pattern of files)"
+                ));
+            }
+            if !pattern && !path.exists() {
+                return fail(format!("no such file ({spec})"));
+            }
+        }
+    }
+    Ok(pattern)
 }
 
 /// Loads the model's inputs from its data source.
@@ -97,7 +235,7 @@ pub fn load_data(
     spec: &Path,
     data_override: Option<&Path>,
 ) -> Result<(Dataset, String), Failure> {
-    let source = data_source(model, spec, data_override);
+    let source = data_source(model, spec, data_override)?;
     let what = match &source {
         Source::Csv { path } => display_path(path),
         Source::Synthetic(s) => format!("synthetic({} x {})", s.rows, s.features),
@@ -122,7 +260,7 @@ pub fn load_data_for_training(
     ),
     Failure,
 > {
-    let source = data_source(model, spec, data_override);
+    let source = data_source(model, spec, data_override)?;
     let Source::Images(s) = &source else {
         return load_data(model, spec, data_override).map(|(d, w)| (d, w, None));
     };

@@ -69,7 +69,8 @@ enum Command {
     /// Train a spec and report metrics on the training data and a held-out split.
     Run {
         spec: PathBuf,
-        /// Train on this CSV instead of the spec's data (path relative to the current directory).
+        /// Train on this CSV instead of the spec's data (path relative to the current directory);
+        /// for an image source, this directory, CSV or TFRecord file (or pattern) replaces its path.
         #[arg(long)]
         data: Option<PathBuf>,
         /// Number of training steps (overrides the spec).
@@ -105,7 +106,8 @@ enum Command {
         /// Also evaluate with every parameter replaced by its moving average (the spec's `ema`).
         #[arg(long)]
         eval_with_averages: bool,
-        /// Evaluate on this CSV instead of a held-out split (the spec's `eval_data`; path relative to the current directory).
+        /// Evaluate on this CSV instead of a held-out split (the spec's `eval_data`; path relative to the current directory);
+        /// for an image model, this directory, CSV or TFRecord file (or pattern) of images.
         #[arg(long, value_name = "FILE")]
         eval_data: Option<PathBuf>,
         /// Print one JSON object with the results as the last line of stdout.

@@ -147,3 +147,55 @@ fn avg_pool2d_explicit_padding() {
         "[[0, 0], [1, 1], [1, 1], [0, 0]]",
     );
 }
+
+#[test]
+fn max_pool_with_argmax_explicit_padding() {
+    fails(
+        "max_pool_with_argmax(x, ksize = 2, strides = 2, padding = [[0, 0], [1, 0], [0, 0], [0, 0]])",
+        "bad-argument",
+        "[[0, 0], [1, 0], [0, 0], [0, 0]]",
+    );
+}
+
+/// The cases TF's MaxPool refuses: a side padded as much as the window
+/// ("Top padding 2 needs to be smaller than the window size 2"), negative
+/// padding, padding of the batch or the channels.
+#[test]
+fn max_pool2d_explicit_padding_as_large_as_the_window() {
+    for padding in [
+        "[[0, 0], [2, 0], [0, 0], [0, 0]]",
+        "[[0, 0], [0, 3], [0, 0], [0, 0]]",
+        "[[0, 0], [0, 0], [0, 3], [0, 0]]",
+        "[[0, 0], [1, 1], [3, 0], [0, 0]]",
+    ] {
+        fails(
+            &format!("max_pool2d(x, ksize = [2, 3], strides = 1, padding = {padding})"),
+            "bad-argument",
+            padding,
+        );
+    }
+}
+
+#[test]
+fn max_pool2d_negative_explicit_padding() {
+    fails(
+        "max_pool2d(x, ksize = 2, strides = 1, padding = [[0, 0], [-1, 0], [0, 0], [0, 0]])",
+        "bad-argument",
+        "[[0, 0], [-1, 0], [0, 0], [0, 0]]",
+    );
+}
+
+#[test]
+fn max_pool2d_explicit_padding_of_the_batch_or_the_channels() {
+    for padding in [
+        "[[1, 0], [0, 0], [0, 0], [0, 0]]",
+        "[[0, 0], [0, 0], [0, 0], [0, 1]]",
+        "[[0, 0], [1, 1], [1, 1]]",
+    ] {
+        fails(
+            &format!("max_pool2d(x, ksize = 2, strides = 1, padding = {padding})"),
+            "bad-argument",
+            padding,
+        );
+    }
+}

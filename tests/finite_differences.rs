@@ -171,6 +171,24 @@ fn cases() -> Vec<Case> {
         case("softmax", vec![a()], "softmax(a)"),
         case("softmax_axis0", vec![a()], "softmax(a, axis = 0)"),
         case("log_softmax", vec![a()], "log_softmax(a)"),
+        // Wider rows: a reduction over axis 0 into 37 kept columns runs
+        // column blocks of 16, a vector and a scalar column; rows of 6 and 7
+        // end in a partial vector of 2 and 3 lanes.
+        case(
+            "reduce_sum_0_wide",
+            vec![away("a", &[5, 37], -2.0, 2.0)],
+            "reduce_sum(where(a > 0, a * a, a), axis = 0)",
+        ),
+        case(
+            "reduce_max_1_partial",
+            vec![p("a", &[4, 6], -2.0, 2.0)],
+            "reduce_max(a, axis = 1)",
+        ),
+        case(
+            "softmax_partial",
+            vec![p("a", &[4, 7], -2.0, 2.0)],
+            "softmax(a)",
+        ),
         case("reshape", vec![a()], "reshape(a, [2, 6])"),
         case("reshape_infer", vec![a()], "reshape(a, [-1])"),
         case("transpose", vec![a()], "transpose(a)"),
@@ -299,6 +317,13 @@ fn cases() -> Vec<Case> {
             "max_pool2d",
             vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
             "max_pool2d(a, ksize = 3, strides = 2, padding = \"SAME\")",
+        ),
+        // TF's explicit padding: -inf cells that never win, the top and the
+        // right padded, windows that overlap.
+        case(
+            "max_pool2d_explicit_padding",
+            vec![p("a", &[2, 5, 4, 2], -2.0, 2.0)],
+            "max_pool2d(a, ksize = [3, 2], strides = [2, 1], padding = [[0, 0], [2, 0], [0, 1], [0, 0]])",
         ),
         case(
             "avg_pool2d",

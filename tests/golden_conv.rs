@@ -25,7 +25,7 @@ use common::op_cases::{
 };
 use specc_compiler::driver::{plan_model_with, Functions, Options};
 use specc_compiler::passes::winograd::Winograd;
-use specc_compiler::plan::{Kernel, WindowOp};
+use specc_compiler::plan::{Kernel, WindowOp, WinogradKernel};
 use specc_grammar::SourceFile;
 
 const REL: f64 = 1e-5;
@@ -196,6 +196,8 @@ fn check_winograd(name: &str) {
     };
     let src = SourceFile::new("case.spec", case_spec(case, &bindings(case), None));
     let planned = plan_model_with(&src, Functions::ALL, &options).expect("plans");
+    // Each transform runs, unfused or in a kernel of blocks of images
+    // (`plan::winofuse`): the forward, the input and the filter gradients.
     for op in [
         WindowOp::WinogradInput,
         WindowOp::WinogradInputGrad,
@@ -206,9 +208,28 @@ fn check_winograd(name: &str) {
             .plans
             .iter()
             .flat_map(|p| &p.kernels)
-            .any(|k| matches!(k, Kernel::Window(w) if w.op == op));
+            .any(|k| match k {
+                Kernel::Window(w) => w.op == op,
+                Kernel::Winograd(w) => match op {
+                    WindowOp::WinogradInput => w.y.is_some() || w.du.is_some(),
+                    WindowOp::WinogradOutput => w.y.is_some(),
+                    WindowOp::WinogradOutputGrad => w.dy.is_some(),
+                    _ => w.dx.is_some(),
+                },
+                _ => false,
+            });
         assert!(found, "{name}: no {} kernel", op.name());
     }
+    let step = &planned.plans[0];
+    let blocks = |f: fn(&WinogradKernel) -> bool| {
+        step.kernels
+            .iter()
+            .any(|k| matches!(k, Kernel::Winograd(w) if f(w)))
+    };
+    assert!(
+        blocks(|w| w.y.is_some()) && blocks(|w| w.dx.is_some() && w.du.is_some()),
+        "{name}: the step runs its forward and both gradients by blocks of images"
+    );
     check_case_with(case, &bindings(case), REL, FLOOR, &options);
 }
 

@@ -475,3 +475,345 @@ fn three_replicas_sharing_memory_drop_out_as_one_process() {
 fn three_replicas_drop_out_with_a_noise_shape_as_one_process() {
     replicas_match_one_process(&digits_dropout(", noise_shape = [B, 1]"), 3, 200, false);
 }
+
+// Image sources: the replica shards of a streamed image source (every N-th
+// record of a directory, `pipeline::Shard`) and of one in memory
+// (`ShuffledBatches::shard`, a slice of every global batch).
+
+#[path = "common/digit_pngs.rs"]
+mod digit_pngs;
+
+/// Random transforms, so a replica must draw what one process draws for
+/// each image.
+const IMAGE_AUGMENT: &str = "resize([10, 10]), random_crop([8, 8, 1]), \
+                             random_flip_left_right(), random_brightness(8.0)";
+
+/// A digits MLP over the folder `dir/digits` (`stream`: the streamed
+/// source) with `transforms` after decoding, in order (`shuffle = 0`: a
+/// stream's global batch is its next `batch` records).
+fn image_spec(stream: bool, transforms: &str) -> String {
+    format!(
+        "model digits_images\ndata image_dataset_from_directory(\"digits\", stream = {stream}, threads = 2, seed = 9)\n\
+         label label: int\nfeatures {{\n  image = image(decode_image(channels = 1), {transforms})\n}}\n\
+         params {{\n  W1: [64, 32] = glorot_uniform(seed = 1)\n  b1: [32] = zeros\n  \
+         W2: [32, 10] = glorot_uniform(seed = 2)\n  b2: [10] = zeros\n}}\n\
+         pixels = reshape(image, [-1, 64]) / 255\n\
+         logits = relu(pixels @ W1 + b1) @ W2 + b2\n\
+         loss = mean(sparse_softmax_cross_entropy(label, logits))\n\
+         optimizer adam(learning_rate = 0.01)\n\
+         train {{ batch = 12, steps = 40, shuffle = 0, seed = 4 }}\n"
+    )
+}
+
+/// The digit folder (the first 300 digits) under a scratch directory.
+fn digit_folder(name: &str) -> std::path::PathBuf {
+    let dir = digit_pngs::scratch(name);
+    digit_pngs::write_folder(&dir.join("digits"), &digit_pngs::digits()[..300]);
+    dir
+}
+
+/// Trains `steps` steps of an image spec over `dir` as [`train`] does: the
+/// streamed source through the input pipeline (a replica reads its record
+/// shard with its share of the batch, as `specc run` does), or the source
+/// in memory with its augmenter.
+fn train_images(
+    text: &str,
+    dir: &std::path::Path,
+    steps: usize,
+    comm: Option<Rc<dyn Collective>>,
+) -> Trained {
+    use specc_runtime::data::Source;
+    use specc_runtime::pipeline::{Shard, StreamingBatches};
+    use specc_runtime::source::{BatchBuffers, BatchSource};
+    let src = SourceFile::new("spec.spec", text.to_string());
+    let program = compile_with(
+        &src,
+        Functions::TRAIN,
+        &Options {
+            threads: 1,
+            replicas: comm.as_ref().map(|c| c.replicas() as u32),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let model = &program.model;
+    let mut s = program.session().unwrap();
+    let cfg = model.train.config(steps as u64);
+    let mut trainer = match &comm {
+        None => Trainer::new(&s).unwrap(),
+        Some(c) => Trainer::replicated(&s, c.clone(), false).unwrap(),
+    };
+    let rows = comm.as_ref().map_or(cfg.batch, |c| {
+        specc_runtime::train::replicas::shard_rows(cfg.batch, c.replicas())[c.rank()]
+    });
+    let losses: Vec<f32> = match model.data_source(dir) {
+        Source::Stream(mut spec) => {
+            if let Some(c) = &comm {
+                spec.shard = Shard {
+                    index: c.rank(),
+                    count: c.replicas(),
+                };
+            }
+            let mut b = StreamingBatches::new(
+                &spec,
+                &model.input_specs(),
+                &s.layout,
+                rows,
+                cfg.shuffle,
+                cfg.seed,
+            )
+            .unwrap();
+            (0..steps)
+                .map(|_| trainer.step(&mut s, &mut b).unwrap().unwrap().loss)
+                .collect()
+        }
+        Source::Images(spec) => {
+            let (ds, report) = data::load_images_with_report(&spec, &model.input_specs()).unwrap();
+            let augmenter = data::images::Augmenter::new(
+                &spec.source,
+                &spec.pipeline,
+                &report.kept,
+                spec.seed,
+                spec.threads,
+            )
+            .unwrap()
+            .expect("random transforms");
+            let image = s
+                .layout
+                .inputs
+                .iter()
+                .position(|l| l.name == "image")
+                .unwrap();
+            let all: Vec<u32> = (0..ds.rows as u32).collect();
+            let mut b = ShuffledBatches::new(&ds, &s.layout, all, cfg.batch, cfg.shuffle, cfg.seed)
+                .unwrap();
+            if let Some(c) = &comm {
+                b = b.shard(c.rank(), c.replicas());
+            }
+            /// The in-memory batches with their random transforms redrawn,
+            /// as `specc run` feeds them.
+            struct Augmented<'d, 'a> {
+                b: ShuffledBatches<'d>,
+                a: &'a data::images::Augmenter,
+                image: usize,
+            }
+            impl BatchSource for Augmented<'_, '_> {
+                fn next_batch(
+                    &mut self,
+                    buffers: &mut BatchBuffers<'_>,
+                ) -> Result<usize, data::DataError> {
+                    let n = self.b.next_batch(buffers)?;
+                    let epoch = (self.b.epochs_started() as u64).saturating_sub(1);
+                    if let data::ValuesMut::F32(dst) = buffers.input_mut(self.image) {
+                        self.a.fill(self.b.last_batch_rows(), epoch, dst)?;
+                    }
+                    Ok(n)
+                }
+            }
+            let mut b = Augmented {
+                b,
+                a: &augmenter,
+                image,
+            };
+            (0..steps)
+                .map(|_| trainer.step(&mut s, &mut b).unwrap().unwrap().loss)
+                .collect()
+        }
+        other => panic!("not an image source: {other:?}"),
+    };
+    if let Some(c) = &comm {
+        assert_eq!(check_identical(&s, &**c), Ok(()), "replicas differ");
+    }
+    let vars = s
+        .layout
+        .vars
+        .iter()
+        .filter(|v| v.kind.is_state())
+        .map(|v| (v.name.clone(), s.var(&v.name).unwrap().to_vec()))
+        .collect();
+    Trained { vars, losses }
+}
+
+/// `n` replicas of an image spec on threads against one process, with the
+/// tolerances of [`replicas_match_one_process`].
+fn image_replicas_match_one_process(text: &str, dir: &std::path::Path, n: usize, steps: usize) {
+    let one = train_images(text, dir, steps, None);
+    let text = Arc::new(text.to_string());
+    let dir = Arc::new(dir.to_path_buf());
+    let handles: Vec<_> = Threads::group(n)
+        .into_iter()
+        .map(|t| {
+            let (text, dir) = (text.clone(), dir.clone());
+            std::thread::spawn(move || {
+                let comm: Rc<dyn Collective> = Rc::new(t);
+                train_images(&text, &dir, steps, Some(comm))
+            })
+        })
+        .collect();
+    let many: Vec<Trained> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let ((l2, l2_name), (max, max_name)) = relative_differences(&one, &many[0]);
+    eprintln!("{n} image replicas: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
+    assert!(
+        l2 < 1e-6,
+        "{n} replicas: `{l2_name}` differs by {l2:e} (L2, relative)"
+    );
+    assert!(
+        max < 4e-6,
+        "{n} replicas: `{max_name}` differs by {max:e} (max, relative)"
+    );
+    for (k, (a, b)) in one.losses.iter().zip(&many[0].losses).enumerate() {
+        assert!(
+            ((a - b) / a).abs() < 1e-5,
+            "step {}: loss {a} on one process, {b} on {n} replicas",
+            k + 1
+        );
+    }
+}
+
+#[test]
+fn replicas_of_a_streamed_image_folder_train_the_global_batch() {
+    let dir = digit_folder("image_stream_replicas");
+    let text = image_spec(true, IMAGE_AUGMENT);
+    // 40 steps of 12: past the 300 images, into the second epoch.
+    for n in [2, 3] {
+        image_replicas_match_one_process(&text, &dir, n, 40);
+    }
+}
+
+#[test]
+fn replicas_of_an_image_folder_in_memory_train_the_global_batch() {
+    let dir = digit_folder("image_memory_replicas");
+    let text = image_spec(false, IMAGE_AUGMENT);
+    for n in [2, 3] {
+        image_replicas_match_one_process(&text, &dir, n, 40);
+    }
+}
+
+/// Every row of one epoch of the streamed folder that replica `shard` of
+/// `count` reads: (label, pixel bits).
+fn stream_rows(
+    text: &str,
+    dir: &std::path::Path,
+    index: usize,
+    count: usize,
+) -> Vec<(i32, Vec<u32>)> {
+    use specc_runtime::data::Source;
+    use specc_runtime::memory::AlignedBuf;
+    use specc_runtime::pipeline::{Shard, StreamingBatches};
+    use specc_runtime::source::{BatchBuffers, BatchSource};
+    let program = compile_with(
+        &SourceFile::new("spec.spec", text.to_string()),
+        Functions::TRAIN,
+        &Options::default(),
+    )
+    .unwrap();
+    let model = &program.model;
+    let s = program.session().unwrap();
+    let Source::Stream(mut spec) = model.data_source(dir) else {
+        panic!("a streamed source");
+    };
+    spec.num_epochs = Some(1);
+    spec.shard = Shard { index, count };
+    let batch = 7;
+    let mut b = StreamingBatches::new(&spec, &model.input_specs(), &s.layout, batch, 0, 1).unwrap();
+    let lay = &s.layout.inputs;
+    let mut bufs: Vec<AlignedBuf> = lay
+        .iter()
+        .map(|l| AlignedBuf::zeroed(batch * l.per_example * 4).unwrap())
+        .collect();
+    let image = lay.iter().position(|l| l.name == "image").unwrap();
+    let label = lay.iter().position(|l| l.name == "label").unwrap();
+    let width = lay[image].per_example;
+    let mut rows = Vec::new();
+    loop {
+        let mut buffers = BatchBuffers::new(lay, &mut bufs, batch).unwrap();
+        let n = b.next_batch(&mut buffers).unwrap();
+        if n == 0 {
+            break;
+        }
+        let px = bufs[image].f32s();
+        let y = bufs[label].i32s();
+        for r in 0..n {
+            let bits = px[r * width..(r + 1) * width]
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            rows.push((y[r], bits));
+        }
+    }
+    rows
+}
+
+#[test]
+fn the_replica_shards_of_a_streamed_image_folder_are_disjoint_and_cover_it() {
+    let dir = digit_folder("image_stream_shards");
+    // Without random transforms, a row's pixels are the image's.
+    let text = image_spec(true, "resize([8, 8])");
+    let mut all = stream_rows(&text, &dir, 0, 1);
+    assert_eq!(all.len(), 300);
+    all.sort();
+    for n in [2, 3, 7] {
+        let shards: Vec<_> = (0..n).map(|k| stream_rows(&text, &dir, k, n)).collect();
+        // Record k of the folder goes to replica k % n, in order.
+        for (k, rows) in shards.iter().enumerate() {
+            assert_eq!(rows.len(), (300 - k).div_ceil(n), "replica {k} of {n}");
+        }
+        let mut union: Vec<_> = shards.into_iter().flatten().collect();
+        union.sort();
+        assert_eq!(union, all, "{n} shards");
+    }
+}
+
+#[test]
+fn the_replica_slices_of_in_memory_image_batches_are_disjoint_and_cover_them() {
+    let dir = digit_folder("image_memory_shards");
+    let text = image_spec(false, "resize([8, 8])");
+    let program = compile_with(
+        &SourceFile::new("spec.spec", text),
+        Functions::TRAIN,
+        &Options::default(),
+    )
+    .unwrap();
+    let model = &program.model;
+    let s = program.session().unwrap();
+    let ds = data::load(&model.data_source(&dir), &model.input_specs()).unwrap();
+    assert_eq!(ds.rows, 300);
+    let all: Vec<u32> = (0..300).collect();
+    // Shuffled batches of 12 (the spec's shuffle 0 is file order: shuffle here).
+    let make = || ShuffledBatches::new(&ds, &s.layout, all.clone(), 12, 300, 3).unwrap();
+    let mut bufs: Vec<specc_runtime::memory::AlignedBuf> = s
+        .layout
+        .inputs
+        .iter()
+        .map(|l| specc_runtime::memory::AlignedBuf::zeroed(12 * l.per_example * 4).unwrap())
+        .collect();
+    for n in [2, 3, 5] {
+        let mut one = make();
+        let mut shards: Vec<_> = (0..n).map(|k| make().shard(k, n)).collect();
+        // Two epochs: 50 batches of 12.
+        let mut seen = vec![0u32; 300];
+        for _ in 0..50 {
+            use specc_runtime::source::{BatchBuffers, BatchSource};
+            let mut b = BatchBuffers::new(&s.layout.inputs, &mut bufs, 12).unwrap();
+            one.next_batch(&mut b).unwrap();
+            let mut global = one.last_batch_rows().to_vec();
+            let mut union = Vec::new();
+            for sh in &mut shards {
+                let mut b = BatchBuffers::new(&s.layout.inputs, &mut bufs, 12).unwrap();
+                let k = sh.next_batch(&mut b).unwrap();
+                assert_eq!(k, sh.last_batch_rows().len());
+                union.extend_from_slice(sh.last_batch_rows());
+            }
+            for &r in &union {
+                seen[r as usize] += 1;
+            }
+            global.sort();
+            union.sort();
+            assert_eq!(union, global, "{n} replicas");
+        }
+        assert!(
+            seen.iter().all(|&c| c == 2),
+            "every row twice in two epochs"
+        );
+    }
+}

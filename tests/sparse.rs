@@ -51,6 +51,7 @@ fn work(k: &Kernel) -> u64 {
         Kernel::ArgMax { shape, .. } => shape.numel(BATCH),
         Kernel::Rows(r) => r.n.eval(b) as u64 * r.row_len,
         Kernel::Window(w) => w.images.eval(b) as u64 * u64::from(w.window.patch_len()),
+        Kernel::Winograd(w) => w.images.eval(b) as u64 * w.tiles() * 16,
     }
 }
 
@@ -79,6 +80,18 @@ fn views(k: &Kernel) -> Vec<&View> {
             v
         }
         Kernel::Window(w) => vec![&w.src, &w.dst],
+        Kernel::Winograd(w) => [
+            Some(&w.x),
+            w.u.as_ref(),
+            w.y.as_ref(),
+            w.v.as_ref(),
+            w.dy.as_ref(),
+            w.dx.as_ref(),
+            w.du.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     }
 }
 

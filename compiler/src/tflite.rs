@@ -751,7 +751,7 @@ impl<'a> Lower<'a> {
     }
 
     /// sema's max_pool2d: `sum(select(iota == argmax(t), t, 0), taps)` of
-    /// `t = taps(x)` (`-inf` outside the image, SAME or VALID).
+    /// `t = taps(x)` (`-inf` outside the image).
     fn max_pool(&self, id: NodeId) -> Option<(Lowering, Vec<NodeId>)> {
         let g = self.g;
         let sel = self.is_reduce(id, ReduceKind::Sum, &[3])?;
@@ -782,9 +782,9 @@ impl<'a> Lower<'a> {
             return None;
         }
         let (x, window, pad) = self.taps(t)?;
-        let ok = pad.is_none_or(|p| p == f32::NEG_INFINITY.to_bits())
-            && !self.foldable[x.index()]
-            && !matches!(window_padding(&window), WindowPadding::Explicit(_));
+        // An explicit padding that is neither SAME nor VALID is recognized
+        // too, so that its refusal names the pool (see `Lowering::Pool`).
+        let ok = pad.is_none_or(|p| p == f32::NEG_INFINITY.to_bits()) && !self.foldable[x.index()];
         ok.then(|| {
             let l = Lowering::Pool {
                 x,
@@ -1299,7 +1299,13 @@ impl<'a> Lower<'a> {
                     WindowPadding::Same => Padding::Same,
                     WindowPadding::Valid => Padding::Valid,
                     WindowPadding::Explicit(_) => {
-                        return Err(self.unsupported(id, "a pool takes SAME or VALID padding"))
+                        // TF's converter refuses it too (tf.MaxPool with
+                        // EXPLICIT padding is neither a builtin nor a flex
+                        // op); PAD would pad with zeros, which can win a max.
+                        return Err(self.unsupported(
+                            id,
+                            "MAX_POOL_2D takes SAME or VALID padding, and this explicit padding is neither (TF's converter refuses it too)",
+                        ));
                     }
                 };
                 let xt = self.tensor(x)?;

@@ -1,10 +1,13 @@
 //! Post-training quantization of an exported TFLite model, as
 //! `tf.lite.Optimize.DEFAULT` does it.
 //!
-//! Owns: [`quantize_dynamic`] (dynamic-range quantization: FULLY_CONNECTED
-//! weights of at least [`MIN_ELEMENTS_FOR_WEIGHTS`] values to int8,
-//! symmetric per output channel; activations and biases stay float; the
-//! hybrid kernel quantizes its inputs asymmetrically per row),
+//! Owns: [`quantize_dynamic`] (dynamic-range quantization: FULLY_CONNECTED,
+//! CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV weights of at least
+//! [`MIN_ELEMENTS_FOR_WEIGHTS`] values to int8, symmetric per output
+//! channel — CONV_2D's and TRANSPOSE_CONV's `[O, KH, KW, I]` along 0,
+//! DEPTHWISE_CONV_2D's `[1, KH, KW, O]` along 3, as TF's converter writes
+//! them; activations and biases stay float; the hybrid kernels quantize
+//! their inputs asymmetrically per row or image),
 //! [`Calibration`] (the min/max of every float activation over
 //! representative rows, run in specc's float interpreter) and
 //! [`quantize_int8`] (full-integer quantization: int8 activations with
@@ -21,7 +24,8 @@
 //! Invariants: the float model is not changed; the quantized model keeps the
 //! float model's signature (names, float inputs and outputs), its operators'
 //! versions are those TF's converter writes for the same kernels (hybrid
-//! FULLY_CONNECTED 12; int8 FULLY_CONNECTED 4, CONV_2D and DEPTHWISE_CONV_2D
+//! FULLY_CONNECTED 12, CONV_2D 5, DEPTHWISE_CONV_2D 6, TRANSPOSE_CONV 2;
+//! int8 FULLY_CONNECTED 4, CONV_2D and DEPTHWISE_CONV_2D
 //! 3, MAX_POOL_2D, AVERAGE_POOL_2D, PAD, SOFTMAX, LOGISTIC, ARG_MAX,
 //! DEQUANTIZE 2); an operator full-integer quantization does not cover is
 //! an error naming it, never a silently float operator in an int8 model.
@@ -187,11 +191,44 @@ fn op_name(model: &Model, k: usize, op: &Operator) -> String {
     format!("operator {k} ({b}{out})")
 }
 
-/// Dynamic-range quantization: each FULLY_CONNECTED whose weights are a
-/// float constant of at least [`MIN_ELEMENTS_FOR_WEIGHTS`] values read by
-/// no other operator gets int8 per-channel weights and the hybrid kernel
-/// (`asymmetric_quantize_inputs`, version 12). Returns the model and how
-/// many weight tensors were quantized.
+/// The weights input, the dimension of its output channels and the hybrid
+/// operator version of an operator dynamic-range quantization covers (TF's
+/// `DynamicRangeQuantizedOpInterface` ops specc exports, versions as TF's
+/// `op_version.cc` gives them for int8 per-channel weights and float
+/// activations): FULLY_CONNECTED `[units, depth]` along 0, version 12 (with
+/// `asymmetric_quantize_inputs`); CONV_2D `[O, KH, KW, I]` along 0, version
+/// 5; DEPTHWISE_CONV_2D `[1, KH, KW, C·M]` along 3, version 6;
+/// TRANSPOSE_CONV `[O, KH, KW, I]` along 0, version 2 (3 with a bias, 4
+/// with a fused activation).
+fn hybrid(op: &Operator, b: B) -> Option<(usize, usize, i32)> {
+    match b {
+        B::FullyConnected => Some((1, 0, 12)),
+        B::Conv2d => Some((1, 0, 5)),
+        B::DepthwiseConv2d => Some((1, 3, 6)),
+        B::TransposeConv => {
+            let version = match op.options {
+                BuiltinOptions::TransposeConv {
+                    fused_activation_function,
+                    ..
+                } if fused_activation_function != specc_tflite::ActivationFunctionType::None => 4,
+                _ if op.inputs.get(3).is_some_and(|&t| t >= 0) => 3,
+                _ => 2,
+            };
+            Some((1, 0, version))
+        }
+        _ => None,
+    }
+}
+
+/// Dynamic-range quantization: each FULLY_CONNECTED, CONV_2D,
+/// DEPTHWISE_CONV_2D and TRANSPOSE_CONV whose weights are a float constant
+/// of at least [`MIN_ELEMENTS_FOR_WEIGHTS`] values read by no other
+/// operator gets int8 weights, symmetric per output channel (see
+/// `hybrid`), and TFLite's hybrid kernel: its version, and for
+/// FULLY_CONNECTED `asymmetric_quantize_inputs` (the convolutions' hybrid
+/// kernels always quantize their inputs asymmetrically, per image, when the
+/// channels' scales differ). Biases and activations stay float. Returns the
+/// model and how many weight tensors were quantized.
 pub fn quantize_dynamic(float: &Model) -> Result<(Model, usize)> {
     float.validate()?;
     let mut model = float.clone();
@@ -199,19 +236,24 @@ pub fn quantize_dynamic(float: &Model) -> Result<(Model, usize)> {
     let mut quantized = 0;
     for k in 0..model.subgraphs[0].operators.len() {
         let op = model.subgraphs[0].operators[k].clone();
-        if model.builtin(&op) != Some(B::FullyConnected) {
+        let Some(b) = model.builtin(&op) else {
             continue;
-        }
-        let Some(&w) = op.inputs.get(1) else { continue };
+        };
+        let Some((input, axis, version)) = hybrid(&op, b) else {
+            continue;
+        };
+        let Some(&w) = op.inputs.get(input) else {
+            continue;
+        };
         let Some(values) = constant_f32(&model, w) else {
             continue;
         };
         if values.len() < MIN_ELEMENTS_FOR_WEIGHTS || uses[w as usize] != 1 {
             continue;
         }
-        quantize_weights(&mut model, w, &op_name(float, k, &op), 0)?;
+        quantize_weights(&mut model, w, &op_name(float, k, &op), axis)?;
         quantized += 1;
-        let code = opcode(&mut model, B::FullyConnected, 12);
+        let code = opcode(&mut model, b, version);
         let o = &mut model.subgraphs[0].operators[k];
         o.opcode_index = code;
         if let BuiltinOptions::FullyConnected {

@@ -517,6 +517,21 @@ fn max_pool_with_overlapping_windows_and_the_tiling_view() {
             fused_activation_function: Act::None,
         }
     );
+    // An explicit padding equal to SAME's (7 rows, windows of 3 by 2: one
+    // cell on each side; 6 columns: none before, one after) is SAME.
+    let c = image_case(
+        [7, 6, 3],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = [[0, 0], [1, 1], [0, 1], [0, 0]])",
+        &[],
+    );
+    let m = check(&c, &["y"], None);
+    assert!(matches!(
+        options_of(&m, B::MaxPool2d),
+        O::Pool2D {
+            padding: P::Same,
+            ..
+        }
+    ));
     // 2×2 windows tiling a 6×4 image: sema's reshape/transpose view.
     let c = image_case(
         [6, 4, 2],
@@ -600,6 +615,25 @@ fn what_tflite_cannot_express_is_refused_at_its_call() {
         &c.text[e.span.start as usize..e.span.end as usize],
         "atrous_conv2d_transpose(img, T, [5, 4, 4, 2], rate = 2, padding = \"SAME\")"
     );
+    // A max pool's explicit padding that is neither SAME nor VALID: TF's
+    // converter refuses it too, and PAD's zeros could win a max.
+    let c = image_case(
+        [5, 5, 2],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = [[0, 0], [2, 0], [1, 1], [0, 0]])",
+        &[],
+    );
+    let e = refused(&c);
+    assert_eq!(e.code, "tflite-unsupported");
+    assert!(
+        e.message
+            .contains("MAX_POOL_2D takes SAME or VALID padding"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        &c.text[e.span.start as usize..e.span.end as usize],
+        "max_pool2d(img, ksize = 3, strides = 2, padding = [[0, 0], [2, 0], [1, 1], [0, 0]])"
+    );
     // A convolution by a kernel computed from the input.
     let c = image_case(
         [4, 4, 1],
@@ -613,4 +647,137 @@ fn what_tflite_cannot_express_is_refused_at_its_call() {
         "{}",
         e.message
     );
+}
+
+/// The values of constant tensor `name` of `m`, as f32 (float or int8).
+fn constant(m: &specc_tflite::Model, name: &str) -> (specc_tflite::Tensor, Vec<f32>) {
+    let t = m.subgraphs[0]
+        .tensors
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tensor {name}"))
+        .clone();
+    let data = &m.buffers[t.buffer as usize].data;
+    let v = match t.tensor_type {
+        specc_tflite::TensorType::Int8 => data.iter().map(|&b| f32::from(b as i8)).collect(),
+        _ => specc_tflite::model::f32_values(data).unwrap(),
+    };
+    (t, v)
+}
+
+/// `--quantize dynamic` (`tflite_quantize::quantize_dynamic`) of the
+/// convolutions: the filters of CONV_2D, DEPTHWISE_CONV_2D and
+/// TRANSPOSE_CONV with at least 1024 values become int8 per output channel
+/// (scale `max|w| / 127` of each channel along the output-channel dimension,
+/// values `round(w / scale)`), the operators TFLite's hybrid kernels
+/// (versions 5, 6 and 2), a smaller filter and the biases stay float; the
+/// hybrid outputs differ from the float model's by no more than the
+/// quantization allows: each of a output's `n` products `x · w` moves by
+/// at most `|w| · s_in/2 + |x| · s_w/2 + s_in · s_w/4` (half an input step of
+/// its image, half a weight step of its channel).
+#[test]
+fn dynamic_range_quantizes_large_convolution_filters_per_output_channel() {
+    use specc_compiler::tflite_quantize::quantize_dynamic;
+    let body = "img = reshape(x, [B, 4, 4, 16])\n\
+        y1 = relu(bias_add(conv2d(img, K, strides = 1, padding = \"SAME\"), b))\n\
+        y2 = depthwise_conv2d(img, D, strides = 1, padding = \"VALID\")\n\
+        y3 = conv2d_transpose(img, T, [5, 8, 8, 8], strides = 2, padding = \"SAME\")\n\
+        y4 = conv2d(img, S, strides = 1, padding = \"VALID\")\n\
+        logits = reduce_sum(y1, axis = [1, 2])";
+    let c = case_of(
+        256,
+        body,
+        &[
+            ("K", &[3, 3, 16, 8]),
+            ("b", &[8]),
+            ("D", &[3, 3, 16, 8]),
+            ("T", &[3, 3, 8, 16]),
+            ("S", &[2, 2, 16, 4]),
+        ],
+    );
+    let outputs = ["y1", "y2", "y3", "y4"];
+    let float = check(&c, &outputs, None);
+    let (dynamic, n) = quantize_dynamic(&float).unwrap();
+    assert_eq!(n, 3);
+    let versions: Vec<(B, i32)> = dynamic.subgraphs[0]
+        .operators
+        .iter()
+        .filter(|o| {
+            matches!(
+                dynamic.builtin(o),
+                Some(B::Conv2d | B::DepthwiseConv2d | B::TransposeConv)
+            )
+        })
+        .map(|o| {
+            let code = &dynamic.operator_codes[o.opcode_index as usize];
+            (code.builtin_code, code.version)
+        })
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            (B::Conv2d, 5),
+            (B::DepthwiseConv2d, 6),
+            (B::TransposeConv, 2),
+            (B::Conv2d, 1)
+        ]
+    );
+    for (name, axis, channels) in [("K/filter", 0, 8), ("D/filter", 3, 128), ("T/filter", 0, 8)] {
+        let (t, q) = constant(&dynamic, name);
+        let (f, w) = constant(&float, name);
+        assert_eq!(t.tensor_type, specc_tflite::TensorType::Int8, "{name}");
+        assert_eq!(t.shape, f.shape);
+        let quant = t.quantization.unwrap();
+        assert_eq!(quant.quantized_dimension as usize, axis, "{name}");
+        assert_eq!(quant.zero_point, vec![0; channels]);
+        let inner: usize = t.shape[axis + 1..].iter().map(|&d| d as usize).product();
+        let channel = |k: usize| (k / inner) % channels;
+        let mut max = vec![0f32; channels];
+        for (k, &v) in w.iter().enumerate() {
+            max[channel(k)] = max[channel(k)].max(v.abs());
+        }
+        for (ch, &m) in max.iter().enumerate() {
+            assert_eq!(quant.scale[ch], m / 127.0, "{name} channel {ch}");
+        }
+        for (k, (&qv, &wv)) in q.iter().zip(&w).enumerate() {
+            let exact = f64::from(wv) / f64::from(quant.scale[channel(k)]);
+            assert!((f64::from(qv) - exact).abs() <= 0.5 + 1e-4, "{name}[{k}]");
+        }
+    }
+    // S has 256 values: float, as the biases.
+    let (s, _) = constant(&dynamic, "S/filter");
+    assert_eq!(s.tensor_type, specc_tflite::TensorType::Float32);
+    assert_eq!(
+        constant(&dynamic, "b").0.tensor_type,
+        specc_tflite::TensorType::Float32
+    );
+    // Within the quantization's error of the float model.
+    let x = values(BATCH * 256, 99);
+    let xa = ArrayD::from_shape_vec(IxDyn(&[BATCH, 256]), x.clone()).unwrap();
+    let want = specc_tflite::run(&float, &[xa.view()]).unwrap();
+    let got = specc_tflite::run(&dynamic, &[xa.view()]).unwrap();
+    // Every image spans [-1, 1): an input step of at most 2/255.
+    let s_in = 2.0 / 255.0;
+    for (k, (name, products, filter)) in [
+        ("y1", 9 * 16, "K/filter"),
+        ("y2", 9, "D/filter"),
+        ("y3", 9 * 16, "T/filter"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (_, w) = constant(&float, filter);
+        let wmax = w.iter().fold(0f64, |m, &v| m.max(f64::from(v.abs())));
+        let s_w = wmax / 127.0;
+        let bound = products as f64 * (wmax * s_in / 2.0 + s_w / 2.0 + s_in * s_w / 4.0);
+        let diff = got[k]
+            .iter()
+            .zip(want[k].iter())
+            .fold(0f64, |m, (&a, &b)| m.max(f64::from((a - b).abs())));
+        eprintln!("{name}: {diff:.3e} (bound {bound:.3e})");
+        assert!(diff <= bound, "{name}: {diff} > {bound}");
+        // Quantized: not the float model's values.
+        assert!(diff > 0.0, "{name}");
+    }
+    assert_eq!(got[3], want[3], "y4 stays float");
 }

@@ -36,7 +36,9 @@ pub struct StepCtx {
     pub thread: i64,
     /// How many threads run this call of the function together (1 or 2).
     pub threads: i64,
-    /// The threads' barrier: a counter at byte 0 and a generation at byte 64.
+    /// The threads' barrier: thread `t`'s epoch (a u64) at byte
+    /// `t * SYNC_STRIDE`, one cache line each, all zero before the first call
+    /// (see [`SYNC_STRIDE`]).
     pub sync: *mut u64,
     /// The index in the global batch of this call's first row: 0 in one
     /// process, the replica's first row in a data-parallel job (`Op::FirstRow`;
@@ -67,8 +69,13 @@ const _: () = {
     assert!(offset_of!(StepCtx, sync) == CTX_SYNC as usize);
     assert!(offset_of!(StepCtx, first_row) == CTX_FIRST_ROW as usize);
 };
-/// Byte offset of the barrier's generation word from `sync`.
-pub const SYNC_GENERATION: i32 = 64;
+/// Bytes between the threads' epoch words at `sync` (a cache line each, so
+/// a thread's store never invalidates the line the other thread writes).
+/// Only thread `t` writes epoch `t`: a barrier adds one to it, then waits
+/// until the other thread's epoch is at least as large. Every thread passes
+/// the same barriers of a call, so the epochs are equal between calls; the
+/// area is `2 * SYNC_STRIDE` bytes, zeroed once.
+pub const SYNC_STRIDE: i32 = 64;
 
 /// The training step that also returns what the run's hooks read (metric
 /// sums for summaries, logged tensors): the same updates as `step`, called

@@ -27,7 +27,7 @@ pub fn run(spec: &Path, data: Option<&Path>, samples: usize, json: bool) -> Resu
     let mut s = program.session()?;
     // The first training batch (all rows, the spec's batch order); a
     // streaming source's first batch through the input pipeline.
-    let rows = match data_source(model, spec, data) {
+    let rows = match data_source(model, spec, data)? {
         Source::Stream(stream) => {
             let mut batches = StreamingBatches::new(
                 &stream,

@@ -160,9 +160,11 @@ fn train(
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
     let mut session = program.session()?;
+    // `eval_data` (or `--eval-data`), checked before the data is read.
+    let eval_source = crate::load::eval_data_source(model, spec, opts.eval_data.as_deref())?;
     // A streaming source (TFRecord, glob, pipeline options) is read by the
     // input pipeline as training goes; anything else is loaded in memory.
-    let stream = match data_source(model, spec, config.data.as_deref()) {
+    let stream = match data_source(model, spec, config.data.as_deref())? {
         Source::Stream(s) => Some(s),
         _ => None,
     };
@@ -187,10 +189,6 @@ fn train(
 
     // `eval_data` (or `--eval-data`): evaluations read it instead of a
     // held-out split; loaded whole (a single CSV) or streamed, one pass each.
-    let eval_source = match &opts.eval_data {
-        Some(p) => Some(Source::Csv { path: p.clone() }),
-        None => model.eval_data_source(spec.parent().unwrap_or(Path::new("."))),
-    };
     let eval_stream = match &eval_source {
         Some(Source::Stream(s)) => {
             let mut s = s.clone();

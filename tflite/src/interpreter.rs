@@ -3,7 +3,9 @@
 //! and pools in `crate::kernels_conv`), and the int8 and hybrid kernels of
 //! its quantized exports (`crate::kernels_int8`; the int8 convolutions,
 //! pools and PAD in `crate::kernels_conv_int8`, chosen when the operator's
-//! input is INT8; an int8 TRANSPOSE_CONV is an error).
+//! input is INT8; an int8 TRANSPOSE_CONV is an error; the hybrid CONV_2D,
+//! DEPTHWISE_CONV_2D and TRANSPOSE_CONV in `crate::kernels_conv_hybrid`,
+//! chosen when the filter is INT8 and the input float).
 //!
 //! Owns: [`Interpreter`] (constants decoded once, then any number of
 //! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
@@ -17,6 +19,7 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn, Zip};
 
 use crate::kernels_conv as conv;
+use crate::kernels_conv_hybrid as conv_hybrid;
 use crate::kernels_conv_int8 as conv_int8;
 use crate::kernels_int8 as int8;
 use crate::model::{f32_values, i32_values, i64_values, BuiltinOptions, Model, Operator};
@@ -542,6 +545,12 @@ impl<'m> Interpreter<'m> {
             B::TransposeConv if matches!(arg(2)?, Value::I8(_)) => {
                 return Err("an int8 TRANSPOSE_CONV is not supported by specc's interpreter".into())
             }
+            B::Conv2d | B::DepthwiseConv2d | B::TransposeConv
+                if matches!(arg(1)?, Value::I8(_)) =>
+            {
+                let y = self.windowed_hybrid(builtin, op, &arg, &opt_arg)?;
+                Value::F32(apply_activation(y, activation)?)
+            }
             B::Conv2d | B::DepthwiseConv2d | B::TransposeConv | B::MaxPool2d | B::AveragePool2d => {
                 let y = self.windowed(builtin, op, &arg, &opt_arg)?;
                 Value::F32(apply_activation(y, activation)?)
@@ -903,6 +912,112 @@ impl Interpreter<'_> {
                 } else {
                     conv_int8::average_pool_int8(x, filter, g, act)
                 }
+            }
+            (_, o) => Err(format!(
+                "options {} do not belong to this operator",
+                o.describe()
+            )),
+        }
+    }
+
+    /// The hybrid convolutions (int8 filters, float activations:
+    /// `crate::kernels_conv_hybrid`), before their fused activation.
+    fn windowed_hybrid<'v>(
+        &self,
+        builtin: B,
+        op: &Operator,
+        arg: &dyn Fn(usize) -> Result<&'v Value>,
+        opt_arg: &dyn Fn(usize) -> Result<Option<&'v Value>>,
+    ) -> Result<ArrayD<f32>> {
+        let g = &self.model.subgraphs[0];
+        let tensor = |i: usize| &g.tensors[op.inputs[i] as usize];
+        let filter = || -> Result<&'v ArrayD<i8>> {
+            match arg(1)? {
+                Value::I8(f) => Ok(f),
+                v => Err(format!("filter of type {} (want INT8)", v.type_name())),
+            }
+        };
+        let bias = |i: usize| -> Result<Option<&'v ArrayD<f32>>> {
+            match opt_arg(i)? {
+                Some(b) => b.f32().map(Some),
+                None => Ok(None),
+            }
+        };
+        match (builtin, &op.options) {
+            (
+                B::Conv2d,
+                &BuiltinOptions::Conv2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    dilation_w_factor,
+                    dilation_h_factor,
+                    ..
+                },
+            ) => {
+                let f = filter()?;
+                let channels = f.shape().first().copied().unwrap_or(0);
+                let scales = conv_hybrid::filter_scales(tensor(1), 0, channels, true)?;
+                conv_hybrid::conv2d_hybrid(
+                    arg(0)?.f32()?,
+                    f,
+                    &scales,
+                    bias(2)?,
+                    geometry(
+                        padding,
+                        [stride_h, stride_w],
+                        [dilation_h_factor, dilation_w_factor],
+                    )?,
+                )
+            }
+            (
+                B::DepthwiseConv2d,
+                &BuiltinOptions::DepthwiseConv2D {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    depth_multiplier,
+                    dilation_w_factor,
+                    dilation_h_factor,
+                    ..
+                },
+            ) => {
+                let f = filter()?;
+                let channels = f.shape().get(3).copied().unwrap_or(0);
+                let scales = conv_hybrid::filter_scales(tensor(1), 3, channels, false)?;
+                conv_hybrid::depthwise_conv2d_hybrid(
+                    arg(0)?.f32()?,
+                    f,
+                    &scales,
+                    bias(2)?,
+                    size(depth_multiplier, "depth_multiplier")?,
+                    geometry(
+                        padding,
+                        [stride_h, stride_w],
+                        [dilation_h_factor, dilation_w_factor],
+                    )?,
+                )
+            }
+            (
+                B::TransposeConv,
+                &BuiltinOptions::TransposeConv {
+                    padding,
+                    stride_w,
+                    stride_h,
+                    ..
+                },
+            ) => {
+                let f = filter()?;
+                let channels = f.shape().first().copied().unwrap_or(0);
+                let scales = conv_hybrid::filter_scales(tensor(1), 0, channels, true)?;
+                conv_hybrid::transpose_conv_hybrid(
+                    &arg(0)?.ints()?,
+                    f,
+                    &scales,
+                    arg(2)?.f32()?,
+                    bias(3)?,
+                    geometry(padding, [stride_h, stride_w], [1, 1])?,
+                )
             }
             (_, o) => Err(format!(
                 "options {} do not belong to this operator",

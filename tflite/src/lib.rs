@@ -8,7 +8,8 @@
 //! `serving_default` signature) — [`interpreter`] (float kernels of the
 //! operators specc exports, so an exported file runs in Rust; those of the
 //! convolutions and pools are [`kernels_conv`], the int8 and hybrid ones
-//! [`kernels_int8`], the int8 convolutions and pools [`kernels_conv_int8`]) and [`quantize`] (the arithmetic of
+//! [`kernels_int8`], the int8 convolutions and pools [`kernels_conv_int8`],
+//! the hybrid convolutions [`kernels_conv_hybrid`]) and [`quantize`] (the arithmetic of
 //! int8 quantization: parameters, multipliers, rounding).
 //!
 //! The crate knows nothing of specc's IR: the compiler lowers its forward
@@ -23,6 +24,7 @@
 pub mod build;
 pub mod interpreter;
 pub mod kernels_conv;
+pub mod kernels_conv_hybrid;
 pub mod kernels_conv_int8;
 pub mod kernels_int8;
 pub mod model;

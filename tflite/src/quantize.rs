@@ -14,8 +14,9 @@
 //! single-rounding copy; gemmlowp's double rounding, the common
 //! `MultiplyByQuantizedMultiplier` of LiteRT's default build that its
 //! convolution kernels call, is [`multiply_double_rounding`]),
-//! [`asymmetric_quantize_row`] (the hybrid kernels' per-row input
-//! quantization), [`round_half_away`].
+//! [`asymmetric_quantize_row`] and [`symmetric_quantize_row`] (the hybrid
+//! kernels' input quantization, as LiteRT's x86 build computes it),
+//! [`round_half_away`].
 //!
 //! Invariants: rounding is TFLite's (`TfLiteRound`: half away from zero) and
 //! every intermediate has TFLite's type (f32 where TFLite computes in float,
@@ -205,24 +206,45 @@ pub fn multiply_double_rounding(x: i32, multiplier: i32, shift: i32) -> i32 {
     )
 }
 
-/// The hybrid kernels' input quantization of one row
-/// (`AsymmetricQuantizeFloats`): returns the scale and zero point and fills
-/// `out`. A row of zeros (or of one value range collapsed to 0) gets scale
-/// 1, zero point 0 and zeros.
+/// How many leading values of a row LiteRT's quantization loops handle
+/// eight at a time (`RoundDownVectors<8>`): those round with
+/// [`round_vector_lane`], the rest with [`round_half_away`].
+fn vector_part(len: usize) -> usize {
+    len & !7
+}
+
+/// LiteRT's `RoundToNearest` of a vector lane as its x86 build computes it
+/// (NEON intrinsics through `NEON_2_SSE`, no `vcvtaq`): `x ± 0.5` in f32
+/// (the sign of `x`), then truncated toward zero. It differs from rounding
+/// half away from zero only when the f32 addition rounds up to the next
+/// integer (`0.49999997 + 0.5 = 1`).
+pub fn round_vector_lane(x: f32) -> i32 {
+    let half = if x < 0.0 { -0.5f32 } else { 0.5 };
+    (x + half).trunc() as i32
+}
+
+/// The hybrid kernels' input quantization of one row or image
+/// (`tensor_utils::AsymmetricQuantizeFloats`): returns the scale and zero
+/// point and fills `out`. It is LiteRT's x86 build, which compiles the NEON
+/// version through `NEON_2_SSE` (`NeonAsymmetricQuantizeFloats`): the range
+/// `[min(0, min), max(0, max)]` in f32, its width `max - min` subtracted in
+/// f32 and divided by 255 in f64 (the portable version subtracts in f64: its
+/// scale can be one ulp apart), the zero point from the end with the smaller
+/// error (f64) rounded half away from zero; each value `round(x · (1 /
+/// scale)) + zero_point`, clamped, the product rounded by
+/// [`round_vector_lane`] in the row's first multiple of 8 values and half
+/// away from zero after. A row of zeros gets scale 1, zero point 0 and zeros.
 pub fn asymmetric_quantize_row(values: &[f32], out: &mut [i8]) -> (f32, i32) {
     let (mn, mx) = values
         .iter()
-        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    let rmin = f64::from(mn.min(0.0));
-    let rmax = f64::from(mx.max(0.0));
-    if rmin == rmax {
+        .fold((0f32, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
+    if mn == mx {
         out.iter_mut().for_each(|q| *q = 0);
         return (1.0, 0);
     }
     let (qmin, qmax) = (f64::from(QMIN), f64::from(QMAX));
-    let scale = (rmax - rmin) / (qmax - qmin);
+    let scale = f64::from(mx - mn) / (qmax - qmin);
+    let (rmin, rmax) = (f64::from(mn), f64::from(mx));
     let zp_from_min = qmin - rmin / scale;
     let zp_from_max = qmax - rmax / scale;
     let err_min = qmin.abs() + (rmin / scale).abs();
@@ -240,13 +262,51 @@ pub fn asymmetric_quantize_row(values: &[f32], out: &mut [i8]) -> (f32, i32) {
         round_half_away(zp) as i32
     };
     let scale = scale as f32;
-    // TFLite: `const float scaling_factor_inv = 1.0 / *scaling_factor;`
+    // `const float scaling_factor_inv = 1.0 / *scaling_factor;` (f64).
     let inv = (1.0 / f64::from(scale)) as f32;
-    for (q, &v) in out.iter_mut().zip(values) {
-        let r = round_half_away(f64::from(nudged as f32 + v * inv)) as i64;
-        *q = r.clamp(i64::from(QMIN), i64::from(QMAX)) as i8;
+    let vector = vector_part(values.len());
+    for (k, (q, &v)) in out.iter_mut().zip(values).enumerate() {
+        let p = v * inv;
+        let r = if k < vector {
+            i64::from(round_vector_lane(p))
+        } else {
+            round_half_away(f64::from(p)) as i64
+        };
+        *q = (r + i64::from(nudged)).clamp(i64::from(QMIN), i64::from(QMAX)) as i8;
     }
     (scale, nudged)
+}
+
+/// The hybrid kernels' symmetric input quantization of one image
+/// (`tensor_utils::SymmetricQuantizeFloats`, the x86 build's NEON version,
+/// used by the per-tensor hybrid CONV_2D): `range = max(|min|, |max|)`,
+/// scale `range / 127` and each value `round(x · (127 / range))` (both in
+/// f32; rounded as [`asymmetric_quantize_row`] rounds) clamped to
+/// [-127, 127]. Returns the scale; a row of zeros gets scale 1 and zeros.
+pub fn symmetric_quantize_row(values: &[f32], out: &mut [i8]) -> f32 {
+    let (mn, mx) = values
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    let range = mn.abs().max(mx.abs());
+    if values.is_empty() || range == 0.0 {
+        out.iter_mut().for_each(|q| *q = 0);
+        return 1.0;
+    }
+    let scale = range / 127.0;
+    let inv = 127.0 / range;
+    let vector = vector_part(values.len());
+    for (k, (q, &v)) in out.iter_mut().zip(values).enumerate() {
+        let p = inv * v;
+        let r = if k < vector {
+            i64::from(round_vector_lane(p))
+        } else {
+            round_half_away(f64::from(p)) as i64
+        };
+        *q = r.clamp(-127, 127) as i8;
+    }
+    scale
 }
 
 /// TFLite's `MultiplyByQuantizedMultiplier` built with `TFLITE_SINGLE_ROUNDING`:

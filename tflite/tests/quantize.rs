@@ -2,7 +2,8 @@
 //! here by hand, and the int8 and hybrid kernels on small models built in
 //! the test: per-channel weight scales, nudged zero points, bias scales,
 //! quantized multipliers, the rounding of `MultiplyByQuantizedMultiplier`
-//! (single and double rounding), the hybrid kernel's row quantization,
+//! (single and double rounding), the hybrid kernels' input quantization
+//! (as LiteRT's x86 build computes it),
 //! the fixed-point int8 softmax.
 
 use ndarray::{ArrayD, IxDyn};
@@ -106,6 +107,46 @@ fn hybrid_rows_quantize_asymmetrically() {
     assert_eq!(q, [-128, -64, 127]);
     let (s, zp) = asymmetric_quantize_row(&[0.0, 0.0, 0.0], &mut q);
     assert_eq!((s, zp, q), (1.0, 0, [0, 0, 0]));
+}
+
+/// LiteRT's x86 build compiles the NEON versions of the hybrid kernels'
+/// input quantization (through `NEON_2_SSE`): the range's width subtracted
+/// in f32, and the values of the row's first multiple of 8 rounded as
+/// `x ± 0.5` in f32, truncated.
+#[test]
+fn hybrid_quantization_is_litert_x86_builds() {
+    // [-0.518, 2.851]: the width in f32, divided in f64, is one ulp below
+    // the width subtracted in f64.
+    let mut q = [0i8; 2];
+    let (s, _) = asymmetric_quantize_row(&[-0.518, 2.851], &mut q);
+    assert_eq!(s, (f64::from(2.851f32 - -0.518f32) / 255.0) as f32);
+    assert_ne!(
+        s,
+        ((f64::from(2.851f32) - f64::from(-0.518f32)) / 255.0) as f32
+    );
+    // 0.5 - 2^-25: + 0.5 ties to 1.0 in f32, so a vector lane rounds it to
+    // 1; past the first 8 values it rounds half away from zero, to 0.
+    let x = 0.5f32 - f32::EPSILON / 4.0;
+    assert_eq!(round_vector_lane(x), 1);
+    assert_eq!(round_vector_lane(-x), -1);
+    assert_eq!((round_vector_lane(2.5), round_vector_lane(-2.5)), (3, -3));
+    assert_eq!(round_half_away(f64::from(x)), 0.0);
+    // [255, x, 0, .., x]: scale 1, zero point -128 (from the minimum 0).
+    let mut row = [0.0f32; 9];
+    (row[0], row[1], row[8]) = (255.0, x, x);
+    let mut q = [0i8; 9];
+    assert_eq!(asymmetric_quantize_row(&row, &mut q), (1.0, -128));
+    assert_eq!((q[0], q[1], q[2], q[8]), (127, -127, -128, -128));
+    // Symmetric: [127, x, -x, 0, .., x]: scale 127 / 127 = 1.
+    (row[0], row[2]) = (127.0, -x);
+    assert_eq!(symmetric_quantize_row(&row, &mut q), 1.0);
+    assert_eq!((q[0], q[1], q[2], q[3], q[8]), (127, 1, -1, 0, 0));
+    // Symmetric: range 3, scale 3/127, values round(x · 127/3) in [-127, 127].
+    let mut q = [0i8; 4];
+    let s = symmetric_quantize_row(&[-1.0, 0.0, 3.0, 0.5], &mut q);
+    assert_eq!((s, q), (3.0 / 127.0, [-42, 0, 127, 21]));
+    let s = symmetric_quantize_row(&[0.0; 4], &mut q);
+    assert_eq!((s, q), (1.0, [0; 4]));
 }
 
 fn quant(scale: Vec<f32>, zp: Vec<i64>) -> Quantization {

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, AtomicRmwOp, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData,
-    StackSlotKind, Type, Value,
+    types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind,
+    Type, Value,
 };
 use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -198,6 +198,31 @@ impl<'a, 'f> Emitter<'a, 'f> {
         v
     }
 
+    /// `ctx.scratch + offset` (bytes).
+    pub fn scratch_ptr(&mut self, offset: u64) -> Value {
+        let key = (abi::CTX_SCRATCH, u32::MAX);
+        let base = match self.bases.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = self
+                    .b
+                    .ins()
+                    .load(PTR, trusted(), self.ctx, abi::CTX_SCRATCH);
+                if self.region == 0 {
+                    self.bases.insert(key, s);
+                }
+                s
+            }
+        };
+        self.b.ins().iadd_imm_s(base, offset as i64)
+    }
+
+    /// Calls `specc_sgemm` with its 14 arguments.
+    pub fn call_gemm(&mut self, args: &[Value]) {
+        let gemm = self.gemm;
+        self.b.ins().call(gemm, args);
+    }
+
     /// The address of a view's first element.
     pub fn view_ptr(&mut self, v: &View) -> Value {
         let base = self.buf_ptr(v.buf);
@@ -243,21 +268,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
 
     /// The nodes whose scalar values `n`'s value is computed from.
     fn scalar_operands(&self, n: NodeId) -> &'a [NodeId] {
-        let g = self.g;
-        if self.plan.scalar_loads.contains_key(&n) {
-            return &[];
-        }
-        match g.op(n) {
-            Op::Unary(_)
-            | Op::Binary(_)
-            | Op::Select
-            | Op::Cast(_)
-            | Op::UniformHash { .. }
-            | Op::StopGradient
-            | Op::NormalNoise { .. } => g.inputs_of(n),
-            Op::Reshape(_) | Op::Slice { .. } | Op::Transpose(_) => &g.inputs_of(n)[..1],
-            _ => &[],
-        }
+        crate::plan::scalar_operands(self.g, &self.plan.scalar_loads, n)
     }
 
     /// The value of scalar node `n`, whose operands are computed (memoized or in `done`).
@@ -398,6 +409,9 @@ impl<'a, 'f> Emitter<'a, 'f> {
         self.mark(u32::MAX);
         for (ki, k) in self.plan.kernels.iter().enumerate() {
             let mode = self.plan.modes.get(ki).copied().unwrap_or(Mode::Single);
+            if self.plan.syncs.before.get(ki).copied().unwrap_or(false) {
+                self.barrier();
+            }
             match k {
                 Kernel::Loop(l) => super::loops::emit_loop(self, l, mode),
                 Kernel::Gemm {
@@ -442,13 +456,16 @@ impl<'a, 'f> Emitter<'a, 'f> {
                         self.only_thread0(|e| super::window::emit(e, &prepared, mode));
                     }
                 }
+                Kernel::Winograd(w) => super::winoblocks::emit(self, w, mode),
                 Kernel::Rows(r) => {
                     let prepared = super::rows::prepare(self, r);
                     self.only_thread0(|e| super::rows::emit(e, &prepared));
                 }
             }
-            self.barrier();
             self.mark(ki as u32);
+        }
+        if self.plan.syncs.before_scalars {
+            self.barrier();
         }
         // Scalar outputs and updates are thread 0's alone.
         self.only_thread0(|e| e.finish_scalars());
@@ -493,43 +510,37 @@ impl<'a, 'f> Emitter<'a, 'f> {
         (lo, hi)
     }
 
-    /// Waits until every thread has reached this point (nothing when single-threaded).
-    /// A counter and a generation word: the last thread to arrive resets the
-    /// counter and bumps the generation; the others spin on the generation.
+    /// Waits until the other thread has reached this point (nothing when
+    /// single-threaded). Thread `t` owns the epoch word at `sync + t *
+    /// SYNC_STRIDE` (see `abi::SYNC_STRIDE`): both threads pass the same
+    /// barriers, so their epochs are equal between calls. A barrier bumps this
+    /// thread's epoch (a plain store, which releases this thread's writes),
+    /// then waits until the other's is at least as far (acquiring its
+    /// writes): one cache-line transfer each way, in parallel, no
+    /// read-modify-write.
     pub fn barrier(&mut self) {
-        let Some(sync) = self.sync else {
+        let (Some(sync), Some(tid)) = (self.sync, self.tid) else {
             return;
         };
         let flags = trusted();
-        let gen_ptr = self
-            .b
-            .ins()
-            .iadd_imm_s(sync, i64::from(abi::SYNC_GENERATION));
-        let generation = self.b.ins().atomic_load(types::I64, flags, gen_ptr);
+        let stride = i64::from(abi::SYNC_STRIDE);
+        let own_off = self.b.ins().imul_imm_s(tid, stride);
+        let own = self.b.ins().iadd(sync, own_off);
+        // The other thread of two: 1 - tid.
         let one = self.b.ins().iconst(types::I64, 1);
-        let old = self
-            .b
-            .ins()
-            .atomic_rmw(types::I64, flags, AtomicRmwOp::Add, sync, one);
-        let last = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::Equal, old, i64::from(self.threads) - 1);
-        let release = self.b.create_block();
+        let other_tid = self.b.ins().isub(one, tid);
+        let other_off = self.b.ins().imul_imm_s(other_tid, stride);
+        let other = self.b.ins().iadd(sync, other_off);
+        let epoch = self.b.ins().load(types::I64, flags, own, 0);
+        let next = self.b.ins().iadd_imm_s(epoch, 1);
+        self.b.ins().store(flags, next, own, 0);
         let wait = self.b.create_block();
         let done = self.b.create_block();
-        self.b.ins().brif(last, release, &[], wait, &[]);
-        self.b.switch_to_block(release);
-        self.b.seal_block(release);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.ins().atomic_store(flags, zero, sync);
-        let next = self.b.ins().iadd_imm_s(generation, 1);
-        self.b.ins().atomic_store(flags, next, gen_ptr);
-        self.b.ins().jump(done, &[]);
+        self.b.ins().jump(wait, &[]);
         self.b.switch_to_block(wait);
-        let now = self.b.ins().atomic_load(types::I64, flags, gen_ptr);
-        let same = self.b.ins().icmp(IntCC::Equal, now, generation);
-        self.b.ins().brif(same, wait, &[], done, &[]);
+        let now = self.b.ins().atomic_load(types::I64, flags, other);
+        let behind = self.b.ins().icmp(IntCC::SignedLessThan, now, next);
+        self.b.ins().brif(behind, wait, &[], done, &[]);
         self.b.seal_block(wait);
         self.b.switch_to_block(done);
         self.b.seal_block(done);

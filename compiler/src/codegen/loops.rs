@@ -6,7 +6,13 @@
 //! runs 4 lanes at a time (`f32x4`) with a scalar tail when every access is
 //! contiguous or broadcast along it; otherwise it runs scalar. Reductions
 //! accumulate in registers when the innermost dimension is reduced, in
-//! memory (one vector load/add/store) when it is kept.
+//! memory (one vector load/add/store) when it is kept — except when the
+//! reduced level is the one just outside the kept innermost level and no
+//! other level is reduced (bias gradients, `reduce axes=[0] over [B, N]`):
+//! then blocks of columns run outside and the rows inside, with the partial
+//! results in registers (`interchanged`; same order per output). A short
+//! constant innermost level ends in a partial vector when 2 or 3 elements
+//! remain and that keeps the per-element operations and their order.
 //!
 //! With two threads a kernel is either split — each thread runs the part of
 //! the first kept (non-reduced) loop level that [`Emitter::thread_range`]
@@ -23,7 +29,7 @@
 
 use std::collections::HashMap;
 
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, Type, Value};
 use cranelift_frontend::Variable;
 
@@ -140,6 +146,9 @@ struct Prepared {
     lane_iota: Option<Value>,
     /// The level split across threads and this thread's `[lo, hi)` of it.
     split: Option<(usize, Value, Value)>,
+    /// Whether the last two levels (reduced, then kept) are emitted with the
+    /// kept level outside (see [`interchanged`]).
+    interchange: bool,
 }
 
 /// Indices of accesses: sources (loads), stores, reduction destinations.
@@ -340,7 +349,16 @@ pub fn emit_loop(e: &mut Emitter, k: &LoopKernel, mode: Mode) {
     } else {
         None
     };
+    // A reduction over the next-to-last level into the kept last level (a
+    // bias gradient: sum over the batch) runs column blocks outside and rows
+    // inside, with the block's partial sums in registers.
+    let interchange = nl >= 2
+        && nest.levels[nl - 2].reduced
+        && !nest.levels[nl - 1].reduced
+        && nest.levels[..nl - 2].iter().all(|l| !l.reduced)
+        && k.reductions.iter().all(|r| r.dest.is_some());
     let prep = Prepared {
+        interchange,
         ty_vector: vector,
         bases,
         bstrides,
@@ -412,6 +430,10 @@ fn level(e: &mut Emitter, c: &KernelCtx, l: usize, ptrs: Vec<Value>, idx: &mut V
         innermost_single(e, c, &ptrs, zero, idx);
         return;
     }
+    if l + 2 == nl && c.prep.interchange {
+        interchanged(e, c, &ptrs, idx);
+        return;
+    }
     if l + 1 < nl {
         let (start, end) = match c.prep.split {
             Some((sl, lo, hi)) if sl == l => (lo, hi),
@@ -436,7 +458,7 @@ fn level(e: &mut Emitter, c: &KernelCtx, l: usize, ptrs: Vec<Value>, idx: &mut V
 }
 
 fn innermost_single(e: &mut Emitter, c: &KernelCtx, ptrs: &[Value], j: Value, idx: &[Value]) {
-    let vals = body(e, c, types::F32, ptrs, j, idx, false, &HashMap::new());
+    let vals = body(e, c, types::F32, ptrs, j, idx, 1, &HashMap::new());
     store_all(e, c, types::F32, ptrs, j, &vals, false);
     for (ri, r) in c.k.reductions.iter().enumerate() {
         let x = vals[&r.input];
@@ -554,6 +576,17 @@ fn innermost(e: &mut Emitter, c: &KernelCtx, ptrs: &[Value], idx: &[Value]) {
                 j += 4;
             }
         }
+        // A remainder of 2 or 3 elements is one partial vector when that
+        // gives the same operations per element in the same order (no
+        // reduction, or one over this level, combined lane by lane).
+        if c.prep.ty_vector
+            && (2..4).contains(&(trip - j))
+            && (c.k.reductions.is_empty() || inner_reduced)
+        {
+            let jj = e.b.ins().iconst(types::I64, j);
+            partial_step(e, c, &steps, jj, (trip - j) as u8);
+            j = trip;
+        }
         while j < trip {
             let jj = e.b.ins().iconst(types::I64, j);
             step(e, c, &steps, jj, false);
@@ -575,7 +608,7 @@ fn innermost(e: &mut Emitter, c: &KernelCtx, ptrs: &[Value], idx: &[Value]) {
                     for u in 0..UNROLL {
                         let ju = e.b.ins().iadd_imm_s(j, 4 * u);
                         let p = inner_ptrs(e, c, steps.ptrs, ju);
-                        let vals = body(e, c, types::F32X4, &p, ju, steps.idx, true, steps.hoisted);
+                        let vals = body(e, c, types::F32X4, &p, ju, steps.idx, 4, steps.hoisted);
                         groups.push((p, ju, vals));
                     }
                     for (p, ju, vals) in &groups {
@@ -617,6 +650,185 @@ fn innermost(e: &mut Emitter, c: &KernelCtx, ptrs: &[Value], idx: &[Value]) {
 /// Vectors an iteration of a long innermost loop.
 const UNROLL: i64 = 2;
 
+/// Vectors per column block of an interchanged reduction (their partial
+/// results live in registers across the rows).
+const COLUMN_BLOCK: i64 = 4;
+
+/// The last two levels of a kernel whose next-to-last level is reduced into
+/// its kept last level (`reduce axes=[0] over [B, N]`): for each block of
+/// columns, every row in order, accumulating in registers, then one store per
+/// output. Each output is still its first row's value combined with rows
+/// 1, 2, ... in increasing order, as in the row-outside order, so the results
+/// are the same bits; stores of elementwise values happen per element as
+/// before. A short constant column count is one block (vectors and scalars);
+/// otherwise blocks of [`COLUMN_BLOCK`] vectors, then single vectors, then
+/// single scalar columns.
+fn interchanged(e: &mut Emitter, c: &KernelCtx, ptrs: &[Value], idx: &mut Vec<Value>) {
+    let nl = c.nest.levels.len();
+    let kl = nl - 1;
+    let (start, n) = match c.prep.split {
+        Some((sl, lo, hi)) if sl == kl => (lo, hi),
+        _ => (e.b.ins().iconst(types::I64, 0), c.prep.sizes[kl]),
+    };
+    // No rows: no output is written (as in the row-outside order).
+    let rows = c.prep.sizes[nl - 2];
+    let body_blk = e.b.create_block();
+    let exit = e.b.create_block();
+    let any = e.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rows, 0);
+    e.b.ins().brif(any, body_blk, &[], exit, &[]);
+    e.b.switch_to_block(body_blk);
+    e.b.seal_block(body_blk);
+    let constant_trip = match (c.nest.levels[kl].size, c.prep.split) {
+        (Lin { c: trip, b: 0 }, split) if trip <= 16 && split.is_none_or(|s| s.0 != kl) => {
+            Some(trip)
+        }
+        _ => None,
+    };
+    if let Some(trip) = constant_trip {
+        let mut elems = Vec::new();
+        let mut j = 0;
+        if c.prep.ty_vector {
+            while j + 4 <= trip {
+                elems.push((j, true));
+                j += 4;
+            }
+        }
+        elems.extend((j..trip).map(|j| (j, false)));
+        let zero = e.b.ins().iconst(types::I64, 0);
+        column_block(e, c, ptrs, idx, zero, &elems);
+    } else {
+        let jv = e.var(types::I64);
+        e.b.def_var(jv, start);
+        if c.prep.ty_vector {
+            let block: Vec<(i64, bool)> = (0..COLUMN_BLOCK).map(|u| (4 * u, true)).collect();
+            counted_loop(e, start, n, 4 * COLUMN_BLOCK, &mut |e, j| {
+                column_block(e, c, ptrs, idx, j, &block);
+                let next = e.b.ins().iadd_imm_s(j, 4 * COLUMN_BLOCK);
+                e.b.def_var(jv, next);
+            });
+            let from = e.b.use_var(jv);
+            counted_loop(e, from, n, 4, &mut |e, j| {
+                column_block(e, c, ptrs, idx, j, &[(0, true)]);
+                let next = e.b.ins().iadd_imm_s(j, 4);
+                e.b.def_var(jv, next);
+            });
+        }
+        tail_loop(e, jv, n, &mut |e, j| {
+            column_block(e, c, ptrs, idx, j, &[(0, false)])
+        });
+    }
+    e.b.ins().jump(exit, &[]);
+    e.b.switch_to_block(exit);
+    e.b.seal_block(exit);
+}
+
+/// One block of columns of [`interchanged`]: `elems` are (offset from `j`,
+/// vector?) columns; row 0 starts the accumulators, rows 1.. combine into
+/// them in order, and each output is stored once at the end.
+fn column_block(
+    e: &mut Emitter,
+    c: &KernelCtx,
+    ptrs: &[Value],
+    idx: &mut Vec<Value>,
+    j: Value,
+    elems: &[(i64, bool)],
+) {
+    let nl = c.nest.levels.len();
+    let rl = nl - 2;
+    // Addresses at column `j`; a column of the block adds a constant (folded
+    // into the addressing), so few registers stay live across the rows.
+    let at_j = inner_ptrs(e, c, ptrs, j);
+    let col_ptrs = |e: &mut Emitter, base: &[Value], off: i64| -> Vec<Value> {
+        base.iter()
+            .enumerate()
+            .map(|(a, &p)| {
+                if off == 0 || c.prep.inner_stride[a].is_zero() {
+                    p
+                } else {
+                    let o = e.b.ins().iconst(types::I64, off);
+                    let o = e.b.ins().imul(o, c.prep.bstrides[a][nl - 1]);
+                    e.b.ins().iadd(p, o)
+                }
+            })
+            .collect()
+    };
+    let cols: Vec<(Value, i64, bool)> = elems
+        .iter()
+        .map(|&(off, vector)| (e.b.ins().iadd_imm_s(j, off), off, vector))
+        .collect();
+    // The values of row `r` for every column and reduction.
+    let row = |e: &mut Emitter, idx: &mut Vec<Value>, r: Value| -> Vec<Vec<Value>> {
+        let offs: Vec<Value> = (0..ptrs.len())
+            .map(|a| e.b.ins().imul(r, c.prep.bstrides[a][rl]))
+            .collect();
+        let row_ptrs: Vec<Value> = at_j
+            .iter()
+            .zip(&offs)
+            .map(|(&p, &o)| e.b.ins().iadd(p, o))
+            .collect();
+        idx.push(r);
+        let mut hoisted: HashMap<NodeId, (Value, Option<Value>)> = HashMap::new();
+        for (node, s) in &c.k.sources {
+            if let Source::Load(_, dt) = s {
+                let a = c.map.source[node];
+                if c.prep.inner_stride[a].is_zero() {
+                    let p = row_ptrs[a];
+                    let v = e.load_scalar(p, *dt);
+                    let splat = c.prep.ty_vector.then(|| e.b.ins().splat(types::F32X4, v));
+                    hoisted.insert(*node, (v, splat));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for &(jj, off, vector) in &cols {
+            let ty = if vector { types::F32X4 } else { types::F32 };
+            let p = col_ptrs(e, &row_ptrs, off);
+            let vals = body(e, c, ty, &p, jj, idx, if vector { 4 } else { 1 }, &hoisted);
+            store_all(e, c, ty, &p, jj, &vals, vector);
+            out.push(c.k.reductions.iter().map(|r| vals[&r.input]).collect());
+        }
+        idx.pop();
+        out
+    };
+    let zero = e.b.ins().iconst(types::I64, 0);
+    let first = row(e, idx, zero);
+    let accs: Vec<Vec<Variable>> = first
+        .iter()
+        .zip(&cols)
+        .map(|(xs, (_, _, vector))| {
+            let ty = if *vector { types::F32X4 } else { types::F32 };
+            xs.iter()
+                .map(|&x| {
+                    let v = e.var(ty);
+                    e.b.def_var(v, x);
+                    v
+                })
+                .collect()
+        })
+        .collect();
+    let one = e.b.ins().iconst(types::I64, 1);
+    let rows = c.prep.sizes[rl];
+    counted_loop(e, one, rows, 1, &mut |e, r| {
+        let xs = row(e, idx, r);
+        for ((xs, acc), (_, _, vector)) in xs.iter().zip(&accs).zip(&cols) {
+            let ty = if *vector { types::F32X4 } else { types::F32 };
+            for ((&x, &a), red) in xs.iter().zip(acc).zip(&c.k.reductions) {
+                let old = e.b.use_var(a);
+                let nv = combine(e, ty, red.kind, old, x);
+                e.b.def_var(a, nv);
+            }
+        }
+    });
+    for (acc, &(_, off, _)) in accs.iter().zip(&cols) {
+        let cp = col_ptrs(e, &at_j, off);
+        for (ri, &a) in acc.iter().enumerate() {
+            let d = c.map.dest[ri].expect("memory destination");
+            let v = e.b.use_var(a);
+            e.b.ins().store(trusted(), v, cp[d], 0);
+        }
+    }
+}
+
 /// What the innermost loop body needs besides the kernel.
 struct Steps<'a> {
     ptrs: &'a [Value],
@@ -636,7 +848,16 @@ fn step(e: &mut Emitter, c: &KernelCtx, s: &Steps, j: Value, vector: bool) {
         (types::F32, s.saccs)
     };
     let p = inner_ptrs(e, c, s.ptrs, j);
-    let vals = body(e, c, ty, &p, j, s.idx, vector, s.hoisted);
+    let vals = body(
+        e,
+        c,
+        ty,
+        &p,
+        j,
+        s.idx,
+        if vector { 4 } else { 1 },
+        s.hoisted,
+    );
     store_all(e, c, ty, &p, j, &vals, vector);
     for (ri, r) in c.k.reductions.iter().enumerate() {
         let x = vals[&r.input];
@@ -649,6 +870,40 @@ fn step(e: &mut Emitter, c: &KernelCtx, s: &Steps, j: Value, vector: bool) {
             let nv = combine(e, ty, r.kind, old, x);
             let v = e.b.ins().select(s.first.expect("reduction"), x, nv);
             e.b.ins().store(trusted(), v, p[a], 0);
+        }
+    }
+}
+
+/// Elements `j..j+lanes` (2 or 3, the end of a short constant innermost
+/// level) as the first lanes of one vector: each element goes through the
+/// same operations as a scalar step (lanes are independent), is stored on
+/// its own, and is combined into the scalar accumulators in increasing
+/// order, as the scalar steps would.
+fn partial_step(e: &mut Emitter, c: &KernelCtx, s: &Steps, j: Value, lanes: u8) {
+    let ty = types::F32X4;
+    let p = inner_ptrs(e, c, s.ptrs, j);
+    let vals = body(e, c, ty, &p, j, s.idx, lanes, s.hoisted);
+    for (si, (n, _)) in c.k.stores.iter().enumerate() {
+        let base = p[c.map.store[si]];
+        let v = vals[n];
+        let int = e.g.dtype(*n) == DType::I32;
+        let v = if int {
+            e.b.ins().fcvt_to_sint_sat(types::I32X4, v)
+        } else {
+            v
+        };
+        for l in 0..lanes {
+            let x = e.b.ins().extractlane(v, l);
+            e.b.ins().store(trusted(), x, base, 4 * i32::from(l));
+        }
+    }
+    for (ri, r) in c.k.reductions.iter().enumerate() {
+        let x = vals[&r.input];
+        for l in 0..lanes {
+            let xl = e.b.ins().extractlane(x, l);
+            let acc = e.b.use_var(s.saccs[ri]);
+            let nv = combine(e, types::F32, r.kind, acc, xl);
+            e.b.def_var(s.saccs[ri], nv);
         }
     }
 }
@@ -678,9 +933,12 @@ fn body(
     ptrs: &[Value],
     j: Value,
     idx: &[Value],
-    vector: bool,
+    lanes: u8,
     hoisted: &HashMap<NodeId, (Value, Option<Value>)>,
 ) -> HashMap<NodeId, Value> {
+    // `lanes`: 1 scalar, 4 a full vector, 2 or 3 the first lanes of a vector
+    // (loaded one element at a time; the other lanes hold 0).
+    let vector = lanes > 1;
     let mut vals: HashMap<NodeId, Value> = HashMap::new();
     let nl = c.nest.levels.len();
     for (n, s) in &c.k.sources {
@@ -694,7 +952,17 @@ fn body(
                     }
                 } else {
                     let p = ptrs[c.map.source[n]];
-                    load(e, ty, p, *dt)
+                    if lanes == 1 || lanes == 4 {
+                        load(e, ty, p, *dt)
+                    } else {
+                        let mut v = ops::constant(e.b, ty, 0.0);
+                        for l in 0..lanes {
+                            let x = e.b.ins().iadd_imm_s(p, 4 * i64::from(l));
+                            let x = e.load_scalar(x, *dt);
+                            v = e.b.ins().insertlane(v, x, l);
+                        }
+                        v
+                    }
                 }
             }
             Source::Scalar(_) | Source::Const(_) => {
@@ -731,13 +999,25 @@ fn body(
         };
         vals.insert(*n, v);
     }
+    // Comparisons of this body: a `select` on one picks with the comparison
+    // itself (`p cc q ? x : y`, the same result as testing its 1.0 / 0.0
+    // against zero, without materializing it).
+    let mut compares: HashMap<NodeId, (FloatCC, Value, Value)> = HashMap::new();
     for &n in &c.k.body {
         let inputs = e.g.inputs_of(n).to_vec();
         let arg = |i: usize| vals[&inputs[i]];
         let v = match e.g.op(n).clone() {
             Op::Unary(u) => ops::unary(e.b, ty, u, arg(0)),
-            Op::Binary(b) => ops::binary(e.b, ty, b, arg(0), arg(1)),
-            Op::Select => ops::select(e.b, ty, arg(0), arg(1), arg(2)),
+            Op::Binary(b) => {
+                if let Some(cc) = ops::compare_cc(b) {
+                    compares.insert(n, (cc, arg(0), arg(1)));
+                }
+                ops::binary(e.b, ty, b, arg(0), arg(1))
+            }
+            Op::Select => match compares.get(&inputs[0]) {
+                Some(&(cc, p, q)) => ops::select_cmp(e.b, ty, cc, p, q, arg(1), arg(2)),
+                None => ops::select(e.b, ty, arg(0), arg(1), arg(2)),
+            },
             Op::Cast(DType::I32) => ops::truncate(e.b, arg(0)),
             Op::Cast(DType::F32) => arg(0),
             Op::UniformHash { seed } => ops::uniform_hash(e.b, ty, seed, arg(0), arg(1)),

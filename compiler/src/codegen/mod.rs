@@ -35,6 +35,7 @@ pub mod ops;
 pub mod rows;
 pub mod trig;
 pub mod window;
+pub mod winoblocks;
 
 use cranelift_codegen::ir::{types, AbiParam, Function, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};

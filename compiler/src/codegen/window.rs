@@ -191,22 +191,53 @@ fn fill(e: &mut Emitter, ty: types::Type, v: f32) -> Value {
 /// adjoint zeroes its image first and adds each tile's cells in tile order,
 /// so the result does not depend on the thread count.
 fn winograd(e: &mut Emitter, p: &WindowPrep, lo: Value, hi: Value) {
-    let w = p.window;
-    let c = i64::from(p.channels);
-    let [th, tw] = w.tiles();
-    let image_cells = if matches!(p.op, WindowOp::WinogradInput | WindowOp::WinogradInputGrad) {
-        w.input
-    } else {
-        w.output
-    };
-    let image_len = i64::from(image_cells[0] * image_cells[1]) * c;
-    let tiles_len = i64::from(th * tw) * c;
+    let [th, tw] = p.window.tiles();
+    let tiles_len = i64::from(th * tw) * i64::from(p.channels);
     // Bytes between the 16 groups of the tile tensor: all the images' tiles.
     let group = e.b.ins().imul_imm_s(p.images, tiles_len * 4);
     let (image_base, tile_base) = match p.op {
         WindowOp::WinogradInput | WindowOp::WinogradOutputGrad => (p.src, p.dst),
         _ => (p.dst, p.src),
     };
+    let t = WinogradTiles {
+        op: p.op,
+        window: p.window,
+        channels: p.channels,
+        image_base,
+        tile_base,
+        group,
+    };
+    winograd_images(e, &t, lo, hi);
+}
+
+/// A Winograd transform's operands: image `n` of the images is at
+/// `image_base + n·image_len`, its tiles of group `g` at
+/// `tile_base + g·group + n·tiles_len` (bytes; `tile_base` may point
+/// before a block buffer that holds only some images).
+pub struct WinogradTiles {
+    pub op: WindowOp,
+    pub window: Window,
+    /// Channels of a cell (`C` for the input transforms, `O` for the output ones).
+    pub channels: u32,
+    pub image_base: Value,
+    pub tile_base: Value,
+    pub group: Value,
+}
+
+/// The transform `t.op` of images `lo..hi` (see [`winograd`]).
+pub fn winograd_images(e: &mut Emitter, t: &WinogradTiles, lo: Value, hi: Value) {
+    let w = t.window;
+    let c = i64::from(t.channels);
+    let [th, tw] = w.tiles();
+    let image_cells = if matches!(t.op, WindowOp::WinogradInput | WindowOp::WinogradInputGrad) {
+        w.input
+    } else {
+        w.output
+    };
+    let image_len = i64::from(image_cells[0] * image_cells[1]) * c;
+    let tiles_len = i64::from(th * tw) * c;
+    let (image_base, tile_base, group) = (t.image_base, t.tile_base, t.group);
+    let p = t;
     counted_loop(e, lo, hi, 1, &mut |e, n| {
         let image = row_ptr(e, image_base, n, image_len);
         let tiles = row_ptr(e, tile_base, n, tiles_len);

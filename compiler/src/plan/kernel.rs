@@ -105,6 +105,9 @@ pub enum Kernel {
     Rows(RowKernel),
     /// im2col or col2im (see [`WindowKernel`]).
     Window(WindowKernel),
+    /// A Winograd convolution's transforms and products over blocks of
+    /// images (see [`WinogradKernel`]).
+    Winograd(WinogradKernel),
 }
 
 /// The groups of a batched GEMM: `count` products, group `g` reading `a`,
@@ -166,6 +169,97 @@ pub struct WindowKernel {
     pub images: Lin,
     pub src: View,
     pub dst: View,
+}
+
+/// The Winograd F(2×2, 3×3) transforms and batched products of one
+/// convolution pass, run block by block over the images so that each
+/// block's tile tensors stay in cache (`plan::winofuse`):
+/// - forward (`y`): `y = winograd_output(winograd_input(x) @ u)`, the input
+///   tiles also stored whole into `v` when something else reads them;
+/// - backward (`dy`): `dM = winograd_output_grad(dy)`, then
+///   `dx = winograd_input_grad(dM @ uᵀ)` and/or
+///   `du = winograd_input(x)ᵀ @ dM` summed over the images.
+///
+/// A block's tiles live in per-thread scratch at `scratch` (bytes). The
+/// filter gradient is summed in two fixed halves of the blocks (the first
+/// into `du`, the second into the scratch at `acc`), added at the end, so
+/// its bits do not depend on the thread count (two threads take one half
+/// each).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WinogradKernel {
+    /// The node of the last op replaced (names the kernel).
+    pub node: NodeId,
+    pub window: Window,
+    /// Number of images, `N`.
+    pub images: Lin,
+    /// Images per block.
+    pub block: u32,
+    /// Output channels `O` (the input channels are the window's).
+    pub out_channels: u32,
+    /// Input images `[N, H, W, C]`.
+    pub x: View,
+    /// The transformed filter `[16, C, O]` (row-major), when read.
+    pub u: Option<View>,
+    /// Forward: the output images `[N, OH, OW, O]`.
+    pub y: Option<View>,
+    /// Forward: the whole input tile tensor, when other kernels read it.
+    pub v: Option<View>,
+    /// Backward: the output gradient `[N, OH, OW, O]`.
+    pub dy: Option<View>,
+    /// Backward: the input gradient `[N, H, W, C]`.
+    pub dx: Option<View>,
+    /// Backward: the transformed filter gradient `[16, C, O]`.
+    pub du: Option<View>,
+    /// Byte offset of the per-thread block tiles in scratch.
+    pub scratch: u64,
+    /// Byte offset of the second half's filter gradient in scratch.
+    pub acc: u64,
+}
+
+impl WinogradKernel {
+    /// Tiles per image.
+    pub fn tiles(&self) -> u64 {
+        let [th, tw] = self.window.tiles();
+        u64::from(th * tw)
+    }
+
+    /// Bytes of one thread's block tiles: the input tiles and the output
+    /// (gradient) tiles of `block` images.
+    pub fn block_bytes(&self) -> u64 {
+        let c = u64::from(self.window.channels);
+        let o = u64::from(self.out_channels);
+        (16 * u64::from(self.block) * self.tiles() * (c + o) * 4).next_multiple_of(64)
+    }
+
+    /// Bytes of the second filter-gradient accumulator (0 without one).
+    pub fn acc_bytes(&self) -> u64 {
+        if self.du.is_some() {
+            (16 * u64::from(self.window.channels) * u64::from(self.out_channels) * 4)
+                .next_multiple_of(64)
+        } else {
+            0
+        }
+    }
+
+    /// The buffers it reads and writes.
+    pub fn reads_writes(&self) -> (Vec<BufId>, Vec<BufId>) {
+        let reads = [Some(&self.x), self.u.as_ref(), self.dy.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|v| v.buf)
+            .collect();
+        let writes = [
+            self.y.as_ref(),
+            self.v.as_ref(),
+            self.dx.as_ref(),
+            self.du.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|v| v.buf)
+        .collect();
+        (reads, writes)
+    }
 }
 
 /// What a row kernel does for each of its `n` ids (`r = ids[i]`, clamped to
@@ -230,6 +324,8 @@ pub struct Plan {
     pub modes: Vec<Mode>,
     /// Threads that run every call together (1 or 2).
     pub threads: u32,
+    /// Where the threads wait for each other (none with one thread).
+    pub syncs: super::Syncs,
     pub scratch_bytes: u64,
     pub outputs: Vec<OutputLayout>,
     /// Scalar outputs, stored at the end: (output index, node).

@@ -31,6 +31,11 @@ pub(super) fn touched(k: &Kernel) -> Vec<BufId> {
         Kernel::Gemm { a, b, c, .. } => out.extend([a.buf, b.buf, c.buf]),
         Kernel::ArgMax { src, dst, .. } => out.extend([src.buf, dst.buf]),
         Kernel::Window(w) => out.extend([w.src.buf, w.dst.buf]),
+        Kernel::Winograd(w) => {
+            let (r, wr) = w.reads_writes();
+            out.extend(r);
+            out.extend(wr);
+        }
         Kernel::Rows(r) => {
             out.extend([r.ids.buf, r.dst.buf]);
             out.extend(r.src.iter().chain(&r.first).map(|v| v.buf));
@@ -66,6 +71,9 @@ pub fn assign_scratch(
             last[j] = last[j].max(i);
         }
     }
+    // Buffers no kernel touches (a tile tensor a fused Winograd kernel
+    // keeps in its own scratch) take no bytes.
+    let untouched: Vec<bool> = first.iter().map(|&f| f == usize::MAX).collect();
     for j in 0..n {
         if first[j] == usize::MAX {
             first[j] = 0;
@@ -95,7 +103,14 @@ pub fn assign_scratch(
     }
     for j in 0..n {
         if matches!(buffers[j].loc, Loc::Scratch { .. }) && !in_chain[j] {
-            let size = (buffers[j].shape.numel(max_batch) * 4).div_ceil(64) * 64;
+            let unused = untouched[j]
+                && !pinned.contains(&BufId(j as u32))
+                && !persistent.contains(&BufId(j as u32));
+            let size = if unused {
+                0
+            } else {
+                (buffers[j].shape.numel(max_batch) * 4).div_ceil(64) * 64
+            };
             items.push((size, first[j], last[j], vec![(j, 0)]));
         }
     }

@@ -27,9 +27,10 @@
 //!   into the variable itself (a sparse update) writes only its rows.
 //!
 //! # The phases
-//! [`plan`] chooses one thread or two from the function's estimated work
-//! (`threads`), then runs a `Planner`, whose phases run in this order, each
-//! keeping the invariant named:
+//! [`plan`] runs a `Planner` for two threads when allowed, and keeps that
+//! plan when its split kernels save more than its synchronizations cost
+//! (`threads`), else runs one for one thread. A `Planner`'s phases run in
+//! this order, each keeping the invariant named:
 //! 1. Classification (`units`): every node gets a `Class` — scalar, leaf,
 //!    view, iota, elementwise, reduce, or a kernel of its own.
 //! 2. Tree fusion (`fusion`): elementwise and reduce nodes into groups.
@@ -51,7 +52,9 @@
 //!    each retry removes one variable, so planning ends.
 //! 8. Finishing (`Planner::finish`): the kernels in order, update loops
 //!    merged across parameters ([`merge`]), a `Mode` per kernel
-//!    (`threads`), scratch offsets by liveness (`memory`), output layouts.
+//!    (`threads`), scratch offsets by liveness (`memory`), output layouts,
+//!    then the barriers the threads need (`threads`, after the scratch
+//!    offsets: reused scratch bytes are a conflict too).
 //!
 //! Invariants of a plan: kernels are in a dependency order; every buffer a
 //! kernel reads is written earlier or is an input or variable; scratch
@@ -82,6 +85,7 @@ mod resolve;
 mod threads;
 mod units;
 pub mod view;
+mod winofuse;
 
 use std::collections::{HashMap, HashSet};
 
@@ -92,16 +96,25 @@ use crate::layout::VarPlacement;
 use fusion::Group;
 pub use kernel::{
     Buffer, Groups, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source,
-    WindowKernel, WindowOp,
+    WindowKernel, WindowOp, WinogradKernel,
 };
+pub use threads::{scalar_operands, Syncs};
 use units::{Class, Unit};
 pub use view::{BufId, Lin, View};
 
 /// Plans one function of a model for up to `threads` threads.
 pub fn plan(g: &Graph, f: &Function, place: &VarPlacement, threads: usize) -> Plan {
-    let batch = place.layout.max_batch as u64;
-    let live = g.reachable(&f.roots());
-    let threads = threads::function_threads(g, &live, batch, threads);
+    if threads >= 2 {
+        let two = plan_threads(g, f, place, 2);
+        if threads::two_threads_pay(g, &two) {
+            return two;
+        }
+    }
+    plan_threads(g, f, place, 1)
+}
+
+/// Plans one function for exactly `threads` threads.
+fn plan_threads(g: &Graph, f: &Function, place: &VarPlacement, threads: u32) -> Plan {
     let mut not_in_place: HashSet<u32> = HashSet::new();
     loop {
         match Planner::new(g, f, place, &not_in_place, threads).run() {
@@ -219,6 +232,7 @@ impl<'a> Planner<'a> {
             .flat_map(|&u| kernels_by_unit[u].clone())
             .collect();
         let chains = merge::merge_updates(self.g, &self.buffers, &mut kernels);
+        let mut kernels = winofuse::fuse(&self.buffers, kernels);
         let batch = self.place.layout.max_batch as u64;
         let modes = threads::kernel_modes(self.g, &kernels, batch, self.threads);
         let pinned: HashSet<BufId> = self.scalar_loads.values().map(|(v, _)| v.buf).collect();
@@ -230,6 +244,7 @@ impl<'a> Planner<'a> {
             &chains,
             batch,
         );
+        let scratch_bytes = winofuse::place_scratch(&mut kernels, scratch_bytes, self.threads);
         let mut outputs = Vec::new();
         let mut scalar_outputs = Vec::new();
         for (k, o) in self.f.outputs.iter().enumerate() {
@@ -257,12 +272,13 @@ impl<'a> Planner<'a> {
                 (a as u32, o as u64, n)
             })
             .collect();
-        Plan {
+        let mut plan = Plan {
             name: self.f.name.clone(),
             buffers: self.buffers,
             kernels,
             modes,
             threads: self.threads,
+            syncs: Syncs::default(),
             scratch_bytes,
             outputs,
             scalar_outputs,
@@ -271,6 +287,8 @@ impl<'a> Planner<'a> {
             var_locs: self.place.vars.clone(),
             increments_global_step: self.f.increments_global_step,
             max_batch: batch,
-        }
+        };
+        plan.syncs = threads::syncs(self.g, &plan);
+        plan
     }
 }

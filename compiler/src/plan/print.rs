@@ -51,6 +51,9 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
     }
     out.push_str("  kernels:\n");
     for (i, k) in p.kernels.iter().enumerate() {
+        if p.syncs.before.get(i).copied().unwrap_or(false) {
+            out.push_str("    barrier\n");
+        }
         if p.threads > 1 {
             writeln!(
                 out,
@@ -106,6 +109,28 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                     out,
                     "    k{i}: {name} {} images={}: {} <- {}",
                     w.node, w.images, w.dst, w.src
+                )
+                .ok();
+            }
+            Kernel::Winograd(w) => {
+                let opt = |name: &str, v: &Option<View>| {
+                    v.as_ref().map(|v| format!(" {name}={v}")).unwrap_or_default()
+                };
+                writeln!(
+                    out,
+                    "    k{i}: winograd {} images={} block={} C={} O={}: x={}{}{}{}{}{}{}",
+                    w.node,
+                    w.images,
+                    w.block,
+                    w.window.channels,
+                    w.out_channels,
+                    w.x,
+                    opt("u", &w.u),
+                    opt("y", &w.y),
+                    opt("v", &w.v),
+                    opt("dy", &w.dy),
+                    opt("dx", &w.dx),
+                    opt("du", &w.du),
                 )
                 .ok();
             }
@@ -169,6 +194,9 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 }
             }
         }
+    }
+    if p.syncs.before_scalars {
+        out.push_str("  barrier\n");
     }
     for (k, n) in &p.scalar_outputs {
         writeln!(out, "  out {} = {n}", p.outputs[*k as usize].name).ok();

@@ -1,22 +1,51 @@
-//! The cost model and the threading decisions.
+//! The cost model, the threading decisions and where the threads synchronize.
 //!
 //! Owns: an estimate of the seconds of work of a node and of a kernel at the
 //! largest batch (GEMMs at 100 GFLOP/s, memory-bound loops at 10 GB/s), and
-//! from it two decisions: whether a function runs on one thread or two
-//! ([`function_threads`]), and, in a two-thread function, whether each kernel
-//! is split between the threads or run by thread 0 alone ([`kernel_modes`]).
+//! from it two decisions: in a two-thread function, whether each kernel is
+//! split between the threads or run by thread 0 alone ([`kernel_modes`]),
+//! and whether the two-thread plan is worth its synchronizations at all
+//! ([`two_threads_pay`]: the work its split kernels save against the
+//! barriers it emits plus the worker's start and end, else `plan` plans one
+//! thread); and the barriers of a two-thread plan ([`syncs`]).
+//!
+//! # The barrier rule
+//! Both threads run the same code; thread 0 runs a `Single` kernel while
+//! thread 1 skips it, computing only the scalars the kernel reads (scalars
+//! are computed on every thread). Walking the kernels in order, each thread's
+//! reads and writes since the last barrier are kept (byte ranges of inputs,
+//! arenas, outputs and scratch, over-approximated: a whole buffer, or what a
+//! loop's view reaches over its domain). A barrier goes before a kernel
+//! exactly when what one thread does in it conflicts with what the other did
+//! since the last barrier: a write against a read or a write of overlapping
+//! bytes. So two `Single` kernels in a row never need one; a `Split` kernel
+//! after a kernel it reads from does. One more goes before thread 0's scalar
+//! stores at the end when they overlap thread 1's accesses since the last
+//! barrier (a scalar variable thread 1 read). Nothing is needed at the end of
+//! a call: the caller waits for thread 1 before the next call starts.
 //!
 //! Invariants: only what can be split without changing results is marked
 //! `Mode::Split` — a GEMM (each thread owns a block of C) or a loop with a
 //! kept dimension (codegen splits along it, never along a reduced one);
 //! argmax and row kernels always run whole (row kernels visit ids in order);
-//! a one-thread function has only `Mode::Single` kernels.
+//! a one-thread function has only `Mode::Single` kernels and no barriers;
+//! no two threads touch the same bytes, one of them writing, between two
+//! barriers.
 
-use super::{Kernel, Mode};
-use crate::ir::{Dim, Graph, NodeId, Op, Shape};
+use std::collections::{HashMap, HashSet};
 
-/// Work below which a function runs on one thread (thread start and barriers cost microseconds).
-const PARALLEL_FUNCTION_SECONDS: f64 = 300e-6;
+use super::{BufId, Kernel, Loc, Mode, Plan, Source, View};
+use crate::ir::{DType, Dim, Graph, NodeId, Op, Shape};
+
+/// The estimated cost of one synchronization of the two threads (a barrier,
+/// or the start or end of the worker's share of a call), in the units of
+/// [`cost`]: a cache-line transfer each way (~0.3 us on the benchmarks' Zen 5)
+/// and the threads' imbalance, scaled as `cost` overestimates the
+/// cache-resident kernels of small models about tenfold (W1's Adam loop: 42
+/// us estimated, 4.2 us measured). W1 then stays on one thread (40 us saved
+/// against 7 synchronizations; on two threads it measured slower), as do the
+/// shipped specs that ran on one before; W3 and W7 save milliseconds.
+const SYNC_SECONDS: f64 = 20e-6;
 /// Work below which a kernel of a parallel function runs on thread 0 alone.
 const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
 
@@ -43,17 +72,71 @@ fn cost(g: &Graph, n: NodeId, batch: u64) -> f64 {
     }
 }
 
-/// Threads a function with the live nodes `live` runs on: two when `threads`
-/// allows it and its work at `batch` pays for starting them, else one.
-pub(super) fn function_threads(g: &Graph, live: &[bool], batch: u64, threads: usize) -> u32 {
-    let total: f64 = (0..g.len())
-        .filter(|&i| live[i])
-        .map(|i| cost(g, NodeId(i as u32), batch))
+/// Whether a two-thread plan is worth its synchronizations: the time its
+/// split kernels save (half of each one's estimated work) must exceed the
+/// estimated cost of the barriers it emits plus starting and ending the
+/// worker's share of a call.
+pub(super) fn two_threads_pay(g: &Graph, plan: &Plan) -> bool {
+    let saved: f64 = plan
+        .kernels
+        .iter()
+        .zip(&plan.modes)
+        .filter(|(_, m)| **m == Mode::Split)
+        .map(|(k, _)| kernel_work(g, k, plan.max_batch).0 / 2.0)
         .sum();
-    if threads >= 2 && total >= PARALLEL_FUNCTION_SECONDS {
-        2
-    } else {
-        1
+    let syncs = plan.syncs.count() + 2;
+    saved > syncs as f64 * SYNC_SECONDS
+}
+
+/// A kernel's estimated seconds of work at `batch`, and whether it can be
+/// split between threads without changing its results.
+fn kernel_work(g: &Graph, k: &Kernel, batch: u64) -> (f64, bool) {
+    match k {
+        Kernel::Gemm { node, .. } => (cost(g, *node, batch), true),
+        Kernel::ArgMax { .. } | Kernel::Rows(_) => (0.0, false),
+        Kernel::Window(w) => {
+            let n = g.shape(w.node).numel(batch) as f64;
+            (n * 8.0 / 10e9, true)
+        }
+        Kernel::Winograd(w) => {
+            // Its products at the GEMM rate, as the unfused ones were.
+            let t = w.tiles() as f64 * w.images.eval(batch as i64) as f64;
+            let flops = 2.0 * 16.0 * t * f64::from(w.window.channels * w.out_channels);
+            let products = [w.y.is_some(), w.dx.is_some(), w.du.is_some()]
+                .iter()
+                .filter(|&&p| p)
+                .count() as f64;
+            (products * flops / 100e9, true)
+        }
+        Kernel::Loop(l) => {
+            let all_reduced = !l.reductions.is_empty()
+                && (0..l.domain.rank())
+                    .all(|a| l.reduce_axes.contains(&a) || l.domain.0[a] == Dim::Fixed(1));
+            // A reduction whose kept elements are a short run at the
+            // end (a bias gradient: [B, H, W] reduced, C kept) would
+            // split that run: each thread sweeps every row for a few
+            // lanes, slower than one thread sweeping them once.
+            let kept: Vec<usize> = (0..l.domain.rank())
+                .filter(|a| !l.reduce_axes.contains(a))
+                .collect();
+            let trailing = kept
+                .iter()
+                .enumerate()
+                .all(|(i, &a)| a == l.domain.rank() - kept.len() + i);
+            let short_run = !l.reductions.is_empty()
+                && trailing
+                && kept
+                    .iter()
+                    .map(|&a| l.domain.0[a].fixed().map_or(u64::MAX, u64::from))
+                    .fold(1u64, u64::saturating_mul)
+                    <= 256;
+            let all_reduced = all_reduced || short_run;
+            let n = l.domain.numel(batch) as f64;
+            (
+                n * 4.0 * (1 + l.sources.len() + l.stores.len()) as f64 / 10e9,
+                !all_reduced,
+            )
+        }
     }
 }
 
@@ -62,43 +145,7 @@ pub(super) fn kernel_modes(g: &Graph, kernels: &[Kernel], batch: u64, threads: u
     kernels
         .iter()
         .map(|k| {
-            let (work, splittable) = match k {
-                Kernel::Gemm { node, .. } => (cost(g, *node, batch), true),
-                Kernel::ArgMax { .. } | Kernel::Rows(_) => (0.0, false),
-                Kernel::Window(w) => {
-                    let n = g.shape(w.node).numel(batch) as f64;
-                    (n * 8.0 / 10e9, true)
-                }
-                Kernel::Loop(l) => {
-                    let all_reduced = !l.reductions.is_empty()
-                        && (0..l.domain.rank())
-                            .all(|a| l.reduce_axes.contains(&a) || l.domain.0[a] == Dim::Fixed(1));
-                    // A reduction whose kept elements are a short run at the
-                    // end (a bias gradient: [B, H, W] reduced, C kept) would
-                    // split that run: each thread sweeps every row for a few
-                    // lanes, slower than one thread sweeping them once.
-                    let kept: Vec<usize> = (0..l.domain.rank())
-                        .filter(|a| !l.reduce_axes.contains(a))
-                        .collect();
-                    let trailing = kept
-                        .iter()
-                        .enumerate()
-                        .all(|(i, &a)| a == l.domain.rank() - kept.len() + i);
-                    let short_run = !l.reductions.is_empty()
-                        && trailing
-                        && kept
-                            .iter()
-                            .map(|&a| l.domain.0[a].fixed().map_or(u64::MAX, u64::from))
-                            .fold(1u64, u64::saturating_mul)
-                            <= 256;
-                    let all_reduced = all_reduced || short_run;
-                    let n = l.domain.numel(batch) as f64;
-                    (
-                        n * 4.0 * (1 + l.sources.len() + l.stores.len()) as f64 / 10e9,
-                        !all_reduced,
-                    )
-                }
-            };
+            let (work, splittable) = kernel_work(g, k, batch);
             if threads > 1 && splittable && work >= PARALLEL_KERNEL_SECONDS {
                 Mode::Split
             } else {
@@ -106,4 +153,303 @@ pub(super) fn kernel_modes(g: &Graph, kernels: &[Kernel], batch: u64, threads: u
             }
         })
         .collect()
+}
+
+/// The nodes whose scalar values the scalar value of `n` is computed from
+/// (codegen computes scalars by this rule; a node in `scalar_loads` is read
+/// from memory and has none).
+pub fn scalar_operands<'g>(
+    g: &'g Graph,
+    scalar_loads: &HashMap<NodeId, (View, DType)>,
+    n: NodeId,
+) -> &'g [NodeId] {
+    if scalar_loads.contains_key(&n) {
+        return &[];
+    }
+    match g.op(n) {
+        Op::Unary(_)
+        | Op::Binary(_)
+        | Op::Select
+        | Op::Cast(_)
+        | Op::UniformHash { .. }
+        | Op::StopGradient
+        | Op::NormalNoise { .. } => g.inputs_of(n),
+        Op::Reshape(_) | Op::Slice { .. } | Op::Transpose(_) => &g.inputs_of(n)[..1],
+        _ => &[],
+    }
+}
+
+/// A memory space a kernel reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Space {
+    Input(u32),
+    Arena(u32),
+    Output(u32),
+    Scratch,
+}
+
+/// Bytes `[lo, hi)` of a memory space.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    space: Space,
+    lo: i64,
+    hi: i64,
+}
+
+impl Region {
+    fn overlaps(&self, o: &Region) -> bool {
+        self.space == o.space && self.lo < o.hi && o.lo < self.hi
+    }
+}
+
+/// What one thread reads and writes (over-approximated: whole extents).
+#[derive(Clone, Debug, Default)]
+struct Access {
+    reads: Vec<Region>,
+    writes: Vec<Region>,
+}
+
+impl Access {
+    /// Whether running `self` and `o` on different threads without a barrier
+    /// between them could change what either reads or leaves in memory.
+    fn conflicts(&self, o: &Access) -> bool {
+        let hit = |a: &[Region], b: &[Region]| a.iter().any(|x| b.iter().any(|y| x.overlaps(y)));
+        hit(&self.writes, &o.writes) || hit(&self.writes, &o.reads) || hit(&self.reads, &o.writes)
+    }
+
+    fn extend(&mut self, o: &Access) {
+        self.reads.extend_from_slice(&o.reads);
+        self.writes.extend_from_slice(&o.writes);
+    }
+
+    fn clear(&mut self) {
+        self.reads.clear();
+        self.writes.clear();
+    }
+}
+
+/// Where the synchronizations of a function go.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Syncs {
+    /// Per kernel: both threads wait for each other before it.
+    pub before: Vec<bool>,
+    /// Both threads wait for each other before thread 0 stores the scalar
+    /// outputs and updates.
+    pub before_scalars: bool,
+}
+
+impl Syncs {
+    /// Barriers emitted per call.
+    pub fn count(&self) -> usize {
+        self.before.iter().filter(|&&b| b).count() + usize::from(self.before_scalars)
+    }
+}
+
+/// The memory a plan's code touches, by buffer and kernel.
+struct Footprint<'a> {
+    g: &'a Graph,
+    plan: &'a Plan,
+    batch: i64,
+}
+
+impl Footprint<'_> {
+    /// The space and byte offset of buffer `b`, and its size in bytes.
+    fn buffer(&self, b: BufId) -> (Space, i64, i64) {
+        let buf = self.plan.buffer(b);
+        let size = buf.shape.numel(self.batch as u64) as i64 * 4;
+        match buf.loc {
+            Loc::Input(i) => (Space::Input(i), 0, size),
+            Loc::Arena { arena, offset } => (Space::Arena(arena), offset as i64 * 4, size),
+            Loc::Output(i) => (Space::Output(i), 0, size),
+            Loc::Scratch { offset } => (Space::Scratch, offset as i64, size),
+        }
+    }
+
+    /// The whole of buffer `b`.
+    fn whole(&self, b: BufId) -> Region {
+        let (space, base, size) = self.buffer(b);
+        Region {
+            space,
+            lo: base,
+            hi: base + size.max(4),
+        }
+    }
+
+    /// What view `v` reaches when indexed over `dims` (when as many as its
+    /// strides), joined with its whole buffer (a view addresses its buffer,
+    /// except a merged update loop's, which reaches past its first member's
+    /// buffer over the loop's domain).
+    fn view(&self, v: &View, dims: &[u64]) -> Region {
+        let mut r = self.whole(v.buf);
+        if dims.len() == v.strides.len() {
+            let (_, base, _) = self.buffer(v.buf);
+            let mut lo = v.offset.eval(self.batch);
+            let mut hi = lo;
+            for (&d, s) in dims.iter().zip(&v.strides) {
+                let reach = (d.max(1) as i64 - 1) * s.eval(self.batch);
+                if reach < 0 {
+                    lo += reach;
+                } else {
+                    hi += reach;
+                }
+            }
+            r.lo = r.lo.min(base + lo * 4);
+            r.hi = r.hi.max(base + (hi + 1) * 4);
+        }
+        r
+    }
+
+    /// The memory read to compute scalar `n` (loads and scalar variables).
+    fn scalar_reads(&self, n: NodeId, out: &mut Vec<Region>) {
+        let mut stack = vec![n];
+        let mut seen = HashSet::new();
+        while let Some(m) = stack.pop() {
+            if !seen.insert(m) {
+                continue;
+            }
+            if let Some((v, _)) = self.plan.scalar_loads.get(&m) {
+                out.push(self.view(v, &[]));
+            } else if let Op::Var(var) = self.g.op(m) {
+                let (arena, offset) = self.plan.var_locs[*var as usize];
+                out.push(Region {
+                    space: Space::Arena(arena as u32),
+                    lo: offset as i64 * 4,
+                    hi: offset as i64 * 4 + 4,
+                });
+            }
+            stack.extend_from_slice(scalar_operands(self.g, &self.plan.scalar_loads, m));
+        }
+    }
+
+    /// Kernel `k`'s accesses: (the kernel's own, the scalars both threads
+    /// compute before it).
+    fn kernel(&self, k: &Kernel) -> (Access, Access) {
+        let mut a = Access::default();
+        let mut s = Access::default();
+        match k {
+            Kernel::Loop(l) => {
+                let dims: Vec<u64> = l
+                    .domain
+                    .dims()
+                    .iter()
+                    .map(|d| d.fixed().map_or(self.batch as u64, u64::from))
+                    .collect();
+                let kept: Vec<u64> = (0..dims.len())
+                    .filter(|ax| !l.reduce_axes.contains(ax))
+                    .map(|ax| dims[ax])
+                    .collect();
+                for (_, src) in &l.sources {
+                    match src {
+                        Source::Load(v, _) => a.reads.push(self.view(v, &dims)),
+                        Source::Scalar(n) => self.scalar_reads(*n, &mut s.reads),
+                        Source::Iota { .. } | Source::Const(_) => {}
+                    }
+                }
+                for (_, v) in &l.stores {
+                    a.writes.push(self.view(v, &dims));
+                }
+                for r in &l.reductions {
+                    if let Some(v) = &r.dest {
+                        // Reductions read back what they accumulate.
+                        let d = if v.strides.len() == kept.len() {
+                            &kept
+                        } else {
+                            &dims
+                        };
+                        let region = self.view(v, d);
+                        a.writes.push(region);
+                        a.reads.push(region);
+                    }
+                }
+            }
+            Kernel::Gemm { a: x, b: y, c, .. } => {
+                a.reads.extend([self.whole(x.buf), self.whole(y.buf)]);
+                a.writes.push(self.whole(c.buf));
+            }
+            Kernel::ArgMax { src, dst, .. } => {
+                a.reads.push(self.whole(src.buf));
+                a.writes.push(self.whole(dst.buf));
+            }
+            Kernel::Window(w) => {
+                a.reads.push(self.whole(w.src.buf));
+                a.writes.push(self.whole(w.dst.buf));
+            }
+            Kernel::Winograd(w) => {
+                let (r, wr) = w.reads_writes();
+                a.reads.extend(r.into_iter().map(|b| self.whole(b)));
+                a.writes.extend(wr.into_iter().map(|b| self.whole(b)));
+            }
+            Kernel::Rows(r) => {
+                // Marker tables are written and reset: every buffer counts as both.
+                for v in [Some(&r.ids), r.src.as_ref(), r.first.as_ref(), Some(&r.dst)]
+                    .into_iter()
+                    .flatten()
+                {
+                    a.reads.push(self.whole(v.buf));
+                    a.writes.push(self.whole(v.buf));
+                }
+            }
+        }
+        a.reads.extend_from_slice(&s.reads);
+        (a, s)
+    }
+}
+
+/// The barriers a two-thread plan needs: one before a kernel exactly when
+/// what one thread does in it conflicts (a write against a read or a write
+/// of the same bytes) with what the other thread did since the last barrier.
+/// Thread 0 runs a `Single` kernel; thread 1 only computes its scalar
+/// sources (scalars are computed on every thread), so two `Single` kernels
+/// in a row need none. Before the scalar stores at the end (thread 0's),
+/// one when they conflict with thread 1's accesses since the last barrier.
+/// A one-thread plan has none.
+pub(super) fn syncs(g: &Graph, plan: &Plan) -> Syncs {
+    let mut out = Syncs {
+        before: vec![false; plan.kernels.len()],
+        before_scalars: false,
+    };
+    if plan.threads < 2 {
+        return out;
+    }
+    let fp = Footprint {
+        g,
+        plan,
+        batch: plan.max_batch as i64,
+    };
+    // What each thread did since the last barrier.
+    let mut pending = [Access::default(), Access::default()];
+    for (i, k) in plan.kernels.iter().enumerate() {
+        let (all, scalars) = fp.kernel(k);
+        let t1 = if plan.modes[i] == Mode::Split {
+            &all
+        } else {
+            &scalars
+        };
+        if pending[0].conflicts(t1) || pending[1].conflicts(&all) {
+            out.before[i] = true;
+            pending[0].clear();
+            pending[1].clear();
+        }
+        pending[0].extend(&all);
+        pending[1].extend(t1);
+    }
+    let mut last = Access::default();
+    for &(k, n) in &plan.scalar_outputs {
+        fp.scalar_reads(n, &mut last.reads);
+        last.writes.push(Region {
+            space: Space::Output(k),
+            lo: 0,
+            hi: i64::MAX,
+        });
+    }
+    for &(arena, offset, n) in &plan.scalar_updates {
+        fp.scalar_reads(n, &mut last.reads);
+        last.writes.push(Region {
+            space: Space::Arena(arena),
+            lo: offset as i64 * 4,
+            hi: offset as i64 * 4 + 4,
+        });
+    }
+    out.before_scalars = pending[1].conflicts(&last);
+    out
 }

@@ -20,8 +20,9 @@
 //!   index of it; `avg_pool2d` divides each window's sum by its real cells.
 //!
 //! Invariant: an argument is checked before any node is built; a pooling
-//! window (SAME or VALID only) always has a tap inside the image, so the
-//! `-inf` padding never wins a max pool.
+//! window always has a tap inside the image (SAME, VALID, or `max_pool2d`'s
+//! explicit padding, each side smaller than the window as TF requires), so
+//! the `-inf` padding never wins a max pool.
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::Diagnostic;
@@ -539,18 +540,42 @@ pub fn separable_conv2d(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
 }
 
 /// The pooling window of `input` (argument 0) with `ksize`, `strides`,
-/// `padding` at arguments 1-3 (`SAME` or `VALID`).
-fn pool_window(lw: &mut Lowerer, b: &Bound, what: &str) -> R<(NodeId, Window)> {
+/// `padding` at arguments 1-3. `explicit`: the op takes TF's explicit
+/// `[[0, 0], [t, b], [l, r], [0, 0]]` (`tf.nn.max_pool2d`, TF's MaxPool with
+/// `EXPLICIT` padding), each side smaller than the window as TF requires, so
+/// every window keeps a tap inside the image; else `SAME` or `VALID` only
+/// (TF's AvgPool and MaxPoolWithArgmax take a padding name, no list).
+fn pool_window(lw: &mut Lowerer, b: &Bound, what: &str, explicit: bool) -> R<(NodeId, Window)> {
     let (x, _, hw, c) = images(lw, b, 0, what)?;
     let ksize = pair(b, 1, "ksize", 1)?;
     let strides = pair(b, 2, "strides", 1)?;
     let pad = padding(b.req(3), 2)?;
-    if matches!(pad, Padding::Explicit(_)) {
-        return Err(bad(
-            b.req(3),
-            format!("{what} takes padding 'SAME' or 'VALID'"),
-            "explicit padding",
-        ));
+    if let Padding::Explicit(p) = pad {
+        if !explicit {
+            return Err(bad(
+                b.req(3),
+                format!("{what} takes padding 'SAME' or 'VALID', not a list (TF's op expects a string for padding)"),
+                "explicit padding",
+            )
+            .with_help("only max_pool2d takes explicit padding; pad with pad(..) first, or use 'SAME'"));
+        }
+        for (a, &(before, after)) in p.iter().enumerate() {
+            let sides = [["top", "bottom"], ["left", "right"]][a];
+            for (side, v) in sides.iter().zip([before, after]) {
+                if v >= ksize[a] {
+                    let axis = ["height", "width"][a];
+                    return Err(bad(
+                        b.req(3),
+                        format!(
+                            "{side} padding {v} needs to be smaller than the window's {axis} {}",
+                            ksize[a]
+                        ),
+                        &format!("{side} padding {v} >= {}", ksize[a]),
+                    )
+                    .with_help("a window of padding alone would have no maximum (TF's MaxPool refuses it too)"));
+                }
+            }
+        }
     }
     let w = window(hw, c, ksize, strides, [1, 1], pad, b.req(1))?;
     Ok((x, w))
@@ -609,7 +634,7 @@ fn max_pool(lw: &mut Lowerer, x: NodeId, w: Window) -> (NodeId, NodeId) {
 
 /// `tf.nn.max_pool2d(input, ksize, strides, padding)`.
 pub fn max_pool2d(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
-    let (x, w) = pool_window(lw, b, "max_pool2d")?;
+    let (x, w) = pool_window(lw, b, "max_pool2d", true)?;
     Ok(max_pool(lw, x, w).0)
 }
 
@@ -618,7 +643,7 @@ pub fn max_pool2d(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
 /// flat index `((n·H + y)·W + x)·C + c` of each maximum (`which = 1`, int32;
 /// the `n·H` term only with `include_batch_in_index`).
 fn max_pool_with_argmax(lw: &mut Lowerer, b: &Bound, which: usize) -> R<NodeId> {
-    let (x, w) = pool_window(lw, b, "max_pool_with_argmax")?;
+    let (x, w) = pool_window(lw, b, "max_pool_with_argmax", false)?;
     let with_batch = match b.get(4) {
         Some(e) if !args::is_none(e) => args::eval_bool(e)?,
         _ => false,
@@ -676,7 +701,7 @@ pub fn max_pool_with_argmax_argmax(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<N
 /// `tf.nn.avg_pool2d(input, ksize, strides, padding)`: each window's sum
 /// divided by its cells inside the image.
 pub fn avg_pool2d(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
-    let (x, w) = pool_window(lw, b, "avg_pool2d")?;
+    let (x, w) = pool_window(lw, b, "avg_pool2d", false)?;
     let p = tap_patches(lw, x, w, 0.0);
     let sum = lw.g.reduce_sum(p, &[3]);
     let inside = |a: usize, o: u32| {

@@ -44,6 +44,14 @@ pub(crate) struct Chunk {
     /// stream's transforms are keyed by them).
     pub(crate) epoch: u64,
     pub(crate) first_index: u64,
+    /// A replica's record shard (one file at a time): the place of the
+    /// file's first record in the epoch's unsharded stream, so that a row's
+    /// place is this plus its ordinal, as in one process (`None`: the
+    /// rows' places follow `first_index`).
+    pub(crate) index_base: Option<u64>,
+    /// Each row's record number in its file, every replica's records
+    /// counted.
+    pub(crate) ordinals: Vec<u64>,
     /// The file, as errors name it.
     pub(crate) file: Arc<str>,
     /// CSV: the field of every column of every input in this file.
@@ -77,6 +85,8 @@ impl Chunk {
             kind: Kind::Rows,
             epoch: 0,
             first_index: 0,
+            index_base: None,
+            ordinals: Vec::new(),
             file: Arc::from(""),
             plan: Arc::new(Vec::new()),
             records: Vec::new(),
@@ -104,6 +114,8 @@ impl Chunk {
         self.rows = 0;
         self.good = 0;
         self.locations.clear();
+        self.ordinals.clear();
+        self.index_base = None;
         self.bad.clear();
         self.skipped.clear();
         self.error = None;
@@ -387,7 +399,10 @@ impl Transformer {
                     payload: &chunk.payloads[r],
                 },
             };
-            let index = chunk.first_index + r as u64;
+            let index = match chunk.index_base {
+                Some(base) => base + chunk.ordinals[r],
+                None => chunk.first_index + r as u64,
+            };
             let result = img.row(
                 record,
                 chunk.epoch,

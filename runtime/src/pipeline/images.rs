@@ -19,7 +19,11 @@
 //!   does not shift the others' draws). Both are stamped on the chunk by the
 //!   reader, so the bits do not depend on which worker runs it. Without bad
 //!   images and with one file (a directory, one CSV or TFRecord) read in
-//!   order, index `i` is the in-memory data set's row `i`.
+//!   order, index `i` is the in-memory data set's row `i`. A replica's
+//!   record shard (`Shard`, files read one at a time) keys a record by its
+//!   place in the unsharded stream (its file's first record's place plus
+//!   its record number, `Chunk::index_base`), so replicas draw what one
+//!   process draws for each image.
 //! - Only the listing of a directory (paths and labels, never pixels) is
 //!   held; pixels exist only in the chunks in flight and the shuffle buffer.
 //! - A bad image (unreadable, undecodable, a transform that cannot take it,
@@ -100,6 +104,52 @@ impl ImageFormat {
                 label_key: label_key.clone(),
             },
         }
+    }
+
+    /// The streamed form of an in-memory image source: its records, the
+    /// same pipeline, seed, threads and bad-image policy, read from
+    /// `paths`, with the random transforms (`training`) or their
+    /// evaluation form. The other stream options are the defaults.
+    pub fn stream_of(spec: &crate::data::ImagesSpec, training: bool) -> super::StreamSpec {
+        let (records, paths) = match &spec.source {
+            ImageSource::Directory { dir } => (ImageRecords::Directory, vec![dir.clone()]),
+            ImageSource::Csv {
+                path,
+                path_column,
+                label_column,
+            } => (
+                ImageRecords::Csv {
+                    path_column: path_column.clone(),
+                    label_column: label_column.clone(),
+                },
+                vec![path.clone()],
+            ),
+            ImageSource::TfRecord {
+                paths,
+                compression,
+                image_key,
+                label_key,
+            } => (
+                ImageRecords::TfRecord {
+                    compression: *compression,
+                    image_key: image_key.clone(),
+                    label_key: label_key.clone(),
+                },
+                paths.clone(),
+            ),
+        };
+        let mut s = super::StreamSpec::new(
+            super::Format::Images(Box::new(ImageFormat {
+                records,
+                pipeline: spec.pipeline.clone(),
+                seed: spec.seed,
+                training,
+            })),
+            paths,
+        );
+        s.threads = spec.threads;
+        s.on_bad_record = spec.on_bad_record;
+        s
     }
 
     /// Each input's element type and width: the image input

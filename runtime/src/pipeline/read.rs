@@ -126,6 +126,14 @@ impl FileReader {
         }
     }
 
+    /// The records read from the file so far, every replica's counted.
+    pub(crate) fn records_seen(&self) -> u64 {
+        match self {
+            FileReader::Csv { seen, .. } => *seen as u64,
+            FileReader::TfRecord { next, .. } | FileReader::Listing { next, .. } => *next as u64,
+        }
+    }
+
     /// Reads up to `block` records into `chunk` (reset by the caller).
     /// Returns true when the file is done: its end, or an error (then in
     /// `chunk.error`).
@@ -186,6 +194,7 @@ impl FileReader {
                         }
                     }
                     chunk.locations.push(line);
+                    chunk.ordinals.push(*seen as u64 - 1);
                     chunk.rows += 1;
                 }
                 false
@@ -214,6 +223,7 @@ impl FileReader {
                         continue;
                     }
                     chunk.locations.push(*next - 1);
+                    chunk.ordinals.push(*next as u64 - 1);
                     chunk.rows += 1;
                 }
                 false
@@ -234,6 +244,7 @@ impl FileReader {
                         continue;
                     }
                     chunk.locations.push(*next - 1);
+                    chunk.ordinals.push(*next as u64 - 1);
                     chunk.rows += 1;
                 }
                 *next >= *count

@@ -193,6 +193,11 @@ fn reader(
             let mut index = 0u64;
             let mut slots: Vec<Option<FileReader>> =
                 (0..shared.cycle_length.max(1)).map(|_| None).collect();
+            // A record shard read one file at a time: the unsharded
+            // stream's place of the open file's first record (the records
+            // of the files before it, every replica's).
+            let by_ordinal = shared.record_shard.count > 1 && slots.len() == 1;
+            let mut file_base = 0u64;
             let mut next_file = 0usize;
             let mut open = 0usize;
             let mut cursor = 0usize;
@@ -245,7 +250,11 @@ fn reader(
                 c.epoch = first_epoch + epoch - 1;
                 c.first_index = index;
                 index += c.rows as u64;
+                if by_ordinal {
+                    c.index_base = Some(file_base);
+                }
                 if done {
+                    file_base += r.records_seen();
                     slots[cursor] = None;
                     open -= 1;
                 }

@@ -181,6 +181,14 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
             }
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
             Kernel::Window(w) => format!("{} {} {:?}", w.op.name(), w.node, w.window),
+            Kernel::Winograd(w) => format!(
+                "winograd {} {} block={} C={} O={}",
+                w.node,
+                if w.y.is_some() { "forward" } else { "backward" },
+                w.block,
+                w.window.channels,
+                w.out_channels
+            ),
             Kernel::Rows(r) => format!("{:?} {} n={} row_len={}", r.op, r.node, r.n, r.row_len),
             Kernel::Loop(l) => format!(
                 "{} over {} ({} ops, {} stores)",

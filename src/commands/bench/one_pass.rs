@@ -63,7 +63,7 @@ pub fn run(
     let batch = model.train.batch as usize;
 
     // Timed: from before the file is opened to trained weights.
-    let path = match data_source(model, spec, data) {
+    let path = match data_source(model, spec, data)? {
         Source::Csv { path } => Some(path),
         _ => None,
     };
