@@ -58,21 +58,22 @@ fn every_stage_of_every_shipped_spec() {
     }
 }
 
+/// W7's plan with every convolution direct (`SPECC_WINOGRAD=never`; the
+/// default `digits_cnn.plan` has its second convolution as Winograd
+/// F(2×2, 3×3) kernels by blocks of images): im2col, col2im and the three
+/// products of each convolution.
+#[test]
+fn the_direct_convolution_plan() {
+    let spec = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs/digits_cnn.spec");
+    let text = emit_env(&spec, "plan", &[], &[("SPECC_WINOGRAD", "never")]);
+    insta::assert_snapshot!("digits_cnn.plan.direct", text);
+}
+
 /// The step split for data-parallel replicas (`--replicas N`): the
 /// `replica_grad` function writing the exchange variables, the `step`
 /// reading them; dense (2 replicas: the sum scaled by 1/2 in the step;
 /// 3 replicas of a batch of 64: each replica weighs by its rows) and sparse
 /// (the gathered ids and rows).
-/// W7's plan with its second convolution as Winograd F(2×2, 3×3)
-/// (`SPECC_WINOGRAD=auto`: the first, one input channel, stays direct): the
-/// transforms, the filter transform's product and the batched GEMMs.
-#[test]
-fn the_winograd_plan() {
-    let spec = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs/digits_cnn.spec");
-    let text = emit_env(&spec, "plan", &[], &[("SPECC_WINOGRAD", "auto")]);
-    insta::assert_snapshot!("digits_cnn.plan.winograd", text);
-}
-
 #[test]
 fn the_replicated_step() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs");

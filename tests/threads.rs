@@ -60,14 +60,11 @@ fn train_with(
     .unwrap();
     let step = &program.plans[0];
     let has_rows = step.kernels.iter().any(|k| matches!(k, Kernel::Rows(_)));
-    let has_winograd = step
-        .kernels
-        .iter()
-        .any(|k| match k {
-            Kernel::Window(w) => w.op == WindowOp::WinogradInputGrad,
-            Kernel::Winograd(w) => w.dx.is_some() && w.du.is_some(),
-            _ => false,
-        });
+    let has_winograd = step.kernels.iter().any(|k| match k {
+        Kernel::Window(w) => w.op == WindowOp::WinogradInputGrad,
+        Kernel::Winograd(w) => w.dx.is_some() && w.du.is_some(),
+        _ => false,
+    });
     assert_eq!(has_winograd, winograd != Winograd::Never);
     let model = &program.model;
     let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));

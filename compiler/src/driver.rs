@@ -94,8 +94,8 @@ pub struct Options {
     /// runtime's `Collective::shared_segments`).
     pub shared_exchange: bool,
     /// Which 3×3 convolutions run as Winograd F(2×2, 3×3)
-    /// (`passes::winograd`): by default none; `SPECC_WINOGRAD=auto|always`
-    /// opts in (experimental: slower than direct convolution today).
+    /// (`passes::winograd`): by default those the cost model favours
+    /// (`SPECC_WINOGRAD=never` turns it off, `always` forces every one).
     pub winograd: passes::winograd::Winograd,
 }
 

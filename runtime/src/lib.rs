@@ -56,3 +56,4 @@ pub mod suggest;
 pub mod summary;
 pub mod threads;
 pub mod train;
+pub mod winograd;

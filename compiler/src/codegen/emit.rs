@@ -78,6 +78,8 @@ pub struct Emitter<'a, 'f> {
     sync: Option<Value>,
     /// Nesting depth of conditional or loop code: values are memoized only at depth 0.
     pub region: u32,
+    /// The runtime's Winograd transforms, when the module links them.
+    pub winograd: Option<FuncRef>,
 }
 
 impl<'a, 'f> Emitter<'a, 'f> {
@@ -116,6 +118,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
             tid,
             sync,
             region: 0,
+            winograd: None,
         }
     }
 

@@ -84,6 +84,10 @@ fn jit_builder() -> Result<JITBuilder, String> {
     let mut b = JITBuilder::with_isa(isa, default_libcall_names());
     b.symbol("specc_sgemm", specc_runtime::gemm::specc_sgemm as *const u8);
     b.symbol(
+        "specc_winograd",
+        specc_runtime::winograd::specc_winograd as *const u8,
+    );
+    b.symbol(
         "specc_profile_mark",
         specc_runtime::profile::specc_profile_mark as *const u8,
     );
@@ -106,6 +110,9 @@ pub(crate) fn build_function<M: Module>(
     let profile = imports
         .profile
         .map(|p| module.declare_func_in_func(p, b.func));
+    let winograd = imports
+        .winograd
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -113,6 +120,7 @@ pub(crate) fn build_function<M: Module>(
     let ctx = b.block_params(entry)[0];
     {
         let mut e = emit::Emitter::new(&mut b, g, plan, ctx, gemm, profile);
+        e.winograd = winograd;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -131,6 +139,9 @@ pub(crate) fn signature<M: Module>(module: &M) -> cranelift_codegen::ir::Signatu
 pub(crate) struct Imports {
     pub gemm: FuncId,
     pub profile: Option<FuncId>,
+    /// The runtime's `specc_winograd` transforms (the JIT only; an object
+    /// file has the generated ones).
+    pub winograd: Option<FuncId>,
 }
 
 /// Declares the functions generated code calls: `specc_sgemm` with
@@ -156,7 +167,27 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
-    Ok(Imports { gemm, profile })
+    let winograd = if gemm_linkage == Linkage::Import {
+        let mut sig = module.make_signature();
+        for t in [types::I64; 8] {
+            sig.params.push(AbiParam::new(t));
+        }
+        for t in [emit::PTR, emit::PTR, types::I64, types::I64, types::I64] {
+            sig.params.push(AbiParam::new(t));
+        }
+        Some(
+            module
+                .declare_function("specc_winograd", Linkage::Import, &sig)
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
+    Ok(Imports {
+        gemm,
+        profile,
+        winograd,
+    })
 }
 
 /// Compiles plans into native functions; with `profile`, every kernel is timed

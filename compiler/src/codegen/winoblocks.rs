@@ -19,6 +19,7 @@ use super::loops::counted_loop;
 use super::rows::{for_row, ld, st};
 use super::window::{winograd_images, WinogradTiles};
 use crate::plan::{Mode, WindowOp, WinogradKernel};
+use specc_runtime::winograd;
 
 /// Spine values of the kernel.
 struct Prep {
@@ -92,7 +93,9 @@ fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
         } else {
             (zero, nblk)
         };
-        counted_loop(e, lo, hi, 1, &mut |e, b| forward_block(e, k, p, &d, vb, mb, b));
+        counted_loop(e, lo, hi, 1, &mut |e, b| {
+            forward_block(e, k, p, &d, vb, mb, b)
+        });
     } else {
         let h = e.b.ins().ushr_imm_u(nblk, 1);
         let du = p.du;
@@ -178,7 +181,15 @@ fn block_tiles(e: &mut Emitter, d: &Dims, buf: Value, n0: Value, ch: i64) -> (Va
 }
 
 /// The address of group `g`'s first tile of image `n0` in a tile tensor.
-fn tile_at(e: &mut Emitter, d: &Dims, base: Value, group: Value, g: Value, n0: Value, ch: i64) -> Value {
+fn tile_at(
+    e: &mut Emitter,
+    d: &Dims,
+    base: Value,
+    group: Value,
+    g: Value,
+    n0: Value,
+    ch: i64,
+) -> Value {
     let goff = e.b.ins().imul(g, group);
     let noff = e.b.ins().imul_imm_s(n0, d.t * ch * 4);
     let p = e.b.ins().iadd(base, goff);
@@ -196,6 +207,31 @@ fn transform(
     n0: Value,
     n1: Value,
 ) {
+    if let Some(f) = e.winograd {
+        let w = k.window;
+        let code = match op {
+            WindowOp::WinogradInput => winograd::INPUT,
+            WindowOp::WinogradInputGrad => winograd::INPUT_GRAD,
+            WindowOp::WinogradOutput => winograd::OUTPUT,
+            _ => winograd::OUTPUT_GRAD,
+        };
+        let mut args: Vec<Value> = [
+            code,
+            channels,
+            i64::from(w.input[0]),
+            i64::from(w.input[1]),
+            i64::from(w.output[0]),
+            i64::from(w.output[1]),
+            i64::from(w.pad_before[0]),
+            i64::from(w.pad_before[1]),
+        ]
+        .iter()
+        .map(|&v| e.b.ins().iconst(types::I64, v))
+        .collect();
+        args.extend([image_base, tiles.0, tiles.1, n0, n1]);
+        e.b.ins().call(f, &args);
+        return;
+    }
     let t = WinogradTiles {
         op,
         window: k.window,
@@ -230,7 +266,9 @@ fn gemms(
         let (rsa, csa, rsb, csb, rsc, one) = (i(rsa), i(csa), i(rsb), i(csb), i(rsc), i(1));
         let alpha = e.b.ins().f32const(1.0);
         let beta = e.b.ins().f32const(beta);
-        e.call_gemm(&[m, kk, n, alpha, pa, rsa, csa, pb, rsb, csb, beta, pc, rsc, one]);
+        e.call_gemm(&[
+            m, kk, n, alpha, pa, rsa, csa, pb, rsb, csb, beta, pc, rsc, one,
+        ]);
     });
 }
 

@@ -30,25 +30,32 @@ use crate::ir::{DType, Graph, NodeId, Op, Shape, Window, WINOGRAD_G};
 use crate::model::Model;
 
 /// Which convolutions are computed by Winograd F(2×2, 3×3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Winograd {
     /// Those the cost model favours (see the module doc).
     Auto,
     /// Every one that fits (3×3, stride 1, dilation 1), whatever its channels.
     Always,
-    /// None: the default while the unfused transforms cost more than the
-    /// multiplies they save (W7: ~460-490 steps/s against 650-700 direct).
-    #[default]
+    /// None: every convolution direct (`SPECC_WINOGRAD=never`).
     Never,
 }
 
+impl Default for Winograd {
+    /// `Auto`: with the transforms and products fused by blocks of images
+    /// (`plan::winofuse`) W7 runs faster than with direct convolution.
+    fn default() -> Winograd {
+        Winograd::Auto
+    }
+}
+
 impl Winograd {
-    /// The mode `SPECC_WINOGRAD` names (`auto`, `always`; otherwise `Never`).
+    /// The mode `SPECC_WINOGRAD` names (`never` or `off`, `always`;
+    /// otherwise, and unset, `Auto`).
     pub fn from_env() -> Winograd {
         match std::env::var("SPECC_WINOGRAD").as_deref() {
-            Ok("auto") => Winograd::Auto,
+            Ok("never" | "off") => Winograd::Never,
             Ok("always") => Winograd::Always,
-            _ => Winograd::Never,
+            _ => Winograd::Auto,
         }
     }
 }

@@ -114,7 +114,9 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
             }
             Kernel::Winograd(w) => {
                 let opt = |name: &str, v: &Option<View>| {
-                    v.as_ref().map(|v| format!(" {name}={v}")).unwrap_or_default()
+                    v.as_ref()
+                        .map(|v| format!(" {name}={v}"))
+                        .unwrap_or_default()
                 };
                 writeln!(
                     out,
