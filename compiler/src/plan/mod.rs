@@ -232,8 +232,8 @@ impl<'a> Planner<'a> {
             .flat_map(|&u| kernels_by_unit[u].clone())
             .collect();
         let chains = merge::merge_updates(self.g, &self.buffers, &mut kernels);
-        let mut kernels = winofuse::fuse(&self.buffers, kernels);
         let batch = self.place.layout.max_batch as u64;
+        let mut kernels = winofuse::fuse(kernels, batch);
         let modes = threads::kernel_modes(self.g, &kernels, batch, self.threads);
         let pinned: HashSet<BufId> = self.scalar_loads.values().map(|(v, _)| v.buf).collect();
         let scratch_bytes = memory::assign_scratch(

@@ -3,9 +3,9 @@
 //!
 //! Owns: finding, in the ordered kernel list, the kernels `passes::winograd`
 //! produced for one convolution pass and replacing them by one kernel that
-//! runs transform → 16 GEMMs → inverse transform per block of images, so a
-//! block's tile tensors (16 values per 2×2 output cell) stay in the L2
-//! cache instead of streaming megabytes through memory:
+//! runs transform → 16 GEMMs → inverse transform per block of images, so
+//! the tile tensors (16 values per 2×2 output cell) never exist whole and
+//! each block's are read right after they are written:
 //! - forward: `winograd_input` (V ← x), `V @ U` (M), `winograd_output`
 //!   (y ← M), placed where `winograd_output` was;
 //! - backward: `winograd_output_grad` (dM ← dy), then `dM @ Uᵀ` with
@@ -24,15 +24,20 @@ use std::collections::HashSet;
 
 use super::kernel::WinogradKernel;
 use super::view::{BufId, Lin, View};
-use super::{Buffer, Kernel, Source, WindowOp};
+use super::{Kernel, Source, WindowOp};
 
-/// Bytes of a block's tile tensors (per thread) the block size aims at:
-/// half of Zen 5's 1 MB L2, leaving room for the images and filters.
-const BLOCK_BUDGET: u64 = 512 * 1024;
+/// Bytes of a block's tile tensors (per thread) the block size stays
+/// under. Measured on W7 (Zen 5, batch 64): 4 images a block ran its two
+/// kernels in ~880 µs a step, 8 in ~820, 32 (3 MB of tiles, one block per
+/// thread) in ~770: fewer, larger GEMMs pay more than an L2-sized block
+/// saves, as the transforms stream their tiles once.
+const BLOCK_BUDGET: u64 = 4 << 20;
 
-/// Images per block for tiles of `per_image` bytes (`SPECC_WINOGRAD_BLOCK`
-/// overrides, for measurements).
-fn block_size(per_image: u64) -> u32 {
+/// Images per block for tiles of `per_image` bytes at batch `batch`
+/// (`SPECC_WINOGRAD_BLOCK` overrides, for measurements): at most the
+/// budget's, and of those the largest that splits the batch's blocks into
+/// two halves of the fewest unequal images (the halves two threads take).
+fn block_size(per_image: u64, batch: u64) -> u32 {
     if let Some(b) = std::env::var("SPECC_WINOGRAD_BLOCK")
         .ok()
         .and_then(|s| s.parse::<u32>().ok())
@@ -40,7 +45,16 @@ fn block_size(per_image: u64) -> u32 {
     {
         return b;
     }
-    (BLOCK_BUDGET / per_image.max(1)).clamp(1, 64) as u32
+    let batch = batch.max(1);
+    let most = (BLOCK_BUDGET / per_image.max(1)).clamp(1, batch.div_ceil(2).max(1));
+    (1..=most)
+        .rev()
+        .min_by_key(|&b| {
+            let blocks = batch.div_ceil(b);
+            let first = (blocks / 2 * b).min(batch);
+            first.abs_diff(batch - first)
+        })
+        .unwrap_or(1) as u32
 }
 
 /// The buffers a kernel reads and writes (row kernels: all of theirs as both).
@@ -135,8 +149,7 @@ fn filter_view(v: &View, stride: Lin, c: u32, o: u32) -> bool {
 }
 
 /// Fuses every Winograd convolution pass it can (see the module doc).
-pub(super) fn fuse(buffers: &[Buffer], kernels: Vec<Kernel>) -> Vec<Kernel> {
-    let _ = buffers;
+pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
     let n = kernels.len();
     let rw: Vec<(Vec<BufId>, Vec<BufId>)> = kernels.iter().map(reads_writes).collect();
     let touchers = |b: BufId| -> Vec<usize> {
@@ -251,7 +264,7 @@ pub(super) fn fuse(buffers: &[Buffer], kernels: Vec<Kernel>) -> Vec<Kernel> {
             node: og.node,
             window: w,
             images: og.images,
-            block: block_size(per_image),
+            block: block_size(per_image, batch),
             out_channels: o,
             x,
             u,
@@ -307,7 +320,7 @@ pub(super) fn fuse(buffers: &[Buffer], kernels: Vec<Kernel>) -> Vec<Kernel> {
             node: out.node,
             window: w,
             images: out.images,
-            block: block_size(per_image),
+            block: block_size(per_image, batch),
             out_channels: o,
             x: vin.src.clone(),
             u: Some(g.b.clone()),
