@@ -224,7 +224,7 @@ pub struct WinogradTiles {
     pub group: Value,
 }
 
-/// The transform `t.op` of images `lo..hi` (see [`winograd`]).
+/// The transform `t.op` of images `lo..hi` (as `winograd` describes).
 pub fn winograd_images(e: &mut Emitter, t: &WinogradTiles, lo: Value, hi: Value) {
     let w = t.window;
     let c = i64::from(t.channels);
