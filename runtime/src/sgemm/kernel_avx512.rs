@@ -366,22 +366,93 @@ impl<const MR: usize, const NV: usize> Kernel for Tile<MR, NV> {
             }
         }
         if c.cs != 1 {
-            // General C strides (rare): the kernel writes `acc` exactly
-            // (alpha 1, beta 0) to a contiguous buffer, then the epilogue
-            // runs element by element.
-            let mut buf = [[[0.0f32; 16]; NV]; MR];
-            let tmp = CTile {
-                ptr: buf.as_mut_ptr().cast(),
-                rs: (16 * NV) as isize,
-                cs: 1,
-                mr: MR,
-                nr: 16 * NV,
-            };
-            dispatch::<MR, NV>(kc, a, b, tmp, 1.0, Beta::Zero);
-            super::store_strided(buf.as_ptr().cast(), 16 * NV, c, alpha, beta);
+            tile_strided::<MR, NV>(kc, a, b, c, alpha, beta);
             return;
         }
         dispatch::<MR, NV>(kc, a, b, c, alpha, beta);
+    }
+}
+
+/// A tile whose C has a non-unit column stride: the kernel writes `acc`
+/// exactly (alpha 1, beta 0) to a contiguous buffer, then the epilogue runs
+/// from it. Kept out of line so that the common unit-stride tile code is
+/// not perturbed (inlining it slowed unrelated shapes by ~10%).
+///
+/// # Safety
+/// As for `Kernel::tile`; the CPU must support AVX-512F.
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn tile_strided<const MR: usize, const NV: usize>(
+    kc: usize,
+    a: ASrc,
+    b: BSrc,
+    c: CTile,
+    alpha: f32,
+    beta: Beta,
+) {
+    let mut buf = [[[0.0f32; 16]; NV]; MR];
+    let tmp = CTile {
+        ptr: buf.as_mut_ptr().cast(),
+        rs: (16 * NV) as isize,
+        cs: 1,
+        mr: MR,
+        nr: 16 * NV,
+    };
+    dispatch::<MR, NV>(kc, a, b, tmp, 1.0, Beta::Zero);
+    if c.rs == 1 {
+        // Column-major C (a transposed product, e.g. a C with few columns
+        // computed as C^T = B^T A^T): each tile column is contiguous in
+        // memory, so transpose 16x16 blocks in registers and store whole
+        // columns.
+        store_transposed::<MR, NV>(&buf, c, alpha, beta);
+    } else {
+        super::store_strided(buf.as_ptr().cast(), 16 * NV, c, alpha, beta);
+    }
+}
+
+/// Writes the valid part of the tile held in `buf` (exact accumulators,
+/// row `i`, column `j` at `buf[i][j / 16][j % 16]`) to a C tile with unit
+/// *row* stride: tile column `j` is the `mr` contiguous floats at
+/// `c.ptr + j * c.cs`. Each 16-column group is transposed in registers
+/// (rows past `MR` are zero and never stored), then every column gets the
+/// same per-element epilogue as `update` (`alpha * acc`,
+/// `fma(alpha, acc, c)` or `fma(alpha, acc, beta * c)`), with masked loads
+/// and stores of its `mr` lanes. Bit-identical to `super::store_strided`.
+#[inline(always)]
+unsafe fn store_transposed<const MR: usize, const NV: usize>(
+    buf: &[[[f32; 16]; NV]; MR],
+    c: CTile,
+    alpha: f32,
+    beta: Beta,
+) {
+    const { assert!(MR <= 16) };
+    let va = _mm512_set1_ps(alpha);
+    let vb = _mm512_set1_ps(match beta {
+        Beta::Scale(b) => b,
+        _ => 1.0,
+    });
+    let m = lanes(c.mr);
+    for v in 0..NV {
+        let cols = c.nr.saturating_sub(16 * v).min(16);
+        if cols == 0 {
+            break;
+        }
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (i, ri) in r.iter_mut().enumerate().take(MR) {
+            *ri = _mm512_loadu_ps(buf[i][v].as_ptr());
+        }
+        let t = transpose16(&r);
+        for (j, x) in t.iter().enumerate().take(cols) {
+            let p = c.ptr.offset((16 * v + j) as isize * c.cs);
+            let y = match beta {
+                Beta::Zero => _mm512_mul_ps(va, *x),
+                Beta::One => _mm512_fmadd_ps(va, *x, _mm512_maskz_loadu_ps(m, p)),
+                Beta::Scale(_) => {
+                    _mm512_fmadd_ps(va, *x, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, p)))
+                }
+            };
+            _mm512_mask_storeu_ps(p, m, y);
+        }
     }
 }
 
