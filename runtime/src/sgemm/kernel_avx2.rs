@@ -1,6 +1,7 @@
 //! AVX2+FMA microkernel: 6 rows x 16 columns (12 ymm accumulators), B rows
 //! loaded as vectors, A elements broadcast; vectorized packing (8x8
-//! transposes in registers).
+//! transposes in registers); column-major C tiles written back by 8x8
+//! transposes (`store_transposed`).
 //!
 //! Owns the AVX2 entry point [`gemm`]. Same per-element arithmetic as every
 //! other kernel (see the module docs of `sgemm`).
@@ -471,6 +472,7 @@ unsafe fn store_transposed<const MR: usize, const NV: usize>(
         _ => 1.0,
     });
     let m = lanes(c.mr);
+    #[allow(clippy::needless_range_loop)]
     for v in 0..NV {
         let cols = c.nr.saturating_sub(8 * v).min(8);
         if cols == 0 {

@@ -2,8 +2,9 @@
 //! (row, 16 columns), B rows loaded as vectors, A elements broadcast.
 //!
 //! Owns the AVX-512 entry point [`gemm`], its tile shapes (6x64, 8x48, 12x32
-//! with 24 accumulators; 16x16 when C has at most 16 columns) and its
-//! packing (vector copies, 16x16 in-register transposes).
+//! with 24 accumulators; 16x16 when C has at most 16 columns), its
+//! packing (vector copies, 16x16 in-register transposes) and the write-back
+//! of column-major C tiles (16x16 transposes, `store_transposed`).
 //!
 //! Safety: every function here is `unsafe` because it uses AVX-512
 //! intrinsics (callers must have checked the CPU) and raw pointers (valid
@@ -432,6 +433,7 @@ unsafe fn store_transposed<const MR: usize, const NV: usize>(
         _ => 1.0,
     });
     let m = lanes(c.mr);
+    #[allow(clippy::needless_range_loop)]
     for v in 0..NV {
         let cols = c.nr.saturating_sub(16 * v).min(16);
         if cols == 0 {

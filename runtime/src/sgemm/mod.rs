@@ -63,7 +63,12 @@
 //!   dimension is vectorized and A is read in place).
 //! * Edge tiles run the same kernel on zero-padded panels or with masked
 //!   loads and stores; a C with a non-unit column stride goes through a
-//!   small buffer.
+//!   small buffer. When that C has unit row stride (column-major: what the
+//!   transposed products above write), the buffer is written back by
+//!   in-register transposes (16x16 AVX-512, 8x8 AVX2), one masked vector
+//!   per tile column, instead of element by element (the `n = 10` weight
+//!   gradient `h^T dlogits`: 148 -> 176 GFLOP/s AVX-512, 92 -> 99 AVX2).
+//!   That path is out of line so the unit-stride tiles' code is unchanged.
 //!
 //! # Allocation
 //!
