@@ -904,6 +904,17 @@ impl WindowOptions {
     }
 }
 
+/// The float bias of a windowed operator, its optional input `i`.
+fn float_bias<'v>(
+    opt_arg: &dyn Fn(usize) -> Result<Option<&'v Value>>,
+    i: usize,
+) -> Result<Option<&'v ArrayD<f32>>> {
+    match opt_arg(i)? {
+        Some(b) => b.f32().map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The options of a windowed operator that are not its own.
 fn foreign_options(o: &BuiltinOptions) -> String {
     format!("options {} do not belong to this operator", o.describe())
@@ -937,20 +948,23 @@ impl Interpreter<'_> {
             }
         };
         let x = int8_arg(0)?;
+        // The filter and the integer parameters of a convolution whose
+        // output channels are along the filter's `axis`.
+        let filter = |axis: usize| -> Result<(&'v ArrayD<i8>, conv_int8::ConvQuant)> {
+            let f = int8_arg(1)?;
+            let channels = f.shape().get(axis).copied().unwrap_or(0);
+            let q =
+                conv_int8::ConvQuant::new(tensor(0), tensor(1), out, axis, channels, activation)?;
+            Ok((f, q))
+        };
         let w = WindowOptions::of(builtin, &op.options)?;
         match builtin {
             B::Conv2d => {
-                let f = int8_arg(1)?;
-                let channels = f.shape().first().copied().unwrap_or(0);
-                let q =
-                    conv_int8::ConvQuant::new(tensor(0), tensor(1), out, 0, channels, activation)?;
+                let (f, q) = filter(0)?;
                 conv_int8::conv2d_int8(x, f, bias()?, w.geometry()?, &q)
             }
             B::DepthwiseConv2d => {
-                let f = int8_arg(1)?;
-                let channels = f.shape().get(3).copied().unwrap_or(0);
-                let q =
-                    conv_int8::ConvQuant::new(tensor(0), tensor(1), out, 3, channels, activation)?;
+                let (f, q) = filter(3)?;
                 conv_int8::depthwise_conv2d_int8(
                     x,
                     f,
@@ -992,30 +1006,25 @@ impl Interpreter<'_> {
     ) -> Result<ArrayD<f32>> {
         let g = &self.model.subgraphs[0];
         let tensor = |i: usize| &g.tensors[op.inputs[i] as usize];
-        let filter = || -> Result<&'v ArrayD<i8>> {
-            match arg(1)? {
-                Value::I8(f) => Ok(f),
-                v => Err(format!("filter of type {} (want INT8)", v.type_name())),
-            }
+        // The int8 filter and its scales, one per output channel along `axis`.
+        let filter = |axis: usize, one_for_all: bool| -> Result<(&'v ArrayD<i8>, Vec<f32>)> {
+            let f = match arg(1)? {
+                Value::I8(f) => f,
+                v => return Err(format!("filter of type {} (want INT8)", v.type_name())),
+            };
+            let channels = f.shape().get(axis).copied().unwrap_or(0);
+            let scales = conv_hybrid::filter_scales(tensor(1), axis, channels, one_for_all)?;
+            Ok((f, scales))
         };
-        let bias = |i: usize| -> Result<Option<&'v ArrayD<f32>>> {
-            match opt_arg(i)? {
-                Some(b) => b.f32().map(Some),
-                None => Ok(None),
-            }
-        };
+        let bias = |i: usize| float_bias(opt_arg, i);
         let w = WindowOptions::of(builtin, &op.options)?;
         match builtin {
             B::Conv2d => {
-                let f = filter()?;
-                let channels = f.shape().first().copied().unwrap_or(0);
-                let scales = conv_hybrid::filter_scales(tensor(1), 0, channels, true)?;
+                let (f, scales) = filter(0, true)?;
                 conv_hybrid::conv2d_hybrid(arg(0)?.f32()?, f, &scales, bias(2)?, w.geometry()?)
             }
             B::DepthwiseConv2d => {
-                let f = filter()?;
-                let channels = f.shape().get(3).copied().unwrap_or(0);
-                let scales = conv_hybrid::filter_scales(tensor(1), 3, channels, false)?;
+                let (f, scales) = filter(3, false)?;
                 conv_hybrid::depthwise_conv2d_hybrid(
                     arg(0)?.f32()?,
                     f,
@@ -1026,9 +1035,7 @@ impl Interpreter<'_> {
                 )
             }
             B::TransposeConv => {
-                let f = filter()?;
-                let channels = f.shape().first().copied().unwrap_or(0);
-                let scales = conv_hybrid::filter_scales(tensor(1), 0, channels, true)?;
+                let (f, scales) = filter(0, true)?;
                 conv_hybrid::transpose_conv_hybrid(
                     &arg(0)?.ints()?,
                     f,
@@ -1051,12 +1058,7 @@ impl Interpreter<'_> {
         arg: &dyn Fn(usize) -> Result<&'v Value>,
         opt_arg: &dyn Fn(usize) -> Result<Option<&'v Value>>,
     ) -> Result<ArrayD<f32>> {
-        let bias = |i: usize| -> Result<Option<&'v ArrayD<f32>>> {
-            match opt_arg(i)? {
-                Some(b) => b.f32().map(Some),
-                None => Ok(None),
-            }
-        };
+        let bias = |i: usize| float_bias(opt_arg, i);
         let w = WindowOptions::of(builtin, &op.options)?;
         match builtin {
             B::Conv2d => conv::conv2d(arg(0)?.f32()?, arg(1)?.f32()?, bias(2)?, w.geometry()?),
