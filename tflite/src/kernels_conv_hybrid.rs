@@ -28,9 +28,9 @@
 //! Invariants: the same inputs give LiteRT's reference kernels' bits
 //! (`interop/test_tflite_cnn_dynamic.py`); the window arithmetic and its
 //! taps are `crate::kernels_conv`'s, the int32 sums of CONV_2D and
-//! DEPTHWISE_CONV_2D `crate::kernels_conv_int8`'s; the fused activation is the caller's
-//! (`crate::interpreter`), a clamp as LiteRT's; a shape or parameter the
-//! operator cannot take is an error, never a panic.
+//! DEPTHWISE_CONV_2D `crate::kernels_conv_int8`'s; the fused activation is
+//! the caller's (`crate::interpreter`), a clamp as LiteRT's; a shape or
+//! parameter the operator cannot take is an error, never a panic.
 
 use ndarray::{ArrayD, IxDyn};
 
@@ -144,7 +144,7 @@ pub fn conv2d_hybrid(
         (widened, image_scales)
     };
     let mut out = Vec::with_capacity(n * oh * ow * o);
-    // The images quantized (none when they are empty).
+    // The sums of the images quantized: none when the images are empty.
     let shapes = ([image_scales.len(), h, w, c], [o, kh, kw]);
     conv2d_sums(&xv, &fv, shapes, [oh, ow], &taps, |bn, oc, acc| {
         let mut y = if per_channel {
@@ -179,7 +179,7 @@ pub fn depthwise_conv2d_hybrid(
     let fv: Vec<i32> = filter.iter().map(|&v| i32::from(v)).collect();
     let (xv, image_scales) = quantize_images(x, n);
     let mut out = Vec::with_capacity(n * oh * ow * oc);
-    // The images quantized (none when they are empty).
+    // The sums of the images quantized: none when the images are empty.
     let shapes = ([image_scales.len(), h, w, c], [kh, kw, oc]);
     depthwise_conv2d_sums(&xv, &fv, shapes, multiplier, [oh, ow], &taps, |bn, acc| {
         let sf = image_scales[bn];
