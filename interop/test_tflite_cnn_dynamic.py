@@ -43,26 +43,14 @@ for bit whenever their inputs are the same bits:
 """
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
-from tflite_digits import DIGITS, ROOT, branches_spec, load_digits
+from tflite_digits import (DIGITS, ROOT, accuracies, branches_spec, digits_cnn_models,
+                           keras_digits_cnn, load_digits, predict, run)
 
-CNN = ROOT / "specs" / "digits_cnn.spec"
 MLP = ROOT / "specs" / "digits_mlp.spec"
-
-
-def run(*args):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True)
-
-
-def predict(specc, spec, model, out):
-    run(specc, "predict", spec, "--tflite", model, "--data", DIGITS, "-o", out)
-    with open(out) as f:
-        header = f.readline().strip().split(",")
-    return header, np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
 
 
 def litert(model, inputs, resolver=OpResolverType.AUTO):
@@ -94,16 +82,7 @@ def tensors(model):
 @pytest.fixture(scope="module")
 def digits_cnn(specc, tmp_path_factory):
     dir = tmp_path_factory.mktemp("tflite_cnn_dynamic")
-    run(specc, "run", CNN, "--steps", "300", "--checkpoint-dir", dir / "ckpt")
-    out = {}
-    for name, extra in [("float", []), ("dynamic", ["--quantize", "dynamic"])]:
-        model = dir / f"{name}.tflite"
-        run(specc, "export", CNN, "--checkpoint", dir / "ckpt", "--format", "tflite",
-            "-o", model, *extra)
-        _, pred = predict(specc, CNN, model, dir / f"{name}.csv")
-        out[name] = dict(model=model, probs=pred[:, :10], cls=pred[:, 10].astype(np.int64))
-    pixels, labels = load_digits()
-    return dict(dir=dir, files=out, pixels=pixels, labels=labels)
+    return digits_cnn_models(specc, dir, "dynamic", ["--quantize", "dynamic"])
 
 
 @pytest.mark.parametrize("resolver, bound", [(OpResolverType.BUILTIN_REF, 4e-3),
@@ -121,11 +100,8 @@ def test_dynamic_digits_cnn_near_litert(digits_cnn, resolver, bound):
 
 
 def test_dynamic_digits_cnn_accuracy_within_one_point_of_float(digits_cnn):
-    labels = digits_cnn["labels"]
     f, q = digits_cnn["files"]["float"], digits_cnn["files"]["dynamic"]
-    acc = {k: float((v["cls"] == labels).mean()) for k, v in digits_cnn["files"].items()}
-    held = {k: float((v["cls"][1438:] == labels[1438:]).mean())
-            for k, v in digits_cnn["files"].items()}
+    acc, held = accuracies(digits_cnn)
     agree = float((f["cls"] == q["cls"]).mean())
     print(f"digits_cnn accuracy, all rows: float {acc['float']:.4f}, "
           f"dynamic {acc['dynamic']:.4f}; held-out: float {held['float']:.4f}, "
@@ -157,19 +133,7 @@ def test_dynamic_digits_cnn_file_has_hybrid_convolutions(specc, digits_cnn):
 def tf_digits_cnn(digits_cnn):
     """TF's converter on digits_cnn's weights, dynamic range (no data)."""
     import tensorflow as tf
-    r = tf.train.load_checkpoint(str(digits_cnn["dir"] / "ckpt"))
-    w = {n: r.get_tensor(n) for n in ["K1", "b1", "K2", "b2", "W3", "b3", "W4", "b4"]}
-    inp = tf.keras.Input((64,), name="pixels")
-    x = tf.keras.layers.Lambda(lambda t: tf.reshape(t, [-1, 8, 8, 1]))(inp)
-    x = tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu")(x)
-    x = tf.keras.layers.Conv2D(64, 3, padding="same", activation="relu")(x)
-    x = tf.keras.layers.MaxPooling2D(2, 2)(x)
-    x = tf.keras.layers.Lambda(lambda t: tf.reshape(t, [-1, 1024]))(x)
-    x = tf.keras.layers.Dense(128, activation="relu")(x)
-    logits = tf.keras.layers.Dense(10)(x)
-    model = tf.keras.Model(inp, {"probs": tf.keras.layers.Softmax()(logits)})
-    model.set_weights([w["K1"], w["b1"], w["K2"], w["b2"], w["W3"], w["b3"], w["W4"], w["b4"]])
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv = tf.lite.TFLiteConverter.from_keras_model(keras_digits_cnn(tf, digits_cnn["dir"] / "ckpt"))
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     path = digits_cnn["dir"] / "tf_digits_cnn_dynamic.tflite"
     path.write_bytes(conv.convert())
@@ -287,10 +251,7 @@ def small(specc, first_rows, tmp_path_factory):
         args += ["--fetch", name]
     run(*args)
     rows, pixels = first_rows
-    run(specc, "predict", spec, "--tflite", model, "--data", rows, "-o", dir / "small.csv")
-    with open(dir / "small.csv") as f:
-        header = f.readline().strip().split(",")
-    pred = np.loadtxt(dir / "small.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    header, pred = predict(specc, spec, model, dir / "small.csv", data=rows)
     return dict(model=model, pixels=pixels, ours=columns(header, pred, BRANCHES))
 
 
@@ -374,10 +335,7 @@ def tf_cnn(specc, first_rows, tmp_path_factory):
     model = dir / "tf_cnn_dynamic.tflite"
     model.write_bytes(conv.convert())
     rows, pixels = first_rows
-    run(specc, "predict", MLP, "--tflite", model, "--data", rows, "-o", dir / "ours.csv")
-    with open(dir / "ours.csv") as f:
-        header = f.readline().strip().split(",")
-    pred = np.loadtxt(dir / "ours.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    header, pred = predict(specc, MLP, model, dir / "ours.csv", data=rows)
     return dict(model=model, pixels=pixels, ours=columns(header, pred, KERAS_OUTPUTS))
 
 

@@ -30,9 +30,9 @@ import subprocess
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
-from tflite_digits import DIGITS, ROOT, branches_spec, load_digits
+from tflite_digits import (DIGITS, ROOT, accuracies, branches_spec, digits_cnn_models,
+                           keras_digits_cnn, load_digits, predict, run)
 
-CNN = ROOT / "specs" / "digits_cnn.spec"
 MLP = ROOT / "specs" / "digits_mlp.spec"
 
 BRANCHES = {
@@ -76,17 +76,6 @@ def small_spec():
     return branches_spec("small_cnn_int8", SMALL, BRANCHES)
 
 
-def run(*args):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True)
-
-
-def predict(specc, spec, model, out):
-    run(specc, "predict", spec, "--tflite", model, "--data", DIGITS, "-o", out)
-    with open(out) as f:
-        header = f.readline().strip().split(",")
-    return header, np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
-
-
 def litert(model, pixels, resolver=OpResolverType.AUTO):
     interp = Interpreter(model_path=str(model), experimental_op_resolver_type=resolver)
     return interp.get_signature_runner("serving_default")(pixels=pixels)
@@ -101,18 +90,8 @@ def output_scale(model, name):
 @pytest.fixture(scope="module")
 def digits_cnn(specc, tmp_path_factory):
     dir = tmp_path_factory.mktemp("tflite_cnn_int8")
-    run(specc, "run", CNN, "--steps", "300", "--checkpoint-dir", dir / "ckpt")
-    out = {}
-    for name, extra in [("float", []),
-                        ("int8", ["--quantize", "int8", "--representative-data", DIGITS,
-                                  "--samples", "500"])]:
-        model = dir / f"{name}.tflite"
-        run(specc, "export", CNN, "--checkpoint", dir / "ckpt", "--format", "tflite",
-            "-o", model, *extra)
-        _, pred = predict(specc, CNN, model, dir / f"{name}.csv")
-        out[name] = dict(model=model, probs=pred[:, :10], cls=pred[:, 10].astype(np.int64))
-    pixels, labels = load_digits()
-    return dict(dir=dir, files=out, pixels=pixels, labels=labels)
+    return digits_cnn_models(specc, dir, "int8", ["--quantize", "int8", "--representative-data",
+                                                  DIGITS, "--samples", "500"])
 
 
 def test_int8_digits_cnn_is_bit_equal_to_litert_reference_kernels(digits_cnn):
@@ -136,11 +115,8 @@ def test_int8_digits_cnn_near_litert_default_kernels(digits_cnn):
 
 
 def test_int8_digits_cnn_accuracy_within_one_point_of_float(digits_cnn):
-    labels = digits_cnn["labels"]
     f, q = digits_cnn["files"]["float"], digits_cnn["files"]["int8"]
-    acc = {k: float((v["cls"] == labels).mean()) for k, v in digits_cnn["files"].items()}
-    held = {k: float((v["cls"][1438:] == labels[1438:]).mean())
-            for k, v in digits_cnn["files"].items()}
+    acc, held = accuracies(digits_cnn)
     print(f"digits_cnn accuracy, all rows: float {acc['float']:.4f}, int8 {acc['int8']:.4f}; "
           f"held-out: float {held['float']:.4f}, int8 {held['int8']:.4f}")
     assert acc["float"] > 0.95
@@ -295,18 +271,7 @@ def test_tf_converted_int8_cnn_runs_in_specc_as_in_litert_reference(specc, tmp_p
 def test_tf_converter_quantizes_digits_cnn_filters_as_specc(digits_cnn):
     """TF's converter on the same weights: the same int8 filters and scales."""
     import tensorflow as tf
-    r = tf.train.load_checkpoint(str(digits_cnn["dir"] / "ckpt"))
-    w = {n: r.get_tensor(n) for n in ["K1", "b1", "K2", "b2", "W3", "b3", "W4", "b4"]}
-    inp = tf.keras.Input((64,), name="pixels")
-    x = tf.keras.layers.Lambda(lambda t: tf.reshape(t, [-1, 8, 8, 1]))(inp)
-    x = tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu")(x)
-    x = tf.keras.layers.Conv2D(64, 3, padding="same", activation="relu")(x)
-    x = tf.keras.layers.MaxPooling2D(2, 2)(x)
-    x = tf.keras.layers.Lambda(lambda t: tf.reshape(t, [-1, 1024]))(x)
-    x = tf.keras.layers.Dense(128, activation="relu")(x)
-    logits = tf.keras.layers.Dense(10)(x)
-    model = tf.keras.Model(inp, {"probs": tf.keras.layers.Softmax()(logits)})
-    model.set_weights([w["K1"], w["b1"], w["K2"], w["b2"], w["W3"], w["b3"], w["W4"], w["b4"]])
+    model = keras_digits_cnn(tf, digits_cnn["dir"] / "ckpt")
     tf_model = digits_cnn["dir"] / "tf_digits_cnn_int8.tflite"
     tf_model.write_bytes(tf_int8(tf, model, digits_cnn["pixels"][:500]))
 

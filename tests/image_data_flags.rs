@@ -5,24 +5,16 @@
 //! exactly the numbers of the same spec naming that path itself.
 
 use std::path::Path;
-use std::process::Command;
 
+mod cli;
 #[path = "common/digit_pngs.rs"]
 mod digit_pngs;
 use digit_pngs::{digits, png, scratch, write_folder};
 
-/// Runs `specc ARGS`; (exit code, stdout, stderr).
+/// Runs `specc ARGS` in the package directory (the tests' paths are
+/// absolute); (exit code, stdout, stderr).
 fn specc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cli::specc(Path::new(env!("CARGO_MANIFEST_DIR")), args)
 }
 
 /// `specc run --json SPEC ARGS`: the JSON line, without the timings.

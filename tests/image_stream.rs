@@ -10,29 +10,15 @@
 //! have carets.
 
 use std::path::Path;
-use std::process::Command;
 
 use specc_runtime::io::example::{Example, Feature};
 use specc_runtime::io::tfrecord::{Compression, RecordWriter};
 
+mod cli;
 #[path = "common/digit_pngs.rs"]
 mod digit_pngs;
+use cli::specc;
 use digit_pngs::{digits, png, scratch, write_folder};
-
-/// Runs `specc ARGS` in `dir`; (exit code, stdout, stderr).
-fn specc(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// `specc run SPEC --json ARGS` in `dir`, which must succeed.
 fn run_json(dir: &Path, spec: &str, args: &[&str]) -> serde_json::Value {

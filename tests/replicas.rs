@@ -32,18 +32,7 @@ struct Trained {
 /// `comm.rank()` of `comm.replicas()` (exchanging through memory the
 /// replicas share when `shared`).
 fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>, shared: bool) -> Trained {
-    let src = SourceFile::new("spec.spec", text.to_string());
-    let program = compile_with(
-        &src,
-        Functions::TRAIN,
-        &Options {
-            threads: 1,
-            replicas: comm.as_ref().map(|c| c.replicas() as u32),
-            shared_exchange: shared,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let program = compile_replica(text, comm.as_ref(), shared);
     let model = &program.model;
     let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
     let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
@@ -70,8 +59,39 @@ fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>, shared: boo
     let losses = (0..steps)
         .map(|_| trainer.step(&mut s, &mut batches).unwrap().unwrap().loss)
         .collect();
-    if let Some(c) = &comm {
-        assert_eq!(check_identical(&s, &**c), Ok(()), "replicas differ");
+    trained(&s, comm.as_ref(), losses)
+}
+
+/// `text` compiled to train one process (`comm` None) or replica
+/// `comm.rank()` of `comm.replicas()`, with a shared exchange when `shared`.
+fn compile_replica(
+    text: &str,
+    comm: Option<&Rc<dyn Collective>>,
+    shared: bool,
+) -> specc_compiler::driver::Program {
+    let src = SourceFile::new("spec.spec", text.to_string());
+    compile_with(
+        &src,
+        Functions::TRAIN,
+        &Options {
+            threads: 1,
+            replicas: comm.map(|c| c.replicas() as u32),
+            shared_exchange: shared,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The state variables of `s` after training with `losses`, checking first
+/// that the replicas (if `comm`) hold the same model.
+fn trained(
+    s: &specc_runtime::session::Session,
+    comm: Option<&Rc<dyn Collective>>,
+    losses: Vec<f32>,
+) -> Trained {
+    if let Some(c) = comm {
+        assert_eq!(check_identical(s, &**c), Ok(()), "replicas differ");
     }
     let vars = s
         .layout
@@ -182,15 +202,22 @@ impl Collective for Threads {
 /// Trains `n` replicas of `text` on threads; replica 0's result (the test
 /// also checks that all replicas hold the same model).
 fn train_replicas(text: &str, steps: usize, n: usize, shared: bool) -> Trained {
-    let text = Arc::new(text.to_string());
+    let text = text.to_string();
+    on_threads(n, move |comm| train(&text, steps, Some(comm), shared))
+}
+
+/// Runs `n` replicas of `train` on threads; replica 0's result (after
+/// checking that all replicas hold the same model).
+fn on_threads(
+    n: usize,
+    train: impl Fn(Rc<dyn Collective>) -> Trained + Send + Sync + 'static,
+) -> Trained {
+    let train = Arc::new(train);
     let handles: Vec<_> = Threads::group(n)
         .into_iter()
         .map(|t| {
-            let text = text.clone();
-            std::thread::spawn(move || {
-                let comm: Rc<dyn Collective> = Rc::new(t);
-                train(&text, steps, Some(comm), shared)
-            })
+            let train = train.clone();
+            std::thread::spawn(move || train(Rc::new(t)))
         })
         .collect();
     let mut results: Vec<Trained> = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -276,8 +303,15 @@ fn one_replica_is_the_plain_step_bit_for_bit_sparse() {
 fn replicas_match_one_process(spec: &str, n: usize, steps: usize, shared: bool) {
     let one = train(spec, steps, None, false);
     let many = train_replicas(spec, steps, n, shared);
-    let ((l2, l2_name), (max, max_name)) = relative_differences(&one, &many);
-    eprintln!("{n} replicas: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
+    assert_same_model(&one, &many, n, "replicas");
+}
+
+/// `many` (trained on `n` replicas: `what` in messages) is the model `one`
+/// process trains, up to the order of the replicas' sums: within 1e-6
+/// relative (L2) and 4e-6 (largest element), the losses within 1e-5.
+fn assert_same_model(one: &Trained, many: &Trained, n: usize, what: &str) {
+    let ((l2, l2_name), (max, max_name)) = relative_differences(one, many);
+    eprintln!("{n} {what}: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
     assert!(
         l2 < 1e-6,
         "{n} replicas: `{l2_name}` differs by {l2:e} (L2, relative)"
@@ -525,17 +559,7 @@ fn train_images(
     use specc_runtime::data::Source;
     use specc_runtime::pipeline::{Shard, StreamingBatches};
     use specc_runtime::source::{BatchBuffers, BatchSource};
-    let src = SourceFile::new("spec.spec", text.to_string());
-    let program = compile_with(
-        &src,
-        Functions::TRAIN,
-        &Options {
-            threads: 1,
-            replicas: comm.as_ref().map(|c| c.replicas() as u32),
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let program = compile_replica(text, comm.as_ref(), false);
     let model = &program.model;
     let mut s = program.session().unwrap();
     let cfg = model.train.config(steps as u64);
@@ -621,53 +645,16 @@ fn train_images(
         }
         other => panic!("not an image source: {other:?}"),
     };
-    if let Some(c) = &comm {
-        assert_eq!(check_identical(&s, &**c), Ok(()), "replicas differ");
-    }
-    let vars = s
-        .layout
-        .vars
-        .iter()
-        .filter(|v| v.kind.is_state())
-        .map(|v| (v.name.clone(), s.var(&v.name).unwrap().to_vec()))
-        .collect();
-    Trained { vars, losses }
+    trained(&s, comm.as_ref(), losses)
 }
 
 /// `n` replicas of an image spec on threads against one process, with the
 /// tolerances of [`replicas_match_one_process`].
 fn image_replicas_match_one_process(text: &str, dir: &std::path::Path, n: usize, steps: usize) {
     let one = train_images(text, dir, steps, None);
-    let text = Arc::new(text.to_string());
-    let dir = Arc::new(dir.to_path_buf());
-    let handles: Vec<_> = Threads::group(n)
-        .into_iter()
-        .map(|t| {
-            let (text, dir) = (text.clone(), dir.clone());
-            std::thread::spawn(move || {
-                let comm: Rc<dyn Collective> = Rc::new(t);
-                train_images(&text, &dir, steps, Some(comm))
-            })
-        })
-        .collect();
-    let many: Vec<Trained> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let ((l2, l2_name), (max, max_name)) = relative_differences(&one, &many[0]);
-    eprintln!("{n} image replicas: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
-    assert!(
-        l2 < 1e-6,
-        "{n} replicas: `{l2_name}` differs by {l2:e} (L2, relative)"
-    );
-    assert!(
-        max < 4e-6,
-        "{n} replicas: `{max_name}` differs by {max:e} (max, relative)"
-    );
-    for (k, (a, b)) in one.losses.iter().zip(&many[0].losses).enumerate() {
-        assert!(
-            ((a - b) / a).abs() < 1e-5,
-            "step {}: loss {a} on one process, {b} on {n} replicas",
-            k + 1
-        );
-    }
+    let (text, dir) = (text.to_string(), dir.to_path_buf());
+    let many = on_threads(n, move |comm| train_images(&text, &dir, steps, Some(comm)));
+    assert_same_model(&one, &many, n, "image replicas");
 }
 
 #[test]

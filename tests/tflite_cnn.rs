@@ -156,6 +156,57 @@ fn accuracy(rows: &[Vec<f64>], labels: &[f64]) -> f64 {
     right as f64 / rows.len() as f64
 }
 
+/// The predictions of every digits row by the float `model.tflite` and the
+/// quantized `NAME.tflite` in `dir`, after checking that the float model is
+/// trained (over 95% right) and that the quantized model's accuracy is its
+/// within one point on all rows and 1.5 points on the 359 held-out rows.
+fn float_and_quantized(dir: &Path, name: &str) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let float = predict(dir, &["--tflite", "model.tflite"], "float.csv");
+    let model = format!("{name}.tflite");
+    let quantized = predict(dir, &["--tflite", &model], &format!("{name}.csv"));
+    let labels = labels();
+    assert_eq!(quantized.len(), labels.len());
+    let (af, aq) = (accuracy(&float, &labels), accuracy(&quantized, &labels));
+    let held = 1438..;
+    let (hf, hq) = (
+        accuracy(&float[held.clone()], &labels[held.clone()]),
+        accuracy(&quantized[held.clone()], &labels[held]),
+    );
+    eprintln!("digits_cnn accuracy: all rows float {af:.4} {name} {aq:.4}; held-out float {hf:.4} {name} {hq:.4}");
+    assert!(af > 0.95, "float accuracy {af}");
+    assert!((aq - af).abs() <= 0.01, "{name} {aq} vs float {af}");
+    assert!(
+        (hq - hf).abs() <= 0.015,
+        "held-out {name} {hq} vs float {hf}"
+    );
+    (float, quantized)
+}
+
+/// The operators of `model` in order, with their versions.
+fn versioned_operators(model: &specc_tflite::Model) -> Vec<(B, i32)> {
+    model.subgraphs[0]
+        .operators
+        .iter()
+        .map(|o| {
+            let code = &model.operator_codes[o.opcode_index as usize];
+            (model.builtin(o).unwrap(), code.version)
+        })
+        .collect()
+}
+
+/// Each of the `channels` equal runs of the int8 values `data` (a filter's
+/// output channels) reaches ±127.
+fn assert_channels_reach_127(data: &[u8], channels: usize) {
+    let per = data.len() / channels;
+    for c in 0..channels {
+        let max = data[c * per..(c + 1) * per]
+            .iter()
+            .map(|&v| (v as i8).unsigned_abs())
+            .max();
+        assert_eq!(max, Some(127), "channel {c}");
+    }
+}
+
 /// Full-integer digits_cnn after 300 steps: `predict --tflite` runs it, and
 /// its accuracy is the float model's within one point on all rows and on
 /// the 359 held-out rows (measured: all rows 99.22% float, 99.17% int8;
@@ -166,20 +217,7 @@ fn accuracy(rows: &[Vec<f64>], labels: &[f64]) -> f64 {
 #[test]
 fn digits_cnn_int8_accuracy_is_the_float_models() {
     let dir = exported_int8("int8", "300");
-    let float = predict(&dir, &["--tflite", "model.tflite"], "float.csv");
-    let int8 = predict(&dir, &["--tflite", "int8.tflite"], "int8.csv");
-    let labels = labels();
-    assert_eq!(int8.len(), labels.len());
-    let (af, aq) = (accuracy(&float, &labels), accuracy(&int8, &labels));
-    let held = 1438..;
-    let (hf, hq) = (
-        accuracy(&float[held.clone()], &labels[held.clone()]),
-        accuracy(&int8[held.clone()], &labels[held]),
-    );
-    eprintln!("digits_cnn accuracy: all rows float {af:.4} int8 {aq:.4}; held-out float {hf:.4} int8 {hq:.4}");
-    assert!(af > 0.95, "float accuracy {af}");
-    assert!((aq - af).abs() <= 0.01, "int8 {aq} vs float {af}");
-    assert!((hq - hf).abs() <= 0.015, "held-out int8 {hq} vs float {hf}");
+    let (float, int8) = float_and_quantized(&dir, "int8");
     // The probabilities are multiples of 1/256 (the int8 softmax's scale,
     // zero point -128), and near the float model's.
     for (r, (q, f)) in int8.iter().zip(&float).enumerate() {
@@ -201,16 +239,8 @@ fn digits_cnn_int8_has_per_channel_convolution_filters() {
     let dir = exported_int8("int8-file", "40");
     let model = specc_tflite::read_file(&dir.join("int8.tflite")).unwrap();
     let g = &model.subgraphs[0];
-    let ops: Vec<(B, i32)> = g
-        .operators
-        .iter()
-        .map(|o| {
-            let code = &model.operator_codes[o.opcode_index as usize];
-            (model.builtin(o).unwrap(), code.version)
-        })
-        .collect();
     assert_eq!(
-        ops,
+        versioned_operators(&model),
         vec![
             (B::Quantize, 1),
             (B::Reshape, 1),
@@ -239,16 +269,7 @@ fn digits_cnn_int8_has_per_channel_convolution_filters() {
         assert_eq!(wt.shape[0] as usize, channels);
         assert_eq!((wq.scale.len(), wq.quantized_dimension), (channels, 0));
         assert!(wq.zero_point.iter().all(|&z| z == 0));
-        let data = &model.buffers[wt.buffer as usize].data;
-        let per = data.len() / channels;
-        for c in 0..channels {
-            let max = data[c * per..(c + 1) * per]
-                .iter()
-                .map(|&v| (v as i8).unsigned_abs())
-                .max()
-                .unwrap();
-            assert_eq!(max, 127, "channel {c}");
-        }
+        assert_channels_reach_127(&model.buffers[wt.buffer as usize].data, channels);
         // Biases int32 with scale input_scale * filter_scale[c], zero point 0.
         let (bt, bq) = (tensor(b), quant(b));
         assert_eq!(bt.tensor_type, TensorType::Int32);
@@ -290,16 +311,8 @@ fn digits_cnn_dynamic_has_hybrid_convolutions_and_the_float_accuracy() {
     let dir = exported_int8("dynamic", "300");
     let model = specc_tflite::read_file(&dir.join("dynamic.tflite")).unwrap();
     let g = &model.subgraphs[0];
-    let ops: Vec<(B, i32)> = g
-        .operators
-        .iter()
-        .map(|o| {
-            let code = &model.operator_codes[o.opcode_index as usize];
-            (model.builtin(o).unwrap(), code.version)
-        })
-        .collect();
     assert_eq!(
-        ops,
+        versioned_operators(&model),
         vec![
             (B::Reshape, 1),
             (B::Conv2d, 1),
@@ -322,34 +335,11 @@ fn digits_cnn_dynamic_has_hybrid_convolutions_and_the_float_accuracy() {
     );
     let q = w.quantization.clone().unwrap();
     assert_eq!((q.scale.len(), q.quantized_dimension), (64, 0));
-    let data = &model.buffers[w.buffer as usize].data;
-    for c in 0..64 {
-        let max = data[c * 288..(c + 1) * 288]
-            .iter()
-            .map(|&v| (v as i8).unsigned_abs())
-            .max();
-        assert_eq!(max, Some(127), "channel {c}");
-    }
+    assert_channels_reach_127(&model.buffers[w.buffer as usize].data, 64);
     assert_eq!(tensor(k2.inputs[2]).tensor_type, TensorType::Float32);
     assert_eq!(tensor(k2.inputs[0]).tensor_type, TensorType::Float32);
 
-    let float = predict(&dir, &["--tflite", "model.tflite"], "float.csv");
-    let dynamic = predict(&dir, &["--tflite", "dynamic.tflite"], "dynamic.csv");
-    let labels = labels();
-    assert_eq!(dynamic.len(), labels.len());
-    let (af, ad) = (accuracy(&float, &labels), accuracy(&dynamic, &labels));
-    let held = 1438..;
-    let (hf, hd) = (
-        accuracy(&float[held.clone()], &labels[held.clone()]),
-        accuracy(&dynamic[held.clone()], &labels[held]),
-    );
-    eprintln!("digits_cnn accuracy: all rows float {af:.4} dynamic {ad:.4}; held-out float {hf:.4} dynamic {hd:.4}");
-    assert!(af > 0.95, "float accuracy {af}");
-    assert!((ad - af).abs() <= 0.01, "dynamic {ad} vs float {af}");
-    assert!(
-        (hd - hf).abs() <= 0.015,
-        "held-out dynamic {hd} vs float {hf}"
-    );
+    let (float, dynamic) = float_and_quantized(&dir, "dynamic");
     let mut moved = 0;
     for (r, (d, f)) in dynamic.iter().zip(&float).enumerate() {
         for k in 0..10 {

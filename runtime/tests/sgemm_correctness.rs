@@ -171,6 +171,38 @@ fn transposed_operands_of_the_specc_shapes() {
     }
 }
 
+/// Narrow products (n in 1..=20, a classifier's logits and their
+/// gradients) with short and long k: a C with fewer than 16 columns, many
+/// rows and a column-major A is computed as `C^T = B^T A^T`, whose C^T is
+/// column-major, so the kernels write it by in-register transposes of whole
+/// tile columns (`store_transposed`); with a row-major A and at most 12
+/// columns the AVX-512 kernel vectorizes along the rows of C instead
+/// (`narrow`: A transposed in registers 16 k steps at a time). Odd m (edge
+/// row blocks), k not a multiple of 16, every beta kind, padded rows of A
+/// and C, row- and column-major B; each result against the f64 product and
+/// the exact recipe (so the same bits as every other kernel), nothing
+/// outside C touched.
+#[test]
+fn narrow_products_with_transposed_stores() {
+    let mut rng = Rng(0x5eed_0010);
+    let cm = Layout::Col { pad: 0 };
+    let rm = Layout::Row { pad: 0 };
+    for isa in isas() {
+        for n in 1..=20 {
+            for k in [1, 2, 3, 7, 10, 16, 19, 20, 64, 130] {
+                for (t, m) in [64, 77, 131].into_iter().enumerate() {
+                    let la =
+                        [cm, Layout::Col { pad: 3 }, rm, Layout::Row { pad: 3 }][(n + k + t) % 4];
+                    let lb = [rm, cm][(n + t) % 2];
+                    let lc = [rm, Layout::Row { pad: 5 }][(k + t) % 2];
+                    let (alpha, beta) = ALPHA_BETA[(n + k + t) % ALPHA_BETA.len()];
+                    check_case(isa, (m, k, n), la, lb, lc, alpha, beta, &mut rng);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn kernels_are_bit_identical() {
     let mut rng = Rng(99);

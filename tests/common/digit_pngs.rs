@@ -1,6 +1,7 @@
 //! The digits (`specs/data/digits.csv`, 8×8 gray, 0..16 scaled to 0..255)
 //! as PNGs written on the fly, for the image-source tests (included by
-//! `#[path]` from `tests/image_sources.rs` and `tests/image_stream.rs`).
+//! `#[path]` from `tests/image_sources.rs`, `tests/image_stream.rs`,
+//! `tests/image_data_flags.rs` and `tests/replicas.rs`).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,10 @@
 //! Owns: TFLite's window arithmetic ([`window`], the reference kernels'
 //! `ComputePaddingHeightWidth`: `SAME` is `out = ⌈in/s⌉` with
 //! `⌊pad_total/2⌋` before, `VALID` is `out = ⌊(in − k_eff)/s⌋ + 1` with no
-//! padding, `k_eff = (k − 1)·d + 1`) and the kernels themselves.
+//! padding, `k_eff = (k − 1)·d + 1`), the taps of a window moved over an
+//! image (`Taps`, which the int8 and hybrid kernels share, TRANSPOSE_CONV's
+//! scattered from the input over the output), the shape checks of the
+//! convolutions' operands and the kernels themselves.
 //! Invariants: the semantics are those of TFLite's reference kernels (filters
 //! `[out, KH, KW, in]`, depthwise filters `[1, KH, KW, in·multiplier]` with
 //! output channel `c·multiplier + m` from input channel `c`, transposed
@@ -102,6 +105,32 @@ pub(crate) fn depthwise_shapes<T, F>(
     Ok(([n, h, w, c], [kh, kw, oc]))
 }
 
+/// `[N, H, W, I]` of a TRANSPOSE_CONV input, `[O, KH, KW]` of its weights
+/// `[O, KH, KW, I]` and `[OH, OW]` of its `output_shape` `[N, OH, OW, O]`.
+pub(crate) fn transpose_conv_shapes<T, W>(
+    output_shape: &[i64],
+    weights: &ArrayD<W>,
+    x: &ArrayD<T>,
+) -> Result<([usize; 4], [usize; 3], [usize; 2])> {
+    let [n, h, w, i] = nhwc(x, "input")?;
+    let [o, kh, kw, wi] = nhwc(weights, "weights")?;
+    let out: Vec<usize> = output_shape
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| format!("output_shape {output_shape:?}")))
+        .collect::<Result<_>>()?;
+    let &[on, oh, ow, oc] = out.as_slice() else {
+        return Err(format!("output_shape {output_shape:?} (want 4 values)"));
+    };
+    if wi != i || oc != o || on != n {
+        return Err(format!(
+            "weights of shape {:?} and output_shape {output_shape:?} for an input of shape {:?}",
+            weights.shape(),
+            x.shape()
+        ));
+    }
+    Ok(([n, h, w, i], [o, kh, kw], [oh, ow]))
+}
+
 /// The contiguous values of `a`.
 fn values(a: &ArrayD<f32>) -> Vec<f32> {
     a.iter().copied().collect()
@@ -152,6 +181,27 @@ impl Taps {
             size,
         };
         Ok(([oh, ow], taps))
+    }
+
+    /// The taps of TRANSPOSE_CONV's `[KH, KW]` weights scattered from an
+    /// input cell over the `[OH, OW]` output `size`: the window of CONV_2D
+    /// (undilated, its padding computed from the output size) whose
+    /// positions are the input cells and whose cells are the output's.
+    pub(crate) fn transposed(
+        padding: Padding,
+        size: [usize; 2],
+        filter: [usize; 2],
+        strides: [usize; 2],
+    ) -> Result<Taps> {
+        let (_, ph) = window(padding, size[0], filter[0], strides[0], 1)?;
+        let (_, pw) = window(padding, size[1], filter[1], strides[1], 1)?;
+        Ok(Taps {
+            filter,
+            strides,
+            dilations: [1, 1],
+            pads: [ph, pw],
+            size,
+        })
     }
 
     /// `f(ky, kx, y, x)` for each tap `(ky, kx)` of the window at `[oy, ox]`
@@ -266,24 +316,8 @@ pub fn transpose_conv(
     bias: Option<&ArrayD<f32>>,
     g: Geometry,
 ) -> Result<ArrayD<f32>> {
-    let [n, h, w, i] = nhwc(x, "input")?;
-    let [o, kh, kw, wi] = nhwc(weights, "weights")?;
-    let out: Vec<usize> = output_shape
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| format!("output_shape {output_shape:?}")))
-        .collect::<Result<_>>()?;
-    let &[on, oh, ow, oc] = out.as_slice() else {
-        return Err(format!("output_shape {output_shape:?} (want 4 values)"));
-    };
-    if wi != i || oc != o || on != n {
-        return Err(format!(
-            "weights of shape {:?} and output_shape {output_shape:?} for an input of shape {:?}",
-            weights.shape(),
-            x.shape()
-        ));
-    }
-    let (_, ph) = window(g.padding, oh, kh, g.strides[0], 1)?;
-    let (_, pw) = window(g.padding, ow, kw, g.strides[1], 1)?;
+    let ([n, h, w, i], [o, kh, kw], [oh, ow]) = transpose_conv_shapes(output_shape, weights, x)?;
+    let taps = Taps::transposed(g.padding, [oh, ow], [kh, kw], g.strides)?;
     let b = bias_values(bias, o)?;
     let (xv, wv) = (values(x), values(weights));
     let mut acc = vec![0f64; n * oh * ow * o];
@@ -291,25 +325,17 @@ pub fn transpose_conv(
         for iy in 0..h {
             for ix in 0..w {
                 let xa = ((bn * h + iy) * w + ix) * i;
-                for ky in 0..kh {
-                    let Some(oy) = source(iy, g.strides[0], ph, ky, 1, oh) else {
-                        continue;
-                    };
-                    for kx in 0..kw {
-                        let Some(ox) = source(ix, g.strides[1], pw, kx, 1, ow) else {
-                            continue;
-                        };
-                        let ya = ((bn * oh + oy) * ow + ox) * o;
-                        for c in 0..o {
-                            let wa = ((c * kh + ky) * kw + kx) * i;
-                            let mut s = 0f64;
-                            for k in 0..i {
-                                s += f64::from(xv[xa + k]) * f64::from(wv[wa + k]);
-                            }
-                            acc[ya + c] += s;
+                taps.for_each([iy, ix], |ky, kx, oy, ox| {
+                    let ya = ((bn * oh + oy) * ow + ox) * o;
+                    for c in 0..o {
+                        let wa = ((c * kh + ky) * kw + kx) * i;
+                        let mut s = 0f64;
+                        for k in 0..i {
+                            s += f64::from(xv[xa + k]) * f64::from(wv[wa + k]);
                         }
+                        acc[ya + c] += s;
                     }
-                }
+                });
             }
         }
     }

@@ -26,14 +26,16 @@
 //! filter row and column), and the bias is added last.
 //!
 //! Invariants: the same inputs give LiteRT's reference kernels' bits
-//! (`interop/test_tflite_cnn_dynamic.py`); the window arithmetic is
-//! `crate::kernels_conv`'s; the fused activation is the caller's
-//! (`crate::interpreter`), a clamp as LiteRT's; a shape or parameter the
-//! operator cannot take is an error, never a panic.
+//! (`interop/test_tflite_cnn_dynamic.py`); the window arithmetic and its
+//! taps are `crate::kernels_conv`'s, the int32 sums of CONV_2D and
+//! DEPTHWISE_CONV_2D `crate::kernels_conv_int8`'s; the fused activation is
+//! the caller's (`crate::interpreter`), a clamp as LiteRT's; a shape or
+//! parameter the operator cannot take is an error, never a panic.
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::kernels_conv::{conv_shapes, depthwise_shapes, nhwc, window, Geometry, Taps};
+use crate::kernels_conv::{conv_shapes, depthwise_shapes, transpose_conv_shapes, Geometry, Taps};
+use crate::kernels_conv_int8::{conv2d_sums, depthwise_conv2d_sums};
 use crate::model::Tensor;
 use crate::quantize::{asymmetric_quantize_row, symmetric_quantize_row};
 
@@ -142,31 +144,19 @@ pub fn conv2d_hybrid(
         (widened, image_scales)
     };
     let mut out = Vec::with_capacity(n * oh * ow * o);
-    for (bn, &sf) in image_scales.iter().enumerate() {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                for oc in 0..o {
-                    let mut acc = 0i32;
-                    taps.for_each([oy, ox], |ky, kx, iy, ix| {
-                        let xa = ((bn * h + iy) * w + ix) * c;
-                        let fa = ((oc * kh + ky) * kw + kx) * c;
-                        for (xi, fi) in xv[xa..xa + c].iter().zip(&fv[fa..fa + c]) {
-                            acc = acc.wrapping_add(fi * xi);
-                        }
-                    });
-                    let mut y = if per_channel {
-                        acc as f32 * scales[oc] * sf
-                    } else {
-                        acc as f32 * sf
-                    };
-                    if let Some(b) = &b {
-                        y += b[oc];
-                    }
-                    out.push(y);
-                }
-            }
+    // The sums of the images quantized: none when the images are empty.
+    let shapes = ([image_scales.len(), h, w, c], [o, kh, kw]);
+    conv2d_sums(&xv, &fv, shapes, [oh, ow], &taps, |bn, oc, acc| {
+        let mut y = if per_channel {
+            acc as f32 * scales[oc] * image_scales[bn]
+        } else {
+            acc as f32 * image_scales[bn]
+        };
+        if let Some(b) = &b {
+            y += b[oc];
         }
-    }
+        out.push(y);
+    });
     ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, o]), out).map_err(|e| e.to_string())
 }
 
@@ -189,25 +179,15 @@ pub fn depthwise_conv2d_hybrid(
     let fv: Vec<i32> = filter.iter().map(|&v| i32::from(v)).collect();
     let (xv, image_scales) = quantize_images(x, n);
     let mut out = Vec::with_capacity(n * oh * ow * oc);
-    let mut acc = vec![0i32; oc];
-    for (bn, &sf) in image_scales.iter().enumerate() {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                acc.iter_mut().for_each(|a| *a = 0);
-                taps.for_each([oy, ox], |ky, kx, iy, ix| {
-                    let xa = ((bn * h + iy) * w + ix) * c;
-                    let fa = (ky * kw + kx) * oc;
-                    for (k, a) in acc.iter_mut().enumerate() {
-                        *a = a.wrapping_add(fv[fa + k] * xv[xa + k / multiplier]);
-                    }
-                });
-                out.extend(acc.iter().enumerate().map(|(k, &a)| {
-                    let y = a as f32 * (scales[k] * sf);
-                    b.as_ref().map_or(y, |b| y + b[k])
-                }));
-            }
-        }
-    }
+    // The sums of the images quantized: none when the images are empty.
+    let shapes = ([image_scales.len(), h, w, c], [kh, kw, oc]);
+    depthwise_conv2d_sums(&xv, &fv, shapes, multiplier, [oh, ow], &taps, |bn, acc| {
+        let sf = image_scales[bn];
+        out.extend(acc.iter().enumerate().map(|(k, &a)| {
+            let y = a as f32 * (scales[k] * sf);
+            b.as_ref().map_or(y, |b| y + b[k])
+        }));
+    });
     ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, oc]), out).map_err(|e| e.to_string())
 }
 
@@ -223,25 +203,9 @@ pub fn transpose_conv_hybrid(
     bias: Option<&ArrayD<f32>>,
     g: Geometry,
 ) -> Result<ArrayD<f32>> {
-    let [n, h, w, i] = nhwc(x, "input")?;
-    let [o, kh, kw, wi] = nhwc(weights, "weights")?;
-    let out: Vec<usize> = output_shape
-        .iter()
-        .map(|&d| usize::try_from(d).map_err(|_| format!("output_shape {output_shape:?}")))
-        .collect::<Result<_>>()?;
-    let &[on, oh, ow, oc] = out.as_slice() else {
-        return Err(format!("output_shape {output_shape:?} (want 4 values)"));
-    };
-    if wi != i || oc != o || on != n {
-        return Err(format!(
-            "weights of shape {:?} and output_shape {output_shape:?} for an input of shape {:?}",
-            weights.shape(),
-            x.shape()
-        ));
-    }
+    let ([n, h, w, i], [o, kh, kw], [oh, ow]) = transpose_conv_shapes(output_shape, weights, x)?;
     check_scales(scales, o)?;
-    let (_, ph) = window(g.padding, oh, kh, g.strides[0], 1)?;
-    let (_, pw) = window(g.padding, ow, kw, g.strides[1], 1)?;
+    let taps = Taps::transposed(g.padding, [oh, ow], [kh, kw], g.strides)?;
     let b = bias_values(bias, o)?;
     let wv: Vec<i32> = weights.iter().map(|&v| i32::from(v)).collect();
     let (xv, image_scales) = quantize_images(x, n);
@@ -251,24 +215,13 @@ pub fn transpose_conv_hybrid(
             for ix in 0..w {
                 for k in 0..i {
                     let xq = xv[((bn * h + iy) * w + ix) * i + k];
-                    for ky in 0..kh {
-                        let Some(oy) = (iy * g.strides[0] + ky).checked_sub(ph).filter(|&v| v < oh)
-                        else {
-                            continue;
-                        };
-                        for kx in 0..kw {
-                            let Some(ox) =
-                                (ix * g.strides[1] + kx).checked_sub(pw).filter(|&v| v < ow)
-                            else {
-                                continue;
-                            };
-                            let ya = ((bn * oh + oy) * ow + ox) * o;
-                            for c in 0..o {
-                                let acc = xq.wrapping_mul(wv[((c * kh + ky) * kw + kx) * i + k]);
-                                y[ya + c] += acc as f32 * scales[c] * sf;
-                            }
+                    taps.for_each([iy, ix], |ky, kx, oy, ox| {
+                        let ya = ((bn * oh + oy) * ow + ox) * o;
+                        for c in 0..o {
+                            let acc = xq.wrapping_mul(wv[((c * kh + ky) * kw + kx) * i + k]);
+                            y[ya + c] += acc as f32 * scales[c] * sf;
                         }
-                    }
+                    });
                 }
             }
         }

@@ -12,7 +12,9 @@
 //! [`average_pool_int8`] (`reference_integer_ops::AveragePool`: the sum of
 //! the raw int8 values inside the image divided by their count, rounded half
 //! away from zero as `(sum ± count/2) / count` truncates) and [`pad_int8`]
-//! (padding with the zero point).
+//! (padding with the zero point); `conv2d_sums` and `depthwise_conv2d_sums`
+//! (the int32 sums over a window's taps, which the hybrid kernels of
+//! `crate::kernels_conv_hybrid` share).
 //! Invariants: the window arithmetic and its taps are `crate::kernels_conv`'s (TFLite's
 //! `ComputePaddingHeightWidth`); accumulation is int32 of
 //! `filter * (input - input_zero_point)` over the taps inside the image
@@ -127,6 +129,71 @@ fn check_channels(q: &ConvQuant, channels: usize) -> Result<()> {
     Ok(())
 }
 
+/// The int32 sums of CONV_2D over the taps inside the image, in NHWC
+/// output order: `emit(image, channel, sum)` for the widened input
+/// `xv [N, H, W, C]` (less its zero point) by the widened
+/// `fv [O, KH, KW, C]` (`shapes` as [`conv_shapes`] gives them), over the
+/// `[OH, OW]` window positions `out` of `taps`.
+pub(crate) fn conv2d_sums(
+    xv: &[i32],
+    fv: &[i32],
+    ([n, h, w, c], [o, kh, kw]): ([usize; 4], [usize; 3]),
+    [oh, ow]: [usize; 2],
+    taps: &Taps,
+    mut emit: impl FnMut(usize, usize, i32),
+) {
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for oc in 0..o {
+                    let mut acc = 0i32;
+                    taps.for_each([oy, ox], |ky, kx, iy, ix| {
+                        let xa = ((bn * h + iy) * w + ix) * c;
+                        let fa = ((oc * kh + ky) * kw + kx) * c;
+                        for (xi, fi) in xv[xa..xa + c].iter().zip(&fv[fa..fa + c]) {
+                            acc = acc.wrapping_add(fi * xi);
+                        }
+                    });
+                    emit(bn, oc, acc);
+                }
+            }
+        }
+    }
+}
+
+/// The int32 sums of DEPTHWISE_CONV_2D over the taps inside the image, one
+/// output cell at a time in NHWC order: `emit(image, sums)` with the `C·M`
+/// sums of the cell, for the widened input `xv [N, H, W, C]` (less its zero
+/// point) by the widened `fv [1, KH, KW, C·M]` (`shapes` as
+/// [`depthwise_shapes`] gives them), output channel `c·M + m` reading input
+/// channel `c`, over the `[OH, OW]` window positions `out` of `taps`.
+pub(crate) fn depthwise_conv2d_sums(
+    xv: &[i32],
+    fv: &[i32],
+    ([n, h, w, c], [_, kw, oc]): ([usize; 4], [usize; 3]),
+    multiplier: usize,
+    [oh, ow]: [usize; 2],
+    taps: &Taps,
+    mut emit: impl FnMut(usize, &[i32]),
+) {
+    let mut acc = vec![0i32; oc];
+    for bn in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                acc.iter_mut().for_each(|a| *a = 0);
+                taps.for_each([oy, ox], |ky, kx, iy, ix| {
+                    let xa = ((bn * h + iy) * w + ix) * c;
+                    let fa = (ky * kw + kx) * oc;
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        *a = a.wrapping_add(fv[fa + k] * xv[xa + k / multiplier]);
+                    }
+                });
+                emit(bn, &acc);
+            }
+        }
+    }
+}
+
 /// int8 CONV_2D: `x [N, H, W, C]` by `filter [O, KH, KW, C]`, plus the int32
 /// `bias [O]` (TFLite's `reference_integer_ops::ConvPerChannel`).
 pub fn conv2d_int8(
@@ -136,29 +203,16 @@ pub fn conv2d_int8(
     g: Geometry,
     q: &ConvQuant,
 ) -> Result<ArrayD<i8>> {
-    let ([n, h, w, c], [o, kh, kw]) = conv_shapes(x, filter)?;
+    let shapes = conv_shapes(x, filter)?;
+    let ([n, h, w, _], [o, kh, kw]) = shapes;
     check_channels(q, o)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, o)?;
     let (xv, fv) = (widened(x, q.input_zero_point), widened(filter, 0));
     let mut out = Vec::with_capacity(n * oh * ow * o);
-    for bn in 0..n {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                for (oc, &b0) in b.iter().enumerate() {
-                    let mut acc = 0i32;
-                    taps.for_each([oy, ox], |ky, kx, iy, ix| {
-                        let xa = ((bn * h + iy) * w + ix) * c;
-                        let fa = ((oc * kh + ky) * kw + kx) * c;
-                        for (xi, fi) in xv[xa..xa + c].iter().zip(&fv[fa..fa + c]) {
-                            acc = acc.wrapping_add(fi * xi);
-                        }
-                    });
-                    out.push(q.output(oc, acc.wrapping_add(b0)));
-                }
-            }
-        }
-    }
+    conv2d_sums(&xv, &fv, shapes, [oh, ow], &taps, |_, oc, acc| {
+        out.push(q.output(oc, acc.wrapping_add(b[oc])));
+    });
     ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, o]), out).map_err(|e| e.to_string())
 }
 
@@ -173,33 +227,21 @@ pub fn depthwise_conv2d_int8(
     g: Geometry,
     q: &ConvQuant,
 ) -> Result<ArrayD<i8>> {
-    let ([n, h, w, c], [kh, kw, oc]) = depthwise_shapes(x, filter, multiplier)?;
+    let shapes = depthwise_shapes(x, filter, multiplier)?;
+    let ([n, h, w, _], [kh, kw, oc]) = shapes;
     check_channels(q, oc)?;
     let ([oh, ow], taps) = Taps::new(g.padding, [h, w], [kh, kw], g.strides, g.dilations)?;
     let b = bias_values(bias, oc)?;
     let (xv, fv) = (widened(x, q.input_zero_point), widened(filter, 0));
     let mut out = Vec::with_capacity(n * oh * ow * oc);
-    let mut acc = vec![0i32; oc];
-    for bn in 0..n {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                acc.iter_mut().for_each(|a| *a = 0);
-                taps.for_each([oy, ox], |ky, kx, iy, ix| {
-                    let xa = ((bn * h + iy) * w + ix) * c;
-                    let fa = (ky * kw + kx) * oc;
-                    for (k, a) in acc.iter_mut().enumerate() {
-                        *a = a.wrapping_add(fv[fa + k] * xv[xa + k / multiplier]);
-                    }
-                });
-                out.extend(
-                    acc.iter()
-                        .zip(&b)
-                        .enumerate()
-                        .map(|(k, (&a, &b0))| q.output(k, a.wrapping_add(b0))),
-                );
-            }
-        }
-    }
+    depthwise_conv2d_sums(&xv, &fv, shapes, multiplier, [oh, ow], &taps, |_, acc| {
+        out.extend(
+            acc.iter()
+                .zip(&b)
+                .enumerate()
+                .map(|(k, (&a, &b0))| q.output(k, a.wrapping_add(b0))),
+        );
+    });
     ArrayD::from_shape_vec(IxDyn(&[n, oh, ow, oc]), out).map_err(|e| e.to_string())
 }
 

@@ -213,6 +213,22 @@ fn vector_part(len: usize) -> usize {
     len & !7
 }
 
+/// Each product `f(v)` of `values` rounded as LiteRT's quantization loops
+/// round it ([`round_vector_lane`] in the [`vector_part`], then
+/// [`round_half_away`]), and made an int8 by `clamp`, into `out`.
+fn round_row(values: &[f32], out: &mut [i8], f: impl Fn(f32) -> f32, clamp: impl Fn(i64) -> i8) {
+    let vector = vector_part(values.len());
+    for (k, (q, &v)) in out.iter_mut().zip(values).enumerate() {
+        let p = f(v);
+        let r = if k < vector {
+            i64::from(round_vector_lane(p))
+        } else {
+            round_half_away(f64::from(p)) as i64
+        };
+        *q = clamp(r);
+    }
+}
+
 /// LiteRT's `RoundToNearest` of a vector lane as its x86 build computes it
 /// (NEON intrinsics through `NEON_2_SSE`, no `vcvtaq`): `x ± 0.5` in f32
 /// (the sign of `x`), then truncated toward zero. It differs from rounding
@@ -264,16 +280,12 @@ pub fn asymmetric_quantize_row(values: &[f32], out: &mut [i8]) -> (f32, i32) {
     let scale = scale as f32;
     // `const float scaling_factor_inv = 1.0 / *scaling_factor;` (f64).
     let inv = (1.0 / f64::from(scale)) as f32;
-    let vector = vector_part(values.len());
-    for (k, (q, &v)) in out.iter_mut().zip(values).enumerate() {
-        let p = v * inv;
-        let r = if k < vector {
-            i64::from(round_vector_lane(p))
-        } else {
-            round_half_away(f64::from(p)) as i64
-        };
-        *q = (r + i64::from(nudged)).clamp(i64::from(QMIN), i64::from(QMAX)) as i8;
-    }
+    round_row(
+        values,
+        out,
+        |v| v * inv,
+        |r| (r + i64::from(nudged)).clamp(i64::from(QMIN), i64::from(QMAX)) as i8,
+    );
     (scale, nudged)
 }
 
@@ -296,16 +308,7 @@ pub fn symmetric_quantize_row(values: &[f32], out: &mut [i8]) -> f32 {
     }
     let scale = range / 127.0;
     let inv = 127.0 / range;
-    let vector = vector_part(values.len());
-    for (k, (q, &v)) in out.iter_mut().zip(values).enumerate() {
-        let p = inv * v;
-        let r = if k < vector {
-            i64::from(round_vector_lane(p))
-        } else {
-            round_half_away(f64::from(p)) as i64
-        };
-        *q = r.clamp(-127, 127) as i8;
-    }
+    round_row(values, out, |v| inv * v, |r| r.clamp(-127, 127) as i8);
     scale
 }
 

@@ -8,23 +8,15 @@
 //! must have, and the interpreter choosing these kernels (fused activation
 //! included) for an INT8 filter under a float input.
 
-use ndarray::{ArrayD, IxDyn};
+mod common;
+
+use common::{a, int8_tensor, VALID};
 use specc_tflite::interpreter::{Interpreter, Value};
 use specc_tflite::kernels_conv::Geometry;
 use specc_tflite::kernels_conv_hybrid::*;
-use specc_tflite::model::{Quantization, Tensor};
+use specc_tflite::model::Quantization;
 use specc_tflite::{
     ActivationFunctionType, BuiltinOperator, BuiltinOptions, ModelBuilder, Padding, TensorType,
-};
-
-fn a<T: Clone>(shape: &[usize], v: &[T]) -> ArrayD<T> {
-    ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap()
-}
-
-const VALID: Geometry = Geometry {
-    padding: Padding::Valid,
-    strides: [1, 1],
-    dilations: [1, 1],
 };
 
 /// The image `[-1, 0, 3, 0.5]` quantized asymmetrically: range [-1, 3],
@@ -164,36 +156,20 @@ fn transpose_conv_scatters_each_input_in_order_then_adds_the_bias() {
     );
 }
 
-fn filter(scale: Vec<f32>, zero_point: Vec<i64>, axis: i32) -> Tensor {
-    Tensor {
-        name: "f".into(),
-        tensor_type: TensorType::Int8,
-        shape: vec![],
-        shape_signature: None,
-        buffer: 0,
-        quantization: Some(Quantization {
-            scale,
-            zero_point,
-            quantized_dimension: axis,
-            ..Quantization::default()
-        }),
-    }
-}
-
 #[test]
 fn filter_scales_are_one_per_channel_along_their_dimension() {
-    let t = filter(vec![0.5, 0.25], vec![0, 0], 3);
+    let t = int8_tensor("f", vec![0.5, 0.25], vec![0, 0], 3);
     assert_eq!(filter_scales(&t, 3, 2, false).unwrap(), [0.5, 0.25]);
     // Along another dimension, or another count: refused.
     assert!(filter_scales(&t, 0, 2, true).is_err());
     assert!(filter_scales(&t, 3, 4, true).is_err());
     // One scale for all: CONV_2D and TRANSPOSE_CONV take it,
     // DEPTHWISE_CONV_2D does not (LiteRT's Prepare fails).
-    let one = filter(vec![0.5], vec![0], 0);
+    let one = int8_tensor("f", vec![0.5], vec![0], 0);
     assert_eq!(filter_scales(&one, 0, 3, true).unwrap(), [0.5; 3]);
     assert!(filter_scales(&one, 3, 3, false).is_err());
     // Hybrid filters are symmetric.
-    let err = filter_scales(&filter(vec![0.5], vec![1], 0), 0, 1, true).unwrap_err();
+    let err = filter_scales(&int8_tensor("f", vec![0.5], vec![1], 0), 0, 1, true).unwrap_err();
     assert!(err.contains("zero point"), "{err}");
 }
 

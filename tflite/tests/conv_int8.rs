@@ -6,22 +6,13 @@
 //! fused activation, padding with the zero point, and per-axis weight
 //! quantization of a depthwise filter.
 
-use ndarray::{ArrayD, IxDyn};
+mod common;
+
+use common::{a, int8_tensor, VALID};
 use specc_tflite::kernels_conv::Geometry;
 use specc_tflite::kernels_conv_int8::*;
-use specc_tflite::model::{Quantization, Tensor};
 use specc_tflite::quantize::{quantize_multiplier, symmetric_per_axis, symmetric_per_channel};
-use specc_tflite::{ActivationFunctionType, Padding, TensorType};
-
-fn a<T: Clone>(shape: &[usize], v: &[T]) -> ArrayD<T> {
-    ArrayD::from_shape_vec(IxDyn(shape), v.to_vec()).unwrap()
-}
-
-const VALID: Geometry = Geometry {
-    padding: Padding::Valid,
-    strides: [1, 1],
-    dilations: [1, 1],
-};
+use specc_tflite::{ActivationFunctionType, Padding};
 
 fn plain(multipliers: Vec<(i32, i32)>, input_zero_point: i32) -> ConvQuant {
     ConvQuant {
@@ -32,27 +23,11 @@ fn plain(multipliers: Vec<(i32, i32)>, input_zero_point: i32) -> ConvQuant {
     }
 }
 
-fn tensor(name: &str, scale: Vec<f32>, zero_point: Vec<i64>, axis: i32) -> Tensor {
-    Tensor {
-        name: name.into(),
-        tensor_type: TensorType::Int8,
-        shape: vec![],
-        shape_signature: None,
-        buffer: 0,
-        quantization: Some(Quantization {
-            scale,
-            zero_point,
-            quantized_dimension: axis,
-            ..Quantization::default()
-        }),
-    }
-}
-
 #[test]
 fn conv_multipliers_come_from_the_scales_per_output_channel() {
-    let x = tensor("x", vec![0.5], vec![1], 0);
-    let w = tensor("w", vec![0.25, 0.125], vec![0, 0], 0);
-    let y = tensor("y", vec![0.25], vec![-3], 0);
+    let x = int8_tensor("x", vec![0.5], vec![1], 0);
+    let w = int8_tensor("w", vec![0.25, 0.125], vec![0, 0], 0);
+    let y = int8_tensor("y", vec![0.25], vec![-3], 0);
     let q = ConvQuant::new(&x, &w, &y, 0, 2, ActivationFunctionType::Relu).unwrap();
     // 0.5 * 0.25 / 0.25 = 0.5 and 0.25: Q31 2^30 with shifts 0 and -1.
     assert_eq!(q.multipliers, vec![(1 << 30, 0), (1 << 30, -1)]);
@@ -63,10 +38,10 @@ fn conv_multipliers_come_from_the_scales_per_output_channel() {
     // Scales along another dimension than the operator's, a zero point in
     // the filter: errors.
     assert!(ConvQuant::new(&x, &w, &y, 3, 2, ActivationFunctionType::None).is_err());
-    let asym = tensor("w", vec![0.25, 0.125], vec![0, 1], 0);
+    let asym = int8_tensor("w", vec![0.25, 0.125], vec![0, 1], 0);
     assert!(ConvQuant::new(&x, &asym, &y, 0, 2, ActivationFunctionType::None).is_err());
     // One scale serves every channel.
-    let one = tensor("w", vec![0.25], vec![0], 0);
+    let one = int8_tensor("w", vec![0.25], vec![0], 0);
     let q = ConvQuant::new(&x, &one, &y, 0, 3, ActivationFunctionType::None).unwrap();
     assert_eq!(q.multipliers, vec![(1 << 30, 0); 3]);
 }

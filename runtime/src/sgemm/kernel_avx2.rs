@@ -1,6 +1,7 @@
 //! AVX2+FMA microkernel: 6 rows x 16 columns (12 ymm accumulators), B rows
 //! loaded as vectors, A elements broadcast; vectorized packing (8x8
-//! transposes in registers).
+//! transposes in registers); column-major C tiles written back by 8x8
+//! transposes (`store_transposed`).
 //!
 //! Owns the AVX2 entry point [`gemm`]. Same per-element arithmetic as every
 //! other kernel (see the module docs of `sgemm`).
@@ -324,19 +325,7 @@ impl<const MR: usize, const NV: usize> Kernel for Tile<MR, NV> {
             }
         }
         if c.cs != 1 {
-            // General C strides (rare): the kernel writes `acc` exactly
-            // (alpha 1, beta 0) to a contiguous buffer, then the epilogue
-            // runs element by element.
-            let mut buf = [[[0.0f32; 8]; NV]; MR];
-            let tmp = CTile {
-                ptr: buf.as_mut_ptr().cast(),
-                rs: (8 * NV) as isize,
-                cs: 1,
-                mr: MR,
-                nr: 8 * NV,
-            };
-            dispatch::<MR, NV>(kc, a, b, tmp, 1.0, Beta::Zero);
-            super::store_strided(buf.as_ptr().cast(), 8 * NV, c, alpha, beta);
+            tile_strided::<MR, NV>(kc, a, b, c, alpha, beta);
             return;
         }
         dispatch::<MR, NV>(kc, a, b, c, alpha, beta);
@@ -420,6 +409,90 @@ impl<const MR: usize, const NV: usize> Kernel for Tile<MR, NV> {
             } else {
                 super::pack::pack_b::<Self>(kc, cols, src, rs, cs, panel);
             }
+        }
+    }
+}
+
+/// A tile whose C has a non-unit column stride: the kernel writes `acc`
+/// exactly (alpha 1, beta 0) to a contiguous buffer, then the epilogue runs
+/// from it. Kept out of line so that the common unit-stride tile code is
+/// not perturbed.
+///
+/// # Safety
+/// As for `Kernel::tile`; the CPU must support AVX2 and FMA.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn tile_strided<const MR: usize, const NV: usize>(
+    kc: usize,
+    a: ASrc,
+    b: BSrc,
+    c: CTile,
+    alpha: f32,
+    beta: Beta,
+) {
+    let mut buf = [[[0.0f32; 8]; NV]; MR];
+    let tmp = CTile {
+        ptr: buf.as_mut_ptr().cast(),
+        rs: (8 * NV) as isize,
+        cs: 1,
+        mr: MR,
+        nr: 8 * NV,
+    };
+    dispatch::<MR, NV>(kc, a, b, tmp, 1.0, Beta::Zero);
+    if c.rs == 1 {
+        // Column-major C (a transposed product, e.g. a C with few columns
+        // computed as C^T = B^T A^T): each tile column is contiguous in
+        // memory, so transpose 8x8 blocks in registers and store whole
+        // columns.
+        store_transposed::<MR, NV>(&buf, c, alpha, beta);
+    } else {
+        super::store_strided(buf.as_ptr().cast(), 8 * NV, c, alpha, beta);
+    }
+}
+
+/// Writes the valid part of the tile held in `buf` (exact accumulators,
+/// row `i`, column `j` at `buf[i][j / 8][j % 8]`) to a C tile with unit
+/// *row* stride: tile column `j` is the `mr` contiguous floats at
+/// `c.ptr + j * c.cs`. Each 8-column group is transposed in registers (rows
+/// past `MR` are zero and never stored), then every column gets the same
+/// per-element epilogue as `update` (`alpha * acc`, `fma(alpha, acc, c)` or
+/// `fma(alpha, acc, beta * c)`), with masked loads and stores of its `mr`
+/// lanes. Bit-identical to `super::store_strided`.
+#[inline(always)]
+unsafe fn store_transposed<const MR: usize, const NV: usize>(
+    buf: &[[[f32; 8]; NV]; MR],
+    c: CTile,
+    alpha: f32,
+    beta: Beta,
+) {
+    const { assert!(MR <= 8) };
+    let va = _mm256_set1_ps(alpha);
+    let vb = _mm256_set1_ps(match beta {
+        Beta::Scale(b) => b,
+        _ => 1.0,
+    });
+    let m = lanes(c.mr);
+    #[allow(clippy::needless_range_loop)]
+    for v in 0..NV {
+        let cols = c.nr.saturating_sub(8 * v).min(8);
+        if cols == 0 {
+            break;
+        }
+        let mut r = [_mm256_setzero_ps(); 8];
+        for (i, ri) in r.iter_mut().enumerate().take(MR) {
+            *ri = _mm256_loadu_ps(buf[i][v].as_ptr());
+        }
+        let t = transpose8(&r);
+        for (j, x) in t.iter().enumerate().take(cols) {
+            let p = c.ptr.offset((8 * v + j) as isize * c.cs);
+            let y = match beta {
+                Beta::Zero => _mm256_mul_ps(va, *x),
+                Beta::One => _mm256_fmadd_ps(va, *x, _mm256_maskload_ps(p, m)),
+                Beta::Scale(_) => {
+                    _mm256_fmadd_ps(va, *x, _mm256_mul_ps(vb, _mm256_maskload_ps(p, m)))
+                }
+            };
+            _mm256_maskstore_ps(p, m, y);
         }
     }
 }

@@ -2,8 +2,11 @@
 //! (row, 16 columns), B rows loaded as vectors, A elements broadcast.
 //!
 //! Owns the AVX-512 entry point [`gemm`], its tile shapes (6x64, 8x48, 12x32
-//! with 24 accumulators; 16x16 when C has at most 16 columns) and its
-//! packing (vector copies, 16x16 in-register transposes).
+//! with 24 accumulators; 16x16 when C has at most 16 columns), its
+//! packing (vector copies, 16x16 in-register transposes), the write-back
+//! of column-major C tiles (16x16 transposes, `store_transposed`) and the
+//! kernel for C with at most 12 columns and a row-major A (`narrow`:
+//! vectorized along the rows of C).
 //!
 //! Safety: every function here is `unsafe` because it uses AVX-512
 //! intrinsics (callers must have checked the CPU) and raw pointers (valid
@@ -20,11 +23,115 @@ use core::arch::x86_64::*;
 /// The CPU must support AVX-512F, AVX2 and FMA; `p` as for `sgemm`.
 #[target_feature(enable = "avx512f,avx2,fma")]
 pub(crate) unsafe fn gemm(p: &Problem) {
+    if narrow_applies(p) {
+        narrow(p);
+        return;
+    }
     match tile_shape(p.m, p.n) {
         (16, 16) => drive::<Tile<16, 1>>(p),
         (12, 32) => drive::<Tile<12, 2>>(p),
         (8, 48) => drive::<Tile<8, 3>>(p),
         _ => drive::<Tile<6, 4>>(p),
+    }
+}
+
+/// Widest C handled by [`narrow`].
+const NARROW_MAX_N: usize = 12;
+
+/// Whether [`narrow`] computes this product: C row-major with at most
+/// `NARROW_MAX_N` columns (a 16-column tile would leave a quarter or more of
+/// its lanes idle), A row-major, at least one 16-row tile and a k of 8 or
+/// more (each 16 k steps cost a 16x16 transpose).
+fn narrow_applies(p: &Problem) -> bool {
+    p.n <= NARROW_MAX_N && p.csc == 1 && p.csa == 1 && p.m >= 16 && p.k >= 8
+}
+
+/// A product with few columns, vectorized along the rows of C instead of
+/// its columns: for each block of 16 rows, 16 k steps of A (16 row
+/// segments, read in place) are transposed in registers, so that
+/// `t[q]` holds `a(i0..i0+16, p0+q)`, and each column `j < n` of C keeps
+/// one accumulator, `acc[j] = fma(t[q], b(p0+q, j), acc[j])` in increasing
+/// `p` (B elements broadcast). `n` FMAs per k step instead of 16, and no
+/// packing. The accumulators are transposed back and stored a row at a
+/// time with the epilogue of the module docs, so every element gets the
+/// same operations as in the other kernels: the same bits.
+///
+/// # Safety
+/// As for [`gemm`]; `narrow_applies(p)`.
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn narrow(p: &Problem) {
+    macro_rules! by_n {
+        ($($n:literal)*) => {
+            match p.n {
+                $($n => narrow_n::<$n>(p),)*
+                _ => unreachable!("narrow: n = {} > NARROW_MAX_N", p.n),
+            }
+        };
+    }
+    by_n!(1 2 3 4 5 6 7 8 9 10 11 12)
+}
+
+/// [`narrow`] for `n == N`.
+#[inline(always)]
+unsafe fn narrow_n<const N: usize>(p: &Problem) {
+    const { assert!(N <= 16) };
+    let kb = super::KBlocks::new(p.k);
+    for t in 0..kb.nb {
+        let (pc, kc) = kb.block(t);
+        let beta = if t == 0 {
+            Beta::first(p.beta)
+        } else {
+            Beta::One
+        };
+        for i0 in (0..p.m).step_by(16) {
+            let rows = 16.min(p.m - i0);
+            // Rows past the last one repeat it (their results are not
+            // stored).
+            let mut arow = [p.a; 16];
+            for (i, r) in arow.iter_mut().enumerate() {
+                *r =
+                    p.a.offset((i0 + i.min(rows - 1)) as isize * p.rsa + pc as isize);
+            }
+            let mut acc = [_mm512_setzero_ps(); N];
+            for p0 in (0..kc).step_by(16) {
+                let w = 16.min(kc - p0);
+                let lm = lanes(w);
+                let mut r = [_mm512_setzero_ps(); 16];
+                for (x, src) in r.iter_mut().zip(&arow) {
+                    *x = _mm512_maskz_loadu_ps(lm, src.add(p0));
+                }
+                let at = transpose16(&r);
+                for (q, aq) in at.iter().enumerate().take(w) {
+                    let brow = p.b.offset((pc + p0 + q) as isize * p.rsb);
+                    for (j, x) in acc.iter_mut().enumerate() {
+                        let bj = _mm512_set1_ps(*brow.offset(j as isize * p.csb));
+                        *x = _mm512_fmadd_ps(*aq, bj, *x);
+                    }
+                }
+            }
+            // Back to rows: out[i] lane j = acc[j] lane i = C(i0 + i, j).
+            let mut r = [_mm512_setzero_ps(); 16];
+            r[..N].copy_from_slice(&acc);
+            let out = transpose16(&r);
+            let va = _mm512_set1_ps(p.alpha);
+            let vb = _mm512_set1_ps(match beta {
+                Beta::Scale(b) => b,
+                _ => 1.0,
+            });
+            let m = lanes(N);
+            for (i, x) in out.iter().enumerate().take(rows) {
+                let c = p.c.offset((i0 + i) as isize * p.rsc);
+                let y = match beta {
+                    Beta::Zero => _mm512_mul_ps(va, *x),
+                    Beta::One => _mm512_fmadd_ps(va, *x, _mm512_maskz_loadu_ps(m, c)),
+                    Beta::Scale(_) => {
+                        _mm512_fmadd_ps(va, *x, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, c)))
+                    }
+                };
+                _mm512_mask_storeu_ps(c, m, y);
+            }
+        }
     }
 }
 
@@ -366,22 +473,94 @@ impl<const MR: usize, const NV: usize> Kernel for Tile<MR, NV> {
             }
         }
         if c.cs != 1 {
-            // General C strides (rare): the kernel writes `acc` exactly
-            // (alpha 1, beta 0) to a contiguous buffer, then the epilogue
-            // runs element by element.
-            let mut buf = [[[0.0f32; 16]; NV]; MR];
-            let tmp = CTile {
-                ptr: buf.as_mut_ptr().cast(),
-                rs: (16 * NV) as isize,
-                cs: 1,
-                mr: MR,
-                nr: 16 * NV,
-            };
-            dispatch::<MR, NV>(kc, a, b, tmp, 1.0, Beta::Zero);
-            super::store_strided(buf.as_ptr().cast(), 16 * NV, c, alpha, beta);
+            tile_strided::<MR, NV>(kc, a, b, c, alpha, beta);
             return;
         }
         dispatch::<MR, NV>(kc, a, b, c, alpha, beta);
+    }
+}
+
+/// A tile whose C has a non-unit column stride: the kernel writes `acc`
+/// exactly (alpha 1, beta 0) to a contiguous buffer, then the epilogue runs
+/// from it. Kept out of line so that the common unit-stride tile code is
+/// not perturbed (inlining it slowed unrelated shapes by ~10%).
+///
+/// # Safety
+/// As for `Kernel::tile`; the CPU must support AVX-512F.
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn tile_strided<const MR: usize, const NV: usize>(
+    kc: usize,
+    a: ASrc,
+    b: BSrc,
+    c: CTile,
+    alpha: f32,
+    beta: Beta,
+) {
+    let mut buf = [[[0.0f32; 16]; NV]; MR];
+    let tmp = CTile {
+        ptr: buf.as_mut_ptr().cast(),
+        rs: (16 * NV) as isize,
+        cs: 1,
+        mr: MR,
+        nr: 16 * NV,
+    };
+    dispatch::<MR, NV>(kc, a, b, tmp, 1.0, Beta::Zero);
+    if c.rs == 1 {
+        // Column-major C (a transposed product, e.g. a C with few columns
+        // computed as C^T = B^T A^T): each tile column is contiguous in
+        // memory, so transpose 16x16 blocks in registers and store whole
+        // columns.
+        store_transposed::<MR, NV>(&buf, c, alpha, beta);
+    } else {
+        super::store_strided(buf.as_ptr().cast(), 16 * NV, c, alpha, beta);
+    }
+}
+
+/// Writes the valid part of the tile held in `buf` (exact accumulators,
+/// row `i`, column `j` at `buf[i][j / 16][j % 16]`) to a C tile with unit
+/// *row* stride: tile column `j` is the `mr` contiguous floats at
+/// `c.ptr + j * c.cs`. Each 16-column group is transposed in registers
+/// (rows past `MR` are zero and never stored), then every column gets the
+/// same per-element epilogue as `update` (`alpha * acc`,
+/// `fma(alpha, acc, c)` or `fma(alpha, acc, beta * c)`), with masked loads
+/// and stores of its `mr` lanes. Bit-identical to `super::store_strided`.
+#[inline(always)]
+unsafe fn store_transposed<const MR: usize, const NV: usize>(
+    buf: &[[[f32; 16]; NV]; MR],
+    c: CTile,
+    alpha: f32,
+    beta: Beta,
+) {
+    const { assert!(MR <= 16) };
+    let va = _mm512_set1_ps(alpha);
+    let vb = _mm512_set1_ps(match beta {
+        Beta::Scale(b) => b,
+        _ => 1.0,
+    });
+    let m = lanes(c.mr);
+    #[allow(clippy::needless_range_loop)]
+    for v in 0..NV {
+        let cols = c.nr.saturating_sub(16 * v).min(16);
+        if cols == 0 {
+            break;
+        }
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (i, ri) in r.iter_mut().enumerate().take(MR) {
+            *ri = _mm512_loadu_ps(buf[i][v].as_ptr());
+        }
+        let t = transpose16(&r);
+        for (j, x) in t.iter().enumerate().take(cols) {
+            let p = c.ptr.offset((16 * v + j) as isize * c.cs);
+            let y = match beta {
+                Beta::Zero => _mm512_mul_ps(va, *x),
+                Beta::One => _mm512_fmadd_ps(va, *x, _mm512_maskz_loadu_ps(m, p)),
+                Beta::Scale(_) => {
+                    _mm512_fmadd_ps(va, *x, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, p)))
+                }
+            };
+            _mm512_mask_storeu_ps(p, m, y);
+        }
     }
 }
 
