@@ -2,11 +2,14 @@
 //! code (`specc_winograd`) for the fused Winograd kernels of the JIT.
 //!
 //! Owns: the four transforms of a range of images, 16 channels at a time
-//! in AVX-512 registers (a scalar tail, and the scalar path without
-//! AVX-512). Invariant: every value is computed by the same adds,
+//! in AVX-512 registers or 8 in AVX2 registers, with a scalar tail (and a
+//! scalar path on other CPUs); the instruction set is the GEMM's
+//! ([`Isa::active`], so `SPECC_GEMM_ISA` forces it here too). Invariant: every value is computed by the same adds,
 //! subtracts and negations in the same order as the compiler's CLIF
 //! version (`codegen::window`), so the results are the same bits whichever
 //! runs (a lane is an independent channel).
+
+use crate::sgemm::Isa;
 
 /// The transforms, numbered as the generated code passes them.
 pub const INPUT: i64 = 0;
@@ -111,6 +114,58 @@ mod avx512 {
     /// As [`super::specc_winograd`], on a CPU with AVX-512F.
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
+    pub unsafe fn run(
+        op: i64,
+        g: super::Geo,
+        image: *mut f32,
+        tiles: *mut f32,
+        group: isize,
+        lo: i64,
+        hi: i64,
+    ) {
+        unsafe { super::run::<V>(op, g, image, tiles, group, lo, hi) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    #[derive(Clone, Copy)]
+    pub struct V(pub __m256);
+
+    impl super::Lane for V {
+        const N: usize = 8;
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            unsafe { V(_mm256_loadu_ps(p)) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            unsafe { _mm256_storeu_ps(p, self.0) }
+        }
+        #[inline(always)]
+        fn zero() -> Self {
+            unsafe { V(_mm256_setzero_ps()) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { V(_mm256_add_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { V(_mm256_sub_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn neg(self) -> Self {
+            // Flip the sign bit, as CLIF's fneg.
+            unsafe { V(_mm256_xor_ps(self.0, _mm256_set1_ps(-0.0))) }
+        }
+    }
+
+    /// # Safety
+    /// As [`super::specc_winograd`], on a CPU with AVX2.
+    #[target_feature(enable = "avx2")]
     pub unsafe fn run(
         op: i64,
         g: super::Geo,
@@ -288,7 +343,7 @@ unsafe fn run<L: Lane>(
                         }
                     }
                     let n = (span * span) as usize;
-                    let body = c - c % 16;
+                    let body = c - c % L::N;
                     tile::<L>(
                         op,
                         0,
@@ -340,14 +395,77 @@ pub unsafe extern "C" fn specc_winograd(
         pt: pad_top,
         pl: pad_left,
     };
+    // SAFETY: the caller guarantees the pointers.
+    unsafe {
+        transform(
+            Isa::active(),
+            op,
+            g,
+            image,
+            tiles,
+            group_bytes as isize,
+            lo,
+            hi,
+        )
+    }
+}
+
+/// [`specc_winograd`] with the instruction set `isa` (which this CPU must
+/// run, [`Isa::is_available`]; another falls back to scalar code): every
+/// instruction set gives the same bits (tested).
+///
+/// # Safety
+/// As [`specc_winograd`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn specc_winograd_with(
+    isa: Isa,
+    op: i64,
+    c: i64,
+    (ih, iw, oh, ow): (i64, i64, i64, i64),
+    (pad_top, pad_left): (i64, i64),
+    image: *mut f32,
+    tiles: *mut f32,
+    group_bytes: i64,
+    (lo, hi): (i64, i64),
+) {
+    let g = Geo {
+        c: c as usize,
+        ih,
+        iw,
+        oh,
+        ow,
+        pt: pad_top,
+        pl: pad_left,
+    };
+    // SAFETY: the caller guarantees the pointers.
+    unsafe { transform(isa, op, g, image, tiles, group_bytes as isize, lo, hi) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn transform(
+    isa: Isa,
+    op: i64,
+    g: Geo,
+    image: *mut f32,
+    tiles: *mut f32,
+    group: isize,
+    lo: i64,
+    hi: i64,
+) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") {
+        if isa == Isa::Avx512 && isa.is_available() {
             // SAFETY: AVX-512F is present; the caller guarantees the rest.
-            unsafe { avx512::run(op, g, image, tiles, group_bytes as isize, lo, hi) };
+            unsafe { avx512::run(op, g, image, tiles, group, lo, hi) };
+            return;
+        }
+        if isa == Isa::Avx2 && isa.is_available() {
+            // SAFETY: AVX2 is present; the caller guarantees the rest.
+            unsafe { avx2::run(op, g, image, tiles, group, lo, hi) };
             return;
         }
     }
+    let _ = isa;
     // SAFETY: the caller guarantees the pointers.
-    unsafe { run::<f32>(op, g, image, tiles, group_bytes as isize, lo, hi) }
+    unsafe { run::<f32>(op, g, image, tiles, group, lo, hi) }
 }
