@@ -164,10 +164,10 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
                 patches(arg(0), window, f64::from(f32::from_bits(*pad)), &dims)
             }
             Op::PatchesGrad(window) => patches_grad(arg(0), window, &dims),
-            Op::WinogradInput(window) => winograd_input(arg(0), window, &dims),
-            Op::WinogradInputGrad(window) => winograd_input_grad(arg(0), window, &dims),
-            Op::WinogradOutput(window) => winograd_output(arg(0), window, &dims),
-            Op::WinogradOutputGrad(window) => winograd_output_grad(arg(0), window, &dims),
+            Op::WinogradInput(window) => winograd_map(arg(0), window, &dims, true, true),
+            Op::WinogradInputGrad(window) => winograd_map(arg(0), window, &dims, true, false),
+            Op::WinogradOutput(window) => winograd_map(arg(0), window, &dims, false, false),
+            Op::WinogradOutputGrad(window) => winograd_map(arg(0), window, &dims, false, true),
             Op::BatchMatMul { ta, tb } => batch_matmul(arg(0), arg(1), *ta, *tb, &dims),
             Op::Concat { axis } => {
                 let parts: Vec<&Tensor> = (0..node.inputs.len()).map(arg).collect();
@@ -626,131 +626,57 @@ fn tile_output(w: &Window, axis: usize, t: usize, a: usize) -> Option<usize> {
     (o < w.output[axis] as usize).then_some(o)
 }
 
-/// The reference of `Op::WinogradInput`: `V = Bᵀ d B` per tile, by the matrices.
-fn winograd_input(x: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
-    let bt = |i: usize, r: usize| f64::from(crate::ir::WINOGRAD_BT[i][r]);
-    let (h, wd, c) = (x.dims[1], x.dims[2], x.dims[3]);
-    let (n_img, th, tw) = (dims[1], dims[2], dims[3]);
+/// The linear map between images and Winograd tiles, by the matrices.
+/// `input`: the input side (`V = Bᵀ d B`, 4×4 image cells a tile) or the
+/// output side (`Y = Aᵀ M A`, 2×2). `to_tiles` is the direction the values
+/// flow: image → tiles (`WinogradInput`, `WinogradOutputGrad`) or tiles →
+/// image (`WinogradOutput`, `WinogradInputGrad`, the transposed maps).
+/// `src` is the tensor read, `dims` the result's; the tile tensor is
+/// `[16, N, TH, TW, C]` and the image `[N, H, W, C]`.
+fn winograd_map(src: &Tensor, w: &Window, dims: &[usize], input: bool, to_tiles: bool) -> Tensor {
+    let (image, tiles) = if to_tiles {
+        (&src.dims[..], dims)
+    } else {
+        (dims, &src.dims[..])
+    };
+    let (h, wd, c) = (image[1], image[2], image[3]);
+    let (n_img, th, tw) = (tiles[1], tiles[2], tiles[3]);
+    let (cells, rows) = if input { (4, 4) } else { (2, 4) };
+    let coefficient = |cell: usize, i: usize| -> f64 {
+        if input {
+            f64::from(crate::ir::WINOGRAD_BT[i][cell])
+        } else {
+            f64::from(crate::ir::WINOGRAD_AT[cell][i])
+        }
+    };
+    let place = |axis: usize, t: usize, cell: usize| {
+        if input {
+            tile_source(w, axis, t, cell)
+        } else {
+            tile_output(w, axis, t, cell)
+        }
+    };
     let mut out = vec![0.0; dims.iter().product()];
     for n in 0..n_img {
         for ty in 0..th {
             for tx in 0..tw {
-                for r in 0..4 {
-                    for s in 0..4 {
-                        let (Some(iy), Some(ix)) =
-                            (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
-                        else {
+                for r in 0..cells {
+                    for s in 0..cells {
+                        let (Some(y), Some(x)) = (place(0, ty, r), place(1, tx, s)) else {
                             continue;
                         };
-                        let at = ((n * h + iy) * wd + ix) * c;
-                        for i in 0..4 {
-                            for j in 0..4 {
-                                let k = bt(i, r) * bt(j, s);
-                                let to = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * c;
+                        let pixel = ((n * h + y) * wd + x) * c;
+                        for i in 0..rows {
+                            for j in 0..rows {
+                                let k = coefficient(r, i) * coefficient(s, j);
+                                let tile = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * c;
+                                let (to, from) = if to_tiles {
+                                    (tile, pixel)
+                                } else {
+                                    (pixel, tile)
+                                };
                                 for ch in 0..c {
-                                    out[to + ch] += k * x.data[at + ch];
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Tensor::new(dims.to_vec(), out)
-}
-
-/// The reference of `Op::WinogradInputGrad`: the transposed map of `winograd_input`.
-fn winograd_input_grad(dv: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
-    let bt = |i: usize, r: usize| f64::from(crate::ir::WINOGRAD_BT[i][r]);
-    let (h, wd, c) = (dims[1], dims[2], dims[3]);
-    let (n_img, th, tw) = (dv.dims[1], dv.dims[2], dv.dims[3]);
-    let mut out = vec![0.0; dims.iter().product()];
-    for n in 0..n_img {
-        for ty in 0..th {
-            for tx in 0..tw {
-                for r in 0..4 {
-                    for s in 0..4 {
-                        let (Some(iy), Some(ix)) =
-                            (tile_source(w, 0, ty, r), tile_source(w, 1, tx, s))
-                        else {
-                            continue;
-                        };
-                        let to = ((n * h + iy) * wd + ix) * c;
-                        for i in 0..4 {
-                            for j in 0..4 {
-                                let k = bt(i, r) * bt(j, s);
-                                let at = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * c;
-                                for ch in 0..c {
-                                    out[to + ch] += k * dv.data[at + ch];
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Tensor::new(dims.to_vec(), out)
-}
-
-/// The reference of `Op::WinogradOutput`: `Y = Aᵀ M A` per tile, by the matrices.
-fn winograd_output(m: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
-    let at_ = |a: usize, i: usize| f64::from(crate::ir::WINOGRAD_AT[a][i]);
-    let (oh, ow, o) = (dims[1], dims[2], dims[3]);
-    let (n_img, th, tw) = (m.dims[1], m.dims[2], m.dims[3]);
-    let mut out = vec![0.0; dims.iter().product()];
-    for n in 0..n_img {
-        for ty in 0..th {
-            for tx in 0..tw {
-                for a in 0..2 {
-                    for b in 0..2 {
-                        let (Some(y), Some(x)) =
-                            (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
-                        else {
-                            continue;
-                        };
-                        let to = ((n * oh + y) * ow + x) * o;
-                        for i in 0..4 {
-                            for j in 0..4 {
-                                let k = at_(a, i) * at_(b, j);
-                                let at = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * o;
-                                for ch in 0..o {
-                                    out[to + ch] += k * m.data[at + ch];
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Tensor::new(dims.to_vec(), out)
-}
-
-/// The reference of `Op::WinogradOutputGrad`: the transposed map of `winograd_output`.
-fn winograd_output_grad(dy: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
-    let at_ = |a: usize, i: usize| f64::from(crate::ir::WINOGRAD_AT[a][i]);
-    let (oh, ow, o) = (dy.dims[1], dy.dims[2], dy.dims[3]);
-    let (n_img, th, tw) = (dims[1], dims[2], dims[3]);
-    let mut out = vec![0.0; dims.iter().product()];
-    for n in 0..n_img {
-        for ty in 0..th {
-            for tx in 0..tw {
-                for a in 0..2 {
-                    for b in 0..2 {
-                        let (Some(y), Some(x)) =
-                            (tile_output(w, 0, ty, a), tile_output(w, 1, tx, b))
-                        else {
-                            continue;
-                        };
-                        let from = ((n * oh + y) * ow + x) * o;
-                        for i in 0..4 {
-                            for j in 0..4 {
-                                let k = at_(a, i) * at_(b, j);
-                                let to = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * o;
-                                for ch in 0..o {
-                                    out[to + ch] += k * dy.data[from + ch];
+                                    out[to + ch] += k * src.data[from + ch];
                                 }
                             }
                         }
