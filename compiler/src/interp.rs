@@ -705,7 +705,56 @@ pub fn uniform_hash(seed: u32, index: f32, step: f32) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{rows, Tensor};
+    use super::{rows, winograd_map, Tensor};
+    use crate::ir::Window;
+
+    /// The Winograd gradient maps are the transposes of the forward ones
+    /// (`⟨T x, t⟩ = ⟨x, Tᵀ t⟩`, exact on integers), on both sides and with
+    /// uneven padding and odd output sizes (cropped last tiles).
+    #[test]
+    fn winograd_gradient_maps_are_the_adjoints() {
+        let w = Window {
+            input: [5, 7],
+            output: [5, 6],
+            kernel: [3, 3],
+            strides: [1, 1],
+            dilations: [1, 1],
+            pad_before: [1, 0],
+            channels: 2,
+        };
+        let (n, c, th, tw) = (2, 2, 3, 3);
+        let ints = |len: usize, seed: usize| -> Vec<f64> {
+            (0..len)
+                .map(|i| ((i * 7 + seed * 13) % 11) as f64 - 5.0)
+                .collect()
+        };
+        let dot = |a: &Tensor, b: &Tensor| -> f64 {
+            a.data.iter().zip(&b.data).map(|(x, y)| x * y).sum()
+        };
+        let tiles = vec![16, n, th, tw, c];
+        for (input, image) in [(true, vec![n, 5, 7, c]), (false, vec![n, 5, 6, c])] {
+            let x = Tensor::new(image.clone(), ints(image.iter().product(), 1));
+            let t = Tensor::new(tiles.clone(), ints(tiles.iter().product(), 2));
+            let (forward, backward) = if input {
+                (
+                    winograd_map(&x, &w, &tiles, true, true),
+                    winograd_map(&t, &w, &image, true, false),
+                )
+            } else {
+                (
+                    winograd_map(&t, &w, &image, false, false),
+                    winograd_map(&x, &w, &tiles, false, true),
+                )
+            };
+            let (lhs, rhs) = if input {
+                (dot(&forward, &t), dot(&x, &backward))
+            } else {
+                (dot(&forward, &x), dot(&t, &backward))
+            };
+            assert!(lhs != 0.0, "input side {input}: a trivial product");
+            assert_eq!(lhs, rhs, "input side {input}");
+        }
+    }
 
     /// A negative id (padding) names no row: zeros when gathered, never a
     /// first occurrence, nothing scattered or summed.
