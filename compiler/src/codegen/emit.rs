@@ -593,6 +593,33 @@ impl<'a, 'f> Emitter<'a, 'f> {
         }
     }
 
+    /// The values a `specc_sgemm` call takes from its views: `m, k, n`, the
+    /// three base pointers and each operand's (row, column) strides, A's
+    /// and B's swapped when transposed.
+    fn gemm_operands(
+        &mut self,
+        dims: [Lin; 3],
+        [a, b, c]: [&View; 3],
+        [ta, tb]: [bool; 2],
+    ) -> GemmOperands {
+        let dims = dims.map(|d| self.lin(d));
+        let ptrs = [a, b, c].map(|v| self.view_ptr(v));
+        let mut strides = |v: &View, t: bool| {
+            let (s0, s1) = (self.lin(v.strides[0]), self.lin(v.strides[1]));
+            if t {
+                (s1, s0)
+            } else {
+                (s0, s1)
+            }
+        };
+        let strides = [strides(a, ta), strides(b, tb), strides(c, false)];
+        GemmOperands {
+            dims,
+            ptrs,
+            strides,
+        }
+    }
+
     /// A batched GEMM: `groups.count` whole products, the threads taking
     /// contiguous ranges of groups (so no product is split and the bits do
     /// not depend on the thread count).
@@ -608,21 +635,11 @@ impl<'a, 'f> Emitter<'a, 'f> {
         groups: &Groups,
         mode: Mode,
     ) {
-        let (mv, kv, nv) = (self.lin(m), self.lin(k), self.lin(n));
-        let pa = self.view_ptr(a);
-        let pb = self.view_ptr(bv);
-        let pc = self.view_ptr(c);
-        let strides = |e: &mut Self, v: &View, t: bool| {
-            let (s0, s1) = (e.lin(v.strides[0]), e.lin(v.strides[1]));
-            if t {
-                (s1, s0)
-            } else {
-                (s0, s1)
-            }
-        };
-        let (rsa, csa) = strides(self, a, ta);
-        let (rsb, csb) = strides(self, bv, tb);
-        let (rsc, csc) = strides(self, c, false);
+        let GemmOperands {
+            dims: [mv, kv, nv],
+            ptrs: [pa, pb, pc],
+            strides: [(rsa, csa), (rsb, csb), (rsc, csc)],
+        } = self.gemm_operands([m, k, n], [a, bv, c], [ta, tb]);
         let step_a = self.lin(groups.a);
         let step_b = self.lin(groups.b);
         let step_c = self.lin(groups.c);
@@ -672,21 +689,11 @@ impl<'a, 'f> Emitter<'a, 'f> {
         n: Lin,
         mode: Mode,
     ) {
-        let (mv, kv, nv) = (self.lin(m), self.lin(k), self.lin(n));
-        let pa = self.view_ptr(a);
-        let pb = self.view_ptr(bv);
-        let pc = self.view_ptr(c);
-        let strides = |e: &mut Self, v: &View, t: bool| {
-            let (s0, s1) = (e.lin(v.strides[0]), e.lin(v.strides[1]));
-            if t {
-                (s1, s0)
-            } else {
-                (s0, s1)
-            }
-        };
-        let (rsa, csa) = strides(self, a, ta);
-        let (rsb, csb) = strides(self, bv, tb);
-        let (rsc, csc) = strides(self, c, false);
+        let GemmOperands {
+            dims: [mv, kv, nv],
+            ptrs: [pa, pb, pc],
+            strides: [(rsa, csa), (rsb, csb), (rsc, csc)],
+        } = self.gemm_operands([m, k, n], [a, bv, c], [ta, tb]);
         let one = self.b.ins().f32const(1.0);
         let zero = self.b.ins().f32const(0.0);
         if self.threads > 1 && mode == Mode::Split {
@@ -731,4 +738,11 @@ impl<'a, 'f> Emitter<'a, 'f> {
             });
         }
     }
+}
+
+/// A GEMM call's operands as values ([`Emitter::gemm_operands`]).
+struct GemmOperands {
+    dims: [Value; 3],
+    ptrs: [Value; 3],
+    strides: [(Value, Value); 3],
 }

@@ -302,10 +302,7 @@ fn forward_block(
         [m, kk, n],
         &|e, g| tile_at(e, d, vt.0, vt.1, g, n0, c),
         [c, 1],
-        &|e, g| {
-            let off = e.b.ins().imul_imm_s(g, c * o * 4);
-            e.b.ins().iadd(u, off)
-        },
+        &|e, g| filter_group(e, u, g, c * o),
         [o, 1],
         &|e, g| tile_at(e, d, mt.0, mt.1, g, n0, o),
         o,
@@ -347,10 +344,7 @@ fn backward_block(
             [1, c],
             &|e, g| tile_at(e, d, mt.0, mt.1, g, n0, o),
             [o, 1],
-            &|e, g| {
-                let off = e.b.ins().imul_imm_s(g, c * o * 4);
-                e.b.ins().iadd(acc, off)
-            },
+            &|e, g| filter_group(e, acc, g, c * o),
             o,
             1.0,
         );
@@ -362,10 +356,7 @@ fn backward_block(
             [rows, oi, ci],
             &|e, g| tile_at(e, d, mt.0, mt.1, g, n0, o),
             [o, 1],
-            &|e, g| {
-                let off = e.b.ins().imul_imm_s(g, c * o * 4);
-                e.b.ins().iadd(u, off)
-            },
+            &|e, g| filter_group(e, u, g, c * o),
             [1, o],
             &|e, g| tile_at(e, d, vt.0, vt.1, g, n0, c),
             c,
@@ -373,4 +364,11 @@ fn backward_block(
         );
         transform(e, k, WindowOp::WinogradInputGrad, d.c, dx, vt, n0, n1);
     }
+}
+
+/// Group `g` of a `[16, C, O]` filter-sized tensor at `base` (`len = C·O`
+/// floats a group): U, or the filter gradient's accumulator.
+fn filter_group(e: &mut Emitter, base: Value, g: Value, len: i64) -> Value {
+    let off = e.b.ins().imul_imm_s(g, len * 4);
+    e.b.ins().iadd(base, off)
 }
