@@ -42,10 +42,14 @@ use crate::ir::{DType, Dim, Graph, NodeId, Op, Shape};
 /// [`cost`]: a cache-line transfer each way (~0.3 us on the benchmarks' Zen 5)
 /// and the threads' imbalance, scaled as `cost` overestimates the
 /// cache-resident kernels of small models about tenfold (W1's Adam loop: 42
-/// us estimated, 4.2 us measured). W1 then stays on one thread (40 us saved
-/// against 7 synchronizations; on two threads it measured slower), as do the
-/// shipped specs that ran on one before; W3 and W7 save milliseconds.
-const SYNC_SECONDS: f64 = 20e-6;
+/// us estimated, 4.2 us measured). W1's training step (40 us saved against 7
+/// synchronizations) then runs on two threads: on the quiet Zen 5 it
+/// measured 59.5k-61.0k steps/s against 49.2k-49.7k on one, and
+/// `digits_embedding` 16.6k against 9.5k (the same bits). Evaluation
+/// functions of those models (12 us against 4) and models with nothing to
+/// split (W2) stay on one. (This was 20 us, fitted to runs on a loaded
+/// machine, where a two-thread step waits for a descheduled partner.)
+const SYNC_SECONDS: f64 = 4e-6;
 /// Work below which a kernel of a parallel function runs on thread 0 alone.
 const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
 
