@@ -1,0 +1,332 @@
+//! The dense Adam update (TF1 `ApplyAdam` as specc's optimizer table writes
+//! it), called by generated code (`specc_adam`) for a step's update loop.
+//!
+//! Owns: the update of a range of elements of one flat update loop (the
+//! parameters of one or more variables merged, `plan::merge`), 16 lanes in
+//! AVX-512 registers or 8 in AVX2 registers, with a scalar tail (and a
+//! scalar path on other CPUs); the instruction set is the GEMM's
+//! ([`Isa::active`], so `SPECC_GEMM_ISA` forces it here too). Cranelift's
+//! x64 backend has only 128-bit vectors, and the update is bound by the
+//! divider and the square root: wider vectors do more lanes per division.
+//!
+//! Invariant: every element is computed by the same IEEE operations in the
+//! same order as the compiler's CLIF loop (`codegen::adam` recognises the
+//! loop; `optim::table::adam` writes the rule), no FMA contraction:
+//!
+//! ```text
+//! g     = grad            (or grad * scale, with SCALE_GRAD: global-norm clipping)
+//! m'    = m + (g - m) * omb1
+//! v'    = v + (g*g - v) * omb2
+//! var'  = var - (m' * alpha) / (sqrt(v') + eps)
+//! ```
+//!
+//! so the results are the same bits whichever runs (a lane is an
+//! independent element, `sqrt` and `/` are correctly rounded).
+
+use crate::sgemm::Isa;
+
+/// `flags` bit: the gradient is multiplied by `scale` first.
+pub const SCALE_GRAD: i64 = 1;
+
+/// The update's pointers: the gradient, the old `m`, `v` and variable, and
+/// where the new ones go (each the element-0 address; an in-place update
+/// passes the same address twice).
+#[derive(Clone, Copy)]
+pub struct Ptrs {
+    pub grad: *const f32,
+    pub m: *const f32,
+    pub v: *const f32,
+    pub var: *const f32,
+    pub m_out: *mut f32,
+    pub v_out: *mut f32,
+    pub var_out: *mut f32,
+}
+
+/// The update's scalars, as the step computes them: the gradient's scale
+/// (used with [`SCALE_GRAD`]), `1 - beta1`, `1 - beta2`, the bias-corrected
+/// rate and epsilon.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scalars {
+    pub scale: f32,
+    pub omb1: f32,
+    pub omb2: f32,
+    pub alpha: f32,
+    pub eps: f32,
+}
+
+/// One lane type: 16 elements in a register, 8, or one.
+trait Lane: Copy {
+    const N: usize;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn store(self, p: *mut f32);
+    fn splat(x: f32) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn sqrt(self) -> Self;
+}
+
+impl Lane for f32 {
+    const N: usize = 1;
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        unsafe { p.read() }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        unsafe { p.write(self) }
+    }
+    #[inline(always)]
+    fn splat(x: f32) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    #[derive(Clone, Copy)]
+    pub struct V(pub __m512);
+
+    impl super::Lane for V {
+        const N: usize = 16;
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            unsafe { V(_mm512_loadu_ps(p)) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            unsafe { _mm512_storeu_ps(p, self.0) }
+        }
+        #[inline(always)]
+        fn splat(x: f32) -> Self {
+            unsafe { V(_mm512_set1_ps(x)) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { V(_mm512_add_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { V(_mm512_sub_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { V(_mm512_mul_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            unsafe { V(_mm512_div_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { V(_mm512_sqrt_ps(self.0)) }
+        }
+    }
+
+    /// # Safety
+    /// As [`super::specc_adam`], on a CPU with AVX-512F.
+    #[target_feature(enable = "avx512f,avx2")]
+    pub unsafe fn run<const SCALE: bool>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
+        unsafe {
+            let i = super::run::<V, SCALE>(p, s, lo, hi);
+            let i = super::run::<super::avx2::V, SCALE>(p, s, i, hi);
+            super::run::<f32, SCALE>(p, s, i, hi);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    #[derive(Clone, Copy)]
+    pub struct V(pub __m256);
+
+    impl super::Lane for V {
+        const N: usize = 8;
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            unsafe { V(_mm256_loadu_ps(p)) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            unsafe { _mm256_storeu_ps(p, self.0) }
+        }
+        #[inline(always)]
+        fn splat(x: f32) -> Self {
+            unsafe { V(_mm256_set1_ps(x)) }
+        }
+        #[inline(always)]
+        fn add(self, o: Self) -> Self {
+            unsafe { V(_mm256_add_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sub(self, o: Self) -> Self {
+            unsafe { V(_mm256_sub_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn mul(self, o: Self) -> Self {
+            unsafe { V(_mm256_mul_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            unsafe { V(_mm256_div_ps(self.0, o.0)) }
+        }
+        #[inline(always)]
+        fn sqrt(self) -> Self {
+            unsafe { V(_mm256_sqrt_ps(self.0)) }
+        }
+    }
+
+    /// # Safety
+    /// As [`super::specc_adam`], on a CPU with AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn run<const SCALE: bool>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
+        unsafe {
+            let i = super::run::<V, SCALE>(p, s, lo, hi);
+            super::run::<f32, SCALE>(p, s, i, hi);
+        }
+    }
+}
+
+/// Updates whole lanes of `L::N` elements from `lo` while they fit below
+/// `hi`; returns where it stopped.
+#[inline(always)]
+unsafe fn run<L: Lane, const SCALE: bool>(p: Ptrs, s: Scalars, lo: usize, hi: usize) -> usize {
+    let (scale, omb1, omb2) = (L::splat(s.scale), L::splat(s.omb1), L::splat(s.omb2));
+    let (alpha, eps) = (L::splat(s.alpha), L::splat(s.eps));
+    let mut i = lo;
+    while i + L::N <= hi {
+        // SAFETY: the caller guarantees elements lo..hi of every pointer.
+        unsafe {
+            let mut g = L::load(p.grad.add(i));
+            if SCALE {
+                g = g.mul(scale);
+            }
+            let m = L::load(p.m.add(i));
+            let v = L::load(p.v.add(i));
+            let var = L::load(p.var.add(i));
+            let m_new = m.add(g.sub(m).mul(omb1));
+            let v_new = v.add(g.mul(g).sub(v).mul(omb2));
+            let step = m_new.mul(alpha).div(v_new.sqrt().add(eps));
+            m_new.store(p.m_out.add(i));
+            v_new.store(p.v_out.add(i));
+            var.sub(step).store(p.var_out.add(i));
+        }
+        i += L::N;
+    }
+    i
+}
+
+/// The Adam update of elements `lo..hi` (see the module doc for the rule
+/// and [`SCALE_GRAD`] for `flags`).
+///
+/// # Safety
+/// Elements `lo..hi` of every pointer must be valid (the outputs
+/// writable); an output may be the same address as an input, otherwise the
+/// ranges must not overlap.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn specc_adam(
+    grad: *const f32,
+    m: *const f32,
+    v: *const f32,
+    var: *const f32,
+    m_out: *mut f32,
+    v_out: *mut f32,
+    var_out: *mut f32,
+    scale: f32,
+    omb1: f32,
+    omb2: f32,
+    alpha: f32,
+    eps: f32,
+    flags: i64,
+    lo: i64,
+    hi: i64,
+) {
+    let p = Ptrs {
+        grad,
+        m,
+        v,
+        var,
+        m_out,
+        v_out,
+        var_out,
+    };
+    let s = Scalars {
+        scale,
+        omb1,
+        omb2,
+        alpha,
+        eps,
+    };
+    // SAFETY: the caller guarantees the pointers.
+    unsafe { specc_adam_with(Isa::active(), p, s, flags, lo, hi) }
+}
+
+/// [`specc_adam`] with the instruction set `isa` (one this CPU lacks falls
+/// back to scalar code): every instruction set gives the same bits (tested).
+///
+/// # Safety
+/// As [`specc_adam`].
+pub unsafe fn specc_adam_with(isa: Isa, p: Ptrs, s: Scalars, flags: i64, lo: i64, hi: i64) {
+    let (lo, hi) = (lo.max(0) as usize, hi.max(0) as usize);
+    let scale = flags & SCALE_GRAD != 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if isa == Isa::Avx512 && isa.is_available() {
+            // SAFETY: AVX-512F is present; the caller guarantees the rest.
+            unsafe {
+                if scale {
+                    avx512::run::<true>(p, s, lo, hi)
+                } else {
+                    avx512::run::<false>(p, s, lo, hi)
+                }
+            }
+            return;
+        }
+        if isa == Isa::Avx2 && isa.is_available() {
+            // SAFETY: AVX2 is present; the caller guarantees the rest.
+            unsafe {
+                if scale {
+                    avx2::run::<true>(p, s, lo, hi)
+                } else {
+                    avx2::run::<false>(p, s, lo, hi)
+                }
+            }
+            return;
+        }
+    }
+    let _ = isa;
+    // SAFETY: the caller guarantees the pointers.
+    unsafe {
+        if scale {
+            run::<f32, true>(p, s, lo, hi);
+        } else {
+            run::<f32, false>(p, s, lo, hi);
+        }
+    }
+}
