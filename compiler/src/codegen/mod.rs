@@ -115,7 +115,17 @@ pub(crate) fn build_function<M: Module>(
     let winograd = imports
         .winograd
         .map(|p| module.declare_func_in_func(p, b.func));
-    let adam = imports.adam.map(|p| module.declare_func_in_func(p, b.func));
+    // Declared only in a function that calls it (one with a recognised
+    // Adam update loop).
+    let adam = imports
+        .adam
+        .filter(|_| {
+            plan.kernels.iter().any(|k| match k {
+                crate::plan::Kernel::Loop(l) => crate::plan::adam::recognise(g, l).is_some(),
+                _ => false,
+            })
+        })
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
