@@ -164,3 +164,20 @@ fn two_threads_split_the_update_with_the_same_bits() {
         );
     }
 }
+
+/// The digits MLP's step refers to `specc_sgemm` (its five GEMMs) and to
+/// `specc_adam` once (the merged update), nothing else (the invariant of
+/// `codegen`: generated code calls only the runtime's kernels).
+#[test]
+fn the_step_calls_the_runtime_update_once() {
+    use specc_compiler::codegen;
+    use specc_compiler::driver::plan_model_with;
+    let src = SourceFile::new("digits_mlp.spec", read_spec("digits_mlp.spec"));
+    let planned = plan_model_with(&src, Functions::TRAIN, &Options::default()).unwrap();
+    let step = &planned.plans[0];
+    let targets = codegen::relocation_targets(&planned.model.graph, step).unwrap();
+    let count = |name: &str| targets.iter().filter(|t| *t == name).count();
+    assert_eq!(count("specc_adam"), 1, "{targets:?}");
+    assert_eq!(count("specc_sgemm"), 5, "{targets:?}");
+    assert_eq!(targets.len(), 6, "{targets:?}");
+}
