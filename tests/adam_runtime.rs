@@ -6,7 +6,9 @@
 //! two (the update loop split between them). Checked on the digits MLP
 //! (its four parameters merged into one loop), the same with a learning
 //! rate schedule and global-norm clipping (the gradient scaled inside the
-//! loop), and wide_mlp at a batch worth two threads.
+//! loop), with moving averages too (fused into the update loop), and
+//! wide_mlp at a batch worth two threads. A near miss (RMSProp: a square
+//! root and a division too) stays Cranelift's loop.
 
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::plan::adam::recognise;
@@ -24,8 +26,9 @@ fn read_spec(name: &str) -> String {
 type Vars = Vec<(String, Vec<f32>)>;
 
 /// What the step's plan holds: its threads, and per recognised Adam loop
-/// its element count, whether it scales the gradient and its mode.
-type Recognised = (u32, Vec<(u64, bool, Mode)>);
+/// its element count, whether it scales the gradient, whether it updates
+/// moving averages, and its mode.
+type Recognised = (u32, Vec<(u64, bool, bool, Mode)>);
 
 fn train(
     text: &str,
@@ -45,14 +48,13 @@ fn train(
     )
     .unwrap();
     let step = &program.plans[0];
-    let adam: Vec<(u64, bool, Mode)> = step
+    let adam: Vec<(u64, bool, bool, Mode)> = step
         .kernels
         .iter()
         .zip(&step.modes)
         .filter_map(|(k, &mode)| match k {
-            Kernel::Loop(l) => {
-                recognise(&program.model.graph, l).map(|a| (a.count, a.scale.is_some(), mode))
-            }
+            Kernel::Loop(l) => recognise(&program.model.graph, l)
+                .map(|a| (a.count, a.scale.is_some(), a.average.is_some(), mode)),
             _ => None,
         })
         .collect();
@@ -113,28 +115,41 @@ fn digits_mlp_merged_update_gives_the_loop_bits() {
         let (_, adam) = same_bits("digits_mlp", &text, threads, 60);
         // W1 8192 + b1 128 + W2 1280 + b2 10, one flat loop.
         assert_eq!(adam.len(), 1, "{threads} thread(s): {adam:?}");
-        assert_eq!((adam[0].0, adam[0].1), (9610, false));
+        assert_eq!((adam[0].0, adam[0].1, adam[0].2), (9610, false, false));
     }
 }
 
 #[test]
 fn schedule_and_global_norm_clipping_give_the_loop_bits() {
-    // digits_mlp_ema without the moving averages (which fuse into the update
-    // loop, and then it stays Cranelift's).
-    let text = read_spec("digits_mlp_ema.spec");
+    // digits_mlp_ema without the moving averages.
+    let full = read_spec("digits_mlp_ema.spec");
     let line = "ema 0.99, num_updates = true\n";
-    assert!(text.contains(line) && text.contains("clip global_norm"));
-    let text = text.replace(line, "");
+    assert!(full.contains(line) && full.contains("clip global_norm"));
+    let text = full.replace(line, "");
     let (_, adam) = same_bits("clipped", &text, 1, 60);
     assert_eq!(adam.len(), 1, "{adam:?}");
     assert_eq!(
-        (adam[0].0, adam[0].1),
-        (9610, true),
+        (adam[0].0, adam[0].1, adam[0].2),
+        (9610, true, false),
         "the gradient is scaled"
     );
-    // With the moving averages the loop does more than Adam: not recognised.
-    let (_, adam) = same_bits("ema", &read_spec("digits_mlp_ema.spec"), 1, 20);
+    // With the moving averages fused into the update loop.
+    for threads in [1, 2] {
+        let (_, adam) = same_bits("ema", &full, threads, 60);
+        assert_eq!(adam.len(), 1, "{adam:?}");
+        assert_eq!((adam[0].0, adam[0].1, adam[0].2), (9610, true, true));
+    }
+}
+
+#[test]
+fn rmsprop_stays_a_cranelift_loop() {
+    let text = read_spec("digits_mlp.spec");
+    let line = "optimizer adam(learning_rate = 0.001)";
+    assert!(text.contains(line));
+    let text = text.replace(line, "optimizer rmsprop(learning_rate = 0.001)");
+    let ((_, adam), _, losses) = train(&text, 1, 5, true);
     assert!(adam.is_empty(), "{adam:?}");
+    assert!(losses.iter().all(|l| l.is_finite()));
 }
 
 #[test]
@@ -147,7 +162,7 @@ fn two_threads_split_the_update_with_the_same_bits() {
     assert_eq!((t1, t2), (1, 2), "wide_mlp's step is worth two threads");
     assert!(!adam1.is_empty());
     assert!(
-        adam2.iter().any(|a| a.2 == Mode::Split),
+        adam2.iter().any(|a| a.3 == Mode::Split),
         "an update loop split between the threads: {adam2:?}"
     );
     // And one thread's bits are two threads' bits.

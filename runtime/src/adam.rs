@@ -18,6 +18,8 @@
 //! m'    = m + (g - m) * omb1
 //! v'    = v + (g*g - v) * omb2
 //! var'  = var - (m' * alpha) / (sqrt(v') + eps)
+//! s'    = s - (s - var') * decay    (with MOVING_AVERAGE: the variable's
+//!                                     ExponentialMovingAverage shadow)
 //! ```
 //!
 //! so the results are the same bits whichever runs (a lane is an
@@ -27,6 +29,8 @@ use crate::sgemm::Isa;
 
 /// `flags` bit: the gradient is multiplied by `scale` first.
 pub const SCALE_GRAD: i64 = 1;
+/// `flags` bit: the moving average `shadow` follows the new variable.
+pub const MOVING_AVERAGE: i64 = 2;
 
 /// The update's pointers: the gradient, the old `m`, `v` and variable, and
 /// where the new ones go (each the element-0 address; an in-place update
@@ -40,11 +44,15 @@ pub struct Ptrs {
     pub m_out: *mut f32,
     pub v_out: *mut f32,
     pub var_out: *mut f32,
+    /// The moving average and where its new value goes (with
+    /// [`MOVING_AVERAGE`]; otherwise unused, may be null).
+    pub shadow: *const f32,
+    pub shadow_out: *mut f32,
 }
 
 /// The update's scalars, as the step computes them: the gradient's scale
 /// (used with [`SCALE_GRAD`]), `1 - beta1`, `1 - beta2`, the bias-corrected
-/// rate and epsilon.
+/// rate, epsilon and the moving average's decay (with [`MOVING_AVERAGE`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Scalars {
     pub scale: f32,
@@ -52,6 +60,7 @@ pub struct Scalars {
     pub omb2: f32,
     pub alpha: f32,
     pub eps: f32,
+    pub decay: f32,
 }
 
 /// One lane type: 16 elements in a register, 8, or one.
@@ -149,11 +158,11 @@ mod avx512 {
     /// # Safety
     /// As [`super::specc_adam`], on a CPU with AVX-512F.
     #[target_feature(enable = "avx512f,avx2")]
-    pub unsafe fn run<const SCALE: bool>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
+    pub unsafe fn run<const F: i64>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
         unsafe {
-            let i = super::run::<V, SCALE>(p, s, lo, hi);
-            let i = super::run::<super::avx2::V, SCALE>(p, s, i, hi);
-            super::run::<f32, SCALE>(p, s, i, hi);
+            let i = super::run::<V, F>(p, s, lo, hi);
+            let i = super::run::<super::avx2::V, F>(p, s, i, hi);
+            super::run::<f32, F>(p, s, i, hi);
         }
     }
 }
@@ -204,10 +213,10 @@ mod avx2 {
     /// # Safety
     /// As [`super::specc_adam`], on a CPU with AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn run<const SCALE: bool>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
+    pub unsafe fn run<const F: i64>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
         unsafe {
-            let i = super::run::<V, SCALE>(p, s, lo, hi);
-            super::run::<f32, SCALE>(p, s, i, hi);
+            let i = super::run::<V, F>(p, s, lo, hi);
+            super::run::<f32, F>(p, s, i, hi);
         }
     }
 }
@@ -215,15 +224,15 @@ mod avx2 {
 /// Updates whole lanes of `L::N` elements from `lo` while they fit below
 /// `hi`; returns where it stopped.
 #[inline(always)]
-unsafe fn run<L: Lane, const SCALE: bool>(p: Ptrs, s: Scalars, lo: usize, hi: usize) -> usize {
+unsafe fn run<L: Lane, const F: i64>(p: Ptrs, s: Scalars, lo: usize, hi: usize) -> usize {
     let (scale, omb1, omb2) = (L::splat(s.scale), L::splat(s.omb1), L::splat(s.omb2));
-    let (alpha, eps) = (L::splat(s.alpha), L::splat(s.eps));
+    let (alpha, eps, decay) = (L::splat(s.alpha), L::splat(s.eps), L::splat(s.decay));
     let mut i = lo;
     while i + L::N <= hi {
         // SAFETY: the caller guarantees elements lo..hi of every pointer.
         unsafe {
             let mut g = L::load(p.grad.add(i));
-            if SCALE {
+            if F & SCALE_GRAD != 0 {
                 g = g.mul(scale);
             }
             let m = L::load(p.m.add(i));
@@ -234,7 +243,13 @@ unsafe fn run<L: Lane, const SCALE: bool>(p: Ptrs, s: Scalars, lo: usize, hi: us
             let step = m_new.mul(alpha).div(v_new.sqrt().add(eps));
             m_new.store(p.m_out.add(i));
             v_new.store(p.v_out.add(i));
-            var.sub(step).store(p.var_out.add(i));
+            let var_new = var.sub(step);
+            var_new.store(p.var_out.add(i));
+            if F & MOVING_AVERAGE != 0 {
+                let sh = L::load(p.shadow.add(i));
+                sh.sub(sh.sub(var_new).mul(decay))
+                    .store(p.shadow_out.add(i));
+            }
         }
         i += L::N;
     }
@@ -242,11 +257,11 @@ unsafe fn run<L: Lane, const SCALE: bool>(p: Ptrs, s: Scalars, lo: usize, hi: us
 }
 
 /// The Adam update of elements `lo..hi` (see the module doc for the rule
-/// and [`SCALE_GRAD`] for `flags`).
+/// and [`SCALE_GRAD`], [`MOVING_AVERAGE`] for `flags`).
 ///
 /// # Safety
 /// Elements `lo..hi` of every pointer must be valid (the outputs
-/// writable); an output may be the same address as an input, otherwise the
+/// writable; `shadow` and `shadow_out` only with [`MOVING_AVERAGE`]); an output may be the same address as an input, otherwise the
 /// ranges must not overlap.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
@@ -258,11 +273,14 @@ pub unsafe extern "C" fn specc_adam(
     m_out: *mut f32,
     v_out: *mut f32,
     var_out: *mut f32,
+    shadow: *const f32,
+    shadow_out: *mut f32,
     scale: f32,
     omb1: f32,
     omb2: f32,
     alpha: f32,
     eps: f32,
+    decay: f32,
     flags: i64,
     lo: i64,
     hi: i64,
@@ -275,6 +293,8 @@ pub unsafe extern "C" fn specc_adam(
         m_out,
         v_out,
         var_out,
+        shadow,
+        shadow_out,
     };
     let s = Scalars {
         scale,
@@ -282,6 +302,7 @@ pub unsafe extern "C" fn specc_adam(
         omb2,
         alpha,
         eps,
+        decay,
     };
     // SAFETY: the caller guarantees the pointers.
     unsafe { specc_adam_with(Isa::active(), p, s, flags, lo, hi) }
@@ -294,39 +315,31 @@ pub unsafe extern "C" fn specc_adam(
 /// As [`specc_adam`].
 pub unsafe fn specc_adam_with(isa: Isa, p: Ptrs, s: Scalars, flags: i64, lo: i64, hi: i64) {
     let (lo, hi) = (lo.max(0) as usize, hi.max(0) as usize);
-    let scale = flags & SCALE_GRAD != 0;
+    // One monomorphized loop per combination of the flags.
+    macro_rules! by_flags {
+        ($($f:ident)::+ $(, $x:ty)?) => {
+            match flags & (SCALE_GRAD | MOVING_AVERAGE) {
+                0 => { $($f)::+::<$($x,)? 0>(p, s, lo, hi); }
+                SCALE_GRAD => { $($f)::+::<$($x,)? SCALE_GRAD>(p, s, lo, hi); }
+                MOVING_AVERAGE => { $($f)::+::<$($x,)? MOVING_AVERAGE>(p, s, lo, hi); }
+                _ => { $($f)::+::<$($x,)? { SCALE_GRAD | MOVING_AVERAGE }>(p, s, lo, hi); }
+            }
+        };
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if isa == Isa::Avx512 && isa.is_available() {
             // SAFETY: AVX-512F is present; the caller guarantees the rest.
-            unsafe {
-                if scale {
-                    avx512::run::<true>(p, s, lo, hi)
-                } else {
-                    avx512::run::<false>(p, s, lo, hi)
-                }
-            }
+            unsafe { by_flags!(avx512::run) };
             return;
         }
         if isa == Isa::Avx2 && isa.is_available() {
             // SAFETY: AVX2 is present; the caller guarantees the rest.
-            unsafe {
-                if scale {
-                    avx2::run::<true>(p, s, lo, hi)
-                } else {
-                    avx2::run::<false>(p, s, lo, hi)
-                }
-            }
+            unsafe { by_flags!(avx2::run) };
             return;
         }
     }
     let _ = isa;
     // SAFETY: the caller guarantees the pointers.
-    unsafe {
-        if scale {
-            run::<f32, true>(p, s, lo, hi);
-        } else {
-            run::<f32, false>(p, s, lo, hi);
-        }
-    }
+    unsafe { by_flags!(run, f32) };
 }

@@ -3,10 +3,10 @@
 //! compiler's order of operations (`optim::table::adam`'s dense rule as
 //! `plan::adam` recognises it), on random data, for lengths that leave
 //! every kind of vector tail, sub-ranges (two threads' halves), in place
-//! and out of place, with and without the clipping scale; and elements
-//! outside the range stay untouched.
+//! and out of place, with and without the clipping scale and the moving
+//! average; and elements outside the range stay untouched.
 
-use specc_runtime::adam::{specc_adam_with, Ptrs, Scalars, SCALE_GRAD};
+use specc_runtime::adam::{specc_adam_with, Ptrs, Scalars, MOVING_AVERAGE, SCALE_GRAD};
 use specc_runtime::sgemm::Isa;
 
 /// Deterministic values in [-1, 1).
@@ -22,6 +22,9 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Every combination of the flags.
+const FLAGS: [i64; 4] = [0, SCALE_GRAD, MOVING_AVERAGE, SCALE_GRAD | MOVING_AVERAGE];
+
 fn available() -> Vec<Isa> {
     [Isa::Avx512, Isa::Avx2, Isa::Scalar]
         .into_iter()
@@ -36,6 +39,7 @@ struct State {
     m: Vec<f32>,
     v: Vec<f32>,
     var: Vec<f32>,
+    shadow: Vec<f32>,
 }
 
 fn state(n: usize, seed: u64) -> State {
@@ -49,15 +53,17 @@ fn state(n: usize, seed: u64) -> State {
             .map(|(i, x)| if i % 7 == 3 { 0.0 } else { x * x * 0.01 })
             .collect(),
         var: values(n, seed + 3),
+        shadow: values(n, seed + 4),
     }
 }
 
 /// The rule, element by element, in the compiler's order: `g = grad (*
 /// scale)`, `m' = m + (g - m) * omb1`, `v' = v + (g*g - v) * omb2`,
-/// `var' = var - (m' * alpha) / (sqrt(v') + eps)`.
-fn reference(st: &mut State, s: Scalars, scaled: bool, lo: usize, hi: usize) {
+/// `var' = var - (m' * alpha) / (sqrt(v') + eps)`, then with
+/// `MOVING_AVERAGE` `s' = s - (s - var') * decay`.
+fn reference(st: &mut State, s: Scalars, flags: i64, lo: usize, hi: usize) {
     for i in lo..hi {
-        let g = if scaled {
+        let g = if flags & SCALE_GRAD != 0 {
             st.grad[i] * s.scale
         } else {
             st.grad[i]
@@ -68,6 +74,9 @@ fn reference(st: &mut State, s: Scalars, scaled: bool, lo: usize, hi: usize) {
         st.m[i] = m;
         st.v[i] = v;
         st.var[i] -= step;
+        if flags & MOVING_AVERAGE != 0 {
+            st.shadow[i] = st.shadow[i] - (st.shadow[i] - st.var[i]) * s.decay;
+        }
     }
 }
 
@@ -76,14 +85,19 @@ fn kernel(
     isa: Isa,
     st: &State,
     s: Scalars,
-    scaled: bool,
+    flags: i64,
     lo: usize,
     hi: usize,
     in_place: bool,
 ) -> State {
     let mut out = st.clone();
     let src = st.clone();
-    let flags = if scaled { SCALE_GRAD } else { 0 };
+    let shadow_out = out.shadow.as_mut_ptr();
+    let shadow = if in_place {
+        shadow_out as *const f32
+    } else {
+        src.shadow.as_ptr()
+    };
     let (m_out, v_out, var_out) = (out.m.as_mut_ptr(), out.v.as_mut_ptr(), out.var.as_mut_ptr());
     let (m, v, var) = if in_place {
         (
@@ -102,6 +116,8 @@ fn kernel(
         m_out,
         v_out,
         var_out,
+        shadow,
+        shadow_out,
     };
     // SAFETY: every pointer addresses `st.grad.len()` elements; in place,
     // inputs and outputs are the same addresses.
@@ -118,6 +134,7 @@ fn assert_same(isa: Isa, what: &str, got: &State, want: &State) {
         ("m", &got.m, &want.m),
         ("v", &got.v, &want.v),
         ("var", &got.var, &want.var),
+        ("shadow", &got.shadow, &want.shadow),
     ] {
         assert_eq!(bits(g), bits(w), "{isa:?} {what}: {name} differs");
     }
@@ -133,6 +150,7 @@ fn scalars() -> Scalars {
         omb2: 1.0 - b2,
         alpha: lr * (1.0 - b2p).sqrt() / (1.0 - b1p),
         eps: 1e-8,
+        decay: 0.01,
     }
 }
 
@@ -142,13 +160,13 @@ fn every_instruction_set_gives_the_reference_bits() {
     let lengths: Vec<usize> = (1..=40).chain([63, 1000, 9610]).collect();
     for isa in available() {
         for &n in &lengths {
-            for scaled in [false, true] {
+            for flags in FLAGS {
                 for in_place in [true, false] {
                     let st = state(n, n as u64);
                     let mut want = st.clone();
-                    reference(&mut want, s, scaled, 0, n);
-                    let got = kernel(isa, &st, s, scaled, 0, n, in_place);
-                    let what = format!("n={n} scaled={scaled} in_place={in_place}");
+                    reference(&mut want, s, flags, 0, n);
+                    let got = kernel(isa, &st, s, flags, 0, n, in_place);
+                    let what = format!("n={n} flags={flags} in_place={in_place}");
                     assert_same(isa, &what, &got, &want);
                 }
             }
@@ -168,19 +186,19 @@ fn sub_ranges_update_only_their_elements() {
                 (3.min(n), n.saturating_sub(2).max(3.min(n))),
             ];
             for (lo, hi) in ranges {
-                for scaled in [false, true] {
+                for flags in FLAGS {
                     let st = state(n, 7 + n as u64);
                     let mut want = st.clone();
-                    reference(&mut want, s, scaled, lo, hi);
-                    let got = kernel(isa, &st, s, scaled, lo, hi, true);
-                    assert_same(isa, &format!("n={n} {lo}..{hi}"), &got, &want);
+                    reference(&mut want, s, flags, lo, hi);
+                    let got = kernel(isa, &st, s, flags, lo, hi, true);
+                    assert_same(isa, &format!("n={n} {lo}..{hi} flags={flags}"), &got, &want);
                 }
             }
             // Two halves give the whole range's bits.
             let st = state(n, 99);
-            let whole = kernel(isa, &st, s, false, 0, n, true);
-            let first = kernel(isa, &st, s, false, 0, cut, true);
-            let both = kernel(isa, &first, s, false, cut, n, true);
+            let whole = kernel(isa, &st, s, MOVING_AVERAGE, 0, n, true);
+            let first = kernel(isa, &st, s, MOVING_AVERAGE, 0, cut, true);
+            let both = kernel(isa, &first, s, MOVING_AVERAGE, cut, n, true);
             assert_same(isa, &format!("n={n} halves"), &both, &whole);
         }
     }
@@ -199,6 +217,7 @@ fn the_update_moves_against_the_gradient() {
         m: vec![0.0; n],
         v: vec![0.0; n],
         var: vec![1.0; n],
+        shadow: vec![0.0; n],
     };
     let s = Scalars {
         scale: 1.0,
@@ -206,15 +225,18 @@ fn the_update_moves_against_the_gradient() {
         omb2: 1.0,
         alpha: 0.25,
         eps: 0.0,
+        decay: 0.5,
     };
     for isa in available() {
-        let got = kernel(isa, &st, s, false, 0, n, true);
+        let got = kernel(isa, &st, s, MOVING_AVERAGE, 0, n, true);
         for i in 0..n {
             let g = st.grad[i];
             assert_eq!(got.m[i], g);
             assert_eq!(got.v[i], g * g);
             let want = if g > 0.0 { 0.75 } else { 1.25 };
             assert_eq!(got.var[i], want, "{isa:?} element {i}");
+            // Halfway from 0 to the new value.
+            assert_eq!(got.shadow[i], want / 2.0, "{isa:?} element {i}");
         }
     }
 }

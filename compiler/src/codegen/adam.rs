@@ -13,7 +13,7 @@
 
 use cranelift_codegen::ir::{types, AbiParam, FuncRef, InstBuilder, Signature, Value};
 use cranelift_codegen::isa::CallConv;
-use specc_runtime::adam::SCALE_GRAD;
+use specc_runtime::adam::{MOVING_AVERAGE, SCALE_GRAD};
 
 use super::emit::{Emitter, PTR};
 use crate::ir::NodeId;
@@ -29,14 +29,14 @@ pub fn runtime_adam_from_env() -> bool {
     )
 }
 
-/// The signature of `specc_adam`: seven pointers, five f32 scalars, the
+/// The signature of `specc_adam`: nine pointers, six f32 scalars, the
 /// flags and the range.
 pub fn signature(cc: CallConv) -> Signature {
     let mut s = Signature::new(cc);
-    for _ in 0..7 {
+    for _ in 0..9 {
         s.params.push(AbiParam::new(PTR));
     }
-    for _ in 0..5 {
+    for _ in 0..6 {
         s.params.push(AbiParam::new(types::F32));
     }
     for _ in 0..3 {
@@ -51,6 +51,16 @@ pub fn emit(e: &mut Emitter, k: &LoopKernel, a: &AdamUpdate, f: FuncRef, mode: M
         .into_iter()
         .map(|v| e.view_ptr(v))
         .collect();
+    match &a.average {
+        Some((shadow, shadow_out, _)) => {
+            let (s, o) = (e.view_ptr(shadow), e.view_ptr(shadow_out));
+            args.extend([s, o]);
+        }
+        None => {
+            let null = e.b.ins().iconst(PTR, 0);
+            args.extend([null, null]);
+        }
+    }
     let scalar = |e: &mut Emitter, n: NodeId| -> Value {
         match k.sources.iter().find(|(s, _)| *s == n).map(|(_, s)| s) {
             Some(Source::Scalar(x)) => e.scalar(*x),
@@ -67,7 +77,18 @@ pub fn emit(e: &mut Emitter, k: &LoopKernel, a: &AdamUpdate, f: FuncRef, mode: M
         let v = scalar(e, n);
         args.push(v);
     }
-    let flags = if a.scale.is_some() { SCALE_GRAD } else { 0 };
+    let decay = match &a.average {
+        Some((_, _, n)) => scalar(e, *n),
+        None => e.b.ins().f32const(0.0),
+    };
+    args.push(decay);
+    let mut flags = 0;
+    if a.scale.is_some() {
+        flags |= SCALE_GRAD;
+    }
+    if a.average.is_some() {
+        flags |= MOVING_AVERAGE;
+    }
     args.push(e.b.ins().iconst(types::I64, flags));
     let count = e.b.ins().iconst(types::I64, a.count as i64);
     if e.threads > 1 && mode == Mode::Split {

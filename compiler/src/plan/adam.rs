@@ -11,16 +11,18 @@
 //! m'   = m + (g - m) * omb1                  omb1 = 1 - beta1
 //! v'   = v + (square(g) - v) * omb2          omb2 = 1 - beta2
 //! var' = var - (m' * alpha) / (sqrt(v') + eps)
+//! s'   = s - (s - var') * decay              (optional: the variable's
+//!                                             moving average, fused in)
 //! ```
 //!
-//! where `grad`, `m`, `v`, `var` are f32 loads of the loop, `scale`,
-//! `omb1`, `omb2`, `alpha`, `eps` are scalar sources (SSA scalars or
+//! where `grad`, `m`, `v`, `var` (and `s`) are f32 loads of the loop, `scale`,
+//! `omb1`, `omb2`, `alpha`, `eps` (and `decay`) are scalar sources (SSA scalars or
 //! constants), the body is exactly these operations and the stores are
-//! exactly `m'`, `v'` and `var'`. Every view must be row-major over a
+//! exactly `m'`, `v'`, `var'` (and `s'`). Every view must be row-major over a
 //! domain without the batch dimension, so the loop is one flat run of
 //! `count` elements (the parameters of adjacent variables merged by
-//! `plan::merge`, or one variable). Anything else (another rule, a fused
-//! moving average, a sparse update) stays a CLIF loop. Invariant: a
+//! `plan::merge`, or one variable). Anything else (another rule, a
+//! sparse update, more fused work) stays a CLIF loop. Invariant: a
 //! recognised loop computes per element exactly what `specc_adam` computes,
 //! so the swap changes no bit.
 
@@ -49,14 +51,17 @@ pub struct AdamUpdate {
     pub omb2: NodeId,
     pub alpha: NodeId,
     pub eps: NodeId,
+    /// The moving average fused into the loop: the shadow's old and new
+    /// views and the decay's source node.
+    pub average: Option<(View, View, NodeId)>,
 }
 
 /// The update `k` computes, when it is exactly the dense Adam rule.
 pub fn recognise(g: &Graph, k: &LoopKernel) -> Option<AdamUpdate> {
-    if !k.reduce_axes.is_empty() || !k.reductions.is_empty() || k.stores.len() != 3 {
+    if !k.reduce_axes.is_empty() || !k.reductions.is_empty() || !(3..=4).contains(&k.stores.len()) {
         return None;
     }
-    if k.domain.has_batch() || k.body.len() > 14 {
+    if k.domain.has_batch() || k.body.len() > 16 {
         return None;
     }
     let count = k.domain.fixed_numel();
@@ -128,10 +133,30 @@ pub fn recognise(g: &Graph, k: &LoopKernel) -> Option<AdamUpdate> {
                 (load(grad_n)?, Some(scalar(scale_n)?), vec![g_n])
             }
         };
+        // s' = s - (s - var') * decay, the fourth store
+        let (average, avg_body) = if k.stores.len() == 4 {
+            let (s_new, _) = k
+                .stores
+                .iter()
+                .find(|(n, _)| ![m_new, v_new, p_new].contains(n))?;
+            let (s_n, d) = bin(*s_new, BinaryOp::Sub)?;
+            let shadow = load(s_n)?;
+            let (sp, decay_n) = bin(d, BinaryOp::Mul)?;
+            let decay = scalar(decay_n)?;
+            let (s_again, p_again) = bin(sp, BinaryOp::Sub)?;
+            if s_again != s_n || p_again != p_new {
+                return None;
+            }
+            (Some((shadow, store(*s_new)?, decay)), vec![sp, d, *s_new])
+        } else {
+            (None, vec![])
+        };
         let ops = [gm, dm, m_new, gg, gv, dv, v_new, ma, sv, den, step, p_new];
+        let extra = g_body.len() + avg_body.len();
         let mut all: HashSet<NodeId> = ops.into_iter().collect();
         all.extend(g_body);
-        if all.len() != ops.len() + usize::from(scale.is_some()) || all != body {
+        all.extend(avg_body);
+        if all.len() != ops.len() + extra || all != body {
             return None;
         }
         Some(AdamUpdate {
@@ -148,6 +173,7 @@ pub fn recognise(g: &Graph, k: &LoopKernel) -> Option<AdamUpdate> {
             omb2,
             alpha,
             eps,
+            average,
         })
     })
 }
