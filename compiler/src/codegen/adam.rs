@@ -3,7 +3,8 @@
 //! Owns: the call for a loop kernel that `plan::adam::recognise` accepts
 //! (the JIT only, when `Options::runtime_adam`; `SPECC_RUNTIME_ADAM=never`
 //! keeps the CLIF loop, as does an object file, which has no runtime to
-//! call). The arguments are the views' element-0 addresses, the scalar
+//! call). The arguments are the views' element-0 addresses (the moving
+//! average's null when the loop has none), the flags, the scalar
 //! sources computed on the spine exactly as the loop computes them, and
 //! the range: the whole loop, or with two threads and a split kernel this
 //! thread's part as `loops::emit_loop` cuts a flat loop (`thread_range`,
