@@ -238,15 +238,20 @@ unsafe fn run<L: Lane, const F: i64>(p: Ptrs, s: Scalars, lo: usize, hi: usize) 
             let m = L::load(p.m.add(i));
             let v = L::load(p.v.add(i));
             let var = L::load(p.var.add(i));
+            // Every load before the first store, as the CLIF loop does.
+            let sh = if F & MOVING_AVERAGE != 0 {
+                L::load(p.shadow.add(i))
+            } else {
+                L::splat(0.0)
+            };
             let m_new = m.add(g.sub(m).mul(omb1));
             let v_new = v.add(g.mul(g).sub(v).mul(omb2));
             let step = m_new.mul(alpha).div(v_new.sqrt().add(eps));
+            let var_new = var.sub(step);
             m_new.store(p.m_out.add(i));
             v_new.store(p.v_out.add(i));
-            let var_new = var.sub(step);
             var_new.store(p.var_out.add(i));
             if F & MOVING_AVERAGE != 0 {
-                let sh = L::load(p.shadow.add(i));
                 sh.sub(sh.sub(var_new).mul(decay))
                     .store(p.shadow_out.add(i));
             }
