@@ -2,10 +2,12 @@
 //! global-norm clipping and moving averages is one compiled function: the
 //! `--emit step` IR updates every parameter, slot, optimizer variable and
 //! shadow, the program has one function per plan (`step`, `eval`), and the
-//! machine code of `step` refers to nothing but the GEMM routine: every
+//! machine code of `step` refers to nothing but the runtime's kernels: every
 //! relocation Cranelift emitted (which would show a call to another function,
 //! or a library call Cranelift adds while lowering, such as `fmaf`, `ceilf` or
-//! `memcpy`) targets `specc_sgemm`, once per GEMM, on one thread and on two.
+//! `memcpy`) targets `specc_sgemm`, once per GEMM, or `specc_adam`, once for
+//! the merged update (Adam, clipping and moving averages in one loop), on one
+//! thread and on two.
 
 use std::process::Command;
 
@@ -62,7 +64,7 @@ fn the_step_ir_updates_everything() {
 }
 
 #[test]
-fn the_step_is_one_function_whose_only_calls_are_gemm() {
+fn the_step_is_one_function_whose_only_calls_are_gemm_and_adam() {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/",
@@ -73,6 +75,7 @@ fn the_step_is_one_function_whose_only_calls_are_gemm() {
     for threads in [1, 2] {
         let options = Options {
             threads,
+            runtime_adam: true,
             ..Options::default()
         };
         let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
@@ -87,14 +90,21 @@ fn the_step_is_one_function_whose_only_calls_are_gemm() {
         // Forward: x @ W1, h @ W2. Backward: dlogits @ W2ᵀ, hᵀ @ dlogits, xᵀ @ dh.
         assert_eq!(gemms, 5, "GEMM kernels in the step");
         let targets = codegen::relocation_targets(&planned.model.graph, step).unwrap();
-        assert!(
-            targets.iter().all(|t| t == "specc_sgemm"),
-            "{threads} thread(s): the step's machine code refers to {targets:?}"
+        let count = |name: &str| targets.iter().filter(|t| *t == name).count();
+        assert_eq!(
+            count("specc_sgemm"),
+            gemms,
+            "{threads} thread(s): one reference to specc_sgemm per GEMM, {targets:?}"
+        );
+        assert_eq!(
+            count("specc_adam"),
+            1,
+            "{threads} thread(s): one reference to specc_adam, {targets:?}"
         );
         assert_eq!(
             targets.len(),
-            gemms,
-            "{threads} thread(s): one reference to specc_sgemm per GEMM, {targets:?}"
+            gemms + 1,
+            "{threads} thread(s): the step's machine code refers to {targets:?}"
         );
         // specc itself emits only direct calls (a call through a loaded pointer
         // would need no relocation).

@@ -97,6 +97,10 @@ pub struct Options {
     /// (`passes::winograd`): by default those the cost model favours
     /// (`SPECC_WINOGRAD=never` turns it off, `always` forces every one).
     pub winograd: passes::winograd::Winograd,
+    /// Dense Adam update loops run through the runtime's `specc_adam`
+    /// (AVX-512/AVX2 lanes, the same bits; `codegen::adam`); by default
+    /// yes, `SPECC_RUNTIME_ADAM=never` keeps Cranelift's loops.
+    pub runtime_adam: bool,
 }
 
 impl Default for Options {
@@ -109,6 +113,7 @@ impl Default for Options {
             replicas: None,
             shared_exchange: false,
             winograd: passes::winograd::Winograd::from_env(),
+            runtime_adam: crate::codegen::adam::runtime_adam_from_env(),
         }
     }
 }
@@ -255,7 +260,7 @@ pub fn compile_with(
     let planned = plan_model_with(src, which, options)?;
     let jit = guard(|| {
         let plans: Vec<&Plan> = planned.plans.iter().collect();
-        codegen::compile(&planned.model.graph, &plans, profile).map_err(|e| {
+        codegen::compile(&planned.model.graph, &plans, profile, options.runtime_adam).map_err(|e| {
             vec![Diagnostic::new(
                 "internal-error",
                 Default::default(),

@@ -34,6 +34,7 @@
 //! runtime for the ABI of the step it generates.
 
 pub mod abi;
+pub mod adam;
 pub mod batches;
 pub mod checkpoint;
 pub mod config;

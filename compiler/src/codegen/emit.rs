@@ -10,7 +10,8 @@
 //! loop), so they dominate every later kernel; scalars are SSA values (a
 //! scalar variable is loaded once and stored only at the very end, after
 //! every read of its old value); the function makes no calls other than to
-//! `specc_sgemm`.
+//! `specc_sgemm`, `specc_winograd` and `specc_adam` (the JIT's runtime
+//! kernels) and, with `--profile`, `specc_profile_mark`.
 
 use std::collections::HashMap;
 
@@ -80,6 +81,9 @@ pub struct Emitter<'a, 'f> {
     pub region: u32,
     /// The runtime's Winograd transforms, when the module links them.
     pub winograd: Option<FuncRef>,
+    /// The runtime's dense Adam update, when the module links it and
+    /// `Options::runtime_adam` allows it.
+    pub adam: Option<FuncRef>,
 }
 
 impl<'a, 'f> Emitter<'a, 'f> {
@@ -119,6 +123,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
             sync,
             region: 0,
             winograd: None,
+            adam: None,
         }
     }
 
@@ -416,7 +421,15 @@ impl<'a, 'f> Emitter<'a, 'f> {
                 self.barrier();
             }
             match k {
-                Kernel::Loop(l) => super::loops::emit_loop(self, l, mode),
+                Kernel::Loop(l) => {
+                    let adam = self
+                        .adam
+                        .and_then(|f| Some((f, crate::plan::adam::recognise(self.g, l)?)));
+                    match adam {
+                        Some((f, a)) => super::adam::emit(self, l, &a, f, mode),
+                        None => super::loops::emit_loop(self, l, mode),
+                    }
+                }
                 Kernel::Gemm {
                     a,
                     b,

@@ -25,6 +25,7 @@
 //! `--profile`, `specc_profile_mark`); checked on the machine code by
 //! [`relocation_targets`]. In an object file `specc_sgemm` is the object's own.
 
+pub mod adam;
 pub mod argmax;
 pub mod emit;
 pub mod gemm;
@@ -87,6 +88,7 @@ fn jit_builder() -> Result<JITBuilder, String> {
         "specc_winograd",
         specc_runtime::winograd::specc_winograd as *const u8,
     );
+    b.symbol("specc_adam", specc_runtime::adam::specc_adam as *const u8);
     b.symbol(
         "specc_profile_mark",
         specc_runtime::profile::specc_profile_mark as *const u8,
@@ -113,6 +115,17 @@ pub(crate) fn build_function<M: Module>(
     let winograd = imports
         .winograd
         .map(|p| module.declare_func_in_func(p, b.func));
+    // Declared only in a function that calls it (one with a recognised
+    // Adam update loop).
+    let adam = imports
+        .adam
+        .filter(|_| {
+            plan.kernels.iter().any(|k| match k {
+                crate::plan::Kernel::Loop(l) => crate::plan::adam::recognise(g, l).is_some(),
+                _ => false,
+            })
+        })
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -121,6 +134,7 @@ pub(crate) fn build_function<M: Module>(
     {
         let mut e = emit::Emitter::new(&mut b, g, plan, ctx, gemm, profile);
         e.winograd = winograd;
+        e.adam = adam;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -142,15 +156,20 @@ pub(crate) struct Imports {
     /// The runtime's `specc_winograd` transforms (the JIT only; an object
     /// file has the generated ones).
     pub winograd: Option<FuncId>,
+    /// The runtime's `specc_adam` update (the JIT only, when allowed).
+    pub adam: Option<FuncId>,
 }
 
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
 /// object file defines its own, `Local`) and, with `profile`, the profiler's mark.
+/// The JIT also imports the runtime kernels `specc_winograd` and, with
+/// `runtime_adam`, `specc_adam`.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
     gemm_linkage: Linkage,
+    runtime_adam: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
@@ -183,18 +202,34 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
+    let adam = if gemm_linkage == Linkage::Import && runtime_adam {
+        Some(
+            module
+                .declare_function("specc_adam", Linkage::Import, &adam::signature(cc))
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
     Ok(Imports {
         gemm,
         profile,
         winograd,
+        adam,
     })
 }
 
 /// Compiles plans into native functions; with `profile`, every kernel is timed
-/// (see `specc_runtime::profile`).
-pub fn compile(g: &Graph, plans: &[&Plan], profile: bool) -> Result<Jit, String> {
+/// (see `specc_runtime::profile`); with `runtime_adam`, dense Adam update
+/// loops call `specc_adam` (`codegen::adam`).
+pub fn compile(
+    g: &Graph,
+    plans: &[&Plan],
+    profile: bool,
+    runtime_adam: bool,
+) -> Result<Jit, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, profile, Linkage::Import)?;
+    let imports = imports(&mut module, profile, Linkage::Import, runtime_adam)?;
     let sig = signature(&module);
     let mut ids = Vec::new();
     let mut ctx = Context::new();
@@ -229,7 +264,12 @@ pub fn compile(g: &Graph, plans: &[&Plan], profile: bool) -> Result<Jit, String>
 /// The CLIF text of a planned function, before Cranelift's own optimizations.
 pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false, Linkage::Import)?;
+    let imports = imports(
+        &mut module,
+        false,
+        Linkage::Import,
+        adam::runtime_adam_from_env(),
+    )?;
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut func);
     // Name the imports: CLIF shows a called function as `u0:<id>`.
@@ -247,7 +287,12 @@ pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
 /// register allocation, for performance work. Depends on the host CPU.
 pub fn asm_text(g: &Graph, plan: &Plan) -> Result<String, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false, Linkage::Import)?;
+    let imports = imports(
+        &mut module,
+        false,
+        Linkage::Import,
+        adam::runtime_adam_from_env(),
+    )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);
@@ -273,7 +318,12 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
     use cranelift_codegen::ir::ExternalName;
     use cranelift_codegen::FinalizedRelocTarget;
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false, Linkage::Import)?;
+    let imports = imports(
+        &mut module,
+        false,
+        Linkage::Import,
+        adam::runtime_adam_from_env(),
+    )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);

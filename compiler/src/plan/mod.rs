@@ -73,6 +73,7 @@
 //! `resolve`, `lower`, `order`, `threads`, [`merge`], `memory`,
 //! [`print`](mod@print) (`--emit plan`).
 
+pub mod adam;
 mod fusion;
 pub mod kernel;
 mod lower;
