@@ -354,6 +354,10 @@ fn main() -> ExitCode {
         eprintln!("error: {msg}");
         return ExitCode::from(1);
     }
+    if let Err(msg) = specc_compiler::codegen::adam::runtime_adam_setting() {
+        eprintln!("error: {msg}");
+        return ExitCode::from(1);
+    }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
         Command::Compile {

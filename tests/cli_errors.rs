@@ -595,6 +595,41 @@ fn specc_gemm_isa_must_name_a_kernel() {
     assert_eq!(metrics(&base), metrics(&scalar));
 }
 
+/// `SPECC_RUNTIME_ADAM` other than auto or never is refused; `never`
+/// (Cranelift's update loops) trains to the same metrics as the default.
+#[test]
+fn specc_runtime_adam_must_be_auto_or_never() {
+    let dir = workdir("runtime_adam_env");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for v in ["yes", "always", "1"] {
+        let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_RUNTIME_ADAM", v)]);
+        assert_eq!(status, 1, "{v}: {err}");
+        assert!(
+            err.contains("SPECC_RUNTIME_ADAM must be auto or never") && err.contains(v),
+            "{v}: {err}"
+        );
+    }
+    let metrics = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("train: loss"))
+            .map(str::to_owned)
+    };
+    let (status, auto, err) = specc_env(
+        &dir,
+        &["run", "spec.spec"],
+        &[("SPECC_RUNTIME_ADAM", "auto")],
+    );
+    assert_eq!(status, 0, "{err}");
+    let (status, never, err) = specc_env(
+        &dir,
+        &["run", "spec.spec"],
+        &[("SPECC_RUNTIME_ADAM", "never")],
+    );
+    assert_eq!(status, 0, "{err}");
+    assert!(metrics(&auto).is_some(), "{auto}");
+    assert_eq!(metrics(&auto), metrics(&never));
+}
+
 /// `gradcheck --samples 0` would check nothing: refused.
 #[test]
 fn gradcheck_needs_at_least_one_sample() {

@@ -22,12 +22,23 @@ use crate::plan::adam::AdamUpdate;
 use crate::plan::{LoopKernel, Mode, Source};
 
 /// Whether generated code may call `specc_adam`: `SPECC_RUNTIME_ADAM`
-/// other than `never` (or `off`); unset means yes.
+/// `never` (or `off`) keeps Cranelift's loops; unset, empty or `auto` means
+/// yes; anything else means yes here (the CLI refuses it first, through
+/// [`runtime_adam_setting`]).
 pub fn runtime_adam_from_env() -> bool {
-    !matches!(
-        std::env::var("SPECC_RUNTIME_ADAM").as_deref(),
-        Ok("never" | "off")
-    )
+    runtime_adam_setting().unwrap_or(true)
+}
+
+/// `SPECC_RUNTIME_ADAM` read strictly: whether the runtime update is used,
+/// or an error naming the accepted values.
+pub fn runtime_adam_setting() -> Result<bool, String> {
+    match std::env::var("SPECC_RUNTIME_ADAM").as_deref() {
+        Err(_) | Ok("" | "auto") => Ok(true),
+        Ok("never" | "off") => Ok(false),
+        Ok(other) => Err(format!(
+            "SPECC_RUNTIME_ADAM must be auto or never, got {other:?}"
+        )),
+    }
 }
 
 /// The signature of `specc_adam`: nine pointers, six f32 scalars, the
