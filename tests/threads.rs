@@ -239,7 +239,19 @@ fn reads_writes(k: &Kernel) -> (Vec<BufId>, Vec<BufId>) {
                 )
                 .collect(),
         ),
-        Kernel::Gemm { a, b, c, .. } => (vec![a.buf, b.buf], vec![c.buf]),
+        Kernel::Gemm {
+            a, b, c, epilogue, ..
+        } => (
+            [a.buf, b.buf]
+                .into_iter()
+                .chain(
+                    epilogue
+                        .iter()
+                        .filter_map(|e| e.bias.as_ref().map(|v| v.buf)),
+                )
+                .collect(),
+            vec![c.buf],
+        ),
         Kernel::ArgMax { src, dst, .. } => (vec![src.buf], vec![dst.buf]),
         Kernel::Window(w) => (vec![w.src.buf], vec![w.dst.buf]),
         Kernel::Winograd(w) => w.reads_writes(),

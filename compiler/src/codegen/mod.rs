@@ -21,9 +21,12 @@
 //!   relocatable object file. The JIT and the object build each function
 //!   with the same `build_function`, generic over `cranelift_module::Module`.
 //!
-//! Invariant: the only call in generated code is to `specc_sgemm` (and, with
-//! `--profile`, `specc_profile_mark`); checked on the machine code by
-//! [`relocation_targets`]. In an object file `specc_sgemm` is the object's own.
+//! Invariant: the only call in generated code is to `specc_sgemm` (or
+//! `specc_sgemm_ep`, the same with a bias/relu epilogue, in the JIT) and
+//! the runtime's `specc_winograd` (and, with `--profile`,
+//! `specc_profile_mark`); checked on the machine code by
+//! [`relocation_targets`]. In an object file `specc_sgemm` is the object's
+//! own, and epilogues are loops after it.
 
 pub mod argmax;
 pub mod emit;
@@ -84,6 +87,10 @@ fn jit_builder() -> Result<JITBuilder, String> {
     let mut b = JITBuilder::with_isa(isa, default_libcall_names());
     b.symbol("specc_sgemm", specc_runtime::gemm::specc_sgemm as *const u8);
     b.symbol(
+        "specc_sgemm_ep",
+        specc_runtime::gemm::specc_sgemm_ep as *const u8,
+    );
+    b.symbol(
         "specc_winograd",
         specc_runtime::winograd::specc_winograd as *const u8,
     );
@@ -113,6 +120,9 @@ pub(crate) fn build_function<M: Module>(
     let winograd = imports
         .winograd
         .map(|p| module.declare_func_in_func(p, b.func));
+    let gemm_ep = imports
+        .gemm_ep
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -121,6 +131,7 @@ pub(crate) fn build_function<M: Module>(
     {
         let mut e = emit::Emitter::new(&mut b, g, plan, ctx, gemm, profile);
         e.winograd = winograd;
+        e.gemm_ep = gemm_ep;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -142,15 +153,36 @@ pub(crate) struct Imports {
     /// The runtime's `specc_winograd` transforms (the JIT only; an object
     /// file has the generated ones).
     pub winograd: Option<FuncId>,
+    /// The runtime's `specc_sgemm_ep` (the JIT only; an object file runs
+    /// GEMM epilogues as a loop after its own `specc_sgemm`).
+    pub gemm_ep: Option<FuncId>,
+}
+
+/// Whether any of the plans has a GEMM with an epilogue (then the JIT
+/// imports `specc_sgemm_ep`; otherwise the module does not declare it).
+fn has_epilogue(plans: &[&Plan]) -> bool {
+    plans.iter().any(|p| {
+        p.kernels.iter().any(|k| {
+            matches!(
+                k,
+                crate::plan::Kernel::Gemm {
+                    epilogue: Some(_),
+                    ..
+                }
+            )
+        })
+    })
 }
 
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
-/// object file defines its own, `Local`) and, with `profile`, the profiler's mark.
+/// object file defines its own, `Local`), `specc_sgemm_ep` for the JIT when
+/// `epilogues`, and, with `profile`, the profiler's mark.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
     gemm_linkage: Linkage,
+    epilogues: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
@@ -183,10 +215,24 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
+    let gemm_ep = if gemm_linkage == Linkage::Import && epilogues {
+        Some(
+            module
+                .declare_function(
+                    "specc_sgemm_ep",
+                    Linkage::Import,
+                    &emit::gemm_ep_signature(cc),
+                )
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
     Ok(Imports {
         gemm,
         profile,
         winograd,
+        gemm_ep,
     })
 }
 
@@ -194,7 +240,7 @@ pub(crate) fn imports<M: Module>(
 /// (see `specc_runtime::profile`).
 pub fn compile(g: &Graph, plans: &[&Plan], profile: bool) -> Result<Jit, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, profile, Linkage::Import)?;
+    let imports = imports(&mut module, profile, Linkage::Import, has_epilogue(plans))?;
     let sig = signature(&module);
     let mut ids = Vec::new();
     let mut ctx = Context::new();
@@ -229,7 +275,7 @@ pub fn compile(g: &Graph, plans: &[&Plan], profile: bool) -> Result<Jit, String>
 /// The CLIF text of a planned function, before Cranelift's own optimizations.
 pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false, Linkage::Import)?;
+    let imports = imports(&mut module, false, Linkage::Import, has_epilogue(&[plan]))?;
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut func);
     // Name the imports: CLIF shows a called function as `u0:<id>`.
@@ -247,7 +293,7 @@ pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
 /// register allocation, for performance work. Depends on the host CPU.
 pub fn asm_text(g: &Graph, plan: &Plan) -> Result<String, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false, Linkage::Import)?;
+    let imports = imports(&mut module, false, Linkage::Import, has_epilogue(&[plan]))?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);
@@ -273,7 +319,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
     use cranelift_codegen::ir::ExternalName;
     use cranelift_codegen::FinalizedRelocTarget;
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, false, Linkage::Import)?;
+    let imports = imports(&mut module, false, Linkage::Import, has_epilogue(&[plan]))?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);
