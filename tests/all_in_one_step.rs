@@ -73,6 +73,7 @@ fn the_step_is_one_function_whose_only_calls_are_gemm() {
     for threads in [1, 2] {
         let options = Options {
             threads,
+            gemm_epilogue: true,
             ..Options::default()
         };
         let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
@@ -87,9 +88,31 @@ fn the_step_is_one_function_whose_only_calls_are_gemm() {
         // Forward: x @ W1, h @ W2. Backward: dlogits @ W2ᵀ, hᵀ @ dlogits, xᵀ @ dh.
         assert_eq!(gemms, 5, "GEMM kernels in the step");
         let targets = codegen::relocation_targets(&planned.model.graph, step).unwrap();
+        // The hidden layer's bias and relu run as its GEMM's epilogue.
+        let fused = step
+            .kernels
+            .iter()
+            .filter(|k| {
+                matches!(
+                    k,
+                    Kernel::Gemm {
+                        epilogue: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(fused, 1, "GEMMs with an epilogue");
         assert!(
-            targets.iter().all(|t| t == "specc_sgemm"),
+            targets
+                .iter()
+                .all(|t| t == "specc_sgemm" || t == "specc_sgemm_ep"),
             "{threads} thread(s): the step's machine code refers to {targets:?}"
+        );
+        assert_eq!(
+            targets.iter().filter(|t| *t == "specc_sgemm_ep").count(),
+            fused,
+            "{threads} thread(s): one reference to specc_sgemm_ep per fused GEMM, {targets:?}"
         );
         assert_eq!(
             targets.len(),
