@@ -16,7 +16,7 @@ fn read_spec(name: &str) -> String {
 }
 
 /// W1's MLP with two more layers, `relu(h @ W3)` (relu alone) and
-/// `h2 @ W4 + b3` (bias alone, read by the logits' GEMM), at batch 512 (a
+/// `h2 @ W4 + b3` (bias alone, read by the logits' GEMM), at batch 1024 (a
 /// step worth two threads).
 fn digits_variant() -> String {
     let s = read_spec("digits_mlp.spec");
@@ -36,7 +36,7 @@ fn digits_variant() -> String {
         "logits = h @ W2 + b2",
         "h2     = relu(h @ W3)\nh3     = h2 @ W4 + b3\nlogits = h3 @ W2 + b2",
     )
-    .replace("batch = 64", "batch = 512")
+    .replace("batch = 64", "batch = 1024")
 }
 
 /// W3's MLP on 1024 rows (two 784 -> 1024 -> 1024 relu layers).
