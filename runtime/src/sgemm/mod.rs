@@ -43,6 +43,8 @@
 //!       for each MR-row panel of A (ir)      -- stays in L1
 //!         for each NR-column panel of B (jr) -- streams from L2 (prefetched)
 //!           microkernel: MR x NR tile of C, kc steps, then the epilogue
+//!       after the last k block: the fused epilogue (`sgemm_ep`: bias,
+//!       relu) over the ic x jc block of C just written
 //! ```
 //!
 //! * Microkernels keep the whole tile in registers (24 zmm accumulators on
@@ -296,10 +298,11 @@ pub struct Epilogue {
 }
 
 /// [`sgemm`] followed by an [`Epilogue`]: `C = ep(alpha * A @ B + beta * C)`.
-/// The epilogue is applied tile by tile, right after a tile's last k block
-/// is stored (while it is in L1), never to partial sums; every element gets
-/// the same operations whatever the kernel or the way C is split between
-/// calls (a caller splitting C by columns offsets `bias` too).
+/// The epilogue is applied block by block of C (the driver's cache blocks,
+/// at most about 1056 x 512 floats), right after the block's last k block
+/// is stored (while it is in cache), never to partial sums; every element
+/// gets the same operations whatever the kernel or the way C is split
+/// between calls (a caller splitting C by columns offsets `bias` too).
 ///
 /// # Safety
 /// As for [`sgemm`]; with a bias, `bias.offset(j * bias_stride)` must be
@@ -939,15 +942,25 @@ pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
                 // The A micro-panel stays in L1 across a row of tiles while
                 // B micro-panels stream from L2 (faster here than the
                 // opposite order).
-                let ep = if t + 1 == kb.nb { p.ep } else { None };
                 for ir in (0..mcb).step_by(mr_max) {
                     let a = a_src(ir);
                     for jr in (0..ncb).step_by(nr_max) {
-                        let tile = c_tile(ir, jr);
-                        K::tile(kc, a, b_src(jr), tile, p.alpha, beta);
-                        if let Some(ep) = &ep {
-                            apply_ep(ep, tile, ic + ir, jc + jr);
-                        }
+                        K::tile(kc, a, b_src(jr), c_tile(ir, jr), p.alpha, beta);
+                    }
+                }
+                // The epilogue over the block of C just finished (at most
+                // ~1056 x 512 floats, mostly still in cache), after its
+                // last k block: long rows vectorize better than one tile's.
+                if t + 1 == kb.nb {
+                    if let Some(ep) = &p.ep {
+                        let block = CTile {
+                            ptr: c_tile(0, 0).ptr,
+                            rs: p.rsc,
+                            cs: p.csc,
+                            mr: mcb,
+                            nr: ncb,
+                        };
+                        apply_ep(ep, block, ic, jc);
                     }
                 }
             }
