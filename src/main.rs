@@ -358,6 +358,11 @@ fn main() -> ExitCode {
         eprintln!("error: {msg}");
         return ExitCode::from(1);
     }
+    // And an epilogue setting other than auto or never.
+    if let Err(msg) = specc_compiler::plan::epilogue::enabled_from_env() {
+        eprintln!("error: {msg}");
+        return ExitCode::from(1);
+    }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
         Command::Compile {

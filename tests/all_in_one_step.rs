@@ -76,6 +76,7 @@ fn the_step_is_one_function_whose_only_calls_are_gemm_and_adam() {
         let options = Options {
             threads,
             runtime_adam: true,
+            gemm_epilogue: true,
             ..Options::default()
         };
         let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
@@ -90,11 +91,31 @@ fn the_step_is_one_function_whose_only_calls_are_gemm_and_adam() {
         // Forward: x @ W1, h @ W2. Backward: dlogits @ W2ᵀ, hᵀ @ dlogits, xᵀ @ dh.
         assert_eq!(gemms, 5, "GEMM kernels in the step");
         let targets = codegen::relocation_targets(&planned.model.graph, step).unwrap();
+        // The hidden layer's bias and relu run as its GEMM's epilogue.
+        let fused = step
+            .kernels
+            .iter()
+            .filter(|k| {
+                matches!(
+                    k,
+                    Kernel::Gemm {
+                        epilogue: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(fused, 1, "GEMMs with an epilogue");
         let count = |name: &str| targets.iter().filter(|t| *t == name).count();
         assert_eq!(
-            count("specc_sgemm"),
+            count("specc_sgemm") + count("specc_sgemm_ep"),
             gemms,
-            "{threads} thread(s): one reference to specc_sgemm per GEMM, {targets:?}"
+            "{threads} thread(s): one reference to specc_sgemm(_ep) per GEMM, {targets:?}"
+        );
+        assert_eq!(
+            count("specc_sgemm_ep"),
+            fused,
+            "{threads} thread(s): one reference to specc_sgemm_ep per fused GEMM, {targets:?}"
         );
         assert_eq!(
             count("specc_adam"),

@@ -596,7 +596,7 @@ fn specc_gemm_isa_must_name_a_kernel() {
 }
 
 /// `SPECC_RUNTIME_ADAM` other than auto or never is refused; `never`
-/// (Cranelift's update loops) trains to the same metrics as the default.
+/// (Cranelift's update loops) trains to the same final metrics as the default.
 #[test]
 fn specc_runtime_adam_must_be_auto_or_never() {
     let dir = workdir("runtime_adam_env");
@@ -614,11 +614,7 @@ fn specc_runtime_adam_must_be_auto_or_never() {
             .find(|l| l.contains("train: loss"))
             .map(str::to_owned)
     };
-    let (status, auto, err) = specc_env(
-        &dir,
-        &["run", "spec.spec"],
-        &[("SPECC_RUNTIME_ADAM", "auto")],
-    );
+    let (status, base, err) = specc_env(&dir, &["run", "spec.spec"], &[]);
     assert_eq!(status, 0, "{err}");
     let (status, never, err) = specc_env(
         &dir,
@@ -626,8 +622,40 @@ fn specc_runtime_adam_must_be_auto_or_never() {
         &[("SPECC_RUNTIME_ADAM", "never")],
     );
     assert_eq!(status, 0, "{err}");
-    assert!(metrics(&auto).is_some(), "{auto}");
-    assert_eq!(metrics(&auto), metrics(&never));
+    assert!(metrics(&base).is_some(), "{base}");
+    assert_eq!(metrics(&base), metrics(&never));
+}
+
+/// `SPECC_GEMM_EPILOGUE` other than auto or never is refused; `never`
+/// (GEMM epilogues off) trains to the same final metrics as the default.
+#[test]
+fn specc_gemm_epilogue_must_be_auto_or_never() {
+    let dir = workdir("gemm_epilogue_env");
+    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
+    for v in ["always", "on", "1"] {
+        let (status, _, err) =
+            specc_env(&dir, &["run", "spec.spec"], &[("SPECC_GEMM_EPILOGUE", v)]);
+        assert_eq!(status, 1, "{v}: {err}");
+        assert!(
+            err.contains("SPECC_GEMM_EPILOGUE must be auto or never") && err.contains(v),
+            "{v}: {err}"
+        );
+    }
+    let metrics = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("train: loss"))
+            .map(str::to_owned)
+    };
+    let (status, base, err) = specc_env(&dir, &["run", "spec.spec"], &[]);
+    assert_eq!(status, 0, "{err}");
+    let (status, never, err) = specc_env(
+        &dir,
+        &["run", "spec.spec"],
+        &[("SPECC_GEMM_EPILOGUE", "never")],
+    );
+    assert_eq!(status, 0, "{err}");
+    assert!(metrics(&base).is_some(), "{base}");
+    assert_eq!(metrics(&base), metrics(&never));
 }
 
 /// `gradcheck --samples 0` would check nothing: refused.

@@ -71,7 +71,13 @@ fn views(k: &Kernel) -> Vec<&View> {
             v.extend(l.reductions.iter().filter_map(|r| r.dest.as_ref()));
             v
         }
-        Kernel::Gemm { a, b, c, .. } => vec![a, b, c],
+        Kernel::Gemm {
+            a, b, c, epilogue, ..
+        } => {
+            let mut v = vec![a, b, c];
+            v.extend(epilogue.iter().filter_map(|e| e.bias.as_ref()));
+            v
+        }
         Kernel::ArgMax { src, dst, .. } => vec![src, dst],
         Kernel::Rows(r) => {
             let mut v = vec![&r.ids, &r.dst];

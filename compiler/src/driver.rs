@@ -101,6 +101,9 @@ pub struct Options {
     /// (AVX-512/AVX2 lanes, the same bits; `codegen::adam`); by default
     /// yes, `SPECC_RUNTIME_ADAM=never` keeps Cranelift's loops.
     pub runtime_adam: bool,
+    /// Fold bias/relu loops into the GEMMs before them (`plan::epilogue`):
+    /// by default unless `SPECC_GEMM_EPILOGUE=never`.
+    pub gemm_epilogue: bool,
 }
 
 impl Default for Options {
@@ -114,6 +117,7 @@ impl Default for Options {
             shared_exchange: false,
             winograd: passes::winograd::Winograd::from_env(),
             runtime_adam: crate::codegen::adam::runtime_adam_from_env(),
+            gemm_epilogue: plan::epilogue::enabled_from_env().unwrap_or(true),
         }
     }
 }
@@ -156,39 +160,72 @@ pub fn plan_model_with(
         let mut plans = Vec::new();
         let fs = &model.functions;
         let threads = options.threads;
+        let ep = options.gemm_epilogue;
         if which.step {
-            plans.push(plan::plan(
+            plans.push(plan::plan_with(
                 &model.graph,
                 fs.step.as_ref().expect("built"),
                 &placement,
                 threads,
+                ep,
             ));
             if let Some(summary) = fs.summary_step.as_ref() {
-                plans.push(plan::plan(&model.graph, summary, &placement, threads));
+                plans.push(plan::plan_with(
+                    &model.graph,
+                    summary,
+                    &placement,
+                    threads,
+                    ep,
+                ));
             }
             if let Some(replica) = fs.replica_grad.as_ref() {
-                plans.push(plan::plan(&model.graph, replica, &placement, threads));
+                plans.push(plan::plan_with(
+                    &model.graph,
+                    replica,
+                    &placement,
+                    threads,
+                    ep,
+                ));
             }
         }
         if which.eval {
-            plans.push(plan::plan(&model.graph, &fs.eval, &placement, threads));
+            plans.push(plan::plan_with(
+                &model.graph,
+                &fs.eval,
+                &placement,
+                threads,
+                ep,
+            ));
         }
         if which.predict {
             if let Some(predict) = fs.predict.as_ref() {
-                plans.push(plan::plan(&model.graph, predict, &placement, threads));
+                plans.push(plan::plan_with(
+                    &model.graph,
+                    predict,
+                    &placement,
+                    threads,
+                    ep,
+                ));
             }
         }
         if which.grad {
-            plans.push(plan::plan(
+            plans.push(plan::plan_with(
                 &model.graph,
                 fs.grad.as_ref().expect("built"),
                 &placement,
                 threads,
+                ep,
             ));
         }
         if which.check {
             if let Some(check) = fs.check.as_ref() {
-                plans.push(plan::plan(&model.graph, check, &placement, threads));
+                plans.push(plan::plan_with(
+                    &model.graph,
+                    check,
+                    &placement,
+                    threads,
+                    ep,
+                ));
             }
         }
         Ok(Planned {

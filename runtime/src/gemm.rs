@@ -2,7 +2,9 @@
 //!
 //! Owns: `specc_sgemm`, a C-ABI entry point registered with the JIT, which
 //! forwards to [`crate::sgemm::sgemm`] (AVX-512, AVX2+FMA or scalar kernels,
-//! chosen at runtime). It is single-threaded: steps that use both cores split
+//! chosen at runtime), and `specc_sgemm_ep`, the same with a fused
+//! epilogue (bias row and/or relu, [`crate::sgemm::Epilogue`]) as three
+//! more scalar arguments (no struct to build, nothing allocated). It is single-threaded: steps that use both cores split
 //! their matrix products themselves (each thread computes a block of C).
 //!
 //! Invariants: `C = alpha * A @ B + beta * C` with arbitrary strides; with
@@ -52,6 +54,64 @@ pub unsafe extern "C" fn specc_sgemm(
             c,
             rsc as isize,
             csc as isize,
+        )
+    }
+}
+
+/// [`specc_sgemm`] with an epilogue applied to each tile of C after its
+/// last k block: `c += bias[j * bias_stride]` when `bias` is not null, then
+/// `c = c > 0 ? c : 0` when `relu != 0` ([`crate::sgemm::sgemm_ep`]).
+///
+/// # Safety
+/// As for [`specc_sgemm`]; with a bias, `bias + j * bias_stride` must be
+/// readable for every `j < n`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn specc_sgemm_ep(
+    m: i64,
+    k: i64,
+    n: i64,
+    alpha: f32,
+    a: *const f32,
+    rsa: i64,
+    csa: i64,
+    b: *const f32,
+    rsb: i64,
+    csb: i64,
+    beta: f32,
+    c: *mut f32,
+    rsc: i64,
+    csc: i64,
+    bias: *const f32,
+    bias_stride: i64,
+    relu: i64,
+) {
+    if m <= 0 || n <= 0 {
+        return;
+    }
+    let ep = crate::sgemm::Epilogue {
+        bias,
+        bias_stride: bias_stride as isize,
+        relu: relu != 0,
+    };
+    // SAFETY: the caller guarantees the pointers and strides.
+    unsafe {
+        crate::sgemm::sgemm_ep(
+            m as usize,
+            k.max(0) as usize,
+            n as usize,
+            alpha,
+            a,
+            rsa as isize,
+            csa as isize,
+            b,
+            rsb as isize,
+            csb as isize,
+            beta,
+            c,
+            rsc as isize,
+            csc as isize,
+            Some(&ep),
         )
     }
 }

@@ -25,8 +25,8 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use specc_runtime::abi;
 
 use super::ops;
-use crate::ir::{DType, Graph, NodeId, Op};
-use crate::plan::{BufId, Groups, Kernel, Lin, Loc, Mode, Plan, View};
+use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, UnaryOp};
+use crate::plan::{BufId, GemmEpilogue, Groups, Kernel, Lin, Loc, Mode, Plan, View};
 
 pub const PTR: Type = types::I64;
 
@@ -60,6 +60,16 @@ pub fn gemm_signature(cc: CallConv) -> Signature {
     s
 }
 
+/// The signature of `specc_sgemm_ep`: `specc_sgemm`'s, then the bias
+/// pointer (null for none), its stride along C's columns and `relu` (0/1).
+pub fn gemm_ep_signature(cc: CallConv) -> Signature {
+    let mut s = gemm_signature(cc);
+    for t in [PTR, types::I64, types::I64] {
+        s.params.push(AbiParam::new(t));
+    }
+    s
+}
+
 pub struct Emitter<'a, 'f> {
     pub b: &'a mut FunctionBuilder<'f>,
     pub g: &'a Graph,
@@ -84,6 +94,9 @@ pub struct Emitter<'a, 'f> {
     /// The runtime's dense Adam update, when the module links it and
     /// `Options::runtime_adam` allows it.
     pub adam: Option<FuncRef>,
+    /// The runtime's `specc_sgemm_ep`, when the module links it (else
+    /// epilogues are emitted as loops after `specc_sgemm`).
+    pub gemm_ep: Option<FuncRef>,
 }
 
 impl<'a, 'f> Emitter<'a, 'f> {
@@ -124,6 +137,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
             region: 0,
             winograd: None,
             adam: None,
+            gemm_ep: None,
         }
     }
 
@@ -440,8 +454,9 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     k,
                     n,
                     groups: None,
+                    epilogue,
                     ..
-                } => self.emit_gemm(a, b, c, *ta, *tb, *m, *k, *n, mode),
+                } => self.emit_gemm(a, b, c, *ta, *tb, [*m, *k, *n], epilogue.as_ref(), mode),
                 Kernel::Gemm {
                     a,
                     b,
@@ -689,6 +704,9 @@ impl<'a, 'f> Emitter<'a, 'f> {
         }
     }
 
+    /// A GEMM, with its epilogue when it has one. With two threads each
+    /// computes a block of C (its epilogue included: the bias offset by
+    /// the block's first column), so the bits do not depend on the split.
     #[allow(clippy::too_many_arguments)]
     fn emit_gemm(
         &mut self,
@@ -697,9 +715,8 @@ impl<'a, 'f> Emitter<'a, 'f> {
         c: &View,
         ta: bool,
         tb: bool,
-        m: Lin,
-        k: Lin,
-        n: Lin,
+        [m, k, n]: [Lin; 3],
+        epilogue: Option<&GemmEpilogue>,
         mode: Mode,
     ) {
         let GemmOperands {
@@ -709,6 +726,18 @@ impl<'a, 'f> Emitter<'a, 'f> {
         } = self.gemm_operands([m, k, n], [a, bv, c], [ta, tb]);
         let one = self.b.ins().f32const(1.0);
         let zero = self.b.ins().f32const(0.0);
+        // The epilogue's bias pointer and column stride (null and 0 without
+        // a bias).
+        let ep = epilogue.map(|e| {
+            let (bias, stride) = match &e.bias {
+                Some(v) => (self.view_ptr(v), self.lin(v.strides[1])),
+                None => {
+                    let z = self.b.ins().iconst(types::I64, 0);
+                    (z, z)
+                }
+            };
+            (e, bias, stride)
+        });
         if self.threads > 1 && mode == Mode::Split {
             // Each thread computes a block of C: columns when n is wide and
             // not much narrower than m, else rows (a convolution's tall
@@ -723,33 +752,89 @@ impl<'a, 'f> Emitter<'a, 'f> {
                 let o = e.b.ins().imul(lo, stride);
                 e.b.ins().imul_imm_s(o, 4)
             };
-            let args = if by_columns {
+            let (args, ep) = if by_columns {
                 let ob = bytes(self, csb);
                 let oc = bytes(self, csc);
                 let pb2 = self.b.ins().iadd(pb, ob);
                 let pc2 = self.b.ins().iadd(pc, oc);
-                [
-                    mv, kv, count, one, pa, rsa, csa, pb2, rsb, csb, zero, pc2, rsc, csc,
-                ]
+                let ep = ep.map(|(e, bias, stride)| {
+                    let o = bytes(self, stride);
+                    (e, self.b.ins().iadd(bias, o), stride)
+                });
+                (
+                    [
+                        mv, kv, count, one, pa, rsa, csa, pb2, rsb, csb, zero, pc2, rsc, csc,
+                    ],
+                    ep,
+                )
             } else {
                 let oa = bytes(self, rsa);
                 let oc = bytes(self, rsc);
                 let pa2 = self.b.ins().iadd(pa, oa);
                 let pc2 = self.b.ins().iadd(pc, oc);
-                [
-                    count, kv, nv, one, pa2, rsa, csa, pb, rsb, csb, zero, pc2, rsc, csc,
-                ]
+                (
+                    [
+                        count, kv, nv, one, pa2, rsa, csa, pb, rsb, csb, zero, pc2, rsc, csc,
+                    ],
+                    ep,
+                )
             };
-            self.b.ins().call(self.gemm, &args);
+            self.call_gemm_ep(&args, ep);
         } else {
             let args = [
                 mv, kv, nv, one, pa, rsa, csa, pb, rsb, csb, zero, pc, rsc, csc,
             ];
-            let gemm = self.gemm;
-            self.only_thread0(|e| {
-                e.b.ins().call(gemm, &args);
-            });
+            self.only_thread0(|e| e.call_gemm_ep(&args, ep));
         }
+    }
+
+    /// Calls `specc_sgemm` with `args`, or with an epilogue `specc_sgemm_ep`
+    /// (the JIT) or `specc_sgemm` followed by a loop over the `m x n` block
+    /// of C it wrote (an object file): `c + bias[j]`, then relu, the ops of
+    /// the loop the epilogue replaced ([`super::ops`]).
+    fn call_gemm_ep(&mut self, args: &[Value; 14], ep: Option<(&GemmEpilogue, Value, Value)>) {
+        let Some((e, bias, stride)) = ep else {
+            self.b.ins().call(self.gemm, args);
+            return;
+        };
+        if let Some(f) = self.gemm_ep {
+            let relu = self.b.ins().iconst(types::I64, i64::from(e.relu));
+            let mut all = args.to_vec();
+            all.extend([bias, stride, relu]);
+            self.b.ins().call(f, &all);
+            return;
+        }
+        self.b.ins().call(self.gemm, args);
+        let [m, _, n, _, _, _, _, _, _, _, _, c, rsc, csc] = *args;
+        let has_bias = e.bias.is_some();
+        let relu = e.relu;
+        let b = &mut *self.b;
+        let rsc4 = b.ins().imul_imm_s(rsc, 4);
+        let csc4 = b.ins().imul_imm_s(csc, 4);
+        let bs4 = b.ins().imul_imm_s(stride, 4);
+        let z = b.ins().iconst(types::I64, 0);
+        let iv = super::gemm::counter(b, z);
+        super::gemm::step_loop(b, iv, m, 1, &mut |b, i| {
+            let ro = b.ins().imul(i, rsc4);
+            let row = b.ins().iadd(c, ro);
+            let z = b.ins().iconst(types::I64, 0);
+            let jv = super::gemm::counter(b, z);
+            super::gemm::step_loop(b, jv, n, 1, &mut |b, j| {
+                let co = b.ins().imul(j, csc4);
+                let p = b.ins().iadd(row, co);
+                let mut x = b.ins().load(types::F32, trusted(), p, 0);
+                if has_bias {
+                    let bo = b.ins().imul(j, bs4);
+                    let bp = b.ins().iadd(bias, bo);
+                    let y = b.ins().load(types::F32, trusted(), bp, 0);
+                    x = ops::binary(b, types::F32, BinaryOp::Add, x, y);
+                }
+                if relu {
+                    x = ops::unary(b, types::F32, UnaryOp::Relu, x);
+                }
+                b.ins().store(trusted(), x, p, 0);
+            });
+        });
     }
 }
 

@@ -21,9 +21,12 @@
 //!   relocatable object file. The JIT and the object build each function
 //!   with the same `build_function`, generic over `cranelift_module::Module`.
 //!
-//! Invariant: the only call in generated code is to `specc_sgemm` (and, with
-//! `--profile`, `specc_profile_mark`); checked on the machine code by
-//! [`relocation_targets`]. In an object file `specc_sgemm` is the object's own.
+//! Invariant: the only call in generated code is to `specc_sgemm` (or
+//! `specc_sgemm_ep`, the same with a bias/relu epilogue, in the JIT) and
+//! the runtime's `specc_winograd` (and, with `--profile`,
+//! `specc_profile_mark`); checked on the machine code by
+//! [`relocation_targets`]. In an object file `specc_sgemm` is the object's
+//! own, and epilogues are loops after it.
 
 pub mod adam;
 pub mod argmax;
@@ -85,6 +88,10 @@ fn jit_builder() -> Result<JITBuilder, String> {
     let mut b = JITBuilder::with_isa(isa, default_libcall_names());
     b.symbol("specc_sgemm", specc_runtime::gemm::specc_sgemm as *const u8);
     b.symbol(
+        "specc_sgemm_ep",
+        specc_runtime::gemm::specc_sgemm_ep as *const u8,
+    );
+    b.symbol(
         "specc_winograd",
         specc_runtime::winograd::specc_winograd as *const u8,
     );
@@ -126,6 +133,9 @@ pub(crate) fn build_function<M: Module>(
             })
         })
         .map(|p| module.declare_func_in_func(p, b.func));
+    let gemm_ep = imports
+        .gemm_ep
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -135,6 +145,7 @@ pub(crate) fn build_function<M: Module>(
         let mut e = emit::Emitter::new(&mut b, g, plan, ctx, gemm, profile);
         e.winograd = winograd;
         e.adam = adam;
+        e.gemm_ep = gemm_ep;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -158,18 +169,38 @@ pub(crate) struct Imports {
     pub winograd: Option<FuncId>,
     /// The runtime's `specc_adam` update (the JIT only, when allowed).
     pub adam: Option<FuncId>,
+    /// The runtime's `specc_sgemm_ep` (the JIT only; an object file runs
+    /// GEMM epilogues as a loop after its own `specc_sgemm`).
+    pub gemm_ep: Option<FuncId>,
+}
+
+/// Whether any of the plans has a GEMM with an epilogue (then the JIT
+/// imports `specc_sgemm_ep`; otherwise the module does not declare it).
+fn has_epilogue(plans: &[&Plan]) -> bool {
+    plans.iter().any(|p| {
+        p.kernels.iter().any(|k| {
+            matches!(
+                k,
+                crate::plan::Kernel::Gemm {
+                    epilogue: Some(_),
+                    ..
+                }
+            )
+        })
+    })
 }
 
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
-/// object file defines its own, `Local`) and, with `profile`, the profiler's mark.
-/// The JIT also imports the runtime kernels `specc_winograd` and, with
-/// `runtime_adam`, `specc_adam`.
+/// object file defines its own, `Local`), and, with `profile`, the profiler's mark.
+/// The JIT also imports the runtime kernels `specc_winograd`, with
+/// `runtime_adam` `specc_adam`, and with `epilogues` `specc_sgemm_ep`.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
     gemm_linkage: Linkage,
     runtime_adam: bool,
+    epilogues: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
@@ -211,11 +242,25 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
+    let gemm_ep = if gemm_linkage == Linkage::Import && epilogues {
+        Some(
+            module
+                .declare_function(
+                    "specc_sgemm_ep",
+                    Linkage::Import,
+                    &emit::gemm_ep_signature(cc),
+                )
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
     Ok(Imports {
         gemm,
         profile,
         winograd,
         adam,
+        gemm_ep,
     })
 }
 
@@ -229,7 +274,13 @@ pub fn compile(
     runtime_adam: bool,
 ) -> Result<Jit, String> {
     let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(&mut module, profile, Linkage::Import, runtime_adam)?;
+    let imports = imports(
+        &mut module,
+        profile,
+        Linkage::Import,
+        runtime_adam,
+        has_epilogue(plans),
+    )?;
     let sig = signature(&module);
     let mut ids = Vec::new();
     let mut ctx = Context::new();
@@ -269,6 +320,7 @@ pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
         false,
         Linkage::Import,
         adam::runtime_adam_from_env(),
+        has_epilogue(&[plan]),
     )?;
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut func);
@@ -292,6 +344,7 @@ pub fn asm_text(g: &Graph, plan: &Plan) -> Result<String, String> {
         false,
         Linkage::Import,
         adam::runtime_adam_from_env(),
+        has_epilogue(&[plan]),
     )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
@@ -323,6 +376,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
         false,
         Linkage::Import,
         adam::runtime_adam_from_env(),
+        has_epilogue(&[plan]),
     )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));

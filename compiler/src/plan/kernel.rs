@@ -92,6 +92,9 @@ pub enum Kernel {
         /// A batched product (`Op::BatchMatMul`): this many GEMMs, the views
         /// advancing by the given element strides from one to the next.
         groups: Option<Groups>,
+        /// A bias row and/or relu applied to C's final values
+        /// (`plan::epilogue`); C then holds the epilogue's node.
+        epilogue: Option<GemmEpilogue>,
     },
     /// Index of the first maximum along `axis` of `src` (viewed over `shape`).
     ArgMax {
@@ -108,6 +111,18 @@ pub enum Kernel {
     /// A Winograd convolution's transforms and products over blocks of
     /// images (see [`WinogradKernel`]).
     Winograd(WinogradKernel),
+}
+
+/// What a GEMM applies to each element of C after its last k block, in
+/// this order: `c + bias[j]` (with a bias), then `c > 0 ? c : 0` (with
+/// relu): a fused elementwise loop's operations (`plan::epilogue`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmEpilogue {
+    /// The node C holds afterwards (the fused loop's stored value).
+    pub node: NodeId,
+    /// The bias, viewed over C's shape (row stride 0).
+    pub bias: Option<View>,
+    pub relu: bool,
 }
 
 /// The groups of a batched GEMM: `count` products, group `g` reading `a`,

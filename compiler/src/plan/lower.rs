@@ -169,6 +169,7 @@ impl Planner<'_> {
                     k,
                     n: nn,
                     groups: None,
+                    epilogue: None,
                 }]
             }
             Op::BatchMatMul { ta, tb } => {
@@ -205,6 +206,7 @@ impl Planner<'_> {
                         b: stride(&b),
                         c: stride(&c),
                     }),
+                    epilogue: None,
                 }]
             }
             Op::ArgMax { axis } => {

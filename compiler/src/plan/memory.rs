@@ -28,7 +28,16 @@ pub(super) fn touched(k: &Kernel) -> Vec<BufId> {
                 }
             }
         }
-        Kernel::Gemm { a, b, c, .. } => out.extend([a.buf, b.buf, c.buf]),
+        Kernel::Gemm {
+            a, b, c, epilogue, ..
+        } => {
+            out.extend([a.buf, b.buf, c.buf]);
+            out.extend(
+                epilogue
+                    .iter()
+                    .filter_map(|e| e.bias.as_ref().map(|v| v.buf)),
+            );
+        }
         Kernel::ArgMax { src, dst, .. } => out.extend([src.buf, dst.buf]),
         Kernel::Window(w) => out.extend([w.src.buf, w.dst.buf]),
         Kernel::Winograd(w) => {

@@ -51,7 +51,9 @@
 //!    variable and [`plan`] starts again with that variable out of place;
 //!    each retry removes one variable, so planning ends.
 //! 8. Finishing (`Planner::finish`): the kernels in order, update loops
-//!    merged across parameters ([`merge`]), a `Mode` per kernel
+//!    merged across parameters ([`merge`]), Winograd passes fused
+//!    (`winofuse`), bias/relu loops folded into the GEMMs before them
+//!    ([`epilogue`], unless `SPECC_GEMM_EPILOGUE=never`), a `Mode` per kernel
 //!    (`threads`), scratch offsets by liveness (`memory`), output layouts,
 //!    then the barriers the threads need (`threads`, after the scratch
 //!    offsets: reused scratch bytes are a conflict too).
@@ -74,6 +76,7 @@
 //! [`print`](mod@print) (`--emit plan`).
 
 pub mod adam;
+pub mod epilogue;
 mod fusion;
 pub mod kernel;
 mod lower;
@@ -96,29 +99,56 @@ use crate::ir::{DType, Function, Graph, NodeId};
 use crate::layout::VarPlacement;
 use fusion::Group;
 pub use kernel::{
-    Buffer, Groups, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp, Source,
-    WindowKernel, WindowOp, WinogradKernel,
+    Buffer, GemmEpilogue, Groups, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp,
+    Source, WindowKernel, WindowOp, WinogradKernel,
 };
 pub use threads::{scalar_operands, Syncs};
 use units::{Class, Unit};
 pub use view::{BufId, Lin, View};
 
-/// Plans one function of a model for up to `threads` threads.
+/// Plans one function of a model for up to `threads` threads, with GEMM
+/// epilogues fused unless `SPECC_GEMM_EPILOGUE=never` ([`plan_with`]).
 pub fn plan(g: &Graph, f: &Function, place: &VarPlacement, threads: usize) -> Plan {
+    plan_with(
+        g,
+        f,
+        place,
+        threads,
+        epilogue::enabled_from_env().unwrap_or(true),
+    )
+}
+
+/// [`plan`], fusing bias/relu loops into GEMM epilogues when
+/// `gemm_epilogue` ([`epilogue`]).
+pub fn plan_with(
+    g: &Graph,
+    f: &Function,
+    place: &VarPlacement,
+    threads: usize,
+    gemm_epilogue: bool,
+) -> Plan {
     if threads >= 2 {
-        let two = plan_threads(g, f, place, 2);
+        let two = plan_threads(g, f, place, 2, gemm_epilogue);
         if threads::two_threads_pay(g, &two) {
             return two;
         }
     }
-    plan_threads(g, f, place, 1)
+    plan_threads(g, f, place, 1, gemm_epilogue)
 }
 
 /// Plans one function for exactly `threads` threads.
-fn plan_threads(g: &Graph, f: &Function, place: &VarPlacement, threads: u32) -> Plan {
+fn plan_threads(
+    g: &Graph,
+    f: &Function,
+    place: &VarPlacement,
+    threads: u32,
+    gemm_epilogue: bool,
+) -> Plan {
     let mut not_in_place: HashSet<u32> = HashSet::new();
     loop {
-        match Planner::new(g, f, place, &not_in_place, threads).run() {
+        let mut planner = Planner::new(g, f, place, &not_in_place, threads);
+        planner.gemm_epilogue = gemm_epilogue;
+        match planner.run() {
             Ok(p) => return p,
             Err(var) => {
                 not_in_place.insert(var);
@@ -156,6 +186,8 @@ struct Planner<'a> {
     /// Scratch buffers that keep their contents from call to call.
     persistent: HashSet<BufId>,
     threads: u32,
+    /// Fuse bias/relu loops into GEMM epilogues ([`epilogue`]).
+    gemm_epilogue: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -207,6 +239,7 @@ impl<'a> Planner<'a> {
             scalar_loads: HashMap::new(),
             persistent: HashSet::new(),
             threads,
+            gemm_epilogue: true,
         }
     }
 
@@ -235,8 +268,11 @@ impl<'a> Planner<'a> {
         let chains = merge::merge_updates(self.g, &self.buffers, &mut kernels);
         let batch = self.place.layout.max_batch as u64;
         let mut kernels = winofuse::fuse(kernels, batch);
-        let modes = threads::kernel_modes(self.g, &kernels, batch, self.threads);
         let pinned: HashSet<BufId> = self.scalar_loads.values().map(|(v, _)| v.buf).collect();
+        if self.gemm_epilogue {
+            epilogue::fuse(self.g, &self.buffers, &mut kernels, &pinned);
+        }
+        let modes = threads::kernel_modes(self.g, &kernels, batch, self.threads);
         let scratch_bytes = memory::assign_scratch(
             &mut self.buffers,
             &kernels,

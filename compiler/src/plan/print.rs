@@ -78,15 +78,17 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 k,
                 n,
                 groups,
+                epilogue,
             } => {
                 let batch = groups.map_or(String::new(), |g| {
                     format!(" groups={} strides=[{}, {}, {}]", g.count, g.a, g.b, g.c)
                 });
                 writeln!(
                     out,
-                    "    k{i}: gemm {node} m={m} k={k} n={n}{}{}{batch}: {c} = {a} @ {b}",
+                    "    k{i}: gemm {node} m={m} k={k} n={n}{}{}{batch}: {c} = {a} @ {b}{}",
                     if *ta { " ta" } else { "" },
-                    if *tb { " tb" } else { "" }
+                    if *tb { " tb" } else { "" },
+                    epilogue.as_ref().map_or(String::new(), epilogue_text)
                 )
                 .ok();
             }
@@ -216,4 +218,16 @@ fn body_text(g: &Graph, n: crate::ir::NodeId) -> String {
     let node = g.node(n);
     let args: Vec<String> = node.inputs.iter().map(|i| i.to_string()).collect();
     format!("{} {}", op_text(g, &node.op), args.join(", "))
+}
+
+/// A GEMM epilogue in dumps: ` epilogue -> %9: bias b3[0,1] relu`.
+fn epilogue_text(e: &super::kernel::GemmEpilogue) -> String {
+    let mut s = format!(" epilogue -> {}:", e.node);
+    if let Some(b) = &e.bias {
+        s += &format!(" bias {b}");
+    }
+    if e.relu {
+        s += " relu";
+    }
+    s
 }

@@ -366,8 +366,17 @@ impl Footprint<'_> {
                     }
                 }
             }
-            Kernel::Gemm { a: x, b: y, c, .. } => {
+            Kernel::Gemm {
+                a: x,
+                b: y,
+                c,
+                epilogue,
+                ..
+            } => {
                 a.reads.extend([self.whole(x.buf), self.whole(y.buf)]);
+                if let Some(bias) = epilogue.as_ref().and_then(|e| e.bias.as_ref()) {
+                    a.reads.push(self.whole(bias.buf));
+                }
                 a.writes.push(self.whole(c.buf));
             }
             Kernel::ArgMax { src, dst, .. } => {

@@ -76,8 +76,15 @@ pub(super) fn reads_writes(k: &Kernel) -> (Vec<BufId>, Vec<BufId>) {
                 }
             }
         }
-        Kernel::Gemm { a, b, c, .. } => {
+        Kernel::Gemm {
+            a, b, c, epilogue, ..
+        } => {
             r.extend([a.buf, b.buf]);
+            r.extend(
+                epilogue
+                    .iter()
+                    .filter_map(|e| e.bias.as_ref().map(|v| v.buf)),
+            );
             w.push(c.buf);
         }
         Kernel::ArgMax { src, dst, .. } => {

@@ -131,6 +131,18 @@ unsafe fn narrow_n<const N: usize>(p: &Problem) {
                 };
                 _mm512_mask_storeu_ps(c, m, y);
             }
+            if t + 1 == kb.nb {
+                if let Some(ep) = &p.ep {
+                    let tile = super::CTile {
+                        ptr: p.c.offset(i0 as isize * p.rsc),
+                        rs: p.rsc,
+                        cs: 1,
+                        mr: rows,
+                        nr: N,
+                    };
+                    super::apply_ep(ep, tile, i0, 0);
+                }
+            }
         }
     }
 }

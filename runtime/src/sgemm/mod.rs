@@ -43,6 +43,8 @@
 //!       for each MR-row panel of A (ir)      -- stays in L1
 //!         for each NR-column panel of B (jr) -- streams from L2 (prefetched)
 //!           microkernel: MR x NR tile of C, kc steps, then the epilogue
+//!       after the last k block: the fused epilogue (`sgemm_ep`: bias,
+//!       relu) over the ic x jc block of C just written
 //! ```
 //!
 //! * Microkernels keep the whole tile in registers (24 zmm accumulators on
@@ -276,6 +278,99 @@ pub unsafe fn sgemm_with(
     rsc: isize,
     csc: isize,
 ) {
+    sgemm_ep_with(
+        isa, m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc, None,
+    )
+}
+
+/// What is applied to every element of C after its last k block
+/// ([`sgemm_ep`]): `c = c + bias[j * bias_stride]` (when `bias` is not
+/// null), then `c = relu(c)` (when `relu`), where `relu(x) = x > 0 ? x : 0`
+/// (NaN and -0.0 give +0.0), the same IEEE operations, in the same order, as
+/// a compiled elementwise loop `relu(add(c, bias))`.
+#[derive(Clone, Copy, Debug)]
+pub struct Epilogue {
+    /// The bias row (one value per column of C), or null for none.
+    pub bias: *const f32,
+    /// Elements between the biases of consecutive columns of C.
+    pub bias_stride: isize,
+    pub relu: bool,
+}
+
+/// [`sgemm`] followed by an [`Epilogue`]: `C = ep(alpha * A @ B + beta * C)`.
+/// The epilogue is applied block by block of C (the driver's cache blocks,
+/// at most about 1056 x 512 floats), right after the block's last k block
+/// is stored (while it is in cache), never to partial sums; every element
+/// gets the same operations whatever the kernel or the way C is split
+/// between calls (a caller splitting C by columns offsets `bias` too).
+///
+/// # Safety
+/// As for [`sgemm`]; with a bias, `bias.offset(j * bias_stride)` must be
+/// readable for every `j < n` and must not overlap C.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_ep(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    csb: isize,
+    beta: f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    ep: Option<&Epilogue>,
+) {
+    sgemm_ep_with(
+        Isa::active(),
+        m,
+        k,
+        n,
+        alpha,
+        a,
+        rsa,
+        csa,
+        b,
+        rsb,
+        csb,
+        beta,
+        c,
+        rsc,
+        csc,
+        ep,
+    )
+}
+
+/// [`sgemm_ep`] with a chosen kernel (for tests and benchmarks).
+///
+/// # Panics
+/// If `isa` is not available on this CPU ([`Isa::is_available`]).
+///
+/// # Safety
+/// As for [`sgemm_ep`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_ep_with(
+    isa: Isa,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    csb: isize,
+    beta: f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    ep: Option<&Epilogue>,
+) {
     assert!(
         isa.is_available(),
         "sgemm: {isa:?} is not supported by this CPU"
@@ -283,8 +378,26 @@ pub unsafe fn sgemm_with(
     if m == 0 || n == 0 {
         return;
     }
+    let ep = ep.and_then(|e| {
+        (!e.bias.is_null() || e.relu).then_some(Ep {
+            bias: e.bias,
+            rs: 0,
+            cs: e.bias_stride,
+            relu: e.relu,
+        })
+    });
     if k == 0 {
         scale_c(m, n, beta, c, rsc, csc);
+        if let Some(ep) = &ep {
+            let tile = CTile {
+                ptr: c,
+                rs: rsc,
+                cs: csc,
+                mr: m,
+                nr: n,
+            };
+            apply_ep(ep, tile, 0, 0);
+        }
         return;
     }
     let mut p = Problem {
@@ -302,6 +415,7 @@ pub unsafe fn sgemm_with(
         c,
         rsc,
         csc,
+        ep,
     };
     if p.prefers_transposed() {
         p = p.transposed();
@@ -312,6 +426,87 @@ pub unsafe fn sgemm_with(
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => kernel_avx2::gemm(&p),
         _ => kernel_scalar::gemm(&p),
+    }
+}
+
+/// An [`Epilogue`] in a [`Problem`]'s orientation: the bias of element
+/// `(i, j)` at `bias + i * rs + j * cs` (`rs == 0` unless transposed).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ep {
+    pub bias: *const f32,
+    pub rs: isize,
+    pub cs: isize,
+    pub relu: bool,
+}
+
+/// Applies the epilogue to a tile of C whose first element is C's element
+/// `(i0, j0)`: `c = c + bias` (with a bias), then `c = c > 0 ? c : 0` (with
+/// relu), element by element; contiguous rows of C with a contiguous or
+/// constant bias take a loop the compiler vectorizes (the same operations).
+///
+/// # Safety
+/// The tile must be readable and writable, the biases readable.
+#[inline(always)]
+pub(crate) unsafe fn apply_ep(ep: &Ep, c: CTile, i0: usize, j0: usize) {
+    #[inline(always)]
+    fn relu(x: f32) -> f32 {
+        if x > 0.0 {
+            x
+        } else {
+            0.0
+        }
+    }
+    let has_bias = !ep.bias.is_null();
+    for i in 0..c.mr {
+        let row = c.ptr.offset(i as isize * c.rs);
+        if !has_bias {
+            if c.cs == 1 {
+                let r = core::slice::from_raw_parts_mut(row, c.nr);
+                for x in r {
+                    *x = relu(*x);
+                }
+            } else {
+                for j in 0..c.nr {
+                    let e = row.offset(j as isize * c.cs);
+                    *e = relu(*e);
+                }
+            }
+            continue;
+        }
+        let brow = ep
+            .bias
+            .offset((i0 + i) as isize * ep.rs + j0 as isize * ep.cs);
+        if c.cs == 1 && ep.cs == 1 {
+            let r = core::slice::from_raw_parts_mut(row, c.nr);
+            let bs = core::slice::from_raw_parts(brow, c.nr);
+            if ep.relu {
+                for (x, b) in r.iter_mut().zip(bs) {
+                    *x = relu(*x + *b);
+                }
+            } else {
+                for (x, b) in r.iter_mut().zip(bs) {
+                    *x += *b;
+                }
+            }
+        } else if c.cs == 1 && ep.cs == 0 {
+            let r = core::slice::from_raw_parts_mut(row, c.nr);
+            let b = *brow;
+            if ep.relu {
+                for x in r {
+                    *x = relu(*x + b);
+                }
+            } else {
+                for x in r {
+                    *x += b;
+                }
+            }
+        } else {
+            for j in 0..c.nr {
+                let e = row.offset(j as isize * c.cs);
+                let v = *e + *brow.offset(j as isize * ep.cs);
+                *e = if ep.relu { relu(v) } else { v };
+            }
+        }
     }
 }
 
@@ -342,6 +537,8 @@ pub(crate) struct Problem {
     pub c: *mut f32,
     pub rsc: isize,
     pub csc: isize,
+    /// Applied to each tile after its last k block.
+    pub ep: Option<Ep>,
 }
 
 impl Problem {
@@ -371,6 +568,11 @@ impl Problem {
             csb: self.rsa,
             rsc: self.csc,
             csc: self.rsc,
+            ep: self.ep.map(|e| Ep {
+                rs: e.cs,
+                cs: e.rs,
+                ..e
+            }),
             ..self
         }
     }
@@ -744,6 +946,21 @@ pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
                     let a = a_src(ir);
                     for jr in (0..ncb).step_by(nr_max) {
                         K::tile(kc, a, b_src(jr), c_tile(ir, jr), p.alpha, beta);
+                    }
+                }
+                // The epilogue over the block of C just finished (at most
+                // ~1056 x 512 floats, mostly still in cache), after its
+                // last k block: long rows vectorize better than one tile's.
+                if t + 1 == kb.nb {
+                    if let Some(ep) = &p.ep {
+                        let block = CTile {
+                            ptr: c_tile(0, 0).ptr,
+                            rs: p.rsc,
+                            cs: p.csc,
+                            mr: mcb,
+                            nr: ncb,
+                        };
+                        apply_ep(ep, block, ic, jc);
                     }
                 }
             }

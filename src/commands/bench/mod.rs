@@ -174,10 +174,16 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
                 k,
                 n,
                 groups,
+                epilogue,
                 ..
             } => {
                 let batch = groups.map_or(String::new(), |g| format!(" groups={}", g.count));
-                format!("gemm {node} m={m} k={k} n={n}{batch}")
+                let ep = epilogue.as_ref().map_or(String::new(), |e| {
+                    let bias = if e.bias.is_some() { " bias" } else { "" };
+                    let relu = if e.relu { " relu" } else { "" };
+                    format!(" epilogue{bias}{relu}")
+                });
+                format!("gemm {node} m={m} k={k} n={n}{batch}{ep}")
             }
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
             Kernel::Window(w) => format!("{} {} {:?}", w.op.name(), w.node, w.window),
