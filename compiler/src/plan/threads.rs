@@ -42,14 +42,16 @@ use crate::ir::{DType, Dim, Graph, NodeId, Op, Shape};
 /// [`cost`]: a cache-line transfer each way (~0.3 us on the benchmarks' Zen 5)
 /// and the threads' imbalance, scaled as `cost` overestimates the
 /// cache-resident kernels of small models about tenfold (W1's Adam loop: 42
-/// us estimated, 4.2 us measured). W1's training step (40 us saved against 7
-/// synchronizations) then runs on two threads: on the quiet Zen 5 it
-/// measured 59.5k-61.0k steps/s against 49.2k-49.7k on one, and
-/// `digits_embedding` 16.6k against 9.5k (the same bits). Evaluation
-/// functions of those models (12 us against 4) and models with nothing to
-/// split (W2) stay on one. (This was 20 us, fitted to runs on a loaded
-/// machine, where a two-thread step waits for a descheduled partner.)
-const SYNC_SECONDS: f64 = 4e-6;
+/// us estimated, 4.2 us measured), and weighted for what a busy machine
+/// does to a short step. W1's training step (40 us saved against 6
+/// synchronizations) stays on one thread: on the quiet Zen 5 two threads
+/// ran it 10-20 % faster (66k against 59k steps/s), but with one other
+/// busy process on the two cores 13.7k-33.5k against 60k, and with two
+/// 0.3k-29k (a barrier waits for a descheduled partner's next time slice,
+/// milliseconds against a 15 us step). W3 and W7 save milliseconds and
+/// lose little under load (W7 with two busy processes: 286-309 steps/s on
+/// two threads against 341-364 on one).
+const SYNC_SECONDS: f64 = 20e-6;
 /// Work below which a kernel of a parallel function runs on thread 0 alone.
 const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
 
