@@ -25,6 +25,7 @@
 //! so the results are the same bits whichever runs (a lane is an
 //! independent element, `sqrt` and `/` are correctly rounded).
 
+use crate::lanes::Lane;
 use crate::sgemm::Isa;
 
 /// `flags` bit: the gradient is multiplied by `scale` first.
@@ -63,97 +64,9 @@ pub struct Scalars {
     pub decay: f32,
 }
 
-/// One lane type: 16 elements in a register, 8, or one.
-trait Lane: Copy {
-    const N: usize;
-    unsafe fn load(p: *const f32) -> Self;
-    unsafe fn store(self, p: *mut f32);
-    fn splat(x: f32) -> Self;
-    fn add(self, o: Self) -> Self;
-    fn sub(self, o: Self) -> Self;
-    fn mul(self, o: Self) -> Self;
-    fn div(self, o: Self) -> Self;
-    fn sqrt(self) -> Self;
-}
-
-impl Lane for f32 {
-    const N: usize = 1;
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        unsafe { p.read() }
-    }
-    #[inline(always)]
-    unsafe fn store(self, p: *mut f32) {
-        unsafe { p.write(self) }
-    }
-    #[inline(always)]
-    fn splat(x: f32) -> Self {
-        x
-    }
-    #[inline(always)]
-    fn add(self, o: Self) -> Self {
-        self + o
-    }
-    #[inline(always)]
-    fn sub(self, o: Self) -> Self {
-        self - o
-    }
-    #[inline(always)]
-    fn mul(self, o: Self) -> Self {
-        self * o
-    }
-    #[inline(always)]
-    fn div(self, o: Self) -> Self {
-        self / o
-    }
-    #[inline(always)]
-    fn sqrt(self) -> Self {
-        f32::sqrt(self)
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use std::arch::x86_64::*;
-
-    #[derive(Clone, Copy)]
-    pub struct V(pub __m512);
-
-    impl super::Lane for V {
-        const N: usize = 16;
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            unsafe { V(_mm512_loadu_ps(p)) }
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            unsafe { _mm512_storeu_ps(p, self.0) }
-        }
-        #[inline(always)]
-        fn splat(x: f32) -> Self {
-            unsafe { V(_mm512_set1_ps(x)) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V(_mm512_add_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V(_mm512_sub_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn mul(self, o: Self) -> Self {
-            unsafe { V(_mm512_mul_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn div(self, o: Self) -> Self {
-            unsafe { V(_mm512_div_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sqrt(self) -> Self {
-            unsafe { V(_mm512_sqrt_ps(self.0)) }
-        }
-    }
+    use crate::lanes::Avx512 as V;
 
     /// # Safety
     /// As [`super::specc_adam`], on a CPU with AVX-512F.
@@ -161,7 +74,7 @@ mod avx512 {
     pub unsafe fn run<const F: i64>(p: super::Ptrs, s: super::Scalars, lo: usize, hi: usize) {
         unsafe {
             let i = super::run::<V, F>(p, s, lo, hi);
-            let i = super::run::<super::avx2::V, F>(p, s, i, hi);
+            let i = super::run::<crate::lanes::Avx2, F>(p, s, i, hi);
             super::run::<f32, F>(p, s, i, hi);
         }
     }
@@ -169,46 +82,7 @@ mod avx512 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use std::arch::x86_64::*;
-
-    #[derive(Clone, Copy)]
-    pub struct V(pub __m256);
-
-    impl super::Lane for V {
-        const N: usize = 8;
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            unsafe { V(_mm256_loadu_ps(p)) }
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            unsafe { _mm256_storeu_ps(p, self.0) }
-        }
-        #[inline(always)]
-        fn splat(x: f32) -> Self {
-            unsafe { V(_mm256_set1_ps(x)) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V(_mm256_add_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V(_mm256_sub_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn mul(self, o: Self) -> Self {
-            unsafe { V(_mm256_mul_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn div(self, o: Self) -> Self {
-            unsafe { V(_mm256_div_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sqrt(self) -> Self {
-            unsafe { V(_mm256_sqrt_ps(self.0)) }
-        }
-    }
+    use crate::lanes::Avx2 as V;
 
     /// # Safety
     /// As [`super::specc_adam`], on a CPU with AVX2.

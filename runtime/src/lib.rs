@@ -44,6 +44,7 @@ pub mod gemm;
 pub mod hash;
 pub mod init;
 pub mod io;
+mod lanes;
 pub mod memory;
 pub mod metrics;
 pub mod pipeline;

@@ -9,6 +9,7 @@
 //! version (`codegen::window`), so the results are the same bits whichever
 //! runs (a lane is an independent channel).
 
+use crate::lanes::Lane;
 use crate::sgemm::Isa;
 
 /// The transforms, numbered as the generated code passes them.
@@ -30,85 +31,9 @@ struct Geo {
     pl: i64,
 }
 
-/// One lane type: 16 channels in a register, or one.
-trait Lane: Copy {
-    const N: usize;
-    unsafe fn load(p: *const f32) -> Self;
-    unsafe fn store(self, p: *mut f32);
-    fn zero() -> Self;
-    fn add(self, o: Self) -> Self;
-    fn sub(self, o: Self) -> Self;
-    fn neg(self) -> Self;
-}
-
-impl Lane for f32 {
-    const N: usize = 1;
-    #[inline(always)]
-    unsafe fn load(p: *const f32) -> Self {
-        unsafe { *p }
-    }
-    #[inline(always)]
-    unsafe fn store(self, p: *mut f32) {
-        unsafe { *p = self }
-    }
-    #[inline(always)]
-    fn zero() -> Self {
-        0.0
-    }
-    #[inline(always)]
-    fn add(self, o: Self) -> Self {
-        self + o
-    }
-    #[inline(always)]
-    fn sub(self, o: Self) -> Self {
-        self - o
-    }
-    #[inline(always)]
-    fn neg(self) -> Self {
-        -self
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use std::arch::x86_64::*;
-
-    #[derive(Clone, Copy)]
-    pub struct V(pub __m512);
-
-    impl super::Lane for V {
-        const N: usize = 16;
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            unsafe { V(_mm512_loadu_ps(p)) }
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            unsafe { _mm512_storeu_ps(p, self.0) }
-        }
-        #[inline(always)]
-        fn zero() -> Self {
-            unsafe { V(_mm512_setzero_ps()) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V(_mm512_add_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V(_mm512_sub_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn neg(self) -> Self {
-            // Flip the sign bit, as CLIF's fneg.
-            unsafe {
-                V(_mm512_castsi512_ps(_mm512_xor_si512(
-                    _mm512_castps_si512(self.0),
-                    _mm512_set1_epi32(i32::MIN),
-                )))
-            }
-        }
-    }
+    use crate::lanes::Avx512 as V;
 
     /// # Safety
     /// As [`super::specc_winograd`], on a CPU with AVX-512F.
@@ -129,39 +54,7 @@ mod avx512 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use std::arch::x86_64::*;
-
-    #[derive(Clone, Copy)]
-    pub struct V(pub __m256);
-
-    impl super::Lane for V {
-        const N: usize = 8;
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            unsafe { V(_mm256_loadu_ps(p)) }
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            unsafe { _mm256_storeu_ps(p, self.0) }
-        }
-        #[inline(always)]
-        fn zero() -> Self {
-            unsafe { V(_mm256_setzero_ps()) }
-        }
-        #[inline(always)]
-        fn add(self, o: Self) -> Self {
-            unsafe { V(_mm256_add_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn sub(self, o: Self) -> Self {
-            unsafe { V(_mm256_sub_ps(self.0, o.0)) }
-        }
-        #[inline(always)]
-        fn neg(self) -> Self {
-            // Flip the sign bit, as CLIF's fneg.
-            unsafe { V(_mm256_xor_ps(self.0, _mm256_set1_ps(-0.0))) }
-        }
-    }
+    use crate::lanes::Avx2 as V;
 
     /// # Safety
     /// As [`super::specc_winograd`], on a CPU with AVX2.
