@@ -1,7 +1,7 @@
 //! GEMM epilogues: a bias row and/or relu folded into the GEMM that
 //! produces their input.
 //!
-//! Owns: [`fuse`], which finds, in the ordered kernel list, a plain GEMM
+//! Owns: `fuse`, which finds, in the ordered kernel list, a plain GEMM
 //! (not batched) immediately followed by a loop over the GEMM's output
 //! shape that only computes `add(c, bias)`, `relu(add(c, bias))` or
 //! `relu(c)` (the bias a row vector broadcast along C's rows) and stores
