@@ -595,17 +595,16 @@ fn specc_gemm_isa_must_name_a_kernel() {
     assert_eq!(metrics(&base), metrics(&scalar));
 }
 
-/// `SPECC_RUNTIME_ADAM` other than auto or never is refused; `never`
-/// (Cranelift's update loops) trains to the same final metrics as the default.
-#[test]
-fn specc_runtime_adam_must_be_auto_or_never() {
-    let dir = workdir("runtime_adam_env");
+/// `var` set to any of `bad` is refused with "`var` must be auto or never";
+/// `never` trains to the same final metrics as the default.
+fn auto_or_never_setting(var: &str, dirname: &str, bad: &[&str]) {
+    let dir = workdir(dirname);
     std::fs::write(dir.join("spec.spec"), BASE).unwrap();
-    for v in ["yes", "always", "1"] {
-        let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[("SPECC_RUNTIME_ADAM", v)]);
+    for v in bad {
+        let (status, _, err) = specc_env(&dir, &["run", "spec.spec"], &[(var, v)]);
         assert_eq!(status, 1, "{v}: {err}");
         assert!(
-            err.contains("SPECC_RUNTIME_ADAM must be auto or never") && err.contains(v),
+            err.contains(&format!("{var} must be auto or never")) && err.contains(v),
             "{v}: {err}"
         );
     }
@@ -616,46 +615,32 @@ fn specc_runtime_adam_must_be_auto_or_never() {
     };
     let (status, base, err) = specc_env(&dir, &["run", "spec.spec"], &[]);
     assert_eq!(status, 0, "{err}");
-    let (status, never, err) = specc_env(
-        &dir,
-        &["run", "spec.spec"],
-        &[("SPECC_RUNTIME_ADAM", "never")],
-    );
+    let (status, never, err) = specc_env(&dir, &["run", "spec.spec"], &[(var, "never")]);
     assert_eq!(status, 0, "{err}");
     assert!(metrics(&base).is_some(), "{base}");
     assert_eq!(metrics(&base), metrics(&never));
+}
+
+/// `SPECC_RUNTIME_ADAM` other than auto or never is refused; `never`
+/// (Cranelift's update loops) trains to the same final metrics as the default.
+#[test]
+fn specc_runtime_adam_must_be_auto_or_never() {
+    auto_or_never_setting(
+        "SPECC_RUNTIME_ADAM",
+        "runtime_adam_env",
+        &["yes", "always", "1"],
+    );
 }
 
 /// `SPECC_GEMM_EPILOGUE` other than auto or never is refused; `never`
 /// (GEMM epilogues off) trains to the same final metrics as the default.
 #[test]
 fn specc_gemm_epilogue_must_be_auto_or_never() {
-    let dir = workdir("gemm_epilogue_env");
-    std::fs::write(dir.join("spec.spec"), BASE).unwrap();
-    for v in ["always", "on", "1"] {
-        let (status, _, err) =
-            specc_env(&dir, &["run", "spec.spec"], &[("SPECC_GEMM_EPILOGUE", v)]);
-        assert_eq!(status, 1, "{v}: {err}");
-        assert!(
-            err.contains("SPECC_GEMM_EPILOGUE must be auto or never") && err.contains(v),
-            "{v}: {err}"
-        );
-    }
-    let metrics = |out: &str| {
-        out.lines()
-            .find(|l| l.contains("train: loss"))
-            .map(str::to_owned)
-    };
-    let (status, base, err) = specc_env(&dir, &["run", "spec.spec"], &[]);
-    assert_eq!(status, 0, "{err}");
-    let (status, never, err) = specc_env(
-        &dir,
-        &["run", "spec.spec"],
-        &[("SPECC_GEMM_EPILOGUE", "never")],
+    auto_or_never_setting(
+        "SPECC_GEMM_EPILOGUE",
+        "gemm_epilogue_env",
+        &["always", "on", "1"],
     );
-    assert_eq!(status, 0, "{err}");
-    assert!(metrics(&base).is_some(), "{base}");
-    assert_eq!(metrics(&base), metrics(&never));
 }
 
 /// `gradcheck --samples 0` would check nothing: refused.

@@ -34,26 +34,26 @@ pub unsafe extern "C" fn specc_sgemm(
     rsc: i64,
     csc: i64,
 ) {
-    if m <= 0 || n <= 0 {
-        return;
-    }
     // SAFETY: the caller guarantees the pointers and strides.
     unsafe {
-        crate::sgemm::sgemm(
-            m as usize,
-            k.max(0) as usize,
-            n as usize,
+        specc_sgemm_ep(
+            m,
+            k,
+            n,
             alpha,
             a,
-            rsa as isize,
-            csa as isize,
+            rsa,
+            csa,
             b,
-            rsb as isize,
-            csb as isize,
+            rsb,
+            csb,
             beta,
             c,
-            rsc as isize,
-            csc as isize,
+            rsc,
+            csc,
+            std::ptr::null(),
+            0,
+            0,
         )
     }
 }
@@ -89,11 +89,12 @@ pub unsafe extern "C" fn specc_sgemm_ep(
     if m <= 0 || n <= 0 {
         return;
     }
-    let ep = crate::sgemm::Epilogue {
+    // No bias and no relu: the plain product ([`specc_sgemm`]).
+    let ep = (!bias.is_null() || relu != 0).then_some(crate::sgemm::Epilogue {
         bias,
         bias_stride: bias_stride as isize,
         relu: relu != 0,
-    };
+    });
     // SAFETY: the caller guarantees the pointers and strides.
     unsafe {
         crate::sgemm::sgemm_ep(
@@ -111,7 +112,7 @@ pub unsafe extern "C" fn specc_sgemm_ep(
             c,
             rsc as isize,
             csc as isize,
-            Some(&ep),
+            ep.as_ref(),
         )
     }
 }
