@@ -13,6 +13,7 @@ use specc_grammar::SourceFile;
 use specc_runtime::data;
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::Trainer;
+use specc_runtime::twin::StallGuard;
 
 fn read_spec(name: &str) -> String {
     std::fs::read_to_string(format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -47,6 +48,19 @@ fn train_with(
     steps: usize,
     winograd: Winograd,
 ) -> (u32, bool, Vars, Vec<f32>) {
+    let (threads, has_rows, vars, losses, _) = train_guarded(text, threads, steps, winograd, None);
+    (threads, has_rows, vars, losses)
+}
+
+/// [`train_with`], with the step's one-thread twin (which it must have) run
+/// when `twin` says so; also returns the calls on two threads and on the twin.
+fn train_guarded(
+    text: &str,
+    threads: usize,
+    steps: usize,
+    winograd: Winograd,
+    twin: Option<StallGuard>,
+) -> (u32, bool, Vars, Vec<f32>, Option<(u64, u64)>) {
     let src = SourceFile::new("spec.spec", text.to_string());
     let program = compile_with(
         &src,
@@ -70,6 +84,11 @@ fn train_with(
     let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
     let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
     let mut s = program.session().unwrap();
+    if let Some(guard) = twin {
+        let (f, twin) = program.twins()[0];
+        assert_eq!(f, 0, "the step has a twin");
+        s.set_twin(f, twin, guard).unwrap();
+    }
     let cfg = model.train.config(steps as u64);
     assert!(
         (steps as u64) * cfg.batch as u64 > ds.rows as u64,
@@ -90,7 +109,7 @@ fn train_with(
         .iter()
         .map(|v| (v.name.clone(), s.var(&v.name).unwrap().to_vec()))
         .collect();
-    (step.threads, has_rows, vars, losses)
+    (step.threads, has_rows, vars, losses, s.twin_counts(0))
 }
 
 fn same_bits_on_one_and_two_threads(what: &str, text: &str, steps: usize) -> bool {
@@ -126,6 +145,40 @@ fn same_bits_with(what: &str, text: &str, steps: usize, winograd: Winograd) -> b
     // Training moved: the losses are not all the same.
     assert!(loss1.windows(2).any(|w| w[0] != w[1]), "{what}: {loss1:?}");
     rows1
+}
+
+/// digits_mlp (W1): a short step, planned for two threads with a one-thread
+/// twin (`Plan::twin`) that the session runs while two threads stall. Calls
+/// alternating between the two codes compute the same bits as one thread.
+#[test]
+fn a_short_step_and_its_one_thread_twin_compute_the_same_bits_as_one_thread() {
+    let text = read_spec("digits_mlp.spec");
+    let steps = 40;
+    let (t1, _, vars1, loss1, counts1) = train_guarded(&text, 1, steps, Winograd::Never, None);
+    assert_eq!((t1, counts1), (1, None), "one thread: no twin");
+    let (t2, _, vars2, loss2, counts2) = train_guarded(
+        &text,
+        2,
+        steps,
+        Winograd::Never,
+        Some(StallGuard::alternating()),
+    );
+    assert_eq!(t2, 2, "digits_mlp's step is planned for two threads");
+    let half = steps as u64 / 2;
+    assert_eq!(counts2, Some((half, half)), "calls alternate");
+    assert_eq!(
+        loss1.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+        loss2.iter().map(|l| l.to_bits()).collect::<Vec<_>>()
+    );
+    assert!(loss1.windows(2).any(|w| w[0] != w[1]), "{loss1:?}");
+    for ((n, v1), (_, v2)) in vars1.iter().zip(&vars2) {
+        let diff = v1
+            .iter()
+            .zip(v2)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(diff, 0, "{n}: {diff} values differ");
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ use specc_grammar::{Diagnostic, SourceFile};
 use specc_runtime::abi::{assertion_output, AssertionLayout, FunctionLayout, StepFn};
 use specc_runtime::memory::MemoryNeeds;
 use specc_runtime::session::Session;
+use specc_runtime::twin::StallGuard;
 
 use crate::codegen::{self, Jit};
 use crate::layout::{self, VarPlacement};
@@ -270,7 +271,11 @@ fn function_layout(p: &Plan, model: &Model) -> FunctionLayout {
 }
 
 fn memory(placement: &VarPlacement, plans: &[Plan], model: &Model) -> MemoryNeeds {
-    let functions: Vec<FunctionLayout> = plans.iter().map(|p| function_layout(p, model)).collect();
+    let functions: Vec<FunctionLayout> = plans
+        .iter()
+        .chain(plans.iter().filter_map(|p| p.twin.as_deref()))
+        .map(|p| function_layout(p, model))
+        .collect();
     MemoryNeeds::of(&placement.layout, &functions)
 }
 
@@ -294,7 +299,13 @@ pub fn compile_with(
     options: &Options,
 ) -> Result<Program, Vec<Diagnostic>> {
     let profile = options.profile;
-    let planned = plan_model_with(src, which, options)?;
+    let mut planned = plan_model_with(src, which, options)?;
+    if profile {
+        // Profiles name kernels by index: time the plans that are dumped.
+        for p in &mut planned.plans {
+            p.twin = None;
+        }
+    }
     let jit = guard(|| {
         let plans: Vec<&Plan> = planned.plans.iter().collect();
         codegen::compile(&planned.model.graph, &plans, profile, options.runtime_adam).map_err(|e| {
@@ -314,14 +325,46 @@ pub fn compile_with(
 }
 
 impl Program {
+    /// Every compiled function with its layout: the plans in order, then
+    /// the plans' one-thread twins (see [`Program::twins`]).
     pub fn function_layouts(&self) -> Vec<(FunctionLayout, StepFn)> {
         self.plans
             .iter()
+            .chain(self.plans.iter().filter_map(|p| p.twin.as_deref()))
             .map(|p| {
                 let f = self.jit.function(&p.name).expect("compiled");
                 (function_layout(p, &self.model), f)
             })
             .collect()
+    }
+
+    /// (function, its one-thread twin) as indices into
+    /// [`Program::function_layouts`], for [`Session::set_twin`].
+    pub fn twins(&self) -> Vec<(usize, usize)> {
+        let mut next = self.plans.len();
+        let mut out = Vec::new();
+        for (i, p) in self.plans.iter().enumerate() {
+            if p.twin.is_some() {
+                out.push((i, next));
+                next += 1;
+            }
+        }
+        out
+    }
+
+    /// A session over this program's functions, with the twins set.
+    ///
+    /// # Safety
+    /// The caller keeps the program alive while the session calls its code.
+    pub unsafe fn new_session(&self) -> Result<Session, String> {
+        // SAFETY: the functions follow the layout's ABI (generated from the
+        // same plans); the caller's contract keeps the code alive.
+        let mut session =
+            unsafe { Session::new(self.placement.layout.clone(), self.function_layouts())? };
+        for (f, twin) in self.twins() {
+            session.set_twin(f, twin, StallGuard::default())?;
+        }
+        Ok(session)
     }
 
     /// The memory a session of this program allocates.
@@ -333,8 +376,7 @@ impl Program {
     pub fn session(&self) -> Result<ProgramSession<'_>, String> {
         // SAFETY: the functions follow the layout's ABI (generated from the same
         // plans), and `ProgramSession` borrows `self`, so the code outlives it.
-        let session =
-            unsafe { Session::new(self.placement.layout.clone(), self.function_layouts())? };
+        let session = unsafe { self.new_session()? };
         Ok(ProgramSession {
             session,
             _program: PhantomData,

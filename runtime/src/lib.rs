@@ -58,4 +58,5 @@ pub mod suggest;
 pub mod summary;
 pub mod threads;
 pub mod train;
+pub mod twin;
 pub mod winograd;

@@ -22,6 +22,7 @@ use crate::init;
 use crate::memory::{AlignedBuf, MemoryNeeds};
 use crate::source::{BatchBuffers, BatchSource, Binding, IN_MEMORY};
 use crate::threads::Worker;
+use crate::twin::{Run, StallGuard};
 
 struct FunctionState {
     layout: FunctionLayout,
@@ -31,6 +32,9 @@ struct FunctionState {
     output_ptrs: Vec<*mut f32>,
     /// The SPMD barrier words (see `abi::StepCtx::sync`).
     sync: AlignedBuf,
+    /// A two-thread function's one-thread twin (an index into the
+    /// functions; [`Session::set_twin`]) and when to run it.
+    twin: Option<(usize, StallGuard)>,
 }
 
 pub struct Session {
@@ -100,6 +104,7 @@ impl Session {
                 f,
                 outputs,
                 output_ptrs,
+                twin: None,
             });
         }
         let functions = states;
@@ -397,6 +402,33 @@ impl Session {
         self.worker.is_some()
     }
 
+    /// Makes function `twin` (compiled for one thread, with `f`'s outputs)
+    /// what calls of `f` (compiled for two) run when `guard` says so (by
+    /// default, while its two threads stall each other: [`StallGuard`]); its
+    /// results are the same bits.
+    pub fn set_twin(&mut self, f: usize, twin: usize, guard: StallGuard) -> Result<(), String> {
+        let n = self.functions.len();
+        if f >= n || twin >= n || f == twin {
+            return Err(format!("no functions {f} and {twin} to pair"));
+        }
+        let (a, b) = (&self.functions[f].layout, &self.functions[twin].layout);
+        if a.threads != 2 || b.threads != 1 || a.outputs != b.outputs {
+            return Err(format!(
+                "{} cannot stand in for {}: it must run on one thread with the same outputs",
+                b.name, a.name
+            ));
+        }
+        self.functions[f].twin = Some((twin, guard));
+        Ok(())
+    }
+
+    /// How many calls of function `f` ran on two threads and how many on
+    /// its one-thread twin; `None` when `f` has no twin.
+    pub fn twin_counts(&self, f: usize) -> Option<(u64, u64)> {
+        let (_, guard) = self.functions.get(f)?.twin.as_ref()?;
+        Some(guard.counts())
+    }
+
     /// Runs compiled function `f` on the first `batch` rows of the inputs.
     /// Errors: no function `f`, or `batch` not in `1..=max_batch`.
     pub fn call(&mut self, f: usize, batch: usize) -> Result<(), String> {
@@ -409,10 +441,28 @@ impl Session {
                 self.layout.max_batch
             ));
         }
-        let threads = self.functions[f].layout.threads.max(1);
+        // A stalling two-thread function runs its twin, with its own scratch
+        // and the function's outputs.
+        let run = match &self.functions[f].twin {
+            Some((t, guard)) => match guard.next() {
+                Run::Twin => Some(*t),
+                Run::TwoThreads => None,
+            },
+            None => None,
+        };
+        let start = self.functions[f]
+            .twin
+            .is_some()
+            .then(std::time::Instant::now);
+        let code = run.unwrap_or(f);
+        let threads = self.functions[code].layout.threads.max(1);
         if threads > 1 && self.worker.is_none() {
             self.worker = Some(Worker::new());
         }
+        let (scratch, sync, func) = {
+            let c = &self.functions[code];
+            (c.scratch.as_ptr(), c.sync.as_ptr() as *mut u64, c.f)
+        };
         let fs = &mut self.functions[f];
         let mut ctx = StepCtx {
             batch: batch as i64,
@@ -420,14 +470,13 @@ impl Session {
             inputs: self.input_ptrs.as_ptr(),
             arenas: self.arena_ptrs.as_ptr(),
             outputs: fs.output_ptrs.as_ptr(),
-            scratch: fs.scratch.as_ptr(),
+            scratch,
             thread: 0,
             threads: threads as i64,
-            sync: fs.sync.as_ptr() as *mut u64,
+            sync,
             first_row: self.first_row,
         };
         let _denormals = FlushDenormals::new();
-        let func = fs.f;
         match (&self.worker, threads) {
             (Some(w), 2) => {
                 let mut ctx1 = StepCtx { thread: 1, ..ctx };
@@ -438,8 +487,12 @@ impl Session {
                 unsafe { w.run(func, ctx1, || func(&mut ctx)) };
             }
             // SAFETY: `new`'s contract: the function follows this layout's ABI,
-            // and every pointer in ctx is valid for max_batch rows.
+            // and every pointer in ctx is valid for max_batch rows (a twin's
+            // outputs are the function's: `set_twin` checked they match).
             _ => unsafe { func(&mut ctx) },
+        }
+        if let (Some(start), Some((_, guard))) = (start, &mut fs.twin) {
+            guard.record(start.elapsed().as_nanos() as u64);
         }
         self.global_step = ctx.global_step;
         Ok(())

@@ -56,9 +56,7 @@ impl Model {
         // SAFETY: the functions were generated from this program's plans for
         // this layout's ABI; the program is boxed (its code does not move)
         // and outlives the session (the session field drops first).
-        let session =
-            unsafe { Session::new(program.placement.layout.clone(), program.function_layouts()) }
-                .map_err(Error::Session)?;
+        let session = unsafe { program.new_session() }.map_err(Error::Session)?;
         Ok(Model { session, program })
     }
 

@@ -273,6 +273,12 @@ pub fn compile(
     profile: bool,
     runtime_adam: bool,
 ) -> Result<Jit, String> {
+    // Each plan, then its one-thread twin, if any (`Plan::twin`).
+    let with_twins: Vec<&Plan> = plans
+        .iter()
+        .flat_map(|p| std::iter::once(*p).chain(p.twin.as_deref()))
+        .collect();
+    let plans = &with_twins[..];
     let mut module = JITModule::new(jit_builder()?);
     let imports = imports(
         &mut module,

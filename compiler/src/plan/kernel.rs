@@ -353,6 +353,11 @@ pub struct Plan {
     pub var_locs: Vec<(usize, usize)>,
     pub increments_global_step: bool,
     pub max_batch: u64,
+    /// A two-thread plan of a short step: the same function planned for one
+    /// thread (named by `plan::twin_name`), which the session runs instead
+    /// while the two threads stall each other on a busy machine. The same
+    /// bits either way (a plan's results never depend on its threads).
+    pub twin: Option<Box<Plan>>,
 }
 
 impl Plan {

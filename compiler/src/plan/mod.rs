@@ -128,12 +128,23 @@ pub fn plan_with(
     gemm_epilogue: bool,
 ) -> Plan {
     if threads >= 2 {
-        let two = plan_threads(g, f, place, 2, gemm_epilogue);
-        if threads::two_threads_pay(g, &two) {
+        let mut two = plan_threads(g, f, place, 2, gemm_epilogue);
+        if threads::two_threads_pay(g, &two, threads::SYNC_SECONDS) {
+            return two;
+        }
+        if threads::two_threads_pay(g, &two, threads::TWIN_SYNC_SECONDS) {
+            let mut one = plan_threads(g, f, place, 1, gemm_epilogue);
+            one.name = twin_name(&two.name);
+            two.twin = Some(Box::new(one));
             return two;
         }
     }
     plan_threads(g, f, place, 1, gemm_epilogue)
+}
+
+/// The name of function `name`'s one-thread twin (see `Plan::twin`).
+pub fn twin_name(name: &str) -> String {
+    format!("{name}__one_thread")
 }
 
 /// Plans one function for exactly `threads` threads.
@@ -323,6 +334,7 @@ impl<'a> Planner<'a> {
             scalar_loads: self.scalar_loads,
             var_locs: self.place.vars.clone(),
             increments_global_step: self.f.increments_global_step,
+            twin: None,
             max_batch: batch,
         };
         plan.syncs = threads::syncs(self.g, &plan);

@@ -22,10 +22,17 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
     let mut out = String::new();
     writeln!(
         out,
-        "plan {}: {} thread{}",
+        "plan {}: {} thread{}{}",
         p.name,
         p.threads,
-        if p.threads == 1 { "" } else { "s" }
+        if p.threads == 1 { "" } else { "s" },
+        match &p.twin {
+            Some(t) => format!(
+                " (when they stall: {}, {} bytes of scratch)",
+                t.name, t.scratch_bytes
+            ),
+            None => String::new(),
+        }
     )
     .ok();
     writeln!(

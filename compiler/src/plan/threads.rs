@@ -42,16 +42,19 @@ use crate::ir::{DType, Dim, Graph, NodeId, Op, Shape};
 /// [`cost`]: a cache-line transfer each way (~0.3 us on the benchmarks' Zen 5)
 /// and the threads' imbalance, scaled as `cost` overestimates the
 /// cache-resident kernels of small models about tenfold (W1's Adam loop: 42
-/// us estimated, 4.2 us measured), and weighted for what a busy machine
-/// does to a short step. W1's training step (40 us saved against 6
-/// synchronizations) stays on one thread: on the quiet Zen 5 two threads
-/// ran it 10-20 % faster (66k against 59k steps/s), but with one other
-/// busy process on the two cores 13.7k-33.5k against 60k, and with two
-/// 0.3k-29k (a barrier waits for a descheduled partner's next time slice,
-/// milliseconds against a 15 us step). W3 and W7 save milliseconds and
-/// lose little under load (W7 with two busy processes: 286-309 steps/s on
+/// us estimated, 4.2 us measured). A plan that pays at this cost runs on two
+/// threads plainly: W3 and W7 save milliseconds, and lose little on a busy
+/// machine (W7 with two busy processes on the two cores: 286-309 steps/s on
 /// two threads against 341-364 on one).
-const SYNC_SECONDS: f64 = 20e-6;
+pub(super) const SYNC_SECONDS: f64 = 20e-6;
+/// The cost at which a short step still pays on two threads on a quiet
+/// machine (W1: 40 us saved against 6 synchronizations; 66k against 59k
+/// steps/s on the Zen 5), but only with a one-thread twin beside it
+/// (`Plan::twin`): on a busy machine a barrier of a short step waits for a
+/// descheduled partner's next time slice (W1 with one other busy process:
+/// 13.7k-33.5k steps/s on two threads against 60k on one), and the session
+/// then runs the twin.
+pub(super) const TWIN_SYNC_SECONDS: f64 = 4e-6;
 /// Work below which a kernel of a parallel function runs on thread 0 alone.
 const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
 
@@ -82,7 +85,7 @@ fn cost(g: &Graph, n: NodeId, batch: u64) -> f64 {
 /// split kernels save (half of each one's estimated work) must exceed the
 /// estimated cost of the barriers it emits plus starting and ending the
 /// worker's share of a call.
-pub(super) fn two_threads_pay(g: &Graph, plan: &Plan) -> bool {
+pub(super) fn two_threads_pay(g: &Graph, plan: &Plan, sync_seconds: f64) -> bool {
     let saved: f64 = plan
         .kernels
         .iter()
@@ -91,7 +94,7 @@ pub(super) fn two_threads_pay(g: &Graph, plan: &Plan) -> bool {
         .map(|(k, _)| kernel_work(g, k, plan.max_batch).0 / 2.0)
         .sum();
     let syncs = plan.syncs.count() + 2;
-    saved > syncs as f64 * SYNC_SECONDS
+    saved > syncs as f64 * sync_seconds
 }
 
 /// A kernel's estimated seconds of work at `batch`, and whether it can be

@@ -152,6 +152,9 @@ pub fn run(
         "first_loss": clock.first_loss,
         "compile_s": compile_s,
         "step_threads": program.plans[0].threads,
+        // Calls of a short two-thread step run on two threads and on its
+        // one-thread twin (`specc_runtime::twin`); null without a twin.
+        "twin_calls": session.twin_counts(0),
         "gemm_isa": specc_runtime::sgemm::Isa::active().name(),
         "specc_version": env!("CARGO_PKG_VERSION"),
     });
