@@ -133,9 +133,9 @@ impl StallGuard {
     /// What the next call runs.
     pub fn next(&self) -> Run {
         match self.phase {
-            Phase::Alternate if self.calls % 2 == 0 => Run::TwoThreads,
+            Phase::Alternate if self.calls.is_multiple_of(2) => Run::TwoThreads,
             Phase::Alternate => Run::Twin,
-            Phase::Probe if (self.calls / BLOCK) % 2 == 0 => Run::Twin,
+            Phase::Probe if (self.calls / BLOCK).is_multiple_of(2) => Run::Twin,
             Phase::Probe => Run::TwoThreads,
             Phase::Hold(r) => r,
         }
@@ -155,7 +155,7 @@ impl StallGuard {
             Phase::Alternate => {}
             Phase::Probe => {
                 let s = slot(ran);
-                let timed = (self.calls - 1) % BLOCK != 0;
+                let timed = !(self.calls - 1).is_multiple_of(BLOCK);
                 if ran == Run::TwoThreads
                     && timed
                     && self.timed[1] > 0
@@ -182,7 +182,7 @@ impl StallGuard {
             }
             Phase::Hold(Run::TwoThreads) => {
                 self.held_ns = self.held_ns.saturating_add(ns);
-                if self.calls % CHECK == 0 {
+                if self.calls.is_multiple_of(CHECK) {
                     if self.held_ns > self.twin_mean * CHECK {
                         // Stalling: the twin won, on more calls than a probe has.
                         self.hold(Run::Twin);
