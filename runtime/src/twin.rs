@@ -37,9 +37,16 @@ pub const BLOCKS: u64 = 8;
 pub const PROBE: u64 = BLOCKS * (BLOCK - 1);
 /// Calls the first hold lasts; a hold doubles (to [`MAX_HOLD`]) each time
 /// the next probe picks the same code.
-pub const FIRST_HOLD: u64 = 1024;
+pub const FIRST_HOLD: u64 = 256;
 /// The longest hold.
 pub const MAX_HOLD: u64 = 1 << 16;
+/// A twin hold after a stall lasts at least this many times the time the
+/// stall lost, so that on a busy machine the probes' stalls (milliseconds
+/// each: the worker waits for a time slice) cost at most about 3 % whatever
+/// the holds' doubling has reached. On a quiet machine a stray preemption
+/// in a two-thread call costs that many times its length at the twin's
+/// speed.
+pub const PAYBACK: u64 = 32;
 /// How often (in calls) a two-thread hold compares its mean with the twin's.
 pub const CHECK: u64 = 256;
 
@@ -49,8 +56,10 @@ pub const CHECK: u64 = 256;
 /// picks the one with the lower mean over its `PROBE` timed calls (without
 /// its slowest call, so one stray preemption does not decide). A timed
 /// two-thread call that alone takes longer than `PROBE` of the twin's calls
-/// ends the probe at once with the twin picked (on a very busy machine such
-/// a call waits for time slices, milliseconds each).
+/// ends the probe at once with the twin picked: on a busy machine such a
+/// call waits for a time slice (milliseconds). (The first call of a
+/// two-thread block may wake the worker, which on a quiet machine takes up
+/// to a millisecond on a virtual CPU that was idle: it is not timed.)
 ///
 /// The pick then holds for [`FIRST_HOLD`] calls, or twice as many as last
 /// time when the same code won the last time too, before the next probe.
@@ -59,8 +68,8 @@ pub const CHECK: u64 = 256;
 /// slower, the twin wins and holds instead. (On a busy machine the worker
 /// typically runs a time slice of a few hundred fast calls and then waits a
 /// time slice, stalling one call for milliseconds: a probe may miss that, a
-/// window does not. A stray preemption on a quiet machine costs one short
-/// twin hold.)
+/// window does not.) A twin hold that follows a stall lasts at least
+/// [`PAYBACK`] times what the stall lost.
 ///
 /// So a quiet machine runs two threads with one probe per hold (the probe's
 /// twin calls cost it at most `PROBE` slower calls per [`FIRST_HOLD`], then
@@ -162,7 +171,7 @@ impl StallGuard {
                     && ns / PROBE > self.sum[1] / self.timed[1]
                 {
                     self.twin_mean = self.sum[1] / self.timed[1];
-                    self.hold(Run::Twin);
+                    self.hold(Run::Twin, ns);
                     return;
                 }
                 if timed {
@@ -174,18 +183,19 @@ impl StallGuard {
                     let mean = |s: usize| (self.sum[s] - self.slowest[s]) / (PROBE - 1);
                     self.twin_mean = mean(1);
                     if mean(0) <= mean(1) {
-                        self.hold(Run::TwoThreads);
+                        self.hold(Run::TwoThreads, 0);
                     } else {
-                        self.hold(Run::Twin);
+                        self.hold(Run::Twin, 0);
                     }
                 }
             }
             Phase::Hold(Run::TwoThreads) => {
                 self.held_ns = self.held_ns.saturating_add(ns);
                 if self.calls.is_multiple_of(CHECK) {
-                    if self.held_ns > self.twin_mean * CHECK {
+                    let twin_ns = self.twin_mean * CHECK;
+                    if self.held_ns > twin_ns {
                         // Stalling: the twin won, on more calls than a probe has.
-                        self.hold(Run::Twin);
+                        self.hold(Run::Twin, self.held_ns - twin_ns);
                         return;
                     }
                     self.held_ns = 0;
@@ -212,15 +222,19 @@ impl StallGuard {
     }
 
     /// Starts a hold of `run`: twice the last one if `run` also won last
-    /// time, else [`FIRST_HOLD`]. The twin wins when it is picked; two
-    /// threads win when they finish their hold without stalling.
-    fn hold(&mut self, run: Run) {
+    /// time, else [`FIRST_HOLD`]; and, for the twin after a stall that lost
+    /// `lost_ns`, at least [`PAYBACK`] times that long (at most
+    /// [`MAX_HOLD`] calls). The twin wins when it is picked; two threads win
+    /// when they finish their hold without stalling.
+    fn hold(&mut self, run: Run, lost_ns: u64) {
         let s = slot(run);
-        self.length[s] = if self.last == Some(run) {
-            (self.length[s] * 2).min(MAX_HOLD)
+        let doubled = if self.last == Some(run) {
+            self.length[s] * 2
         } else {
             FIRST_HOLD
         };
+        let payback = (lost_ns.saturating_mul(PAYBACK) / self.twin_mean.max(1)).min(MAX_HOLD);
+        self.length[s] = doubled.min(MAX_HOLD).max(payback);
         if run == Run::Twin {
             self.last = Some(Run::Twin);
         }
@@ -261,23 +275,38 @@ mod tests {
     /// A probe's calls.
     const P: usize = (2 * BLOCKS * BLOCK) as usize;
 
+    /// The probes in `n` calls when every probe picks the same code: first,
+    /// and after holds of FIRST_HOLD, twice that, ..., MAX_HOLD, MAX_HOLD, ...
+    /// (`n` must end inside a hold).
+    fn probes_in(n: usize) -> usize {
+        let (mut used, mut hold, mut probes) = (0, FIRST_HOLD as usize, 0);
+        while used < n {
+            probes += 1;
+            used += P;
+            assert!(used < n, "{n} calls end inside a probe");
+            used += hold;
+            hold = (2 * hold).min(MAX_HOLD as usize);
+        }
+        probes
+    }
+
     #[test]
     fn a_quiet_machine_runs_two_threads_and_probes_ever_less() {
         let mut g = StallGuard::default();
-        let (two, twin) = run_calls(&mut g, |_| 15_000, 17_000, 300_000);
-        assert_eq!(two + twin, 300_000);
-        // Probes first and after holds of 1024, 2048, ..., 65536, 65536,
-        // 65536: 10 in 300,000 calls, each with P/2 twin calls.
-        assert_eq!(twin, 10 * P / 2, "{twin} twin calls");
+        let n = 300_000;
+        let (two, twin) = run_calls(&mut g, |_| 15_000, 17_000, n);
+        assert_eq!(two + twin, n);
+        assert_eq!(twin, probes_in(n) * P / 2, "{twin} twin calls");
         assert_eq!(g.counts(), (two as u64, twin as u64));
     }
 
     #[test]
     fn a_busy_machine_runs_the_twin() {
         let mut g = StallGuard::default();
-        let (two, twin) = run_calls(&mut g, |_| 30_000, 17_000, 300_000);
-        assert_eq!(two, 10 * P / 2, "{two} two-thread calls");
-        assert_eq!(two + twin, 300_000);
+        let n = 300_000;
+        let (two, twin) = run_calls(&mut g, |_| 30_000, 17_000, n);
+        assert_eq!(two, probes_in(n) * P / 2, "{two} two-thread calls");
+        assert_eq!(two + twin, n);
     }
 
     #[test]
@@ -312,24 +341,24 @@ mod tests {
     #[test]
     fn a_stalled_two_thread_call_ends_a_probe_with_the_twin() {
         let mut g = StallGuard::default();
-        // The first block is the twin's; the second block's second call (its
-        // first is not timed) stalls longer than PROBE twin calls.
+        // The first block is the twin's. The second block's first call
+        // (not timed: it starts or wakes the worker) and second call stall
+        // longer than PROBE twin calls: the second ends the probe.
+        let stall = 17_000 * PROBE + 17_000;
+        let b = BLOCK as usize;
         let (two, twin) = run_calls(
             &mut g,
-            |i| {
-                if i == BLOCK as usize + 1 {
-                    17_000 * PROBE + 17_000
-                } else {
-                    15_000
-                }
-            },
+            |i| if i == b || i == b + 1 { stall } else { 15_000 },
             17_000,
-            BLOCK as usize + 2,
+            b + 2,
         );
-        assert_eq!((two, twin), (2, BLOCK as usize));
-        assert_eq!(g.next(), Run::Twin);
-        let (two, _) = run_calls(&mut g, |_| 15_000, 17_000, FIRST_HOLD as usize - 1);
+        assert_eq!((two, twin), (2, b));
+        // The twin holds PAYBACK times the stall.
+        let hold = (stall * PAYBACK / 17_000) as usize;
+        assert!(hold > FIRST_HOLD as usize);
+        let (two, _) = run_calls(&mut g, |_| 15_000, 17_000, hold);
         assert_eq!(two, 0);
+        assert_eq!(g.next(), Run::Twin, "the next probe starts with the twin");
     }
 
     #[test]
@@ -340,10 +369,9 @@ mod tests {
             &mut g,
             |i| if i == 100 { 3_000_000 } else { 15_000 },
             17_000,
-            FIRST_HOLD as usize,
+            (CHECK + FIRST_HOLD) as usize,
         );
-        assert_eq!(two, CHECK as usize);
-        assert_eq!(twin, FIRST_HOLD as usize - CHECK as usize);
+        assert_eq!((two, twin), (CHECK as usize, FIRST_HOLD as usize));
     }
 
     #[test]
@@ -352,15 +380,19 @@ mod tests {
         run_calls(&mut g, |_| 15_000, 17_000, 10_000);
         // The machine gets busy: within two windows (the first may be
         // mostly quiet) the twin runs, and two threads run only in the probes
-        // after holds of 1024, ..., 65536.
+        // after twin holds of FIRST_HOLD, twice that, ..., MAX_HOLD.
         let (two, _) = run_calls(&mut g, |_| 30_000, 17_000, 2 * MAX_HOLD as usize);
-        assert!(two <= 2 * CHECK as usize + 7 * P / 2, "{two}");
-        let (two, _) = run_calls(&mut g, |_| 30_000, 17_000, 1000);
-        assert_eq!(two, 0);
-        // Quiet again: within a hold and a probe, two threads run.
-        run_calls(&mut g, |_| 15_000, 17_000, 2 * MAX_HOLD as usize);
-        let (_, twin) = run_calls(&mut g, |_| 15_000, 17_000, 1000);
-        assert_eq!(twin, 0);
+        let holds = (MAX_HOLD / FIRST_HOLD).trailing_zeros() as usize + 1;
+        assert!(two <= 2 * CHECK as usize + holds * P / 2, "{two}");
+        // Then at most one probe in a longest hold.
+        let (two, _) = run_calls(&mut g, |_| 30_000, 17_000, MAX_HOLD as usize);
+        assert!(two <= P / 2, "{two}");
+        // Quiet again: after at most one more twin hold, two threads run but
+        // in probes.
+        run_calls(&mut g, |_| 15_000, 17_000, MAX_HOLD as usize + P);
+        let n = 10_000;
+        let (_, twin) = run_calls(&mut g, |_| 15_000, 17_000, n);
+        assert!(twin <= (n / FIRST_HOLD as usize + 1) * P / 2, "{twin}");
     }
 
     #[test]
