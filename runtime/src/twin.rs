@@ -40,12 +40,10 @@ pub const PROBE: u64 = BLOCKS * (BLOCK - 1);
 pub const FIRST_HOLD: u64 = 256;
 /// The longest hold.
 pub const MAX_HOLD: u64 = 1 << 16;
-/// A twin hold after a stall lasts at least this many times the time the
-/// stall lost, so that on a busy machine the probes' stalls (milliseconds
-/// each: the worker waits for a time slice) cost at most about 3 % whatever
-/// the holds' doubling has reached. On a quiet machine a stray preemption
-/// in a two-thread call costs that many times its length at the twin's
-/// speed.
+/// A twin hold after a stall that recurs lasts at least this many times the
+/// time the stall lost, so that on a busy machine the probes' stalls
+/// (milliseconds each: the worker waits for a time slice) cost at most about
+/// 3 % whatever the holds' doubling has reached (see [`StallGuard::hold`]).
 pub const PAYBACK: u64 = 32;
 /// How often (in calls) a two-thread hold compares its mean with the twin's.
 pub const CHECK: u64 = 256;
@@ -54,12 +52,11 @@ pub const CHECK: u64 = 256;
 ///
 /// A probe runs the two codes alternately in blocks of [`BLOCK`] calls and
 /// picks the one with the lower mean over its `PROBE` timed calls (without
-/// its slowest call, so one stray preemption does not decide). A timed
-/// two-thread call that alone takes longer than `PROBE` of the twin's calls
-/// ends the probe at once with the twin picked: on a busy machine such a
-/// call waits for a time slice (milliseconds). (The first call of a
-/// two-thread block may wake the worker, which on a quiet machine takes up
-/// to a millisecond on a virtual CPU that was idle: it is not timed.)
+/// its slowest call, so one stray preemption does not decide). A two-thread
+/// call (but the session's first, which starts the worker thread) that
+/// alone takes longer than `PROBE` of the twin's calls ends the probe at
+/// once with the twin picked: on a busy machine such a call waits for a time
+/// slice (milliseconds), and each probe should cost at most one.
 ///
 /// The pick then holds for [`FIRST_HOLD`] calls, or twice as many as last
 /// time when the same code won the last time too, before the next probe.
@@ -68,8 +65,8 @@ pub const CHECK: u64 = 256;
 /// slower, the twin wins and holds instead. (On a busy machine the worker
 /// typically runs a time slice of a few hundred fast calls and then waits a
 /// time slice, stalling one call for milliseconds: a probe may miss that, a
-/// window does not.) A twin hold that follows a stall lasts at least
-/// [`PAYBACK`] times what the stall lost.
+/// window does not.) A twin hold that follows a stall which recurs lasts at
+/// least [`PAYBACK`] times what the stall lost.
 ///
 /// So a quiet machine runs two threads with one probe per hold (the probe's
 /// twin calls cost it at most `PROBE` slower calls per [`FIRST_HOLD`], then
@@ -94,6 +91,8 @@ pub struct StallGuard {
     last: Option<Run>,
     /// Calls run on two threads and on the twin.
     counts: [u64; 2],
+    /// Twin holds started by a stall since two threads last finished a hold.
+    stalls_in_a_row: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +124,7 @@ impl Default for StallGuard {
             length: [FIRST_HOLD; 2],
             last: None,
             counts: [0; 2],
+            stalls_in_a_row: 0,
         }
     }
 }
@@ -165,8 +165,10 @@ impl StallGuard {
             Phase::Probe => {
                 let s = slot(ran);
                 let timed = !(self.calls - 1).is_multiple_of(BLOCK);
+                // Any two-thread call but the session's first (which starts
+                // the worker thread) may end the probe.
                 if ran == Run::TwoThreads
-                    && timed
+                    && self.counts[0] > 1
                     && self.timed[1] > 0
                     && ns / PROBE > self.sum[1] / self.timed[1]
                 {
@@ -202,6 +204,7 @@ impl StallGuard {
                 }
                 if self.calls >= self.length[0] {
                     self.last = Some(Run::TwoThreads);
+                    self.stalls_in_a_row = 0;
                     self.probe();
                 }
             }
@@ -222,10 +225,13 @@ impl StallGuard {
     }
 
     /// Starts a hold of `run`: twice the last one if `run` also won last
-    /// time, else [`FIRST_HOLD`]; and, for the twin after a stall that lost
-    /// `lost_ns`, at least [`PAYBACK`] times that long (at most
-    /// [`MAX_HOLD`] calls). The twin wins when it is picked; two threads win
-    /// when they finish their hold without stalling.
+    /// time, else [`FIRST_HOLD`]. A twin hold that follows a stall which
+    /// lost `lost_ns` (`0`: no stall) lasts at least [`PAYBACK`] times that
+    /// long (at most [`MAX_HOLD`] calls) when the hold before also followed a
+    /// stall, with no two-thread hold finished since: stalls that recur are
+    /// a busy machine, one alone may be a stray hiccup of a quiet one. The
+    /// twin wins when it is picked; two threads win when they finish their
+    /// hold without stalling.
     fn hold(&mut self, run: Run, lost_ns: u64) {
         let s = slot(run);
         let doubled = if self.last == Some(run) {
@@ -233,7 +239,14 @@ impl StallGuard {
         } else {
             FIRST_HOLD
         };
-        let payback = (lost_ns.saturating_mul(PAYBACK) / self.twin_mean.max(1)).min(MAX_HOLD);
+        let payback = if lost_ns > 0 && self.stalls_in_a_row > 0 {
+            (lost_ns.saturating_mul(PAYBACK) / self.twin_mean.max(1)).min(MAX_HOLD)
+        } else {
+            0
+        };
+        if lost_ns > 0 {
+            self.stalls_in_a_row += 1;
+        }
         self.length[s] = doubled.min(MAX_HOLD).max(payback);
         if run == Run::Twin {
             self.last = Some(Run::Twin);
@@ -342,8 +355,9 @@ mod tests {
     fn a_stalled_two_thread_call_ends_a_probe_with_the_twin() {
         let mut g = StallGuard::default();
         // The first block is the twin's. The second block's first call
-        // (not timed: it starts or wakes the worker) and second call stall
-        // longer than PROBE twin calls: the second ends the probe.
+        // (the session's first on two threads, which starts the worker) and
+        // second call stall longer than PROBE twin calls: the second ends
+        // the probe.
         let stall = 17_000 * PROBE + 17_000;
         let b = BLOCK as usize;
         let (two, twin) = run_calls(
@@ -353,9 +367,20 @@ mod tests {
             b + 2,
         );
         assert_eq!((two, twin), (2, b));
-        // The twin holds PAYBACK times the stall.
+        // A first stall may be a stray hiccup: the twin holds FIRST_HOLD.
+        let (two, _) = run_calls(&mut g, |_| 15_000, 17_000, FIRST_HOLD as usize);
+        assert_eq!(two, 0);
+        // The next probe's first two-thread call stalls again: the twin
+        // holds PAYBACK times the stall.
+        let (two, twin) = run_calls(
+            &mut g,
+            |i| if i == b { stall } else { 15_000 },
+            17_000,
+            b + 1,
+        );
+        assert_eq!((two, twin), (1, b));
         let hold = (stall * PAYBACK / 17_000) as usize;
-        assert!(hold > FIRST_HOLD as usize);
+        assert!(hold > 2 * FIRST_HOLD as usize);
         let (two, _) = run_calls(&mut g, |_| 15_000, 17_000, hold);
         assert_eq!(two, 0);
         assert_eq!(g.next(), Run::Twin, "the next probe starts with the twin");

@@ -127,19 +127,23 @@ pub fn plan_with(
     threads: usize,
     gemm_epilogue: bool,
 ) -> Plan {
+    let plan =
+        |threads, split_seconds| plan_threads(g, f, place, threads, split_seconds, gemm_epilogue);
     if threads >= 2 {
-        let mut two = plan_threads(g, f, place, 2, gemm_epilogue);
+        let two = plan(2, threads::PARALLEL_KERNEL_SECONDS);
         if threads::two_threads_pay(g, &two, threads::SYNC_SECONDS) {
             return two;
         }
         if threads::two_threads_pay(g, &two, threads::TWIN_SYNC_SECONDS) {
-            let mut one = plan_threads(g, f, place, 1, gemm_epilogue);
+            // A short step with a twin: split finely (the twin guards it).
+            let mut two = plan(2, threads::TWIN_PARALLEL_KERNEL_SECONDS);
+            let mut one = plan(1, threads::PARALLEL_KERNEL_SECONDS);
             one.name = twin_name(&two.name);
             two.twin = Some(Box::new(one));
             return two;
         }
     }
-    plan_threads(g, f, place, 1, gemm_epilogue)
+    plan(1, threads::PARALLEL_KERNEL_SECONDS)
 }
 
 /// The name of function `name`'s one-thread twin (see `Plan::twin`).
@@ -147,18 +151,21 @@ pub fn twin_name(name: &str) -> String {
     format!("{name}__one_thread")
 }
 
-/// Plans one function for exactly `threads` threads.
+/// Plans one function for exactly `threads` threads, splitting kernels of
+/// at least `split_seconds` of estimated work between them.
 fn plan_threads(
     g: &Graph,
     f: &Function,
     place: &VarPlacement,
     threads: u32,
+    split_seconds: f64,
     gemm_epilogue: bool,
 ) -> Plan {
     let mut not_in_place: HashSet<u32> = HashSet::new();
     loop {
         let mut planner = Planner::new(g, f, place, &not_in_place, threads);
         planner.gemm_epilogue = gemm_epilogue;
+        planner.split_seconds = split_seconds;
         match planner.run() {
             Ok(p) => return p,
             Err(var) => {
@@ -197,6 +204,9 @@ struct Planner<'a> {
     /// Scratch buffers that keep their contents from call to call.
     persistent: HashSet<BufId>,
     threads: u32,
+    /// The estimated work from which a kernel is split between two threads
+    /// (`threads::kernel_modes`).
+    split_seconds: f64,
     /// Fuse bias/relu loops into GEMM epilogues ([`epilogue`]).
     gemm_epilogue: bool,
 }
@@ -250,6 +260,7 @@ impl<'a> Planner<'a> {
             scalar_loads: HashMap::new(),
             persistent: HashSet::new(),
             threads,
+            split_seconds: threads::PARALLEL_KERNEL_SECONDS,
             gemm_epilogue: true,
         }
     }
@@ -283,7 +294,8 @@ impl<'a> Planner<'a> {
         if self.gemm_epilogue {
             epilogue::fuse(self.g, &self.buffers, &mut kernels, &pinned);
         }
-        let modes = threads::kernel_modes(self.g, &kernels, batch, self.threads);
+        let modes =
+            threads::kernel_modes(self.g, &kernels, batch, self.threads, self.split_seconds);
         let scratch_bytes = memory::assign_scratch(
             &mut self.buffers,
             &kernels,

@@ -56,7 +56,13 @@ pub(super) const SYNC_SECONDS: f64 = 20e-6;
 /// then runs the twin.
 pub(super) const TWIN_SYNC_SECONDS: f64 = 4e-6;
 /// Work below which a kernel of a parallel function runs on thread 0 alone.
-const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
+pub(super) const PARALLEL_KERNEL_SECONDS: f64 = 10e-6;
+/// The same for a step with a one-thread twin: split finely, at the price of
+/// more barriers, as the twin takes over whenever two threads lose. W1 on the
+/// Zen 5 (10 barriers instead of 4: its n = 10 products, softmax rows and
+/// output-layer gradients split too) ran 66.0k-70.7k steps/s against
+/// 65.0k-67.6k, and with the AVX2 kernels 51.5k-52.6k against 48.1k-48.9k.
+pub(super) const TWIN_PARALLEL_KERNEL_SECONDS: f64 = 1e-6;
 
 /// Estimated seconds of work of a node at `batch` (for threading decisions).
 fn cost(g: &Graph, n: NodeId, batch: u64) -> f64 {
@@ -150,12 +156,19 @@ fn kernel_work(g: &Graph, k: &Kernel, batch: u64) -> (f64, bool) {
 }
 
 /// How the `threads` threads of a function share each of its kernels.
-pub(super) fn kernel_modes(g: &Graph, kernels: &[Kernel], batch: u64, threads: u32) -> Vec<Mode> {
+/// A kernel is split when its estimated work is at least `split_seconds`.
+pub(super) fn kernel_modes(
+    g: &Graph,
+    kernels: &[Kernel],
+    batch: u64,
+    threads: u32,
+    split_seconds: f64,
+) -> Vec<Mode> {
     kernels
         .iter()
         .map(|k| {
             let (work, splittable) = kernel_work(g, k, batch);
-            if threads > 1 && splittable && work >= PARALLEL_KERNEL_SECONDS {
+            if threads > 1 && splittable && work >= split_seconds {
                 Mode::Split
             } else {
                 Mode::Single
