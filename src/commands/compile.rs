@@ -49,8 +49,10 @@ pub fn emit(
         }
         Stage::Plan => {
             let p = plan_model(src, Functions::TRAIN)?;
+            // Each plan, then its one-thread twin (`Plan::twin`), if any.
             p.plans
                 .iter()
+                .flat_map(|pl| std::iter::once(pl).chain(pl.twin.as_deref()))
                 .map(|pl| plan::print::print_plan(&p.model.graph, pl))
                 .collect::<Vec<_>>()
                 .join("\n")
