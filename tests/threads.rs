@@ -181,6 +181,34 @@ fn a_short_step_and_its_one_thread_twin_compute_the_same_bits_as_one_thread() {
     }
 }
 
+/// A session pairs a function only with a one-thread twin of the same
+/// outputs: the program's own pairing is accepted, anything else refused.
+#[test]
+fn a_twin_must_be_a_one_thread_function_with_the_same_outputs() {
+    let src = SourceFile::new("spec.spec", read_spec("digits_mlp.spec"));
+    let program = compile_with(
+        &src,
+        Functions::TRAIN,
+        &Options {
+            threads: 2,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(program.twins(), vec![(0, program.plans.len())]);
+    let (f, twin) = program.twins()[0];
+    let mut s = program.session().unwrap();
+    let guard = StallGuard::default;
+    s.set_twin(f, twin, guard()).unwrap();
+    let e = s.set_twin(twin, f, guard()).unwrap_err();
+    assert!(e.contains("cannot stand in for"), "{e}");
+    assert!(s.set_twin(f, f, guard()).is_err());
+    assert!(s.set_twin(f, twin + 1, guard()).is_err());
+    // The eval function (one thread, other outputs) cannot stand in either.
+    let e = s.set_twin(f, 1, guard()).unwrap_err();
+    assert!(e.contains("cannot stand in for"), "{e}");
+}
+
 #[test]
 fn two_threads_compute_the_same_bits_as_one() {
     let rows = same_bits_on_one_and_two_threads("wide_mlp", &wide_mlp(), 6);
