@@ -43,7 +43,7 @@ pub const MAX_HOLD: u64 = 1 << 16;
 /// A twin hold after a stall that recurs lasts at least this many times the
 /// time the stall lost, so that on a busy machine the probes' stalls
 /// (milliseconds each: the worker waits for a time slice) cost at most about
-/// 3 % whatever the holds' doubling has reached (see [`StallGuard::hold`]).
+/// 3 % whatever the holds' doubling has reached (see [`StallGuard`]).
 pub const PAYBACK: u64 = 32;
 /// How often (in calls) a two-thread hold compares its mean with the twin's.
 pub const CHECK: u64 = 256;
