@@ -270,12 +270,17 @@ fn function_layout(p: &Plan, model: &Model) -> FunctionLayout {
     }
 }
 
-fn memory(placement: &VarPlacement, plans: &[Plan], model: &Model) -> MemoryNeeds {
-    let functions: Vec<FunctionLayout> = plans
+/// The functions compiled for `plans`: the plans in order, then their
+/// one-thread twins (`Plan::twin`), the order of a session's functions.
+fn compiled(plans: &[Plan]) -> impl Iterator<Item = &Plan> {
+    plans
         .iter()
         .chain(plans.iter().filter_map(|p| p.twin.as_deref()))
-        .map(|p| function_layout(p, model))
-        .collect();
+}
+
+fn memory(placement: &VarPlacement, plans: &[Plan], model: &Model) -> MemoryNeeds {
+    let functions: Vec<FunctionLayout> =
+        compiled(plans).map(|p| function_layout(p, model)).collect();
     MemoryNeeds::of(&placement.layout, &functions)
 }
 
@@ -307,7 +312,7 @@ pub fn compile_with(
         }
     }
     let jit = guard(|| {
-        let plans: Vec<&Plan> = planned.plans.iter().collect();
+        let plans: Vec<&Plan> = compiled(&planned.plans).collect();
         codegen::compile(&planned.model.graph, &plans, profile, options.runtime_adam).map_err(|e| {
             vec![Diagnostic::new(
                 "internal-error",
@@ -328,9 +333,7 @@ impl Program {
     /// Every compiled function with its layout: the plans in order, then
     /// the plans' one-thread twins (see [`Program::twins`]).
     pub fn function_layouts(&self) -> Vec<(FunctionLayout, StepFn)> {
-        self.plans
-            .iter()
-            .chain(self.plans.iter().filter_map(|p| p.twin.as_deref()))
+        compiled(&self.plans)
             .map(|p| {
                 let f = self.jit.function(&p.name).expect("compiled");
                 (function_layout(p, &self.model), f)
@@ -341,15 +344,15 @@ impl Program {
     /// (function, its one-thread twin) as indices into
     /// [`Program::function_layouts`], for [`Session::set_twin`].
     pub fn twins(&self) -> Vec<(usize, usize)> {
-        let mut next = self.plans.len();
-        let mut out = Vec::new();
-        for (i, p) in self.plans.iter().enumerate() {
-            if p.twin.is_some() {
-                out.push((i, next));
-                next += 1;
-            }
-        }
-        out
+        let with_twin = self
+            .plans
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.twin.is_some());
+        with_twin
+            .zip(self.plans.len()..)
+            .map(|((f, _), twin)| (f, twin))
+            .collect()
     }
 
     /// A session over this program's functions, with the twins set.

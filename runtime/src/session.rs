@@ -443,18 +443,13 @@ impl Session {
         }
         // A stalling two-thread function runs its twin, with its own scratch
         // and the function's outputs.
-        let run = match &self.functions[f].twin {
-            Some((t, guard)) => match guard.next() {
-                Run::Twin => Some(*t),
-                Run::TwoThreads => None,
-            },
-            None => None,
+        let (code, start) = match &self.functions[f].twin {
+            Some((t, guard)) => {
+                let code = if guard.next() == Run::Twin { *t } else { f };
+                (code, Some(std::time::Instant::now()))
+            }
+            None => (f, None),
         };
-        let start = self.functions[f]
-            .twin
-            .is_some()
-            .then(std::time::Instant::now);
-        let code = run.unwrap_or(f);
         let threads = self.functions[code].layout.threads.max(1);
         if threads > 1 && self.worker.is_none() {
             self.worker = Some(Worker::new());

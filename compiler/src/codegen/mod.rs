@@ -273,12 +273,6 @@ pub fn compile(
     profile: bool,
     runtime_adam: bool,
 ) -> Result<Jit, String> {
-    // Each plan, then its one-thread twin, if any (`Plan::twin`).
-    let with_twins: Vec<&Plan> = plans
-        .iter()
-        .flat_map(|p| std::iter::once(*p).chain(p.twin.as_deref()))
-        .collect();
-    let plans = &with_twins[..];
     let mut module = JITModule::new(jit_builder()?);
     let imports = imports(
         &mut module,
@@ -318,8 +312,8 @@ pub fn compile(
     })
 }
 
-/// The CLIF text of a planned function, before Cranelift's own optimizations.
-pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
+/// The module and runtime imports the text dumps build one plan's function in.
+fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
     let mut module = JITModule::new(jit_builder()?);
     let imports = imports(
         &mut module,
@@ -328,6 +322,12 @@ pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
         adam::runtime_adam_from_env(),
         has_epilogue(&[plan]),
     )?;
+    Ok((module, imports))
+}
+
+/// The CLIF text of a planned function, before Cranelift's own optimizations.
+pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
+    let (mut module, imports) = text_module(plan)?;
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut func);
     // Name the imports: CLIF shows a called function as `u0:<id>`.
@@ -344,14 +344,7 @@ pub fn clif_text(g: &Graph, plan: &Plan) -> Result<String, String> {
 /// (`specc compile --emit asm`): the instructions after optimization and
 /// register allocation, for performance work. Depends on the host CPU.
 pub fn asm_text(g: &Graph, plan: &Plan) -> Result<String, String> {
-    let mut module = JITModule::new(jit_builder()?);
-    let imports = imports(
-        &mut module,
-        false,
-        Linkage::Import,
-        adam::runtime_adam_from_env(),
-        has_epilogue(&[plan]),
-    )?;
+    let (mut module, imports) = text_module(plan)?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));
     build_function(&mut module, &imports, g, plan, &mut ctx.func);
