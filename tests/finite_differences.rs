@@ -635,10 +635,10 @@ fn winograd_rewrite_replaces_the_direct_products() {
                 live[id.index()]
                     && matches!(
                         n.op,
-                        Op::WinogradInput(_)
-                            | Op::WinogradInputGrad(_)
-                            | Op::WinogradOutput(_)
-                            | Op::WinogradOutputGrad(_)
+                        Op::WinogradInput(..)
+                            | Op::WinogradInputGrad(..)
+                            | Op::WinogradOutput(..)
+                            | Op::WinogradOutputGrad(..)
                             | Op::BatchMatMul { .. }
                     )
             })

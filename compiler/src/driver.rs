@@ -94,10 +94,13 @@ pub struct Options {
     /// sums every replica's exchange values itself (no allreduce; the
     /// runtime's `Collective::shared_segments`).
     pub shared_exchange: bool,
-    /// Which 3×3 convolutions run as Winograd F(2×2, 3×3)
+    /// Which 3×3 convolutions run as Winograd F(m×m, 3×3)
     /// (`passes::winograd`): by default those the cost model favours
     /// (`SPECC_WINOGRAD=never` turns it off, `always` forces every one).
     pub winograd: passes::winograd::Winograd,
+    /// Their tile, when forced (`SPECC_WINOGRAD_TILE=2` or `4`); by default
+    /// each convolution's `WinogradTile::for_window`.
+    pub winograd_tile: Option<crate::ir::WinogradTile>,
     /// Dense Adam update loops run through the runtime's `specc_adam`
     /// (AVX-512/AVX2 lanes, the same bits; `codegen::adam`); by default
     /// yes, `SPECC_RUNTIME_ADAM=never` keeps Cranelift's loops.
@@ -117,6 +120,7 @@ impl Default for Options {
             replicas: None,
             shared_exchange: false,
             winograd: passes::winograd::Winograd::from_env(),
+            winograd_tile: passes::winograd::tile_from_env(),
             runtime_adam: crate::codegen::adam::runtime_adam_from_env(),
             gemm_epilogue: plan::epilogue::enabled_from_env().unwrap_or(true),
         }
@@ -154,7 +158,7 @@ pub fn plan_model_with(
         }
         passes::optimize(&mut model);
         if options.winograd != passes::winograd::Winograd::Never {
-            passes::winograd::rewrite(&mut model, options.winograd);
+            passes::winograd::rewrite(&mut model, options.winograd, options.winograd_tile);
             passes::optimize(&mut model);
         }
         let placement = layout::place(&model);

@@ -5,7 +5,7 @@
 //! comparisons) and for `specc gradcheck`; it is never on a training path.
 //! Invariant: evaluates exactly the ops' definitions; no fusion, no tricks.
 
-use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, ReduceKind, UnaryOp, Window};
+use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, ReduceKind, UnaryOp, Window, WinogradTile};
 
 /// A dense row-major tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,10 +164,18 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
                 patches(arg(0), window, f64::from(f32::from_bits(*pad)), &dims)
             }
             Op::PatchesGrad(window) => patches_grad(arg(0), window, &dims),
-            Op::WinogradInput(window) => winograd_map(arg(0), window, &dims, true, true),
-            Op::WinogradInputGrad(window) => winograd_map(arg(0), window, &dims, true, false),
-            Op::WinogradOutput(window) => winograd_map(arg(0), window, &dims, false, false),
-            Op::WinogradOutputGrad(window) => winograd_map(arg(0), window, &dims, false, true),
+            Op::WinogradInput(window, tile) => {
+                winograd_map(arg(0), window, *tile, &dims, true, true)
+            }
+            Op::WinogradInputGrad(window, tile) => {
+                winograd_map(arg(0), window, *tile, &dims, true, false)
+            }
+            Op::WinogradOutput(window, tile) => {
+                winograd_map(arg(0), window, *tile, &dims, false, false)
+            }
+            Op::WinogradOutputGrad(window, tile) => {
+                winograd_map(arg(0), window, *tile, &dims, false, true)
+            }
             Op::BatchMatMul { ta, tb } => batch_matmul(arg(0), arg(1), *ta, *tb, &dims),
             Op::Concat { axis } => {
                 let parts: Vec<&Tensor> = (0..node.inputs.len()).map(arg).collect();
@@ -615,25 +623,34 @@ fn batch_matmul(a: &Tensor, b: &Tensor, ta: bool, tb: bool, dims: &[usize]) -> T
     Tensor::new(dims.to_vec(), out)
 }
 
-/// The cell of tile `t` at offset `r` along `axis`, inside the image or `None`.
-fn tile_source(w: &Window, axis: usize, t: usize, r: usize) -> Option<usize> {
-    w.source(axis, 2 * t as u32, r as u32).map(|v| v as usize)
+/// The cell of tile `t` (`m` output cells a side) at offset `r` along
+/// `axis`, inside the image or `None`.
+fn tile_source(w: &Window, m: usize, axis: usize, t: usize, r: usize) -> Option<usize> {
+    w.source(axis, (m * t) as u32, r as u32).map(|v| v as usize)
 }
 
 /// The output cell of tile `t` at offset `a` along `axis`, or `None` past it.
-fn tile_output(w: &Window, axis: usize, t: usize, a: usize) -> Option<usize> {
-    let o = 2 * t + a;
+fn tile_output(w: &Window, m: usize, axis: usize, t: usize, a: usize) -> Option<usize> {
+    let o = m * t + a;
     (o < w.output[axis] as usize).then_some(o)
 }
 
 /// The linear map between images and Winograd tiles, by the matrices.
-/// `input`: the input side (`V = Bᵀ d B`, 4×4 image cells a tile) or the
-/// output side (`Y = Aᵀ M A`, 2×2). `to_tiles` is the direction the values
-/// flow: image → tiles (`WinogradInput`, `WinogradOutputGrad`) or tiles →
-/// image (`WinogradOutput`, `WinogradInputGrad`, the transposed maps).
-/// `src` is the tensor read, `dims` the result's; the tile tensor is
-/// `[16, N, TH, TW, C]` and the image `[N, H, W, C]`.
-fn winograd_map(src: &Tensor, w: &Window, dims: &[usize], input: bool, to_tiles: bool) -> Tensor {
+/// `input`: the input side (`V = Bᵀ d B`, `A×A` image cells a tile, `A`
+/// the tile's input side) or the output side (`Y = Aᵀ M A`, `m×m`).
+/// `to_tiles` is the direction the values flow: image → tiles
+/// (`WinogradInput`, `WinogradOutputGrad`) or tiles → image
+/// (`WinogradOutput`, `WinogradInputGrad`, the transposed maps). `src` is
+/// the tensor read, `dims` the result's; the tile tensor is
+/// `[A², N, TH, TW, C]` and the image `[N, H, W, C]`.
+fn winograd_map(
+    src: &Tensor,
+    w: &Window,
+    tile: WinogradTile,
+    dims: &[usize],
+    input: bool,
+    to_tiles: bool,
+) -> Tensor {
     let (image, tiles) = if to_tiles {
         (&src.dims[..], dims)
     } else {
@@ -641,19 +658,20 @@ fn winograd_map(src: &Tensor, w: &Window, dims: &[usize], input: bool, to_tiles:
     };
     let (h, wd, c) = (image[1], image[2], image[3]);
     let (n_img, th, tw) = (tiles[1], tiles[2], tiles[3]);
-    let (cells, rows) = if input { (4, 4) } else { (2, 4) };
+    let (m, a) = (tile.m() as usize, tile.alpha() as usize);
+    let (cells, rows) = if input { (a, a) } else { (m, a) };
     let coefficient = |cell: usize, i: usize| -> f64 {
         if input {
-            f64::from(crate::ir::WINOGRAD_BT[i][cell])
+            f64::from(tile.bt()[i][cell])
         } else {
-            f64::from(crate::ir::WINOGRAD_AT[cell][i])
+            f64::from(tile.at()[cell][i])
         }
     };
     let place = |axis: usize, t: usize, cell: usize| {
         if input {
-            tile_source(w, axis, t, cell)
+            tile_source(w, m, axis, t, cell)
         } else {
-            tile_output(w, axis, t, cell)
+            tile_output(w, m, axis, t, cell)
         }
     };
     let mut out = vec![0.0; dims.iter().product()];
@@ -669,7 +687,7 @@ fn winograd_map(src: &Tensor, w: &Window, dims: &[usize], input: bool, to_tiles:
                         for i in 0..rows {
                             for j in 0..rows {
                                 let k = coefficient(r, i) * coefficient(s, j);
-                                let tile = ((((4 * i + j) * n_img + n) * th + ty) * tw + tx) * c;
+                                let tile = ((((a * i + j) * n_img + n) * th + ty) * tw + tx) * c;
                                 let (to, from) = if to_tiles {
                                     (tile, pixel)
                                 } else {
@@ -706,11 +724,12 @@ pub fn uniform_hash(seed: u32, index: f32, step: f32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::{rows, winograd_map, Tensor};
-    use crate::ir::Window;
+    use crate::ir::{Window, WinogradTile};
 
     /// The Winograd gradient maps are the transposes of the forward ones
-    /// (`⟨T x, t⟩ = ⟨x, Tᵀ t⟩`, exact on integers), on both sides and with
-    /// uneven padding and odd output sizes (cropped last tiles).
+    /// (`⟨T x, t⟩ = ⟨x, Tᵀ t⟩`, exact on integers), for both tiles, on both
+    /// sides and with uneven padding and odd output sizes (cropped last
+    /// tiles).
     #[test]
     fn winograd_gradient_maps_are_the_adjoints() {
         let w = Window {
@@ -722,7 +741,7 @@ mod tests {
             pad_before: [1, 0],
             channels: 2,
         };
-        let (n, c, th, tw) = (2, 2, 3, 3);
+        let (n, c) = (2, 2);
         let ints = |len: usize, seed: usize| -> Vec<f64> {
             (0..len)
                 .map(|i| ((i * 7 + seed * 13) % 11) as f64 - 5.0)
@@ -731,28 +750,31 @@ mod tests {
         let dot = |a: &Tensor, b: &Tensor| -> f64 {
             a.data.iter().zip(&b.data).map(|(x, y)| x * y).sum()
         };
-        let tiles = vec![16, n, th, tw, c];
-        for (input, image) in [(true, vec![n, 5, 7, c]), (false, vec![n, 5, 6, c])] {
-            let x = Tensor::new(image.clone(), ints(image.iter().product(), 1));
-            let t = Tensor::new(tiles.clone(), ints(tiles.iter().product(), 2));
-            let (forward, backward) = if input {
-                (
-                    winograd_map(&x, &w, &tiles, true, true),
-                    winograd_map(&t, &w, &image, true, false),
-                )
-            } else {
-                (
-                    winograd_map(&t, &w, &image, false, false),
-                    winograd_map(&x, &w, &tiles, false, true),
-                )
-            };
-            let (lhs, rhs) = if input {
-                (dot(&forward, &t), dot(&x, &backward))
-            } else {
-                (dot(&forward, &x), dot(&t, &backward))
-            };
-            assert!(lhs != 0.0, "input side {input}: a trivial product");
-            assert_eq!(lhs, rhs, "input side {input}");
+        for tile in [WinogradTile::F2, WinogradTile::F4] {
+            let [th, tw] = w.winograd_tiles(tile).map(|t| t as usize);
+            let tiles = vec![tile.groups() as usize, n, th, tw, c];
+            for (input, image) in [(true, vec![n, 5, 7, c]), (false, vec![n, 5, 6, c])] {
+                let x = Tensor::new(image.clone(), ints(image.iter().product(), 1));
+                let t = Tensor::new(tiles.clone(), ints(tiles.iter().product(), 2));
+                let (forward, backward) = if input {
+                    (
+                        winograd_map(&x, &w, tile, &tiles, true, true),
+                        winograd_map(&t, &w, tile, &image, true, false),
+                    )
+                } else {
+                    (
+                        winograd_map(&t, &w, tile, &image, false, false),
+                        winograd_map(&x, &w, tile, &tiles, false, true),
+                    )
+                };
+                let (lhs, rhs) = if input {
+                    (dot(&forward, &t), dot(&x, &backward))
+                } else {
+                    (dot(&forward, &x), dot(&t, &backward))
+                };
+                assert!(lhs != 0.0, "{tile:?} input side {input}: a trivial product");
+                assert_eq!(lhs, rhs, "{tile:?} input side {input}");
+            }
         }
     }
 

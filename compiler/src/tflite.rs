@@ -1802,10 +1802,10 @@ impl<'a> Lower<'a> {
                 };
                 return Err(self.unsupported(id, why));
             }
-            Op::WinogradInput(_)
-            | Op::WinogradInputGrad(_)
-            | Op::WinogradOutput(_)
-            | Op::WinogradOutputGrad(_)
+            Op::WinogradInput(..)
+            | Op::WinogradInputGrad(..)
+            | Op::WinogradOutput(..)
+            | Op::WinogradOutputGrad(..)
             | Op::BatchMatMul { .. } => {
                 return Err(self.unsupported(
                     id,

@@ -306,17 +306,17 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
         Op::Patches { window, .. } => vjp_of(move |g, _, ct| one(g.patches_grad(ct, *window))),
         Op::PatchesGrad(window) => vjp_of(move |g, _, ct| one(g.patches(ct, *window, 0.0))),
         // The Winograd transforms are linear; each pair are adjoints.
-        Op::WinogradInput(window) => {
-            vjp_of(move |g, _, ct| one(g.winograd_input_grad(ct, *window)))
+        Op::WinogradInput(window, tile) => {
+            vjp_of(move |g, _, ct| one(g.winograd_input_grad(ct, *window, *tile)))
         }
-        Op::WinogradInputGrad(window) => {
-            vjp_of(move |g, _, ct| one(g.winograd_input(ct, *window)))
+        Op::WinogradInputGrad(window, tile) => {
+            vjp_of(move |g, _, ct| one(g.winograd_input(ct, *window, *tile)))
         }
-        Op::WinogradOutput(window) => {
-            vjp_of(move |g, _, ct| one(g.winograd_output_grad(ct, *window)))
+        Op::WinogradOutput(window, tile) => {
+            vjp_of(move |g, _, ct| one(g.winograd_output_grad(ct, *window, *tile)))
         }
-        Op::WinogradOutputGrad(window) => {
-            vjp_of(move |g, _, ct| one(g.winograd_output(ct, *window)))
+        Op::WinogradOutputGrad(window, tile) => {
+            vjp_of(move |g, _, ct| one(g.winograd_output(ct, *window, *tile)))
         }
 
         // TF _GatherGrad: an IndexedSlices (ids, ct), whose dense value is

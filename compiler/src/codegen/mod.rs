@@ -39,6 +39,7 @@ pub mod ops;
 pub mod rows;
 pub mod trig;
 pub mod window;
+pub mod winograd;
 pub mod winoblocks;
 
 use cranelift_codegen::ir::{types, AbiParam, Function, UserFuncName};
@@ -219,7 +220,7 @@ pub(crate) fn imports<M: Module>(
     };
     let winograd = if gemm_linkage == Linkage::Import {
         let mut sig = module.make_signature();
-        for t in [types::I64; 8] {
+        for t in [types::I64; 9] {
             sig.params.push(AbiParam::new(t));
         }
         for t in [emit::PTR, emit::PTR, types::I64, types::I64, types::I64] {

@@ -1,7 +1,8 @@
 //! A fused Winograd convolution pass ([`WinogradKernel`]) by blocks of
 //! images: per block the transforms of `window::winograd_images` into the
-//! thread's block tiles, the 16 GEMMs of the block (one `specc_sgemm` call
-//! per group), the inverse transform out of them.
+//! thread's block tiles, the G GEMMs of the block (one `specc_sgemm` call
+//! per group; G = 16 for F(2×2), 36 for F(4×4)), the inverse transform out
+//! of them.
 //!
 //! Invariants: the forward and the input gradient are per image, so any
 //! split of the blocks gives the same bits; the filter gradient is summed
@@ -17,7 +18,7 @@ use cranelift_codegen::ir::{types, InstBuilder, Value};
 use super::emit::Emitter;
 use super::loops::counted_loop;
 use super::rows::{for_row, ld, st};
-use super::window::{winograd_images, WinogradTiles};
+use super::winograd::{winograd_images, WinogradTiles};
 use crate::plan::{Mode, WindowOp, WinogradKernel};
 use specc_runtime::winograd;
 
@@ -61,8 +62,12 @@ pub fn emit(e: &mut Emitter, k: &WinogradKernel, mode: Mode) {
 struct Dims {
     c: i64,
     o: i64,
+    /// Tiles an image.
     t: i64,
+    /// Images a block.
     nb: i64,
+    /// Groups (values a tile per channel).
+    g: i64,
 }
 
 fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
@@ -72,6 +77,7 @@ fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
         o: i64::from(k.out_channels),
         t: k.tiles() as i64,
         nb: i64::from(k.block),
+        g: k.groups() as i64,
     };
     // This thread's block tiles: input tiles, then output (gradient) tiles.
     let region = match (split, e.tid) {
@@ -82,7 +88,7 @@ fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
         _ => p.scratch,
     };
     let vb = region;
-    let mb = e.b.ins().iadd_imm_s(region, 16 * d.nb * d.t * d.c * 4);
+    let mb = e.b.ins().iadd_imm_s(region, d.g * k.group_bytes(k.window.channels) as i64);
     let nb1 = e.b.ins().iadd_imm_s(p.images, d.nb - 1);
     let nbv = e.b.ins().iconst(types::I64, d.nb);
     let nblk = e.b.ins().udiv(nb1, nbv);
@@ -123,12 +129,12 @@ fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
         }
         if let Some(du) = du {
             // du += acc, by groups.
-            let sixteen = e.b.ins().iconst(types::I64, 16);
+            let groups = e.b.ins().iconst(types::I64, d.g);
             let (glo, ghi) = if split {
                 e.barrier();
-                e.thread_range(sixteen, 1)
+                e.thread_range(groups, 1)
             } else {
-                (zero, sixteen)
+                (zero, groups)
             };
             let len = d.c * d.o;
             counted_loop(e, glo, ghi, 1, &mut |e, g| {
@@ -147,9 +153,9 @@ fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
     e.region -= 1;
 }
 
-/// Zeroes a `[16, C, O]` accumulator.
+/// Zeroes a `[G, C, O]` accumulator.
 fn zero_groups(e: &mut Emitter, acc: Value, d: &Dims) {
-    let len = 16 * d.c * d.o;
+    let len = d.g * d.c * d.o;
     for_row(e, len, &mut |e, ty, dd, o| {
         let z = e.b.ins().f32const(0.0);
         let z = if ty == types::F32 {
@@ -172,11 +178,19 @@ fn block_images(e: &mut Emitter, p: &Prep, d: &Dims, b: Value) -> (Value, Value,
 }
 
 /// Tile tensor operands of a block buffer at `buf` with `ch` channels:
-/// (base such that image `n0` is at `buf`, group stride in bytes).
-fn block_tiles(e: &mut Emitter, d: &Dims, buf: Value, n0: Value, ch: i64) -> (Value, Value) {
+/// (base such that image `n0` is at `buf`, group stride in bytes,
+/// [`WinogradKernel::group_bytes`]).
+fn block_tiles(
+    e: &mut Emitter,
+    k: &WinogradKernel,
+    d: &Dims,
+    buf: Value,
+    n0: Value,
+    ch: i64,
+) -> (Value, Value) {
     let back = e.b.ins().imul_imm_s(n0, d.t * ch * 4);
     let base = e.b.ins().isub(buf, back);
-    let group = e.b.ins().iconst(types::I64, d.nb * d.t * ch * 4);
+    let group = e.b.ins().iconst(types::I64, k.group_bytes(ch as u32) as i64);
     (base, group)
 }
 
@@ -217,6 +231,7 @@ fn transform(
         };
         let mut args: Vec<Value> = [
             code,
+            i64::from(k.tile.m()),
             channels,
             i64::from(w.input[0]),
             i64::from(w.input[1]),
@@ -235,6 +250,7 @@ fn transform(
     let t = WinogradTiles {
         op,
         window: k.window,
+        tile: k.tile,
         channels: channels as u32,
         image_base,
         tile_base: tiles.0,
@@ -243,10 +259,11 @@ fn transform(
     winograd_images(e, &t, n0, n1);
 }
 
-/// The 16 GEMMs `C_g = op(A_g) @ op(B_g)` (beta 0 or 1) of one block.
+/// The `groups` GEMMs `C_g = op(A_g) @ op(B_g)` (beta 0 or 1) of one block.
 #[allow(clippy::too_many_arguments)]
 fn gemms(
     e: &mut Emitter,
+    groups: i64,
     [m, kk, n]: [Value; 3],
     a: &dyn Fn(&mut Emitter, Value) -> Value,
     [rsa, csa]: [i64; 2],
@@ -257,8 +274,8 @@ fn gemms(
     beta: f32,
 ) {
     let zero = e.b.ins().iconst(types::I64, 0);
-    let sixteen = e.b.ins().iconst(types::I64, 16);
-    counted_loop(e, zero, sixteen, 1, &mut |e, g| {
+    let count = e.b.ins().iconst(types::I64, groups);
+    counted_loop(e, zero, count, 1, &mut |e, g| {
         let pa = a(e, g);
         let pb = b(e, g);
         let pc = c(e, g);
@@ -288,9 +305,9 @@ fn forward_block(
             let group = e.b.ins().imul_imm_s(p.images, d.t * d.c * 4);
             (v, group)
         }
-        None => block_tiles(e, d, vb, n0, d.c),
+        None => block_tiles(e, k, d, vb, n0, d.c),
     };
-    let mt = block_tiles(e, d, mb, n0, d.o);
+    let mt = block_tiles(e, k, d, mb, n0, d.o);
     transform(e, k, WindowOp::WinogradInput, d.c, p.x, vt, n0, n1);
     let m = e.b.ins().imul_imm_s(cnt, d.t);
     let kk = e.b.ins().iconst(types::I64, d.c);
@@ -299,6 +316,7 @@ fn forward_block(
     let (c, o) = (d.c, d.o);
     gemms(
         e,
+        d.g,
         [m, kk, n],
         &|e, g| tile_at(e, d, vt.0, vt.1, g, n0, c),
         [c, 1],
@@ -326,8 +344,8 @@ fn backward_block(
     acc: Option<Value>,
 ) {
     let (n0, n1, cnt) = block_images(e, p, d, b);
-    let vt = block_tiles(e, d, vb, n0, d.c);
-    let mt = block_tiles(e, d, mb, n0, d.o);
+    let vt = block_tiles(e, k, d, vb, n0, d.c);
+    let mt = block_tiles(e, k, d, mb, n0, d.o);
     let dy = p.dy.expect("a backward kernel reads dy");
     transform(e, k, WindowOp::WinogradOutputGrad, d.o, dy, mt, n0, n1);
     let rows = e.b.ins().imul_imm_s(cnt, d.t);
@@ -339,6 +357,7 @@ fn backward_block(
         // acc_g += V_gᵀ [C, tiles] @ dM_g [tiles, O]
         gemms(
             e,
+            d.g,
             [ci, rows, oi],
             &|e, g| tile_at(e, d, vt.0, vt.1, g, n0, c),
             [1, c],
@@ -353,6 +372,7 @@ fn backward_block(
         // dV_g [tiles, C] = dM_g [tiles, O] @ U_gᵀ (U_g is [C, O]).
         gemms(
             e,
+            d.g,
             [rows, oi, ci],
             &|e, g| tile_at(e, d, mt.0, mt.1, g, n0, o),
             [o, 1],
@@ -366,7 +386,7 @@ fn backward_block(
     }
 }
 
-/// Group `g` of a `[16, C, O]` filter-sized tensor at `base` (`len = C·O`
+/// Group `g` of a `[G, C, O]` filter-sized tensor at `base` (`len = C·O`
 /// floats a group): U, or the filter gradient's accumulator.
 fn filter_group(e: &mut Emitter, base: Value, g: Value, len: i64) -> Value {
     let off = e.b.ins().imul_imm_s(g, len * 4);

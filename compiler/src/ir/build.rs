@@ -10,7 +10,7 @@
 //! which the driver turns into a diagnostic.
 
 use super::shape::{self, DType, Dim, Shape};
-use super::{BinaryOp, Graph, NodeId, Op, ReduceKind, UnaryOp, Window};
+use super::{BinaryOp, Graph, NodeId, Op, ReduceKind, UnaryOp, Window, WinogradTile};
 
 fn ice<T>(r: Result<T, String>) -> T {
     match r {
@@ -414,16 +414,21 @@ impl Graph {
         self.intern(Op::BatchMatMul { ta, tb }, vec![a, b], DType::F32, s)
     }
 
-    /// The Winograd F(2×2, 3×3) input transform of the images `x`
-    /// (`Op::WinogradInput`): `[16, N, TH, TW, C]`.
-    pub fn winograd_input(&mut self, x: NodeId, window: Window) -> NodeId {
+    /// The Winograd F(m×m, 3×3) input transform of the images `x`
+    /// (`Op::WinogradInput`): `[G, N, TH, TW, C]`.
+    pub fn winograd_input(&mut self, x: NodeId, window: Window, tile: WinogradTile) -> NodeId {
         let n = self.shape(x).0[0];
-        let out = tile_shape(n, window, window.channels);
-        self.intern(Op::WinogradInput(window), vec![x], DType::F32, out)
+        let out = tile_shape(n, window, tile, window.channels);
+        self.intern(Op::WinogradInput(window, tile), vec![x], DType::F32, out)
     }
 
     /// The adjoint of the input transform (`Op::WinogradInputGrad`): `[N, H, W, C]`.
-    pub fn winograd_input_grad(&mut self, dv: NodeId, window: Window) -> NodeId {
+    pub fn winograd_input_grad(
+        &mut self,
+        dv: NodeId,
+        window: Window,
+        tile: WinogradTile,
+    ) -> NodeId {
         let n = self.shape(dv).0[1];
         let out = Shape(vec![
             n,
@@ -431,12 +436,12 @@ impl Graph {
             Dim::Fixed(window.input[1]),
             Dim::Fixed(window.channels),
         ]);
-        self.intern(Op::WinogradInputGrad(window), vec![dv], DType::F32, out)
+        self.intern(Op::WinogradInputGrad(window, tile), vec![dv], DType::F32, out)
     }
 
     /// The Winograd output transform of the tile products `m`
     /// (`Op::WinogradOutput`): `[N, OH, OW, O]`.
-    pub fn winograd_output(&mut self, m: NodeId, window: Window) -> NodeId {
+    pub fn winograd_output(&mut self, m: NodeId, window: Window, tile: WinogradTile) -> NodeId {
         let s = self.shape(m).clone();
         let out = Shape(vec![
             s.0[1],
@@ -444,16 +449,21 @@ impl Graph {
             Dim::Fixed(window.output[1]),
             s.0[4],
         ]);
-        self.intern(Op::WinogradOutput(window), vec![m], DType::F32, out)
+        self.intern(Op::WinogradOutput(window, tile), vec![m], DType::F32, out)
     }
 
     /// The adjoint of the output transform (`Op::WinogradOutputGrad`):
-    /// `[16, N, TH, TW, O]`.
-    pub fn winograd_output_grad(&mut self, dy: NodeId, window: Window) -> NodeId {
+    /// `[G, N, TH, TW, O]`.
+    pub fn winograd_output_grad(
+        &mut self,
+        dy: NodeId,
+        window: Window,
+        tile: WinogradTile,
+    ) -> NodeId {
         let s = self.shape(dy).clone();
         let o = s.0[3].fixed().expect("fixed output channels");
-        let out = tile_shape(s.0[0], window, o);
-        self.intern(Op::WinogradOutputGrad(window), vec![dy], DType::F32, out)
+        let out = tile_shape(s.0[0], window, tile, o);
+        self.intern(Op::WinogradOutputGrad(window, tile), vec![dy], DType::F32, out)
     }
 
     /// The images whose patches' adjoint is `p` (`Op::PatchesGrad`).
@@ -534,11 +544,11 @@ impl Graph {
     }
 }
 
-/// `[16, N, TH, TW, channels]`: the Winograd tiles of `window`'s output.
-fn tile_shape(n: Dim, window: Window, channels: u32) -> Shape {
-    let [th, tw] = window.tiles();
+/// `[G, N, TH, TW, channels]`: the Winograd tiles of `window`'s output.
+fn tile_shape(n: Dim, window: Window, tile: WinogradTile, channels: u32) -> Shape {
+    let [th, tw] = window.winograd_tiles(tile);
     Shape(vec![
-        Dim::Fixed(16),
+        Dim::Fixed(tile.groups()),
         n,
         Dim::Fixed(th),
         Dim::Fixed(tw),

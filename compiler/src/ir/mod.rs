@@ -216,24 +216,26 @@ pub enum Op {
     /// `[N, H, W, C]`, each image cell the sum of the patch entries that read
     /// it, in output-cell order (padding entries add nowhere).
     PatchesGrad(Window),
-    /// Winograd F(2×2, 3×3) input transform (Lavin & Gray 2015) of a 3×3,
-    /// stride-1, dilation-1 convolution's `window`: input `[N, H, W, C]` to
-    /// `V [16, N, TH, TW, C]` (`TH = ⌈OH/2⌉`, `TW = ⌈OW/2⌉`), per tile
-    /// `(ty, tx)` and channel `V[4i + j] = (Bᵀ d B)[i, j]`, where `d` is the
-    /// 4×4 cells from `(2·ty − pt, 2·tx − pl)`, zero outside the image, and
-    /// `Bᵀ = [[1, 0, −1, 0], [0, 1, 1, 0], [0, −1, 1, 0], [0, 1, 0, −1]]`.
-    WinogradInput(Window),
-    /// The adjoint of `WinogradInput`: `[16, N, TH, TW, C]` to `[N, H, W, C]`,
+    /// Winograd F(m×m, 3×3) input transform (Lavin & Gray 2015) of a 3×3,
+    /// stride-1, dilation-1 convolution's `window` with tiles `tile`
+    /// (`a = m + 2` input cells a side, `G = a²` groups): input
+    /// `[N, H, W, C]` to `V [G, N, TH, TW, C]` (`TH = ⌈OH/m⌉`,
+    /// `TW = ⌈OW/m⌉`), per tile `(ty, tx)` and channel
+    /// `V[a·i + j] = (Bᵀ d B)[i, j]`, where `d` is the `a×a` cells from
+    /// `(m·ty − pt, m·tx − pl)`, zero outside the image
+    /// ([`WinogradTile::bt`]).
+    WinogradInput(Window, WinogradTile),
+    /// The adjoint of `WinogradInput`: `[G, N, TH, TW, C]` to `[N, H, W, C]`,
     /// each image cell the sum over the tiles that read it (in tile order) of
     /// `(B dV B^T)` at its place in the tile.
-    WinogradInputGrad(Window),
-    /// Winograd output transform: `M [16, N, TH, TW, O]` to `[N, OH, OW, O]`,
-    /// each tile's 2×2 cells `Aᵀ M A` (`Aᵀ = [[1, 1, 1, 0], [0, 1, −1, −1]]`),
-    /// cells past `OH`/`OW` dropped.
-    WinogradOutput(Window),
+    WinogradInputGrad(Window, WinogradTile),
+    /// Winograd output transform: `M [G, N, TH, TW, O]` to `[N, OH, OW, O]`,
+    /// each tile's `m×m` cells `Aᵀ M A` ([`WinogradTile::at`]), cells past
+    /// `OH`/`OW` dropped.
+    WinogradOutput(Window, WinogradTile),
     /// The adjoint of `WinogradOutput`: `[N, OH, OW, O]` to
-    /// `[16, N, TH, TW, O]`, per tile `A dY Aᵀ` (cells past the output zero).
-    WinogradOutputGrad(Window),
+    /// `[G, N, TH, TW, O]`, per tile `A dY Aᵀ` (cells past the output zero).
+    WinogradOutputGrad(Window, WinogradTile),
     /// Batched matrix product over the leading (fixed) axis `G` of both
     /// operands: slice `g` of the result is `MatMul { ta, tb }` of the
     /// operands' slices `g` (each slice a matrix as `MatMul` sees it).
@@ -278,30 +280,138 @@ impl Window {
     }
 }
 
-/// Winograd F(2×2, 3×3)'s `Bᵀ` (input transform `V = Bᵀ d B`).
-pub const WINOGRAD_BT: [[f32; 4]; 4] = [
-    [1.0, 0.0, -1.0, 0.0],
-    [0.0, 1.0, 1.0, 0.0],
-    [0.0, -1.0, 1.0, 0.0],
-    [0.0, 1.0, 0.0, -1.0],
-];
-/// Winograd F(2×2, 3×3)'s `G` (filter transform `U = G g Gᵀ`).
-pub const WINOGRAD_G: [[f32; 3]; 4] = [
-    [1.0, 0.0, 0.0],
-    [0.5, 0.5, 0.5],
-    [0.5, -0.5, 0.5],
-    [0.0, 0.0, 1.0],
-];
-/// Winograd F(2×2, 3×3)'s `Aᵀ` (output transform `Y = Aᵀ M A`).
-pub const WINOGRAD_AT: [[f32; 4]; 2] = [[1.0, 1.0, 1.0, 0.0], [0.0, 1.0, -1.0, -1.0]];
+/// The tile of a Winograd F(m×m, 3×3) convolution (Lavin & Gray 2015):
+/// `m×m` output cells from `(m+2)×(m+2)` input cells, `(m+2)²` products
+/// per channel pair ("groups"). F(2×2) multiplies 2.25× less than direct
+/// convolution, F(4×4) 4×, at the price of larger transforms with
+/// fractional filter coefficients (a few more ulps of rounding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WinogradTile {
+    /// F(2×2, 3×3): 4×4 input tiles, 16 groups.
+    F2,
+    /// F(4×4, 3×3): 6×6 input tiles, 36 groups.
+    F4,
+}
 
-impl Window {
-    /// `[TH, TW]`: the 2×2 output tiles of a Winograd F(2×2, 3×3) transform.
-    pub fn tiles(&self) -> [u32; 2] {
-        [self.output[0].div_ceil(2), self.output[1].div_ceil(2)]
+/// F(2×2, 3×3)'s `Bᵀ` (input transform `V = Bᵀ d B`).
+const F2_BT: [&[f32]; 4] = [
+    &[1.0, 0.0, -1.0, 0.0],
+    &[0.0, 1.0, 1.0, 0.0],
+    &[0.0, -1.0, 1.0, 0.0],
+    &[0.0, 1.0, 0.0, -1.0],
+];
+/// F(2×2, 3×3)'s `G` (filter transform `U = G g Gᵀ`).
+const F2_G: [&[f32]; 4] = [
+    &[1.0, 0.0, 0.0],
+    &[0.5, 0.5, 0.5],
+    &[0.5, -0.5, 0.5],
+    &[0.0, 0.0, 1.0],
+];
+/// F(2×2, 3×3)'s `Aᵀ` (output transform `Y = Aᵀ M A`).
+const F2_AT: [&[f32]; 2] = [&[1.0, 1.0, 1.0, 0.0], &[0.0, 1.0, -1.0, -1.0]];
+/// F(4×4, 3×3)'s `Bᵀ` (interpolation points 0, ±1, ±2 and ∞).
+const F4_BT: [&[f32]; 6] = [
+    &[4.0, 0.0, -5.0, 0.0, 1.0, 0.0],
+    &[0.0, -4.0, -4.0, 1.0, 1.0, 0.0],
+    &[0.0, 4.0, -4.0, -1.0, 1.0, 0.0],
+    &[0.0, -2.0, -1.0, 2.0, 1.0, 0.0],
+    &[0.0, 2.0, -1.0, -2.0, 1.0, 0.0],
+    &[0.0, 4.0, 0.0, -5.0, 0.0, 1.0],
+];
+/// F(4×4, 3×3)'s `G`.
+const F4_G: [&[f32]; 6] = [
+    &[1.0 / 4.0, 0.0, 0.0],
+    &[-1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0],
+    &[-1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0],
+    &[1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0],
+    &[1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0],
+    &[0.0, 0.0, 1.0],
+];
+/// F(4×4, 3×3)'s `Aᵀ`.
+const F4_AT: [&[f32]; 4] = [
+    &[1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+    &[0.0, 1.0, -1.0, 2.0, -2.0, 0.0],
+    &[0.0, 1.0, 1.0, 4.0, 4.0, 0.0],
+    &[0.0, 1.0, -1.0, 8.0, -8.0, 1.0],
+];
+
+impl WinogradTile {
+    /// Output cells a tile side, `m`.
+    pub fn m(self) -> u32 {
+        match self {
+            WinogradTile::F2 => 2,
+            WinogradTile::F4 => 4,
+        }
     }
 
-    /// Whether the window is a convolution Winograd F(2×2, 3×3) computes:
+    /// Input cells a tile side, `m + 2`.
+    pub fn alpha(self) -> u32 {
+        self.m() + 2
+    }
+
+    /// Values a tile per channel, `(m + 2)²`: the leading axis of a tile
+    /// tensor and the number of batched products.
+    pub fn groups(self) -> u32 {
+        self.alpha() * self.alpha()
+    }
+
+    /// `Bᵀ` (`alpha × alpha`).
+    pub fn bt(self) -> &'static [&'static [f32]] {
+        match self {
+            WinogradTile::F2 => &F2_BT,
+            WinogradTile::F4 => &F4_BT,
+        }
+    }
+
+    /// `G` (`alpha × 3`).
+    pub fn g(self) -> &'static [&'static [f32]] {
+        match self {
+            WinogradTile::F2 => &F2_G,
+            WinogradTile::F4 => &F4_G,
+        }
+    }
+
+    /// `Aᵀ` (`m × alpha`).
+    pub fn at(self) -> &'static [&'static [f32]] {
+        match self {
+            WinogradTile::F2 => &F2_AT,
+            WinogradTile::F4 => &F4_AT,
+        }
+    }
+
+    /// The name in dumps: `f2x2`, `f4x4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            WinogradTile::F2 => "f2x2",
+            WinogradTile::F4 => "f4x4",
+        }
+    }
+
+    /// The tile a convolution's `window` takes by default: the one with
+    /// fewer transformed values (tiles × groups, hence products) for its
+    /// output size, F(2×2) on a tie (the smaller rounding). W7's 8×8
+    /// outputs: 16 tiles × 16 against 4 × 36, so F(4×4).
+    pub fn for_window(window: &Window) -> WinogradTile {
+        let values = |t: WinogradTile| {
+            let [th, tw] = window.winograd_tiles(t);
+            u64::from(th * tw) * u64::from(t.groups())
+        };
+        if values(WinogradTile::F4) < values(WinogradTile::F2) {
+            WinogradTile::F4
+        } else {
+            WinogradTile::F2
+        }
+    }
+}
+
+impl Window {
+    /// `[TH, TW]`: the `m×m` output tiles of a Winograd transform.
+    pub fn winograd_tiles(&self, tile: WinogradTile) -> [u32; 2] {
+        let m = tile.m();
+        [self.output[0].div_ceil(m), self.output[1].div_ceil(m)]
+    }
+
+    /// Whether the window is a convolution Winograd F(m×m, 3×3) computes:
     /// a 3×3 kernel, stride 1, dilation 1.
     pub fn winograd_fits(&self) -> bool {
         self.kernel == [3, 3] && self.strides == [1, 1] && self.dilations == [1, 1]

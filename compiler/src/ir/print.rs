@@ -115,13 +115,17 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
             s
         }
         Op::PatchesGrad(window) => format!("patches_grad {}", window_text(window)),
-        Op::WinogradInput(window) => format!("winograd_input {}", window_text(window)),
-        Op::WinogradInputGrad(window) => {
-            format!("winograd_input_grad {}", window_text(window))
+        Op::WinogradInput(window, tile) => {
+            format!("winograd_input {} {}", tile.name(), window_text(window))
         }
-        Op::WinogradOutput(window) => format!("winograd_output {}", window_text(window)),
-        Op::WinogradOutputGrad(window) => {
-            format!("winograd_output_grad {}", window_text(window))
+        Op::WinogradInputGrad(window, tile) => {
+            format!("winograd_input_grad {} {}", tile.name(), window_text(window))
+        }
+        Op::WinogradOutput(window, tile) => {
+            format!("winograd_output {} {}", tile.name(), window_text(window))
+        }
+        Op::WinogradOutputGrad(window, tile) => {
+            format!("winograd_output_grad {} {}", tile.name(), window_text(window))
         }
         Op::BatchMatMul { ta, tb } => {
             let mut s = "batch_matmul".to_string();

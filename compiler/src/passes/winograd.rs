@@ -1,18 +1,19 @@
-//! The Winograd F(2×2, 3×3) rewrite of 3×3 convolutions (Lavin & Gray 2015).
+//! The Winograd F(m×m, 3×3) rewrite of 3×3 convolutions (Lavin & Gray 2015).
 //!
 //! Owns: replacing, in a differentiated and simplified graph, the three
 //! products of a convolution `patches(x) @ K` (3×3 kernel, stride 1,
-//! dilation 1, zero padding: SAME, VALID or explicit; any output size, odd
-//! ones cropped) by the same value computed with 2.25× fewer multiplies:
+//! dilation 1, zero padding: SAME, VALID or explicit; any output size, the
+//! last tiles cropped) by the same value computed with fewer multiplies
+//! (F(2×2): 2.25×, F(4×4): 4×, less the cropped cells):
 //! - forward `patches(x) @ K` → `winograd_output(batch_matmul(V, U))`,
 //! - input gradient `patches_grad(dY @ Kᵀ)` →
 //!   `winograd_input_grad(batch_matmul(winograd_output_grad(dY), U, tb))`,
 //! - filter gradient `patches(x)ᵀ @ dY` → `Gᵀ dU G` as the matmul
 //!   `(G⊗G)ᵀ @ batch_matmul(V, winograd_output_grad(dY), ta)`,
 //!
-//! with `V = winograd_input(x)` `[16, N, TH, TW, C]` and the filter transform
-//! `U = (G⊗G) @ K` (`K` as `[9, C·O]`, `G⊗G` a `[16, 9]` constant) as an
-//! ordinary matmul. Hash-consing shares `V`, `U` and `winograd_output_grad(dY)`
+//! with `V = winograd_input(x)` `[G, N, TH, TW, C]` (`G` the tile's groups,
+//! 16 or 36) and the filter transform `U = (G⊗G) @ K` (`K` as `[9, C·O]`,
+//! `G⊗G` a `[G, 9]` constant) as an ordinary matmul. Hash-consing shares `V`, `U` and `winograd_output_grad(dY)`
 //! between the products. The backward rewrites are the forward's adjoint
 //! (the ops' VJPs in `autodiff::rules`), so the gradients stay exact
 //! derivatives of what is computed, up to rounding.
@@ -20,13 +21,15 @@
 //! Policy ([`Winograd::Auto`]): convolutions with at least
 //! [`MIN_CHANNELS`] input and output channels (below that the 16 small
 //! GEMMs and the transforms cost more than the 9·C·O products they save;
-//! W7's first convolution, C = 1, stays direct).
+//! W7's first convolution, C = 1, stays direct), each with the tile of
+//! fewer products for its output size ([`WinogradTile::for_window`]: W7's
+//! 8×8 outputs take F(4×4)); `SPECC_WINOGRAD_TILE=2` or `4` forces one.
 //!
 //! Invariant: the rebuilt graph computes every root's value (up to the
 //! rounding of a different summation); dead direct products are dropped by
 //! the next `passes::optimize`.
 
-use crate::ir::{DType, Graph, NodeId, Op, Shape, Window, WINOGRAD_G};
+use crate::ir::{DType, Graph, NodeId, Op, Shape, Window, WinogradTile};
 use crate::model::Model;
 
 /// Which convolutions are computed by Winograd F(2×2, 3×3).
@@ -63,8 +66,20 @@ impl Winograd {
 /// Fewest input and output channels `Winograd::Auto` rewrites.
 pub const MIN_CHANNELS: u32 = 16;
 
-/// Rewrites the model's graph in place (`mode` chooses the convolutions).
-pub fn rewrite(model: &mut Model, mode: Winograd) {
+/// The tile `SPECC_WINOGRAD_TILE` forces (`2` or `4`; otherwise, and
+/// unset, none: each convolution takes [`WinogradTile::for_window`]'s).
+pub fn tile_from_env() -> Option<WinogradTile> {
+    match std::env::var("SPECC_WINOGRAD_TILE").as_deref() {
+        Ok("2") => Some(WinogradTile::F2),
+        Ok("4") => Some(WinogradTile::F4),
+        _ => None,
+    }
+}
+
+/// Rewrites the model's graph in place (`mode` chooses the convolutions,
+/// `tile` forces their tile).
+pub fn rewrite(model: &mut Model, mode: Winograd, tile: Option<WinogradTile>) {
+    let tile_of = |w: &Window| tile.unwrap_or_else(|| WinogradTile::for_window(w));
     if mode == Winograd::Never {
         return;
     }
@@ -105,11 +120,12 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
             ) => last(old.shape(k))
                 .and_then(|o| Some((o, window_of(p, o)?)))
                 .map(|(o, w)| {
+                    let t = tile_of(&w);
                     let x = at(old.inputs_of(p)[0]);
-                    let v = g.winograd_input(x, w);
-                    let u = filter(&mut g, at(k), w.channels, o);
+                    let v = g.winograd_input(x, w, t);
+                    let u = filter(&mut g, at(k), w.channels, o, t);
                     let m = g.batch_matmul(v, u, false, false);
-                    g.winograd_output(m, w)
+                    g.winograd_output(m, w, t)
                 }),
             // Filter gradient: patches(x)ᵀ @ dY.
             (
@@ -121,12 +137,13 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
             ) if old.shape(dy).rank() == 4 => last(old.shape(dy))
                 .and_then(|o| Some((o, window_of(p, o)?)))
                 .map(|(o, w)| {
+                    let t = tile_of(&w);
                     let x = at(old.inputs_of(p)[0]);
-                    let v = g.winograd_input(x, w);
-                    let dm = g.winograd_output_grad(at(dy), w);
+                    let v = g.winograd_input(x, w, t);
+                    let dm = g.winograd_output_grad(at(dy), w, t);
                     let du = g.batch_matmul(v, dm, true, false);
-                    let du = g.reshape(du, &Shape::fixed(&[16, w.channels * o]));
-                    let gg = transform_matrix(&mut g);
+                    let du = g.reshape(du, &Shape::fixed(&[t.groups(), w.channels * o]));
+                    let gg = transform_matrix(&mut g, t);
                     let dk = g.matmul(gg, du, true, false);
                     g.reshape(dk, &node.shape)
                 }),
@@ -140,10 +157,11 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
                     &[dy, k],
                 ) if old.shape(dy).rank() == 4 => {
                     last(old.shape(k)).filter(|&o| fits(w, o)).map(|o| {
-                        let dm = g.winograd_output_grad(at(dy), *w);
-                        let u = filter(&mut g, at(k), w.channels, o);
+                        let t = tile_of(w);
+                        let dm = g.winograd_output_grad(at(dy), *w, t);
+                        let u = filter(&mut g, at(k), w.channels, o, t);
                         let dv = g.batch_matmul(dm, u, false, true);
-                        g.winograd_input_grad(dv, *w)
+                        g.winograd_input_grad(dv, *w, t)
                     })
                 }
                 _ => None,
@@ -168,26 +186,28 @@ pub fn rewrite(model: &mut Model, mode: Winograd) {
     }
 }
 
-/// `G⊗G` as a `[16, 9]` constant: row `4i + j`, column `3u + v` is
-/// `G[i][u]·G[j][v]`, so `U = (G⊗G) @ K[9, ·]` is `G g Gᵀ` per channel pair.
-fn transform_matrix(g: &mut Graph) -> NodeId {
-    let mut values = Vec::with_capacity(16 * 9);
-    for gi in &WINOGRAD_G {
-        for gj in &WINOGRAD_G {
-            for &a in gi {
-                for &b in gj {
+/// `G⊗G` as a `[A², 9]` constant (`A` the tile's input side): row
+/// `A·i + j`, column `3u + v` is `G[i][u]·G[j][v]` (rounded to f32), so
+/// `U = (G⊗G) @ K[9, ·]` is `G g Gᵀ` per channel pair.
+fn transform_matrix(g: &mut Graph, tile: WinogradTile) -> NodeId {
+    let groups = tile.groups();
+    let mut values = Vec::with_capacity(groups as usize * 9);
+    for gi in tile.g() {
+        for gj in tile.g() {
+            for &a in *gi {
+                for &b in *gj {
                     values.push(a * b);
                 }
             }
         }
     }
-    g.tensor(DType::F32, Shape::fixed(&[16, 9]), values)
+    g.tensor(DType::F32, Shape::fixed(&[groups, 9]), values)
 }
 
-/// The filter transform of `k` (`[9·C, O]`): `U` `[16, C, O]`.
-fn filter(g: &mut Graph, k: NodeId, c: u32, o: u32) -> NodeId {
+/// The filter transform of `k` (`[9·C, O]`): `U` `[G, C, O]`.
+fn filter(g: &mut Graph, k: NodeId, c: u32, o: u32, tile: WinogradTile) -> NodeId {
     let k9 = g.reshape(k, &Shape::fixed(&[9, c * o]));
-    let gg = transform_matrix(g);
+    let gg = transform_matrix(g, tile);
     let u = g.matmul(gg, k9, false, false);
-    g.reshape(u, &Shape::fixed(&[16, c, o]))
+    g.reshape(u, &Shape::fixed(&[tile.groups(), c, o]))
 }

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use specc_runtime::abi::OutputLayout;
 
 use super::view::{BufId, Lin, View};
-use crate::ir::{DType, NodeId, ReduceKind, Shape, Window};
+use crate::ir::{DType, NodeId, ReduceKind, Shape, Window, WinogradTile};
 
 /// Where a buffer lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub enum WindowOp {
     /// `Op::PatchesGrad`: `dst` is zeroed, then gets every patch entry of
     /// `src` added at the cell it reads.
     PatchesGrad,
-    /// `Op::WinogradInput`: images to tiles `[16, N, TH, TW, C]`.
+    /// `Op::WinogradInput`: images to tiles `[G, N, TH, TW, C]`.
     WinogradInput,
     /// `Op::WinogradInputGrad`: tiles to images (zeroed, then accumulated).
     WinogradInputGrad,
@@ -170,13 +170,15 @@ impl WindowOp {
 }
 
 /// A loop over images moving windows of `src` to `dst` ([`WindowOp`]).
-/// Every view is row-major; a tile tensor `[16, N, TH, TW, channels]` has
-/// the images on its second axis.
+/// Every view is row-major; a tile tensor `[G, N, TH, TW, channels]` (`G`
+/// the tile's groups) has the images on its second axis.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WindowKernel {
     pub node: NodeId,
     pub op: WindowOp,
     pub window: Window,
+    /// The tile of a Winograd op (`None` for the patches ops).
+    pub tile: Option<WinogradTile>,
     /// Channels of a cell: the window's `C`, or `O` for the output transforms.
     pub channels: u32,
     pub pad: f32,
@@ -186,7 +188,7 @@ pub struct WindowKernel {
     pub dst: View,
 }
 
-/// The Winograd F(2×2, 3×3) transforms and batched products of one
+/// The Winograd F(m×m, 3×3) transforms and batched products of one
 /// convolution pass, run block by block over the images so that each
 /// block's tile tensors stay in cache (`plan::winofuse`):
 /// - forward (`y`): `y = winograd_output(winograd_input(x) @ u)`, the input
@@ -205,6 +207,7 @@ pub struct WinogradKernel {
     /// The node of the last op replaced (names the kernel).
     pub node: NodeId,
     pub window: Window,
+    pub tile: WinogradTile,
     /// Number of images, `N`.
     pub images: Lin,
     /// Images per block.
@@ -213,7 +216,7 @@ pub struct WinogradKernel {
     pub out_channels: u32,
     /// Input images `[N, H, W, C]`.
     pub x: View,
-    /// The transformed filter `[16, C, O]` (row-major), when read.
+    /// The transformed filter `[G, C, O]` (row-major), when read.
     pub u: Option<View>,
     /// Forward: the output images `[N, OH, OW, O]`.
     pub y: Option<View>,
@@ -223,7 +226,7 @@ pub struct WinogradKernel {
     pub dy: Option<View>,
     /// Backward: the input gradient `[N, H, W, C]`.
     pub dx: Option<View>,
-    /// Backward: the transformed filter gradient `[16, C, O]`.
+    /// Backward: the transformed filter gradient `[G, C, O]`.
     pub du: Option<View>,
     /// Byte offset of the per-thread block tiles in scratch.
     pub scratch: u64,
@@ -234,23 +237,38 @@ pub struct WinogradKernel {
 impl WinogradKernel {
     /// Tiles per image.
     pub fn tiles(&self) -> u64 {
-        let [th, tw] = self.window.tiles();
+        let [th, tw] = self.window.winograd_tiles(self.tile);
         u64::from(th * tw)
+    }
+
+    /// Values a tile per channel: the batched products of a block.
+    pub fn groups(&self) -> u64 {
+        u64::from(self.tile.groups())
+    }
+
+    /// Bytes from one group to the next in a block buffer of tiles with
+    /// `channels` channels: the group's tiles rounded up to 4 KiB, plus one
+    /// cache line. Groups a multiple of 4 KiB apart would all fall in the
+    /// same L1 set (and alias in the store buffer), and a transform writes
+    /// or reads all of a tile's 16 or 36 groups at once: with the extra
+    /// line they fall in consecutive sets (W7 with F(4×4): the transforms
+    /// ran ~1.4× slower without it).
+    pub fn group_bytes(&self, channels: u32) -> u64 {
+        let bytes = u64::from(self.block) * self.tiles() * u64::from(channels) * 4;
+        bytes.next_multiple_of(4096) + 64
     }
 
     /// Bytes of one thread's block tiles: the input tiles and the output
     /// (gradient) tiles of `block` images.
     pub fn block_bytes(&self) -> u64 {
-        let c = u64::from(self.window.channels);
-        let o = u64::from(self.out_channels);
-        (16 * u64::from(self.block) * self.tiles() * (c + o) * 4).next_multiple_of(64)
+        self.groups() * (self.group_bytes(self.window.channels) + self.group_bytes(self.out_channels))
     }
 
     /// Bytes of the second filter-gradient accumulator (0 without one).
     pub fn acc_bytes(&self) -> u64 {
         if self.du.is_some() {
-            (16 * u64::from(self.window.channels) * u64::from(self.out_channels) * 4)
-                .next_multiple_of(64)
+            let (c, o) = (self.window.channels, self.out_channels);
+            (self.groups() * u64::from(c) * u64::from(o) * 4).next_multiple_of(64)
         } else {
             0
         }

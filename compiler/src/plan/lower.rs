@@ -24,7 +24,7 @@ use super::{
     Buffer, Groups, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source,
     WindowKernel, WindowOp,
 };
-use crate::ir::{DType, NodeId, Op, Shape, Window};
+use crate::ir::{DType, NodeId, Op, Shape, Window, WinogradTile};
 
 /// A loop over `domain` that stores `src` (read as `node`) into `dst`: a copy,
 /// or a fill when `src` is a constant.
@@ -309,33 +309,42 @@ impl Planner<'_> {
                 vec![Kernel::Rows(k)]
             }
             Op::Patches { window, pad } => {
-                vec![self.window_kernel(n, window, WindowOp::Patches, pad)]
+                vec![self.window_kernel(n, window, WindowOp::Patches, None, pad)]
             }
             Op::PatchesGrad(window) => {
-                vec![self.window_kernel(n, window, WindowOp::PatchesGrad, 0)]
+                vec![self.window_kernel(n, window, WindowOp::PatchesGrad, None, 0)]
             }
-            Op::WinogradInput(window) => {
-                vec![self.window_kernel(n, window, WindowOp::WinogradInput, 0)]
+            Op::WinogradInput(window, tile) => {
+                vec![self.window_kernel(n, window, WindowOp::WinogradInput, Some(tile), 0)]
             }
-            Op::WinogradInputGrad(window) => {
-                vec![self.window_kernel(n, window, WindowOp::WinogradInputGrad, 0)]
+            Op::WinogradInputGrad(window, tile) => {
+                let op = WindowOp::WinogradInputGrad;
+                vec![self.window_kernel(n, window, op, Some(tile), 0)]
             }
-            Op::WinogradOutput(window) => {
-                vec![self.window_kernel(n, window, WindowOp::WinogradOutput, 0)]
+            Op::WinogradOutput(window, tile) => {
+                vec![self.window_kernel(n, window, WindowOp::WinogradOutput, Some(tile), 0)]
             }
-            Op::WinogradOutputGrad(window) => {
-                vec![self.window_kernel(n, window, WindowOp::WinogradOutputGrad, 0)]
+            Op::WinogradOutputGrad(window, tile) => {
+                let op = WindowOp::WinogradOutputGrad;
+                vec![self.window_kernel(n, window, op, Some(tile), 0)]
             }
             other => panic!("internal compiler error: no kernel for {other:?}"),
         }
     }
 
-    /// The window kernel `op` of node `n`.
-    fn window_kernel(&mut self, n: NodeId, window: Window, op: WindowOp, pad: u32) -> Kernel {
+    /// The window kernel `op` of node `n` (`tile`: a Winograd op's).
+    fn window_kernel(
+        &mut self,
+        n: NodeId,
+        window: Window,
+        op: WindowOp,
+        tile: Option<WinogradTile>,
+        pad: u32,
+    ) -> Kernel {
         let x = self.g.inputs_of(n)[0];
         let src = self.row_major_view(x);
         // The images are the first axis of an image tensor, the second of
-        // a tile tensor ([16, N, TH, TW, channels]).
+        // a tile tensor ([G, N, TH, TW, channels]).
         let tiles_out = matches!(op, WindowOp::WinogradInput | WindowOp::WinogradOutputGrad);
         let (images, channels) = {
             let s = self.g.shape(n);
@@ -353,6 +362,7 @@ impl Planner<'_> {
             op,
             channels,
             window,
+            tile,
             pad: f32::from_bits(pad),
             images: Lin::of_dim(images),
             src,

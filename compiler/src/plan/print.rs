@@ -114,9 +114,10 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
             }
             Kernel::Window(w) => {
                 let name = w.op.name();
+                let tile = w.tile.map(|t| format!(" {}", t.name())).unwrap_or_default();
                 writeln!(
                     out,
-                    "    k{i}: {name} {} images={}: {} <- {}",
+                    "    k{i}: {name}{tile} {} images={}: {} <- {}",
                     w.node, w.images, w.dst, w.src
                 )
                 .ok();
@@ -129,8 +130,9 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 };
                 writeln!(
                     out,
-                    "    k{i}: winograd {} images={} block={} C={} O={}: x={}{}{}{}{}{}{}",
+                    "    k{i}: winograd {} {} images={} block={} C={} O={}: x={}{}{}{}{}{}{}",
                     w.node,
+                    w.tile.name(),
                     w.images,
                     w.block,
                     w.window.channels,

@@ -116,7 +116,7 @@ fn kernel_work(g: &Graph, k: &Kernel, batch: u64) -> (f64, bool) {
         Kernel::Winograd(w) => {
             // Its products at the GEMM rate, as the unfused ones were.
             let t = w.tiles() as f64 * w.images.eval(batch as i64) as f64;
-            let flops = 2.0 * 16.0 * t * f64::from(w.window.channels * w.out_channels);
+            let flops = 2.0 * w.groups() as f64 * t * f64::from(w.window.channels * w.out_channels);
             let products = [w.y.is_some(), w.dx.is_some(), w.du.is_some()]
                 .iter()
                 .filter(|&&p| p)

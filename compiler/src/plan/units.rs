@@ -61,10 +61,10 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
         | Op::ScatterRows => Class::Rows,
         Op::Patches { .. }
         | Op::PatchesGrad(_)
-        | Op::WinogradInput(_)
-        | Op::WinogradInputGrad(_)
-        | Op::WinogradOutput(_)
-        | Op::WinogradOutputGrad(_) => Class::Window,
+        | Op::WinogradInput(..)
+        | Op::WinogradInputGrad(..)
+        | Op::WinogradOutput(..)
+        | Op::WinogradOutputGrad(..) => Class::Window,
         _ if node.shape.is_scalar() => Class::Scalar,
         Op::Input(_) | Op::Var(_) | Op::Tensor(_) => Class::Leaf,
         Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::FirstRow | Op::Training => {

@@ -3,8 +3,9 @@
 //!
 //! Owns: finding, in the ordered kernel list, the kernels `passes::winograd`
 //! produced for one convolution pass and replacing them by one kernel that
-//! runs transform → 16 GEMMs → inverse transform per block of images, so
-//! the tile tensors (16 values per 2×2 output cell) never exist whole and
+//! runs transform → G GEMMs → inverse transform per block of images (G the
+//! tile's groups, 16 or 36), so the tile tensors (G values per tile of
+//! output cells) never exist whole and
 //! each block's are read right after they are written:
 //! - forward: `winograd_input` (V ← x), `V @ U` (M), `winograd_output`
 //!   (y ← M), placed where `winograd_output` was;
@@ -148,7 +149,7 @@ fn window(k: &Kernel, op: WindowOp) -> Option<&super::WindowKernel> {
     }
 }
 
-/// Whether `v` is a row-major `[16, C, O]` filter view (group stride
+/// Whether `v` is a row-major `[G, C, O]` filter view (group stride
 /// `C·O`, row stride `O`).
 fn filter_view(v: &View, stride: Lin, c: u32, o: u32) -> bool {
     stride == Lin::constant(i64::from(c) * i64::from(o))
@@ -223,7 +224,7 @@ pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
                 let vin = writer(g.a.buf).and_then(|q| {
                     let vin = window(&kernels[q], WindowOp::WinogradInput)?;
                     let kept = (q + 1..i).all(|p| !rw[p].1.contains(&vin.src.buf));
-                    (kept && q < i && vin.window == w).then_some(vin)
+                    (kept && q < i && vin.window == w && vin.tile == og.tile).then_some(vin)
                 });
                 match vin {
                     Some(vin) => du_part = Some((j, vin.src.clone())),
@@ -266,10 +267,13 @@ pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
         if !movable(&removed, i) || removed.iter().any(|r| taken.contains(r)) {
             continue;
         }
-        let per_image = 16 * (w.tiles()[0] * w.tiles()[1]) as u64 * u64::from(c + o) * 4;
+        let Some(tile) = og.tile else { continue };
+        let [th, tw] = w.winograd_tiles(tile);
+        let per_image = u64::from(tile.groups() * th * tw) * u64::from(c + o) * 4;
         let kernel = WinogradKernel {
             node: og.node,
             window: w,
+            tile,
             images: og.images,
             block: block_size(per_image, batch),
             out_channels: o,
@@ -311,9 +315,10 @@ pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
         let Some(vin) = window(&kernels[i], WindowOp::WinogradInput) else {
             continue;
         };
-        if vin.window != w {
+        if vin.window != w || vin.tile != out.tile {
             continue;
         }
+        let Some(tile) = out.tile else { continue };
         let removed = vec![i, j, l];
         if !movable(&removed, l) || removed.iter().any(|r| taken.contains(r)) {
             continue;
@@ -322,10 +327,12 @@ pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
         let keep_v = touchers(vbuf)
             .iter()
             .any(|q| !removed.contains(q) && !taken.contains(q));
-        let per_image = 16 * (w.tiles()[0] * w.tiles()[1]) as u64 * u64::from(c + o) * 4;
+        let [th, tw] = w.winograd_tiles(tile);
+        let per_image = u64::from(tile.groups() * th * tw) * u64::from(c + o) * 4;
         let kernel = WinogradKernel {
             node: out.node,
             window: w,
+            tile,
             images: out.images,
             block: block_size(per_image, batch),
             out_channels: o,

@@ -191,8 +191,9 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
             Kernel::Window(w) => format!("{} {} {:?}", w.op.name(), w.node, w.window),
             Kernel::Winograd(w) => format!(
-                "winograd {} {} block={} C={} O={}",
+                "winograd {} {} {} block={} C={} O={}",
                 w.node,
+                w.tile.name(),
                 if w.y.is_some() { "forward" } else { "backward" },
                 w.block,
                 w.window.channels,
