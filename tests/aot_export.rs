@@ -107,7 +107,7 @@ fn reference(dir: &Path, path: &Path, input: &'static str) -> Reference {
     let fetch: Vec<String> = FETCH.iter().map(|s| s.to_string()).collect();
     let f = predict_function(model, &fetch).unwrap();
     let p = plan::plan(&model.graph, &f, &program.placement, 1);
-    let jit = codegen::compile(&model.graph, &[&p], false, false).unwrap();
+    let jit = codegen::compile(&model.graph, &[&p], false, false, true).unwrap();
     let layout = FunctionLayout {
         name: p.name.clone(),
         outputs: p.outputs.clone(),

@@ -9,6 +9,7 @@ mod common;
 
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Op;
+use specc_compiler::ir::WinogradTile;
 use specc_compiler::passes::winograd::Winograd;
 use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
@@ -573,15 +574,16 @@ fn every_differentiable_op_matches_finite_differences() {
     }
 }
 
-/// 3×3 stride-1 convolutions computed by Winograd F(2×2, 3×3) (forced):
+/// 3×3 stride-1 convolutions computed by Winograd with `tile` (forced):
 /// the interpreter evaluates the rewritten graph (its Winograd ops by their
 /// matrix definitions), the JIT its kernels; the compiled gradients (the
 /// transforms' adjoints and the batched products) match central
-/// differences. Odd output sizes, SAME, VALID and explicit padding.
-#[test]
-fn winograd_convolutions_match_finite_differences() {
+/// differences. Odd output sizes (cropped last tiles), SAME, VALID and
+/// explicit padding.
+fn winograd_convolutions_match_finite_differences(tile: WinogradTile) {
     let options = Options {
         winograd: Winograd::Always,
+        winograd_tile: Some(tile),
         ..Options::default()
     };
     let cases = [
@@ -615,15 +617,26 @@ fn winograd_convolutions_match_finite_differences() {
     }
 }
 
+#[test]
+fn winograd_f2x2_convolutions_match_finite_differences() {
+    winograd_convolutions_match_finite_differences(WinogradTile::F2);
+}
+
+#[test]
+fn winograd_f4x4_convolutions_match_finite_differences() {
+    winograd_convolutions_match_finite_differences(WinogradTile::F4);
+}
+
 /// The rewrite does happen under `Winograd::Always` (so the test above
 /// checks the Winograd path), and not under `Never`.
 #[test]
 fn winograd_rewrite_replaces_the_direct_products() {
     let text = "model w\ndata synthetic(rows = 8, features = 3)\nfeatures { x = numeric(x0..x2) }\nlabel label: int\nparams {\n  a: [1, 4, 4, 2] = glorot_uniform(seed = 1)\n  k: [3, 3, 2, 2] = glorot_uniform(seed = 2)\n}\ny = conv2d(a, k, strides = 1, padding = \"SAME\")\nloss = reduce_sum(y * y)\noptimizer gradient_descent(learning_rate = 0.1)\ntrain { batch = 5, steps = 1 }\n";
     let src = SourceFile::new("w.spec", text.to_string());
-    let count = |mode: Winograd| {
+    let count = |mode: Winograd, tile: WinogradTile| {
         let options = Options {
             winograd: mode,
+            winograd_tile: Some(tile),
             ..Options::default()
         };
         let program = compile_with(&src, Functions::ALL, &options).expect("compiles");
@@ -632,19 +645,20 @@ fn winograd_rewrite_replaces_the_direct_products() {
         let live = g.reachable(&roots);
         g.nodes()
             .filter(|(id, n)| {
-                live[id.index()]
-                    && matches!(
-                        n.op,
-                        Op::WinogradInput(..)
-                            | Op::WinogradInputGrad(..)
-                            | Op::WinogradOutput(..)
-                            | Op::WinogradOutputGrad(..)
-                            | Op::BatchMatMul { .. }
-                    )
+                let winograd = matches!(
+                    n.op,
+                    Op::WinogradInput(_, t)
+                        | Op::WinogradInputGrad(_, t)
+                        | Op::WinogradOutput(_, t)
+                        | Op::WinogradOutputGrad(_, t) if t == tile
+                );
+                live[id.index()] && (winograd || matches!(n.op, Op::BatchMatMul { .. }))
             })
             .count()
     };
     // input, output, output_grad, input_grad and three batched products.
-    assert_eq!(count(Winograd::Always), 7);
-    assert_eq!(count(Winograd::Never), 0);
+    for tile in [WinogradTile::F2, WinogradTile::F4] {
+        assert_eq!(count(Winograd::Always, tile), 7, "{tile:?}");
+        assert_eq!(count(Winograd::Never, tile), 0, "{tile:?}");
+    }
 }

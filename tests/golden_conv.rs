@@ -24,6 +24,7 @@ use common::op_cases::{
     arg_text, case_spec, cases_of, check_case, check_case_with, check_others, named,
 };
 use specc_compiler::driver::{plan_model_with, Functions, Options};
+use specc_compiler::ir::WinogradTile;
 use specc_compiler::passes::winograd::Winograd;
 use specc_compiler::plan::{Kernel, WindowOp, WinogradKernel};
 use specc_grammar::SourceFile;
@@ -183,15 +184,16 @@ fn every_other_convolution_case_in_the_file_matches_tensorflow() {
     check_others(cases(), NAMED, check);
 }
 
-/// A golden 3×3 stride-1 case computed by Winograd F(2×2, 3×3)
-/// (`passes::winograd`, forced whatever the channels): the plan of its
-/// gradient function has every transform, and its outputs and gradients
-/// match TF's within the same tolerance.
-fn check_winograd(name: &str) {
+/// A golden 3×3 stride-1 case computed by Winograd with `tile`
+/// (`passes::winograd`, forced whatever the channels and output size): the
+/// plan of its gradient function has every transform, all with `tile`, and
+/// its outputs and gradients match TF's within the same tolerance.
+fn check_winograd(name: &str, tile: WinogradTile) {
     let all = cases();
     let case = named(&all, FILE, name);
     let options = Options {
         winograd: Winograd::Always,
+        winograd_tile: Some(tile),
         ..Options::default()
     };
     let src = SourceFile::new("case.spec", case_spec(case, &bindings(case), None));
@@ -220,6 +222,16 @@ fn check_winograd(name: &str) {
             });
         assert!(found, "{name}: no {} kernel", op.name());
     }
+    let tiles_ok = planned
+        .plans
+        .iter()
+        .flat_map(|p| &p.kernels)
+        .all(|k| match k {
+            Kernel::Window(w) => w.tile.is_none_or(|t| t == tile),
+            Kernel::Winograd(w) => w.tile == tile,
+            _ => true,
+        });
+    assert!(tiles_ok, "{name}: every Winograd kernel has tile {tile:?}");
     let step = &planned.plans[0];
     let blocks = |f: fn(&WinogradKernel) -> bool| {
         step.kernels
@@ -234,21 +246,41 @@ fn check_winograd(name: &str) {
 }
 
 #[test]
-fn winograd_conv2d_same_matches_tensorflow() {
-    check_winograd("conv2d_same");
+fn winograd_f2x2_conv2d_same_matches_tensorflow() {
+    check_winograd("conv2d_same", WinogradTile::F2);
 }
 
 #[test]
-fn winograd_conv2d_valid_matches_tensorflow() {
-    check_winograd("conv2d_valid");
+fn winograd_f4x4_conv2d_same_matches_tensorflow() {
+    check_winograd("conv2d_same", WinogradTile::F4);
 }
 
 #[test]
-fn winograd_conv2d_explicit_padding_matches_tensorflow() {
-    check_winograd("conv2d_explicit_padding");
+fn winograd_f2x2_conv2d_valid_matches_tensorflow() {
+    check_winograd("conv2d_valid", WinogradTile::F2);
 }
 
 #[test]
-fn winograd_conv2d_one_channel_same_matches_tensorflow() {
-    check_winograd("conv2d_one_channel_same");
+fn winograd_f4x4_conv2d_valid_matches_tensorflow() {
+    check_winograd("conv2d_valid", WinogradTile::F4);
+}
+
+#[test]
+fn winograd_f2x2_conv2d_explicit_padding_matches_tensorflow() {
+    check_winograd("conv2d_explicit_padding", WinogradTile::F2);
+}
+
+#[test]
+fn winograd_f4x4_conv2d_explicit_padding_matches_tensorflow() {
+    check_winograd("conv2d_explicit_padding", WinogradTile::F4);
+}
+
+#[test]
+fn winograd_f2x2_conv2d_one_channel_same_matches_tensorflow() {
+    check_winograd("conv2d_one_channel_same", WinogradTile::F2);
+}
+
+#[test]
+fn winograd_f4x4_conv2d_one_channel_same_matches_tensorflow() {
+    check_winograd("conv2d_one_channel_same", WinogradTile::F4);
 }

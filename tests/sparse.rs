@@ -51,7 +51,7 @@ fn work(k: &Kernel) -> u64 {
         Kernel::ArgMax { shape, .. } => shape.numel(BATCH),
         Kernel::Rows(r) => r.n.eval(b) as u64 * r.row_len,
         Kernel::Window(w) => w.images.eval(b) as u64 * u64::from(w.window.patch_len()),
-        Kernel::Winograd(w) => w.images.eval(b) as u64 * w.tiles() * 16,
+        Kernel::Winograd(w) => w.images.eval(b) as u64 * w.tiles() * w.groups(),
     }
 }
 

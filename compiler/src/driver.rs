@@ -105,6 +105,10 @@ pub struct Options {
     /// (AVX-512/AVX2 lanes, the same bits; `codegen::adam`); by default
     /// yes, `SPECC_RUNTIME_ADAM=never` keeps Cranelift's loops.
     pub runtime_adam: bool,
+    /// Fused Winograd kernels call the runtime's `specc_winograd` (AVX-512
+    /// or AVX2 lanes); `false` emits the same transforms in Cranelift
+    /// (`codegen::winograd`, the same bits; tests compare the two).
+    pub runtime_winograd: bool,
     /// Fold bias/relu loops into the GEMMs before them (`plan::epilogue`):
     /// by default unless `SPECC_GEMM_EPILOGUE=never`.
     pub gemm_epilogue: bool,
@@ -122,6 +126,7 @@ impl Default for Options {
             winograd: passes::winograd::Winograd::from_env(),
             winograd_tile: passes::winograd::tile_from_env(),
             runtime_adam: crate::codegen::adam::runtime_adam_from_env(),
+            runtime_winograd: true,
             gemm_epilogue: plan::epilogue::enabled_from_env().unwrap_or(true),
         }
     }
@@ -317,7 +322,14 @@ pub fn compile_with(
     }
     let jit = guard(|| {
         let plans: Vec<&Plan> = compiled(&planned.plans).collect();
-        codegen::compile(&planned.model.graph, &plans, profile, options.runtime_adam).map_err(|e| {
+        codegen::compile(
+            &planned.model.graph,
+            &plans,
+            profile,
+            options.runtime_adam,
+            options.runtime_winograd,
+        )
+        .map_err(|e| {
             vec![Diagnostic::new(
                 "internal-error",
                 Default::default(),

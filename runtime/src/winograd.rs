@@ -487,14 +487,7 @@ unsafe fn run_tiles<L: Lane, T: TileMaps<AL, M>, const AL: usize, const M: usize
                     let n = (span * span) as usize;
                     let body = c - c % L::N;
                     let (cells, ok, groups) = (&cells[..n], &ok[..n], &groups[..AL * AL]);
-                    tile::<L, T, AL, M>(
-                        op,
-                        0,
-                        if L::N == 1 { c } else { body },
-                        cells,
-                        ok,
-                        groups,
-                    );
+                    tile::<L, T, AL, M>(op, 0, if L::N == 1 { c } else { body }, cells, ok, groups);
                     if L::N > 1 {
                         tile::<f32, T, AL, M>(op, body, c, cells, ok, groups);
                     }

@@ -39,8 +39,8 @@ pub mod ops;
 pub mod rows;
 pub mod trig;
 pub mod window;
-pub mod winograd;
 pub mod winoblocks;
+pub mod winograd;
 
 use cranelift_codegen::ir::{types, AbiParam, Function, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
@@ -194,13 +194,15 @@ fn has_epilogue(plans: &[&Plan]) -> bool {
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
 /// object file defines its own, `Local`), and, with `profile`, the profiler's mark.
-/// The JIT also imports the runtime kernels `specc_winograd`, with
-/// `runtime_adam` `specc_adam`, and with `epilogues` `specc_sgemm_ep`.
+/// The JIT also imports the runtime kernels: with `runtime_winograd`
+/// `specc_winograd`, with `runtime_adam` `specc_adam`, and with
+/// `epilogues` `specc_sgemm_ep`.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
     gemm_linkage: Linkage,
     runtime_adam: bool,
+    runtime_winograd: bool,
     epilogues: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
@@ -218,7 +220,7 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
-    let winograd = if gemm_linkage == Linkage::Import {
+    let winograd = if gemm_linkage == Linkage::Import && runtime_winograd {
         let mut sig = module.make_signature();
         for t in [types::I64; 9] {
             sig.params.push(AbiParam::new(t));
@@ -267,12 +269,15 @@ pub(crate) fn imports<M: Module>(
 
 /// Compiles plans into native functions; with `profile`, every kernel is timed
 /// (see `specc_runtime::profile`); with `runtime_adam`, dense Adam update
-/// loops call `specc_adam` (`codegen::adam`).
+/// loops call `specc_adam` (`codegen::adam`); with `runtime_winograd`, the
+/// fused Winograd kernels call `specc_winograd` (else the same transforms
+/// in Cranelift, `codegen::winograd`).
 pub fn compile(
     g: &Graph,
     plans: &[&Plan],
     profile: bool,
     runtime_adam: bool,
+    runtime_winograd: bool,
 ) -> Result<Jit, String> {
     let mut module = JITModule::new(jit_builder()?);
     let imports = imports(
@@ -280,6 +285,7 @@ pub fn compile(
         profile,
         Linkage::Import,
         runtime_adam,
+        runtime_winograd,
         has_epilogue(plans),
     )?;
     let sig = signature(&module);
@@ -321,6 +327,7 @@ fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
         false,
         Linkage::Import,
         adam::runtime_adam_from_env(),
+        true,
         has_epilogue(&[plan]),
     )?;
     Ok((module, imports))
@@ -376,6 +383,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
         false,
         Linkage::Import,
         adam::runtime_adam_from_env(),
+        true,
         has_epilogue(&[plan]),
     )?;
     let mut ctx = Context::new();

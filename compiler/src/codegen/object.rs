@@ -180,7 +180,7 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
     }
 
     // The planned function and the GEMM it calls, both local.
-    let imports = super::imports(&mut module, false, Linkage::Local, false, false)?;
+    let imports = super::imports(&mut module, false, Linkage::Local, false, false, false)?;
     let sig = super::signature(&module);
     let fn_id = module
         .declare_function(&format!("{sym}_{}", plan.name), Linkage::Local, &sig)

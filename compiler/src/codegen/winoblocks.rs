@@ -88,7 +88,9 @@ fn body(e: &mut Emitter, k: &WinogradKernel, p: &Prep, split: bool) {
         _ => p.scratch,
     };
     let vb = region;
-    let mb = e.b.ins().iadd_imm_s(region, d.g * k.group_bytes(k.window.channels) as i64);
+    let mb =
+        e.b.ins()
+            .iadd_imm_s(region, d.g * k.group_bytes(k.window.channels) as i64);
     let nb1 = e.b.ins().iadd_imm_s(p.images, d.nb - 1);
     let nbv = e.b.ins().iconst(types::I64, d.nb);
     let nblk = e.b.ins().udiv(nb1, nbv);
@@ -190,7 +192,9 @@ fn block_tiles(
 ) -> (Value, Value) {
     let back = e.b.ins().imul_imm_s(n0, d.t * ch * 4);
     let base = e.b.ins().isub(buf, back);
-    let group = e.b.ins().iconst(types::I64, k.group_bytes(ch as u32) as i64);
+    let group =
+        e.b.ins()
+            .iconst(types::I64, k.group_bytes(ch as u32) as i64);
     (base, group)
 }
 

@@ -188,7 +188,13 @@ enum Map {
 }
 
 /// `map` of `tile` applied to the row-major block `x`, row-major.
-fn apply(e: &mut Emitter, ty: types::Type, tile: WinogradTile, map: Map, x: &[Value]) -> Vec<Value> {
+fn apply(
+    e: &mut Emitter,
+    ty: types::Type,
+    tile: WinogradTile,
+    map: Map,
+    x: &[Value],
+) -> Vec<Value> {
     let mut a = Clif { e, ty };
     match (tile, map) {
         (WinogradTile::F2, Map::Bt) => block(&mut a, x, bt4),

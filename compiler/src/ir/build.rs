@@ -436,7 +436,12 @@ impl Graph {
             Dim::Fixed(window.input[1]),
             Dim::Fixed(window.channels),
         ]);
-        self.intern(Op::WinogradInputGrad(window, tile), vec![dv], DType::F32, out)
+        self.intern(
+            Op::WinogradInputGrad(window, tile),
+            vec![dv],
+            DType::F32,
+            out,
+        )
     }
 
     /// The Winograd output transform of the tile products `m`
@@ -463,7 +468,12 @@ impl Graph {
         let s = self.shape(dy).clone();
         let o = s.0[3].fixed().expect("fixed output channels");
         let out = tile_shape(s.0[0], window, tile, o);
-        self.intern(Op::WinogradOutputGrad(window, tile), vec![dy], DType::F32, out)
+        self.intern(
+            Op::WinogradOutputGrad(window, tile),
+            vec![dy],
+            DType::F32,
+            out,
+        )
     }
 
     /// The images whose patches' adjoint is `p` (`Op::PatchesGrad`).

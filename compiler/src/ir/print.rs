@@ -119,13 +119,21 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
             format!("winograd_input {} {}", tile.name(), window_text(window))
         }
         Op::WinogradInputGrad(window, tile) => {
-            format!("winograd_input_grad {} {}", tile.name(), window_text(window))
+            format!(
+                "winograd_input_grad {} {}",
+                tile.name(),
+                window_text(window)
+            )
         }
         Op::WinogradOutput(window, tile) => {
             format!("winograd_output {} {}", tile.name(), window_text(window))
         }
         Op::WinogradOutputGrad(window, tile) => {
-            format!("winograd_output_grad {} {}", tile.name(), window_text(window))
+            format!(
+                "winograd_output_grad {} {}",
+                tile.name(),
+                window_text(window)
+            )
         }
         Op::BatchMatMul { ta, tb } => {
             let mut s = "batch_matmul".to_string();

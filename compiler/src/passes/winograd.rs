@@ -211,3 +211,46 @@ fn filter(g: &mut Graph, k: NodeId, c: u32, o: u32, tile: WinogradTile) -> NodeI
     let u = g.matmul(gg, k9, false, false);
     g.reshape(u, &Shape::fixed(&[tile.groups(), c, o]))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::{Window, WinogradTile};
+
+    fn same_3x3(size: u32) -> Window {
+        Window {
+            input: [size, size],
+            output: [size, size],
+            kernel: [3, 3],
+            strides: [1, 1],
+            dilations: [1, 1],
+            pad_before: [1, 1],
+            channels: 8,
+        }
+    }
+
+    /// The default tile is the one with fewer transformed values (tiles ×
+    /// groups), F(2×2) on a tie.
+    #[test]
+    fn the_default_tile_has_fewer_products() {
+        for (size, want) in [
+            // 16 tiles × 16 against 4 × 36: W7's second convolution.
+            (8, WinogradTile::F4),
+            // 4 × 16 against 1 × 36.
+            (4, WinogradTile::F4),
+            // 4 × 16 against 1 × 36 (one cropped row and column).
+            (3, WinogradTile::F4),
+            // 9 × 16 against 4 × 36: a tie.
+            (6, WinogradTile::F2),
+            (5, WinogradTile::F2),
+            // 1 × 16 against 1 × 36.
+            (2, WinogradTile::F2),
+            (12, WinogradTile::F4),
+        ] {
+            assert_eq!(
+                WinogradTile::for_window(&same_3x3(size)),
+                want,
+                "{size}×{size}"
+            );
+        }
+    }
+}

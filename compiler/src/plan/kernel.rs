@@ -261,7 +261,8 @@ impl WinogradKernel {
     /// Bytes of one thread's block tiles: the input tiles and the output
     /// (gradient) tiles of `block` images.
     pub fn block_bytes(&self) -> u64 {
-        self.groups() * (self.group_bytes(self.window.channels) + self.group_bytes(self.out_channels))
+        self.groups()
+            * (self.group_bytes(self.window.channels) + self.group_bytes(self.out_channels))
     }
 
     /// Bytes of the second filter-gradient accumulator (0 without one).
