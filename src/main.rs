@@ -363,6 +363,11 @@ fn main() -> ExitCode {
         eprintln!("error: {msg}");
         return ExitCode::from(1);
     }
+    // And a Winograd tile other than auto, 2 or 4.
+    if let Err(msg) = specc_compiler::passes::winograd::tile_setting() {
+        eprintln!("error: {msg}");
+        return ExitCode::from(1);
+    }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
         Command::Compile {

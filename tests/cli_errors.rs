@@ -643,6 +643,37 @@ fn specc_gemm_epilogue_must_be_auto_or_never() {
     );
 }
 
+/// `SPECC_WINOGRAD_TILE` other than auto, 2 or 4 is refused (exit 1, the
+/// value named); each accepted value compiles W7's spec, and its plan
+/// names the tile.
+#[test]
+fn specc_winograd_tile_must_be_auto_2_or_4() {
+    let dir = workdir("winograd_tile_env");
+    let spec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/digits_cnn.spec");
+    let spec = spec.to_str().unwrap();
+    for v in ["3", "f4", "always"] {
+        let (status, _, err) = specc_env(
+            &dir,
+            &["compile", spec, "--emit", "plan"],
+            &[("SPECC_WINOGRAD_TILE", v)],
+        );
+        assert_eq!(status, 1, "{v}: {err}");
+        assert!(
+            err.contains("SPECC_WINOGRAD_TILE must be auto, 2 or 4") && err.contains(v),
+            "{v}: {err}"
+        );
+    }
+    for (v, tile) in [("auto", "f4x4"), ("2", "f2x2"), ("4", "f4x4")] {
+        let (status, out, err) = specc_env(
+            &dir,
+            &["compile", spec, "--emit", "plan"],
+            &[("SPECC_WINOGRAD_TILE", v)],
+        );
+        assert_eq!(status, 0, "{v}: {err}");
+        assert!(out.contains(&format!("winograd %23 {tile}")), "{v}: {out}");
+    }
+}
+
 /// `gradcheck --samples 0` would check nothing: refused.
 #[test]
 fn gradcheck_needs_at_least_one_sample() {

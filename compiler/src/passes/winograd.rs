@@ -32,7 +32,7 @@
 use crate::ir::{DType, Graph, NodeId, Op, Shape, Window, WinogradTile};
 use crate::model::Model;
 
-/// Which convolutions are computed by Winograd F(2×2, 3×3).
+/// Which convolutions are computed by Winograd (F(2×2) or F(4×4), 3×3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Winograd {
     /// Those the cost model favours (see the module doc).
@@ -66,13 +66,24 @@ impl Winograd {
 /// Fewest input and output channels `Winograd::Auto` rewrites.
 pub const MIN_CHANNELS: u32 = 16;
 
-/// The tile `SPECC_WINOGRAD_TILE` forces (`2` or `4`; otherwise, and
-/// unset, none: each convolution takes [`WinogradTile::for_window`]'s).
+/// The tile `SPECC_WINOGRAD_TILE` forces (`2` or `4`; unset, empty or
+/// `auto`: none, each convolution takes [`WinogradTile::for_window`]'s;
+/// another value: as unset here, refused by the CLI first through
+/// [`tile_setting`]).
 pub fn tile_from_env() -> Option<WinogradTile> {
+    tile_setting().unwrap_or(None)
+}
+
+/// `SPECC_WINOGRAD_TILE` read strictly: the forced tile, or an error naming
+/// the accepted values.
+pub fn tile_setting() -> Result<Option<WinogradTile>, String> {
     match std::env::var("SPECC_WINOGRAD_TILE").as_deref() {
-        Ok("2") => Some(WinogradTile::F2),
-        Ok("4") => Some(WinogradTile::F4),
-        _ => None,
+        Err(_) | Ok("" | "auto") => Ok(None),
+        Ok("2") => Ok(Some(WinogradTile::F2)),
+        Ok("4") => Ok(Some(WinogradTile::F4)),
+        Ok(other) => Err(format!(
+            "SPECC_WINOGRAD_TILE must be auto, 2 or 4, got {other:?}"
+        )),
     }
 }
 
