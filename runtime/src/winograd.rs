@@ -241,13 +241,17 @@ pub fn a4<A: Arith>(a: &mut A, g: [A::V; 4]) -> [A::V; 6] {
     [g[0], o1, o2, o3, o4, g[3]]
 }
 
+/// A 1-D map of `R` values to `S` over the arithmetic `A`.
+pub type Map<A, const R: usize, const S: usize> =
+    fn(&mut A, [<A as Arith>::V; R]) -> [<A as Arith>::V; S];
+
 /// `M · X · Mᵀ` of the `R×R` block `x` (`x[r][s]`) by the 1-D map `f`
 /// (`R` to `S` values): `f` down each column, then along each row.
 #[inline(always)]
 pub fn sandwich<A: Arith, const R: usize, const S: usize>(
     a: &mut A,
     x: &[[A::V; R]; R],
-    f: fn(&mut A, [A::V; R]) -> [A::V; S],
+    f: Map<A, R, S>,
 ) -> [[A::V; S]; S] {
     // Plain loops: `std::array::from_fn` is not always inlined.
     let mut cols = [[x[0][0]; S]; R];
