@@ -103,16 +103,10 @@ pub fn winograd_images(e: &mut Emitter, t: &WinogradTiles, lo: Value, hi: Value)
                         }
                     })
                     .collect();
-                match p.op {
-                    WindowOp::WinogradInput | WindowOp::WinogradInputGrad => {
-                        let taps = taps(e, w, p.tile, true, image, ty_, tx_, c);
-                        tile_input(e, p.op, p.tile, c, &taps, &groups);
-                    }
-                    _ => {
-                        let cells = taps(e, w, p.tile, false, image, ty_, tx_, c);
-                        tile_output(e, p.op, p.tile, c, &cells, &groups);
-                    }
-                }
+                let input_side =
+                    matches!(p.op, WindowOp::WinogradInput | WindowOp::WinogradInputGrad);
+                let cells = taps(e, w, p.tile, input_side, image, ty_, tx_, c);
+                tile_transform(e, p.op, p.tile, c, &cells, &groups);
             });
         });
     });
@@ -218,52 +212,13 @@ fn block<A: Arith<V = Value>, const R: usize, const S: usize>(
     sandwich(a, &rows, f).into_iter().flatten().collect()
 }
 
-/// The input transform (or its adjoint) of one tile: `taps` are its input
-/// cells, `groups` its places in the tile tensor.
-fn tile_input(
-    e: &mut Emitter,
-    op: WindowOp,
-    tile: WinogradTile,
-    c: i64,
-    taps: &[Tap],
-    groups: &[Value],
-) {
-    for_row(e, c, &mut |e, ty, d, off| {
-        if op == WindowOp::WinogradInput {
-            let zero = fill(e, ty, 0.0);
-            let x: Vec<Value> = taps
-                .iter()
-                .map(|t| {
-                    let v = ld(e, ty, t.ptr, d, off);
-                    e.b.ins().select(t.ok, v, zero)
-                })
-                .collect();
-            let v = apply(e, ty, tile, Map::Bt, &x);
-            for (g, &val) in v.iter().enumerate() {
-                st(e, val, groups[g], d, off);
-            }
-        } else {
-            let dv: Vec<Value> = groups.iter().map(|&g| ld(e, ty, g, d, off)).collect();
-            let dx = apply(e, ty, tile, Map::B, &dv);
-            for (t, &val) in taps.iter().zip(&dx) {
-                if_else(
-                    e,
-                    t.ok,
-                    &mut |e| {
-                        let old = ld(e, ty, t.ptr, d, off);
-                        let s = e.b.ins().fadd(old, val);
-                        st(e, s, t.ptr, d, off);
-                    },
-                    &mut |_| {},
-                );
-            }
-        }
-    });
-}
-
-/// The output transform (or its adjoint) of one tile: `cells` are its
-/// output cells, `groups` its places in the tile tensor.
-fn tile_output(
+/// Transform `op` of one tile: `cells` are its image cells (input or
+/// output side, row-major), `groups` its places in the tile tensor. Images
+/// to tiles (`WinogradInput`, `WinogradOutputGrad`): the cells, zero
+/// outside the image, through the map into the groups. Tiles to images:
+/// the groups through the map into the cells inside the image, stored
+/// (`WinogradOutput`) or added (`WinogradInputGrad`).
+fn tile_transform(
     e: &mut Emitter,
     op: WindowOp,
     tile: WinogradTile,
@@ -271,25 +226,45 @@ fn tile_output(
     cells: &[Tap],
     groups: &[Value],
 ) {
+    let map = match op {
+        WindowOp::WinogradInput => Map::Bt,
+        WindowOp::WinogradInputGrad => Map::B,
+        WindowOp::WinogradOutput => Map::At,
+        _ => Map::A,
+    };
+    let to_tiles = matches!(op, WindowOp::WinogradInput | WindowOp::WinogradOutputGrad);
     for_row(e, c, &mut |e, ty, d, off| {
-        if op == WindowOp::WinogradOutput {
-            let m: Vec<Value> = groups.iter().map(|&g| ld(e, ty, g, d, off)).collect();
-            let y = apply(e, ty, tile, Map::At, &m);
-            for (t, &val) in cells.iter().zip(&y) {
-                if_else(e, t.ok, &mut |e| st(e, val, t.ptr, d, off), &mut |_| {});
-            }
-        } else {
+        if to_tiles {
             let zero = fill(e, ty, 0.0);
-            let dy: Vec<Value> = cells
+            let x: Vec<Value> = cells
                 .iter()
                 .map(|t| {
                     let v = ld(e, ty, t.ptr, d, off);
                     e.b.ins().select(t.ok, v, zero)
                 })
                 .collect();
-            let dm = apply(e, ty, tile, Map::A, &dy);
-            for (g, &val) in dm.iter().enumerate() {
+            let v = apply(e, ty, tile, map, &x);
+            for (g, &val) in v.iter().enumerate() {
                 st(e, val, groups[g], d, off);
+            }
+        } else {
+            let t: Vec<Value> = groups.iter().map(|&g| ld(e, ty, g, d, off)).collect();
+            let y = apply(e, ty, tile, map, &t);
+            for (cell, &val) in cells.iter().zip(&y) {
+                if_else(
+                    e,
+                    cell.ok,
+                    &mut |e| {
+                        let val = if op == WindowOp::WinogradInputGrad {
+                            let old = ld(e, ty, cell.ptr, d, off);
+                            e.b.ins().fadd(old, val)
+                        } else {
+                            val
+                        };
+                        st(e, val, cell.ptr, d, off);
+                    },
+                    &mut |_| {},
+                );
             }
         }
     });
