@@ -5,11 +5,13 @@
 //! keeps the running maximum and its index in variables: four adjacent
 //! positions at once (f32x4 and i32x4 lanes) when the last axis is kept and
 //! contiguous (max pooling's argmax over the taps, channels last), else one
-//! at a time. It runs on thread 0 alone (the plan never splits it).
+//! at a time. Split between two threads, each takes its part of the first
+//! outer loop (max pooling: images); otherwise thread 0 runs it.
 //!
 //! Invariants: the scan compares with a strict `>`, so ties keep the first
 //! index and a NaN after the first element is never selected; the index is
-//! stored as i32.
+//! stored as i32; every position is scanned whole by one thread, so the
+//! results do not depend on the split.
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, InstBuilder, Value};
@@ -76,22 +78,35 @@ pub fn prepare(e: &mut Emitter, src: &View, shape: &Shape, axis: usize, dst: &Vi
     }
 }
 
-/// Index of the first maximum along the axis, as i32, for every outer position.
-pub fn emit(e: &mut Emitter, p: &ArgMaxPrep) {
+impl ArgMaxPrep {
+    /// Whether it has an outer loop for two threads to share.
+    pub fn splittable(&self) -> bool {
+        !self.sizes.is_empty()
+    }
+}
+
+/// Index of the first maximum along the axis, as i32, for every outer
+/// position; with `split`, this thread's part of the first outer loop
+/// ([`ArgMaxPrep::splittable`] must hold).
+pub fn emit(e: &mut Emitter, p: &ArgMaxPrep, split: bool) {
     e.region += 1;
-    argmax_level(e, 0, p, p.sp, p.dp);
+    argmax_level(e, 0, p, p.sp, p.dp, split);
     e.region -= 1;
 }
 
-fn argmax_level(e: &mut Emitter, l: usize, p: &ArgMaxPrep, sp: Value, dp: Value) {
+fn argmax_level(e: &mut Emitter, l: usize, p: &ArgMaxPrep, sp: Value, dp: Value, split: bool) {
     if l < p.sizes.len() {
-        let zero = e.b.ins().iconst(types::I64, 0);
-        counted_loop(e, zero, p.sizes[l], 1, &mut |e, i| {
+        let (lo, hi) = if split && l == 0 {
+            e.thread_range(p.sizes[0], 1)
+        } else {
+            (e.b.ins().iconst(types::I64, 0), p.sizes[l])
+        };
+        counted_loop(e, lo, hi, 1, &mut |e, i| {
             let so = e.b.ins().imul(i, p.sstr[l]);
             let s2 = e.b.ins().iadd(sp, so);
             let d0 = e.b.ins().imul(i, p.dstr[l]);
             let d2 = e.b.ins().iadd(dp, d0);
-            argmax_level(e, l + 1, p, s2, d2);
+            argmax_level(e, l + 1, p, s2, d2, split);
         });
         return;
     }

@@ -477,7 +477,11 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     ..
                 } => {
                     let prepared = super::argmax::prepare(self, src, shape, *axis, dst);
-                    self.only_thread0(|e| super::argmax::emit(e, &prepared));
+                    if self.threads > 1 && mode == Mode::Split && prepared.splittable() {
+                        super::argmax::emit(self, &prepared, true);
+                    } else {
+                        self.only_thread0(|e| super::argmax::emit(e, &prepared, false));
+                    }
                 }
                 Kernel::Window(w) => {
                     let prepared = super::window::prepare(self, w);

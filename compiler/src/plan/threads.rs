@@ -108,7 +108,14 @@ pub(super) fn two_threads_pay(g: &Graph, plan: &Plan, sync_seconds: f64) -> bool
 fn kernel_work(g: &Graph, k: &Kernel, batch: u64) -> (f64, bool) {
     match k {
         Kernel::Gemm { node, .. } => (cost(g, *node, batch), true),
-        Kernel::ArgMax { .. } | Kernel::Rows(_) => (0.0, false),
+        Kernel::ArgMax { shape, .. } => {
+            // Split along its first kept axis (each position's scan whole,
+            // so the bits do not depend on the split); with fewer than two
+            // kept axes the vectorized scan may take the only one.
+            let n = shape.numel(batch) as f64;
+            (n * 8.0 / 10e9, shape.rank() >= 3)
+        }
+        Kernel::Rows(_) => (0.0, false),
         Kernel::Window(w) => {
             let n = g.shape(w.node).numel(batch) as f64;
             (n * 8.0 / 10e9, true)
