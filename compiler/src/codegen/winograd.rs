@@ -66,20 +66,15 @@ pub fn winograd_images(e: &mut Emitter, t: &WinogradTiles, lo: Value, hi: Value)
     let w = t.window;
     let c = i64::from(t.channels);
     let [th, tw] = w.winograd_tiles(t.tile);
-    let image_cells = if matches!(t.op, WindowOp::WinogradInput | WindowOp::WinogradInputGrad) {
-        w.input
-    } else {
-        w.output
-    };
+    let input_side = matches!(t.op, WindowOp::WinogradInput | WindowOp::WinogradInputGrad);
+    let image_cells = if input_side { w.input } else { w.output };
     let image_len = i64::from(image_cells[0] * image_cells[1]) * c;
     let tiles_len = i64::from(th * tw) * c;
-    let (image_base, tile_base, group) = (t.image_base, t.tile_base, t.group);
-    let p = t;
     let groups_n = i64::from(t.tile.groups());
     counted_loop(e, lo, hi, 1, &mut |e, n| {
-        let image = row_ptr(e, image_base, n, image_len);
-        let tiles = row_ptr(e, tile_base, n, tiles_len);
-        if p.op == WindowOp::WinogradInputGrad {
+        let image = row_ptr(e, t.image_base, n, image_len);
+        let tiles = row_ptr(e, t.tile_base, n, tiles_len);
+        if t.op == WindowOp::WinogradInputGrad {
             for_row(e, image_len, &mut |e, ty, d, off| {
                 let z = fill(e, ty, 0.0);
                 st(e, z, image, d, off);
@@ -98,15 +93,13 @@ pub fn winograd_images(e: &mut Emitter, t: &WinogradTiles, lo: Value, hi: Value)
                         if g == 0 {
                             tile
                         } else {
-                            let off = e.b.ins().imul_imm_s(group, g);
+                            let off = e.b.ins().imul_imm_s(t.group, g);
                             e.b.ins().iadd(tile, off)
                         }
                     })
                     .collect();
-                let input_side =
-                    matches!(p.op, WindowOp::WinogradInput | WindowOp::WinogradInputGrad);
-                let cells = taps(e, w, p.tile, input_side, image, ty_, tx_, c);
-                tile_transform(e, p.op, p.tile, c, &cells, &groups);
+                let cells = taps(e, w, t.tile, input_side, image, ty_, tx_, c);
+                tile_transform(e, t.op, t.tile, c, &cells, &groups);
             });
         });
     });

@@ -26,6 +26,7 @@ use std::collections::HashSet;
 use super::kernel::WinogradKernel;
 use super::view::{BufId, Lin, View};
 use super::{Kernel, Source, WindowOp};
+use crate::ir::{Window, WinogradTile};
 
 /// Bytes of a block's tile tensors (per thread) the block size stays
 /// under. Measured on W7 (Zen 5, batch 64): 4 images a block ran its two
@@ -33,6 +34,13 @@ use super::{Kernel, Source, WindowOp};
 /// thread) in ~770: fewer, larger GEMMs pay more than an L2-sized block
 /// saves, as the transforms stream their tiles once.
 const BLOCK_BUDGET: u64 = 4 << 20;
+
+/// Bytes of one image's tile tensors for `channels` input plus output
+/// channels.
+fn tile_bytes(w: &Window, tile: WinogradTile, channels: u32) -> u64 {
+    let [th, tw] = w.winograd_tiles(tile);
+    u64::from(tile.groups() * th * tw) * u64::from(channels) * 4
+}
 
 /// Images per block for tiles of `per_image` bytes at batch `batch`
 /// (`SPECC_WINOGRAD_BLOCK` overrides, for measurements): at most the
@@ -268,14 +276,12 @@ pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
             continue;
         }
         let Some(tile) = og.tile else { continue };
-        let [th, tw] = w.winograd_tiles(tile);
-        let per_image = u64::from(tile.groups() * th * tw) * u64::from(c + o) * 4;
         let kernel = WinogradKernel {
             node: og.node,
             window: w,
             tile,
             images: og.images,
-            block: block_size(per_image, batch),
+            block: block_size(tile_bytes(&w, tile, c + o), batch),
             out_channels: o,
             x,
             u,
@@ -327,14 +333,12 @@ pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
         let keep_v = touchers(vbuf)
             .iter()
             .any(|q| !removed.contains(q) && !taken.contains(q));
-        let [th, tw] = w.winograd_tiles(tile);
-        let per_image = u64::from(tile.groups() * th * tw) * u64::from(c + o) * 4;
         let kernel = WinogradKernel {
             node: out.node,
             window: w,
             tile,
             images: out.images,
-            block: block_size(per_image, batch),
+            block: block_size(tile_bytes(&w, tile, c + o), batch),
             out_channels: o,
             x: vin.src.clone(),
             u: Some(g.b.clone()),
