@@ -203,6 +203,31 @@ fn narrow_products_with_transposed_stores() {
     }
 }
 
+/// C with at most 12 rows, directly or as the transposed product of a
+/// narrow C (`C^T = B^T A^T`, m = n of the caller): the AVX2 kernel takes
+/// 5-row tiles for m = 7..=10 and 6-row tiles otherwise; every row count,
+/// both orientations, each layout of A, against the f64 product and the
+/// exact recipe.
+#[test]
+fn short_and_narrow_products_for_every_row_count() {
+    let mut rng = Rng(0x5eed_0512);
+    let cm = Layout::Col { pad: 0 };
+    let rm = Layout::Row { pad: 0 };
+    for isa in isas() {
+        for m in 1..=12 {
+            for (t, k) in [1, 9, 64, 128].into_iter().enumerate() {
+                let la = [rm, cm, Layout::Row { pad: 3 }, Layout::Col { pad: 2 }][(m + t) % 4];
+                let lb = [rm, cm][(m + t) % 2];
+                let (alpha, beta) = ALPHA_BETA[(m + t) % ALPHA_BETA.len()];
+                // C with m rows, and C with m columns and 64 rows.
+                check_case(isa, (m, k, 40), la, lb, rm, alpha, beta, &mut rng);
+                check_case(isa, (64, k, m), la, lb, rm, alpha, beta, &mut rng);
+                check_case(isa, (32, k, m), la, lb, rm, alpha, beta, &mut rng);
+            }
+        }
+    }
+}
+
 #[test]
 fn kernels_are_bit_identical() {
     let mut rng = Rng(99);

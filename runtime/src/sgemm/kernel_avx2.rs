@@ -1,4 +1,5 @@
-//! AVX2+FMA microkernel: 6 rows x 16 columns (12 ymm accumulators), B rows
+//! AVX2+FMA microkernel: 6 rows x 16 columns (12 ymm accumulators; 5 x 16
+//! for a C of 7 to 10 rows, see `tile_rows`), B rows
 //! loaded as vectors, A elements broadcast; vectorized packing (8x8
 //! transposes in registers); column-major C tiles written back by 8x8
 //! transposes (`store_transposed`).
@@ -21,7 +22,24 @@ use core::arch::x86_64::*;
 /// The CPU must support AVX2 and FMA; `p` as for `sgemm`.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn gemm(p: &Problem) {
-    drive::<Tile<6, 2>>(p)
+    if tile_rows(p.m) == 5 {
+        drive::<Tile<5, 2>>(p)
+    } else {
+        drive::<Tile<6, 2>>(p)
+    }
+}
+
+/// The rows of the tile for a C of `m` rows: 6, or 5 when C has at most 12
+/// rows and 5-row tiles pad fewer of them (m = 7..=10: the transposed
+/// products of a 10-class classifier, `C^T = B^T A^T` with m = 10, run as
+/// two full 5x16 tiles instead of two 6x16 with 2 of 12 rows idle).
+fn tile_rows(m: usize) -> usize {
+    let padded = |mr: usize| m.div_ceil(mr) * mr;
+    if m <= 12 && padded(5) < padded(6) {
+        5
+    } else {
+        6
+    }
 }
 
 /// An MR x (8*NV) tile kernel (MR <= 8).

@@ -49,8 +49,8 @@
 //!
 //! * Microkernels keep the whole tile in registers (24 zmm accumulators on
 //!   AVX-512: 6x64, 8x48 or 12x32, whichever pads the problem least, or
-//!   16x16 when C has at most 16 columns; 12 ymm on AVX2: 6x16, its
-//!   unmasked k loop unrolled by 4), load B
+//!   16x16 when C has at most 16 columns; 12 ymm on AVX2: 6x16, or 5x16
+//!   for a C of 7 to 10 rows, the unmasked k loop unrolled by 4), load B
 //!   rows as vectors and broadcast A elements, one FMA per accumulator and
 //!   k step.
 //! * Operands are read in place, without packing, when that is cheaper:
@@ -62,7 +62,10 @@
 //!   narrower than its 16 columns (zero-padded), so tiles skip masked loads.
 //! * A column-major C is computed as `C^T = B^T A^T`; so is a C with fewer
 //!   than 16 columns, many rows and a column-major A (so that the long
-//!   dimension is vectorized and A is read in place).
+//!   dimension is vectorized and A is read in place), and with AVX2 (which
+//!   has no row-vectorized kernel, below) any C with fewer than 16 columns
+//!   and at least twice as many rows, A packed transposed: `n = 10` then
+//!   runs as two full 5x16 tiles instead of 16-lane tiles with 6 lanes idle.
 //! * AVX-512, a row-major C with at most 12 columns and a row-major A (the
 //!   logits `h @ W2`, n = 10): vectorized along the rows of C instead, 16
 //!   rows a vector, each 16 k steps of A transposed in registers and B
@@ -114,7 +117,7 @@ pub enum Isa {
     /// AVX-512F (with AVX2 and FMA) kernels: 6x64, 8x48, 12x32 or 16x16
     /// tiles.
     Avx512,
-    /// AVX2 + FMA kernel: 6x16 tiles.
+    /// AVX2 + FMA kernel: 6x16 tiles (5x16 for a C of 7 to 10 rows).
     Avx2,
     /// Portable scalar kernel (any target).
     Scalar,
@@ -417,7 +420,7 @@ pub unsafe fn sgemm_ep_with(
         csc,
         ep,
     };
-    if p.prefers_transposed() {
+    if p.prefers_transposed(isa) {
         p = p.transposed();
     }
     match isa {
@@ -547,10 +550,17 @@ impl Problem {
     /// Kernels vectorize along the columns of C: prefer the orientation
     /// where those are contiguous, and, when C has few columns but many
     /// rows, the one that vectorizes along the rows if A can then be read in
-    /// place (column-major A).
-    fn prefers_transposed(&self) -> bool {
+    /// place (column-major A). With only AVX2 (no row-vectorized `narrow`
+    /// kernel) also from a row-major A, packed transposed: a 16-column tile
+    /// over `n = 10` columns leaves 6 of 16 lanes idle, the transposed
+    /// 5x16 tiles none (one thread on the Zen 5: 64x128x10 76 -> 87 GFLOP/s;
+    /// 32x128x10, a half of it on each of two threads, 68 -> 87).
+    fn prefers_transposed(&self, isa: Isa) -> bool {
         if self.csc != 1 {
             return self.rsc == 1 || self.rsc.unsigned_abs() < self.csc.unsigned_abs();
+        }
+        if isa == Isa::Avx2 {
+            return self.n < 16 && self.m >= 2 * self.n && self.m >= 16;
         }
         self.n < 16 && self.m >= 4 * self.n && self.m >= 64 && self.rsa == 1
     }
