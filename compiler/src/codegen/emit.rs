@@ -26,6 +26,7 @@ use specc_runtime::abi;
 
 use super::ops;
 use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, UnaryOp};
+use crate::plan::nest::{gemm_split, GemmSplit};
 use crate::plan::{BufId, GemmEpilogue, Groups, Kernel, Lin, Loc, Mode, Plan, View};
 
 pub const PTR: Type = types::I64;
@@ -743,13 +744,13 @@ impl<'a, 'f> Emitter<'a, 'f> {
             (e, bias, stride)
         });
         if self.threads > 1 && mode == Mode::Split {
-            // Each thread computes a block of C: columns when n is wide and
-            // not much narrower than m, else rows (a convolution's tall
-            // products, m = B·OH·OW, split by rows so each thread packs only
-            // its half of A).
-            let tall = m.eval(self.plan.max_batch as i64) > 2 * n.c;
-            let by_columns = n.b == 0 && n.c >= 64 && !tall;
-            let (size, align) = if by_columns { (nv, 16) } else { (mv, 8) };
+            // Each thread computes a block of C, where `gemm_split` cuts it.
+            let (by_columns, cut) = match gemm_split(m, k, n, self.plan.max_batch as i64) {
+                GemmSplit::Columns(cut) => (true, cut),
+                GemmSplit::Rows(cut) => (false, cut),
+            };
+            let size = if by_columns { nv } else { mv };
+            let align = cut.align;
             let (lo, hi) = self.thread_range(size, align);
             let count = self.b.ins().isub(hi, lo);
             let bytes = |e: &mut Self, stride: Value| {

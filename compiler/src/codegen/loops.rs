@@ -35,101 +35,9 @@ use cranelift_frontend::Variable;
 
 use super::emit::{trusted, Emitter};
 use super::ops;
-use crate::ir::{DType, Dim, NodeId, Op, ReduceKind, Shape};
-use crate::plan::{Lin, LoopKernel, Mode, Source, View};
-
-/// One memory access of a kernel, with strides over the collapsed levels.
-struct Access {
-    view_offset: View,
-    /// Stride per original domain axis (elements).
-    strides: Vec<Lin>,
-}
-
-fn lin_mul(a: Lin, b: Lin) -> Option<Lin> {
-    if a.b == 0 {
-        Some(Lin {
-            c: a.c * b.c,
-            b: a.c * b.b,
-        })
-    } else if b.b == 0 {
-        Some(Lin {
-            c: a.c * b.c,
-            b: a.b * b.c,
-        })
-    } else {
-        None
-    }
-}
-
-/// A loop level after collapsing: its size, whether it is reduced, its original axes.
-#[derive(Clone, Debug)]
-struct Level {
-    size: Lin,
-    reduced: bool,
-    axes: Vec<usize>,
-}
-
-/// Per-access strides per level, and the levels.
-struct Nest {
-    levels: Vec<Level>,
-    /// strides[access][level]
-    strides: Vec<Vec<Lin>>,
-}
-
-fn collapse(
-    domain: &Shape,
-    reduce_axes: &[usize],
-    accesses: &[Access],
-    iota_axes: &[usize],
-) -> Nest {
-    let mut levels = Vec::new();
-    let mut strides: Vec<Vec<Lin>> = vec![Vec::new(); accesses.len()];
-    for (ax, d) in domain.0.iter().enumerate() {
-        if *d == Dim::Fixed(1) {
-            continue;
-        }
-        levels.push(Level {
-            size: Lin::of_dim(*d),
-            reduced: reduce_axes.contains(&ax),
-            axes: vec![ax],
-        });
-        for (a, acc) in accesses.iter().enumerate() {
-            strides[a].push(acc.strides[ax]);
-        }
-    }
-    // Merge level i into level i+1 (outer into inner) while every access allows it.
-    let mut i = levels.len().saturating_sub(1);
-    while i > 0 {
-        let (outer, inner) = (i - 1, i);
-        let barrier = levels[outer]
-            .axes
-            .iter()
-            .chain(&levels[inner].axes)
-            .any(|a| iota_axes.contains(a));
-        let mergeable = !barrier
-            && levels[outer].reduced == levels[inner].reduced
-            && strides
-                .iter()
-                .all(|s| lin_mul(s[inner], levels[inner].size) == Some(s[outer]));
-        if mergeable {
-            if let Some(size) = lin_mul(levels[outer].size, levels[inner].size) {
-                let mut axes = levels[outer].axes.clone();
-                axes.extend(levels[inner].axes.clone());
-                levels[inner] = Level {
-                    size,
-                    reduced: levels[inner].reduced,
-                    axes,
-                };
-                levels.remove(outer);
-                for s in strides.iter_mut() {
-                    s.remove(outer);
-                }
-            }
-        }
-        i -= 1;
-    }
-    Nest { levels, strides }
-}
+use crate::ir::{DType, NodeId, Op, ReduceKind};
+use crate::plan::nest::{AccessKind, Nest};
+use crate::plan::{Lin, LoopKernel, Mode, Source};
 
 /// What the loop body needs, prepared on the spine.
 struct Prepared {
@@ -239,54 +147,35 @@ pub(crate) fn tail_loop(
 }
 
 pub fn emit_loop(e: &mut Emitter, k: &LoopKernel, mode: Mode) {
-    let domain = &k.domain;
-    let rank = domain.rank();
-    let kept: Vec<usize> = (0..rank).filter(|a| !k.reduce_axes.contains(a)).collect();
     // Accesses: loads, stores, reduction destinations (expanded over the domain).
-    let mut accesses: Vec<Access> = Vec::new();
+    let accesses = k.accesses();
     let mut map = AccessMap {
         source: HashMap::new(),
         store: Vec::new(),
         dest: Vec::new(),
     };
-    let mut iota_axes = Vec::new();
-    for (n, s) in &k.sources {
-        match s {
-            Source::Load(v, _) => {
-                map.source.insert(*n, accesses.len());
-                accesses.push(Access {
-                    view_offset: v.clone(),
-                    strides: v.strides.clone(),
-                });
+    let mut loads = k
+        .sources
+        .iter()
+        .filter(|(_, s)| matches!(s, Source::Load(..)))
+        .map(|(n, _)| *n);
+    for (i, a) in accesses.iter().enumerate() {
+        match a.kind {
+            AccessKind::Load => {
+                map.source
+                    .insert(loads.next().expect("one load per access"), i);
             }
-            Source::Iota { axis } => iota_axes.push(*axis),
-            _ => {}
+            AccessKind::Store => map.store.push(i),
+            AccessKind::Accumulate => {}
         }
     }
-    for (_, v) in &k.stores {
-        map.store.push(accesses.len());
-        accesses.push(Access {
-            view_offset: v.clone(),
-            strides: v.strides.clone(),
-        });
-    }
+    let mut dests = (map.store.len() + map.source.len())..;
     for r in &k.reductions {
-        match &r.dest {
-            Some(v) => {
-                let mut strides = vec![Lin::ZERO; rank];
-                for (i, &ax) in kept.iter().enumerate() {
-                    strides[ax] = v.strides[i];
-                }
-                map.dest.push(Some(accesses.len()));
-                accesses.push(Access {
-                    view_offset: v.clone(),
-                    strides,
-                });
-            }
-            None => map.dest.push(None),
-        }
+        map.dest
+            .push(r.dest.as_ref().map(|_| dests.next().expect("unbounded")));
     }
-    let nest = collapse(domain, &k.reduce_axes, &accesses, &iota_axes);
+    let iota_axes = k.iota_axes();
+    let nest = k.nest();
     let nl = nest.levels.len();
     let one = Lin::constant(1);
     let inner_ok = |s: Lin| s.is_zero() || s == one;
@@ -302,10 +191,7 @@ pub fn emit_loop(e: &mut Emitter, k: &LoopKernel, mode: Mode) {
 
     // Spine: sizes, bases, strides, scalars.
     let sizes: Vec<Value> = nest.levels.iter().map(|l| e.lin(l.size)).collect();
-    let bases: Vec<Value> = accesses
-        .iter()
-        .map(|a| e.view_ptr(&a.view_offset))
-        .collect();
+    let bases: Vec<Value> = accesses.iter().map(|a| e.view_ptr(a.view)).collect();
     let bstrides: Vec<Vec<Value>> = nest
         .strides
         .iter()
@@ -338,17 +224,16 @@ pub fn emit_loop(e: &mut Emitter, k: &LoopKernel, mode: Mode) {
     } else {
         None
     };
-    // Split the first kept level between threads (a kernel with none runs on thread 0).
-    let kept_level = nest.levels.iter().position(|l| !l.reduced);
-    let split_mode = e.threads > 1 && mode == Mode::Split && kept_level.is_some();
-    let split = if split_mode {
-        let l = kept_level.expect("checked");
-        let align = if l + 1 == nl { 16 } else { 1 };
-        let (lo, hi) = e.thread_range(sizes[l], align);
-        Some((l, lo, hi))
-    } else {
-        None
+    // Split the first kept level between threads (a kernel with none runs on
+    // thread 0), where `Nest::split` cuts it.
+    let split = match nest.split() {
+        Some((l, cut)) if e.threads > 1 && mode == Mode::Split => {
+            let (lo, hi) = e.thread_range(sizes[l], cut.align);
+            Some((l, lo, hi))
+        }
+        _ => None,
     };
+    let split_mode = split.is_some();
     // A reduction over the next-to-last level into the kept last level (a
     // bias gradient: sum over the batch) runs column blocks outside and rows
     // inside, with the block's partial sums in registers.

@@ -113,6 +113,60 @@ pub enum Kernel {
     Winograd(WinogradKernel),
 }
 
+impl Kernel {
+    /// The buffers a kernel reads and writes (row kernels: all of theirs as both).
+    pub fn reads_writes(&self) -> (Vec<BufId>, Vec<BufId>) {
+        let mut r = Vec::new();
+        let mut w = Vec::new();
+        match self {
+            Kernel::Loop(l) => {
+                for (_, s) in &l.sources {
+                    if let Source::Load(v, _) = s {
+                        r.push(v.buf);
+                    }
+                }
+                w.extend(l.stores.iter().map(|(_, v)| v.buf));
+                for red in &l.reductions {
+                    if let Some(v) = &red.dest {
+                        r.push(v.buf);
+                        w.push(v.buf);
+                    }
+                }
+            }
+            Kernel::Gemm {
+                a, b, c, epilogue, ..
+            } => {
+                r.extend([a.buf, b.buf]);
+                r.extend(
+                    epilogue
+                        .iter()
+                        .filter_map(|e| e.bias.as_ref().map(|v| v.buf)),
+                );
+                w.push(c.buf);
+            }
+            Kernel::ArgMax { src, dst, .. } => {
+                r.push(src.buf);
+                w.push(dst.buf);
+            }
+            Kernel::Window(x) => {
+                r.push(x.src.buf);
+                w.push(x.dst.buf);
+            }
+            Kernel::Rows(x) => {
+                for v in [Some(&x.ids), x.src.as_ref(), x.first.as_ref(), Some(&x.dst)]
+                    .into_iter()
+                    .flatten()
+                {
+                    r.push(v.buf);
+                    w.push(v.buf);
+                }
+            }
+            Kernel::Winograd(x) => return x.reads_writes(),
+        }
+        (r, w)
+    }
+}
+
 /// What a GEMM applies to each element of C after its last k block, in
 /// this order: `c + bias[j]` (with a bias), then `c > 0 ? c : 0` (with
 /// relu): a fused elementwise loop's operations (`plan::epilogue`).

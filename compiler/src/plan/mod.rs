@@ -82,6 +82,7 @@ pub mod kernel;
 mod lower;
 mod memory;
 pub mod merge;
+pub mod nest;
 mod order;
 mod placement;
 pub mod print;

@@ -34,7 +34,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{BufId, Kernel, Loc, Mode, Plan, Source, View};
+use super::nest::{gemm_split, AccessKind, Cut, GemmSplit};
+use super::{BufId, Kernel, Lin, Loc, Mode, Plan, Source, View};
 use crate::ir::{DType, Dim, Graph, NodeId, Op, Shape};
 
 /// The estimated cost of one synchronization of the two threads (a barrier,
@@ -217,17 +218,47 @@ enum Space {
     Scratch,
 }
 
-/// Bytes `[lo, hi)` of a memory space.
+/// Bytes `[lo, hi)` of a memory space, at most: what the access reaches at
+/// the largest batch, which covers what it reaches at every smaller one.
+/// A thread's part of a split kernel also knows its side of the cut.
 #[derive(Clone, Copy, Debug)]
 struct Region {
     space: Space,
     lo: i64,
     hi: i64,
+    side: Option<Side>,
+}
+
+/// Where a thread's part of a split access lies against the kernel's cut,
+/// at every batch size (with `cut` its value there): thread 0's bytes all
+/// below `cut * stride + bound`, thread 1's all at or above it.
+#[derive(Clone, Copy, Debug)]
+struct Side {
+    cut: Cut,
+    thread: usize,
+    /// Bytes per index of the cut dimension (positive).
+    stride: i64,
+    bound: i64,
 }
 
 impl Region {
+    /// Whether the two may share a byte: not when they are in different
+    /// spaces or disjoint ranges, nor when they lie on opposite sides of
+    /// the same cut, thread 0's bound at or below thread 1's, with the same
+    /// stride (the parts of two kernels split alike: a product's rows and
+    /// the loop over them).
     fn overlaps(&self, o: &Region) -> bool {
-        self.space == o.space && self.lo < o.hi && o.lo < self.hi
+        if self.space != o.space {
+            return false;
+        }
+        if let (Some(a), Some(b)) = (self.side, o.side) {
+            let (t0, t1) = if a.thread == 0 { (a, b) } else { (b, a) };
+            let opposite = t0.thread == 0 && t1.thread == 1;
+            if opposite && a.cut == b.cut && a.stride == b.stride && t0.bound <= t1.bound {
+                return false;
+            }
+        }
+        self.lo < o.hi && o.lo < self.hi
     }
 }
 
@@ -301,7 +332,59 @@ impl Footprint<'_> {
             space,
             lo: base,
             hi: base + size.max(4),
+            side: None,
         }
+    }
+
+    /// Thread `t`'s part of what `v` reaches indexed over `sizes` with
+    /// `strides` (elements), dimension `split` cut by `cut`: the whole
+    /// reach (as [`Self::view`]), with its side of the cut when the offset
+    /// and strides are constants, none negative, the cut one positive.
+    /// Thread 0 takes indices below the cut: its bytes end before
+    /// `(cut - 1) * s + rest + 1` elements past the offset (`rest`: the
+    /// reach of the other dimensions at the largest batch, the most they
+    /// reach); thread 1's start at `cut * s`.
+    fn part(
+        &self,
+        v: &View,
+        strides: &[Lin],
+        sizes: &[Lin],
+        split: usize,
+        cut: Cut,
+        t: usize,
+    ) -> Region {
+        let dims: Vec<u64> = sizes
+            .iter()
+            .map(|s| s.eval(self.batch).max(0) as u64)
+            .collect();
+        let mut r = self.reach(v, strides, &dims);
+        let consts: Option<Vec<i64>> = strides
+            .iter()
+            .map(|s| (s.b == 0 && s.c >= 0).then_some(s.c))
+            .collect();
+        if let (Some(st), 0) = (consts, v.offset.b) {
+            let s = st[split];
+            if s > 0 {
+                let (_, base, _) = self.buffer(v.buf);
+                let o = v.offset.c;
+                let rest: i64 = (0..st.len())
+                    .filter(|&d| d != split)
+                    .map(|d| (dims[d].max(1) as i64 - 1) * st[d])
+                    .sum();
+                let bound = if t == 0 {
+                    base + 4 * (o - s + rest + 1)
+                } else {
+                    base + 4 * o
+                };
+                r.side = Some(Side {
+                    cut,
+                    thread: t,
+                    stride: 4 * s,
+                    bound,
+                });
+            }
+        }
+        r
     }
 
     /// What view `v` reaches when indexed over `dims` (when as many as its
@@ -309,12 +392,18 @@ impl Footprint<'_> {
     /// except a merged update loop's, which reaches past its first member's
     /// buffer over the loop's domain).
     fn view(&self, v: &View, dims: &[u64]) -> Region {
+        self.reach(v, &v.strides, dims)
+    }
+
+    /// [`Self::view`] with other strides (a GEMM operand's, or a loop
+    /// access's per level).
+    fn reach(&self, v: &View, strides: &[Lin], dims: &[u64]) -> Region {
         let mut r = self.whole(v.buf);
-        if dims.len() == v.strides.len() {
+        if dims.len() == strides.len() {
             let (_, base, _) = self.buffer(v.buf);
             let mut lo = v.offset.eval(self.batch);
             let mut hi = lo;
-            for (&d, s) in dims.iter().zip(&v.strides) {
+            for (&d, s) in dims.iter().zip(strides) {
                 let reach = (d.max(1) as i64 - 1) * s.eval(self.batch);
                 if reach < 0 {
                     lo += reach;
@@ -344,6 +433,7 @@ impl Footprint<'_> {
                     space: Space::Arena(arena as u32),
                     lo: offset as i64 * 4,
                     hi: offset as i64 * 4 + 4,
+                    side: None,
                 });
             }
             stack.extend_from_slice(scalar_operands(self.g, &self.plan.scalar_loads, m));
@@ -431,6 +521,81 @@ impl Footprint<'_> {
         a.reads.extend_from_slice(&s.reads);
         (a, s)
     }
+
+    /// Each thread's part of a split kernel, with its side of the cut,
+    /// where codegen's split is known exactly: a loop's first kept level
+    /// ([`Nest::split`](super::nest::Nest::split)), a single product's rows
+    /// or columns ([`gemm_split`]). `None` for any other kernel (both
+    /// threads then count as touching all of it).
+    fn parts(&self, k: &Kernel) -> Option<[Access; 2]> {
+        let mut out = [Access::default(), Access::default()];
+        match k {
+            Kernel::Loop(l) => {
+                let nest = l.nest();
+                let (level, cut) = nest.split()?;
+                let sizes: Vec<Lin> = nest.levels.iter().map(|l| l.size).collect();
+                for (t, part) in out.iter_mut().enumerate() {
+                    for (acc, strides) in l.accesses().iter().zip(&nest.strides) {
+                        let r = self.part(acc.view, strides, &sizes, level, cut, t);
+                        match acc.kind {
+                            AccessKind::Load => part.reads.push(r),
+                            AccessKind::Store => part.writes.push(r),
+                            AccessKind::Accumulate => {
+                                part.reads.push(r);
+                                part.writes.push(r);
+                            }
+                        }
+                    }
+                }
+            }
+            Kernel::Gemm {
+                a,
+                b,
+                c,
+                ta,
+                tb,
+                m,
+                k,
+                n,
+                groups: None,
+                epilogue,
+                ..
+            } => {
+                // (row, column) strides of the operands as multiplied.
+                let rc = |v: &View, t: bool| {
+                    if t {
+                        [v.strides[1], v.strides[0]]
+                    } else {
+                        [v.strides[0], v.strides[1]]
+                    }
+                };
+                let bias = epilogue.as_ref().and_then(|e| e.bias.as_ref());
+                for (t, part) in out.iter_mut().enumerate() {
+                    match gemm_split(*m, *k, *n, self.batch) {
+                        GemmSplit::Rows(cut) => {
+                            part.reads
+                                .push(self.part(a, &rc(a, *ta), &[*m, *k], 0, cut, t));
+                            part.reads.push(self.whole(b.buf));
+                            part.writes
+                                .push(self.part(c, &rc(c, false), &[*m, *n], 0, cut, t));
+                        }
+                        GemmSplit::Columns(cut) => {
+                            part.reads.push(self.whole(a.buf));
+                            part.reads
+                                .push(self.part(b, &rc(b, *tb), &[*k, *n], 1, cut, t));
+                            part.writes
+                                .push(self.part(c, &rc(c, false), &[*m, *n], 1, cut, t));
+                        }
+                    }
+                    if let Some(bias) = bias {
+                        part.reads.push(self.whole(bias.buf));
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(out)
+    }
 }
 
 /// The barriers a two-thread plan needs: one before a kernel exactly when
@@ -458,18 +623,25 @@ pub(super) fn syncs(g: &Graph, plan: &Plan) -> Syncs {
     let mut pending = [Access::default(), Access::default()];
     for (i, k) in plan.kernels.iter().enumerate() {
         let (all, scalars) = fp.kernel(k);
-        let t1 = if plan.modes[i] == Mode::Split {
-            &all
-        } else {
-            &scalars
+        let [t0, t1] = match plan.modes[i] {
+            Mode::Single => [all, scalars],
+            Mode::Split => match fp.parts(k) {
+                Some(mut parts) => {
+                    for p in &mut parts {
+                        p.reads.extend_from_slice(&scalars.reads);
+                    }
+                    parts
+                }
+                None => [all.clone(), all],
+            },
         };
-        if pending[0].conflicts(t1) || pending[1].conflicts(&all) {
+        if pending[0].conflicts(&t1) || pending[1].conflicts(&t0) {
             out.before[i] = true;
             pending[0].clear();
             pending[1].clear();
         }
-        pending[0].extend(&all);
-        pending[1].extend(t1);
+        pending[0].extend(&t0);
+        pending[1].extend(&t1);
     }
     let mut last = Access::default();
     for &(k, n) in &plan.scalar_outputs {
@@ -478,6 +650,7 @@ pub(super) fn syncs(g: &Graph, plan: &Plan) -> Syncs {
             space: Space::Output(k),
             lo: 0,
             hi: i64::MAX,
+            side: None,
         });
     }
     for &(arena, offset, n) in &plan.scalar_updates {
@@ -486,6 +659,7 @@ pub(super) fn syncs(g: &Graph, plan: &Plan) -> Syncs {
             space: Space::Arena(arena),
             lo: offset as i64 * 4,
             hi: offset as i64 * 4 + 4,
+            side: None,
         });
     }
     out.before_scalars = pending[1].conflicts(&last);

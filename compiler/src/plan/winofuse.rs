@@ -25,7 +25,7 @@ use std::collections::HashSet;
 
 use super::kernel::WinogradKernel;
 use super::view::{BufId, Lin, View};
-use super::{Kernel, Source, WindowOp};
+use super::{Kernel, WindowOp};
 use crate::ir::{Window, WinogradTile};
 
 /// Bytes of a block's tile tensors (per thread) the block size stays
@@ -64,58 +64,6 @@ fn block_size(per_image: u64, batch: u64) -> u32 {
             first.abs_diff(batch - first)
         })
         .unwrap_or(1) as u32
-}
-
-/// The buffers a kernel reads and writes (row kernels: all of theirs as both).
-pub(super) fn reads_writes(k: &Kernel) -> (Vec<BufId>, Vec<BufId>) {
-    let mut r = Vec::new();
-    let mut w = Vec::new();
-    match k {
-        Kernel::Loop(l) => {
-            for (_, s) in &l.sources {
-                if let Source::Load(v, _) = s {
-                    r.push(v.buf);
-                }
-            }
-            w.extend(l.stores.iter().map(|(_, v)| v.buf));
-            for red in &l.reductions {
-                if let Some(v) = &red.dest {
-                    r.push(v.buf);
-                    w.push(v.buf);
-                }
-            }
-        }
-        Kernel::Gemm {
-            a, b, c, epilogue, ..
-        } => {
-            r.extend([a.buf, b.buf]);
-            r.extend(
-                epilogue
-                    .iter()
-                    .filter_map(|e| e.bias.as_ref().map(|v| v.buf)),
-            );
-            w.push(c.buf);
-        }
-        Kernel::ArgMax { src, dst, .. } => {
-            r.push(src.buf);
-            w.push(dst.buf);
-        }
-        Kernel::Window(x) => {
-            r.push(x.src.buf);
-            w.push(x.dst.buf);
-        }
-        Kernel::Rows(x) => {
-            for v in [Some(&x.ids), x.src.as_ref(), x.first.as_ref(), Some(&x.dst)]
-                .into_iter()
-                .flatten()
-            {
-                r.push(v.buf);
-                w.push(v.buf);
-            }
-        }
-        Kernel::Winograd(x) => return x.reads_writes(),
-    }
-    (r, w)
 }
 
 /// A batched GEMM kernel's parts.
@@ -167,7 +115,7 @@ fn filter_view(v: &View, stride: Lin, c: u32, o: u32) -> bool {
 /// Fuses every Winograd convolution pass it can (see the module doc).
 pub(super) fn fuse(kernels: Vec<Kernel>, batch: u64) -> Vec<Kernel> {
     let n = kernels.len();
-    let rw: Vec<(Vec<BufId>, Vec<BufId>)> = kernels.iter().map(reads_writes).collect();
+    let rw: Vec<(Vec<BufId>, Vec<BufId>)> = kernels.iter().map(Kernel::reads_writes).collect();
     let touchers = |b: BufId| -> Vec<usize> {
         (0..n)
             .filter(|&i| rw[i].0.contains(&b) || rw[i].1.contains(&b))
