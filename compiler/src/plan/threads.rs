@@ -15,7 +15,12 @@
 //! are computed on every thread). Walking the kernels in order, each thread's
 //! reads and writes since the last barrier are kept (byte ranges of inputs,
 //! arenas, outputs and scratch, over-approximated: a whole buffer, or what a
-//! loop's view reaches over its domain). A barrier goes before a kernel
+//! loop's view reaches over its domain). A thread's part of a split loop or
+//! single product also knows its side of the kernel's cut (`plan::nest`,
+//! the cut codegen emits): two parts on opposite sides of equal cuts with
+//! the same stride, thread 0's ending where thread 1's begins, share no
+//! byte at any batch size, so a product's rows and the loops over them run
+//! back to back without a barrier. A barrier goes before a kernel
 //! exactly when what one thread does in it conflicts with what the other did
 //! since the last barrier: a write against a read or a write of overlapping
 //! bytes. So two `Single` kernels in a row never need one; a `Split` kernel
