@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 
-use specc_compiler::driver::{plan_model_with, Functions, Options};
+use specc_compiler::driver::{plan_model_with, Functions, Options, Planned};
 use specc_compiler::ir::{Graph, NodeId, Op};
 use specc_compiler::plan::nest::{gemm_split, AccessKind, GemmSplit};
 use specc_compiler::plan::{scalar_operands, BufId, Kernel, Lin, Loc, Mode, Plan, Source, View};
@@ -298,15 +298,20 @@ fn check(g: &Graph, plan: &Plan, batch: i64, what: &str) {
     flush(&mut seg, plan.kernels.len());
 }
 
-/// Every two-thread plan of `spec`, at batch sizes around the cuts' alignments.
-fn check_spec(spec: &str) {
+/// The training functions of `specs/{spec}`, planned for two threads.
+fn planned(spec: &str) -> Planned {
     let path = format!("{}/specs/{spec}", env!("CARGO_MANIFEST_DIR"));
     let src = SourceFile::new(spec, std::fs::read_to_string(path).unwrap());
     let options = Options {
         threads: 2,
         ..Options::default()
     };
-    let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
+    plan_model_with(&src, Functions::TRAIN, &options).unwrap()
+}
+
+/// Every two-thread plan of `spec`, at batch sizes around the cuts' alignments.
+fn check_spec(spec: &str) {
+    let planned = planned(spec);
     let g = &planned.model.graph;
     let mut checked = 0;
     for plan in planned.plans.iter().filter(|p| p.threads == 2) {
@@ -354,13 +359,7 @@ fn wide_mlp_threads_share_no_bytes_between_barriers() {
 /// removed fails it.
 #[test]
 fn a_plan_without_barriers_fails_the_check() {
-    let path = format!("{}/specs/digits_mlp.spec", env!("CARGO_MANIFEST_DIR"));
-    let src = SourceFile::new("digits_mlp.spec", std::fs::read_to_string(path).unwrap());
-    let options = Options {
-        threads: 2,
-        ..Options::default()
-    };
-    let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
+    let planned = planned("digits_mlp.spec");
     let mut plan = planned.plans.into_iter().find(|p| p.threads == 2).unwrap();
     for b in &mut plan.syncs.before {
         *b = false;
@@ -378,13 +377,7 @@ fn a_plan_without_barriers_fails_the_check() {
 /// the analysis keeps none it could drop).
 #[test]
 fn every_barrier_of_digits_mlp_is_needed() {
-    let path = format!("{}/specs/digits_mlp.spec", env!("CARGO_MANIFEST_DIR"));
-    let src = SourceFile::new("digits_mlp.spec", std::fs::read_to_string(path).unwrap());
-    let options = Options {
-        threads: 2,
-        ..Options::default()
-    };
-    let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
+    let planned = planned("digits_mlp.spec");
     let plan = planned.plans.iter().find(|p| p.threads == 2).unwrap();
     let g = &planned.model.graph;
     let max = plan.max_batch as i64;
