@@ -221,7 +221,7 @@ impl Sim<'_> {
                     }
                 };
                 let all = |d: Lin| (0, d.eval(self.batch));
-                let (rows, cols) = match gemm_split(*m, *kk, *n, self.plan.max_batch as i64) {
+                let (rows, cols) = match gemm_split(*m, *n, self.plan.max_batch as i64) {
                     GemmSplit::Rows(cut) => (range(*m, Some(cut)), all(*n)),
                     GemmSplit::Columns(cut) => (all(*m), range(*n, Some(cut))),
                 };

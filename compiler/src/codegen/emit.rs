@@ -745,7 +745,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
         });
         if self.threads > 1 && mode == Mode::Split {
             // Each thread computes a block of C, where `gemm_split` cuts it.
-            let (by_columns, cut) = match gemm_split(m, k, n, self.plan.max_batch as i64) {
+            let (by_columns, cut) = match gemm_split(m, n, self.plan.max_batch as i64) {
                 GemmSplit::Columns(cut) => (true, cut),
                 GemmSplit::Rows(cut) => (false, cut),
             };

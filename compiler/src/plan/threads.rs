@@ -576,7 +576,7 @@ impl Footprint<'_> {
                 };
                 let bias = epilogue.as_ref().and_then(|e| e.bias.as_ref());
                 for (t, part) in out.iter_mut().enumerate() {
-                    match gemm_split(*m, *k, *n, self.batch) {
+                    match gemm_split(*m, *n, self.batch) {
                         GemmSplit::Rows(cut) => {
                             part.reads
                                 .push(self.part(a, &rc(a, *ta), &[*m, *k], 0, cut, t));
