@@ -8,48 +8,12 @@
 use std::collections::HashSet;
 
 use super::merge::Chain;
-use super::{BufId, Buffer, Kernel, Loc, Source};
+use super::{BufId, Buffer, Kernel, Loc};
 
+/// The buffers kernel `k` reads or writes.
 pub(super) fn touched(k: &Kernel) -> Vec<BufId> {
-    let mut out = Vec::new();
-    match k {
-        Kernel::Loop(l) => {
-            for (_, s) in &l.sources {
-                if let Source::Load(v, _) = s {
-                    out.push(v.buf);
-                }
-            }
-            for (_, v) in &l.stores {
-                out.push(v.buf);
-            }
-            for r in &l.reductions {
-                if let Some(v) = &r.dest {
-                    out.push(v.buf);
-                }
-            }
-        }
-        Kernel::Gemm {
-            a, b, c, epilogue, ..
-        } => {
-            out.extend([a.buf, b.buf, c.buf]);
-            out.extend(
-                epilogue
-                    .iter()
-                    .filter_map(|e| e.bias.as_ref().map(|v| v.buf)),
-            );
-        }
-        Kernel::ArgMax { src, dst, .. } => out.extend([src.buf, dst.buf]),
-        Kernel::Window(w) => out.extend([w.src.buf, w.dst.buf]),
-        Kernel::Winograd(w) => {
-            let (r, wr) = w.reads_writes();
-            out.extend(r);
-            out.extend(wr);
-        }
-        Kernel::Rows(r) => {
-            out.extend([r.ids.buf, r.dst.buf]);
-            out.extend(r.src.iter().chain(&r.first).map(|v| v.buf));
-        }
-    }
+    let (mut out, writes) = k.reads_writes();
+    out.extend(writes);
     out
 }
 
