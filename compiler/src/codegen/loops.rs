@@ -1,8 +1,9 @@
 //! Loop kernels: one fused loop nest per planned loop.
 //!
-//! Owns: turning a [`LoopKernel`] into Cranelift loops. Dimensions of size 1
-//! are dropped and adjacent dimensions that every access walks contiguously
-//! are merged, so most kernels become one or two loops. The innermost loop
+//! Owns: turning a [`LoopKernel`] into Cranelift loops, over the levels
+//! `plan::nest` gives it (dimensions of size 1 dropped, adjacent dimensions
+//! that every access walks contiguously merged), so most kernels become one
+//! or two loops. The innermost loop
 //! runs 4 lanes at a time (`f32x4`) with a scalar tail when every access is
 //! contiguous or broadcast along it; otherwise it runs scalar. Reductions
 //! accumulate in registers when the innermost dimension is reduced, in
@@ -14,9 +15,10 @@
 //! constant innermost level ends in a partial vector when 2 or 3 elements
 //! remain and that keeps the per-element operations and their order.
 //!
-//! With two threads a kernel is either split — each thread runs the part of
-//! the first kept (non-reduced) loop level that [`Emitter::thread_range`]
-//! gives it — or run by thread 0 alone. Reductions are never split along a
+//! With two threads a kernel is either split — each thread runs its side of
+//! the cut `Nest::split` puts in the first kept (non-reduced) loop level
+//! ([`Emitter::thread_range`]; the barrier analysis reasons about the same
+//! cut) — or run by thread 0 alone. Reductions are never split along a
 //! reduced dimension, and each output starts from the value of its first
 //! reduced iteration (no separate initialization pass), so every element is
 //! computed by one thread in one fixed order: results are the same bits for
