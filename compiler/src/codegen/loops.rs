@@ -161,6 +161,7 @@ pub fn emit_loop(e: &mut Emitter, k: &LoopKernel, mode: Mode) {
         .iter()
         .filter(|(_, s)| matches!(s, Source::Load(..)))
         .map(|(n, _)| *n);
+    let mut dests = Vec::new();
     for (i, a) in accesses.iter().enumerate() {
         match a.kind {
             AccessKind::Load => {
@@ -168,13 +169,17 @@ pub fn emit_loop(e: &mut Emitter, k: &LoopKernel, mode: Mode) {
                     .insert(loads.next().expect("one load per access"), i);
             }
             AccessKind::Store => map.store.push(i),
-            AccessKind::Accumulate => {}
+            AccessKind::Accumulate => dests.push(i),
         }
     }
-    let mut dests = (map.store.len() + map.source.len())..;
+    // `accesses` lists the destinations of the reductions that have one, in order.
+    let mut dests = dests.into_iter();
     for r in &k.reductions {
-        map.dest
-            .push(r.dest.as_ref().map(|_| dests.next().expect("unbounded")));
+        map.dest.push(
+            r.dest
+                .as_ref()
+                .map(|_| dests.next().expect("one access per destination")),
+        );
     }
     let iota_axes = k.iota_axes();
     let nest = k.nest();
