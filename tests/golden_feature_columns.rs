@@ -8,15 +8,26 @@
 //!
 //! Every column, hyperparameter, input and expected value comes from the
 //! file: the columns are parsed from the Python calls it records
-//! (`common::tf_call`). Inputs are fed as `tf.train.Example` features:
-//! `inputs.dense_features` rows as dense rows (TF's dense tensors, where ''
-//! and -1 are missing), and the keys a case feeds as SparseTensors ("with
-//! city fed as a SparseTensor of the non-missing entries") as the lists
-//! `VarLenFeature` would give. TF's SparseTensor is read back from our
-//! `[rows, max_values]` ids and weights: the slots whose id is not the
-//! padding id -1, plus, as id -1, the padding slots where the input has a
-//! value TF keeps (a negative id, TF's `default_value=-1`, which every
-//! consumer ignores); every padding slot must have weight 0.
+//! (`common::tf_call`; the remarks after a call are never read). Inputs are
+//! fed as `tf.train.Example` features: `inputs.dense_features` rows as
+//! dense rows (TF's dense tensors, where '' and -1 are missing), and the
+//! keys a case fed TF as SparseTensors of the non-missing entries (the
+//! crosses' `sparse_raw` keys of `crossed_id_reimplementation_check`, and
+//! the key of each case of [`SPARSE_INPUT_CASES`]) as the lists
+//! `VarLenFeature` would give, without the missing entries. TF's SparseTensor
+//! is read back from our `[rows, max_values]` ids and weights: the slots
+//! whose id is not the padding id -1, plus, as id -1, the padding slots
+//! where the input has a value TF keeps (a negative id, TF's
+//! `default_value=-1`, which every consumer ignores); every padding slot
+//! must have weight 0.
+//!
+//! Indices: a single-key column puts the value at position p of its input
+//! row at index `[row, p]`, in TF and in specc alike. TF's SparseTensor
+//! inputs keep each value at its position in the dense row (a row `['',
+//! 'tokyo']` gives `'tokyo'` at `[row, 1]`), while a `VarLenFeature` list
+//! has no gaps (`'tokyo'` is its value 0): the read-back puts the value of
+//! list position j at the dense position of the row's j-th non-missing
+//! entry, which is where TF's input had it.
 
 mod common;
 
@@ -93,21 +104,59 @@ fn sparse_rows(g: &Value, key: &str) -> Option<Vec<Feature>> {
     Some(out.into_iter().map(Feature::FloatList).collect())
 }
 
-/// The keys a case's remark says are fed as SparseTensors: the keys named
-/// before its first "SparseTensor" (`with city and cid fed as
-/// SparseTensors`, `with city a SparseTensor and cid dense`).
-fn sparse_keys(remark: &str, keys: &[String]) -> Vec<String> {
-    let Some(at) = remark.find("SparseTensor") else {
-        return Vec::new();
-    };
-    let before = &remark[..at];
-    keys.iter()
-        .filter(|k| {
-            before
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w == k.as_str())
+/// The `categorical_columns` cases that are not crosses and were fed TF
+/// with their key as a SparseTensor of the non-missing entries (case names
+/// are fixed across draws; a cross's inputs are its `key_kinds` in
+/// `crossed_id_reimplementation_check`).
+const SPARSE_INPUT_CASES: &[&str] = &["hash_city_10_sparse_input"];
+
+/// The keys case `name` fed TF as SparseTensors: a cross's `sparse_raw`
+/// keys (`crossed_id_reimplementation_check`; `sparse_ids` is a column's
+/// ids, over a dense raw key), every raw key of a case of
+/// [`SPARSE_INPUT_CASES`], none otherwise.
+fn sparse_keys(g: &Value, name: &str, keys: &[String]) -> Vec<String> {
+    let crossed = g["crossed_id_reimplementation_check"]["cases"]
+        .as_array()
+        .expect("crossed_id_reimplementation_check.cases")
+        .iter()
+        .find(|k| k["name"] == name);
+    if let Some(k) = crossed {
+        let kinds = k["key_kinds"].as_object().expect("key_kinds");
+        return keys
+            .iter()
+            .filter(
+                |key| match kinds.get(key.as_str()).and_then(Value::as_str) {
+                    Some("sparse_raw") => true,
+                    // A categorical column's ids: its raw key is a dense input.
+                    Some("dense_raw" | "sparse_ids") | None => false,
+                    Some(other) => panic!("{name}: unknown key kind {other:?} of {key}"),
+                },
+            )
+            .cloned()
+            .collect();
+    }
+    if SPARSE_INPUT_CASES.contains(&name) {
+        return keys.to_vec();
+    }
+    Vec::new()
+}
+
+/// The dense positions of the non-missing entries of each row of the dense
+/// input `key`: where TF's SparseTensor of them has each value.
+fn present_positions(g: &Value, key: &str) -> Vec<Vec<usize>> {
+    g["inputs"]["dense_features"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{FILE}: no dense input {key:?}"))
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .expect("a row")
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| !missing(v))
+                .map(|(p, _)| p)
+                .collect()
         })
-        .cloned()
         .collect()
 }
 
@@ -207,23 +256,25 @@ fn transform(
 }
 
 /// TF's SparseTensor read back (see the module doc): `present(row, slot)`
-/// says whether the input has a value TF keeps at that slot.
+/// says whether the input has a value TF keeps at that slot, `position(row,
+/// slot)` is TF's column index of that slot's value.
 fn sparse_of(
     out: &Output,
     present: &dyn Fn(usize, usize) -> bool,
+    position: &dyn Fn(usize, usize) -> usize,
 ) -> (Vec<[usize; 2]>, Vec<i64>, Vec<f64>) {
     let (mut indices, mut values, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for (k, (&id, &w)) in out.ids.iter().zip(&out.weights).enumerate() {
         let (r, j) = (k / out.max_values, k % out.max_values);
         if id != PADDING_ID {
-            indices.push([r, j]);
+            indices.push([r, position(r, j)]);
             values.push(i64::from(id));
             weights.push(f64::from(w));
             continue;
         }
         assert_eq!(w, 0.0, "padding slot [{r}, {j}] has weight {w}");
         if present(r, j) {
-            indices.push([r, j]);
+            indices.push([r, position(r, j)]);
             values.push(-1);
             weights.push(0.0);
         }
@@ -265,7 +316,7 @@ fn run_case(name: &str) {
     let g = g();
     let c = case(&g, name);
     let text = c["column"].as_str().expect("column");
-    let (call, remark) = tf_call::parse(text);
+    let (call, _) = tf_call::parse(text);
     let column = tf_call::categorical_column(&call, &|k| input_dtype(&g, k));
     assert_eq!(
         column.name(),
@@ -284,13 +335,7 @@ fn run_case(name: &str) {
         prune_nonpositive_weights: false,
     }
     .raw_keys();
-    let sparse = sparse_keys(remark, &keys);
-    if name.contains("sparse") {
-        assert!(
-            !sparse.is_empty(),
-            "{name}: no sparse input found in {remark:?}"
-        );
-    }
+    let sparse = sparse_keys(&g, name, &keys);
     let dense: Vec<&str> = keys
         .iter()
         .filter(|k| !sparse.contains(k))
@@ -314,7 +359,18 @@ fn run_case(name: &str) {
             }
         }
     };
-    let (ix, ids, weights) = sparse_of(&out, &present);
+    // TF's index of slot j: a single key fed as a SparseTensor has its
+    // values at their dense positions (see the module doc).
+    let positions =
+        (single_key && sparse.contains(&keys[0])).then(|| present_positions(&g, &keys[0]));
+    let position = |r: usize, j: usize| {
+        positions.as_ref().map_or(j, |p| {
+            *p[r]
+                .get(j)
+                .unwrap_or_else(|| panic!("{name}: row {r} has an id at slot {j} past its values"))
+        })
+    };
+    let (ix, ids, weights) = sparse_of(&out, &present, &position);
     let want_ids: Vec<i64> = want_ids.iter().map(|&v| v as i64).collect();
     assert_eq!(ix, want_ix, "{name}: indices");
     assert_eq!(ids, want_ids, "{name}: ids");
@@ -325,13 +381,17 @@ fn run_case(name: &str) {
         let got: Vec<f32> = weights.iter().map(|&x| x as f32).collect();
         assert_eq!(got, want, "{name}: weights");
     }
-    // One value fewer than a row gives is an error naming the limit.
-    if shape[1] > 1 {
-        let e = transform(&column, shape[1] - 1, &dense, &rows)
+    // The fewest slots the rows fit in (at most TF's width): one fewer is
+    // an error naming the limit, never a truncation.
+    let fits = (1..=shape[1])
+        .find(|&m| transform(&column, m, &dense, &rows).is_ok())
+        .unwrap_or_else(|| panic!("{name}: the rows do not fit TF's width {}", shape[1]));
+    if fits > 1 {
+        let e = transform(&column, fits - 1, &dense, &rows)
             .err()
-            .unwrap_or_else(|| panic!("{name}: max_values {} accepted", shape[1] - 1));
+            .expect("fewer slots than fit");
         assert!(
-            e.contains(&format!("more than max_values = {}", shape[1] - 1)),
+            e.contains(&format!("more than max_values = {}", fits - 1)),
             "{name}: {e}"
         );
     }
@@ -383,29 +443,15 @@ fn every_categorical_case_has_a_test() {
     );
 }
 
-/// The sparse inputs the remarks name agree with the crosses' recorded key
-/// kinds (`crossed_id_reimplementation_check`).
+/// Every case [`SPARSE_INPUT_CASES`] names is in the file, and none of them
+/// is a cross (whose inputs `crossed_id_reimplementation_check` records).
 #[test]
-fn sparse_remarks_agree_with_recorded_key_kinds() {
+fn sparse_input_cases_are_in_the_file() {
     let g = g();
-    for k in g["crossed_id_reimplementation_check"]["cases"]
-        .as_array()
-        .expect("cases")
-    {
-        let name = k["name"].as_str().expect("name");
+    for name in SPARSE_INPUT_CASES {
         let c = case(&g, name);
-        let (_, remark) = tf_call::parse(c["column"].as_str().expect("column"));
-        let kinds = k["key_kinds"].as_object().expect("key_kinds");
-        let keys: Vec<String> = kinds.keys().cloned().collect();
-        let mut want: Vec<String> = kinds
-            .iter()
-            .filter(|(_, v)| v.as_str() == Some("sparse_raw"))
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut got = sparse_keys(remark, &keys);
-        want.sort();
-        got.sort();
-        assert_eq!(got, want, "{name}");
+        let (call, _) = tf_call::parse(c["column"].as_str().expect("column"));
+        assert_ne!(call.call_name(), Some("crossed_column"), "{name}");
     }
 }
 
@@ -429,7 +475,7 @@ fn identity_out_of_range_passes_ids_through() {
     let key = column.name();
     let (want_ix, want, shape) = golden_sparse(&oor["ids"]);
     let out = transform(&column, shape[1], &[key.as_str()], &rows).expect("transform");
-    let (ix, ids, _) = sparse_of(&out, &|_, _| false);
+    let (ix, ids, _) = sparse_of(&out, &|_, _| false, &|_, j| j);
     assert_eq!(ix, want_ix);
     assert_eq!(ids, want.iter().map(|&v| v as i64).collect::<Vec<_>>());
     // indicator_column over the ids: out-of-range ids count nowhere.
@@ -773,8 +819,7 @@ fn parse_example_missing_feature_without_default_is_an_error() {
 fn hash_bucket_column_on_20_strings() {
     let g = g();
     let h = &g["hash_bucket_column_on_20_strings"];
-    let (call, remark) = tf_call::parse(h["column"].as_str().expect("column"));
-    assert!(remark.contains("SparseTensor"), "{remark}");
+    let (call, _) = tf_call::parse(h["column"].as_str().expect("column"));
     let key = call.arg(0, "key").expect("key").str().to_string();
     for case in h["by_num_buckets"].as_array().expect("by_num_buckets") {
         let n = case["num_buckets"].as_u64().expect("num_buckets");
@@ -824,7 +869,7 @@ fn hash_bucket_column_on_ints() {
     let (want_ix, want, shape) = golden_sparse(&h["ids"]);
     assert_eq!(shape, [rows.len(), 1]);
     let out = transform(&column, 1, &[key.as_str()], &rows).expect("transform");
-    let (ix, ids, _) = sparse_of(&out, &|_, _| false);
+    let (ix, ids, _) = sparse_of(&out, &|_, _| false, &|_, j| j);
     assert_eq!(ix, want_ix);
     assert_eq!(ids, want.iter().map(|&v| v as i64).collect::<Vec<_>>());
 }

@@ -106,18 +106,56 @@ fn ids_by_row(ids: &Value) -> Vec<Vec<i64>> {
     out
 }
 
-fn assert_ids(name: &str, got: &[Vec<i64>], ids: &Value) {
-    let want = ids_by_row(ids);
-    assert_eq!(got.len(), want.len(), "{name}: rows");
-    for (row, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g, w, "{name}: ids of row {row}");
+/// A row's ids, each at its column index of TF's SparseTensor.
+type Row = Vec<(usize, i64)>;
+
+/// The ids of `rows` at consecutive indices (a cross's products).
+fn consecutive(rows: Vec<Vec<i64>>) -> Vec<Row> {
+    rows.into_iter()
+        .map(|r| r.into_iter().enumerate().collect())
+        .collect()
+}
+
+/// Compares ids with TF's SparseTensor: indices, values and `dense_shape`
+/// (`width`: its second dimension, the dense input's width for a column of
+/// one key, the most products of a row for a cross).
+fn assert_ids(name: &str, got: &[Row], width: usize, ids: &Value) {
+    let mut indices = Vec::new();
+    let mut values = Vec::new();
+    for (r, row) in got.iter().enumerate() {
+        for &(p, id) in row {
+            indices.push(vec![r as u64, p as u64]);
+            values.push(id);
+        }
     }
-    let width = got.iter().map(Vec::len).max().unwrap_or(0) as u64;
-    assert_eq!(
-        ids["dense_shape"][1].as_u64(),
-        Some(width),
-        "{name}: dense_shape"
-    );
+    let want_indices: Vec<Vec<u64>> = ids["indices"]
+        .as_array()
+        .expect("indices")
+        .iter()
+        .map(|ix| {
+            ix.as_array()
+                .expect("an index")
+                .iter()
+                .map(|v| v.as_u64().expect("an index"))
+                .collect()
+        })
+        .collect();
+    let want_values: Vec<i64> = ids["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .map(|v| v.as_i64().expect("id"))
+        .collect();
+    assert_eq!(values, want_values, "{name}: ids");
+    assert_eq!(indices, want_indices, "{name}: indices");
+    let shape: Vec<u64> = [got.len(), width].iter().map(|&d| d as u64).collect();
+    let want_shape: Vec<u64> = ids["dense_shape"]
+        .as_array()
+        .expect("dense_shape")
+        .iter()
+        .map(|v| v.as_u64().expect("a dim"))
+        .collect();
+    assert_eq!(shape, want_shape, "{name}: dense_shape");
 }
 
 /// The text between the first `open` and its matching `close` in `s`.
@@ -158,47 +196,44 @@ fn vocabulary(column: &str) -> Vec<String> {
 /// The ids of a hashed categorical column (hash bucket, or vocabulary list
 /// with OOV buckets), computed from its dense input; `None` for columns whose
 /// ids do not come from hashing.
-fn categorical_ids(g: &Value, case: &Value) -> Option<Vec<Vec<i64>>> {
+fn categorical_ids(g: &Value, case: &Value) -> Option<(Vec<Row>, usize)> {
     let column = case["column"].as_str().expect("column");
     let key = case["column_name"].as_str().expect("column_name");
     let n = buckets(&case["num_buckets"]);
-    if column.starts_with("categorical_column_with_hash_bucket(") {
+    // Each present value at its position in the dense row (TF drops the
+    // missing ones and keeps the others' indices); the row's width.
+    let ids = |id: &dyn Fn(&Cell) -> i64| -> (Vec<Row>, usize) {
         let rows = dense_rows(g, key);
-        return Some(
-            rows.iter()
-                .map(|r| {
-                    r.iter()
-                        .filter(|c| !c.missing())
-                        .map(|c| (c.fingerprint() % n) as i64)
-                        .collect()
-                })
-                .collect(),
-        );
+        let width = rows.first().map_or(0, Vec::len);
+        let ids = rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .filter(|(_, c)| !c.missing())
+                    .map(|(p, c)| (p, id(c)))
+                    .collect()
+            })
+            .collect();
+        (ids, width)
+    };
+    if column.starts_with("categorical_column_with_hash_bucket(") {
+        return Some(ids(&|c| (c.fingerprint() % n) as i64));
     }
     if column.starts_with("categorical_column_with_vocabulary_list(") {
         let oov = keyword(column, "num_oov_buckets").filter(|&k| k > 0)?;
         let oov = NonZeroU64::new(oov as u64)?;
         let vocab = vocabulary(column);
-        let rows = dense_rows(g, key);
-        return Some(
-            rows.iter()
-                .map(|r| {
-                    r.iter()
-                        .filter(|c| !c.missing())
-                        .map(|c| {
-                            let word = match c {
-                                Cell::Str(s) => s.clone(),
-                                Cell::Int(v) => v.to_string(),
-                            };
-                            match vocab.iter().position(|w| *w == word) {
-                                Some(i) => i as i64,
-                                None => (vocab.len() as u64 + c.fingerprint() % oov) as i64,
-                            }
-                        })
-                        .collect()
-                })
-                .collect(),
-        );
+        return Some(ids(&|c| {
+            let word = match c {
+                Cell::Str(s) => s.clone(),
+                Cell::Int(v) => v.to_string(),
+            };
+            match vocab.iter().position(|w| *w == word) {
+                Some(i) => i as i64,
+                None => (vocab.len() as u64 + c.fingerprint() % oov) as i64,
+            }
+        }));
     }
     None
 }
@@ -282,15 +317,22 @@ fn is_hashing_case(g: &Value, case: &Value) -> bool {
     column.starts_with("crossed_column(") || categorical_ids(g, case).is_some()
 }
 
+/// specc's ids of a hashed categorical case and TF's width of them.
+fn hashed_ids(g: &Value, name: &str, case: &Value) -> (Vec<Row>, usize) {
+    let column = case["column"].as_str().expect("column");
+    if column.starts_with("crossed_column(") {
+        let rows = consecutive(crossed_ids(g, name, case));
+        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+        (rows, width)
+    } else {
+        categorical_ids(g, case).unwrap_or_else(|| panic!("{name}: not a hashed column"))
+    }
+}
+
 fn check_case(name: &str, case: &Value) {
     let g = golden(FILE);
-    let column = case["column"].as_str().expect("column");
-    let got = if column.starts_with("crossed_column(") {
-        crossed_ids(&g, name, case)
-    } else {
-        categorical_ids(&g, case).unwrap_or_else(|| panic!("{name}: not a hashed column"))
-    };
-    assert_ids(name, &got, &case["ids"]);
+    let (got, width) = hashed_ids(&g, name, case);
+    assert_ids(name, &got, width, &case["ids"]);
 }
 
 fn categorical_case(g: &Value, name: &str) -> Value {
@@ -492,24 +534,89 @@ fn hash_bucket_size(column: &str) -> NonZeroU64 {
     buckets_str(n.trim())
 }
 
-#[test]
-fn hash_bucket_column_on_ints() {
-    let g = golden(FILE);
+/// specc's ids of `hash_bucket_column_on_ints` (a dense `[rows, 1]` int64
+/// input: -1 is missing).
+fn ints_column_ids(g: &Value) -> Vec<Row> {
     let case = &g["hash_bucket_column_on_ints"];
     let n = hash_bucket_size(case["column"].as_str().expect("column"));
     let inputs = case["inputs"].as_array().expect("inputs");
     assert!(!inputs.is_empty());
-    // A dense [rows, 1] int64 input: -1 is missing.
-    let got: Vec<Vec<i64>> = inputs
+    inputs
         .iter()
         .map(|v| {
             let v = v.as_i64().expect("int64 input");
             if v == -1 {
                 vec![]
             } else {
-                vec![hash_bucket_i64(v, n) as i64]
+                vec![(0, hash_bucket_i64(v, n) as i64)]
             }
         })
-        .collect();
-    assert_ids("hash_bucket_column_on_ints", &got, &case["ids"]);
+        .collect()
+}
+
+#[test]
+fn hash_bucket_column_on_ints() {
+    let g = golden(FILE);
+    let got = ints_column_ids(&g);
+    assert_ids(
+        "hash_bucket_column_on_ints",
+        &got,
+        1,
+        &g["hash_bucket_column_on_ints"]["ids"],
+    );
+}
+
+fn values_of(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a list of ids, got {v}"))
+        .iter()
+        .map(|x| x.as_i64().expect("an id"))
+        .collect()
+}
+
+/// The file's own reimplementation checks (`hash_and_vocab_reimplementation_check`,
+/// `crossed_id_reimplementation_check.cases`): each entry's TF ids are the
+/// ids of the case it names, and specc's ids of that case are the
+/// reimplementation's `expected` ones.
+#[test]
+fn the_files_reimplementation_checks_agree_with_specc() {
+    let g = golden(FILE);
+    let ours = |name: &str| -> (Vec<i64>, Vec<i64>) {
+        let (rows, tf) = if name == "hash_bucket_column_on_ints" {
+            (
+                ints_column_ids(&g),
+                values_of(&g["hash_bucket_column_on_ints"]["ids"]["values"]),
+            )
+        } else {
+            let case = categorical_case(&g, name);
+            (
+                hashed_ids(&g, name, &case).0,
+                values_of(&case["ids"]["values"]),
+            )
+        };
+        let ids = rows.into_iter().flatten().map(|(_, id)| id).collect();
+        (ids, tf)
+    };
+    let hashed = g["hash_and_vocab_reimplementation_check"]
+        .as_array()
+        .expect("hash_and_vocab_reimplementation_check");
+    let crossed = g["crossed_id_reimplementation_check"]["cases"]
+        .as_array()
+        .expect("crossed_id_reimplementation_check.cases");
+    assert!(!hashed.is_empty() && !crossed.is_empty());
+    let entries = hashed.iter().map(|e| (e, "tf", "expected")).chain(
+        crossed
+            .iter()
+            .map(|e| (e, "tf_ids", "expected_by_reimplementation")),
+    );
+    for (e, tf_key, expected_key) in entries {
+        let name = e["name"].as_str().expect("name");
+        let (got, tf) = ours(name);
+        assert_eq!(
+            values_of(&e[tf_key]),
+            tf,
+            "{name}: {tf_key} are the case's ids"
+        );
+        assert_eq!(got, values_of(&e[expected_key]), "{name}: {expected_key}");
+    }
 }

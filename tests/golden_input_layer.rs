@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::{array, assert_all_close, golden, ints, literal, num, scale, Tol};
+use common::{array, assert_all_close, golden, ints, literal, num, scale, tf_call, Tol};
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::model::InputInfo;
 use specc_grammar::SourceFile;
@@ -33,16 +33,12 @@ use specc_runtime::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID}
 const REL: f64 = 1e-6;
 const FLOOR: f64 = 1e-6;
 
-/// The Python text of a case without its trailing note (`  (..)`, `  -- ..`,
-/// ` with ..`, ` ids`).
+/// The Python call of a case's text, without the remark the file may add
+/// after it (`  (row 2 has id 1 twice ..)`, ` ids`): the text
+/// `common::tf_call` parses as one call.
 fn strip_note(s: &str) -> &str {
-    let mut end = s.len();
-    for sep in ["  ", " with ", " ids"] {
-        if let Some(i) = s.find(sep) {
-            end = end.min(i);
-        }
-    }
-    &s[..end]
+    let (_, remark) = tf_call::parse(s);
+    s[..s.len() - remark.len()].trim_end()
 }
 
 /// The index of the `)` closing the `(` at `open`.
@@ -129,15 +125,16 @@ fn input_width(fc: &serde_json::Value, key: &str) -> usize {
         .map_or(1, |r| r.len())
 }
 
-fn spec(columns: &str) -> String {
+/// The spec of an input layer of `columns` over batches of `batch` rows.
+fn spec(columns: &str, batch: usize) -> String {
     format!(
         "model feature_column_case\n\
-         data synthetic(rows = 4, features = 1)\n\
+         data synthetic(rows = {batch}, features = 1)\n\
          features {{\n  out = input_layer({columns})\n}}\n\
          params {{ probe: [1] = zeros }}\n\
          loss = reduce_sum(out) + reduce_sum(probe)\n\
          optimizer gradient_descent(learning_rate = 0.1)\n\
-         train {{ batch = 4, steps = 1 }}\n\
+         train {{ batch = {batch}, steps = 1 }}\n\
          logging {{ tensors = [out] }}\n"
     )
 }
@@ -276,7 +273,10 @@ fn check_layer(
     want: &serde_json::Value,
 ) {
     let fc = golden("feature_columns.json");
-    let text = spec(&spec_columns(python, &fc));
+    // The batch: TF's rows (the inputs must have as many, `Dataset` checks).
+    let (want_dims, want) = array(want);
+    let rows = want_dims[0];
+    let text = spec(&spec_columns(python, &fc), rows);
     let src = SourceFile::new("case.spec", text.clone());
     let model = specc_compiler::check(&src).unwrap_or_else(|d| {
         panic!(
@@ -285,8 +285,6 @@ fn check_layer(
         )
     });
     let program = compile(&src, Functions::TRAIN).expect("compiles");
-    let (want_dims, want) = array(want);
-    let rows = want_dims[0];
     let inputs = model
         .inputs
         .iter()
@@ -403,13 +401,17 @@ fn identity_out_of_range_embedding_ids_are_range_checked() {
         .is_some_and(|e| e.contains("out of range")));
     let column = strip_note(case["column"].as_str().expect("column"));
     let (tdims, _) = array(&case["embedding_table"]);
-    let text = spec(&spec_columns(
-        &format!(
-            "embedding_column({column}, dimension={}, combiner='sum')",
-            tdims[1]
+    let (idims, _) = array(&case["input_ids_dense"]);
+    let text = spec(
+        &spec_columns(
+            &format!(
+                "embedding_column({column}, dimension={}, combiner='sum')",
+                tdims[1]
+            ),
+            &fc,
         ),
-        &fc,
-    ));
+        idims[0],
+    );
     let model = specc_compiler::check(&SourceFile::new("oor.spec", text)).expect("checks");
     let ids = model
         .inputs
