@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::op_cases::{arg_text, cases_of, check_case, check_others, named};
+use common::op_cases::{arg_text, check_case, check_others, conv_cases, named};
 
 const REL: f64 = 1e-5;
 const FLOOR: f64 = 1e-6;
@@ -43,10 +43,18 @@ fn bindings(case: &serde_json::Value) -> String {
     text + ")\n"
 }
 
+/// The cases of this file's ops ([`common::op_cases::CONV_JSON_OPS`]);
+/// each must be a `tf.nn` activation.
 fn cases() -> Vec<serde_json::Value> {
-    cases_of(FILE, |c| {
-        ACTIVATIONS.contains(&c["op"].as_str().expect("op"))
-    })
+    let cases = conv_cases("golden_activations");
+    for c in &cases {
+        assert!(
+            ACTIVATIONS.contains(&c["op"].as_str().expect("op")),
+            "{}: not an activation",
+            c["name"]
+        );
+    }
+    cases
 }
 
 fn check(case: &serde_json::Value) {

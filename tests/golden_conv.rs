@@ -21,7 +21,7 @@
 mod common;
 
 use common::op_cases::{
-    arg_text, case_spec, cases_of, check_case, check_case_with, check_others, named,
+    arg_text, case_spec, check_case, check_case_with, check_others, conv_cases, named,
 };
 use specc_compiler::driver::{plan_model_with, Functions, Options};
 use specc_compiler::ir::WinogradTile;
@@ -109,8 +109,19 @@ fn bindings(case: &serde_json::Value) -> String {
         .collect()
 }
 
+/// The cases of this file's ops ([`common::op_cases::CONV_JSON_OPS`]);
+/// each must be one [`OPS`] knows how to call.
 fn cases() -> Vec<serde_json::Value> {
-    cases_of(FILE, |c| op_of(c).is_some())
+    let cases = conv_cases("golden_conv");
+    for c in &cases {
+        assert!(
+            op_of(c).is_some(),
+            "{}: no call for op {}",
+            c["name"],
+            c["op"]
+        );
+    }
+    cases
 }
 
 fn check(case: &serde_json::Value) {
@@ -363,4 +374,31 @@ fn winograd_f2x2_conv2d_one_channel_same_matches_tensorflow() {
 #[test]
 fn winograd_f4x4_conv2d_one_channel_same_matches_tensorflow() {
     check_winograd("conv2d_one_channel_same", WinogradTile::F4);
+}
+
+/// `refused`: the calls TF would not make, without numbers to compare. Each
+/// must be of an op this file checks and a refusal specc knows it does not
+/// share: TF's CPU kernels refuse `conv2d_transpose` with dilations > 1,
+/// which specc computes (TF records no numbers for it). Another refusal
+/// fails, to be looked at.
+#[test]
+fn tensorflows_refusals_are_known() {
+    let file = common::golden(FILE);
+    let refused = file["refused"].as_array().expect("refused");
+    for r in refused {
+        let name = r["name"].as_str().expect("name");
+        assert!(op_of(r).is_some(), "{name}: refused call of another op");
+        let dilated = match &r["args"]["dilations"] {
+            serde_json::Value::Array(_) => common::ints(&r["args"]["dilations"]),
+            v if v.is_i64() => vec![common::int(v)],
+            _ => vec![],
+        }
+        .iter()
+        .any(|&d| d > 1);
+        assert!(
+            r["op"] == "tf.nn.conv2d_transpose" && dilated,
+            "{name}: a refusal of TF's this test does not know: {}",
+            r["error"]
+        );
+    }
 }

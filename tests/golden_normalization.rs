@@ -19,25 +19,11 @@
 
 mod common;
 
-use common::op_cases::{arg_text, cases_of, check_case, check_others, named};
+use common::op_cases::{arg_text, check_case, check_others, conv_cases, named};
 
 const REL: f64 = 1e-5;
 const FLOOR: f64 = 1e-5;
 const FILE: &str = "conv.json";
-
-/// The ops this file checks (`op` of a conv.json case; layer normalization
-/// by its prefix).
-const OPS: &[&str] = &[
-    "tf.nn.moments",
-    "tf.nn.batch_normalization",
-    "tf.compat.v1.nn.fused_batch_norm",
-    "tf.nn.local_response_normalization",
-];
-
-fn is_normalization(case: &serde_json::Value) -> bool {
-    let op = case["op"].as_str().expect("op");
-    OPS.contains(&op) || op.starts_with("layer normalization")
-}
 
 /// `, k = v` for each of the case's `args` named in `keys` that it has.
 fn keywords(case: &serde_json::Value, keys: &[&str]) -> String {
@@ -109,7 +95,7 @@ fn bindings(case: &serde_json::Value) -> String {
             "output = local_response_normalization(input{})\n",
             keywords(case, &["depth_radius", "bias", "alpha", "beta"])
         ),
-        _ if op.starts_with("layer normalization") => {
+        "layer normalization (tf.nn.moments over the last axis)" => {
             let tf = case["expression"].as_str().expect("expression");
             let axes = arg(case, "axes");
             let eps = arg(case, "epsilon");
@@ -127,8 +113,10 @@ fn bindings(case: &serde_json::Value) -> String {
     }
 }
 
+/// The cases of this file's ops ([`common::op_cases::CONV_JSON_OPS`]);
+/// [`bindings`] fails on an op it has no expression for.
 fn cases() -> Vec<serde_json::Value> {
-    cases_of(FILE, is_normalization)
+    conv_cases("golden_normalization")
 }
 
 fn check(case: &serde_json::Value) {

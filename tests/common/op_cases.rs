@@ -147,6 +147,60 @@ pub fn check_case_with(
     }
 }
 
+/// The test that checks each op of `conv.json` (a case's `op`): every op of
+/// the file must be here, so a case of an op no test knows fails every test
+/// that reads the file instead of going unchecked.
+pub const CONV_JSON_OPS: &[(&str, &str)] = &[
+    ("tf.nn.conv2d", "golden_conv"),
+    ("tf.nn.convolution", "golden_conv"),
+    ("tf.nn.conv1d", "golden_conv"),
+    ("tf.nn.conv2d_transpose", "golden_conv"),
+    ("tf.nn.atrous_conv2d_transpose", "golden_conv"),
+    ("tf.nn.depthwise_conv2d", "golden_conv"),
+    ("tf.nn.separable_conv2d", "golden_conv"),
+    ("tf.nn.max_pool2d", "golden_conv"),
+    ("tf.nn.avg_pool2d", "golden_conv"),
+    ("tf.nn.max_pool_with_argmax", "golden_conv"),
+    ("tf.reduce_mean", "golden_conv"),
+    ("tf.reduce_max", "golden_conv"),
+    ("tf.nn.bias_add", "golden_conv"),
+    ("tf.nn.moments", "golden_normalization"),
+    ("tf.nn.batch_normalization", "golden_normalization"),
+    ("tf.compat.v1.nn.fused_batch_norm", "golden_normalization"),
+    (
+        "layer normalization (tf.nn.moments over the last axis)",
+        "golden_normalization",
+    ),
+    ("tf.nn.local_response_normalization", "golden_normalization"),
+    ("tf.nn.leaky_relu", "golden_activations"),
+    ("tf.nn.elu", "golden_activations"),
+    ("tf.nn.selu", "golden_activations"),
+    ("tf.nn.gelu", "golden_activations"),
+    ("tf.nn.silu", "golden_activations"),
+    ("tf.nn.swish", "golden_activations"),
+    ("tf.nn.softsign", "golden_activations"),
+    ("tf.nn.relu6", "golden_activations"),
+    ("tf.nn.relu", "golden_activations"),
+];
+
+/// The cases of `conv.json` that `test` checks ([`CONV_JSON_OPS`]); a case
+/// of an op the table lacks fails.
+pub fn conv_cases(test: &str) -> Vec<serde_json::Value> {
+    let all = cases_of("conv.json", |_| true);
+    let unknown: Vec<String> = all
+        .iter()
+        .filter(|c| !CONV_JSON_OPS.iter().any(|(op, _)| c["op"] == *op))
+        .map(|c| format!("{} ({})", c["name"], c["op"]))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "conv.json: cases of ops no test checks: {unknown:?}"
+    );
+    all.into_iter()
+        .filter(|c| CONV_JSON_OPS.contains(&(c["op"].as_str().expect("op"), test)))
+        .collect()
+}
+
 /// The cases of golden `file` that `keep` selects.
 pub fn cases_of(file: &str, keep: impl Fn(&serde_json::Value) -> bool) -> Vec<serde_json::Value> {
     golden(file)["cases"]
