@@ -16,18 +16,7 @@ use ndarray::{ArrayD, IxDyn};
 use specc_image::{adjust, measures, Image};
 use support::{assert_close, case_of, image_of, tensor};
 
-const OPS: &[&str] = &[
-    "tf.image.adjust_brightness",
-    "tf.image.adjust_contrast",
-    "tf.image.adjust_gamma",
-    "tf.image.adjust_hue",
-    "tf.image.adjust_saturation",
-    "tf.image.per_image_standardization",
-    "tf.image.total_variation",
-    "tf.image.image_gradients",
-    "tf.image.sobel_edges",
-    "tf.image.psnr",
-];
+const OPS: &[&str] = support::ops::ADJUST_MEASURES;
 
 const REL: f64 = 1e-6;
 

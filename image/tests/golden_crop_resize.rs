@@ -14,7 +14,7 @@ use specc_image::resize::ResizeMethod;
 use specc_image::Image;
 use support::{assert_close, image_of, tensor};
 
-const OPS: &[&str] = &["tf.image.crop_and_resize", "tf.image.resize_with_pad"];
+const OPS: &[&str] = support::ops::CROP_RESIZE;
 
 const REL: f64 = 2e-6;
 

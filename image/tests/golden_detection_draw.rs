@@ -13,14 +13,7 @@ use specc_image::draw::draw_bounding_boxes;
 use specc_image::glimpse::{extract_glimpse, GlimpseNoise, GlimpseOptions};
 use support::{assert_close, number, tensor};
 
-const OPS: &[&str] = &[
-    "tf.image.extract_glimpse",
-    "tf.compat.v1.image.extract_glimpse",
-    "tf.image.non_max_suppression_with_scores",
-    "tf.image.combined_non_max_suppression",
-    "tf.image.draw_bounding_boxes",
-    "tf.compat.v1.image.draw_bounding_boxes",
-];
+const OPS: &[&str] = support::ops::DETECTION_DRAW;
 
 fn f32s(v: &serde_json::Value) -> (Vec<usize>, Vec<f32>) {
     let (_, shape, values) = tensor(v);

@@ -17,25 +17,7 @@ use specc_image::{color, convert, geometry, DType, Image};
 use support::{image_of, tensor};
 
 /// The ops this file checks (`op` of an images.json case).
-const OPS: &[&str] = &[
-    "tf.image.flip_left_right",
-    "tf.image.flip_up_down",
-    "tf.image.transpose",
-    "tf.image.rot90",
-    "tf.image.crop_to_bounding_box",
-    "tf.image.pad_to_bounding_box",
-    "tf.image.central_crop",
-    "tf.image.resize_with_crop_or_pad",
-    "tf.image.rgb_to_grayscale",
-    "tf.image.grayscale_to_rgb",
-    "tf.image.rgb_to_hsv",
-    "tf.image.hsv_to_rgb",
-    "tf.image.rgb_to_yiq",
-    "tf.image.yiq_to_rgb",
-    "tf.image.rgb_to_yuv",
-    "tf.image.yuv_to_rgb",
-    "tf.image.convert_image_dtype",
-];
+const OPS: &[&str] = support::ops::IMAGE_OPS;
 
 fn arg_i64(case: &serde_json::Value, key: &str) -> i64 {
     case["args"][key]

@@ -10,7 +10,7 @@ use specc_image::detection::non_max_suppression;
 use specc_image::patches::{extract_patches, Padding};
 use support::{assert_close, image_of, number, tensor};
 
-const OPS: &[&str] = &["tf.image.extract_patches", "tf.image.non_max_suppression"];
+const OPS: &[&str] = support::ops::PATCHES_NMS;
 
 fn ints(v: &serde_json::Value) -> Vec<i64> {
     v.as_array()

@@ -15,7 +15,7 @@ use ndarray::{ArrayD, IxDyn};
 use specc_image::ssim::{self, SsimOptions};
 use support::{assert_close, image_of, tensor};
 
-const OPS: &[&str] = &["tf.image.ssim", "tf.image.ssim_multiscale"];
+const OPS: &[&str] = support::ops::SSIM;
 
 const REL: f64 = 1e-5;
 

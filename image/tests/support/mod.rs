@@ -93,6 +93,81 @@ pub fn image_of(v: &serde_json::Value) -> Image {
     }
 }
 
+/// The ops of `images.json` by the test that checks them: every case's op
+/// must be in one of these lists ([`cases_of`] fails otherwise), so a case
+/// of an op no test knows fails every image test instead of going
+/// unchecked. (`tests/golden_image_graph.rs` checks the differentiable
+/// measures a second time, as graph ops.)
+pub mod ops {
+    /// `golden_adjust_measures.rs`.
+    pub const ADJUST_MEASURES: &[&str] = &[
+        "tf.image.adjust_brightness",
+        "tf.image.adjust_contrast",
+        "tf.image.adjust_gamma",
+        "tf.image.adjust_hue",
+        "tf.image.adjust_saturation",
+        "tf.image.per_image_standardization",
+        "tf.image.total_variation",
+        "tf.image.image_gradients",
+        "tf.image.sobel_edges",
+        "tf.image.psnr",
+    ];
+    /// `golden_crop_resize.rs`.
+    pub const CROP_RESIZE: &[&str] = &["tf.image.crop_and_resize", "tf.image.resize_with_pad"];
+    /// `golden_detection_draw.rs`.
+    pub const DETECTION_DRAW: &[&str] = &[
+        "tf.image.extract_glimpse",
+        "tf.compat.v1.image.extract_glimpse",
+        "tf.image.non_max_suppression_with_scores",
+        "tf.image.combined_non_max_suppression",
+        "tf.image.draw_bounding_boxes",
+        "tf.compat.v1.image.draw_bounding_boxes",
+    ];
+    /// `golden_image_ops.rs`.
+    pub const IMAGE_OPS: &[&str] = &[
+        "tf.image.flip_left_right",
+        "tf.image.flip_up_down",
+        "tf.image.transpose",
+        "tf.image.rot90",
+        "tf.image.crop_to_bounding_box",
+        "tf.image.pad_to_bounding_box",
+        "tf.image.central_crop",
+        "tf.image.resize_with_crop_or_pad",
+        "tf.image.rgb_to_grayscale",
+        "tf.image.grayscale_to_rgb",
+        "tf.image.rgb_to_hsv",
+        "tf.image.hsv_to_rgb",
+        "tf.image.rgb_to_yiq",
+        "tf.image.yiq_to_rgb",
+        "tf.image.rgb_to_yuv",
+        "tf.image.yuv_to_rgb",
+        "tf.image.convert_image_dtype",
+    ];
+    /// `golden_patches_nms.rs`.
+    pub const PATCHES_NMS: &[&str] = &["tf.image.extract_patches", "tf.image.non_max_suppression"];
+    /// `golden_resize.rs`.
+    pub const RESIZE: &[&str] = &[
+        "tf.image.resize",
+        "tf.compat.v1.image.resize_bilinear",
+        "tf.compat.v1.image.resize_nearest_neighbor",
+        "tf.compat.v1.image.resize_bicubic",
+        "tf.compat.v1.image.resize_area",
+    ];
+    /// `golden_ssim.rs`.
+    pub const SSIM: &[&str] = &["tf.image.ssim", "tf.image.ssim_multiscale"];
+}
+
+/// Every list of [`ops`].
+const ALL_OPS: &[&[&str]] = &[
+    ops::ADJUST_MEASURES,
+    ops::CROP_RESIZE,
+    ops::DETECTION_DRAW,
+    ops::IMAGE_OPS,
+    ops::PATCHES_NMS,
+    ops::RESIZE,
+    ops::SSIM,
+];
+
 /// The case of that name among the cases of `ops`.
 pub fn case_of(ops: &[&str], name: &str) -> serde_json::Value {
     cases_of(ops)
@@ -101,12 +176,24 @@ pub fn case_of(ops: &[&str], name: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("images.json has no case {name} of {ops:?}"))
 }
 
-/// The cases whose op is one of `ops`.
+/// The cases whose op is one of `ops`; a case of an op in none of [`ops`]
+/// fails.
 pub fn cases_of(ops: &[&str]) -> Vec<serde_json::Value> {
-    golden_file()["cases"]
-        .as_array()
-        .expect("cases")
+    let file = golden_file();
+    let all = file["cases"].as_array().expect("cases");
+    let unknown: Vec<String> = all
         .iter()
+        .filter(|c| {
+            let op = c["op"].as_str().expect("op");
+            !ALL_OPS.iter().any(|list| list.contains(&op))
+        })
+        .map(|c| format!("{} ({})", c["name"], c["op"]))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "images.json: cases of ops no test checks: {unknown:?}"
+    );
+    all.iter()
         .filter(|c| ops.contains(&c["op"].as_str().expect("op")))
         .cloned()
         .collect()
