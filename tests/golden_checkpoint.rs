@@ -326,3 +326,88 @@ fn restores_tfs_checkpoint_and_saves_its_bytes_again() {
         );
     }
 }
+
+/// Every file `files` lists is in the golden directory with its size and
+/// SHA-256 (the `.meta` graph included, which specc does not read).
+#[test]
+fn every_listed_file_has_its_size_and_sha256() {
+    let g = ckpt();
+    let files = g["files"].as_object().expect("files");
+    assert!(!files.is_empty());
+    for (name, listed) in files {
+        let bytes = std::fs::read(common::golden_dir().join("ckpt").join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            bytes.len() as u64,
+            listed["size"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            sha256_hex(&bytes),
+            listed["sha256"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}
+
+/// `in_memory_final_state`, what TF's session held when it saved: the
+/// checkpoint holds every variable, every slot (TF's `get_slot` name, `m`,
+/// stored under the name specc gives that slot of the model's optimizer:
+/// `w/Adam`), every other optimizer variable and the global step, with the
+/// same bits.
+#[test]
+fn the_checkpoint_holds_tfs_in_memory_state() {
+    let g = ckpt();
+    assert_eq!(g["checkpoint_values_equal_in_memory_state"], true);
+    let text = golden_spec(&g);
+    let model = specc_compiler::check(&SourceFile::new("golden_ckpt.spec", text.clone()))
+        .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let slots = specc_compiler::optim::table::slots(&model.optimizer);
+    let bits = |v: &Value| -> Vec<u32> {
+        common::array(v)
+            .1
+            .iter()
+            .map(|&x| (x as f32).to_bits())
+            .collect()
+    };
+    let saved = |name: &str| -> &Value {
+        let v = &g["variables"][name]["values"];
+        assert!(!v.is_null(), "the checkpoint has no {name}");
+        v
+    };
+    let state = &g["in_memory_final_state"];
+    let mut compared = 0;
+    for (var, v) in state["variables"].as_object().expect("variables") {
+        assert_eq!(bits(saved(var)), bits(v), "{var}");
+        compared += 1;
+    }
+    for (var, by_slot) in state["slots"].as_object().expect("slots") {
+        for (slot, v) in by_slot.as_object().expect("a variable's slots") {
+            let s = slots
+                .iter()
+                .find(|s| s.name == slot)
+                .unwrap_or_else(|| panic!("specc's optimizer has no slot {slot}"));
+            let name = format!("{var}/{}", s.suffix);
+            assert_eq!(bits(saved(&name)), bits(v), "{name} ({slot} of {var})");
+            compared += 1;
+        }
+    }
+    for (name, v) in state["other_optimizer_variables"]
+        .as_object()
+        .expect("other_optimizer_variables")
+    {
+        assert_eq!(bits(saved(name)), bits(v), "{name}");
+        compared += 1;
+    }
+    assert_eq!(
+        saved("global_step").as_i64(),
+        state["global_step"].as_i64(),
+        "global_step"
+    );
+    // Every variable of the checkpoint is one of the state's.
+    assert_eq!(
+        compared + 1,
+        g["variables"].as_object().unwrap().len(),
+        "the checkpoint holds the state and nothing else"
+    );
+}
