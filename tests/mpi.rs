@@ -12,7 +12,6 @@ mod mpi_jobs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
 
 use mpi_jobs::*;
 
@@ -163,8 +162,8 @@ fn long_job(np: usize, dir: &Path) -> std::process::Child {
 #[test]
 fn a_killed_job_resumes_from_its_last_checkpoint() {
     let dir = temp_dir("resume");
-    let job = long_job(2, &dir);
-    wait_for_checkpoint(&dir, 1000, Duration::from_secs(120));
+    let mut job = long_job(2, &dir);
+    wait_for_checkpoint(&mut job, &dir, 1000);
     // The whole job dies at once (a lost allocation, a power cut): every
     // rank, then mpirun.
     let ranks = ranks_of(job.id());
@@ -173,9 +172,10 @@ fn a_killed_job_resumes_from_its_last_checkpoint() {
         // SAFETY: signalling processes this test's job started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    let out = wait_with_limit(job, Duration::from_secs(60));
+    let out = wait_for_end(job);
     assert!(!out.status.success());
-    let at = wait_for_checkpoint(&dir, 1000, Duration::from_secs(1));
+    let at = checkpoint_step(&dir).expect("the checkpoint waited for");
+    assert!(at >= 1000, "the latest checkpoint is at step {at}");
     // The job started again to `at + 300` resumes; one that never stopped
     // reaches the same model, bit for bit.
     let resumed = train("digits_mlp.spec", 2, at as u64 + 300, &dir);
@@ -203,13 +203,13 @@ fn ranks_of(mpirun_pid: u32) -> Vec<i32> {
 #[test]
 fn a_dead_rank_stops_the_job() {
     let dir = temp_dir("dead-rank");
-    let job = long_job(2, &dir);
-    wait_for_checkpoint(&dir, 500, Duration::from_secs(120));
+    let mut job = long_job(2, &dir);
+    wait_for_checkpoint(&mut job, &dir, 500);
     let ranks = ranks_of(job.id());
     assert_eq!(ranks.len(), 2, "mpirun's children: {ranks:?}");
     // SAFETY: signalling a process this test's job started.
     unsafe { libc::kill(ranks[1], libc::SIGKILL) };
-    let out = wait_with_limit(job, Duration::from_secs(60));
+    let out = wait_for_end(job);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("exited on signal 9"), "{stderr}");
@@ -335,7 +335,7 @@ fn replicas_stop_together_when_a_stream_ends() {
         .args(["--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let out = wait_with_limit(c.spawn().unwrap(), Duration::from_secs(120));
+    let out = wait_for_end(c.spawn().unwrap());
     assert!(
         out.status.success(),
         "{}",
@@ -384,25 +384,33 @@ fn a_streamed_job_resumes_past_its_shares() {
 /// A replica that hangs without dying (here: stopped) would keep the others
 /// waiting in the exchange forever, as MPI's collectives have no timeout;
 /// with `--exchange-timeout` the waiting replica gives up, naming the step,
-/// and the job ends.
+/// and the job ends. The timeout is 20 s: a replica of a running job never
+/// waits that long for the others, however loaded the machine (a rank's
+/// checkpoint save, an fsync on a slow disk, is the longest wait), so only
+/// the stopped rank triggers it.
 #[test]
 fn a_hanging_rank_is_given_up_on() {
     let dir = temp_dir("hang");
     let mut c = mpirun(2);
     c.arg(SPECC)
         .args(["run", &spec("digits_mlp.spec"), "--steps", "100000000"])
-        .args(["--exchange-timeout", "3", "--checkpoint-every-steps", "500"])
+        .args([
+            "--exchange-timeout",
+            "20",
+            "--checkpoint-every-steps",
+            "500",
+        ])
         .arg("--checkpoint-dir")
         .arg(&dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let job = c.spawn().unwrap();
-    wait_for_checkpoint(&dir, 500, Duration::from_secs(120));
+    let mut job = c.spawn().unwrap();
+    wait_for_checkpoint(&mut job, &dir, 500);
     let ranks = ranks_of(job.id());
     assert_eq!(ranks.len(), 2, "mpirun's children: {ranks:?}");
     // SAFETY: signalling a process this test's job started.
     unsafe { libc::kill(ranks[1], libc::SIGSTOP) };
-    let out = wait_with_limit(job, Duration::from_secs(60));
+    let out = wait_for_end(job);
     for &pid in &ranks {
         // SAFETY: as above; a rank already gone is not signalled twice.
         unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -410,7 +418,7 @@ fn a_hanging_rank_is_given_up_on() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("error: replica 0 of 2: waited more than 3 s for the other replicas"),
+        stderr.contains("error: replica 0 of 2: waited more than 20 s for the other replicas"),
         "{stderr}"
     );
 }
