@@ -51,7 +51,7 @@ impl SourceFile {
 }
 
 /// One error about the user's input.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     /// The kind of error, printed as its stable kebab-case text
     /// (`error[unknown-name]`).
