@@ -346,15 +346,11 @@ impl Code {
         out
     }
 
-    /// The explanation as a Markdown section of `docs/errors.md`.
+    /// The explanation as a Markdown section of `docs/errors.md` (the
+    /// summary is in the file's index, and the prose says it at more length).
     pub fn markdown(self) -> String {
         let e = self.explanation();
-        let mut out = format!(
-            "## `{}`\n\n{}.\n\n{}\n",
-            self.as_str(),
-            capitalize(self.summary()),
-            e.text.trim()
-        );
+        let mut out = format!("## `{}`\n\n{}\n", self.as_str(), e.text.trim());
         if let Some(ex) = e.example {
             out.push_str("\nA spec with this error:\n\n```\n");
             out.push_str(ex.wrong);
@@ -409,14 +405,6 @@ pub fn markdown() -> String {
         ));
     }
     out
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(first) => first.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
 }
 
 /// Every line indented by four spaces (blank lines stay empty).
