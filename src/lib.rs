@@ -18,8 +18,10 @@
 //! [`Error`]. Arrays cross the API as [`ndarray`] arrays: `ArrayViewD<f32>`
 //! in (an int32 input — class labels, ids — takes whole numbers as f32),
 //! `ArrayD<f32>` out; the first axis is the batch. The crates underneath
-//! ([`compiler`], [`runtime`]) are re-exported for what the façade does not
-//! cover (the input pipeline, hooks, feature-column transforms).
+//! ([`grammar`], [`compiler`], [`runtime`]) are re-exported for what the
+//! façade does not cover (the input pipeline, hooks, feature-column
+//! transforms) and for the types its errors carry (a spec's diagnostics and
+//! their codes, a checkpoint error and its kind).
 //!
 //! Invariants: nothing here panics on user input (a wrong name, shape or
 //! value is an [`Error`] saying which); a [`Model`] owns the compiled code its
@@ -34,4 +36,5 @@ pub use api::error::Error;
 pub use api::model::Model;
 pub use ndarray;
 pub use specc_compiler as compiler;
+pub use specc_grammar as grammar;
 pub use specc_runtime as runtime;

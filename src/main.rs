@@ -235,6 +235,15 @@ enum Command {
         #[arg(long, allow_negative_numbers = true, value_parser = positive_batch)]
         batch: Option<u32>,
     },
+    /// Explain a diagnostic code, as printed in `error[CODE]` (e.g. `specc explain
+    /// argument-out-of-range`); without a code, list every code.
+    Explain {
+        /// The code, e.g. `unknown-name`.
+        code: Option<String>,
+        /// Print every code's explanation as Markdown (what docs/errors.md holds).
+        #[arg(long, conflicts_with = "code")]
+        markdown: bool,
+    },
     /// Benchmark the fused Adam update alone (workload W4: one JSON line with `ms_per_step`, `gbps`).
     BenchAdam {
         /// Parameters in the flat buffer.
@@ -370,6 +379,7 @@ fn main() -> ExitCode {
     }
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
+        Command::Explain { code, markdown } => commands::explain::run(code.as_deref(), markdown),
         Command::Compile {
             spec,
             emit,

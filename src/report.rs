@@ -16,7 +16,7 @@ use std::path::Path;
 use specc_compiler::debug::{self, find_nan_origin};
 use specc_compiler::driver::Options;
 use specc_grammar::ast::Span;
-use specc_grammar::{Diagnostic, SourceFile};
+use specc_grammar::{Code, Diagnostic, SourceFile};
 use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::session::Session;
 use specc_runtime::source::BatchSource;
@@ -41,7 +41,7 @@ pub fn assertion_diagnostic(e: &TrainError) -> Option<Diagnostic> {
         what = format!("{} : {what}", assertion.message);
     }
     let d = Diagnostic::new(
-        "assertion-failed",
+        Code::AssertionFailed,
         Span::new(start, end),
         format!(
             "`{}` failed at step {step} (global_step {global_step}): {what}",

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use specc_runtime::checkpoint::{
     data_path, index_path, latest_checkpoint, write_bundle, BundleReader, CheckpointError,
-    CheckpointManager, DType, Tensor, TensorRef,
+    CheckpointErrorKind, CheckpointManager, DType, Tensor, TensorRef,
 };
 
 fn dir(name: &str) -> PathBuf {
@@ -90,7 +90,10 @@ fn truncated_index_at_every_length() {
         std::fs::write(&index, &full[..len]).unwrap();
         match BundleReader::open(&prefix) {
             Ok(_) => panic!("a {len}-byte prefix of the index opened"),
-            Err(e) => assert_names(&e, &index),
+            Err(e) => {
+                assert_names(&e, &index);
+                assert_eq!(e.kind, CheckpointErrorKind::Corrupt, "{e}");
+            }
         }
     }
 }
@@ -109,6 +112,7 @@ fn truncated_data_at_every_length() {
         assert_names(&e, &data);
         assert!(e.tensor.is_some(), "{e}");
         assert!(e.message.contains("truncated"), "{e}");
+        assert_eq!(e.kind, CheckpointErrorKind::Corrupt, "{e}");
     }
 }
 
@@ -134,7 +138,10 @@ fn flipped_bit_in_index_at_every_position() {
                     );
                     assert_holds(&prefix, 1.0);
                 }
-                Err(e) => assert_names(&e, &index),
+                Err(e) => {
+                    assert_names(&e, &index);
+                    assert_eq!(e.kind, CheckpointErrorKind::Corrupt, "{e}");
+                }
             }
         }
     }
@@ -169,6 +176,7 @@ fn flipped_bit_in_data_at_every_position() {
                         assert_names(&e, &data);
                         assert_eq!(e.tensor.as_deref(), Some(name.as_str()));
                         assert!(e.message.contains("CRC32C"), "{e}");
+                        assert_eq!(e.kind, CheckpointErrorKind::Corrupt, "{e}");
                     }
                 }
             }
@@ -187,6 +195,7 @@ fn missing_data_shard_is_named() {
         .expect("opened without data");
     assert_names(&e, &data);
     assert!(e.message.contains("missing data shard"), "{e}");
+    assert_eq!(e.kind, CheckpointErrorKind::NotFound, "{e}");
 }
 
 #[test]
@@ -196,6 +205,7 @@ fn missing_index_is_named() {
         .err()
         .expect("opened");
     assert_names(&e, &d.join("model.ckpt-7.index"));
+    assert_eq!(e.kind, CheckpointErrorKind::NotFound, "{e}");
 }
 
 #[test]
@@ -213,6 +223,7 @@ fn unparsable_state_file_names_file_and_line() {
     ] {
         assert_names(&e, &state);
         assert!(e.message.starts_with(&format!("line {line}:")), "{e}");
+        assert_eq!(e.kind, CheckpointErrorKind::Corrupt, "{e}");
     }
     // The checkpoint itself is untouched.
     assert_holds(&first, 1.0);
@@ -253,6 +264,7 @@ fn save_without_write_permission_fails_cleanly() {
             let e = m.save(2, &refs(&mut tensors(2.0))).unwrap_err();
             make_writable(&d);
             assert!(e.file.starts_with(&d), "{e}");
+            assert_eq!(e.kind, CheckpointErrorKind::Io, "{e}");
             assert_eq!(latest_checkpoint(&d).unwrap(), Some(first.clone()));
             assert_eq!(m.latest_checkpoint(), Some(first.clone()));
             assert_holds(&first, 1.0);
@@ -313,6 +325,7 @@ fn full_disk_at_every_stage_keeps_the_previous_checkpoint() {
             e.message.contains("No space left on device"),
             "limit {limit}: {e}"
         );
+        assert_eq!(e.kind, CheckpointErrorKind::Io, "{e}");
         assert!(e.file.starts_with(&d), "{e}");
         if limit < data_len {
             assert_names(&e, &data_path(&d.join("model.ckpt-2"), 0, 1));
@@ -345,9 +358,12 @@ fn restore_refuses_wrong_and_missing_tensors_by_name() {
     let r = BundleReader::open(&prefix).unwrap();
     let e = r.load("nope").unwrap_err();
     assert_eq!(e.tensor.as_deref(), Some("nope"));
+    assert_eq!(e.kind, CheckpointErrorKind::Mismatch, "{e}");
     let mut small = [0f32; 2];
     let e = r.load_f32_into("w", &mut small).unwrap_err();
     assert_eq!(e.tensor.as_deref(), Some("w"));
+    assert_eq!(e.kind, CheckpointErrorKind::Mismatch, "{e}");
     let e = r.load_f32_into("ids", &mut small).unwrap_err();
     assert!(e.message.contains("int32"), "{e}");
+    assert_eq!(e.kind, CheckpointErrorKind::Mismatch, "{e}");
 }

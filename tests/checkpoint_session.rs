@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use specc_compiler::driver::{compile, Functions, Program};
 use specc_grammar::SourceFile;
 use specc_runtime::abi::VarRole;
-use specc_runtime::checkpoint::{write_bundle, BundleReader, CheckpointManager, DType, TensorRef};
+use specc_runtime::checkpoint::{
+    write_bundle, BundleReader, CheckpointErrorKind, CheckpointManager, DType, TensorRef,
+};
 use specc_runtime::data::{self, Dataset, Source};
 use specc_runtime::session::Session;
 use specc_runtime::source::ShuffledBatches;
@@ -165,6 +167,7 @@ fn restore_refuses_a_missing_variable_by_name() {
         missing.name
     );
     assert!(e.to_string().contains("not in the checkpoint"), "{e}");
+    assert_eq!(e.kind, CheckpointErrorKind::Mismatch, "{e}");
     assert_eq!(values(&b), before, "a refused restore changes nothing");
 }
 
@@ -194,6 +197,7 @@ fn restore_refuses_a_shape_mismatch_naming_both_shapes() {
         .restore(&BundleReader::open(&prefix).unwrap())
         .unwrap_err();
     assert_eq!(e.tensor.as_deref(), Some(victim.name.as_str()));
+    assert_eq!(e.kind, CheckpointErrorKind::Mismatch, "{e}");
     let text = e.to_string();
     let shape = |d: &[usize]| {
         format!(

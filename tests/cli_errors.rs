@@ -175,7 +175,7 @@ case!(
 case!(
     bad_learning_rate,
     replace("adam(learning_rate = 0.01)", "adam(learning_rate = -0.01)"),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     adagrad_accumulator_not_positive,
@@ -183,7 +183,7 @@ case!(
         "adam(learning_rate = 0.01)",
         "adagrad(learning_rate = 0.1, initial_accumulator_value = 0)"
     ),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     ftrl_positive_learning_rate_power,
@@ -191,7 +191,7 @@ case!(
         "adam(learning_rate = 0.01)",
         "ftrl(learning_rate = 0.1, learning_rate_power = 0.5)"
     ),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     negative_l1,
@@ -199,7 +199,7 @@ case!(
         "adam(learning_rate = 0.01)",
         "proximal_gradient_descent(learning_rate = 0.1, l1_regularization_strength = -1)"
     ),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     momentum_needs_momentum,
@@ -280,7 +280,7 @@ case!(
         "optimizer adam(learning_rate = 0.01)",
         "optimizer adam(learning_rate = 0.01)\nclip global_norm(clip_norm = 0)"
     ),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     clip_bound_does_not_broadcast,
@@ -304,7 +304,7 @@ case!(
         "optimizer adam(learning_rate = 0.01)",
         "optimizer adam(learning_rate = 0.01)\nema 1.5"
     ),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     ema_unknown_option,

@@ -45,7 +45,7 @@ case!(
     categorical_column_used_as_a_tensor,
     with_features("  city = categorical_column_with_hash_bucket(city, 100)\n")
         .replace("relu(x @ W1 + b1)", "relu(city @ W1 + b1)"),
-    "bad-argument"
+    "argument-type"
 );
 case!(
     unknown_feature_column,
@@ -55,17 +55,17 @@ case!(
 case!(
     zero_hash_bucket_size,
     with_features("  city = categorical_column_with_hash_bucket(city, 0)\n"),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     unsorted_boundaries,
     with_features("  a = bucketized_column(numeric_column(x0), boundaries = [1, 3, 2])\n"),
-    "bad-argument"
+    "malformed-argument"
 );
 case!(
     duplicate_vocabulary,
     with_features("  s = categorical_column_with_vocabulary_list(s, [\"a\", \"b\", \"a\"])\n"),
-    "bad-argument"
+    "duplicate-value"
 );
 case!(
     embedding_dimension_zero,
@@ -73,14 +73,14 @@ case!(
         "  city = categorical_column_with_hash_bucket(city, 100)\n  \
          e = input_layer(embedding_column(city, dimension = 0))\n"
     ),
-    "bad-argument"
+    "argument-out-of-range"
 );
 case!(
     categorical_column_in_input_layer,
     with_features(
         "  city = categorical_column_with_hash_bucket(city, 100)\n  d = input_layer(city)\n"
     ),
-    "bad-argument"
+    "argument-type"
 );
 case!(
     unknown_column_in_a_layer,
@@ -104,17 +104,17 @@ case!(
         "  city = categorical_column_with_hash_bucket(city, 100)\n  \
          d = input_layer(embedding_column(city, dimension = 4, combiner = \"maen\"))\n"
     ),
-    "bad-argument"
+    "unknown-choice"
 );
 case!(
     cross_of_one_key,
     with_features("  c = crossed_column([\"a\"], hash_bucket_size = 10)\n"),
-    "bad-argument"
+    "empty-argument"
 );
 case!(
     duplicate_label_vocabulary,
     replace("label y: int", "label y: vocabulary [\"a\", \"b\", \"a\"]"),
-    "bad-argument"
+    "duplicate-value"
 );
 case!(
     label_vocabulary_and_logits_disagree,
@@ -148,7 +148,7 @@ fn vocabulary_file_is_read_relative_to_the_spec() {
 case!(
     missing_vocabulary_file,
     with_features("  city = categorical_column_with_vocabulary_file(city, \"nowhere.txt\")\n"),
-    "bad-argument"
+    "unreadable-file"
 );
 case!(
     sequence_column_in_input_layer,
@@ -156,7 +156,7 @@ case!(
         "  words = sequence_categorical_column_with_hash_bucket(words, 100, max_values = 4)\n  \
          e = input_layer(embedding_column(words, dimension = 2))\n"
     ),
-    "bad-argument"
+    "argument-type"
 );
 case!(
     non_sequence_column_in_sequence_input_layer,
@@ -164,7 +164,7 @@ case!(
         "  words = sequence_categorical_column_with_hash_bucket(words, 100, max_values = 4)\n  \
          seq = sequence_input_layer(embedding_column(words, dimension = 2), numeric_column(x0))\n"
     ),
-    "bad-argument"
+    "argument-type"
 );
 case!(
     sequence_columns_with_different_max_values,
@@ -173,10 +173,10 @@ case!(
          t = sequence_numeric_column(t, max_values = 3)\n  \
          seq = sequence_input_layer(indicator_column(words), t)\n"
     ),
-    "bad-argument"
+    "conflicting-arguments"
 );
 case!(
     sequence_length_of_a_non_sequence_layer,
     with_features("  n = sequence_length(x)\n"),
-    "bad-argument"
+    "argument-type"
 );

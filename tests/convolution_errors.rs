@@ -3,6 +3,8 @@
 
 mod common;
 
+use specc_grammar::Code;
+
 /// A spec with `y = EXPR` over images `x: [2, 6, 5, 3]`, kernels `k: [3, 3, 3, 4]`,
 /// `big: [7, 3, 3, 4]`, `k1: [3, 3, 4]`, `kt: [3, 3, 2, 3]`, a batch of rows
 /// `r: [2, 30]`.
@@ -13,7 +15,7 @@ fn spec(expr: &str) -> String {
 }
 
 /// Compiles `y = EXPR`, which must fail with `code` and a caret under `under`.
-fn fails(expr: &str, code: &str, under: &str) {
+fn fails(expr: &str, code: Code, under: &str) {
     common::op_cases::assert_fails(&spec(expr), code, under);
 }
 
@@ -21,7 +23,7 @@ fn fails(expr: &str, code: &str, under: &str) {
 fn conv2d_kernel_larger_than_its_padded_input() {
     fails(
         "conv2d(x, big, strides = 1, padding = \"VALID\")",
-        "bad-shape",
+        Code::BadShape,
         "big",
     );
 }
@@ -30,7 +32,7 @@ fn conv2d_kernel_larger_than_its_padded_input() {
 fn conv2d_kernel_larger_than_explicitly_padded_input() {
     fails(
         "conv2d(x, big, padding = [[0, 0], [0, 0], [1, 1], [0, 0]])",
-        "bad-shape",
+        Code::BadShape,
         "big",
     );
 }
@@ -39,21 +41,21 @@ fn conv2d_kernel_larger_than_explicitly_padded_input() {
 fn conv2d_channels_that_do_not_match() {
     fails(
         "conv2d(x, kt, strides = 1, padding = \"SAME\")",
-        "bad-shape",
+        Code::BadShape,
         "kt",
     );
 }
 
 #[test]
 fn conv2d_needs_images_of_rank_4() {
-    fails("conv2d(r, k, padding = \"SAME\")", "bad-shape", "r");
+    fails("conv2d(r, k, padding = \"SAME\")", Code::BadShape, "r");
 }
 
 #[test]
 fn conv2d_unknown_padding() {
     fails(
         "conv2d(x, k, padding = \"FULL\")",
-        "bad-argument",
+        Code::UnknownChoice,
         "\"FULL\"",
     );
 }
@@ -62,7 +64,7 @@ fn conv2d_unknown_padding() {
 fn conv2d_strides_over_the_batch() {
     fails(
         "conv2d(x, k, strides = [2, 1, 1, 1], padding = \"SAME\")",
-        "bad-argument",
+        Code::MalformedArgument,
         "[2, 1, 1, 1]",
     );
 }
@@ -71,7 +73,7 @@ fn conv2d_strides_over_the_batch() {
 fn conv2d_zero_dilation() {
     fails(
         "conv2d(x, k, padding = \"SAME\", dilations = 0)",
-        "bad-argument",
+        Code::ArgumentOutOfRange,
         "0",
     );
 }
@@ -80,7 +82,7 @@ fn conv2d_zero_dilation() {
 fn conv2d_explicit_padding_of_the_channels() {
     fails(
         "conv2d(x, k, padding = [[0, 0], [1, 1], [1, 1], [1, 0]])",
-        "bad-argument",
+        Code::MalformedArgument,
         "[[0, 0], [1, 1], [1, 1], [1, 0]]",
     );
 }
@@ -89,7 +91,7 @@ fn conv2d_explicit_padding_of_the_channels() {
 fn conv1d_kernel_of_the_wrong_rank() {
     fails(
         "conv1d(reshape(x, [2, 30, 3]), k, stride = 1, padding = \"SAME\")",
-        "bad-shape",
+        Code::BadShape,
         "k",
     );
 }
@@ -98,7 +100,7 @@ fn conv1d_kernel_of_the_wrong_rank() {
 fn conv2d_transpose_output_shape_that_does_not_give_the_input() {
     fails(
         "conv2d_transpose(x, kt, output_shape = [2, 9, 10, 2], strides = 2, padding = \"SAME\")",
-        "bad-shape",
+        Code::BadShape,
         "[2, 9, 10, 2]",
     );
 }
@@ -107,7 +109,7 @@ fn conv2d_transpose_output_shape_that_does_not_give_the_input() {
 fn conv2d_transpose_batch_that_differs() {
     fails(
         "conv2d_transpose(x, kt, output_shape = [3, 6, 5, 2], strides = 1)",
-        "bad-argument",
+        Code::ConflictingArguments,
         "[3, 6, 5, 2]",
     );
 }
@@ -116,7 +118,7 @@ fn conv2d_transpose_batch_that_differs() {
 fn depthwise_conv2d_channels_that_do_not_match() {
     fails(
         "depthwise_conv2d(x, kt, strides = 1, padding = \"SAME\")",
-        "bad-shape",
+        Code::BadShape,
         "kt",
     );
 }
@@ -125,7 +127,7 @@ fn depthwise_conv2d_channels_that_do_not_match() {
 fn separable_conv2d_pointwise_filter_of_the_wrong_shape() {
     fails(
         "separable_conv2d(x, k, k, strides = 1, padding = \"SAME\")",
-        "bad-shape",
+        Code::BadShape,
         "k",
     );
 }
@@ -134,7 +136,7 @@ fn separable_conv2d_pointwise_filter_of_the_wrong_shape() {
 fn max_pool2d_window_larger_than_the_input() {
     fails(
         "max_pool2d(x, ksize = [7, 2], strides = 1, padding = \"VALID\")",
-        "bad-shape",
+        Code::BadShape,
         "[7, 2]",
     );
 }
@@ -143,7 +145,7 @@ fn max_pool2d_window_larger_than_the_input() {
 fn avg_pool2d_explicit_padding() {
     fails(
         "avg_pool2d(x, ksize = 2, strides = 2, padding = [[0, 0], [1, 1], [1, 1], [0, 0]])",
-        "bad-argument",
+        Code::UnsupportedArgument,
         "[[0, 0], [1, 1], [1, 1], [0, 0]]",
     );
 }
@@ -152,7 +154,7 @@ fn avg_pool2d_explicit_padding() {
 fn max_pool_with_argmax_explicit_padding() {
     fails(
         "max_pool_with_argmax(x, ksize = 2, strides = 2, padding = [[0, 0], [1, 0], [0, 0], [0, 0]])",
-        "bad-argument",
+        Code::UnsupportedArgument,
         "[[0, 0], [1, 0], [0, 0], [0, 0]]",
     );
 }
@@ -170,7 +172,7 @@ fn max_pool2d_explicit_padding_as_large_as_the_window() {
     ] {
         fails(
             &format!("max_pool2d(x, ksize = [2, 3], strides = 1, padding = {padding})"),
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             padding,
         );
     }
@@ -180,7 +182,7 @@ fn max_pool2d_explicit_padding_as_large_as_the_window() {
 fn max_pool2d_negative_explicit_padding() {
     fails(
         "max_pool2d(x, ksize = 2, strides = 1, padding = [[0, 0], [-1, 0], [0, 0], [0, 0]])",
-        "bad-argument",
+        Code::MalformedArgument,
         "[[0, 0], [-1, 0], [0, 0], [0, 0]]",
     );
 }
@@ -194,7 +196,7 @@ fn max_pool2d_explicit_padding_of_the_batch_or_the_channels() {
     ] {
         fails(
             &format!("max_pool2d(x, ksize = 2, strides = 1, padding = {padding})"),
-            "bad-argument",
+            Code::MalformedArgument,
             padding,
         );
     }

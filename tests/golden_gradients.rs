@@ -19,7 +19,7 @@ use common::gradient_cases::{
 };
 use common::{array, assert_all_close, golden, scale, Tol};
 use specc_compiler::driver::{compile, Functions};
-use specc_grammar::SourceFile;
+use specc_grammar::{Code, SourceFile};
 
 const REL: f64 = 1e-6;
 const FLOOR: f64 = 1e-6;
@@ -98,6 +98,6 @@ fn a_parameter_without_a_gradient_path_is_rejected_as_tf_returns_none() {
     let d = compile(&SourceFile::new("sg.spec", text), Functions::ALL)
         .err()
         .expect("must fail");
-    assert_eq!(d[0].code, "no-gradient");
+    assert_eq!(d[0].code, Code::NoGradient);
     assert!(d[0].message.contains("`b`"));
 }

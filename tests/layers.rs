@@ -9,7 +9,7 @@ mod common;
 use common::{array, assert_all_close, golden, literal, scale, shape_text, Tol};
 use specc_compiler::driver::{compile, Functions, Program};
 use specc_grammar::diag::render_all;
-use specc_grammar::SourceFile;
+use specc_grammar::{Code, SourceFile};
 
 const REL: f64 = 1e-5;
 const FLOOR: f64 = 1e-5;
@@ -187,7 +187,7 @@ fn dropout_with_a_noise_shape_drops_whole_rows() {
 /// Compiles a spec with `y = EXPR` (over `x: [2, 4, 4, 3]`, trainable
 /// `g`, `o` and fixed `mm`, `mv` of shape `[3]`), which must fail with
 /// `code` and a caret under `under`.
-fn fails(expr: &str, code: &str, under: &str) {
+fn fails(expr: &str, code: Code, under: &str) {
     let text = format!(
         "model errors\ndata synthetic(rows = 4, features = 1)\nparams {{\n  x: [2, 4, 4, 3] = ones\n  g: [3] = ones\n  o: [3] = zeros\n  mm: [3] = zeros, trainable = false\n  mv: [3] = ones, trainable = false\n  t: [3] = ones\n}}\ny = {expr}\nloss = reduce_sum(y * y)\noptimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 1, steps = 1 }}\n"
     );
@@ -196,14 +196,14 @@ fn fails(expr: &str, code: &str, under: &str) {
 
 #[test]
 fn dropout_rate_of_one_is_an_error() {
-    fails("dropout(x, 1.0)", "bad-argument", "1.0");
+    fails("dropout(x, 1.0)", Code::ArgumentOutOfRange, "1.0");
 }
 
 #[test]
 fn dropout_noise_shape_that_does_not_broadcast() {
     fails(
         "dropout(x, 0.5, noise_shape = [2, 4, 2, 3])",
-        "bad-shape",
+        Code::BadShape,
         "[2, 4, 2, 3]",
     );
 }
@@ -212,7 +212,7 @@ fn dropout_noise_shape_that_does_not_broadcast() {
 fn batch_norm_moving_statistic_that_is_trained() {
     fails(
         "batch_norm(x, g, o, mm, t) + 0 * t",
-        "trainable-statistic",
+        Code::TrainableStatistic,
         "batch_norm(x, g, o, mm, t)",
     );
 }
@@ -221,7 +221,7 @@ fn batch_norm_moving_statistic_that_is_trained() {
 fn batch_norm_moving_statistic_that_is_not_a_variable() {
     fails(
         "batch_norm(x, g, o, mm * 2, mv)",
-        "not-a-variable",
+        Code::NotAVariable,
         "mm * 2",
     );
 }
@@ -230,7 +230,7 @@ fn batch_norm_moving_statistic_that_is_not_a_variable() {
 fn batch_norm_statistics_updated_twice() {
     fails(
         "batch_norm(x, g, o, mm, mv) + batch_norm(x * 2, g, o, mm, mv)",
-        "updated-twice",
+        Code::UpdatedTwice,
         "batch_norm(x * 2, g, o, mm, mv)",
     );
 }

@@ -5,7 +5,9 @@
 
 mod cli;
 
+use specc::grammar::Code;
 use specc::ndarray::{Array1, Array2, ArrayD, IxDyn};
+use specc::runtime::checkpoint::CheckpointErrorKind;
 use specc::{Error, Model};
 use specc_compiler::driver::{compile, Functions};
 use specc_grammar::SourceFile;
@@ -123,12 +125,29 @@ fn a_checkpoint_round_trips_into_a_fresh_model() {
     let err = fresh
         .load_checkpoint(dir.join("model.ckpt-99"))
         .unwrap_err();
-    assert!(matches!(err, Error::Checkpoint(_)), "{err}");
+    assert!(
+        matches!(&err, Error::Checkpoint(e) if e.kind == CheckpointErrorKind::NotFound),
+        "{err}"
+    );
     assert_eq!(fresh.parameter("W1").unwrap(), before);
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let err = fresh.load_checkpoint(&empty).unwrap_err();
     assert!(err.to_string().contains("has no checkpoint"), "{err}");
+    assert!(
+        matches!(&err, Error::Checkpoint(e) if e.kind == CheckpointErrorKind::NotFound && e.file == empty),
+        "{err}"
+    );
+    // A damaged checkpoint is told apart from a missing one.
+    let index = specc::runtime::checkpoint::index_path(&prefix);
+    let bytes = std::fs::read(&index).unwrap();
+    std::fs::write(&index, &bytes[..bytes.len() / 2]).unwrap();
+    let err = fresh.load_checkpoint(&prefix).unwrap_err();
+    assert!(
+        matches!(&err, Error::Checkpoint(e) if e.kind == CheckpointErrorKind::Corrupt && e.file == index),
+        "{err}"
+    );
+    assert_eq!(fresh.parameter("W1").unwrap(), before);
 }
 
 #[test]
@@ -206,7 +225,20 @@ fn spec_errors_and_missing_outputs_are_errors() {
         Err(e) => e,
         Ok(_) => panic!("a spec with an unknown name compiles"),
     };
-    assert!(matches!(err, Error::Spec(_)), "{err}");
+    match &err {
+        Error::Spec {
+            diagnostics,
+            rendered,
+        } => {
+            assert_eq!(diagnostics.len(), 1, "{rendered}");
+            assert_eq!(diagnostics[0].code, Code::UnknownName, "{rendered}");
+            assert!(
+                rendered.starts_with("error[unknown-name]: unknown name `W9`"),
+                "{rendered}"
+            );
+        }
+        other => panic!("not a spec error: {other}"),
+    }
     assert!(err.to_string().contains("bad.spec:"), "{err}");
     let err = match Model::from_path("no/such.spec") {
         Err(e) => e,

@@ -3,6 +3,8 @@
 
 mod common;
 
+use specc_grammar::Code;
+
 /// A spec with `y = EXPR` over `x: [2, 3, 4, 5]`, `s` and `o: [5]`.
 fn spec(expr: &str) -> String {
     format!(
@@ -11,25 +13,25 @@ fn spec(expr: &str) -> String {
 }
 
 /// Compiles `y = EXPR`, which must fail with `code` and a caret under `under`.
-fn fails(expr: &str, code: &str, under: &str) {
+fn fails(expr: &str, code: Code, under: &str) {
     common::op_cases::assert_fails(&spec(expr), code, under);
 }
 
 #[test]
 fn moments_axis_out_of_range() {
-    fails("moments_mean(x, axes = [0, 4])", "bad-axis", "[0, 4]");
+    fails("moments_mean(x, axes = [0, 4])", Code::BadAxis, "[0, 4]");
 }
 
 #[test]
 fn moments_without_axes() {
-    fails("moments_variance(x, axes = [])", "bad-axis", "[]");
+    fails("moments_variance(x, axes = [])", Code::BadAxis, "[]");
 }
 
 #[test]
 fn batch_normalization_statistics_that_do_not_broadcast() {
     fails(
         "batch_normalization(x, s, v, o, s, 0.001)",
-        "broadcast-shape",
+        Code::BroadcastShape,
         "v",
     );
 }
@@ -38,26 +40,26 @@ fn batch_normalization_statistics_that_do_not_broadcast() {
 fn batch_normalization_negative_epsilon() {
     fails(
         "batch_normalization(x, s, s, o, s, -1.0)",
-        "bad-argument",
+        Code::ArgumentOutOfRange,
         "-1.0",
     );
 }
 
 #[test]
 fn fused_batch_norm_needs_rank_4_or_5() {
-    fails("fused_batch_norm(m, s, o)", "bad-shape", "m");
+    fails("fused_batch_norm(m, s, o)", Code::BadShape, "m");
 }
 
 #[test]
 fn fused_batch_norm_scale_per_channel() {
-    fails("fused_batch_norm(x, v, o)", "bad-shape", "v");
+    fails("fused_batch_norm(x, v, o)", Code::BadShape, "v");
 }
 
 #[test]
 fn fused_batch_norm_inference_needs_statistics() {
     fails(
         "fused_batch_norm(x, s, o, is_training = false)",
-        "missing-argument",
+        Code::MissingArgument,
         "fused_batch_norm(x, s, o, is_training = false)",
     );
 }
@@ -66,26 +68,26 @@ fn fused_batch_norm_inference_needs_statistics() {
 fn fused_batch_norm_average_factor_in_range() {
     fails(
         "fused_batch_norm(x, s, o, mean = o, variance = s, exponential_avg_factor = 1.5)",
-        "bad-argument",
+        Code::ArgumentOutOfRange,
         "1.5",
     );
 }
 
 #[test]
 fn local_response_normalization_needs_rank_4() {
-    fails("local_response_normalization(m)", "bad-shape", "m");
+    fails("local_response_normalization(m)", Code::BadShape, "m");
 }
 
 #[test]
 fn local_response_normalization_negative_radius() {
     fails(
         "local_response_normalization(x, depth_radius = -1)",
-        "bad-argument",
+        Code::ArgumentOutOfRange,
         "-1",
     );
 }
 
 #[test]
 fn leaky_relu_alpha_must_be_a_number() {
-    fails("leaky_relu(x, alpha = s)", "bad-argument", "s");
+    fails("leaky_relu(x, alpha = s)", Code::ArgumentType, "s");
 }

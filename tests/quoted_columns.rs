@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use specc_grammar::SourceFile;
+use specc_grammar::{Code, SourceFile};
 use specc_runtime::data::{self, Values};
 
 #[test]
@@ -34,6 +34,6 @@ fn quoted_headers_name_features_and_the_label() {
 fn an_unquoted_non_ascii_name_is_a_syntax_error_that_points_at_it() {
     let text = "label y: int from größe\n";
     let d = specc_grammar::parse(text).unwrap_err();
-    assert_eq!(d.code, "parse-error");
+    assert_eq!(d.code, Code::ParseError);
     assert_eq!(&text[d.span.range()], "ö");
 }

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Barrier, Mutex};
 
 use specc_compiler::driver::{compile_with, Functions, Options};
-use specc_grammar::SourceFile;
+use specc_grammar::{Code, SourceFile};
 use specc_runtime::data;
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::replicas::{check_identical, Collective, ExchangeKind, Solo};
@@ -410,7 +410,7 @@ fn train_item_diagnostic(settings: &str) -> specc_grammar::Diagnostic {
 #[test]
 fn backup_workers_are_refused() {
     let d = train_item_diagnostic("replicas_to_aggregate = 2, total_num_replicas = 3");
-    assert_eq!(d.code, "bad-setting");
+    assert_eq!(d.code, Code::BadSetting);
     assert!(
         d.message.contains("specc aggregates every replica"),
         "{}",

@@ -219,7 +219,7 @@ fn checkpoint_negative_steps() {
         SUITE,
         "ck_neg",
         &with("checkpoint { dir = \"r\", every_steps = -10 }"),
-        "bad-argument",
+        "argument-out-of-range",
     );
     assert!(
         err.contains("every_steps must not be negative, got -10"),
@@ -234,7 +234,7 @@ fn checkpoint_wrong_types() {
         SUITE,
         "ck_dir",
         &with("checkpoint { dir = 5 }"),
-        "bad-argument",
+        "argument-type",
     );
     assert!(err.contains("expected a string, found an integer"), "{err}");
     let err = fails(
@@ -251,7 +251,7 @@ fn checkpoint_wrong_types() {
         SUITE,
         "ck_keep",
         &with("checkpoint { dir = \"r\", keep = 2.5 }"),
-        "bad-argument",
+        "argument-type",
     );
     assert!(err.contains("expected an integer"), "{err}");
 }
@@ -273,7 +273,7 @@ fn summaries_histograms_is_a_flag() {
         SUITE,
         "hist",
         &with("summaries { histograms = 1 }"),
-        "bad-argument",
+        "argument-type",
     );
     assert!(err.contains("expected `true` or `false`"), "{err}");
 }
@@ -355,7 +355,7 @@ fn init_from_checkpoint_scope_needs_a_scope() {
         SUITE,
         "init_scope",
         &with("init_from_checkpoint(\"pre\", { \"old\": \"/\" })"),
-        "bad-argument",
+        "conflicting-arguments",
     );
     assert!(
         err.contains("`old` maps to the scope `/`, so it must be a scope too"),
@@ -370,7 +370,7 @@ fn init_from_checkpoint_needs_a_map() {
         SUITE,
         "init_nomap",
         &with("init_from_checkpoint(\"pre\")"),
-        "bad-argument",
+        "wrong-arity",
     );
     assert!(
         err.contains("takes a checkpoint path and an assignment map"),
@@ -380,7 +380,7 @@ fn init_from_checkpoint_needs_a_map() {
         SUITE,
         "init_empty",
         &with("init_from_checkpoint(\"pre\", {})"),
-        "bad-argument",
+        "empty-argument",
     );
     assert!(err.contains("the assignment map is empty"), "{err}");
 }

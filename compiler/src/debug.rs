@@ -21,7 +21,7 @@
 //! one earlier) is an error, never a wrong answer.
 
 use specc_grammar::ast::Span;
-use specc_grammar::{Diagnostic, SourceFile};
+use specc_grammar::{Code, Diagnostic, SourceFile};
 use specc_runtime::session::Session;
 use specc_runtime::source::BatchSource;
 use specc_runtime::train::Trainer;
@@ -170,7 +170,7 @@ impl NanOrigin {
                 "check the data file for nan or inf cells".to_string(),
             ),
         };
-        let mut d = Diagnostic::new("non-finite-value", self.span, message).with_label(label);
+        let mut d = Diagnostic::new(Code::NonFiniteValue, self.span, message).with_label(label);
         if let Some(op) = self.operation {
             d = d.with_secondary(op, "the first operation that is not finite");
         }

@@ -9,7 +9,7 @@
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 
-use specc_grammar::{Diagnostic, SourceFile};
+use specc_grammar::{Code, Diagnostic, SourceFile};
 use specc_runtime::abi::{assertion_output, AssertionLayout, FunctionLayout, StepFn};
 use specc_runtime::memory::MemoryNeeds;
 use specc_runtime::session::Session;
@@ -331,7 +331,7 @@ pub fn compile_with(
         )
         .map_err(|e| {
             vec![Diagnostic::new(
-                "internal-error",
+                Code::InternalError,
                 Default::default(),
                 format!("code generation failed: {e}"),
             )]

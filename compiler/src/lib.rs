@@ -40,7 +40,7 @@ pub mod sema;
 pub mod tflite;
 pub mod tflite_quantize;
 
-use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};
+use specc_grammar::{ast::SpecFile, Code, Diagnostic, SourceFile};
 
 pub use model::Model;
 
@@ -55,7 +55,7 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, Vec<Diagnostic>>) -> Result<T, Vec
                 .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
             Err(vec![Diagnostic::new(
-                "internal-error",
+                Code::InternalError,
                 Default::default(),
                 format!("internal compiler error: {msg}"),
             )

@@ -41,7 +41,7 @@
 use std::collections::HashMap;
 
 use ndarray::ArrayD;
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_tflite::{
     ActivationFunctionType as Act, BuiltinOperator as B, BuiltinOptions, ModelBuilder, Padding,
     TensorType,
@@ -170,7 +170,7 @@ impl<'a> Lower<'a> {
 
     fn unsupported(&self, id: NodeId, what: &str) -> Diagnostic {
         Diagnostic::new(
-            "tflite-unsupported",
+            Code::TfliteUnsupported,
             self.g.span(id).unwrap_or_default(),
             format!(
                 "`{}` cannot be exported to TensorFlow Lite: {what}",
@@ -187,7 +187,7 @@ impl<'a> Lower<'a> {
         for name in self.e.inputs {
             let Some(i) = self.g.inputs.iter().position(|l| &l.name == name) else {
                 return Err(Diagnostic::new(
-                    "tflite-unsupported",
+                    Code::TfliteUnsupported,
                     Default::default(),
                     format!("`{name}` is not an input of the model"),
                 ));
@@ -907,7 +907,7 @@ impl<'a> Lower<'a> {
             }
             let Some(value) = self.e.params.get(&leaf.name) else {
                 return Err(Diagnostic::new(
-                    "tflite-missing-parameter",
+                    Code::TfliteMissingParameter,
                     Default::default(),
                     format!("no value for parameter `{}`", leaf.name),
                 ));
@@ -915,7 +915,7 @@ impl<'a> Lower<'a> {
             let want: Vec<usize> = leaf.shape.concrete(1).iter().map(|&d| d as usize).collect();
             if value.shape() != want.as_slice() {
                 return Err(Diagnostic::new(
-                    "tflite-missing-parameter",
+                    Code::TfliteMissingParameter,
                     Default::default(),
                     format!(
                         "parameter `{}` has shape {:?}, the model declares {}",
@@ -984,7 +984,7 @@ impl<'a> Lower<'a> {
         }
         match self.g.op(id) {
             Op::Input(i) => Err(Diagnostic::new(
-                "tflite-unsupported",
+                Code::TfliteUnsupported,
                 self.g.span(id).unwrap_or_default(),
                 format!(
                     "the output needs input `{}`, which is not among the exported inputs",

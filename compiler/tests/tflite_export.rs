@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use ndarray::{ArrayD, IxDyn};
 use specc_compiler::interp::{self, Tensor};
 use specc_compiler::tflite::{export_tflite, TfliteExport};
-use specc_grammar::SourceFile;
+use specc_grammar::{Code, SourceFile};
 use specc_tflite::BuiltinOperator as B;
 
 const BATCH: usize = 5;
@@ -223,7 +223,7 @@ fn unsupported_ops_are_diagnostics_at_their_span() {
         batch: None,
     })
     .unwrap_err();
-    assert_eq!(e.code, "tflite-unsupported");
+    assert_eq!(e.code, Code::TfliteUnsupported);
     assert!(
         e.message.contains("`softplus` cannot be exported"),
         "{}",
@@ -605,7 +605,7 @@ fn what_tflite_cannot_express_is_refused_at_its_call() {
         &[("T", &[3, 3, 2, 3])],
     );
     let e = refused(&c);
-    assert_eq!(e.code, "tflite-unsupported");
+    assert_eq!(e.code, Code::TfliteUnsupported);
     assert!(
         e.message.contains("TRANSPOSE_CONV has no dilation"),
         "{}",
@@ -623,7 +623,7 @@ fn what_tflite_cannot_express_is_refused_at_its_call() {
         &[],
     );
     let e = refused(&c);
-    assert_eq!(e.code, "tflite-unsupported");
+    assert_eq!(e.code, Code::TfliteUnsupported);
     assert!(
         e.message
             .contains("MAX_POOL_2D takes SAME or VALID padding"),
@@ -641,7 +641,7 @@ fn what_tflite_cannot_express_is_refused_at_its_call() {
         &[],
     );
     let e = refused(&c);
-    assert_eq!(e.code, "tflite-unsupported");
+    assert_eq!(e.code, Code::TfliteUnsupported);
     assert!(
         e.message.contains("not a convolution by a constant kernel"),
         "{}",

@@ -1,13 +1,14 @@
 //! Diagnostics: what every stage of specc reports when the user's input is wrong.
 //!
-//! Owns: the [`Diagnostic`] value (a stable kebab-case code, a message, a
-//! primary span with a label, secondary spans, help notes) and its rendering
-//! to text with file:line:column and a caret under the offending source.
+//! Owns: the [`Diagnostic`] value (a [`Code`], a message, a primary span
+//! with a label, secondary spans, help notes) and its rendering to text with
+//! file:line:column and a caret under the offending source.
 //! Invariants: rendering never panics, whatever the span (spans past the end
 //! of the source are clamped); rendering without color is byte-for-byte
 //! deterministic, so it can be snapshot-tested.
 
 use crate::ast::Span;
+use crate::code::Code;
 
 /// A spec's text and the path it is reported under.
 #[derive(Clone, Debug)]
@@ -50,10 +51,11 @@ impl SourceFile {
 }
 
 /// One error about the user's input.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
-    /// Stable kebab-case identifier of the error kind, e.g. `unknown-name`.
-    pub code: &'static str,
+    /// The kind of error, printed as its stable kebab-case text
+    /// (`error[unknown-name]`).
+    pub code: Code,
     /// One line saying what is wrong.
     pub message: String,
     /// Where it is wrong.
@@ -67,7 +69,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(code: &'static str, span: Span, message: impl Into<String>) -> Diagnostic {
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             code,
             message: message.into(),

@@ -11,6 +11,7 @@
 //! error position.
 
 use crate::ast::Span;
+use crate::code::Code;
 use crate::diag::Diagnostic;
 use crate::parser::Rule;
 use crate::scan::{closer_of, Scan, TokKind, Token};
@@ -171,7 +172,7 @@ pub(crate) fn from_pest(src: &str, scan: &Scan, err: &pest::error::Error<Rule>) 
         }
         // pest's own call or stack limits: only reachable by pathological input.
         ErrorVariant::CustomError { .. } => Diagnostic::new(
-            "parse-error",
+            Code::ParseError,
             Span::new(at, at),
             "the spec is too deeply nested to parse",
         )
@@ -294,7 +295,7 @@ impl<'a> Context<'a> {
                 _ => '{',
             };
             return self.with_context(
-                Diagnostic::new("parse-error", span, format!("unmatched `{found_char}`"))
+                Diagnostic::new(Code::ParseError, span, format!("unmatched `{found_char}`"))
                     .with_label(format!("this `{found_char}` has no matching `{opener}`")),
             );
         }
@@ -302,7 +303,7 @@ impl<'a> Context<'a> {
         // A malformed number, such as `1.5.3` or `12abc`.
         if let Some(t) = self.found.filter(|t| t.kind == TokKind::Number) {
             if !is_valid_number(self.text(&t)) {
-                return Diagnostic::new("parse-error", span, format!("invalid number {found}"))
+                return Diagnostic::new(Code::ParseError, span, format!("invalid number {found}"))
                     .with_label("not a valid number")
                     .with_help("numbers are written like `16`, `0.5`, `1e-4` or `2.5E3`");
             }
@@ -324,7 +325,7 @@ impl<'a> Context<'a> {
                     let what = self.describe_open(open.token, open.ch);
                     return self.with_context(
                         Diagnostic::new(
-                            "parse-error",
+                            Code::ParseError,
                             span,
                             format!("expected {closer_words} to close {what}, found end of input"),
                         )
@@ -337,7 +338,7 @@ impl<'a> Context<'a> {
 
         let list = join(&expected);
         let mut d = Diagnostic::new(
-            "parse-error",
+            Code::ParseError,
             span,
             format!("expected {list}{after}, found {found}"),
         )

@@ -15,6 +15,7 @@ use pest::iterators::{Pair, Pairs};
 use pest::Parser as _;
 
 use crate::ast::*;
+use crate::code::Code;
 use crate::diag::Diagnostic;
 use crate::{errors, scan};
 
@@ -34,14 +35,14 @@ const MAX_INT: u64 = 1 << 53;
 /// Parses a whole spec. The error, if any, is the first syntax error.
 ///
 /// ```
-/// use specc_grammar::{ast::Item, parse, SourceFile};
+/// use specc_grammar::{ast::Item, parse, Code, SourceFile};
 ///
 /// let spec = parse("model m\nh = relu(x @ W)").unwrap();
 /// assert!(matches!(spec.items[0], Item::Model(_)));
 ///
 /// let src = "params {\n  W [2] = zeros\n}";
 /// let err = parse(src).unwrap_err();
-/// assert_eq!(err.code, "parse-error");
+/// assert_eq!(err.code, Code::ParseError);
 /// assert_eq!(err.message, "expected `:` after `W`, found `[`");
 /// let text = err.render(&SourceFile::new("x.spec", src), false);
 /// assert!(text.contains("x.spec:2:5"));
@@ -49,7 +50,7 @@ const MAX_INT: u64 = 1 << 53;
 pub fn parse(src: &str) -> Result<SpecFile, Diagnostic> {
     if u32::try_from(src.len()).is_err() {
         return Err(Diagnostic::new(
-            "parse-error",
+            Code::ParseError,
             Span::new(0, 0),
             "the spec is too large (more than 4 GiB)",
         ));
@@ -96,7 +97,7 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
 /// this file, reported instead of panicking.
 fn internal(span: Span, what: &str) -> Diagnostic {
     Diagnostic::new(
-        "internal-error",
+        Code::InternalError,
         span,
         format!("internal parser error: unexpected parse tree ({what})"),
     )
@@ -176,7 +177,7 @@ fn check_separators(src: &str, scan: &scan::Scan, file: &SpecFile) -> Result<()>
             let width = found.chars().next().map_or(0, char::len_utf8);
             let block = src.get(keyword.range()).unwrap_or("block");
             return Err(Diagnostic::new(
-                "parse-error",
+                Code::ParseError,
                 Span::new(next, next + width),
                 format!("expected `,` or a line break after `{last}`, found `{found}`"),
             )
@@ -487,7 +488,7 @@ fn node(kind: ExprKind, span: Span, depth: usize, at: Span) -> Result<Built> {
     let depth = depth + 1;
     if depth > MAX_EXPR_DEPTH {
         return Err(Diagnostic::new(
-            "parse-error",
+            Code::ParseError,
             at,
             format!("expression is too deeply nested (more than {MAX_EXPR_DEPTH} levels)"),
         )
@@ -646,7 +647,7 @@ fn binary_chain(pair: Pair<'_, Rule>) -> Result<Built> {
 
 fn chained_comparison(first: Span, second: Span) -> Diagnostic {
     Diagnostic::new(
-        "parse-error",
+        Code::ParseError,
         second,
         "comparison operators cannot be chained",
     )
@@ -735,7 +736,7 @@ fn number(pair: &Pair<'_, Rule>) -> Result<Expr> {
     let span = span_of(pair);
     let is_int = !text.contains(['.', 'e', 'E']);
     let bad = |message: String, label: &str, help: String| {
-        Diagnostic::new("parse-error", span, message)
+        Diagnostic::new(Code::ParseError, span, message)
             .with_label(label)
             .with_help(help)
     };

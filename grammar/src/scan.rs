@@ -11,6 +11,7 @@
 //! the (recursive) grammar is run on the text.
 
 use crate::ast::Span;
+use crate::code::Code;
 use crate::diag::Diagnostic;
 
 /// The deepest bracket nesting accepted. Deeper input is rejected before
@@ -162,7 +163,7 @@ pub(crate) fn scan(src: &str) -> Scan {
 
 fn too_deep(start: usize, c: char) -> Diagnostic {
     Diagnostic::new(
-        "parse-error",
+        Code::ParseError,
         Span::new(start, start + 1),
         format!("brackets are nested too deeply (more than {MAX_NESTING} levels)"),
     )
@@ -219,7 +220,7 @@ fn scan_string(src: &str, start: usize, out: &mut Scan) -> usize {
                 }
                 Some((_, e)) => {
                     let d = Diagnostic::new(
-                        "parse-error",
+                        Code::ParseError,
                         Span::new(at, at + 1 + e.len_utf8()),
                         format!("unknown escape `\\{e}` in string"),
                     )
@@ -240,7 +241,7 @@ fn scan_string(src: &str, start: usize, out: &mut Scan) -> usize {
 
 fn unterminated(start: usize) -> Diagnostic {
     Diagnostic::new(
-        "parse-error",
+        Code::ParseError,
         Span::new(start, start + 1),
         "unterminated string",
     )

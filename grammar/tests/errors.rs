@@ -1,7 +1,7 @@
 //! Malformed specs: each must fail with a `parse-error` whose rendering
 //! (color off) is snapshotted, so the wording and the caret are reviewed.
 
-use specc_grammar::{parse, Diagnostic, SourceFile};
+use specc_grammar::{parse, Code, Diagnostic, SourceFile};
 
 /// Words from the grammar that must never reach a user.
 const RULE_NAMES: [&str; 12] = [
@@ -24,7 +24,7 @@ fn error(src: &str) -> Diagnostic {
         Ok(f) => panic!("expected {src:?} to fail, got {f:?}"),
         Err(d) => d,
     };
-    assert_eq!(d.code, "parse-error");
+    assert_eq!(d.code, Code::ParseError);
     assert!(d.span.start <= d.span.end && d.span.end as usize <= src.len());
     for word in RULE_NAMES {
         assert!(!d.message.contains(word), "{word} in {:?}", d.message);

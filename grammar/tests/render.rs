@@ -3,7 +3,7 @@
 
 use specc_grammar::ast::Span;
 use specc_grammar::diag::render_all;
-use specc_grammar::{Diagnostic, SourceFile};
+use specc_grammar::{Code, Diagnostic, SourceFile};
 
 const SPEC: &str = "model m\nparams {\n  W1: [64, 128] = zeros\n}\nh = relu(x @ W3)\n";
 
@@ -13,7 +13,7 @@ fn at(src: &str, needle: &str) -> Span {
 }
 
 fn unknown_name() -> Diagnostic {
-    Diagnostic::new("unknown-name", at(SPEC, "W3"), "unknown name `W3`")
+    Diagnostic::new(Code::UnknownName, at(SPEC, "W3"), "unknown name `W3`")
         .with_label("not defined")
         .with_secondary(at(SPEC, "W1"), "a similar name is defined here")
         .with_help("did you mean `W1`?")
@@ -66,7 +66,7 @@ fn color_output_has_escapes_and_the_same_words() {
 
 #[test]
 fn a_diagnostic_without_label_or_help() {
-    let d = Diagnostic::new("duplicate", at(SPEC, "zeros"), "something is off");
+    let d = Diagnostic::new(Code::DuplicateName, at(SPEC, "zeros"), "something is off");
     let out = d.render(&SourceFile::new("a.spec", SPEC), false);
     insta::assert_snapshot!("no_label_no_help", out);
     assert!(!out.contains("help"));
@@ -74,7 +74,7 @@ fn a_diagnostic_without_label_or_help() {
 
 #[test]
 fn multi_line_secondary_span() {
-    let d = Diagnostic::new("bad-block", at(SPEC, "W1"), "wrong entry")
+    let d = Diagnostic::new(Code::DuplicateItem, at(SPEC, "W1"), "wrong entry")
         .with_label("here")
         .with_secondary(
             at(SPEC, "params {\n  W1: [64, 128] = zeros\n}"),
@@ -89,7 +89,8 @@ fn multi_line_secondary_span() {
 fn empty_span_at_end_of_file() {
     for text in ["", "x", "x\n", "x\n\n", "x\r\n"] {
         let end = text.len();
-        let d = Diagnostic::new("parse-error", Span::new(end, end), "ends here").with_label("here");
+        let d =
+            Diagnostic::new(Code::ParseError, Span::new(end, end), "ends here").with_label("here");
         let src = SourceFile::new("e.spec", text);
         let out = d.render(&src, false);
         let (line, col) = src.line_col(end as u32);
@@ -99,7 +100,7 @@ fn empty_span_at_end_of_file() {
         );
         assert!(out.contains("here"), "{text:?}:\n{out}");
     }
-    let out = Diagnostic::new("parse-error", Span::new(2, 2), "ends here")
+    let out = Diagnostic::new(Code::ParseError, Span::new(2, 2), "ends here")
         .with_label("expected `}`")
         .render(&SourceFile::new("e.spec", "x\n"), false);
     insta::assert_snapshot!("empty_span_after_final_newline", out);
@@ -119,7 +120,7 @@ fn out_of_range_and_reversed_spans_are_clamped() {
         },
     ];
     for span in spans {
-        let d = Diagnostic::new("x", span, "m")
+        let d = Diagnostic::new(Code::InternalError, span, "m")
             .with_label("l")
             .with_secondary(Span::new(5000, 1), "s");
         let out = d.render(&src, false);
@@ -138,7 +139,8 @@ fn line_and_column_agree_with_line_col_on_odd_characters() {
     let text = "a\rb\u{0B}c\u{0C}d\u{85}e\u{2028}f\u{2029}g\u{1b}[31m\nh\tij = 1";
     let src = SourceFile::new("odd.spec", text);
     for (offset, _) in text.char_indices() {
-        let d = Diagnostic::new("x", Span::new(offset, offset + 1), "m").with_label("l");
+        let d = Diagnostic::new(Code::InternalError, Span::new(offset, offset + 1), "m")
+            .with_label("l");
         let out = d.render(&src, false);
         let (line, col) = src.line_col(offset as u32);
         assert!(
@@ -151,16 +153,17 @@ fn line_and_column_agree_with_line_col_on_odd_characters() {
 
 #[test]
 fn multi_line_messages_stay_on_one_line() {
-    let d = Diagnostic::new("x", Span::new(0, 1), "first\nsecond").with_label("a\nb");
+    let d =
+        Diagnostic::new(Code::InternalError, Span::new(0, 1), "first\nsecond").with_label("a\nb");
     let out = d.render(&SourceFile::new("m.spec", "model m"), false);
-    assert!(out.starts_with("error[x]: first second\n"));
+    assert!(out.starts_with("error[internal-error]: first second\n"));
 }
 
 #[test]
 fn render_all_separates_diagnostics() {
     let src = SourceFile::new("specs/x.spec", SPEC);
     let a = unknown_name();
-    let b = Diagnostic::new("other", at(SPEC, "model"), "second problem");
+    let b = Diagnostic::new(Code::UnknownFunction, at(SPEC, "model"), "second problem");
     let out = render_all(&[a.clone(), b.clone()], &src, false);
     assert_eq!(
         out,

@@ -4,7 +4,7 @@
 mod common;
 
 use specc_grammar::ast::{ExprKind, Item, Span};
-use specc_grammar::{parse, Diagnostic, SourceFile};
+use specc_grammar::{parse, Code, Diagnostic, SourceFile};
 
 const SPEC: &str = include_str!("../../specs/digits_mlp.spec");
 
@@ -173,7 +173,7 @@ fn random_spans_render() {
             }
         };
         let (a, b) = (span(), span());
-        let d = Diagnostic::new("x", a, "m")
+        let d = Diagnostic::new(Code::InternalError, a, "m")
             .with_label("l")
             .with_secondary(b, "s")
             .with_help("h");

@@ -19,7 +19,9 @@ use specc_compiler::ir::{Dim, Function};
 use specc_compiler::model::InputRole;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
-use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
+use specc_runtime::checkpoint::{
+    latest_checkpoint, BundleReader, CheckpointError, CheckpointErrorKind, CheckpointManager,
+};
 use specc_runtime::data::{load, Source, Values};
 use specc_runtime::session::Session;
 use specc_runtime::train::{evaluate, Evaluation};
@@ -50,8 +52,10 @@ impl Model {
     }
 
     fn compile(src: SourceFile) -> Result<Model, Error> {
-        let program = compile(&src, Functions::ALL)
-            .map_err(|d| Error::Spec(specc_grammar::diag::render_all(&d, &src, false)))?;
+        let program = compile(&src, Functions::ALL).map_err(|d| Error::Spec {
+            rendered: specc_grammar::diag::render_all(&d, &src, false),
+            diagnostics: d,
+        })?;
         let program = Box::new(program);
         // SAFETY: the functions were generated from this program's plans for
         // this layout's ABI; the program is boxed (its code does not move)
@@ -250,15 +254,19 @@ impl Model {
         let path = path.as_ref();
         let prefix = if path.is_dir() {
             latest_checkpoint(path)
-                .map_err(|e| Error::Checkpoint(e.to_string()))?
-                .ok_or_else(|| Error::Checkpoint(format!("{} has no checkpoint", path.display())))?
+                .map_err(Error::Checkpoint)?
+                .ok_or_else(|| {
+                    Error::Checkpoint(CheckpointError::new(
+                        CheckpointErrorKind::NotFound,
+                        path,
+                        "has no checkpoint",
+                    ))
+                })?
         } else {
             path.to_path_buf()
         };
-        let reader = BundleReader::open(&prefix).map_err(|e| Error::Checkpoint(e.to_string()))?;
-        self.session
-            .restore(&reader)
-            .map_err(|e| Error::Checkpoint(e.to_string()))?;
+        let reader = BundleReader::open(&prefix).map_err(Error::Checkpoint)?;
+        self.session.restore(&reader).map_err(Error::Checkpoint)?;
         Ok(prefix)
     }
 
@@ -267,12 +275,12 @@ impl Model {
     /// file names it the latest; earlier checkpoints are kept). Returns the
     /// prefix written.
     pub fn save_checkpoint(&mut self, dir: impl AsRef<Path>) -> Result<PathBuf, Error> {
-        let mut manager = CheckpointManager::new(dir.as_ref(), None, None)
-            .map_err(|e| Error::Checkpoint(e.to_string()))?;
+        let mut manager =
+            CheckpointManager::new(dir.as_ref(), None, None).map_err(Error::Checkpoint)?;
         let step = self.session.global_step;
         manager
             .save(step, &self.session.checkpoint_tensors())
-            .map_err(|e| Error::Checkpoint(e.to_string()))
+            .map_err(Error::Checkpoint)
     }
 
     fn function(&self, name: &str) -> Result<usize, Error> {

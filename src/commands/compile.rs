@@ -68,7 +68,7 @@ pub fn emit(
                 };
                 out.push(text.map_err(|e| {
                     vec![specc_grammar::Diagnostic::new(
-                        "internal-error",
+                        specc_grammar::Code::InternalError,
                         Default::default(),
                         e,
                     )]

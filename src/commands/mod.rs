@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compile;
 pub mod convert;
+pub mod explain;
 pub mod export;
 pub mod export_object;
 pub mod gradcheck;

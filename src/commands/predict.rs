@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
-use specc_grammar::{ast::Span, Diagnostic};
+use specc_grammar::{ast::Span, Code, Diagnostic};
 use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::data::images;
 use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
@@ -60,7 +60,7 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         .ok_or("specc predict needs --checkpoint DIR or --tflite MODEL")?;
     if checked.functions.predict.is_none() {
         let d = Diagnostic::new(
-            "missing-item",
+            Code::MissingItem,
             Span::default(),
             "the spec has no `outputs`: `specc predict` writes the outputs it names",
         )

@@ -15,7 +15,7 @@
 
 use specc_compiler::driver::{compile, compile_with, Functions, Options};
 use specc_grammar::diag::render_all;
-use specc_grammar::SourceFile;
+use specc_grammar::{Code, SourceFile};
 
 use super::{array, assert_all_close, check_all, golden, literal, scale, shape_text, Tol};
 
@@ -236,7 +236,7 @@ pub fn check_others(
 
 /// Compiles spec `text`, which must fail with `code` as its first
 /// diagnostic and a caret under exactly `under`.
-pub fn assert_fails(text: &str, code: &str, under: &str) {
+pub fn assert_fails(text: &str, code: Code, under: &str) {
     let src = SourceFile::new("case.spec", text.to_string());
     let diags = match compile(&src, Functions::ALL) {
         Ok(_) => panic!("compiled:\n{text}"),

@@ -19,7 +19,7 @@ pub mod replicas;
 pub mod sparse;
 pub mod table;
 
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::abi::{
     assertion_output, grad_output, OUTPUT_GLOBAL_NORM, OUTPUT_LEARNING_RATE, OUTPUT_LOSS,
     SUMMARY_STEP,
@@ -43,7 +43,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             let span = model.vars[p as usize].span.unwrap_or_default();
             errors.push(
                 Diagnostic::new(
-                    "no-gradient",
+                    Code::NoGradient,
                     span,
                     format!("parameter `{name}` gets no gradient: the loss does not depend on it"),
                 )
@@ -111,7 +111,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             if let Some(why) = clip::check(&c.kind, model.graph.shape(gr)) {
                 let name = model.var_name(p);
                 return Err(vec![Diagnostic::new(
-                    "shape-mismatch",
+                    Code::ShapeMismatch,
                     c.span,
                     format!("cannot clip the gradient of `{name}`: {why}"),
                 )
@@ -317,7 +317,7 @@ fn not_differentiable(model: &Model, e: autodiff::NoGradient) -> Diagnostic {
     let var = model.var_name(e.var).to_string();
     let span = model.graph.span(e.node).unwrap_or(model.loss_span);
     Diagnostic::new(
-        "not-differentiable",
+        Code::NotDifferentiable,
         span,
         format!("{what} has no gradient, but the loss depends on `{var}` through it"),
     )

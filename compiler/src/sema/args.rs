@@ -4,12 +4,13 @@
 //! names) with the `wrong-arity`, `unknown-argument`, `duplicate-argument`
 //! and `missing-argument` diagnostics, and the evaluation of compile-time
 //! constants (ints, floats, bools, identifiers, strings, lists) with
-//! `bad-argument` diagnostics; the `key = true|false` options of
+//! `argument-type` (the wrong kind of value) and `argument-out-of-range`
+//! diagnostics; the `key = true|false` options of
 //! declarations; "did you mean" suggestions.
 //! Invariant: nothing here touches the graph.
 
 use specc_grammar::ast::{Arg, Call, Expr, ExprKind, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::suggest::closest;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
@@ -82,13 +83,13 @@ pub fn flag_options<'a>(
     for o in options {
         let Some(n) = &o.name else {
             return Err(
-                Diagnostic::new("bad-argument", o.span, "expected `key = value`")
+                Diagnostic::new(Code::WrongArity, o.span, "expected `key = value`")
                     .with_label("unnamed option"),
             );
         };
         if !known.contains(&n.name.as_str()) {
             return Err(Diagnostic::new(
-                "unknown-argument",
+                Code::UnknownArgument,
                 n.span,
                 format!("{owner} no option `{}`", n.name),
             )
@@ -160,7 +161,7 @@ fn bind_with<'a>(
             None => {
                 if seen_keyword {
                     return Err(Diagnostic::new(
-                        "wrong-arity",
+                        Code::WrongArity,
                         arg.span,
                         "positional argument after a keyword argument",
                     )
@@ -169,7 +170,7 @@ fn bind_with<'a>(
                 if positional >= params.len() {
                     let n = params.len();
                     return Err(Diagnostic::new(
-                        "wrong-arity",
+                        Code::WrongArity,
                         arg.span,
                         format!(
                             "`{what}` takes {n} argument{} but more were given",
@@ -187,7 +188,7 @@ fn bind_with<'a>(
                 seen_keyword = true;
                 let Some(i) = params.iter().position(|p| p.name == name.name) else {
                     let mut d = Diagnostic::new(
-                        "unknown-argument",
+                        Code::UnknownArgument,
                         name.span,
                         format!("`{what}` has no argument `{}`", name.name),
                     )
@@ -199,7 +200,7 @@ fn bind_with<'a>(
                 };
                 if let Some(prev) = spans[i] {
                     return Err(Diagnostic::new(
-                        "duplicate-argument",
+                        Code::DuplicateArgument,
                         arg.span,
                         format!("argument `{}` given twice", name.name),
                     )
@@ -214,7 +215,7 @@ fn bind_with<'a>(
     for (i, p) in params.iter().enumerate() {
         if p.required && bound[i].is_none() {
             return Err(Diagnostic::new(
-                "missing-argument",
+                Code::MissingArgument,
                 call_span,
                 format!("`{what}` needs the argument `{}`", p.name),
             )
@@ -272,7 +273,7 @@ pub fn describe(e: &Expr) -> &'static str {
 
 fn bad(e: &Expr, expected: &str) -> Diagnostic {
     Diagnostic::new(
-        "bad-argument",
+        Code::ArgumentType,
         e.span,
         format!("expected {expected}, found {}", describe(e)),
     )
@@ -312,7 +313,7 @@ pub fn eval_positive(e: &Expr, what: &str) -> Result<f32, Diagnostic> {
     let v = eval_number(e)?;
     if v.is_nan() || v <= 0.0 || !v.is_finite() {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             e.span,
             format!("{what} must be positive, got {v}"),
         )
@@ -330,7 +331,7 @@ pub fn eval_int(e: &Expr) -> Result<i64, Diagnostic> {
         } => {
             if value.abs() > 9.0e15 {
                 Err(
-                    Diagnostic::new("bad-argument", e.span, "integer is too large")
+                    Diagnostic::new(Code::ArgumentOutOfRange, e.span, "integer is too large")
                         .with_label("too large"),
                 )
             } else {
@@ -347,7 +348,7 @@ pub fn eval_count(e: &Expr, what: &str) -> Result<u64, Diagnostic> {
     let v = eval_int(e)?;
     if v < 0 {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             e.span,
             format!("{what} must not be negative, got {v}"),
         )

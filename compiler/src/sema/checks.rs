@@ -25,7 +25,7 @@
 //! (fused into the loops where the planner allows, no branch per element).
 
 use specc_grammar::ast::{Call, Expr};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::abi::AssertionValue;
 
 use super::args::{self, opt, req, Bound, Param};
@@ -169,7 +169,7 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
     let name = call.func.name.as_str();
     let Some(check) = CHECKS.iter().find(|c| c.name == name) else {
         return Err(Diagnostic::new(
-            "unknown-function",
+            Code::UnknownFunction,
             call.func.span,
             format!("`{name}` is not a check"),
         ));
@@ -214,7 +214,7 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
                         let v = args::eval_number(e)?;
                         if !(v >= 0.0 && v.is_finite()) {
                             return Err(Diagnostic::new(
-                                "bad-argument",
+                                Code::ArgumentOutOfRange,
                                 e.span,
                                 format!("a tolerance must be a finite number >= 0, found {v}"),
                             )
@@ -253,7 +253,7 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
             if !ok {
                 let want = if at_least { "at least " } else { "" };
                 return Err(static_failure(
-                    "rank-assertion",
+                    Code::RankAssertion,
                     call,
                     &message,
                     format!("`{name}` failed: the tensor has rank {actual}, expected {want}{rank}"),
@@ -271,7 +271,7 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
                 "int32" | "tf.int32" => DType::I32,
                 other => {
                     return Err(Diagnostic::new(
-                        "bad-argument",
+                        Code::UnknownChoice,
                         te.span,
                         format!("unknown type `{other}`"),
                     )
@@ -286,7 +286,7 @@ pub fn lower(lw: &mut Lowerer, call: &Call) -> R<Option<NodeId>> {
                     DType::I32 => "int32",
                 };
                 return Err(static_failure(
-                    "type-assertion",
+                    Code::TypeAssertion,
                     call,
                     &message,
                     format!(
@@ -344,7 +344,7 @@ fn static_outcome(holds: bool, check: &Check, call: &Call, message: &str) -> R<O
         return Ok(None);
     }
     Err(static_failure(
-        "assertion-failed",
+        Code::AssertionFailed,
         call,
         message,
         format!(
@@ -357,7 +357,7 @@ fn static_outcome(holds: bool, check: &Check, call: &Call, message: &str) -> R<O
 
 /// A static check's failure, with the user's message as help.
 fn static_failure(
-    code: &'static str,
+    code: Code,
     call: &Call,
     message: &str,
     text: String,

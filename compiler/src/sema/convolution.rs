@@ -25,7 +25,7 @@
 //! the `-inf` padding never wins a max pool.
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, Bound};
 use super::expr::{Lowerer, R};
@@ -40,12 +40,12 @@ pub(super) enum Padding {
     Explicit([(u32, u32); 2]),
 }
 
-fn bad(e: &Expr, msg: String, label: &str) -> Diagnostic {
-    Diagnostic::new("bad-argument", e.span, msg).with_label(label.to_string())
+fn bad(code: Code, e: &Expr, msg: String, label: &str) -> Diagnostic {
+    Diagnostic::new(code, e.span, msg).with_label(label.to_string())
 }
 
 fn shape_error(e: &Expr, msg: String, label: String) -> Diagnostic {
-    Diagnostic::new("bad-shape", e.span, msg).with_label(label)
+    Diagnostic::new(Code::BadShape, e.span, msg).with_label(label)
 }
 
 /// `padding`: `'SAME'`, `'VALID'` or NHWC's `[[0, 0], [t, b], [l, r], [0, 0]]`
@@ -60,7 +60,7 @@ fn padding(e: &Expr, spatial: usize) -> R<Padding> {
             && pairs[0] == [0, 0]
             && pairs[spatial + 1] == [0, 0];
         if !ok {
-            return Err(bad(
+            return Err(bad(Code::MalformedArgument,
                 e,
                 format!(
                     "explicit padding is a list of {} [before, after] pairs of non-negative integers, zero for the batch and the channels",
@@ -80,6 +80,7 @@ fn padding(e: &Expr, spatial: usize) -> R<Padding> {
         "SAME" | "same" => Ok(Padding::Same),
         "VALID" | "valid" => Ok(Padding::Valid),
         other => Err(bad(
+            Code::UnknownChoice,
             e,
             format!("padding must be 'SAME', 'VALID' or a list of pairs, not '{other}'"),
             "unknown padding",
@@ -101,6 +102,7 @@ fn pair(b: &Bound, i: usize, what: &str, default: u32) -> R<[u32; 2]> {
         [1, h, w, 1] => [*h, *w],
         [_, _, _, _] => {
             return Err(bad(
+                Code::MalformedArgument,
                 e,
                 format!("{what} over the batch and the channels must be 1 (NHWC: [1, h, w, 1])"),
                 "not 1 at both ends",
@@ -108,6 +110,7 @@ fn pair(b: &Bound, i: usize, what: &str, default: u32) -> R<[u32; 2]> {
         }
         _ => {
             return Err(bad(
+                Code::MalformedArgument,
                 e,
                 format!("{what} is an integer, [h, w] or [1, h, w, 1]"),
                 "bad length",
@@ -115,7 +118,12 @@ fn pair(b: &Bound, i: usize, what: &str, default: u32) -> R<[u32; 2]> {
         }
     };
     if hw.iter().any(|&s| s < 1 || s > i64::from(u16::MAX)) {
-        return Err(bad(e, format!("{what} must be positive"), "not positive"));
+        return Err(bad(
+            Code::ArgumentOutOfRange,
+            e,
+            format!("{what} must be positive"),
+            "not positive",
+        ));
     }
     Ok([hw[0] as u32, hw[1] as u32])
 }
@@ -130,6 +138,7 @@ fn single(b: &Bound, i: usize, what: &str) -> R<u32> {
         [s] | [1, s, 1] => *s,
         _ => {
             return Err(bad(
+                Code::MalformedArgument,
                 e,
                 format!("{what} is an integer or [1, w, 1]"),
                 "bad length",
@@ -137,7 +146,12 @@ fn single(b: &Bound, i: usize, what: &str) -> R<u32> {
         }
     };
     if s < 1 || s > i64::from(u16::MAX) {
-        return Err(bad(e, format!("{what} must be positive"), "not positive"));
+        return Err(bad(
+            Code::ArgumentOutOfRange,
+            e,
+            format!("{what} must be positive"),
+            "not positive",
+        ));
     }
     Ok(s as u32)
 }
@@ -360,6 +374,7 @@ fn output_shape(e: &Expr, batch: Dim) -> R<[u32; 3]> {
             .all(|&d| d >= 1 && d <= i64::from(u32::MAX >> 8));
     if !ok {
         return Err(bad(
+            Code::MalformedArgument,
             e,
             "output_shape is [batch, height, width, channels] with positive sizes".into(),
             "bad output_shape",
@@ -368,6 +383,7 @@ fn output_shape(e: &Expr, batch: Dim) -> R<[u32; 3]> {
     if let Dim::Fixed(n) = batch {
         if v[0] != i64::from(n) {
             return Err(bad(
+                Code::ConflictingArguments,
                 e,
                 format!("output_shape's batch {} is not the input's {n}", v[0]),
                 "batch differs",
@@ -465,6 +481,7 @@ pub fn atrous_conv2d_transpose(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeI
     let pad = padding(b.req(4), 2)?;
     if matches!(pad, Padding::Explicit(_)) {
         return Err(bad(
+            Code::UnsupportedArgument,
             b.req(4),
             "atrous_conv2d_transpose takes 'SAME' or 'VALID'".into(),
             "explicit",
@@ -552,7 +569,7 @@ fn pool_window(lw: &mut Lowerer, b: &Bound, what: &str, explicit: bool) -> R<(No
     let pad = padding(b.req(3), 2)?;
     if let Padding::Explicit(p) = pad {
         if !explicit {
-            return Err(bad(
+            return Err(bad(Code::UnsupportedArgument,
                 b.req(3),
                 format!("{what} takes padding 'SAME' or 'VALID', not a list (TF's op expects a string for padding)"),
                 "explicit padding",
@@ -564,7 +581,7 @@ fn pool_window(lw: &mut Lowerer, b: &Bound, what: &str, explicit: bool) -> R<(No
             for (side, v) in sides.iter().zip([before, after]) {
                 if v >= ksize[a] {
                     let axis = ["height", "width"][a];
-                    return Err(bad(
+                    return Err(bad(Code::ArgumentOutOfRange,
                         b.req(3),
                         format!(
                             "{side} padding {v} needs to be smaller than the window's {axis} {}",
@@ -655,6 +672,7 @@ fn max_pool_with_argmax(lw: &mut Lowerer, b: &Bound, which: usize) -> R<NodeId> 
     let s = lw.g.shape(first).clone();
     if with_batch && s.0[0] == Dim::Batch {
         return Err(bad(
+            Code::UnsupportedArgument,
             b.req(4),
             "include_batch_in_index needs a fixed batch size".into(),
             "the batch is B",

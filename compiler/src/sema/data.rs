@@ -16,7 +16,7 @@
 //! (`normalizer = standardize`, `check_streaming`).
 
 use specc_grammar::ast::{Call, Expr};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::data::{Distribution, Normalizer, SyntheticSpec};
 use specc_runtime::io::tfrecord::Compression;
 use specc_runtime::pipeline::{files, Format, OnBadRecord, StreamSpec};
@@ -28,11 +28,13 @@ use crate::model::DataSource;
 
 pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
     if let Some((_, prev)) = &st.data {
-        return Err(
-            Diagnostic::new("duplicate-item", call.span, "a spec has one `data` source")
-                .with_label("second data source")
-                .with_secondary(*prev, "first one here"),
-        );
+        return Err(Diagnostic::new(
+            Code::DuplicateItem,
+            call.span,
+            "a spec has one `data` source",
+        )
+        .with_label("second data source")
+        .with_secondary(*prev, "first one here"));
     }
     let source = match call.func.name.as_str() {
         "csv" | "tfrecord" => stream_source(call)?,
@@ -71,7 +73,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
                     "uniform" => Distribution::Uniform,
                     other => {
                         return Err(Diagnostic::new(
-                            "bad-argument",
+                            Code::UnknownChoice,
                             e.span,
                             format!("unknown distribution `{other}`"),
                         )
@@ -90,7 +92,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
         }
         other => {
             return Err(Diagnostic::new(
-                "unknown-function",
+                Code::UnknownFunction,
                 call.func.span,
                 format!("unknown data source `{other}`"),
             )
@@ -111,7 +113,7 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
 pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
     if let Some((_, prev)) = &st.eval_data {
         return Err(Diagnostic::new(
-            "duplicate-item",
+            Code::DuplicateItem,
             call.span,
             "a spec has one `eval_data` source",
         )
@@ -123,7 +125,7 @@ pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
         n if super::images::handles_source(n) => super::images::source(call, true)?,
         other => {
             return Err(Diagnostic::new(
-                "unknown-function",
+                Code::UnknownFunction,
                 call.func.span,
                 format!("`{other}` is not an evaluation data source"),
             )
@@ -142,7 +144,7 @@ fn positive(e: &Expr, what: &str) -> R<u64> {
     let v = args::eval_count(e, what)?;
     if v == 0 || v > u32::MAX as u64 {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             e.span,
             format!("{what} must be a positive integer, got {v}"),
         )
@@ -174,7 +176,7 @@ fn stream_source(call: &Call) -> R<DataSource> {
     let path = args::eval_string(path_expr)?;
     if path.is_empty() {
         return Err(
-            Diagnostic::new("bad-argument", path_expr.span, "empty path")
+            Diagnostic::new(Code::EmptyArgument, path_expr.span, "empty path")
                 .with_label("expected a file name"),
         );
     }
@@ -191,7 +193,7 @@ fn stream_source(call: &Call) -> R<DataSource> {
     if let (Some(t), Some(e)) = (threads, b.get(4)) {
         if t > 64 {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::ArgumentOutOfRange,
                 e.span,
                 format!("threads must be at most 64, got {t}"),
             )
@@ -203,7 +205,7 @@ fn stream_source(call: &Call) -> R<DataSource> {
         Some(e) => Some(
             OnBadRecord::from_name(args::eval_string(e)?).ok_or_else(|| {
                 Diagnostic::new(
-                    "bad-argument",
+                    Code::UnknownChoice,
                     e.span,
                     "on_bad_record must be \"error\" or \"skip\"",
                 )
@@ -218,7 +220,7 @@ fn stream_source(call: &Call) -> R<DataSource> {
             None => Compression::None,
             Some(e) => Compression::from_tf_name(args::eval_string(e)?).ok_or_else(|| {
                 Diagnostic::new(
-                    "bad-argument",
+                    Code::UnknownChoice,
                     e.span,
                     "compression must be \"GZIP\", \"ZLIB\" or \"\" (none)",
                 )
@@ -244,7 +246,7 @@ fn stream_source(call: &Call) -> R<DataSource> {
     if stream == Some(false) {
         if let Some(e) = b.get(7) {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::UnsupportedArgument,
                 e.span,
                 if tfrecord {
                     "a TFRecord source always streams"
@@ -291,7 +293,7 @@ pub(crate) fn check_eval_data(st: &mut State) {
         .filter(|i| i.spec.normalizer == Normalizer::Standardize)
         .map(|i| {
             Diagnostic::new(
-                "eval-data-standardize",
+                Code::EvalDataStandardize,
                 i.span,
                 format!(
                     "`{}` is standardized with statistics of the training rows, which \
@@ -318,7 +320,7 @@ pub(crate) fn check_streaming(st: &mut State) {
         .filter(|i| i.spec.normalizer == Normalizer::Standardize)
         .map(|i| {
             Diagnostic::new(
-                "streaming-standardize",
+                Code::StreamingStandardize,
                 i.span,
                 format!(
                     "`{}` is standardized with statistics of every row, which a streaming \

@@ -15,15 +15,12 @@
 use std::collections::HashMap;
 
 use specc_grammar::ast::{chain_spans, BinOp, Expr, ExprKind, IndexItem, Operation, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, describe};
 use crate::interp;
 use crate::ir::{shape, BinaryOp, DType, Dim, Graph, NodeId, Op, Shape};
 use crate::passes::rules;
-
-/// Code of a diagnostic that only repeats an earlier error; dropped at the end.
-pub const POISONED: &str = "poisoned";
 
 /// What a name refers to.
 #[derive(Clone, Debug)]
@@ -50,7 +47,7 @@ impl Env {
     ) -> Result<(), Diagnostic> {
         if let Some(prev) = self.entries.get(name) {
             return Err(Diagnostic::new(
-                "duplicate-name",
+                Code::DuplicateName,
                 span,
                 format!("`{name}` is defined twice"),
             )
@@ -134,7 +131,7 @@ impl Lowerer<'_> {
             ExprKind::Call(call) => super::functions::lower_call(self, call),
             ExprKind::Index(x, items) => self.index(x, items, e.span),
             ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::Range(..) => Err(Diagnostic::new(
-                "bad-argument",
+                Code::ArgumentType,
                 e.span,
                 format!("expected a tensor, found {}", describe(e)),
             )
@@ -162,7 +159,7 @@ impl Lowerer<'_> {
                     "use it inside input_layer (or linear_model), and that layer's binding in the computation"
                 };
                 Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentType,
                     span,
                     format!("`{name}` is a {what}, not a tensor"),
                 )
@@ -170,10 +167,11 @@ impl Lowerer<'_> {
                 .with_secondary(*defined, "defined here")
                 .with_help(help))
             }
-            Some(Entry { value: None, .. }) => Err(Diagnostic::new(POISONED, span, "")),
+            Some(Entry { value: None, .. }) => Err(Diagnostic::new(Code::Poisoned, span, "")),
             None => {
-                let mut d = Diagnostic::new("unknown-name", span, format!("unknown name `{name}`"))
-                    .with_label("not defined");
+                let mut d =
+                    Diagnostic::new(Code::UnknownName, span, format!("unknown name `{name}`"))
+                        .with_label("not defined");
                 if name == "B" {
                     d = d.with_help(
                         "`B` (the batch size) is only a dimension in shapes, not a value",
@@ -200,7 +198,7 @@ impl Lowerer<'_> {
     fn expect_float(&self, v: NodeId, span: Span) -> R<NodeId> {
         if self.g.dtype(v) != DType::F32 {
             return Err(Diagnostic::new(
-                "dtype-mismatch",
+                Code::DtypeMismatch,
                 span,
                 "expected a float32 tensor, found int32",
             )
@@ -330,7 +328,7 @@ impl Lowerer<'_> {
             for (v, sp) in [(x, xs), (y, b.span)] {
                 if self.g.dtype(v) == DType::I32 {
                     return Err(Diagnostic::new(
-                        "dtype-mismatch",
+                        Code::DtypeMismatch,
                         sp,
                         format!(
                             "`{}` needs float32 operands, but this is int32",
@@ -366,7 +364,7 @@ impl Lowerer<'_> {
         let (sx, sy) = (self.g.shape(x), self.g.shape(y));
         shape::broadcast(sx, sy).map_err(|msg| {
             Diagnostic::new(
-                "broadcast-shape",
+                Code::BroadcastShape,
                 span,
                 format!("operands of `{what}` do not broadcast: {sx} and {sy}"),
             )
@@ -395,7 +393,7 @@ impl Lowerer<'_> {
         for (s, sp) in [(&sx, xs), (&sy, ys)] {
             if s.rank() != 2 {
                 return Err(Diagnostic::new(
-                    "matmul-shape",
+                    Code::MatmulShape,
                     sp,
                     format!("matmul needs matrices (rank 2), but this is {s}"),
                 )
@@ -405,7 +403,7 @@ impl Lowerer<'_> {
         }
         if let Err(msg) = shape::matmul(&sx, &sy, ta, tb) {
             return Err(Diagnostic::new(
-                "matmul-shape",
+                Code::MatmulShape,
                 span,
                 format!("matmul shapes do not match: {sx} @ {sy}"),
             )
@@ -419,8 +417,9 @@ impl Lowerer<'_> {
     /// Normalizes an axis argument against a rank (`bad-axis` on error).
     pub fn axis(&self, e: &Expr, rank: usize) -> R<usize> {
         let a = args::eval_int(e)?;
-        shape::axis(a, rank)
-            .map_err(|msg| Diagnostic::new("bad-axis", e.span, msg).with_label(format!("axis {a}")))
+        shape::axis(a, rank).map_err(|msg| {
+            Diagnostic::new(Code::BadAxis, e.span, msg).with_label(format!("axis {a}"))
+        })
     }
 
     /// An axis list (`None`: all axes).
@@ -433,11 +432,11 @@ impl Lowerer<'_> {
                 let mut out = Vec::new();
                 for a in list {
                     let ax = shape::axis(a, rank).map_err(|msg| {
-                        Diagnostic::new("bad-axis", e.span, msg).with_label(format!("axis {a}"))
+                        Diagnostic::new(Code::BadAxis, e.span, msg).with_label(format!("axis {a}"))
                     })?;
                     if out.contains(&ax) {
                         return Err(Diagnostic::new(
-                            "bad-axis",
+                            Code::BadAxis,
                             e.span,
                             format!("axis {a} appears twice"),
                         )
@@ -455,7 +454,7 @@ impl Lowerer<'_> {
         let s = self.g.shape(v).clone();
         if items.len() > s.rank() {
             return Err(Diagnostic::new(
-                "bad-index",
+                Code::BadIndex,
                 span,
                 format!(
                     "{} indices for a tensor of rank {} ({s})",
@@ -486,7 +485,7 @@ impl Lowerer<'_> {
                         None => span,
                     };
                     return Err(Diagnostic::new(
-                        "bad-index",
+                        Code::BadIndex,
                         sp,
                         "the batch dimension can only be taken whole (`:`)",
                     )
@@ -504,7 +503,7 @@ impl Lowerer<'_> {
                 let hi = if allow_end { n } else { n - 1 };
                 if j < 0 || j > hi {
                     return Err(Diagnostic::new(
-                        "bad-index",
+                        Code::BadIndex,
                         e.span,
                         format!("index {i} is out of range for a dimension of size {n}"),
                     )
@@ -538,7 +537,7 @@ impl Lowerer<'_> {
                     };
                     if b <= a {
                         return Err(Diagnostic::new(
-                            "bad-index",
+                            Code::BadIndex,
                             *sp,
                             format!("empty slice {a}:{b}"),
                         )
@@ -560,7 +559,7 @@ pub fn constant_values(e: &Expr) -> R<(Vec<u32>, Vec<f32>)> {
     match &e.kind {
         ExprKind::List(items) => {
             if items.is_empty() {
-                return Err(Diagnostic::new("bad-argument", e.span, "empty list")
+                return Err(Diagnostic::new(Code::EmptyArgument, e.span, "empty list")
                     .with_label("a tensor constant needs at least one element"));
             }
             let mut dims0: Option<Vec<u32>> = None;
@@ -571,7 +570,7 @@ pub fn constant_values(e: &Expr) -> R<(Vec<u32>, Vec<f32>)> {
                     None => dims0 = Some(d),
                     Some(d0) if *d0 != d => {
                         return Err(Diagnostic::new(
-                            "bad-argument",
+                            Code::MalformedArgument,
                             it.span,
                             "ragged list: elements have different shapes",
                         )
@@ -598,7 +597,7 @@ fn f32_literal(v: f64, span: Span) -> R<f32> {
     let f = v as f32;
     if v.is_finite() && !f.is_finite() {
         return Err(Diagnostic::new(
-            "non-finite-constant",
+            Code::NonFiniteConstant,
             span,
             format!("{v:e} is beyond float32's range"),
         )
@@ -611,7 +610,7 @@ fn f32_literal(v: f64, span: Span) -> R<f32> {
 /// `non-finite-constant`: an expression of constants whose float32 value is `value` (inf or NaN).
 pub fn non_finite(span: Span, value: &str) -> Diagnostic {
     Diagnostic::new(
-        "non-finite-constant",
+        Code::NonFiniteConstant,
         span,
         format!("this constant expression evaluates to {value}"),
     )

@@ -51,7 +51,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::abi::AssertionValue;
 use specc_runtime::data::{InputKind, InputSpec, Normalizer};
 use specc_runtime::feature_column::{
@@ -112,7 +112,7 @@ impl Combiner {
             ExprKind::Str(s) | ExprKind::Ident(s) => s.as_str(),
             _ => {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentType,
                     e.span,
                     format!(
                         "expected \"mean\", \"sqrtn\" or \"sum\", found {}",
@@ -128,7 +128,7 @@ impl Combiner {
             "sqrtn" => Ok(Combiner::Sqrtn),
             other => {
                 let mut d = Diagnostic::new(
-                    "bad-argument",
+                    Code::UnknownChoice,
                     e.span,
                     format!("unknown combiner `{other}`"),
                 )
@@ -311,7 +311,7 @@ pub(crate) fn feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
 /// The error for an unknown function in the `features` block.
 pub(crate) fn unknown(call: &Call) -> Diagnostic {
     let mut d = Diagnostic::new(
-        "unknown-function",
+        Code::UnknownFunction,
         call.func.span,
         format!("unknown feature column `{}`", call.func.name),
     )
@@ -331,8 +331,8 @@ pub(crate) fn unknown(call: &Call) -> Diagnostic {
     )
 }
 
-fn bad(span: Span, msg: impl Into<String>, label: impl Into<String>) -> Diagnostic {
-    Diagnostic::new("bad-argument", span, msg).with_label(label)
+fn bad(code: Code, span: Span, msg: impl Into<String>, label: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(code, span, msg).with_label(label)
 }
 
 /// A raw feature key: an identifier or a string.
@@ -340,6 +340,7 @@ fn key(e: &Expr) -> R<String> {
     match &e.kind {
         ExprKind::Ident(s) | ExprKind::Str(s) if !s.is_empty() => Ok(s.clone()),
         _ => Err(bad(
+            Code::ArgumentType,
             e.span,
             format!(
                 "expected a feature key (a name or a string), found {}",
@@ -359,12 +360,14 @@ fn key_dtype(e: Option<&Expr>) -> R<KeyDType> {
             "string" | "tf.string" => Ok(KeyDType::String),
             "int64" | "tf.int64" => Ok(KeyDType::Int64),
             other => Err(bad(
+                Code::UnknownChoice,
                 e.span,
                 format!("unknown dtype `{other}`"),
                 "expected string or int64",
             )),
         },
         _ => Err(bad(
+            Code::ArgumentType,
             e.span,
             format!("expected `string` or `int64`, found {}", args::describe(e)),
             "expected string or int64",
@@ -377,6 +380,7 @@ fn bucket_count(e: &Expr, what: &str) -> R<u64> {
     let v = args::eval_count(e, what)?;
     if v == 0 || v > i32::MAX as u64 {
         return Err(bad(
+            Code::ArgumentOutOfRange,
             e.span,
             format!("{what} must be in [1, 2^31), got {v}"),
             if v == 0 { "zero" } else { "too large" },
@@ -390,6 +394,7 @@ fn max_values(e: Option<&Expr>) -> R<usize> {
     let v = args::eval_count(e, "max_values")?;
     if v == 0 || v > 1 << 16 {
         return Err(bad(
+            Code::ArgumentOutOfRange,
             e.span,
             format!("max_values must be in [1, 65536], got {v}"),
             "out of range",
@@ -415,10 +420,10 @@ fn column(st: &mut State, e: &Expr) -> R<Spanned> {
             }
             match st.env.entries.get(n) {
                 Some(entry) if entry.value.is_none() => {
-                    Err(Diagnostic::new(super::expr::POISONED, e.span, ""))
+                    Err(Diagnostic::new(Code::Poisoned, e.span, ""))
                 }
                 Some(entry) => Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentType,
                     e.span,
                     format!("`{n}` is a {}, not a feature column", entry.what),
                 )
@@ -429,7 +434,7 @@ fn column(st: &mut State, e: &Expr) -> R<Spanned> {
                 )),
                 None => {
                     let mut d = Diagnostic::new(
-                        "unknown-name",
+                        Code::UnknownName,
                         e.span,
                         format!("unknown feature column `{n}`"),
                     )
@@ -473,7 +478,7 @@ fn column(st: &mut State, e: &Expr) -> R<Spanned> {
                 }
                 "input_layer" | "linear_model" | "sequence_input_layer" | "sequence_length" => {
                     return Err(Diagnostic::new(
-                        "bad-argument",
+                        Code::ArgumentType,
                         e.span,
                         format!("`{}` gives a tensor, not a feature column", c.func.name),
                     )
@@ -487,6 +492,7 @@ fn column(st: &mut State, e: &Expr) -> R<Spanned> {
             Ok(spanned(col))
         }
         _ => Err(bad(
+            Code::ArgumentType,
             e.span,
             format!("expected a feature column, found {}", args::describe(e)),
             "not a feature column",
@@ -499,7 +505,7 @@ fn categorical(st: &mut State, e: &Expr) -> R<Categorical> {
     let c = column(st, e)?;
     match c.column {
         Column::Categorical(cat) => Ok(cat),
-        other => Err(bad(
+        other => Err(bad(Code::ArgumentType,
             e.span,
             format!(
                 "`{}` is not a categorical column",
@@ -532,6 +538,7 @@ fn numeric_column(c: &Call) -> R<NumericColumn> {
             for &d in &dims {
                 if d <= 0 {
                     return Err(bad(
+                        Code::ArgumentOutOfRange,
                         e.span,
                         format!("shape dimensions must be positive, got {d}"),
                         "bad shape",
@@ -541,6 +548,7 @@ fn numeric_column(c: &Call) -> R<NumericColumn> {
             }
             if n > 1 << 20 {
                 return Err(bad(
+                    Code::ArgumentOutOfRange,
                     e.span,
                     "a numeric column of more than 2^20 values",
                     "too large",
@@ -554,6 +562,7 @@ fn numeric_column(c: &Call) -> R<NumericColumn> {
             ExprKind::Ident(s) | ExprKind::Str(s) if s == "float32" || s == "tf.float32" => {}
             _ => {
                 return Err(bad(
+                    Code::UnsupportedArgument,
                     e.span,
                     "a numeric column is float32",
                     "expected float32",
@@ -575,6 +584,7 @@ fn numeric_column(c: &Call) -> R<NumericColumn> {
             };
             if values.len() != shape {
                 return Err(bad(
+                    Code::ConflictingArguments,
                     e.span,
                     format!(
                         "default_value has {} values but the column's shape has {shape}",
@@ -604,6 +614,7 @@ fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {
     let src = column(st, b.req(0))?;
     let Column::Numeric(source) = src.column else {
         return Err(bad(
+            Code::ArgumentType,
             b.req(0).span,
             "bucketized_column needs a numeric_column as its source",
             "not a numeric column",
@@ -612,6 +623,7 @@ fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {
     let be = b.req(1);
     let ExprKind::List(items) = &be.kind else {
         return Err(bad(
+            Code::ArgumentType,
             be.span,
             format!(
                 "boundaries must be a list of numbers, found {}",
@@ -622,14 +634,25 @@ fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {
     };
     let boundaries: Vec<f64> = items.iter().map(args::eval_number).collect::<R<_>>()?;
     if boundaries.is_empty() {
-        return Err(bad(be.span, "boundaries must not be empty", "empty"));
+        return Err(bad(
+            Code::EmptyArgument,
+            be.span,
+            "boundaries must not be empty",
+            "empty",
+        ));
     }
     if boundaries.iter().any(|v| !v.is_finite()) {
-        return Err(bad(be.span, "boundaries must be finite", "not finite"));
+        return Err(bad(
+            Code::ArgumentOutOfRange,
+            be.span,
+            "boundaries must be finite",
+            "not finite",
+        ));
     }
     for (i, w) in boundaries.windows(2).enumerate() {
         if w[0] >= w[1] {
             return Err(bad(
+                Code::MalformedArgument,
                 items[i + 1].span,
                 format!(
                     "boundaries must be sorted and distinct, but {} follows {}",
@@ -693,6 +716,7 @@ fn identity(c: &Call) -> R<Column> {
             let v = args::eval_int(e)?;
             if v < 0 || v as u64 >= n {
                 return Err(bad(
+                    Code::ArgumentOutOfRange,
                     e.span,
                     format!("default_value {v} not in [0, {n})"),
                     "out of range",
@@ -718,6 +742,7 @@ fn identity(c: &Call) -> R<Column> {
 fn vocabulary(e: &Expr, dtype: Option<&Expr>) -> R<Vocabulary> {
     let ExprKind::List(items) = &e.kind else {
         return Err(bad(
+            Code::ArgumentType,
             e.span,
             format!(
                 "vocabulary_list must be a list, found {}",
@@ -727,7 +752,12 @@ fn vocabulary(e: &Expr, dtype: Option<&Expr>) -> R<Vocabulary> {
         ));
     };
     if items.is_empty() {
-        return Err(bad(e.span, "the vocabulary is empty", "empty"));
+        return Err(bad(
+            Code::EmptyArgument,
+            e.span,
+            "the vocabulary is empty",
+            "empty",
+        ));
     }
     let ints = match dtype {
         Some(_) => key_dtype(dtype)? == KeyDType::Int64,
@@ -760,7 +790,7 @@ fn vocabulary(e: &Expr, dtype: Option<&Expr>) -> R<Vocabulary> {
 
 fn duplicate(span: Span, prev: Span, v: &str) -> Diagnostic {
     Diagnostic::new(
-        "bad-argument",
+        Code::DuplicateValue,
         span,
         format!("the vocabulary has {v} twice"),
     )
@@ -779,6 +809,7 @@ fn oov(default: Option<&Expr>, oov: Option<&Expr>) -> R<(i64, u64)> {
     if let (Some(dv), Some(e)) = (d, oov) {
         if n > 0 && dv != -1 {
             return Err(bad(
+                Code::ConflictingArguments,
                 e.span,
                 "give either default_value or num_oov_buckets, not both",
                 "both given",
@@ -787,6 +818,7 @@ fn oov(default: Option<&Expr>, oov: Option<&Expr>) -> R<(i64, u64)> {
     }
     if n > i32::MAX as u64 {
         return Err(bad(
+            Code::ArgumentOutOfRange,
             oov.map_or(Span::default(), |e| e.span),
             "num_oov_buckets is too large",
             "too large",
@@ -827,7 +859,12 @@ fn vocabulary_list(c: &Call) -> R<Column> {
 
 fn check_buckets(span: Span, n: u64) -> R<()> {
     if n > i32::MAX as u64 {
-        return Err(bad(span, "more than 2^31 buckets", "too many buckets"));
+        return Err(bad(
+            Code::ArgumentOutOfRange,
+            span,
+            "more than 2^31 buckets",
+            "too many buckets",
+        ));
     }
     Ok(())
 }
@@ -855,6 +892,7 @@ fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
     };
     let text = std::fs::read(&full).map_err(|e| {
         bad(
+            Code::UnreadableFile,
             fe.span,
             format!("cannot read the vocabulary file {}: {e}", full.display()),
             "unreadable",
@@ -870,6 +908,7 @@ fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
             let n = args::eval_count(e, "vocabulary_size")?;
             if n == 0 || n as usize > lines.len() {
                 return Err(bad(
+                    Code::ArgumentOutOfRange,
                     e.span,
                     format!(
                         "vocabulary_size {n} must be in [1, {}], the lines of {}",
@@ -885,6 +924,7 @@ fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
     };
     if size == 0 {
         return Err(bad(
+            Code::EmptyArgument,
             fe.span,
             format!("the vocabulary file {} is empty", full.display()),
             "empty",
@@ -897,6 +937,7 @@ fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
             let s = String::from_utf8_lossy(l);
             let v: i64 = s.trim_end_matches('\r').parse().map_err(|_| {
                 bad(
+                    Code::MalformedArgument,
                     fe.span,
                     format!("{} line {}: `{s}` is not an int64", full.display(), i + 1),
                     "bad vocabulary file",
@@ -922,6 +963,7 @@ fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
     };
     if let Some((i, v)) = dup {
         return Err(bad(
+            Code::DuplicateValue,
             fe.span,
             format!(
                 "{} line {}: `{v}` is in the vocabulary twice",
@@ -960,6 +1002,7 @@ fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
     let ke = b.req(0);
     let ExprKind::List(items) = &ke.kind else {
         return Err(bad(
+            Code::ArgumentType,
             ke.span,
             format!("keys must be a list, found {}", args::describe(ke)),
             "not a list",
@@ -968,6 +1011,7 @@ fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
     };
     if items.len() < 2 {
         return Err(bad(
+            Code::EmptyArgument,
             ke.span,
             "a cross needs at least 2 keys",
             "fewer than 2 keys",
@@ -1003,6 +1047,7 @@ fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
                 }
                 if let CategoricalColumn::Weighted { .. } = cat.column {
                     return Err(bad(
+                        Code::UnsupportedArgument,
                         it.span,
                         "a weighted column cannot be crossed (TF refuses it)",
                         "weighted",
@@ -1024,6 +1069,7 @@ fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
     };
     if max_values > 1 << 16 {
         return Err(bad(
+            Code::ArgumentOutOfRange,
             c.span,
             format!("the cross gives up to {max_values} ids per example (more than 65536)"),
             "too many values",
@@ -1081,6 +1127,7 @@ fn embedding_args(
     let dimension = args::eval_count(de, "dimension")?;
     if dimension == 0 || dimension > 1 << 20 {
         return Err(bad(
+            Code::ArgumentOutOfRange,
             de.span,
             format!("dimension must be in [1, 2^20], got {dimension}"),
             if dimension == 0 { "zero" } else { "too large" },
@@ -1151,6 +1198,7 @@ fn shared_embeddings(st: &mut State, c: &Call) -> R<Column> {
     let le = b.req(0);
     let ExprKind::List(items) = &le.kind else {
         return Err(bad(
+            Code::ArgumentType,
             le.span,
             format!(
                 "categorical_columns must be a list, found {}",
@@ -1161,6 +1209,7 @@ fn shared_embeddings(st: &mut State, c: &Call) -> R<Column> {
     };
     if items.is_empty() {
         return Err(bad(
+            Code::EmptyArgument,
             le.span,
             "shared_embeddings needs at least one column",
             "empty",
@@ -1179,7 +1228,7 @@ fn shared_embeddings(st: &mut State, c: &Call) -> R<Column> {
         if let Some(first) = cats.first() {
             let first: &Categorical = first;
             if first.column.num_buckets() != cat.column.num_buckets() {
-                return Err(bad(
+                return Err(bad(Code::ConflictingArguments,
                     it.span,
                     format!(
                         "all columns of shared_embeddings have the same number of buckets: `{}` has {}, `{}` has {}",
@@ -1574,7 +1623,7 @@ fn dense(st: &mut State, c: &Spanned, scope: &str, layer: &str) -> R<NodeId> {
             CategoricalColumn::Bucketized { .. } => indicator(st, cat, c.span),
             _ => {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentType,
                     c.span,
                     format!(
                         "`{}` is a categorical column: {layer} needs dense columns",
@@ -1601,6 +1650,7 @@ fn dense(st: &mut State, c: &Spanned, scope: &str, layer: &str) -> R<NodeId> {
 
 fn unreachable_shared(span: Span) -> R<NodeId> {
     Err(bad(
+        Code::InternalError,
         span,
         "shared_embeddings columns are expanded first",
         "internal",
@@ -1612,7 +1662,7 @@ fn unreachable_shared(span: Span) -> R<NodeId> {
 fn layer_columns(st: &mut State, what: &str, call: &Call, exprs: &[&Expr]) -> R<Vec<Spanned>> {
     if exprs.is_empty() {
         return Err(Diagnostic::new(
-            "missing-argument",
+            Code::MissingArgument,
             call.span,
             format!("`{what}` needs at least one feature column"),
         )
@@ -1636,7 +1686,7 @@ fn layer_columns(st: &mut State, what: &str, call: &Call, exprs: &[&Expr]) -> R<
     for w in cols.windows(2) {
         if w[0].column.name() == w[1].column.name() {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::DuplicateValue,
                 w[1].span,
                 format!("two columns of `{what}` are named `{}`", w[1].column.name()),
             )
@@ -1690,6 +1740,7 @@ fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
             let u = args::eval_count(e, "units")?;
             if u == 0 || u > 1 << 20 {
                 return Err(bad(
+                    Code::ArgumentOutOfRange,
                     e.span,
                     format!("units must be in [1, 2^20], got {u}"),
                     "out of range",
@@ -1753,7 +1804,8 @@ fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
         trainable,
         call.span,
     );
-    let sum = sum.ok_or_else(|| bad(call.span, "no columns", "no columns"))?;
+    let sum =
+        sum.ok_or_else(|| bad(Code::MissingArgument, call.span, "no columns", "no columns"))?;
     let s = st.graph.shape(sum).clone();
     let bias = st.graph.broadcast_to(bias, &s);
     Ok(st.graph.add(sum, bias))
@@ -1767,7 +1819,12 @@ fn sequence(c: &Call, base: Column) -> R<Column> {
             sequence: true,
             ..cat
         })),
-        _ => Err(bad(c.span, "not a categorical column", "internal")),
+        _ => Err(bad(
+            Code::InternalError,
+            c.span,
+            "not a categorical column",
+            "internal",
+        )),
     }
 }
 
@@ -1790,6 +1847,7 @@ fn sequence_numeric_column(c: &Call) -> R<Column> {
     if let Some(e) = b.get(2) {
         if matches!(e.kind, ExprKind::List(_)) {
             return Err(bad(
+                Code::ArgumentType,
                 e.span,
                 "a sequence_numeric_column's default_value is one number",
                 "not a number",
@@ -1816,6 +1874,7 @@ fn sequence_numeric_column(c: &Call) -> R<Column> {
     let max_steps = max_values(b.get(5))?;
     if (column.shape as u64).saturating_mul(max_steps as u64) > 1 << 20 {
         return Err(bad(
+            Code::ArgumentOutOfRange,
             c.span,
             "a sequence numeric column of more than 2^20 values per example",
             "too large",
@@ -1827,6 +1886,7 @@ fn sequence_numeric_column(c: &Call) -> R<Column> {
 /// The error for a sequence column where TF takes none.
 fn sequence_refused(span: Span, name: &str, what: &str) -> Diagnostic {
     bad(
+        Code::ArgumentType,
         span,
         format!(
             "`{name}` is a sequence column: {what} takes no sequence columns (TF refuses them)"
@@ -1978,6 +2038,7 @@ fn sequence_dense(st: &mut State, c: &Spanned, scope: &str) -> R<(NodeId, NodeId
         }
         other => {
             return Err(bad(
+                Code::ArgumentType,
                 c.span,
                 format!(
                     "`{}` is not a sequence column: sequence_input_layer takes \
@@ -2016,6 +2077,7 @@ fn sequence_input_layer(st: &mut State, call: &Call) -> R<(NodeId, NodeId)> {
         match steps {
             Some((t0, c0)) if t0 != t => {
                 return Err(bad(
+                    Code::ConflictingArguments,
                     c.span,
                     format!(
                         "the columns of sequence_input_layer have different max_values: \
@@ -2069,6 +2131,7 @@ fn sequence_length(st: &mut State, call: &Call) -> R<NodeId> {
     let e = b.req(0);
     let ExprKind::Ident(n) = &e.kind else {
         return Err(bad(
+            Code::ArgumentType,
             e.span,
             format!(
                 "expected a sequence_input_layer binding, found {}",
@@ -2081,13 +2144,14 @@ fn sequence_length(st: &mut State, call: &Call) -> R<NodeId> {
         return Ok(length);
     }
     let mut d = bad(
+        Code::ArgumentType,
         e.span,
         format!("`{n}` is not a sequence_input_layer binding"),
         "not a sequence_input_layer binding",
     );
     if let Some(entry) = st.env.entries.get(n) {
         if entry.value.is_none() && !st.features.bound.contains_key(n) {
-            return Err(Diagnostic::new(super::expr::POISONED, e.span, ""));
+            return Err(Diagnostic::new(Code::Poisoned, e.span, ""));
         }
         d = d.with_secondary(entry.span, "defined here");
     } else if let Some(s) = args::suggest(n, st.features.layer_lengths.keys().map(|k| k.as_str())) {

@@ -7,7 +7,7 @@
 //! Invariant: a lowering checks dtypes and shapes before building nodes.
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::activations;
 use super::args::{self, opt, req, Bound, Param};
@@ -530,12 +530,12 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
     if super::checks::is_expression(name) {
         let x = super::checks::lower(lw, call)?;
         return x.ok_or_else(|| {
-            Diagnostic::new("internal-error", call.span, "a check without a value")
+            Diagnostic::new(Code::InternalError, call.span, "a check without a value")
         });
     }
     let Some(b) = found else {
         let mut d = Diagnostic::new(
-            "unknown-function",
+            Code::UnknownFunction,
             call.func.span,
             format!("unknown function `{name}`"),
         )
@@ -577,7 +577,7 @@ fn lower_where(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let cs = lw.g.shape(cond).clone();
     if shape::broadcast(&s, &cs).map(|r| r != s).unwrap_or(true) {
         return Err(Diagnostic::new(
-            "broadcast-shape",
+            Code::BroadcastShape,
             b.req(0).span,
             format!("the condition {cs} does not broadcast to the values' shape {s}"),
         )
@@ -602,7 +602,7 @@ fn lower_bias_add(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let (vs, bs) = (lw.g.shape(v).clone(), lw.g.shape(bias).clone());
     if bs.rank() != 1 || vs.rank() < 2 || vs.0.last() != bs.0.first() {
         return Err(Diagnostic::new(
-            "broadcast-shape",
+            Code::BroadcastShape,
             c.span,
             format!("bias_add needs a rank-1 bias matching the last dimension of the value: {vs} and {bs}"),
         )
@@ -642,7 +642,7 @@ fn logits_axis(lw: &mut Lowerer, b: &Bound) -> R<(NodeId, usize)> {
     let rank = lw.g.shape(x).rank();
     if rank == 0 {
         return Err(Diagnostic::new(
-            "bad-axis",
+            Code::BadAxis,
             b.req(0).span,
             "softmax needs at least one axis, but this is a scalar",
         )
@@ -689,7 +689,7 @@ fn lower_reshape(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let se = b.req(1);
     let ExprKind::List(items) = &se.kind else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             se.span,
             format!(
                 "expected a shape like [B, 64], found {}",
@@ -708,7 +708,7 @@ fn lower_reshape(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
                 if v == -1 {
                     if infer.is_some() {
                         return Err(Diagnostic::new(
-                            "reshape-shape",
+                            Code::ReshapeShape,
                             it.span,
                             "only one dimension can be -1",
                         )
@@ -718,7 +718,7 @@ fn lower_reshape(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
                     dims.push(Dim::Fixed(1));
                 } else if v <= 0 {
                     return Err(Diagnostic::new(
-                        "reshape-shape",
+                        Code::ReshapeShape,
                         it.span,
                         format!("dimension {v} must be positive"),
                     )
@@ -757,7 +757,7 @@ fn reshape_error(c: &Call, from: &Shape, to: &Shape) -> Diagnostic {
     let msg = shape::reshape(from, to)
         .err()
         .unwrap_or_else(|| format!("cannot reshape {from} to {to}"));
-    Diagnostic::new("reshape-shape", c.span, msg)
+    Diagnostic::new(Code::ReshapeShape, c.span, msg)
         .with_label(format!("{from} has a different number of elements"))
 }
 
@@ -771,11 +771,11 @@ fn lower_transpose(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
             let mut perm = Vec::new();
             for a in list {
                 perm.push(shape::axis(a, rank).map_err(|m| {
-                    Diagnostic::new("bad-axis", e.span, m).with_label("bad permutation")
+                    Diagnostic::new(Code::BadAxis, e.span, m).with_label("bad permutation")
                 })?);
             }
             if let Err(m) = shape::transpose(lw.g.shape(x), &perm) {
-                return Err(Diagnostic::new("bad-axis", e.span, m).with_label("bad permutation"));
+                return Err(Diagnostic::new(Code::BadAxis, e.span, m).with_label("bad permutation"));
             }
             perm
         }
@@ -787,7 +787,7 @@ fn lower_concat(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let ve = b.req(0);
     let ExprKind::List(items) = &ve.kind else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             ve.span,
             format!(
                 "expected a list of tensors like [a, b], found {}",
@@ -798,7 +798,7 @@ fn lower_concat(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     };
     if items.is_empty() {
         return Err(
-            Diagnostic::new("bad-argument", ve.span, "concat of an empty list")
+            Diagnostic::new(Code::EmptyArgument, ve.span, "concat of an empty list")
                 .with_label("nothing to concatenate"),
         );
     }
@@ -811,7 +811,9 @@ fn lower_concat(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let shapes: Vec<Shape> = parts.iter().map(|&p| lw.g.shape(p).clone()).collect();
     let refs: Vec<&Shape> = shapes.iter().collect();
     if let Err(m) = shape::concat(&refs, axis) {
-        return Err(Diagnostic::new("broadcast-shape", c.span, m).with_label("cannot concatenate"));
+        return Err(
+            Diagnostic::new(Code::BroadcastShape, c.span, m).with_label("cannot concatenate")
+        );
     }
     Ok(lw.g.concat(&parts, axis))
 }
@@ -821,7 +823,8 @@ fn lower_argmax(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
     let rank = lw.g.shape(x).rank();
     if rank == 0 {
         return Err(
-            Diagnostic::new("bad-axis", b.req(0).span, "argmax of a scalar").with_label("scalar"),
+            Diagnostic::new(Code::BadAxis, b.req(0).span, "argmax of a scalar")
+                .with_label("scalar"),
         );
     }
     let axis = match b.get(1) {
@@ -839,7 +842,7 @@ fn lower_cast(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
         "int32" | "int" => DType::I32,
         other => {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::UnknownChoice,
                 de.span,
                 format!("unknown dtype `{other}`"),
             )
@@ -866,7 +869,7 @@ fn class_ids(lw: &mut Lowerer, e: &Expr, what: &str) -> R<NodeId> {
         }
     }
     Err(Diagnostic::new(
-        "label-kind",
+        Code::LabelKind,
         e.span,
         format!("{what} needs int32 class ids as labels, but this is float32"),
     )
@@ -883,7 +886,7 @@ fn lower_embedding_lookup(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let ps = lw.g.shape(params).clone();
     if ps.rank() == 0 || ps.has_batch() {
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             ep.span,
             format!(
                 "`{}` needs a table with a fixed shape [rows, ..], got {ps}",
@@ -908,7 +911,7 @@ fn lower_embedding_lookup(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     };
     if lw.g.dtype(ids) != DType::I32 {
         return Err(Diagnostic::new(
-            "label-kind",
+            Code::LabelKind,
             ei.span,
             format!("`{}` needs int32 ids, but this is float32", c.func.name),
         )
@@ -933,10 +936,12 @@ fn lower_one_hot(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
     let ids = class_ids(lw, b.req(0), "one_hot")?;
     let depth = args::eval_count(b.req(1), "depth")?;
     if depth == 0 || depth > u32::MAX as u64 {
-        return Err(
-            Diagnostic::new("bad-argument", b.req(1).span, "depth must be positive")
-                .with_label("bad depth"),
-        );
+        return Err(Diagnostic::new(
+            Code::ArgumentOutOfRange,
+            b.req(1).span,
+            "depth must be positive",
+        )
+        .with_label("bad depth"));
     }
     Ok(lw.g.one_hot(ids, depth as u32))
 }
@@ -945,7 +950,7 @@ fn same_shape(lw: &Lowerer, le: &Expr, l: NodeId, xe: &Expr, x: NodeId, c: &Call
     let (ls, xs) = (lw.g.shape(l), lw.g.shape(x));
     if ls != xs {
         return Err(Diagnostic::new(
-            "shape-mismatch",
+            Code::ShapeMismatch,
             c.span,
             format!(
                 "`{}` needs labels and {} of the same shape, got {ls} and {xs}",
@@ -972,7 +977,7 @@ fn float_labels(lw: &mut Lowerer, e: &Expr, what: &str) -> R<NodeId> {
     let v = lw.lower(e)?;
     if lw.g.dtype(v) != DType::F32 {
         return Err(Diagnostic::new(
-            "label-kind",
+            Code::LabelKind,
             e.span,
             format!("{what} needs float labels, but this is int32"),
         )
@@ -1014,7 +1019,7 @@ fn lower_softmax_ce(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let rank = lw.g.shape(logits).rank();
     if rank == 0 {
         return Err(
-            Diagnostic::new("bad-axis", xe.span, "logits must have a class axis")
+            Diagnostic::new(Code::BadAxis, xe.span, "logits must have a class axis")
                 .with_label("scalar"),
         );
     }
@@ -1033,7 +1038,7 @@ fn lower_sparse_ce(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let classes = xs.0.last().and_then(|d| d.fixed());
     if !ok || classes.is_none() {
         return Err(Diagnostic::new(
-            "shape-mismatch",
+            Code::ShapeMismatch,
             c.span,
             format!("sparse_softmax_cross_entropy needs labels [N] and logits [N, classes], got {ls} and {xs}"),
         )

@@ -19,7 +19,7 @@
 //! input pipeline and as metrics.
 
 use specc_grammar::ast::{Call, Expr};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, Bound};
 use super::convolution::{self, Padding};
@@ -31,8 +31,9 @@ use crate::ir::{BinaryOp, DType, Dim, NodeId, Shape, UnaryOp};
 fn images(lw: &mut Lowerer, e: &Expr, what: &str) -> R<(NodeId, [u32; 3], bool)> {
     let x = lw.float(e)?;
     let s = lw.g.shape(x).clone();
-    let bad =
-        |msg: String| Diagnostic::new("bad-shape", e.span, msg).with_label(format!("this is {s}"));
+    let bad = |msg: String| {
+        Diagnostic::new(Code::BadShape, e.span, msg).with_label(format!("this is {s}"))
+    };
     let (n, rest) = match s.rank() {
         3 => (Dim::Fixed(1), &s.0[..]),
         4 => (s.0[0], &s.0[1..]),
@@ -121,7 +122,7 @@ fn image_gradients(lw: &mut Lowerer, b: &Bound, axis: usize) -> R<NodeId> {
     if lw.g.shape(x).rank() != 4 {
         let s = lw.g.shape(x).clone();
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             e.span,
             format!("image_gradients needs images [N, H, W, C], but this is {s}"),
         )
@@ -161,7 +162,7 @@ pub fn sobel_edges(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let (x, [h, w, c], single) = images(lw, e, "sobel_edges")?;
     if single || h < 2 || w < 2 {
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             e.span,
             "sobel_edges needs images [N, H, W, C] at least 2×2",
         )
@@ -210,7 +211,7 @@ fn positive(b: &Bound, i: usize, default: f64, what: &str) -> R<f64> {
     if !(v.is_finite() && v > 0.0) {
         let span = b.get(i).map_or(b.call_span, |e| e.span);
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             span,
             format!("{what} must be a positive number, got {v}"),
         )
@@ -226,7 +227,7 @@ fn pair(lw: &mut Lowerer, b: &Bound, what: &str) -> R<(NodeId, NodeId, [u32; 3],
     let (sx, sy) = (lw.g.shape(x).clone(), lw.g.shape(y).clone());
     if sx != sy {
         return Err(Diagnostic::new(
-            "shape-mismatch",
+            Code::ShapeMismatch,
             b.req(1).span,
             format!("{what} compares images of one shape, but these are {sx} and {sy}"),
         )
@@ -263,7 +264,7 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let at = b.get(3).unwrap_or(b.req(0));
     if size.fract() != 0.0 || size < 1.0 || size > f64::from(h.min(w)) {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             at.span,
             format!("filter_size must be a whole number from 1 to the images' {h}×{w}, got {size}"),
         )

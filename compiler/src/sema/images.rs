@@ -18,7 +18,7 @@
 //! every image source the input's pipeline); `cache` is refused on images.
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::data::images::{
     ImageOp, ImagePipeline, ImageSource, ResizeMethod, TRANSFORM_NAMES,
 };
@@ -44,7 +44,7 @@ fn non_empty_string<'e>(e: &'e Expr, what: &str) -> R<&'e str> {
     let s = args::eval_string(e)?;
     if s.is_empty() {
         return Err(
-            Diagnostic::new("bad-argument", e.span, format!("empty {what}"))
+            Diagnostic::new(Code::EmptyArgument, e.span, format!("empty {what}"))
                 .with_label("expected a non-empty string"),
         );
     }
@@ -95,7 +95,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
             let t = args::eval_count(e, "threads")?;
             if t == 0 || t > 64 {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentOutOfRange,
                     e.span,
                     format!("threads must be in [1, 64], got {t}"),
                 )
@@ -108,7 +108,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
         None => OnBadRecord::Error,
         Some(e) => OnBadRecord::from_name(args::eval_string(e)?).ok_or_else(|| {
             Diagnostic::new(
-                "bad-argument",
+                Code::UnknownChoice,
                 e.span,
                 "on_bad_record must be \"error\" or \"skip\"",
             )
@@ -136,7 +136,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
                 None => Compression::None,
                 Some(e) => Compression::from_tf_name(args::eval_string(e)?).ok_or_else(|| {
                     Diagnostic::new(
-                        "bad-argument",
+                        Code::UnknownChoice,
                         e.span,
                         "compression must be \"GZIP\", \"ZLIB\" or \"\"",
                     )
@@ -157,7 +157,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
     let stream = b.get(streaming).map(args::eval_bool).transpose()?;
     if let Some(e) = b.get(streaming + 4) {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::UnsupportedArgument,
             e.span,
             "`cache` is not available for an image source",
         )
@@ -171,7 +171,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
                 let v = args::eval_count(e, what)?;
                 if v == 0 || v > u32::MAX as u64 {
                     return Err(Diagnostic::new(
-                        "bad-argument",
+                        Code::ArgumentOutOfRange,
                         e.span,
                         format!("{what} must be a positive integer, got {v}"),
                     )
@@ -190,7 +190,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
         let e = b.get(streaming).expect("given");
         if pattern || eval {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::UnsupportedArgument,
                 e.span,
                 if eval {
                     "an image `eval_data` always streams"
@@ -202,7 +202,7 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
         }
         if let Some(o) = stream_only {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::ConflictingArguments,
                 o.span,
                 "this option is the input pipeline's, and the source does not stream",
             )
@@ -289,7 +289,7 @@ fn pipeline_of(d: &mut DataSource) -> Option<&mut ImagePipeline> {
 fn transform(e: &Expr) -> R<(ImageOp, Span)> {
     let ExprKind::Call(call) = &e.kind else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             e.span,
             format!(
                 "expected an image transform like resize([16, 16]), found {}",
@@ -303,7 +303,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
         let v = args::eval_int_list(e)?;
         if v.len() != n || v.iter().any(|&d| d <= 0 || d > 1 << 20) {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::MalformedArgument,
                 e.span,
                 format!("`size` must be {n} positive integers, got {v:?}"),
             )
@@ -320,7 +320,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
                     let c = args::eval_count(e, "channels")?;
                     if ![0, 1, 3, 4].contains(&c) {
                         return Err(Diagnostic::new(
-                            "bad-argument",
+                            Code::UnknownChoice,
                             e.span,
                             format!("`channels` must be 0, 1, 3 or 4, got {c}"),
                         )
@@ -332,7 +332,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
             if let Some(e) = b.get(1) {
                 if args::eval_bool(e)? {
                     return Err(Diagnostic::new(
-                        "bad-argument",
+                        Code::UnsupportedArgument,
                         e.span,
                         "an image input is one image per example: `expand_animations` must be false",
                     )
@@ -358,7 +358,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
                     let m = args::eval_string(e)?;
                     ResizeMethod::from_name(m).ok_or_else(|| {
                         Diagnostic::new(
-                            "bad-argument",
+                            Code::UnknownChoice,
                             e.span,
                             format!("unknown resize method \"{m}\""),
                         )
@@ -375,7 +375,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
             if let Some(e) = b.get(3) {
                 if args::eval_bool(e)? {
                     return Err(Diagnostic::new(
-                        "bad-argument",
+                        Code::UnsupportedArgument,
                         e.span,
                         "`preserve_aspect_ratio = true` gives each image its own size; an input needs one static shape",
                     )
@@ -444,7 +444,7 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
         }
         other => {
             let mut d = Diagnostic::new(
-                "unknown-function",
+                Code::UnknownFunction,
                 call.func.span,
                 format!("unknown image transform `{other}`"),
             )
@@ -464,16 +464,18 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
 pub(crate) fn image_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
     st.image_input_attempted = true;
     if let Some((_, prev)) = &st.image_input {
-        return Err(
-            Diagnostic::new("duplicate-item", b.name.span, "a spec has one image input")
-                .with_label("second image input")
-                .with_secondary(*prev, "first one here"),
-        );
+        return Err(Diagnostic::new(
+            Code::DuplicateItem,
+            b.name.span,
+            "a spec has one image input",
+        )
+        .with_label("second image input")
+        .with_secondary(*prev, "first one here"));
     }
     let (exprs, _) = args::bind_variadic("image", call, "TRANSFORMS", &[])?;
     if exprs.is_empty() {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::EmptyArgument,
             call.span,
             "an image input needs its transforms, starting with decode_image(channels = C)",
         )
@@ -488,7 +490,7 @@ pub(crate) fn image_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
     }
     let pipeline = ImagePipeline { ops };
     let [h, w, c] = pipeline.output_shape().map_err(|(i, m)| {
-        Diagnostic::new("image-shape", spans[i.min(spans.len() - 1)], m).with_label("here")
+        Diagnostic::new(Code::ImageShape, spans[i.min(spans.len() - 1)], m).with_label("here")
     })?;
     let dims = |n: usize| Dim::Fixed(n as u32);
     super::inputs::add_image_input(
@@ -520,7 +522,7 @@ pub(crate) fn check(st: &mut State) {
             Some(p) => *p = pipeline.clone(),
             None => st.errors.push(
                 Diagnostic::new(
-                    "image-eval-data",
+                    Code::ImageEvalData,
                     eval_span,
                     "the evaluation data of an image model must be an image source",
                 )
@@ -537,7 +539,7 @@ pub(crate) fn check(st: &mut State) {
         let span = st.eval_data.as_ref().map(|(_, s)| *s).expect("checked");
         st.errors.push(
             Diagnostic::new(
-                "missing-image-input",
+                Code::MissingImageInput,
                 span,
                 "an image source needs an image input",
             )
@@ -561,7 +563,7 @@ pub(crate) fn check(st: &mut State) {
             let span = *span;
             st.errors.push(
                 Diagnostic::new(
-                    "missing-image-input",
+                    Code::MissingImageInput,
                     span,
                     "an image source needs an image input",
                 )
@@ -575,7 +577,7 @@ pub(crate) fn check(st: &mut State) {
             let data_span = *data_span;
             st.errors.push(
                 Diagnostic::new(
-                    "image-input-source",
+                    Code::ImageInputSource,
                     span,
                     "an image input needs an image source",
                 )

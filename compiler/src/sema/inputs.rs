@@ -16,7 +16,7 @@
 //! (`num_buckets`), so the runtime can check every id it loads.
 
 use specc_grammar::ast::{Binding, Call, Expr, ExprKind, LabelDecl, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::data::{InputKind, InputSpec, NormExpr, NormFunc, Normalizer};
 
 use super::args::{self, opt, req};
@@ -41,7 +41,7 @@ fn columns<'e>(list: impl IntoIterator<Item = &'e Expr>) -> R<Vec<String>> {
                 let (pa, na) = split(&a.name);
                 let (pb, nb) = split(&b.name);
                 let bad = |msg: String| {
-                    Diagnostic::new("bad-column-range", e.span, msg)
+                    Diagnostic::new(Code::BadColumnRange, e.span, msg)
                         .with_label("bad range")
                         .with_help("a range is written like px0..px63: the same prefix, then first and last numbers")
                 };
@@ -73,7 +73,7 @@ fn columns<'e>(list: impl IntoIterator<Item = &'e Expr>) -> R<Vec<String>> {
             }
             _ => {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentType,
                     e.span,
                     format!(
                         "expected a column name or range, found {}",
@@ -96,7 +96,7 @@ pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
         "float" | "float32" => InputKind::Float,
         other => {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::UnknownChoice,
                 d.dtype.span,
                 format!("unknown label type `{other}`"),
             )
@@ -111,7 +111,7 @@ pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
             let shape = if matches!(kind, InputKind::ClassId { .. }) {
                 if k != 1 {
                     return Err(Diagnostic::new(
-                        "label-kind",
+                        Code::LabelKind,
                         d.span,
                         format!(
                             "an int label holds one class id per row, but {k} columns are given"
@@ -154,7 +154,7 @@ pub(crate) fn label(st: &mut State, d: &LabelDecl) -> R<()> {
 fn vocabulary_label(st: &mut State, d: &LabelDecl) -> R<()> {
     let Some(list) = &d.vocabulary else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::MissingArgument,
             d.dtype.span,
             "a vocabulary label lists its values",
         )
@@ -163,7 +163,7 @@ fn vocabulary_label(st: &mut State, d: &LabelDecl) -> R<()> {
     };
     if d.dtype.name != "vocabulary" {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ConflictingArguments,
             list.span,
             format!(
                 "a list of values follows `vocabulary`, not `{}`",
@@ -175,13 +175,13 @@ fn vocabulary_label(st: &mut State, d: &LabelDecl) -> R<()> {
     }
     let ExprKind::List(items) = &list.kind else {
         return Err(
-            Diagnostic::new("bad-argument", list.span, "expected a list of strings")
+            Diagnostic::new(Code::ArgumentType, list.span, "expected a list of strings")
                 .with_label("not a list"),
         );
     };
     if items.len() < 2 {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::EmptyArgument,
             list.span,
             format!(
                 "a label vocabulary needs at least 2 values, got {}",
@@ -196,7 +196,7 @@ fn vocabulary_label(st: &mut State, d: &LabelDecl) -> R<()> {
         let v = args::eval_string(it)?;
         if let Some(k) = vocabulary.iter().position(|x| x == v.as_bytes()) {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::DuplicateValue,
                 it.span,
                 format!("the label vocabulary has \"{v}\" twice"),
             )
@@ -212,7 +212,7 @@ fn vocabulary_label(st: &mut State, d: &LabelDecl) -> R<()> {
             let cols = columns(list)?;
             if cols.len() != 1 {
                 return Err(Diagnostic::new(
-                    "label-kind",
+                    Code::LabelKind,
                     d.span,
                     format!(
                         "a vocabulary label is one column, but {} are given",
@@ -300,7 +300,7 @@ pub(crate) fn add_image_input(
 pub(crate) fn feature(st: &mut State, b: &Binding) -> R<()> {
     let ExprKind::Call(call) = &b.value.kind else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             b.value.span,
             format!(
                 "expected a feature column like numeric(...), found {}",
@@ -314,7 +314,7 @@ pub(crate) fn feature(st: &mut State, b: &Binding) -> R<()> {
     }
     if call.func.name != "numeric" {
         return Err(Diagnostic::new(
-            "unknown-function",
+            Code::UnknownFunction,
             call.func.span,
             format!("unknown feature column `{}`", call.func.name),
         )
@@ -356,7 +356,7 @@ fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
         args::bind_variadic("integer", call, "COLUMNS", &[opt("num_buckets")])?;
     let Some(e) = bound.get(0) else {
         return Err(Diagnostic::new(
-            "missing-argument",
+            Code::MissingArgument,
             call.span,
             "`integer` needs `num_buckets`: ids are checked to be in [0, num_buckets)",
         )
@@ -365,7 +365,7 @@ fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
     let buckets = args::eval_count(e, "num_buckets")?;
     if buckets == 0 || buckets > i32::MAX as u64 {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             e.span,
             format!("num_buckets must be in [1, 2^31), got {buckets}"),
         )
@@ -402,7 +402,7 @@ fn integer_feature(st: &mut State, b: &Binding, call: &Call) -> R<()> {
 fn feature_columns(call: &Call, exprs: &[&Expr], what: &str) -> R<Vec<String>> {
     if exprs.is_empty() {
         return Err(Diagnostic::new(
-            "missing-argument",
+            Code::MissingArgument,
             call.span,
             format!("`{what}` needs at least one column"),
         )
@@ -428,7 +428,7 @@ pub(crate) fn norm_expr(e: &Expr) -> R<NormExpr> {
         ExprKind::Ident(n) if n == "x" => NormExpr::X,
         ExprKind::Ident(n) => {
             return Err(Diagnostic::new(
-                "unknown-name",
+                Code::UnknownName,
                 e.span,
                 format!("unknown name `{n}` in a normalizer"),
             )
@@ -439,7 +439,7 @@ pub(crate) fn norm_expr(e: &Expr) -> R<NormExpr> {
         ExprKind::Binary(first, rest) => {
             // The runtime evaluates normalizers recursively: bound their depth.
             if rest.len() >= specc_grammar::MAX_EXPR_DEPTH {
-                return Err(Diagnostic::new("bad-argument", e.span, "this normalizer is too long")
+                return Err(Diagnostic::new(Code::UnsupportedArgument, e.span, "this normalizer is too long")
                     .with_label(format!("more than {} operations", specc_grammar::MAX_EXPR_DEPTH)));
             }
             let mut acc = b(first)?;
@@ -452,7 +452,7 @@ pub(crate) fn norm_expr(e: &Expr) -> R<NormExpr> {
                     BinOp::Div => NormExpr::Div(acc, r),
                     op => {
                         return Err(Diagnostic::new(
-                            "bad-argument",
+                            Code::UnsupportedArgument,
                             e.span,
                             format!("`{}` is not allowed in a normalizer", op.symbol()),
                         )
@@ -472,7 +472,7 @@ pub(crate) fn norm_expr(e: &Expr) -> R<NormExpr> {
                 "square" => NormFunc::Square,
                 other => {
                     return Err(Diagnostic::new(
-                        "unknown-function",
+                        Code::UnknownFunction,
                         c.func.span,
                         format!("`{other}` cannot be used in a normalizer"),
                     )
@@ -485,7 +485,7 @@ pub(crate) fn norm_expr(e: &Expr) -> R<NormExpr> {
         }
         _ => {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::ArgumentType,
                 e.span,
                 format!("expected an expression in `x`, found {}", args::describe(e)),
             )

@@ -22,7 +22,7 @@
 //! `trainable = false` and updated once (checked in `sema::mod`).
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, Bound};
 use super::expr::{Lowerer, R};
@@ -36,7 +36,7 @@ pub fn dropout(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let rate = args::eval_number(b.req(1))?;
     if !(0.0..1.0).contains(&rate) {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             b.req(1).span,
             format!("rate must be in [0, 1), got {rate}"),
         )
@@ -68,7 +68,7 @@ pub fn dropout(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
 fn noise_shape(e: &Expr, x: &Shape) -> R<Shape> {
     let ExprKind::List(items) = &e.kind else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             e.span,
             "noise_shape is a list of sizes like [B, 1, 1, 64]",
         )
@@ -81,7 +81,7 @@ fn noise_shape(e: &Expr, x: &Shape) -> R<Shape> {
             _ => match args::eval_int(it)? {
                 v if v >= 1 && v <= i64::from(u32::MAX) => Ok(Dim::Fixed(v as u32)),
                 v => Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentOutOfRange,
                     it.span,
                     format!("a size must be positive, got {v}"),
                 )
@@ -97,7 +97,7 @@ fn noise_shape(e: &Expr, x: &Shape) -> R<Shape> {
             .all(|(a, b)| a == b || *a == Dim::Fixed(1));
     if !ok {
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             e.span,
             format!("noise_shape {s} does not broadcast to the input's {x}"),
         )
@@ -113,7 +113,7 @@ fn variable(lw: &mut Lowerer, e: &Expr, what: &str) -> R<(NodeId, u32)> {
     match lw.g.op(n) {
         Op::Var(v) => Ok((n, *v)),
         _ => Err(Diagnostic::new(
-            "not-a-variable",
+            Code::NotAVariable,
             e.span,
             format!("the {what} must be a parameter (declared `trainable = false`), which the step updates"),
         )
@@ -132,7 +132,7 @@ pub fn batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     };
     if !(0.0..=1.0).contains(&momentum) {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             b.req(5).span,
             format!("momentum must be in [0, 1], got {momentum}"),
         )

@@ -8,7 +8,7 @@
 //! runtime reduces the outputs over batches (weighted means, bucketed AUC).
 
 use specc_grammar::ast::{Call, Expr, ExprKind, MetricDecl};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, opt, req};
 use super::expr::R;
@@ -35,7 +35,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
         ExprKind::Call(c) => c,
         _ => {
             return Err(Diagnostic::new(
-                "bad-metric",
+                Code::BadMetric,
                 m.value.span,
                 format!(
                     "expected a metric like accuracy(labels, predictions), found {}",
@@ -60,7 +60,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
     let name_span = m.name.as_ref().map(|n| n.span).unwrap_or(call.func.span);
     if st.metrics.iter().any(|x| x.name == name) {
         return Err(Diagnostic::new(
-            "duplicate-name",
+            Code::DuplicateName,
             name_span,
             format!("two metrics are called `{name}`"),
         )
@@ -71,7 +71,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
         let s = st.graph.shape(n);
         if s.0.first() != Some(&Dim::Batch) {
             return Err(Diagnostic::new(
-                "bad-metric",
+                Code::BadMetric,
                 e.span,
                 format!("a metric needs a per-example tensor (first dimension B), but this is {s}"),
             )
@@ -83,7 +83,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
         let (sa, sb) = (st.graph.shape(a), st.graph.shape(b));
         if sa != sb {
             return Err(Diagnostic::new(
-                "shape-mismatch",
+                Code::ShapeMismatch,
                 call.span,
                 format!(
                     "`{fname}` needs labels and predictions of the same shape, got {sa} and {sb}"
@@ -132,7 +132,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                         let t = args::eval_count(e, "num_thresholds")?;
                         if !(2..=100_000).contains(&t) {
                             return Err(Diagnostic::new(
-                                "bad-metric",
+                                Code::BadMetric,
                                 e.span,
                                 format!("num_thresholds must be between 2 and 100000, got {t}"),
                             )
@@ -165,7 +165,7 @@ pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
                 (MetricKind::Mean, per)
             }
             other => return Err(Diagnostic::new(
-                "bad-metric",
+                Code::BadMetric,
                 call.func.span,
                 format!("unknown metric `{other}`"),
             )

@@ -43,7 +43,7 @@ pub mod statements;
 use std::collections::HashMap;
 
 use specc_grammar::ast::{Ident, InitFromCheckpoint, Item, Span, SpecFile};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::config::{
     CheckpointConfig, EvaluateConfig, LoggingConfig, SummaryConfig, WarmStart,
 };
@@ -52,7 +52,7 @@ use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
 use crate::model::{
     DataSource, Functions, InputInfo, Metric, Model, OptimizerSpec, TrainSettings, VarInfo,
 };
-use expr::{ClassUse, Env, Lowerer, POISONED};
+use expr::{ClassUse, Env, Lowerer};
 use specc_runtime::metrics::MetricOutput;
 
 /// Checking state, filled item by item.
@@ -290,14 +290,18 @@ impl State {
 }
 
 fn duplicate_item(what: &str, span: Span, prev: Span) -> Diagnostic {
-    Diagnostic::new("duplicate-item", span, format!("a spec has one `{what}`"))
-        .with_label(format!("second `{what}`"))
-        .with_secondary(prev, "first one here")
+    Diagnostic::new(
+        Code::DuplicateItem,
+        span,
+        format!("a spec has one `{what}`"),
+    )
+    .with_label(format!("second `{what}`"))
+    .with_secondary(prev, "first one here")
 }
 
 fn missing_item(what: &str, example: &str) -> Diagnostic {
     Diagnostic::new(
-        "missing-item",
+        Code::MissingItem,
         Span::default(),
         format!("the spec has no `{what}`"),
     )
@@ -339,7 +343,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     }
     if !st.loss_defined {
         st.errors.push(
-            Diagnostic::new("missing-loss", Span::default(), "the spec defines no `loss`")
+            Diagnostic::new(Code::MissingLoss, Span::default(), "the spec defines no `loss`")
                 .with_label("training needs a loss")
                 .with_help("add a scalar binding, e.g. loss = mean(sparse_softmax_cross_entropy(label, logits))"),
         );
@@ -348,7 +352,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         let s = st.graph.shape(loss).clone();
         if !s.is_scalar() || st.graph.dtype(loss) != DType::F32 {
             let mut d = Diagnostic::new(
-                "loss-not-scalar",
+                Code::LossNotScalar,
                 span,
                 format!(
                     "the loss must be a float32 scalar, but it is {}{s}",
@@ -378,7 +382,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
                 let name = st.graph.inputs[u.input as usize].name.clone();
                 st.errors.push(
                     Diagnostic::new(
-                        "label-kind",
+                        Code::LabelKind,
                         u.span,
                         format!(
                             "`{name}` is used with {} classes here but {c} elsewhere",
@@ -411,7 +415,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             match num_classes {
                 Some(n) if *n > u.classes => st.errors.push(
                     Diagnostic::new(
-                        "bad-shape",
+                        Code::BadShape,
                         u.span,
                         format!(
                             "`{name}` has ids up to {} but the table has {} rows",
@@ -431,11 +435,11 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     }
     check_run_names(&mut st);
     check_state_updates(&mut st);
-    if st.errors.iter().all(|d| d.code == POISONED) {
+    if st.errors.iter().all(|d| d.code == Code::Poisoned) {
         let batch = st.train.as_ref().map_or(1, |(t, _)| t.batch);
         st.errors.extend(sizes::check(&st.graph, &st.vars, batch));
     }
-    st.errors.retain(|d| d.code != POISONED);
+    st.errors.retain(|d| d.code != Code::Poisoned);
     if !st.errors.is_empty() {
         st.errors.sort_by_key(|d| (d.span.start, d.span.end));
         return Err(st.errors);
@@ -558,7 +562,7 @@ fn check_run_names(st: &mut State) {
             candidates.extend(fixed);
             candidates.sort_unstable();
             let mut d = Diagnostic::new(
-                "unknown-name",
+                Code::UnknownName,
                 *span,
                 format!("unknown tensor `{name}` in `logging`"),
             )
@@ -606,7 +610,7 @@ fn check_state_updates(st: &mut State) {
         if info.kind != (crate::model::VarKind::Param { trainable: false }) {
             st.errors.push(
                 Diagnostic::new(
-                    "trainable-statistic",
+                    Code::TrainableStatistic,
                     u.span,
                     format!("`{name}` is updated by the step, so it must not also be trained"),
                 )
@@ -617,7 +621,7 @@ fn check_state_updates(st: &mut State) {
         if let Some(&(_, first)) = seen.iter().find(|s| s.0 == u.var) {
             st.errors.push(
                 Diagnostic::new(
-                    "updated-twice",
+                    Code::UpdatedTwice,
                     u.span,
                     format!("`{name}` is updated by two layers"),
                 )

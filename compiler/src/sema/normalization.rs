@@ -20,7 +20,7 @@
 //! a node is built.
 
 use specc_grammar::ast::{Call, Expr};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, Bound};
 use super::expr::{Lowerer, R};
@@ -48,7 +48,7 @@ fn at_least(b: &Bound, i: usize, default: f64, min: f64, what: &str) -> R<f32> {
     if !v.is_finite() || v < min {
         let e = b.req(i);
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             e.span,
             format!("{what} must be a finite number of at least {min}, got {v}"),
         )
@@ -100,7 +100,7 @@ fn moments(lw: &mut Lowerer, b: &Bound, which: usize) -> R<NodeId> {
     let axes = lw.axes(Some(b.req(1)), s.rank())?;
     if axes.is_empty() {
         return Err(Diagnostic::new(
-            "bad-axis",
+            Code::BadAxis,
             b.req(1).span,
             "moments needs at least one axis to reduce",
         )
@@ -133,7 +133,7 @@ fn check_to(lw: &Lowerer, x: NodeId, y: NodeId, ey: &Expr, what: &str) -> R<()> 
         return Ok(());
     }
     Err(Diagnostic::new(
-        "broadcast-shape",
+        Code::BroadcastShape,
         ey.span,
         format!("the {what} {sy} does not broadcast to the input's shape {sx}"),
     )
@@ -186,7 +186,7 @@ pub(super) fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usi
     let s = lw.g.shape(x).clone();
     if !(4..=5).contains(&s.rank()) {
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             b.req(0).span,
             format!("fused_batch_norm needs an input of rank 4 or 5 (NHWC), but this is {s}"),
         )
@@ -196,7 +196,7 @@ pub(super) fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usi
         Dim::Fixed(n) => n,
         Dim::Batch => {
             return Err(Diagnostic::new(
-                "bad-shape",
+                Code::BadShape,
                 b.req(0).span,
                 "fused_batch_norm needs a fixed number of channels (the last axis)",
             )
@@ -212,7 +212,7 @@ pub(super) fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usi
         let ts = lw.g.shape(t);
         if ts != &vector {
             return Err(Diagnostic::new(
-                "bad-shape",
+                Code::BadShape,
                 e.span,
                 format!("the {what} must be {vector}, one value per channel, but this is {ts}"),
             )
@@ -230,7 +230,7 @@ pub(super) fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usi
     let factor = number(b, 7, 1.0)?;
     if !(0.0..=1.0).contains(&factor) {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             b.req(7).span,
             format!("exponential_avg_factor must be in [0, 1], got {factor}"),
         )
@@ -241,7 +241,7 @@ pub(super) fn fused_batch_norm(lw: &mut Lowerer, b: &Bound, c: &Call, which: usi
         (Some(m), Some(v)) => (Some(m), Some(v)),
         _ if needs_stats => {
             return Err(Diagnostic::new(
-                "missing-argument",
+                Code::MissingArgument,
                 c.span,
                 if training {
                     "fused_batch_norm with exponential_avg_factor != 1 needs `mean` and `variance` (the running statistics)"
@@ -321,7 +321,7 @@ pub fn local_response_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<
     let s = lw.g.shape(x).clone();
     if s.rank() != 4 {
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             b.req(0).span,
             format!("local_response_normalization needs a 4-D input (NHWC), but this is {s}"),
         )
@@ -329,7 +329,7 @@ pub fn local_response_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<
     }
     let Dim::Fixed(channels) = s.0[3] else {
         return Err(Diagnostic::new(
-            "bad-shape",
+            Code::BadShape,
             b.req(0).span,
             "local_response_normalization needs a fixed number of channels (the last axis)",
         )
@@ -340,7 +340,7 @@ pub fn local_response_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<
             let r = args::eval_int(e)?;
             if !(0..=1 << 16).contains(&r) {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentOutOfRange,
                     e.span,
                     format!("depth_radius must be between 0 and 65536, got {r}"),
                 )
@@ -356,7 +356,7 @@ pub fn local_response_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<
     for (i, v) in [(2, bias), (3, alpha), (4, beta)] {
         if !v.is_finite() {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::ArgumentOutOfRange,
                 b.req(i).span,
                 format!("the argument must be a finite float32, got {v}"),
             )
@@ -416,7 +416,7 @@ pub fn layer_normalization(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     };
     if axes.is_empty() || s.rank() == 0 {
         return Err(Diagnostic::new(
-            "bad-axis",
+            Code::BadAxis,
             b.get(4).map_or(b.call_span, |e| e.span),
             "layer_normalization needs an axis to normalize over",
         )

@@ -12,7 +12,7 @@
 //! arguments get their node ids in that order).
 
 use specc_grammar::ast::{Call, Expr};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, opt, req};
 use super::expr::R;
@@ -25,7 +25,7 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
     let name = call.func.name.as_str();
     let Some(def) = table::by_name(name) else {
         let mut d = Diagnostic::new(
-            "unknown-optimizer",
+            Code::UnknownOptimizer,
             call.func.span,
             format!("unknown optimizer `{name}`"),
         )
@@ -70,7 +70,7 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
                     let span = bound.get(i).map_or(call.span, |e| e.span);
                     let what = check.words();
                     return Err(Diagnostic::new(
-                        "bad-argument",
+                        Code::ArgumentOutOfRange,
                         span,
                         format!("{} must be {what}, got {v}", a.name),
                     )
@@ -93,10 +93,12 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
 fn finite(e: &Expr, name: &str) -> R<f32> {
     let v = args::eval_number(e)?;
     if !v.is_finite() {
-        return Err(
-            Diagnostic::new("bad-argument", e.span, format!("{name} must be finite"))
-                .with_label("not finite"),
-        );
+        return Err(Diagnostic::new(
+            Code::ArgumentOutOfRange,
+            e.span,
+            format!("{name} must be finite"),
+        )
+        .with_label("not finite"));
     }
     Ok(v as f32)
 }
@@ -108,7 +110,7 @@ fn hyper(st: &mut State, e: &Expr, name: &str, positive: bool) -> R<NodeId> {
     let v = st.lowerer().float(e)?;
     if !st.graph.shape(v).is_scalar() {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::BadShape,
             e.span,
             format!("{name} must be a scalar, but this is {}", st.graph.shape(v)),
         )
@@ -117,7 +119,7 @@ fn hyper(st: &mut State, e: &Expr, name: &str, positive: bool) -> R<NodeId> {
     if let Ok(c) = args::eval_number(e) {
         if !c.is_finite() || (positive && c <= 0.0) {
             return Err(Diagnostic::new(
-                "bad-argument",
+                Code::ArgumentOutOfRange,
                 e.span,
                 format!(
                     "{name} must be {}, got {c}",

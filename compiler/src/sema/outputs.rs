@@ -8,7 +8,7 @@
 //! `predict` needs only the features (its data may have no label column).
 
 use specc_grammar::ast::{Binding, Block};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::expr::R;
 use super::State;
@@ -34,7 +34,7 @@ fn output(st: &mut State, b: &Binding) -> R<Output> {
     let name = &b.name.name;
     if let Some(prev) = st.output_spans.iter().find(|(n, _)| n == name) {
         return Err(Diagnostic::new(
-            "duplicate-name",
+            Code::DuplicateName,
             b.name.span,
             format!("two outputs are called `{name}`"),
         )
@@ -46,7 +46,7 @@ fn output(st: &mut State, b: &Binding) -> R<Output> {
     let shape = st.graph.shape(node);
     if shape.0.first() != Some(&Dim::Batch) {
         return Err(Diagnostic::new(
-            "bad-output",
+            Code::BadOutput,
             b.value.span,
             format!("an output is per example (first dimension B), but this is {shape}"),
         )
@@ -61,7 +61,7 @@ fn output(st: &mut State, b: &Binding) -> R<Output> {
         .find(|(i, read)| *read && i.role == InputRole::Label);
     if let Some((info, _)) = label {
         return Err(Diagnostic::new(
-            "output-reads-label",
+            Code::OutputReadsLabel,
             b.value.span,
             format!(
                 "output `{name}` reads the label `{}`, which prediction does not have",

@@ -10,7 +10,7 @@
 //! one number or exactly the parameter's shape.
 
 use specc_grammar::ast::{Arg, Expr, ExprKind, ParamDecl, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::init::Initializer;
 use specc_runtime::prng::fnv1a64;
 
@@ -36,7 +36,7 @@ pub(crate) fn param(st: &mut State, p: &ParamDecl) -> R<()> {
     for d in &p.shape {
         if matches!(&d.kind, ExprKind::Ident(n) if n == "B") {
             return Err(Diagnostic::new(
-                "bad-shape",
+                Code::BadShape,
                 d.span,
                 "parameters have fixed shapes; the batch dimension B is not allowed",
             )
@@ -45,7 +45,7 @@ pub(crate) fn param(st: &mut State, p: &ParamDecl) -> R<()> {
         let v = args::eval_int(d)?;
         if v <= 0 || v > u32::MAX as i64 {
             return Err(Diagnostic::new(
-                "bad-shape",
+                Code::BadShape,
                 d.span,
                 format!("dimension {v} must be a positive integer"),
             )
@@ -79,7 +79,7 @@ pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer>
         ExprKind::Call(c) => (&c.func.name, c.func.span, &c.args),
         ExprKind::Number { .. } | ExprKind::List(_) | ExprKind::Unary(_) => {
             return Err(Diagnostic::new(
-                "bad-initializer",
+                Code::BadInitializer,
                 e.span,
                 "a parameter's initializer is a function like zeros or glorot_uniform(seed = 1)",
             )
@@ -88,7 +88,7 @@ pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer>
         }
         _ => {
             return Err(Diagnostic::new(
-                "bad-initializer",
+                Code::BadInitializer,
                 e.span,
                 format!("expected an initializer, found {}", args::describe(e)),
             )
@@ -120,7 +120,7 @@ pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer>
             let (vdims, values) = constant_values(ve)?;
             if !vdims.is_empty() && vdims != dims {
                 return Err(Diagnostic::new(
-                    "bad-initializer",
+                    Code::BadInitializer,
                     ve.span,
                     format!(
                         "the constant has shape {} but `{param}` is {}",
@@ -141,7 +141,7 @@ pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer>
             let hi = num(b.get(1), 0.05)?;
             if lo >= hi {
                 return Err(Diagnostic::new(
-                    "bad-initializer",
+                    Code::BadInitializer,
                     e.span,
                     format!("random_uniform needs minval < maxval, got {lo} and {hi}"),
                 )
@@ -159,7 +159,7 @@ pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer>
             let stddev = num(b.get(1), 0.05)?;
             if stddev < 0.0 {
                 return Err(Diagnostic::new(
-                    "bad-initializer",
+                    Code::BadInitializer,
                     b.get(1).map(|x| x.span).unwrap_or(e.span),
                     format!("stddev must not be negative, got {stddev}"),
                 )
@@ -184,7 +184,7 @@ pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer>
         }
         other => {
             let mut d = Diagnostic::new(
-                "bad-initializer",
+                Code::BadInitializer,
                 span,
                 format!("unknown initializer `{other}`"),
             )

@@ -15,7 +15,7 @@
 //! items may come before the names they mention.
 
 use specc_grammar::ast::{Arg, Block, Expr, ExprKind, InitFromCheckpoint, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::config::{
     CheckpointConfig, EvaluateConfig, LoggingConfig, SummaryConfig, WarmStart,
     DEFAULT_CHECKPOINT_SECS,
@@ -48,13 +48,13 @@ pub(crate) fn entries<'a>(
     for a in &block.entries {
         let Some(n) = &a.name else {
             return Err(
-                Diagnostic::new("bad-setting", a.span, "expected `key = value`")
+                Diagnostic::new(Code::BadSetting, a.span, "expected `key = value`")
                     .with_label("unnamed setting"),
             );
         };
         if let Some((_, prev)) = seen.iter().find(|(k, _)| *k == n.name) {
             return Err(Diagnostic::new(
-                "duplicate-argument",
+                Code::DuplicateArgument,
                 a.span,
                 format!("`{}` is set twice", n.name),
             )
@@ -64,7 +64,7 @@ pub(crate) fn entries<'a>(
         seen.push((&n.name, a.span));
         if !keys.contains(&n.name.as_str()) {
             let mut d = Diagnostic::new(
-                "unknown-argument",
+                Code::UnknownArgument,
                 n.span,
                 format!("`{what}` has no setting `{}`", n.name),
             )
@@ -89,7 +89,7 @@ fn seconds(v: &Expr, what: &str) -> R<Option<f64>> {
     let s = args::eval_number(v)?;
     if !s.is_finite() || s < 0.0 {
         return Err(Diagnostic::new(
-            "bad-setting",
+            Code::BadSetting,
             v.span,
             format!("{what} must be a finite number, not negative, got {s}"),
         )
@@ -102,7 +102,7 @@ fn dir(v: &Expr) -> R<std::path::PathBuf> {
     let d = args::eval_string(v)?;
     if d.is_empty() {
         return Err(
-            Diagnostic::new("bad-setting", v.span, "the directory is empty")
+            Diagnostic::new(Code::BadSetting, v.span, "the directory is empty")
                 .with_label("empty path"),
         );
     }
@@ -127,7 +127,7 @@ pub(crate) fn checkpoint(block: &Block<Arg>) -> R<CheckpointConfig> {
                 let k = args::eval_count(v, "keep")?;
                 c.keep = u32::try_from(k).map_err(|_| {
                     Diagnostic::new(
-                        "bad-setting",
+                        Code::BadSetting,
                         v.span,
                         format!("keep must be at most {}, got {k}", u32::MAX),
                     )
@@ -182,7 +182,7 @@ pub(crate) fn logging(block: &Block<Arg>) -> R<(LoggingConfig, Vec<Span>)> {
                 for e in items {
                     let ExprKind::Ident(name) = &e.kind else {
                         return Err(Diagnostic::new(
-                            "bad-setting",
+                            Code::BadSetting,
                             e.span,
                             format!("expected the name of a tensor, found {}", args::describe(e)),
                         )
@@ -207,7 +207,7 @@ pub(crate) fn logging(block: &Block<Arg>) -> R<(LoggingConfig, Vec<Span>)> {
             .find(|a| a.name.as_ref().is_some_and(|n| n.name == "every_secs"))
             .map_or(block.keyword, |a| a.span);
         return Err(Diagnostic::new(
-            "bad-setting",
+            Code::BadSetting,
             at,
             "give either `every_steps` or `every_secs`, not both",
         )
@@ -231,14 +231,16 @@ pub(crate) fn evaluate(block: &Block<Arg>) -> R<EvaluateConfig> {
 /// by [`check_assignment_map`] once the parameters are known.
 pub(crate) fn init_from_checkpoint(i: &InitFromCheckpoint) -> R<WarmStart> {
     if i.path.value.is_empty() {
-        return Err(
-            Diagnostic::new("bad-argument", i.path.span, "the checkpoint path is empty")
-                .with_label("empty path"),
-        );
+        return Err(Diagnostic::new(
+            Code::EmptyArgument,
+            i.path.span,
+            "the checkpoint path is empty",
+        )
+        .with_label("empty path"));
     }
     if i.assignment_map.is_empty() {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::EmptyArgument,
             i.map_span,
             "the assignment map is empty: nothing would be initialized",
         )
@@ -269,7 +271,7 @@ pub(crate) fn check_assignment_map(i: &InitFromCheckpoint, params: &[&str]) -> V
         }
         if !name.ends_with('/') {
             let mut d = Diagnostic::new(
-                "unknown-name",
+                Code::UnknownName,
                 to.span,
                 format!("`{name}` is not a parameter"),
             )
@@ -288,7 +290,7 @@ pub(crate) fn check_assignment_map(i: &InitFromCheckpoint, params: &[&str]) -> V
         if !from.value.ends_with('/') {
             errors.push(
                 Diagnostic::new(
-                    "bad-argument",
+                    Code::ConflictingArguments,
                     from.span,
                     format!(
                         "`{}` maps to the scope `{name}`, so it must be a scope too",
@@ -311,7 +313,7 @@ pub(crate) fn check_assignment_map(i: &InitFromCheckpoint, params: &[&str]) -> V
         if !any {
             errors.push(
                 Diagnostic::new(
-                    "unknown-name",
+                    Code::UnknownName,
                     to.span,
                     format!("no parameter is under the scope `{name}`"),
                 )

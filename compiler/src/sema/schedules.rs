@@ -34,7 +34,7 @@
 use std::f32::consts::PI;
 
 use specc_grammar::ast::{Expr, ExprKind};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, opt, req, Bound, Param};
 use super::expr::{Lowerer, R};
@@ -111,7 +111,7 @@ pub const SCHEDULES: &[Builtin] = &[
             let values = number_list(b.req(2))?;
             if values.len() != bounds.len() + 1 {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ConflictingArguments,
                     c.span,
                     format!(
                         "piecewise_constant needs one more value than boundaries, got {} boundaries and {} values",
@@ -123,7 +123,7 @@ pub const SCHEDULES: &[Builtin] = &[
             }
             if bounds.windows(2).any(|w| w[0] >= w[1]) {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::MalformedArgument,
                     b.req(1).span,
                     "boundaries must increase",
                 )
@@ -235,7 +235,7 @@ pub const SCHEDULES: &[Builtin] = &[
             if t_mul <= 0.0 {
                 let span = b.get(3).map(|e| e.span).unwrap_or(b.call_span);
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ArgumentOutOfRange,
                     span,
                     format!("t_mul must be positive, got {t_mul}"),
                 )
@@ -468,7 +468,7 @@ fn scalar(lw: &mut Lowerer, e: &Expr) -> R<NodeId> {
     let v = lw.float(e)?;
     if !lw.g.shape(v).is_scalar() {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::BadShape,
             e.span,
             format!("expected a scalar, but this is {}", lw.g.shape(v)),
         )
@@ -501,7 +501,7 @@ fn number_list(e: &Expr) -> R<Vec<f64>> {
     match &e.kind {
         ExprKind::List(items) => items.iter().map(args::eval_number).collect(),
         _ => Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             e.span,
             format!("expected a list of numbers, found {}", args::describe(e)),
         )

@@ -9,7 +9,7 @@
 //! and finite, scalar `by_value` bounds ordered; an EMA decay is in [0, 1].
 
 use specc_grammar::ast::{Arg, Block, Call, EmaDecl, Expr, Span};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, opt, req};
 use super::expr::{constant_values, R};
@@ -47,7 +47,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
                 let b = args::eval_count(v, "batch")?;
                 if b == 0 || b > 1 << 24 {
                     return Err(Diagnostic::new(
-                        "bad-setting",
+                        Code::BadSetting,
                         v.span,
                         format!("batch must be between 1 and 16777216, got {b}"),
                     )
@@ -66,7 +66,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
                         "random" => EvalSplit::Random,
                         "last" => EvalSplit::Last,
                         other => return Err(Diagnostic::new(
-                            "bad-setting",
+                            Code::BadSetting,
                             v.span,
                             format!("unknown eval_split `{other}`"),
                         )
@@ -86,7 +86,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
                 let f = args::eval_number(v)?;
                 if !(0.0..1.0).contains(&f) {
                     return Err(Diagnostic::new(
-                        "bad-setting",
+                        Code::BadSetting,
                         v.span,
                         format!("eval_fraction must be in [0, 1), got {f}"),
                     )
@@ -100,18 +100,20 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
         Ok(())
     })?;
     let Some(batch) = batch else {
-        return Err(
-            Diagnostic::new("bad-setting", block.keyword, "`train` needs a `batch` size")
-                .with_label("no batch")
-                .with_help("e.g. train { batch = 32, steps = 1000 }"),
-        );
+        return Err(Diagnostic::new(
+            Code::BadSetting,
+            block.keyword,
+            "`train` needs a `batch` size",
+        )
+        .with_label("no batch")
+        .with_help("e.g. train { batch = 32, steps = 1000 }"));
     };
     let duration = match (steps, epochs) {
         (Some((s, _)), None) => Duration::Steps(s),
         (None, Some((e, _))) => Duration::Epochs(e),
         (Some(_), Some((_, sp))) => {
             return Err(Diagnostic::new(
-                "bad-setting",
+                Code::BadSetting,
                 sp,
                 "give either `steps` or `epochs`, not both",
             )
@@ -119,7 +121,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
         }
         (None, None) => {
             return Err(Diagnostic::new(
-                "bad-setting",
+                Code::BadSetting,
                 block.keyword,
                 "`train` needs `steps` or `epochs`",
             )
@@ -155,7 +157,7 @@ fn sync_replicas(
         (Some((a, a_span)), Some((t, t_span))) => {
             if a != t {
                 return Err(Diagnostic::new(
-                    "bad-setting",
+                    Code::BadSetting,
                     a_span,
                     format!(
                         "replicas_to_aggregate = {a} with total_num_replicas = {t}: specc \
@@ -174,7 +176,7 @@ fn sync_replicas(
     };
     if n > u64::from(batch) {
         return Err(Diagnostic::new(
-            "bad-setting",
+            Code::BadSetting,
             span,
             format!("{n} replicas cannot share a global batch of {batch} rows"),
         )
@@ -193,7 +195,7 @@ fn positive_count(v: &Expr, what: &str) -> R<u64> {
     let n = args::eval_count(v, what)?;
     if n == 0 {
         return Err(Diagnostic::new(
-            "bad-setting",
+            Code::BadSetting,
             v.span,
             format!("{what} must be at least 1, got 0"),
         )
@@ -215,7 +217,7 @@ pub(crate) fn clip(call: &Call) -> R<ClipSpec> {
             let (min, max) = (bound(b.req(0))?, bound(b.req(1))?);
             if min.dims.is_empty() && max.dims.is_empty() && min.values[0] > max.values[0] {
                 return Err(Diagnostic::new(
-                    "bad-argument",
+                    Code::ConflictingArguments,
                     call.span,
                     format!(
                         "clip_value_min ({}) is larger than clip_value_max ({})",
@@ -252,7 +254,7 @@ pub(crate) fn clip(call: &Call) -> R<ClipSpec> {
         }
         other => {
             return Err(Diagnostic::new(
-                "unknown-function",
+                Code::UnknownFunction,
                 call.func.span,
                 format!("unknown clipping `{other}`"),
             )
@@ -270,7 +272,7 @@ pub(crate) fn ema(decl: &EmaDecl) -> R<EmaSpec> {
     let decay = args::eval_number(&decl.decay)?;
     if !(0.0..=1.0).contains(&decay) {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentOutOfRange,
             decl.decay.span,
             format!("the moving average's decay must be in [0, 1], got {decay}"),
         )

@@ -14,7 +14,7 @@
 //! the machine has the memory is decided later, when a session is created
 //! (`specc check` reports it).
 
-use specc_grammar::{ast::Span, Diagnostic};
+use specc_grammar::{ast::Span, Code, Diagnostic};
 
 use crate::ir::{Graph, Shape};
 use crate::model::VarInfo;
@@ -55,7 +55,7 @@ pub(crate) fn check(graph: &Graph, vars: &[VarInfo], batch: u32) -> Vec<Diagnost
     if errors.is_empty() && total > MAX_TOTAL_ELEMENTS {
         errors.push(
             Diagnostic::new(
-                "tensor-too-large",
+                Code::TensorTooLarge,
                 Span::default(),
                 format!(
                     "the model's tensors add up to {} elements at batch {batch}; specc's limit is 2^44",
@@ -79,7 +79,7 @@ fn too_large(shape: &Shape, batch: u64, span: Span, what: &str) -> Option<Diagno
             String::new()
         };
         Diagnostic::new(
-            "tensor-too-large",
+            Code::TensorTooLarge,
             span,
             format!(
                 "{what} {shape} has {} elements{at}; specc's limit is 2^40 (4 TiB of float32)",

@@ -8,7 +8,7 @@
 //! output but a runtime check's (see [`super::checks`]).
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
-use specc_grammar::Diagnostic;
+use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, req};
 use super::expr::R;
@@ -20,7 +20,7 @@ pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
         // The grammar's `init_from_checkpoint` form did not match: a path and
         // a map literal are missing or malformed.
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::WrongArity,
             call.span,
             "`init_from_checkpoint` takes a checkpoint path and an assignment map",
         )
@@ -34,7 +34,7 @@ pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
     }
     if call.func.name != "assert_shape" {
         return Err(Diagnostic::new(
-            "unknown-function",
+            Code::UnknownFunction,
             call.func.span,
             format!("`{}` is not a statement", call.func.name),
         )
@@ -47,7 +47,7 @@ pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
     let se = b.req(1);
     let ExprKind::List(items) = &se.kind else {
         return Err(Diagnostic::new(
-            "bad-argument",
+            Code::ArgumentType,
             se.span,
             format!(
                 "expected a shape like [B, 128], found {}",
@@ -58,7 +58,7 @@ pub(crate) fn statement(st: &mut State, call: &Call) -> R<()> {
     };
     let fail = |what: String| {
         Diagnostic::new(
-            "shape-assertion",
+            Code::ShapeAssertion,
             call.span,
             format!(
                 "shape assertion failed: `{}` is {actual}",

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use super::table;
 use super::tensor::{num_elements, shape_string, DType, Tensor, TensorRef};
 use super::CheckpointError;
+use super::CheckpointErrorKind::{Corrupt, Invalid, Io, Mismatch, NotFound};
 use crate::io::crc;
 use crate::io::proto::{fields, Encoder, Value};
 
@@ -321,12 +322,13 @@ pub(crate) fn write_files<S: AsRef<str>>(
     tensors: &[(S, TensorRef<'_>)],
     opts: WriteOptions,
 ) -> Result<u64, CheckpointError> {
-    let order = key_order(tensors).map_err(|m| CheckpointError::new(index, m))?;
+    let order = key_order(tensors).map_err(|m| CheckpointError::new(Invalid, index, m))?;
     let create =
         |p: &Path| File::create(p).map_err(|e| CheckpointError::io(p, "create the file", &e));
     let data_file = create(data)?;
     let mut w = BufWriter::with_capacity(WRITE_BUFFER, LimitedWriter::new(data_file, opts.limit));
     let table = write_data(&mut w, tensors, &order).map_err(|(t, e)| CheckpointError {
+        kind: Io,
         file: data.to_path_buf(),
         tensor: t,
         message: format!("cannot write: {e}"),
@@ -395,12 +397,16 @@ impl BundleReader {
         let index = index_path(&prefix);
         let bytes = std::fs::read(&index).map_err(|e| {
             if e.kind() == io::ErrorKind::NotFound {
-                CheckpointError::new(&index, "no such checkpoint index (is the prefix right?)")
+                CheckpointError::new(
+                    NotFound,
+                    &index,
+                    "no such checkpoint index (is the prefix right?)",
+                )
             } else {
                 CheckpointError::io(&index, "read the checkpoint index", &e)
             }
         })?;
-        let err = |m: String| CheckpointError::new(&index, m);
+        let err = |m: String| CheckpointError::new(Corrupt, &index, m);
         let pairs = table::read(&bytes).map_err(err)?;
         let mut pairs = pairs.into_iter();
         let num_shards = match pairs.next() {
@@ -419,10 +425,11 @@ impl BundleReader {
                     String::from_utf8_lossy(e.as_bytes())
                 ))
             })?;
-            let entry =
-                BundleEntry::decode(&v).map_err(|m| CheckpointError::tensor(&index, &name, m))?;
+            let entry = BundleEntry::decode(&v)
+                .map_err(|m| CheckpointError::tensor(Corrupt, &index, &name, m))?;
             if entry.shard_id >= num_shards {
                 return Err(CheckpointError::tensor(
+                    Corrupt,
                     &index,
                     &name,
                     format!(
@@ -438,7 +445,7 @@ impl BundleReader {
             let path = data_path(&prefix, s, num_shards);
             let file = File::open(&path).map_err(|e| {
                 if e.kind() == io::ErrorKind::NotFound {
-                    CheckpointError::new(&path, "missing data shard of the checkpoint")
+                    CheckpointError::new(NotFound, &path, "missing data shard of the checkpoint")
                 } else {
                     CheckpointError::io(&path, "open the data shard", &e)
                 }
@@ -456,6 +463,7 @@ impl BundleReader {
                 .is_none_or(|end| end > shard.len)
             {
                 return Err(CheckpointError::tensor(
+                    Corrupt,
                     &shard.path,
                     name,
                     format!(
@@ -505,8 +513,9 @@ impl BundleReader {
     }
 
     fn entry_or_err(&self, name: &str) -> Result<&BundleEntry, CheckpointError> {
-        self.entry(name)
-            .ok_or_else(|| CheckpointError::tensor(&self.index, name, "not in the checkpoint"))
+        self.entry(name).ok_or_else(|| {
+            CheckpointError::tensor(Mismatch, &self.index, name, "not in the checkpoint")
+        })
     }
 
     /// Reads tensor `name`'s bytes straight into `dst` (exactly its size)
@@ -516,17 +525,19 @@ impl BundleReader {
         let shard = &self.shards[e.shard_id as usize];
         if dst.len() as u64 != e.size {
             return Err(CheckpointError::tensor(
+                Mismatch,
                 &shard.path,
                 name,
                 format!("has {} bytes, the destination {}", e.size, dst.len()),
             ));
         }
         read_at(&shard.file, dst, e.offset).map_err(|err| {
-            CheckpointError::tensor(&shard.path, name, format!("cannot read: {err}"))
+            CheckpointError::tensor(Io, &shard.path, name, format!("cannot read: {err}"))
         })?;
         let actual = crc::masked_crc32c(dst);
         if actual != e.crc32c {
             return Err(CheckpointError::tensor(
+                Corrupt,
                 &shard.path,
                 name,
                 format!(
@@ -545,6 +556,7 @@ impl BundleReader {
         let e = self.entry_or_err(name)?;
         if e.dtype != DType::Float {
             return Err(CheckpointError::tensor(
+                Mismatch,
                 &self.index,
                 name,
                 format!("is {}, not float32", e.dtype),

@@ -6,12 +6,14 @@
 //! [`state`] (the `checkpoint` state file and [`latest_checkpoint`]),
 //! [`manager`] ([`CheckpointManager`]: atomic saves, `max_to_keep`,
 //! `keep_checkpoint_every_n_hours`, resume), [`session`] (a session's
-//! variables to and from a checkpoint), and [`CheckpointError`].
+//! variables to and from a checkpoint), and [`CheckpointError`] with its
+//! [`CheckpointErrorKind`].
 //!
 //! Invariants: the bytes written equal TF's for the same tensors (the
 //! `.index` table and data layout of `tensor_bundle.cc`); every read checks
 //! every CRC (table blocks on open, a tensor's bytes on load) and never
-//! panics; every error names the file, and the tensor when there is one; a
+//! panics; every error names the file, and the tensor when there is one,
+//! and says its kind (not found, corrupt, mismatched, invalid, I/O); a
 //! save through the manager never leaves the latest listed checkpoint
 //! incomplete, whenever it stops.
 
@@ -30,37 +32,74 @@ pub use manager::{CheckpointManager, Snapshot};
 pub use state::{latest_checkpoint, CheckpointState};
 pub use tensor::{DType, Tensor, TensorRef};
 
-/// A checkpoint error: the file, the tensor when there is one, what is wrong.
-#[derive(Clone, Debug, PartialEq)]
+/// What kind of [`CheckpointError`]: a checkpoint that is not there, one
+/// whose bytes are damaged, one that does not hold what is asked, or a
+/// failing file system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CheckpointErrorKind {
+    /// A file of the checkpoint does not exist: the index (a wrong prefix),
+    /// a data shard, or the checkpoint the state file names.
+    NotFound,
+    /// The bytes are not a valid checkpoint: truncated, a CRC32C that does
+    /// not match, a malformed index, entry, header or state file.
+    Corrupt,
+    /// A valid checkpoint that does not hold what is asked: a tensor that is
+    /// not in it, or is of another dtype or shape than the model's variable
+    /// or the destination; a saved input position the source cannot take.
+    Mismatch,
+    /// The tensors given to save cannot make a checkpoint (an empty or a
+    /// repeated name).
+    Invalid,
+    /// Reading or writing failed otherwise (permissions, a full disk).
+    Io,
+}
+
+/// A checkpoint error: its kind, the file, the tensor when there is one,
+/// what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointError {
+    pub kind: CheckpointErrorKind,
     pub file: PathBuf,
     pub tensor: Option<String>,
     pub message: String,
 }
 
 impl CheckpointError {
-    pub fn new(file: impl AsRef<Path>, message: impl Into<String>) -> CheckpointError {
+    pub fn new(
+        kind: CheckpointErrorKind,
+        file: impl AsRef<Path>,
+        message: impl Into<String>,
+    ) -> CheckpointError {
         CheckpointError {
+            kind,
             file: file.as_ref().to_path_buf(),
             tensor: None,
             message: message.into(),
         }
     }
 
+    /// An error about tensor `tensor` of `file`.
     pub fn tensor(
+        kind: CheckpointErrorKind,
         file: impl AsRef<Path>,
         tensor: &str,
         message: impl Into<String>,
     ) -> CheckpointError {
         CheckpointError {
             tensor: Some(tensor.to_string()),
-            ..CheckpointError::new(file, message)
+            ..CheckpointError::new(kind, file, message)
         }
     }
 
-    /// An I/O error while doing `what` on `file`.
+    /// An I/O error while doing `what` on `file`: [`CheckpointErrorKind::NotFound`]
+    /// when the file does not exist, else [`CheckpointErrorKind::Io`].
     pub fn io(file: impl AsRef<Path>, what: &str, e: &std::io::Error) -> CheckpointError {
-        CheckpointError::new(file, format!("cannot {what}: {e}"))
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            CheckpointErrorKind::NotFound
+        } else {
+            CheckpointErrorKind::Io
+        };
+        CheckpointError::new(kind, file, format!("cannot {what}: {e}"))
     }
 }
 

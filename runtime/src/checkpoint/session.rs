@@ -14,6 +14,7 @@
 use super::bundle::BundleReader;
 use super::tensor::{shape_string, DType, Tensor, TensorRef};
 use super::CheckpointError;
+use super::CheckpointErrorKind::Mismatch;
 use crate::session::Session;
 
 /// TF's name of the global step.
@@ -50,6 +51,7 @@ impl Session {
             }
             let e = reader.entry(&v.name).ok_or_else(|| {
                 CheckpointError::tensor(
+                    Mismatch,
                     &index,
                     &v.name,
                     "the model's variable is not in the checkpoint",
@@ -57,6 +59,7 @@ impl Session {
             })?;
             if e.dtype != DType::Float || e.shape != v.shape {
                 return Err(CheckpointError::tensor(
+                    Mismatch,
                     &index,
                     &v.name,
                     format!(
@@ -79,6 +82,7 @@ impl Session {
             }
             Some(e) => {
                 return Err(CheckpointError::tensor(
+                    Mismatch,
                     &index,
                     GLOBAL_STEP,
                     format!(
@@ -90,6 +94,7 @@ impl Session {
             }
             None => {
                 return Err(CheckpointError::tensor(
+                    Mismatch,
                     &index,
                     GLOBAL_STEP,
                     "the model's variable is not in the checkpoint",

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::bundle::index_path;
 use super::CheckpointError;
+use super::CheckpointErrorKind::{Corrupt, NotFound};
 
 /// The state file's name in a checkpoint directory.
 pub const STATE_FILE: &str = "checkpoint";
@@ -92,7 +93,8 @@ impl CheckpointState {
     pub fn parse(text: &str, file: &Path) -> Result<CheckpointState, CheckpointError> {
         let mut st = CheckpointState::default();
         for (i, line) in text.lines().enumerate() {
-            let err = |m: String| CheckpointError::new(file, format!("line {}: {m}", i + 1));
+            let err =
+                |m: String| CheckpointError::new(Corrupt, file, format!("line {}: {m}", i + 1));
             let mut rest = line.trim();
             while !rest.is_empty() && !rest.starts_with('#') {
                 let name_len = rest
@@ -142,6 +144,7 @@ impl CheckpointState {
         }
         if st.model_checkpoint_path.is_empty() {
             return Err(CheckpointError::new(
+                Corrupt,
                 file,
                 "no `model_checkpoint_path`: not a checkpoint state file",
             ));
@@ -155,7 +158,11 @@ impl CheckpointState {
         match std::fs::read(&file) {
             Ok(bytes) => {
                 let text = String::from_utf8(bytes).map_err(|_| {
-                    CheckpointError::new(&file, "not UTF-8 text: not a checkpoint state file")
+                    CheckpointError::new(
+                        Corrupt,
+                        &file,
+                        "not UTF-8 text: not a checkpoint state file",
+                    )
                 })?;
                 CheckpointState::parse(&text, &file).map(Some)
             }
@@ -282,6 +289,7 @@ pub fn latest_checkpoint(dir: impl AsRef<Path>) -> Result<Option<PathBuf>, Check
     let index = index_path(&prefix);
     if !index.is_file() {
         return Err(CheckpointError::new(
+            NotFound,
             dir.join(STATE_FILE),
             format!(
                 "names the checkpoint {}, but {} does not exist",

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use crate::abi::{ElemType, VarRole};
 use crate::checkpoint::bundle::BundleReader;
 use crate::checkpoint::tensor::{shape_string, DType};
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, CheckpointErrorKind};
 use crate::data::DataError;
 use crate::session::Session;
 use crate::source::BatchSource;
@@ -83,10 +83,11 @@ pub fn restore_parameters(
             if let Some(s) = crate::suggest::closest(&v.name, known.iter().copied()) {
                 m.push_str(&format!(" (it has `{s}`)"));
             }
-            CheckpointError::tensor(&index, &v.name, m)
+            CheckpointError::tensor(CheckpointErrorKind::Mismatch, &index, &v.name, m)
         })?;
         if e.dtype != DType::Float || e.shape != v.shape {
             return Err(CheckpointError::tensor(
+                CheckpointErrorKind::Mismatch,
                 &index,
                 &v.name,
                 format!(

@@ -25,7 +25,9 @@ use std::thread::JoinHandle;
 use super::hooks::{Hook, RunContext, StepValues};
 use super::timer::Timer;
 use super::TrainError;
-use crate::checkpoint::{BundleReader, CheckpointError, CheckpointManager, Snapshot, TensorRef};
+use crate::checkpoint::{
+    BundleReader, CheckpointError, CheckpointErrorKind, CheckpointManager, Snapshot, TensorRef,
+};
 use crate::session::Session;
 use crate::source::BatchSource;
 
@@ -221,15 +223,21 @@ pub fn seek(reader: &BundleReader, source: &mut dyn BatchSource) -> Result<bool,
     }
     let crate::checkpoint::Tensor::I64(p) = reader.load(BATCH_ORDER)? else {
         return Err(CheckpointError::tensor(
+            CheckpointErrorKind::Mismatch,
             reader.index_file(),
             BATCH_ORDER,
             "is not an int64 tensor",
         ));
     };
     let p: Vec<i64> = p.iter().copied().collect();
-    source
-        .seek(&p)
-        .map_err(|m| CheckpointError::tensor(reader.index_file(), BATCH_ORDER, m))?;
+    source.seek(&p).map_err(|m| {
+        CheckpointError::tensor(
+            CheckpointErrorKind::Mismatch,
+            reader.index_file(),
+            BATCH_ORDER,
+            m,
+        )
+    })?;
     Ok(true)
 }
 
