@@ -605,6 +605,27 @@ impl Graph {
         }
     }
 
+    /// The node hash-consing returns for `(op, inputs)` (for
+    /// `verify::ir`'s hash-consing check).
+    pub(crate) fn interned(&self, op: &Op, inputs: &[NodeId]) -> Option<NodeId> {
+        let key = (op.clone(), inputs.to_vec());
+        self.intern.get(&key).copied()
+    }
+
+    /// The entries of the hash-consing table.
+    pub(crate) fn interned_len(&self) -> usize {
+        self.intern.len()
+    }
+
+    /// Appends `node` without hash-consing it: a broken graph for the
+    /// verifier's tests.
+    #[cfg(test)]
+    pub(crate) fn push_unhashed(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.spans.push(None);
+        NodeId(self.nodes.len() as u32 - 1)
+    }
+
     /// Number of uses of each node among the nodes reachable from `roots`.
     pub fn use_counts(&self, roots: &[NodeId]) -> Vec<u32> {
         let live = self.reachable(roots);
