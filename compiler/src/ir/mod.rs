@@ -605,16 +605,12 @@ impl Graph {
         }
     }
 
-    /// The node hash-consing returns for `(op, inputs)` (for
-    /// `verify::ir`'s hash-consing check).
-    pub(crate) fn interned(&self, op: &Op, inputs: &[NodeId]) -> Option<NodeId> {
-        let key = (op.clone(), inputs.to_vec());
-        self.intern.get(&key).copied()
-    }
-
-    /// The entries of the hash-consing table.
-    pub(crate) fn interned_len(&self) -> usize {
-        self.intern.len()
+    /// The entries of the hash-consing table: `(op, inputs)` and the node
+    /// `Graph::intern` returns for them (for `verify::ir`'s check).
+    pub(crate) fn interned(&self) -> impl ExactSizeIterator<Item = (&Op, &[NodeId], NodeId)> {
+        self.intern
+            .iter()
+            .map(|((op, inputs), &id)| (op, inputs.as_slice(), id))
     }
 
     /// Appends `node` without hash-consing it: a broken graph for the

@@ -274,45 +274,39 @@ impl<'a> Planner<'a> {
 
     /// The phases in order; `Err(var)`: plan again with `var` out of place.
     /// Each phase runs as a pass of its own (`verify::in_pass`); the
-    /// kernels are verified once lowered and once ordered.
+    /// kernels are verified once ordered (and after each later rewrite).
     fn run(mut self) -> Result<Plan, u32> {
         in_pass("plan::fusion", || self.fuse());
         in_pass("plan::units", || self.make_units());
         in_pass("plan::fusion (multi-output)", || self.merge_groups());
         in_pass("plan::placement", || self.place_buffers());
         let (kernels_by_unit, deps) = in_pass("plan::lower", || self.lower_units());
-        let lowered: Vec<Kernel> = kernels_by_unit.iter().flatten().cloned().collect();
-        self.verify_kernels("plan::lower", &lowered, &[], false);
         let order = in_pass("plan::order", || self.order(&deps))?;
         Ok(in_pass("plan::finish", || {
             self.finish(kernels_by_unit, order)
         }))
     }
 
-    /// Verifies `kernels` after `pass` (`verify::plan::kernels`, and when
-    /// `ordered`, `verify::plan::order`), in debug builds.
+    /// Verifies `kernels` in debug builds: `verify::plan::kernels` after
+    /// `pass` (what each kernel is), `verify::plan::order` after
+    /// `order_pass` (how they follow each other).
     fn verify_kernels(
         &self,
         pass: &str,
+        order_pass: &str,
         kernels: &[Kernel],
         chains: &[merge::Chain],
-        ordered: bool,
     ) {
-        verify::assert_after(pass, || {
-            let parts = verify::plan::Parts {
-                g: self.g,
-                place: self.place,
-                buffers: &self.buffers,
-                kernels,
-                chains,
-                max_batch: self.place.layout.max_batch as u64,
-            };
-            verify::plan::kernels(&parts)?;
-            if ordered {
-                verify::plan::order(&parts)?;
-            }
-            Ok(())
-        });
+        let parts = verify::plan::Parts {
+            g: self.g,
+            place: self.place,
+            buffers: &self.buffers,
+            kernels,
+            chains,
+            max_batch: self.place.layout.max_batch as u64,
+        };
+        verify::assert_after(pass, || verify::plan::kernels(&parts));
+        verify::assert_after(order_pass, || verify::plan::order(&parts));
     }
 
     /// Assembles the plan: kernels in `order`, update loops merged, thread
@@ -322,20 +316,20 @@ impl<'a> Planner<'a> {
             .iter()
             .flat_map(|&u| kernels_by_unit[u].clone())
             .collect();
-        self.verify_kernels("plan::order", &kernels, &[], true);
+        self.verify_kernels("plan::lower", "plan::order", &kernels, &[]);
         let chains = in_pass("plan::merge", || {
             merge::merge_updates(self.g, &self.buffers, &mut kernels)
         });
-        self.verify_kernels("plan::merge", &kernels, &chains, true);
+        self.verify_kernels("plan::merge", "plan::merge", &kernels, &chains);
         let batch = self.place.layout.max_batch as u64;
         let mut kernels = in_pass("plan::winofuse", || winofuse::fuse(kernels, batch));
-        self.verify_kernels("plan::winofuse", &kernels, &chains, true);
+        self.verify_kernels("plan::winofuse", "plan::winofuse", &kernels, &chains);
         let pinned: HashSet<BufId> = self.scalar_loads.values().map(|(v, _)| v.buf).collect();
         if self.gemm_epilogue {
             in_pass("plan::epilogue", || {
                 epilogue::fuse(self.g, &self.buffers, &mut kernels, &pinned)
             });
-            self.verify_kernels("plan::epilogue", &kernels, &chains, true);
+            self.verify_kernels("plan::epilogue", "plan::epilogue", &kernels, &chains);
         }
         let modes =
             threads::kernel_modes(self.g, &kernels, batch, self.threads, self.split_seconds);

@@ -27,6 +27,7 @@
 //! | `training-built` | after `optim::build`: the `grad` and `step` functions exist, and with replicas `replica_grad` does and `step` reads no input (`optim::replicas`) | [`built`] |
 //! | `simplified` | after `passes::optimize`: no function reaches `stop_gradient` (it only matters to autodiff) or `Op::Training` (resolved per function) | [`optimized`] |
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::{broken, require, Verdict};
@@ -44,14 +45,6 @@ pub fn graph(g: &Graph) -> Verdict {
                 format!("{id} ({:?}) reads {i}", node.op)
             })?;
         }
-        let found = g.interned(&node.op, &node.inputs);
-        require(found == Some(id), "hash-consing", || match found {
-            Some(other) => format!(
-                "{id} and {other} are both {:?} of {:?}",
-                node.op, node.inputs
-            ),
-            None => format!("{id} ({:?}) is not in the intern table", node.op),
-        })?;
         require(
             node.shape.0.iter().filter(|d| **d == Dim::Batch).count() <= 1,
             "one-batch-dimension",
@@ -61,7 +54,7 @@ pub fn graph(g: &Graph) -> Verdict {
             rule(g, id).map_err(|(inv, why)| broken(inv, format!("{id}: {why}")))?;
         let leaf = matches!(node.op, Op::Input(_) | Op::Var(_) | Op::Tensor(_));
         require(
-            dtype == node.dtype && shape == node.shape,
+            dtype == node.dtype && *shape == node.shape,
             if leaf {
                 "leaves-declared"
             } else {
@@ -75,10 +68,42 @@ pub fn graph(g: &Graph) -> Verdict {
             },
         )?;
     }
-    let entries = g.interned_len();
-    require(entries == g.len(), "hash-consing", || {
-        format!("{entries} intern entries for {} nodes", g.len())
-    })
+    hash_consing(g)
+}
+
+/// `hash-consing`: the intern table and the nodes are in one-to-one
+/// correspondence, each node under its own op and inputs (so no two nodes
+/// are equal: the table's keys are distinct). One pass over the table, no
+/// hashing.
+fn hash_consing(g: &Graph) -> Verdict {
+    let mut seen = vec![false; g.len()];
+    for (op, inputs, id) in g.interned() {
+        let node = (id.index() < g.len()).then(|| g.node(id));
+        require(
+            node.is_some_and(|n| n.op == *op && n.inputs == inputs) && !seen[id.index()],
+            "hash-consing",
+            || format!("the intern table maps {op:?} of {inputs:?} to {id}"),
+        )?;
+        seen[id.index()] = true;
+    }
+    match seen.iter().position(|s| !s) {
+        Some(i) => {
+            let node = g.node(NodeId(i as u32));
+            // The node interned under its key, if any: its twin.
+            let twin = g
+                .interned()
+                .find(|(op, inputs, _)| **op == node.op && *inputs == node.inputs.as_slice())
+                .map(|(_, _, id)| id);
+            Err(broken(
+                "hash-consing",
+                match twin {
+                    Some(t) => format!("%{i} and {t} are both {:?} of {:?}", node.op, node.inputs),
+                    None => format!("%{i} ({:?}) is not in the intern table", node.op),
+                },
+            ))
+        }
+        None => Ok(()),
+    }
 }
 
 /// What a rule finds wrong: the invariant and why.
@@ -96,7 +121,7 @@ fn arity(n: usize, want: usize) -> Result<(), RuleError> {
 /// `ir::shape` and of each op's documentation in `ir`, one row per op.
 /// Errors name `op-arity`, `shape-rules`, `f32-arithmetic` or
 /// `leaves-declared`.
-pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
+pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Cow<'_, Shape>), RuleError> {
     let node = g.node(id);
     let ins = &node.inputs;
     let s = |k: usize| g.shape(ins[k]);
@@ -119,13 +144,9 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
             None => Ok(()),
         }
     };
-    let scalar_leaf = || -> Result<(DType, Shape), RuleError> {
+    let scalar_leaf = || -> Result<(DType, Cow<'_, Shape>), RuleError> {
         arity(ins.len(), 0)?;
-        Ok((DType::F32, Shape::scalar()))
-    };
-    let declared = |leaf: Option<(DType, &Shape)>, what: &str| match leaf {
-        Some((d, sh)) => Ok((d, sh.clone())),
-        None => Err(("leaves-declared", format!("no {what} declaration"))),
+        Ok((DType::F32, Cow::Owned(Shape::scalar())))
     };
     match &node.op {
         Op::Input(i) => {
@@ -158,7 +179,7 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
                     ),
                 ));
             }
-            Ok((c.dtype, c.shape.clone()))
+            Ok((c.dtype, Cow::Borrowed(&c.shape)))
         }
         Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::FirstRow | Op::Training => {
             scalar_leaf()
@@ -168,33 +189,33 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
             if usize::from(*axis) >= shape.rank() {
                 return Err(bad(format!("iota axis {axis} of {shape}")));
             }
-            Ok((DType::F32, shape.clone()))
+            Ok((DType::F32, Cow::Borrowed(shape)))
         }
         Op::Unary(_) => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             same_shape(&[0])?;
-            Ok((DType::F32, node.shape.clone()))
+            Ok((DType::F32, Cow::Borrowed(&node.shape)))
         }
         Op::Binary(_) | Op::UniformHash { .. } => {
             arity(ins.len(), 2)?;
             f32_operands(&[0, 1])?;
             same_shape(&[0, 1])?;
-            Ok((DType::F32, node.shape.clone()))
+            Ok((DType::F32, Cow::Borrowed(&node.shape)))
         }
         Op::Select => {
             arity(ins.len(), 3)?;
             f32_operands(&[0, 1, 2])?;
             same_shape(&[0, 1, 2])?;
-            Ok((DType::F32, node.shape.clone()))
+            Ok((DType::F32, Cow::Borrowed(&node.shape)))
         }
         Op::Cast(to) => {
             arity(ins.len(), 1)?;
-            Ok((*to, s(0).clone()))
+            Ok((*to, Cow::Borrowed(s(0))))
         }
         Op::StopGradient => {
             arity(ins.len(), 1)?;
-            Ok((dt(0), s(0).clone()))
+            Ok((dt(0), Cow::Borrowed(s(0))))
         }
         Op::NormalNoise { .. } => {
             arity(ins.len(), 1)?;
@@ -202,50 +223,51 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
             if !s(0).is_scalar() {
                 return Err(bad(format!("the step {} is {}", ins[0], s(0))));
             }
-            Ok((DType::F32, Shape::scalar()))
+            Ok((DType::F32, Cow::Owned(Shape::scalar())))
         }
         Op::BroadcastTo(to) => {
             arity(ins.len(), 1)?;
             if !shape::broadcasts_to(s(0), to) {
                 return Err(bad(format!("{} does not broadcast to {to}", s(0))));
             }
-            Ok((dt(0), to.clone()))
+            Ok((dt(0), Cow::Borrowed(to)))
         }
         Op::Reduce { axes, .. } => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let axes = sorted_axes(axes, s(0))?;
-            Ok((DType::F32, shape::reduce(s(0), &axes)))
+            Ok((DType::F32, Cow::Owned(shape::reduce(s(0), &axes))))
         }
         Op::ArgMax { axis } => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let axes = sorted_axes(&[*axis], s(0))?;
-            Ok((DType::I32, shape::reduce(s(0), &axes)))
+            Ok((DType::I32, Cow::Owned(shape::reduce(s(0), &axes))))
         }
         Op::MatMul { ta, tb } => {
             arity(ins.len(), 2)?;
             f32_operands(&[0, 1])?;
-            Ok((
-                DType::F32,
-                shape::matmul(s(0), s(1), *ta, *tb).map_err(bad)?,
-            ))
+            let out = shape::matmul(s(0), s(1), *ta, *tb).map_err(bad)?;
+            Ok((DType::F32, Cow::Owned(out)))
         }
         Op::BatchMatMul { ta, tb } => {
             arity(ins.len(), 2)?;
             f32_operands(&[0, 1])?;
             let out = shape::batch_matmul(s(0), s(1), *ta, *tb).map_err(bad)?;
-            Ok((DType::F32, out))
+            Ok((DType::F32, Cow::Owned(out)))
         }
         Op::Reshape(to) => {
             arity(ins.len(), 1)?;
             shape::reshape(s(0), to).map_err(bad)?;
-            Ok((dt(0), to.clone()))
+            Ok((dt(0), Cow::Borrowed(to)))
         }
         Op::Transpose(perm) => {
             arity(ins.len(), 1)?;
             let perm: Vec<usize> = perm.iter().map(|&p| usize::from(p)).collect();
-            Ok((dt(0), shape::transpose(s(0), &perm).map_err(bad)?))
+            Ok((
+                dt(0),
+                Cow::Owned(shape::transpose(s(0), &perm).map_err(bad)?),
+            ))
         }
         Op::Concat { axis } => {
             if ins.is_empty() {
@@ -259,17 +281,17 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
                 return Err(bad(format!("concat of {} and {}", dt(0), g.dtype(*i))));
             }
             let out = shape::concat(&shapes, usize::from(*axis)).map_err(bad)?;
-            Ok((dt(0), out))
+            Ok((dt(0), Cow::Owned(out)))
         }
         Op::Slice { begin, shape: out } => {
             arity(ins.len(), 1)?;
             window_fits(begin, out, s(0), "slice", |b, o, i| b + o <= i)?;
-            Ok((dt(0), out.clone()))
+            Ok((dt(0), Cow::Borrowed(out)))
         }
         Op::Pad { before, shape: out } => {
             arity(ins.len(), 1)?;
             window_fits(before, s(0), out, "pad", |b, i, o| b + i <= o)?;
-            Ok((DType::F32, out.clone()))
+            Ok((DType::F32, Cow::Borrowed(out)))
         }
         Op::Gather => {
             arity(ins.len(), 2)?;
@@ -280,70 +302,93 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Shape), RuleError> {
             }
             let mut out = s(1).clone();
             out.0.extend(params.0[1..].iter().copied());
-            Ok((dt(0), out))
+            Ok((dt(0), Cow::Owned(out)))
         }
         Op::ScatterAdd => {
             arity(ins.len(), 3)?;
             ids(g, ins[1])?;
             f32_operands(&[0, 2])?;
-            Ok((DType::F32, s(0).clone()))
+            Ok((DType::F32, Cow::Borrowed(s(0))))
         }
         Op::FirstOccurrence { .. } => {
             arity(ins.len(), 1)?;
             ids(g, ins[0])?;
-            Ok((DType::I32, s(0).clone()))
+            Ok((DType::I32, Cow::Borrowed(s(0))))
         }
         Op::SumDuplicates => {
             arity(ins.len(), 2)?;
             f32_operands(&[0])?;
             ids(g, ins[1])?;
-            Ok((DType::F32, s(0).clone()))
+            Ok((DType::F32, Cow::Borrowed(s(0))))
         }
         Op::ScatterRows => {
             arity(ins.len(), 4)?;
             ids(g, ins[1])?;
             ids(g, ins[2])?;
             f32_operands(&[0, 3])?;
-            Ok((DType::F32, s(0).clone()))
+            Ok((DType::F32, Cow::Borrowed(s(0))))
         }
         Op::Patches { window, .. } => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let n = images(s(0), window, window.input, window.channels)?;
-            Ok((DType::F32, nhwc(n, window.output, window.patch_len())))
+            Ok((
+                DType::F32,
+                Cow::Owned(nhwc(n, window.output, window.patch_len())),
+            ))
         }
         Op::PatchesGrad(window) => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let n = images(s(0), window, window.output, window.patch_len())?;
-            Ok((DType::F32, nhwc(n, window.input, window.channels)))
+            Ok((
+                DType::F32,
+                Cow::Owned(nhwc(n, window.input, window.channels)),
+            ))
         }
         Op::WinogradInput(window, tile) => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let n = images(s(0), window, window.input, window.channels)?;
-            Ok((DType::F32, tiles(n, window, *tile, window.channels)))
+            Ok((
+                DType::F32,
+                Cow::Owned(tiles(n, window, *tile, window.channels)),
+            ))
         }
         Op::WinogradInputGrad(window, tile) => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let n = tile_images(s(0), window, *tile, Some(window.channels))?;
-            Ok((DType::F32, nhwc(n, window.input, window.channels)))
+            Ok((
+                DType::F32,
+                Cow::Owned(nhwc(n, window.input, window.channels)),
+            ))
         }
         Op::WinogradOutput(window, tile) => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let n = tile_images(s(0), window, *tile, None)?;
             let o = s(0).0[4].fixed().unwrap_or(0);
-            Ok((DType::F32, nhwc(n, window.output, o)))
+            Ok((DType::F32, Cow::Owned(nhwc(n, window.output, o))))
         }
         Op::WinogradOutputGrad(window, tile) => {
             arity(ins.len(), 1)?;
             f32_operands(&[0])?;
             let o = s(0).0.get(3).and_then(|d| d.fixed()).unwrap_or(0);
             let n = images(s(0), window, window.output, o)?;
-            Ok((DType::F32, tiles(n, window, *tile, o)))
+            Ok((DType::F32, Cow::Owned(tiles(n, window, *tile, o))))
         }
+    }
+}
+
+/// A leaf's declared dtype and shape, if declared.
+fn declared<'g>(
+    leaf: Option<(DType, &'g Shape)>,
+    what: &str,
+) -> Result<(DType, Cow<'g, Shape>), RuleError> {
+    match leaf {
+        Some((d, sh)) => Ok((d, Cow::Borrowed(sh))),
+        None => Err(("leaves-declared", format!("no {what} declaration"))),
     }
 }
 

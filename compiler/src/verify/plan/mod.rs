@@ -32,8 +32,6 @@ pub mod finish;
 pub mod memory;
 pub mod order;
 
-use std::collections::HashSet;
-
 use super::{broken, require, Verdict};
 use crate::ir::{Dim, Function, Graph, NodeId, Op, Shape};
 use crate::layout::VarPlacement;
@@ -91,12 +89,15 @@ pub fn plan(g: &Graph, f: &Function, place: &VarPlacement, p: &Plan) -> Verdict 
 /// `gemm-geometry`, `row-geometry`, `accesses-in-bounds` and
 /// `leaves-read-only` for every kernel (in any order).
 pub fn kernels(p: &Parts) -> Verdict {
+    // Per node, the last kernel (plus one) in which it is available:
+    // loaded, or computed so far (no hashing: loops of 100,000 nodes).
+    let mut available = vec![0u32; p.g.len()];
     for (i, k) in p.kernels.iter().enumerate() {
         let at = |e: super::Violation| broken(e.invariant, format!("k{i}: {}", e.detail));
         views_address_buffers(p, k).map_err(at)?;
         let merged = match k {
             Kernel::Loop(l) => {
-                loop_structure(p.g, l).map_err(at)?;
+                loop_structure(p.g, l, &mut available, i as u32 + 1).map_err(at)?;
                 loop_shapes(p.g, l).map_err(at)?
             }
             Kernel::Gemm { .. } => {
@@ -204,7 +205,9 @@ fn views_address_buffers(p: &Parts, k: &Kernel) -> Verdict {
     Ok(())
 }
 
-fn loop_structure(g: &Graph, l: &LoopKernel) -> Verdict {
+/// `loop-structure` of loop `l`; `available[n] == stamp` marks what the
+/// loop has at hand so far.
+fn loop_structure(g: &Graph, l: &LoopKernel, available: &mut [u32], stamp: u32) -> Verdict {
     let rank = l.domain.rank();
     let bad = |why: String| broken("loop-structure", why);
     let sorted = l.reduce_axes.windows(2).all(|w| w[0] < w[1]);
@@ -222,8 +225,13 @@ fn loop_structure(g: &Graph, l: &LoopKernel) -> Verdict {
         )));
     }
     let kept = rank - l.reduce_axes.len();
-    let sources: HashSet<NodeId> = l.sources.iter().map(|(n, _)| *n).collect();
+    let mark = |n: NodeId, available: &mut [u32]| {
+        if let Some(a) = available.get_mut(n.index()) {
+            *a = stamp;
+        }
+    };
     for (n, s) in &l.sources {
+        mark(*n, available);
         match s {
             Source::Load(v, _) if v.strides.len() != rank => {
                 return Err(bad(format!(
@@ -238,18 +246,17 @@ fn loop_structure(g: &Graph, l: &LoopKernel) -> Verdict {
             _ => {}
         }
     }
-    let mut computed: HashSet<NodeId> = HashSet::new();
     for &m in &l.body {
         for &x in g.inputs_of(m) {
-            if !computed.contains(&x) && !sources.contains(&x) {
+            if available.get(x.index()) != Some(&stamp) {
                 return Err(bad(format!(
                     "{m} reads {x}, which the loop neither computes before it nor loads"
                 )));
             }
         }
-        computed.insert(m);
+        mark(m, available);
     }
-    let known = |n: &NodeId| computed.contains(n) || sources.contains(n);
+    let known = |n: &NodeId| available.get(n.index()) == Some(&stamp);
     for (n, v) in &l.stores {
         if !known(n) {
             return Err(bad(format!(
