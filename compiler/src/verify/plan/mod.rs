@@ -1,9 +1,10 @@
 //! The invariants of a plan (`plan`'s module doc and its submodules'), and
 //! their checks, one submodule per stage of the planner that keeps them,
 //! each with the table of its invariants:
-//! - the kernels ([`kernels`], here; bounds in `access`), after lowering
-//!   and after each pass that rewrites the kernel list (`plan::merge`,
-//!   `plan::winofuse`, `plan::epilogue`);
+//! - the kernels ([`kernels`], here; bounds in `access`), once ordered
+//!   (a violation there is `plan::lower`'s) and after each pass that
+//!   rewrites the kernel list (`plan::merge`, `plan::winofuse`,
+//!   `plan::epilogue`);
 //! - their order ([`order()`](order::order)), after `plan::order` and the
 //!   same passes;
 //! - the scratch offsets ([`memory::scratch`]), after `plan::memory`;
