@@ -4,6 +4,12 @@
 //! interpreter, on random inputs. Also checks the compiled loss against the
 //! interpreter's. Inputs with a batch dimension use batch 5 (odd, so vector
 //! loops run their scalar tails).
+//!
+//! Poolings whose windows equal their strides (`tiled_pools`, one test per
+//! image shape) are also checked against a direct float64 pooling from TF's
+//! definition, values and gradients; with the function output copied out of
+//! a transposed view (`output_reshaped_from_a_transposed_view`) they guard
+//! the planner's copies through reshapes (`plan::resolve`).
 
 mod common;
 
@@ -662,3 +668,6 @@ fn winograd_rewrite_replaces_the_direct_products() {
         assert_eq!(count(Winograd::Never, tile), 0, "{tile:?}");
     }
 }
+
+#[path = "finite_differences/tiled_pools.rs"]
+mod tiled_pools;

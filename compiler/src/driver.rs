@@ -19,6 +19,7 @@ use crate::codegen::{self, Jit};
 use crate::layout::{self, VarPlacement};
 use crate::model::Model;
 use crate::plan::{self, Plan};
+use crate::verify::{self, in_pass};
 use crate::{guard, passes};
 
 /// Which functions to compile.
@@ -159,14 +160,25 @@ pub fn plan_model_with(
             model.train.batch = b.max(1);
         }
         if which.check {
-            crate::debug::add_check_function(&mut model);
+            in_pass("debug::add_check_function", || {
+                crate::debug::add_check_function(&mut model)
+            });
+            verify::after("debug::add_check_function", || verify::ir::model(&model))?;
         }
-        passes::optimize(&mut model);
+        in_pass("passes::optimize", || passes::optimize(&mut model));
+        verify::after("passes::optimize", || verify::ir::optimized(&model))?;
         if options.winograd != passes::winograd::Winograd::Never {
-            passes::winograd::rewrite(&mut model, options.winograd, options.winograd_tile);
-            passes::optimize(&mut model);
+            in_pass("passes::winograd", || {
+                passes::winograd::rewrite(&mut model, options.winograd, options.winograd_tile)
+            });
+            verify::after("passes::winograd", || verify::ir::model(&model))?;
+            in_pass("passes::optimize", || passes::optimize(&mut model));
+            verify::after("passes::optimize", || verify::ir::optimized(&model))?;
         }
-        let placement = layout::place(&model);
+        let placement = in_pass("layout::place", || layout::place(&model));
+        verify::after("layout::place", || {
+            verify::layout::placement(&model, &placement)
+        })?;
         let mut plans = Vec::new();
         let fs = &model.functions;
         let threads = options.threads;

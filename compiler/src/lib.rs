@@ -20,6 +20,8 @@
 //!   a C entry point as an object file, and its C header.
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
 //! - [`tflite`]: the forward IR lowered to a TensorFlow Lite model (`specc export`).
+//! - [`verify`]: the invariants of the IR, the layout and the plan, checked
+//!   after every pass in debug builds (and so in tests).
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
 
@@ -39,13 +41,18 @@ pub mod plan;
 pub mod sema;
 pub mod tflite;
 pub mod tflite_quantize;
+pub mod verify;
 
-use specc_grammar::{ast::SpecFile, Code, Diagnostic, SourceFile};
+use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};
 
 pub use model::Model;
 
-/// Runs `f`, turning a panic (a compiler bug) into an "internal compiler error" diagnostic.
+/// Runs `f`, turning a panic (a compiler bug) into an "internal compiler
+/// error" diagnostic that names the pass it happened in, when one was
+/// running ([`verify::in_pass`]).
 pub fn guard<T>(f: impl FnOnce() -> Result<T, Vec<Diagnostic>>) -> Result<T, Vec<Diagnostic>> {
+    // A pass recorded by a panic caught elsewhere is not this one's.
+    let _ = verify::take_panicked_pass();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(e) => {
@@ -54,14 +61,18 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, Vec<Diagnostic>>) -> Result<T, Vec
                 .cloned()
                 .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(vec![Diagnostic::new(
-                Code::InternalError,
-                Default::default(),
-                format!("internal compiler error: {msg}"),
-            )
-            .with_help(
-                "this is a bug in specc; please report it with the spec that triggers it",
-            )])
+            // Most compiler panics already say what they are.
+            let msg = msg
+                .strip_prefix("internal compiler error: ")
+                .unwrap_or(&msg);
+            let message = match verify::take_panicked_pass() {
+                // A violation's message names its pass already.
+                Some(pass) if !msg.starts_with("after `") => {
+                    format!("internal compiler error in `{pass}`: {msg}")
+                }
+                _ => format!("internal compiler error: {msg}"),
+            };
+            Err(vec![verify::internal_error(message)])
         }
     }
 }
@@ -84,7 +95,9 @@ pub fn check(src: &SourceFile) -> Result<Model, Vec<Diagnostic>> {
     guard(|| {
         let ast = parse(src)?;
         let dir = std::path::Path::new(&src.path).parent();
-        sema::check_in(&ast, &default_name(src), dir)
+        let model = verify::in_pass("sema", || sema::check_in(&ast, &default_name(src), dir))?;
+        verify::after("sema", || verify::ir::model(&model))?;
+        Ok(model)
     })
 }
 
@@ -109,10 +122,12 @@ pub fn build_replicated_with(
     guard(|| {
         let ast = parse(src)?;
         let dir = std::path::Path::new(&src.path).parent();
-        let mut model = sema::check_in(&ast, &default_name(src), dir)?;
+        let mut model = verify::in_pass("sema", || sema::check_in(&ast, &default_name(src), dir))?;
+        verify::after("sema", || verify::ir::model(&model))?;
         model.replicas = replicas;
         model.shared_exchange = shared_exchange && replicas.is_some();
-        optim::build(&mut model)?;
+        verify::in_pass("optim::build", || optim::build(&mut model))?;
+        verify::after("optim::build", || verify::ir::built(&model))?;
         Ok(model)
     })
 }

@@ -43,6 +43,9 @@ pub fn emit(
         Stage::Step => {
             let mut m = specc_compiler::build_replicated(src, replicas)?;
             specc_compiler::passes::optimize(&mut m);
+            specc_compiler::verify::after("passes::optimize", || {
+                specc_compiler::verify::ir::optimized(&m)
+            })?;
             let mut fs: Vec<_> = m.functions.replica_grad.iter().collect();
             fs.extend(m.functions.step.as_ref());
             print_functions(&m.graph, &fs)

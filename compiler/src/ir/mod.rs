@@ -605,6 +605,23 @@ impl Graph {
         }
     }
 
+    /// The entries of the hash-consing table: `(op, inputs)` and the node
+    /// `Graph::intern` returns for them (for `verify::ir`'s check).
+    pub(crate) fn interned(&self) -> impl ExactSizeIterator<Item = (&Op, &[NodeId], NodeId)> {
+        self.intern
+            .iter()
+            .map(|((op, inputs), &id)| (op, inputs.as_slice(), id))
+    }
+
+    /// Appends `node` without hash-consing it: a broken graph for the
+    /// verifier's tests.
+    #[cfg(test)]
+    pub(crate) fn push_unhashed(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.spans.push(None);
+        NodeId(self.nodes.len() as u32 - 1)
+    }
+
     /// Number of uses of each node among the nodes reachable from `roots`.
     pub fn use_counts(&self, roots: &[NodeId]) -> Vec<u32> {
         let live = self.reachable(roots);

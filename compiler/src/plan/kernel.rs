@@ -415,6 +415,10 @@ pub struct Plan {
     /// Where the threads wait for each other (none with one thread).
     pub syncs: super::Syncs,
     pub scratch_bytes: u64,
+    /// The scratch buffers the memory planner placed back to back as one
+    /// block each, live while any member is (`plan::merge`'s chains: a
+    /// merged update loop reads them all through its first member's view).
+    pub chains: Vec<super::merge::Chain>,
     pub outputs: Vec<OutputLayout>,
     /// Scalar outputs, stored at the end: (output index, node).
     pub scalar_outputs: Vec<(u32, NodeId)>,

@@ -3,7 +3,8 @@
 //! Owns: building the kernels of a unit once every node has its buffer — a
 //! fused group to one [`LoopKernel`] (body in node order, one source per
 //! value read from outside, a store per member with a buffer, a reduction per
-//! reduce member), a copy unit to a copy loop, a matmul to a GEMM, argmax to
+//! reduce member), a copy unit to a copy loop (over the shape of what it
+//! reads, see `resolve`), a matmul to a GEMM, argmax to
 //! its kernel, concat and pad to copy loops into windows of the output (pad
 //! fills it with zeros first), and the row-indexed ops to [`RowKernel`]s
 //! (a scatter not in place first copies its base into its own buffer).
@@ -75,10 +76,10 @@ impl Planner<'_> {
         match self.units[ui].clone() {
             Unit::Group(gi) => vec![Kernel::Loop(self.lower_group(gi))],
             Unit::Copy { node, dst } => {
-                let src = self.source_for_copy(node);
-                let shape = self.g.shape(node).clone();
+                let (read, src) = self.source_for_copy(node);
+                let shape = self.g.shape(read).clone();
                 let dst = View::contiguous(dst, &shape).expect("copyable shape");
-                vec![copy_loop(shape, node, src, dst)]
+                vec![copy_loop(shape, read, src, dst)]
             }
             Unit::Node(n) => self.lower_node(n),
         }

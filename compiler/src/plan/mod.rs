@@ -98,11 +98,13 @@ use specc_runtime::abi::{ElemType, OutputLayout};
 
 use crate::ir::{DType, Function, Graph, NodeId};
 use crate::layout::VarPlacement;
+use crate::verify::{self, in_pass};
 use fusion::Group;
 pub use kernel::{
     Buffer, GemmEpilogue, Groups, Kernel, Loc, LoopKernel, Mode, Plan, Reduction, RowKernel, RowOp,
     Source, WindowKernel, WindowOp, WinogradKernel,
 };
+pub(crate) use threads::syncs as threads_syncs;
 pub use threads::{scalar_operands, Syncs};
 use units::{Class, Unit};
 pub use view::{BufId, Lin, View};
@@ -271,14 +273,40 @@ impl<'a> Planner<'a> {
     }
 
     /// The phases in order; `Err(var)`: plan again with `var` out of place.
+    /// Each phase runs as a pass of its own (`verify::in_pass`); the
+    /// kernels are verified once ordered (and after each later rewrite).
     fn run(mut self) -> Result<Plan, u32> {
-        self.fuse();
-        self.make_units();
-        self.merge_groups();
-        self.place_buffers();
-        let (kernels_by_unit, deps) = self.lower_units();
-        let order = self.order(&deps)?;
-        Ok(self.finish(kernels_by_unit, order))
+        in_pass("plan::fusion", || self.fuse());
+        in_pass("plan::units", || self.make_units());
+        in_pass("plan::fusion (multi-output)", || self.merge_groups());
+        in_pass("plan::placement", || self.place_buffers());
+        let (kernels_by_unit, deps) = in_pass("plan::lower", || self.lower_units());
+        let order = in_pass("plan::order", || self.order(&deps))?;
+        Ok(in_pass("plan::finish", || {
+            self.finish(kernels_by_unit, order)
+        }))
+    }
+
+    /// Verifies `kernels` in debug builds: `verify::plan::kernels` after
+    /// `pass` (what each kernel is), `verify::plan::order` after
+    /// `order_pass` (how they follow each other).
+    fn verify_kernels(
+        &self,
+        pass: &str,
+        order_pass: &str,
+        kernels: &[Kernel],
+        chains: &[merge::Chain],
+    ) {
+        let parts = verify::plan::Parts {
+            g: self.g,
+            place: self.place,
+            buffers: &self.buffers,
+            kernels,
+            chains,
+            max_batch: self.place.layout.max_batch as u64,
+        };
+        verify::assert_after(pass, || verify::plan::kernels(&parts));
+        verify::assert_after(order_pass, || verify::plan::order(&parts));
     }
 
     /// Assembles the plan: kernels in `order`, update loops merged, thread
@@ -288,23 +316,33 @@ impl<'a> Planner<'a> {
             .iter()
             .flat_map(|&u| kernels_by_unit[u].clone())
             .collect();
-        let chains = merge::merge_updates(self.g, &self.buffers, &mut kernels);
+        self.verify_kernels("plan::lower", "plan::order", &kernels, &[]);
+        let chains = in_pass("plan::merge", || {
+            merge::merge_updates(self.g, &self.buffers, &mut kernels)
+        });
+        self.verify_kernels("plan::merge", "plan::merge", &kernels, &chains);
         let batch = self.place.layout.max_batch as u64;
-        let mut kernels = winofuse::fuse(kernels, batch);
+        let mut kernels = in_pass("plan::winofuse", || winofuse::fuse(kernels, batch));
+        self.verify_kernels("plan::winofuse", "plan::winofuse", &kernels, &chains);
         let pinned: HashSet<BufId> = self.scalar_loads.values().map(|(v, _)| v.buf).collect();
         if self.gemm_epilogue {
-            epilogue::fuse(self.g, &self.buffers, &mut kernels, &pinned);
+            in_pass("plan::epilogue", || {
+                epilogue::fuse(self.g, &self.buffers, &mut kernels, &pinned)
+            });
+            self.verify_kernels("plan::epilogue", "plan::epilogue", &kernels, &chains);
         }
         let modes =
             threads::kernel_modes(self.g, &kernels, batch, self.threads, self.split_seconds);
-        let scratch_bytes = memory::assign_scratch(
-            &mut self.buffers,
-            &kernels,
-            &pinned,
-            &self.persistent,
-            &chains,
-            batch,
-        );
+        let scratch_bytes = in_pass("plan::memory", || {
+            memory::assign_scratch(
+                &mut self.buffers,
+                &kernels,
+                &pinned,
+                &self.persistent,
+                &chains,
+                batch,
+            )
+        });
         let scratch_bytes = winofuse::place_scratch(&mut kernels, scratch_bytes, self.threads);
         let mut outputs = Vec::new();
         let mut scalar_outputs = Vec::new();
@@ -341,6 +379,7 @@ impl<'a> Planner<'a> {
             threads: self.threads,
             syncs: Syncs::default(),
             scratch_bytes,
+            chains,
             outputs,
             scalar_outputs,
             scalar_updates,
@@ -350,7 +389,14 @@ impl<'a> Planner<'a> {
             twin: None,
             max_batch: batch,
         };
-        plan.syncs = threads::syncs(self.g, &plan);
+        verify::assert_after("plan::memory", || {
+            verify::plan::scratch(&verify::plan::Parts::of(self.g, self.place, &plan), &plan)
+        });
+        plan.syncs = in_pass("plan::threads", || threads::syncs(self.g, &plan));
+        verify::assert_after("plan::threads", || verify::plan::threads(self.g, &plan));
+        verify::assert_after("plan::finish", || {
+            verify::plan::function(self.g, self.f, self.place, &plan)
+        });
         plan
     }
 }

@@ -8,6 +8,11 @@
 //! strided view, an iota or scalar operand of a GEMM or argmax, an operand
 //! of a row kernel that is not row-major.
 //!
+//! A copy into a contiguous buffer (an output, an update, a materialized
+//! node) of a reshape that no view of its operand expresses (a transposed
+//! view flattened back, as a tiled pooling's input gradient is) loops over
+//! the operand's shape instead, writing the same bytes ([`Planner::source_for_copy`]).
+//!
 //! Invariants: a resolved `Source::Load` addresses a buffer in `node_buf`
 //! (or a view of one); a copy never reads its own destination; each node is
 //! materialized at most once (its buffer is found again by later reads).
@@ -114,33 +119,51 @@ impl Planner<'_> {
             .expect("materialized shapes have no B*B")
     }
 
-    /// The source a copy of `n` reads (never the copy's own destination).
-    pub(super) fn source_for_copy(&mut self, n: NodeId) -> Source {
+    /// What a copy of `n` into a contiguous buffer reads: `(m, source)`, the
+    /// copy's loop running over `m`'s shape (never the copy's own
+    /// destination). `m` is `n` itself, or — when `n` is a reshape of a view
+    /// that strides cannot express (the transposed taps of a pooling whose
+    /// windows tile the image, back to the image's shape) — the nearest
+    /// operand down its chain of reshapes that has a view: a contiguous
+    /// buffer holds the same bytes in every shape of the same elements, so
+    /// copying `m` into the destination viewed in `m`'s shape writes `n`.
+    pub(super) fn source_for_copy(&mut self, n: NodeId) -> (NodeId, Source) {
         if let Some(&b) = self.node_buf.get(&n) {
             // `b` is `n`'s buffer, so a copy into `b` copies `n`.
             let src_is_this_copy = self.copy_dsts.contains(&b);
             if !src_is_this_copy {
-                return Source::Load(
-                    View::contiguous(b, self.g.shape(n)).expect("copyable"),
-                    self.g.dtype(n),
+                return (
+                    n,
+                    Source::Load(
+                        View::contiguous(b, self.g.shape(n)).expect("copyable"),
+                        self.g.dtype(n),
+                    ),
                 );
             }
         }
         // Resolve through the op itself (a view of something materialized).
         let saved = self.node_buf.remove(&n);
-        let s = match self.g.op(n) {
-            Op::Iota { axis, .. } => Source::Iota {
-                axis: *axis as usize,
-            },
-            _ if self.g.shape(n).is_scalar() || self.cls(n) == Class::Scalar => Source::Scalar(n),
-            _ => self
-                .view_of(n)
-                .unwrap_or_else(|| panic!("internal compiler error: no view for copy of {n}")),
+        let mut m = n;
+        let s = loop {
+            let s = match self.g.op(m) {
+                Op::Iota { axis, .. } => Some(Source::Iota {
+                    axis: *axis as usize,
+                }),
+                _ if self.g.shape(m).is_scalar() || self.cls(m) == Class::Scalar => {
+                    Some(Source::Scalar(m))
+                }
+                _ => self.view_of(m),
+            };
+            match (s, self.g.op(m)) {
+                (Some(s), _) => break s,
+                (None, Op::Reshape(_)) => m = self.g.inputs_of(m)[0],
+                (None, _) => panic!("internal compiler error: no view for copy of {n}"),
+            }
         };
         if let Some(b) = saved {
             self.node_buf.insert(n, b);
         }
-        s
+        (m, s)
     }
 
     /// A row-major view of `n`, copying it into scratch when its view strides

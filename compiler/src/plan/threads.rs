@@ -611,7 +611,7 @@ impl Footprint<'_> {
 /// in a row need none. Before the scalar stores at the end (thread 0's),
 /// one when they conflict with thread 1's accesses since the last barrier.
 /// A one-thread plan has none.
-pub(super) fn syncs(g: &Graph, plan: &Plan) -> Syncs {
+pub(crate) fn syncs(g: &Graph, plan: &Plan) -> Syncs {
     let mut out = Syncs {
         before: vec![false; plan.kernels.len()],
         before_scalars: false,
