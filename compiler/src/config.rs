@@ -36,7 +36,9 @@ use specc_runtime::config::yaml::{self, Kind, Node};
 use specc_runtime::config::RunConfig;
 use specc_runtime::suggest::closest;
 
-use crate::model::{DataSource, Model};
+use specc_runtime::data::Source;
+
+use crate::model::Model;
 use crate::optim::table::{self, ArgKind};
 
 /// The type of a configuration value.
@@ -1057,15 +1059,12 @@ pub fn record(resolved: &Resolved, spec_path: &Path, version: &str) -> Result<Ru
         .iter()
         .map(|s| (s.dotted(), s.value.yaml_text()))
         .collect();
-    let data = match (&resolved.config.data, &resolved.model.data) {
+    let data = match (&resolved.config.data, &resolved.model.data.source) {
         (Some(p), _) => Some(p.clone()),
-        (None, DataSource::Csv { path, .. }) => {
+        (None, Source::Csv { path }) => {
             Some(spec_path.parent().unwrap_or(Path::new("")).join(path))
         }
-        (
-            None,
-            DataSource::Synthetic(_) | DataSource::Stream { .. } | DataSource::Images { .. },
-        ) => None,
+        (None, Source::Synthetic(_) | Source::Stream(_) | Source::Images(_)) => None,
     };
     if let Some(p) = data {
         r.data.push(DataRecord::of(&p)?);

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
 use specc_grammar::{ast::Span, Diagnostic};
-use specc_runtime::checkpoint::BundleReader;
-use specc_runtime::data::images;
+use specc_runtime::checkpoint::{BundleReader, Selection};
+use specc_runtime::data::{images, Source};
 use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
 use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
@@ -84,7 +84,9 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
     let prefix = super::inspect::resolve(checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
-    predict::restore_parameters(&mut session, &reader).map_err(|e| e.to_string())?;
+    session
+        .restore_selected(&reader, Selection::Parameters)
+        .map_err(|e| e.to_string())?;
 
     // Only the inputs `predict` reads come from the file.
     let read = model.graph.inputs_read(&function.roots());
@@ -122,11 +124,11 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         .collect();
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
     // An image source, in memory or streamed: its records and transforms.
-    let image_source = match &model.data {
-        specc_compiler::model::DataSource::Images { spec, .. } => {
+    let image_source = match &model.data.source {
+        Source::Images(spec) => {
             Some((spec.source.clone(), spec.pipeline.clone(), spec.threads))
         }
-        specc_compiler::model::DataSource::Stream { spec, .. } => match &spec.format {
+        Source::Stream(spec) => match &spec.format {
             Format::Images(f) => Some((f.source(&spec.paths), f.pipeline.clone(), spec.threads)),
             _ => None,
         },
@@ -288,8 +290,8 @@ fn stream_spec(model: &specc_compiler::Model, data: &Path) -> StreamSpec {
     };
     let format = match tfrecord {
         Some(compression) => Format::TfRecord { compression },
-        None => match &model.data {
-            specc_compiler::model::DataSource::Stream { spec, .. } => match &spec.format {
+        None => match &model.data.source {
+            Source::Stream(spec) => match &spec.format {
                 Format::Csv { na_value } => Format::Csv {
                     na_value: na_value.clone(),
                 },

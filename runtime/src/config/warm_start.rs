@@ -169,13 +169,11 @@ pub fn apply(
         &what,
     )
     .map_err(|e| e.to_string())?;
-    for a in &assignments {
-        let dst = session
-            .var_mut(&a.param)
-            .ok_or_else(|| format!("init_from_checkpoint: no parameter `{}`", a.param))?;
-        reader
-            .load_f32_into(&a.tensor, dst)
-            .map_err(|e| format!("init_from_checkpoint: {e}"))?;
-    }
+    session
+        .restore_selected(
+            &reader,
+            crate::checkpoint::session::Selection::Assignments(&assignments),
+        )
+        .map_err(|e| format!("init_from_checkpoint: {e}"))?;
     Ok((assignments.len(), prefix))
 }
