@@ -28,6 +28,8 @@
 #![deny(missing_docs)]
 
 mod api;
+pub mod run;
+pub mod spec;
 
 pub use api::arrays::InputInfo;
 pub use api::error::Error;

@@ -19,7 +19,7 @@ use specc_compiler::ir::{Dim, Function};
 use specc_compiler::model::InputRole;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
-use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, CheckpointManager};
+use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
 use specc_runtime::data::{load, Source, Values};
 use specc_runtime::session::Session;
 use specc_runtime::train::{evaluate, Evaluation};
@@ -30,8 +30,8 @@ use super::error::Error;
 /// A compiled spec and its trained state (see the module doc).
 pub struct Model {
     // Dropped first: it calls the program's code.
-    session: Session,
-    program: Box<Program>,
+    pub(crate) session: Session,
+    pub(crate) program: Box<Program>,
 }
 
 impl Model {
@@ -52,11 +52,17 @@ impl Model {
     fn compile(src: SourceFile) -> Result<Model, Error> {
         let program = compile(&src, Functions::ALL)
             .map_err(|d| Error::Spec(specc_grammar::diag::render_all(&d, &src, false)))?;
+        Model::from_program(program).map_err(Error::Session)
+    }
+
+    /// A model of `program` with a fresh session (variables initialized);
+    /// the error says why the session cannot be made (memory).
+    pub(crate) fn from_program(program: Program) -> Result<Model, String> {
         let program = Box::new(program);
         // SAFETY: the functions were generated from this program's plans for
         // this layout's ABI; the program is boxed (its code does not move)
         // and outlives the session (the session field drops first).
-        let session = unsafe { program.new_session() }.map_err(Error::Session)?;
+        let session = unsafe { program.new_session() }?;
         Ok(Model { session, program })
     }
 
@@ -247,14 +253,8 @@ impl Model {
     /// prefix (`DIR/model.ckpt-100`) or a directory (its latest checkpoint).
     /// Returns the prefix read.
     pub fn load_checkpoint(&mut self, path: impl AsRef<Path>) -> Result<PathBuf, Error> {
-        let path = path.as_ref();
-        let prefix = if path.is_dir() {
-            latest_checkpoint(path)
-                .map_err(|e| Error::Checkpoint(e.to_string()))?
-                .ok_or_else(|| Error::Checkpoint(format!("{} has no checkpoint", path.display())))?
-        } else {
-            path.to_path_buf()
-        };
+        let prefix =
+            crate::run::restore::checkpoint_prefix(path.as_ref()).map_err(Error::Checkpoint)?;
         let reader = BundleReader::open(&prefix).map_err(|e| Error::Checkpoint(e.to_string()))?;
         self.session
             .restore(&reader)

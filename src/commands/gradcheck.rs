@@ -10,8 +10,10 @@ use specc_compiler::interp::{self, Tensor};
 use specc_runtime::abi::grad_output;
 use specc_runtime::source::ShuffledBatches;
 
-use crate::load::{data_source, load_data, read_spec, report};
+use super::report;
 use crate::Failure;
+use specc::run::data::{data_source, load_data};
+use specc::spec::read_spec;
 use specc_runtime::data::Source;
 use specc_runtime::pipeline::StreamingBatches;
 

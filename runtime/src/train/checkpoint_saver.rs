@@ -140,7 +140,10 @@ impl<'r> CheckpointSaverHook<'r> {
     /// Saves through `manager` whenever `timer` is due (not at the first
     /// step: TF saves at the start only a fresh run's initial state, which
     /// specc does not need) and at the end.
-    pub fn new(manager: CheckpointManager, timer: Timer) -> Result<CheckpointSaverHook<'r>, String> {
+    pub fn new(
+        manager: CheckpointManager,
+        timer: Timer,
+    ) -> Result<CheckpointSaverHook<'r>, String> {
         Ok(CheckpointSaverHook {
             timer,
             writer: Writer::spawn(manager)?,
