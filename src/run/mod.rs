@@ -61,6 +61,7 @@ pub mod replay;
 pub mod replicas;
 pub mod restore;
 pub mod settings;
+mod tensor_log;
 
 use std::path::PathBuf;
 
