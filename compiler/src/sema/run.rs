@@ -15,7 +15,7 @@
 //! assignment map, each with a caret.
 //! Invariants: a period of 0 means "never" and is stored as `None`; seconds
 //! and hours are finite; directories are as written (relative to the spec's
-//! directory: `config::resolve` joins them); names in `logging.tensors` and
+//! directory: `specc::run::settings::resolve` joins them); names in `logging.tensors` and
 //! the spec side of an assignment map are checked after every item, so the
 //! items may come before the names they mention.
 
