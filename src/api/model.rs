@@ -278,6 +278,12 @@ impl Model {
     fn function(&self, name: &str) -> Result<usize, Error> {
         self.session.function_index(name).ok_or_else(|| {
             Error::Session(match name {
+                "predict" if self.program.model.functions.predict.is_some() => format!(
+                    "this model of {} was compiled without its `predict` function (a run's \
+                     model trains and evaluates): load its checkpoint into Model::from_path \
+                     to predict",
+                    self.name()
+                ),
                 "predict" => format!(
                     "{} has no `outputs {{ ... }}` item, so there is nothing to predict",
                     self.name()

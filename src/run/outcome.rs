@@ -20,8 +20,8 @@ use crate::Model;
 /// The result of a run.
 pub struct Outcome {
     /// The trained model: the run's compiled program (its `step` and `eval`
-    /// functions) and session, for more steps, evaluations, its variables
-    /// or a checkpoint.
+    /// functions, not `predict`) and session, for more steps, evaluations,
+    /// its variables or a checkpoint.
     pub model: Model,
     /// The model's name.
     pub name: String,

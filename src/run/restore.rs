@@ -100,10 +100,11 @@ pub(crate) struct Resume {
     pub manager: CheckpointManager,
 }
 
-/// Resumes from the latest checkpoint of `c.dir` (the session, the batch
+/// Resumes from the latest checkpoint of `dir` (the session, the batch
 /// position), checks the directory's `run.yaml` against this run and
 /// writes this run's record (the leader only); a replica's shard of a
 /// stream reads past its shares of the steps done.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn resume(
     c: &CheckpointConfig,
     dir: &Path,
