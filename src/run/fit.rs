@@ -246,7 +246,7 @@ impl Prepared<'_> {
                 ));
             }
         }
-        let checkpoints = hooks.saver.as_ref().map_or(Vec::new(), |s| s.saved.clone());
+        let checkpoint = hooks.saver.as_ref().and_then(|s| s.last_saved.clone());
         let epochs = batches.epochs_started();
         let global_step = session.global_step;
         drop(hooks);
@@ -264,7 +264,7 @@ impl Prepared<'_> {
             held_out,
             averaged,
             bad_records: bad,
-            checkpoints,
+            checkpoint,
             resumed_from,
             compile_s,
             train_s,

@@ -17,7 +17,7 @@
 //!   runtime check, or the first value of the spec a non-finite loss came
 //!   from), and the evaluations after training;
 //! - an [`Outcome`]: the trained model, the training summary, the
-//!   evaluations, the skipped records, the checkpoints and the timings.
+//!   evaluations, the skipped records, the last checkpoint and the timings.
 //!
 //! [`run`] does all of it for one process; a data-parallel job
 //! ([`replicas`], the `mpi` feature) passes its [`Replicas`] to

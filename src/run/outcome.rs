@@ -3,7 +3,7 @@
 //! Owns: [`Outcome`] — the trained model, the training summary, the
 //! evaluations (on the training rows, the held-out rows or the evaluation
 //! data, and again with the moving averages), the skipped records, the
-//! checkpoints written and the timings — and [`ReplicaInfo`].
+//! last checkpoint written and the timings — and [`ReplicaInfo`].
 //!
 //! Invariants: the numbers are the ones `specc run` prints (`--json`);
 //! evaluations a run does not make are `None` (a streamed run has no rows
@@ -50,8 +50,9 @@ pub struct Outcome {
     pub averaged: Option<(Evaluation, Option<Evaluation>)>,
     /// A streamed source's skipped records (none for data in memory).
     pub bad_records: Option<BadRecords>,
-    /// The checkpoints written, oldest first.
-    pub checkpoints: Vec<PathBuf>,
+    /// The last checkpoint written (an [`Observer`](super::Observer) is
+    /// told each one).
+    pub checkpoint: Option<PathBuf>,
     /// The checkpoint the run resumed from.
     pub resumed_from: Option<PathBuf>,
     /// Seconds compiling took.

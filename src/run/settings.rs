@@ -1085,7 +1085,7 @@ mod tests {
             "data synthetic(rows = 8, features = 2)\nlabel label: int\n\
              features { x = numeric(x0..x1) }\nparams { W: [2, 2] = zeros }\n\
              loss = mean(sparse_softmax_cross_entropy(label, x @ W))\n\
-             optimizer sgd(0.1)\ntrain { batch = 4, steps = 2 }\n",
+             optimizer gradient_descent(0.1)\ntrain { batch = 4, steps = 2 }\n",
         );
         let model = specc_compiler::check(&src).expect("the spec checks");
         let config = RunConfig::default();

@@ -130,8 +130,9 @@ pub struct CheckpointSaverHook<'r> {
     writer: Writer,
     /// The global step of the last save handed to the writer.
     saved_step: Option<i64>,
-    /// Prefixes written, oldest first (those `max_to_keep` deleted included).
-    pub saved: Vec<PathBuf>,
+    /// The last checkpoint written (each one is told to
+    /// [`CheckpointSaverHook::reporting`]'s callback).
+    pub last_saved: Option<PathBuf>,
     /// Told each prefix once it is written (see [`CheckpointSaverHook::reporting`]).
     report: Option<Box<dyn FnMut(&Path) + 'r>>,
 }
@@ -148,7 +149,7 @@ impl<'r> CheckpointSaverHook<'r> {
             timer,
             writer: Writer::spawn(manager)?,
             saved_step: None,
-            saved: Vec::new(),
+            last_saved: None,
             report: None,
         })
     }
@@ -167,7 +168,7 @@ impl<'r> CheckpointSaverHook<'r> {
             if let Some(r) = self.report.as_mut() {
                 r(&p);
             }
-            self.saved.push(p);
+            self.last_saved = Some(p);
         }
     }
 
