@@ -1,6 +1,6 @@
 //! The hooks a run installs around its steps (TF's `SessionRunHook`s of a
 //! `MonitoredTrainingSession`), in their order: stop at the last step, tell
-//! the [`Observer`](super::Observer) ([`ObserverHook`]), warn of a
+//! the [`Observer`] ([`ObserverHook`]), warn of a
 //! diverging loss, stop on a non-finite loss, log the spec's tensors
 //! ([`TensorLogHook`], TF's `LoggingTensorHook` over `logging { tensors }`),
 //! write summaries and the step rate, evaluate periodically, and save
@@ -81,13 +81,16 @@ impl Hook for ObserverHook<'_, '_> {
 /// A warning from [`DivergenceHook`].
 type Diverging<'a> = Box<dyn FnMut(&StepValues, &StepValues) + 'a>;
 
+/// Where [`TensorLogHook`] prints a line.
+type Print<'a> = Box<dyn FnMut(&str) + 'a>;
+
 /// The hooks of a run (see the module doc), built for its settings.
 pub struct RunHooks<'a, 'o> {
     stop: StopAtStepHook,
     observe: ObserverHook<'a, 'o>,
     divergence: DivergenceHook<Diverging<'a>>,
     nan: NanTensorHook,
-    tensor_log: Option<TensorLogHook<'a, Box<dyn FnMut(&str) + 'a>>>,
+    tensor_log: Option<TensorLogHook<'a, Print<'a>>>,
     summaries: Option<(SummarySaverHook, StepCounterHook)>,
     writer: Option<SummaryWriter>,
     /// The held-out evaluation (periodic, and at the end), when there is
@@ -165,8 +168,7 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         // `logging { tensors }`: the named tensors (TF's LoggingTensorHook).
         let lc = &config.logging;
         let tensor_log = (!lc.tensors.is_empty() && leader).then(|| {
-            let print: Box<dyn FnMut(&str) + 'a> =
-                Box::new(move |l: &str| watch.with(|o| o.tensors(l)));
+            let print: Print<'a> = Box::new(move |l: &str| watch.with(|o| o.tensors(l)));
             TensorLogHook::new(
                 lc.tensors.clone(),
                 metrics,

@@ -6,7 +6,7 @@
 //! `predict`, `export`, `inspect` and [`Model::load_checkpoint`](crate::Model::load_checkpoint)),
 //! [`warm_start`] (TF's `init_from_checkpoint`: the assignment map resolved
 //! by the runtime's `config::warm_start::resolve`, its parameters set by the
-//! one checkpoint restore, `Session::restore_selected`), and [`resume`]
+//! one checkpoint restore, `Session::restore_selected`), and `resume`
 //! (TF's `MonitoredTrainingSession` with a `checkpoint_dir` that holds a
 //! checkpoint: every variable, the global step and the batch position, then
 //! the directory's `run.yaml` checked and written).

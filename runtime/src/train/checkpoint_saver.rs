@@ -123,6 +123,9 @@ fn checkpoint_error(e: CheckpointError) -> TrainError {
     TrainError::Hook(format!("cannot save the checkpoint: {e}"))
 }
 
+/// What [`CheckpointSaverHook::reporting`] calls with each prefix written.
+type Report<'r> = Box<dyn FnMut(&Path) + 'r>;
+
 /// Saves checkpoints every N steps and/or S seconds, and after the last
 /// step (TF's `CheckpointSaverHook`).
 pub struct CheckpointSaverHook<'r> {
@@ -134,7 +137,7 @@ pub struct CheckpointSaverHook<'r> {
     /// [`CheckpointSaverHook::reporting`]'s callback).
     pub last_saved: Option<PathBuf>,
     /// Told each prefix once it is written (see [`CheckpointSaverHook::reporting`]).
-    report: Option<Box<dyn FnMut(&Path) + 'r>>,
+    report: Option<Report<'r>>,
 }
 
 impl<'r> CheckpointSaverHook<'r> {
