@@ -14,8 +14,15 @@
 //! # Ok::<(), specc::Error>(())
 //! ```
 //!
-//! Owns: [`Model`] (a compiled spec and its session: the trained state) and
-//! [`Error`]. Arrays cross the API as [`ndarray`] arrays: `ArrayViewD<f32>`
+//! Everything `specc run` does — the run configuration, the data, warm
+//! start and resume, checkpoints, summaries, periodic evaluation, replicas,
+//! the origin of a NaN loss — is [`run`]: a [`run::Request`] prepared and
+//! fit with a [`run::Observer`] to a [`run::Outcome`] (see its doc and
+//! `examples/run_spec.rs`).
+//!
+//! Owns: [`Model`] (a compiled spec and its session: the trained state),
+//! [`Error`], [`run`] (a training run) and [`spec`] (reading a spec file).
+//! Arrays cross the API as [`ndarray`] arrays: `ArrayViewD<f32>`
 //! in (an int32 input — class labels, ids — takes whole numbers as f32),
 //! `ArrayD<f32>` out; the first axis is the batch. The crates underneath
 //! ([`grammar`], [`compiler`], [`runtime`]) are re-exported for what the
@@ -30,6 +37,8 @@
 #![deny(missing_docs)]
 
 mod api;
+pub mod run;
+pub mod spec;
 
 pub use api::arrays::InputInfo;
 pub use api::error::Error;

@@ -2,12 +2,10 @@
 //!
 //! Owns: argument parsing and the exit-code contract — 0 on success, 2 when
 //! the spec has errors (diagnostics on stderr), 1 for other failures (data
-//! errors, I/O). Each subcommand lives in `commands/`.
+//! errors, I/O). Each subcommand lives in `commands/`; what they do beyond
+//! flags, progress and printing is the `specc` library's (`specc::run`).
 
 mod commands;
-mod distributed;
-mod load;
-mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -115,8 +113,8 @@ enum Command {
         json: bool,
         /// Train as one replica of a data-parallel MPI job (`mpirun -np N specc run ...`):
         /// auto detects an MPI launcher.
-        #[arg(long, value_enum, default_value_t = distributed::Launch::Auto)]
-        distributed: distributed::Launch,
+        #[arg(long, value_enum, default_value_t = specc::run::Launch::Auto)]
+        distributed: specc::run::Launch,
         /// A replica waiting longer than S seconds for the others in one step's exchange ends the job (0: wait forever).
         #[arg(long, value_name = "S", default_value_t = 600.0, allow_negative_numbers = true, value_parser = seconds)]
         exchange_timeout: f64,
@@ -404,7 +402,7 @@ fn main() -> ExitCode {
             distributed,
             exchange_timeout,
         } => {
-            let flags = specc_compiler::config::Flags {
+            let flags = specc::run::Flags {
                 data,
                 steps,
                 eval_fraction,
@@ -415,19 +413,16 @@ fn main() -> ExitCode {
                 keep_every_n_hours,
                 summary_dir,
             };
-            commands::run::run(
-                &spec,
-                &commands::run::RunOptions {
-                    config,
-                    sets: set,
-                    flags,
-                    eval_with_averages,
-                    eval_data,
-                    json,
-                    distributed,
-                    exchange_timeout,
-                },
-            )
+            let request = specc::run::Request {
+                spec,
+                config,
+                sets: set,
+                flags,
+                eval_with_averages,
+                eval_data,
+                exchange_timeout,
+            };
+            commands::run::run(&request, &commands::run::RunOptions { json, distributed })
         }
         Command::Gradcheck {
             spec,

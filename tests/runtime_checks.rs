@@ -13,7 +13,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use specc_compiler::debug::{find_nan_origin, ValueKind};
+use specc::run::replay::find_nan_origin;
+use specc_compiler::debug::ValueKind;
 use specc_compiler::driver::{compile, Functions, Options, Program};
 use specc_grammar::{Code, SourceFile};
 use specc_runtime::abi::AssertionValue;

@@ -1,32 +1,25 @@
-//! Where a non-finite loss came from.
+//! Where a non-finite loss came from: the `check` function.
 //!
-//! Owns: the `check` function (forward only: one non-finite flag per
-//! float feature, parameter and binding of the spec, computed like
-//! `check_numerics`) and [`find_nan_origin`], which finds the first value of
-//! the spec, in evaluation order, that is not finite in the step whose loss
-//! was NaN or infinite, and the first operation inside it that is not.
+//! Owns: the `check` function ([`add_check_function`], compiled when
+//! `Functions::check` asks: forward only, one non-finite flag per float
+//! feature, parameter and binding of the spec, computed like
+//! `check_numerics`, and one per operation inside the bindings), what its
+//! outputs say ([`first_non_finite`]: the first value of the spec, in
+//! evaluation order, that is not finite, and the first operation inside it
+//! that is not) and [`NanOrigin`], that answer as a diagnostic.
 //!
-//! How: specc's training is reproducible to the bit, so the search compiles
-//! the spec again with the `check` function beside the `step` (compiling
-//! takes milliseconds; the step's code is the same), starts a fresh session
-//! from the same initial variables (the initializers, or what `restore`
-//! writes, e.g. a checkpoint), replays the run's batches up to the step
-//! before the failing one with the normal step, and runs the failing step's
-//! forward pass with checking on. Nothing of this runs while training: the
-//! happy path pays nothing.
+//! The replay that runs it (compile the spec with `check` beside the
+//! `step`, replay the run's batches up to the failing step, run its forward
+//! pass with checking) is the run's: `specc::run::replay`. Nothing of this
+//! runs while training: the happy path pays nothing.
 //!
 //! Invariants: the watched values are in source order, which is evaluation
-//! order (a name is defined before it is used); a replay that does not
-//! reproduce the failure (a finite loss at the failing step, or a non-finite
-//! one earlier) is an error, never a wrong answer.
+//! order (a name is defined before it is used).
 
 use specc_grammar::ast::Span;
-use specc_grammar::{Code, Diagnostic, SourceFile};
+use specc_grammar::{Code, Diagnostic};
 use specc_runtime::session::Session;
-use specc_runtime::source::BatchSource;
-use specc_runtime::train::Trainer;
 
-use crate::driver::{compile_with, Functions, Options};
 use crate::ir::{DType, Function, NodeId, Output};
 use crate::model::{InputRole, Model, VarKind};
 use crate::sema::checks::non_finite_flag;
@@ -253,102 +246,20 @@ fn parse_span(s: &str) -> Option<Span> {
     })
 }
 
-/// Why the search could not name an origin.
-#[derive(Debug)]
-pub enum SearchError {
-    /// The spec does not compile (it compiled for training, so this is an
-    /// internal error).
-    Compile(Vec<Diagnostic>),
-    /// The session, the source or the replay failed (in words).
-    Replay(String),
-}
-
-impl std::fmt::Display for SearchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SearchError::Compile(d) => {
-                let first = d.first().map(|d| d.message.as_str()).unwrap_or("");
-                write!(f, "cannot compile the check function: {first}")
-            }
-            SearchError::Replay(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-/// Sets a fresh session's variables (and global step) to where a run
-/// started, e.g. from a checkpoint.
-pub type Restore<'a> = &'a mut dyn FnMut(&mut Session) -> Result<(), String>;
-
-/// Finds the first value of the spec (in evaluation order) that is not finite
-/// in step `failed_step` (1-based, in the run) of a run whose loss became
-/// NaN or infinite there (`TrainError::NanLoss`'s `step`).
-///
-/// - `restore` sets the variables (and the global step) to a state the run
-///   went through, e.g. its last checkpoint; `None`: the initializers, the
-///   start of a fresh run. `failed_step` counts from that state (the failing
-///   global step minus the restored one).
-/// - `source` must give the run's batches again from that state on (a new
-///   source built as the run built its own: same rows, batch, order,
-///   advanced to the restored step).
-/// - `options` should be the run's (the thread count does not change results).
-///
-/// Costs one compile and `failed_step - 1` steps; nothing while training.
-pub fn find_nan_origin(
-    src: &SourceFile,
-    options: &Options,
-    failed_step: u64,
-    source: &mut dyn BatchSource,
-    restore: Option<Restore<'_>>,
-) -> Result<NanOrigin, SearchError> {
-    if failed_step == 0 {
-        return Err(SearchError::Replay(
-            "steps are counted from 1: there is no step 0".into(),
-        ));
-    }
-    let which = Functions {
-        step: true,
-        eval: false,
-        grad: false,
-        check: true,
-        predict: false,
-    };
-    let program = compile_with(src, which, options).map_err(SearchError::Compile)?;
-    let mut session = program.session().map_err(SearchError::Replay)?;
-    if let Some(r) = restore {
-        r(&mut session).map_err(SearchError::Replay)?;
-    }
-    let replay = |m: String| SearchError::Replay(format!("replaying the run: {m}"));
-    let mut trainer = Trainer::new(&session).map_err(replay)?;
-    for k in 1..failed_step {
-        let values = match trainer.step(&mut session, source) {
-            Ok(Some(v)) => v,
-            Ok(None) => {
-                return Err(replay(format!(
-                    "the batches ran out after {} steps, before step {failed_step}",
-                    k - 1
-                )))
-            }
-            Err(e) => return Err(replay(e.to_string())),
-        };
-        if !values.loss.is_finite() {
-            return Err(replay(format!(
-                "the loss is already {} at step {k}, not at step {failed_step}: the replay does not reproduce the run",
-                values.loss
-            )));
-        }
-    }
-    let global_step = session.global_step;
-    let check = session
-        .function_index(CHECK_FUNCTION)
-        .ok_or_else(|| replay("no check function".into()))?;
-    let rows = session.fill(source).map_err(|e| replay(e.to_string()))?;
-    if rows == 0 {
-        return Err(replay(format!(
-            "the batches ran out before step {failed_step}"
-        )));
-    }
-    session.call(check, rows).map_err(replay)?;
-    let watch = watched(&program.model);
+/// The first watched value of `model` that the `check` function (session
+/// function `check`, just called on `rows` rows) flags as not finite, in
+/// evaluation order, and for a binding the first operation inside it that
+/// is not; `None` when every value is finite. `step` and `global_step` are
+/// the failing step's, for the origin's message.
+pub fn first_non_finite(
+    model: &Model,
+    session: &Session,
+    check: usize,
+    rows: usize,
+    step: u64,
+    global_step: i64,
+) -> Option<NanOrigin> {
+    let watch = watched(model);
     for (k, w) in watch.iter().enumerate() {
         let name = format!("{OUTPUT_FINITE_PREFIX}{k}");
         let flag = session
@@ -365,18 +276,16 @@ pub fn find_nan_origin(
                 let v = session.output_at(check, i, rows)?.first().copied()?;
                 (w.kind == ValueKind::Binding && inside && v != 0.0).then_some(span)
             });
-            return Ok(NanOrigin {
+            return Some(NanOrigin {
                 kind: w.kind,
                 name: w.name.clone(),
                 span: w.span,
                 operation,
                 nan: flag >= 2.0,
-                step: failed_step,
+                step,
                 global_step,
             });
         }
     }
-    Err(replay(format!(
-        "every value of the spec is finite in the replay of step {failed_step}: the replay does not reproduce the run"
-    )))
+    None
 }

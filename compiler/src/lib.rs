@@ -14,8 +14,8 @@
 //! - [`plan`]: kernels and buffers (fusion, views, scratch, threads).
 //! - [`codegen`]: Cranelift functions from plans, JIT.
 //! - [`driver`]: the whole pipeline, and [`driver::Program`], the compiled code.
-//! - [`debug`]: where a non-finite loss came from (the `check` function and
-//!   the replay that runs it).
+//! - [`debug`]: where a non-finite loss came from: the `check` function and
+//!   what its outputs say (the replay that runs it is `specc::run`'s).
 //! - [`aot`]: ahead-of-time export: an inference function, its weights and
 //!   a C entry point as an object file, and its C header.
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
@@ -23,12 +23,14 @@
 //! - [`verify`]: the invariants of the IR, the layout and the plan, checked
 //!   after every pass in debug builds (and so in tests).
 //!
+//! The crate is "spec → program": running a program (data, hooks,
+//! checkpoints, run settings) is `specc::run`'s.
+//!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
 
 pub mod aot;
 pub mod autodiff;
 pub mod codegen;
-pub mod config;
 pub mod debug;
 pub mod driver;
 pub mod interp;

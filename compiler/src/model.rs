@@ -14,7 +14,7 @@ use specc_grammar::ast::Span;
 use specc_runtime::config::{
     CheckpointConfig, EvaluateConfig, LoggingConfig, SummaryConfig, WarmStart,
 };
-use specc_runtime::data::{Dataset, InputKind, InputSpec, Source, SyntheticSpec};
+use specc_runtime::data::{Dataset, InputKind, InputSpec, Source};
 use specc_runtime::init::Initializer;
 /// Metrics are the runtime's: it evaluates them (one definition, one place
 /// that names their outputs).
@@ -26,27 +26,16 @@ use specc_runtime::train::TrainConfig;
 use crate::ir::{Function, Graph, NodeId, Output};
 use crate::optim::table::OptimizerDef;
 
-/// Where the training data comes from.
+/// A `data` or `eval_data` item: where its rows come from, as the runtime
+/// describes a source ([`Source`]: a CSV file, synthetic rows, files the
+/// input pipeline streams, images decoded into memory through the image
+/// input's pipeline), with its paths as written in the spec (relative to the
+/// spec's directory; [`Model::data_source`] resolves them), and where the
+/// spec names it (the path, or the call).
 #[derive(Clone, Debug, PartialEq)]
-pub enum DataSource {
-    /// A CSV path as written in the spec (relative to the spec's directory).
-    Csv {
-        path: String,
-        span: Span,
-    },
-    Synthetic(SyntheticSpec),
-    /// Files streamed by the input pipeline (paths as written in the spec,
-    /// relative to the spec's directory).
-    Stream {
-        spec: specc_runtime::pipeline::StreamSpec,
-        span: Span,
-    },
-    /// Images decoded into memory through the image input's pipeline
-    /// (`sema::images`; paths as written in the spec).
-    Images {
-        spec: specc_runtime::data::ImagesSpec,
-        span: Span,
-    },
+pub struct DataItem {
+    pub source: Source,
+    pub span: Span,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,10 +316,10 @@ pub struct Assertion {
 pub struct Model {
     pub name: String,
     pub graph: Graph,
-    pub data: DataSource,
+    pub data: DataItem,
     /// `eval_data`: the rows evaluations read (instead of a held-out split
     /// of `data`); a file source, never synthetic.
-    pub eval_data: Option<DataSource>,
+    pub eval_data: Option<DataItem>,
     pub inputs: Vec<InputInfo>,
     pub vars: Vec<VarInfo>,
     pub loss: NodeId,
@@ -384,44 +373,13 @@ impl Model {
     /// The runtime source of the model's data; a CSV path is relative to
     /// `spec_dir`, the directory of the spec.
     pub fn data_source(&self, spec_dir: &std::path::Path) -> Source {
-        source_of(&self.data, spec_dir)
+        self.data.source.under(spec_dir)
     }
 
     /// The `eval_data` item's source, its paths resolved against the spec's
     /// directory.
     pub fn eval_data_source(&self, spec_dir: &std::path::Path) -> Option<Source> {
-        self.eval_data.as_ref().map(|d| source_of(d, spec_dir))
-    }
-}
-
-/// A data item's source, its paths resolved against the spec's directory.
-fn source_of(data: &DataSource, spec_dir: &std::path::Path) -> Source {
-    match data {
-        DataSource::Csv { path, .. } => Source::Csv {
-            path: spec_dir.join(path),
-        },
-        DataSource::Synthetic(s) => Source::Synthetic(s.clone()),
-        DataSource::Stream { spec, .. } => {
-            let mut spec = spec.clone();
-            for p in &mut spec.paths {
-                *p = spec_dir.join(&*p);
-            }
-            Source::Stream(spec)
-        }
-        DataSource::Images { spec, .. } => {
-            use specc_runtime::data::images::ImageSource;
-            let mut spec = spec.clone();
-            match &mut spec.source {
-                ImageSource::Directory { dir } => *dir = spec_dir.join(&*dir),
-                ImageSource::Csv { path, .. } => *path = spec_dir.join(&*path),
-                ImageSource::TfRecord { paths, .. } => {
-                    for p in paths {
-                        *p = spec_dir.join(&*p);
-                    }
-                }
-            }
-            Source::Images(spec)
-        }
+        self.eval_data.as_ref().map(|d| d.source.under(spec_dir))
     }
 }
 

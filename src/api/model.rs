@@ -19,9 +19,7 @@ use specc_compiler::ir::{Dim, Function};
 use specc_compiler::model::InputRole;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
-use specc_runtime::checkpoint::{
-    latest_checkpoint, BundleReader, CheckpointError, CheckpointErrorKind, CheckpointManager,
-};
+use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
 use specc_runtime::data::{load, Source, Values};
 use specc_runtime::session::Session;
 use specc_runtime::train::{evaluate, Evaluation};
@@ -32,8 +30,8 @@ use super::error::Error;
 /// A compiled spec and its trained state (see the module doc).
 pub struct Model {
     // Dropped first: it calls the program's code.
-    session: Session,
-    program: Box<Program>,
+    pub(crate) session: Session,
+    pub(crate) program: Box<Program>,
 }
 
 impl Model {
@@ -56,11 +54,17 @@ impl Model {
             rendered: specc_grammar::diag::render_all(&d, &src, false),
             diagnostics: d,
         })?;
+        Model::from_program(program).map_err(Error::Session)
+    }
+
+    /// A model of `program` with a fresh session (variables initialized);
+    /// the error says why the session cannot be made (memory).
+    pub(crate) fn from_program(program: Program) -> Result<Model, String> {
         let program = Box::new(program);
         // SAFETY: the functions were generated from this program's plans for
         // this layout's ABI; the program is boxed (its code does not move)
         // and outlives the session (the session field drops first).
-        let session = unsafe { program.new_session() }.map_err(Error::Session)?;
+        let session = unsafe { program.new_session() }?;
         Ok(Model { session, program })
     }
 
@@ -251,20 +255,8 @@ impl Model {
     /// prefix (`DIR/model.ckpt-100`) or a directory (its latest checkpoint).
     /// Returns the prefix read.
     pub fn load_checkpoint(&mut self, path: impl AsRef<Path>) -> Result<PathBuf, Error> {
-        let path = path.as_ref();
-        let prefix = if path.is_dir() {
-            latest_checkpoint(path)
-                .map_err(Error::Checkpoint)?
-                .ok_or_else(|| {
-                    Error::Checkpoint(CheckpointError::new(
-                        CheckpointErrorKind::NotFound,
-                        path,
-                        "has no checkpoint",
-                    ))
-                })?
-        } else {
-            path.to_path_buf()
-        };
+        let prefix =
+            crate::run::restore::checkpoint_prefix(path.as_ref()).map_err(Error::Checkpoint)?;
         let reader = BundleReader::open(&prefix).map_err(Error::Checkpoint)?;
         self.session.restore(&reader).map_err(Error::Checkpoint)?;
         Ok(prefix)
@@ -286,6 +278,12 @@ impl Model {
     fn function(&self, name: &str) -> Result<usize, Error> {
         self.session.function_index(name).ok_or_else(|| {
             Error::Session(match name {
+                "predict" if self.program.model.functions.predict.is_some() => format!(
+                    "this model of {} was compiled without its `predict` function (a run's \
+                     model trains and evaluates): load its checkpoint into Model::from_path \
+                     to predict",
+                    self.name()
+                ),
                 "predict" => format!(
                     "{} has no `outputs {{ ... }}` item, so there is nothing to predict",
                     self.name()

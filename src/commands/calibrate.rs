@@ -19,10 +19,10 @@ use specc_compiler::tflite_quantize::Calibration;
 use specc_grammar::SourceFile;
 use specc_tflite::{Interpreter, Model};
 
-use super::predict::open_source;
 use super::predict_tflite::TflitePredictor;
-use crate::load::report;
+use super::report;
 use crate::Failure;
+use specc::run::data::open_prediction_source;
 
 /// Rows per batch while calibrating.
 const BATCH: u32 = 256;
@@ -56,7 +56,7 @@ pub fn calibrate(
     };
     let mut session = program.session()?;
     let reads = predictor.reads(session.layout.inputs.len());
-    let mut source = open_source(&program.model, &session, &reads, data, batch)?;
+    let mut source = open_prediction_source(&program.model, &session.layout, &reads, data, batch)?;
     let interpreter = Interpreter::new(predictor.model())?;
     let mut calibration = Calibration::new(predictor.model());
     while calibration.rows() < samples {

@@ -6,8 +6,9 @@ use std::path::Path;
 use specc_compiler::driver::{plan_model, Functions};
 use specc_runtime::memory::{available_memory, human_bytes};
 
-use crate::load::{read_spec, report};
+use super::report;
 use crate::Failure;
+use specc::spec::read_spec;
 
 pub fn run(spec: &Path) -> Result<(), Failure> {
     let src = read_spec(spec)?;

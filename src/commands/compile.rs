@@ -6,8 +6,9 @@ use specc_compiler::driver::{plan_model_with, Functions, Options};
 use specc_compiler::ir::print::print_functions;
 use specc_compiler::{codegen, plan};
 
-use crate::load::{read_spec, report};
+use super::report;
 use crate::{Failure, Stage};
+use specc::spec::read_spec;
 
 pub fn run(spec: &Path, stage: Stage, replicas: Option<u32>) -> Result<(), Failure> {
     let src = read_spec(spec)?;

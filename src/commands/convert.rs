@@ -39,8 +39,9 @@ use specc_runtime::io::csv::{RecordDefault, Value};
 use specc_runtime::io::example::{DType, Example, Feature, FeatureSpec};
 use specc_runtime::io::tfrecord::{open_reader, Compression, RecordReader, RecordWriter};
 
-use crate::load::{read_spec, report};
+use super::report;
 use crate::Failure;
+use specc::spec::read_spec;
 
 /// One raw feature key of the parse spec and its type.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,8 +19,9 @@ use specc_compiler::tflite::{export_tflite, TfliteExport};
 use specc_compiler::tflite_quantize::{quantize_dynamic, quantize_int8};
 use specc_runtime::checkpoint::BundleReader;
 
-use crate::load::{read_spec, report};
+use super::report;
 use crate::Failure;
+use specc::spec::read_spec;
 
 pub struct ExportOptions<'a> {
     pub checkpoint: &'a Path,
@@ -110,7 +111,7 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
         .map(|&i| g.inputs[i as usize].name.clone())
         .collect();
 
-    let prefix = crate::commands::inspect::resolve(o.checkpoint)?;
+    let prefix = specc::run::restore::checkpoint_prefix(o.checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let stored = reader.list_variables();
     let mut params = HashMap::new();

@@ -13,8 +13,9 @@ use specc_compiler::aot::{export_object, ExportOptions};
 use specc_compiler::driver::{compile, Functions};
 use specc_runtime::checkpoint::BundleReader;
 
-use crate::load::{read_spec, report};
+use super::report;
 use crate::Failure;
+use specc::spec::read_spec;
 
 pub struct ObjectOptions<'a> {
     pub checkpoint: &'a Path,
@@ -40,7 +41,7 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
         predict: true,
     };
     let program = compile(&src, which).map_err(|d| report(&d, &src))?;
-    let prefix = super::inspect::resolve(opts.checkpoint)?;
+    let prefix = specc::run::restore::checkpoint_prefix(opts.checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
     session.restore(&reader).map_err(|e| e.to_string())?;

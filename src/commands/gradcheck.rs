@@ -8,12 +8,12 @@ use std::path::Path;
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::interp::{self, Tensor};
 use specc_runtime::abi::grad_output;
-use specc_runtime::source::ShuffledBatches;
+use specc_runtime::train::TrainConfig;
 
-use crate::load::{data_source, load_data, read_spec, report};
+use super::report;
 use crate::Failure;
-use specc_runtime::data::Source;
-use specc_runtime::pipeline::StreamingBatches;
+use specc::run::data::{data_source, TrainingData};
+use specc::spec::read_spec;
 
 const TOLERANCE: f64 = 1e-2;
 
@@ -26,37 +26,24 @@ pub fn run(spec: &Path, data: Option<&Path>, samples: usize, json: bool) -> Resu
     let model = &program.model;
     let mut s = program.session()?;
     // The first training batch (all rows, the spec's batch order); a
-    // streaming source's first batch through the input pipeline.
-    let rows = match data_source(model, spec, data)? {
-        Source::Stream(stream) => {
-            let mut batches = StreamingBatches::new(
-                &stream,
-                &model.input_specs(),
-                &s.layout,
-                model.train.batch as usize,
-                model.train.shuffle,
-                model.train.seed,
-            )
-            .map_err(|e| Failure::Other(e.to_string()))?;
-            s.fill(&mut batches)
-                .map_err(|e| Failure::Other(e.to_string()))?
-        }
-        _ => {
-            let (dataset, _) = load_data(model, spec, data)?;
-            let batch = (model.train.batch as usize).min(dataset.rows);
-            let all_rows: Vec<u32> = (0..dataset.rows as u32).collect();
-            let mut batches = ShuffledBatches::new(
-                &dataset,
-                &s.layout,
-                all_rows,
-                batch,
-                model.train.shuffle,
-                model.train.seed,
-            )?;
-            s.fill(&mut batches)
-                .map_err(|e| Failure::Other(e.to_string()))?
-        }
+    // streaming source's first batch through the input pipeline. An image
+    // input's random transforms are not drawn: the batch is their
+    // evaluation form.
+    let data = TrainingData::open(model, data_source(model, spec, data)?, false)?;
+    let all_rows: Vec<u32> = data
+        .dataset()
+        .map_or(Vec::new(), |d| (0..d.rows as u32).collect());
+    let cfg = TrainConfig {
+        batch: data.dataset().map_or(model.train.batch as usize, |d| {
+            (model.train.batch as usize).min(d.rows)
+        }),
+        ..model.train.config(1)
     };
+    let layout = s.layout.clone();
+    let mut batches = data.batches(&layout, &model.input_specs(), all_rows, &cfg, None)?;
+    let rows = s
+        .fill(&mut batches)
+        .map_err(|e| Failure::Other(e.to_string()))?;
     if rows == 0 {
         return Err(Failure::Other("the data has no rows".into()));
     }

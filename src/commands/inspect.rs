@@ -9,35 +9,16 @@
 //! exact: float32 as the float64 of its value, non-finite as "nan", "inf",
 //! "-inf", integers as JSON integers).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 use specc_runtime::checkpoint::tensor::shape_string;
-use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, Tensor};
+use specc_runtime::checkpoint::{BundleReader, Tensor};
 
 use crate::Failure;
 
-/// The checkpoint prefix CHECKPOINT names (also `specc predict --checkpoint`).
-pub(crate) fn resolve(path: &Path) -> Result<PathBuf, String> {
-    if path.is_dir() {
-        return latest_checkpoint(path)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| {
-                format!(
-                    "{}: a directory without a `checkpoint` state file (give a checkpoint prefix such as DIR/model.ckpt-100)",
-                    path.display()
-                )
-            });
-    }
-    let s = path.to_string_lossy();
-    Ok(match s.strip_suffix(".index") {
-        Some(p) if path.is_file() => PathBuf::from(p),
-        _ => path.to_path_buf(),
-    })
-}
-
 pub fn run(checkpoint: &Path, tensor: Option<&str>, json_out: bool) -> Result<(), Failure> {
-    let prefix = resolve(checkpoint)?;
+    let prefix = specc::run::restore::checkpoint_prefix(checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     match tensor {
         None if json_out => {

@@ -11,32 +11,16 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::Path;
 
 use serde_json::json;
-use specc_runtime::io::crc::masked_crc32c;
 use specc_runtime::io::example::{Example, Feature};
 use specc_runtime::io::tfrecord::{open_reader, Compression};
 
 use crate::Failure;
 
-/// The compression of a TFRecord file, from its first bytes; `None` when
-/// they are neither gzip, zlib nor a TFRecord frame.
-pub fn looks_like_tfrecord(path: &Path) -> Option<Compression> {
-    let mut head = [0u8; 12];
-    let n = File::open(path).ok()?.read(&mut head).ok()?;
-    match head[..n] {
-        [0x1f, 0x8b, ..] => Some(Compression::Gzip),
-        // A zlib header: deflate, and the check bits of RFC 1950.
-        [0x78, b, ..] if (0x7800u16 | u16::from(b)).is_multiple_of(31) => Some(Compression::Zlib),
-        [..] if n == 12 => {
-            let crc = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-            (masked_crc32c(&head[..8]) == crc).then_some(Compression::None)
-        }
-        _ => None,
-    }
-}
+pub use specc::run::data::looks_like_tfrecord;
 
 /// What the records say of one feature.
 #[derive(Default)]

@@ -21,17 +21,19 @@ use std::path::{Path, PathBuf};
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
 use specc_grammar::{ast::Span, Code, Diagnostic};
-use specc_runtime::checkpoint::BundleReader;
-use specc_runtime::data::images;
-use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
+use specc_runtime::checkpoint::{BundleReader, Selection};
+use specc_runtime::data::{images, Source};
+use specc_runtime::pipeline::Format;
 use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
 };
-use specc_runtime::session::Session;
 
 use super::predict_tflite::TflitePredictor;
-use crate::load::{read_spec, report};
+use super::report;
 use crate::Failure;
+use specc::run::data::open_prediction_source;
+use specc::run::restore::checkpoint_prefix;
+use specc::spec::read_spec;
 
 /// The smallest batch `predict` runs by default.
 const DEFAULT_BATCH: u32 = 1024;
@@ -81,10 +83,12 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
     let model = &program.model;
     let function = model.functions.predict.as_ref().expect("checked above");
 
-    let prefix = super::inspect::resolve(checkpoint)?;
+    let prefix = checkpoint_prefix(checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
-    predict::restore_parameters(&mut session, &reader).map_err(|e| e.to_string())?;
+    session
+        .restore_selected(&reader, Selection::Parameters)
+        .map_err(|e| e.to_string())?;
 
     // Only the inputs `predict` reads come from the file.
     let read = model.graph.inputs_read(&function.roots());
@@ -122,11 +126,9 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
         .collect();
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
     // An image source, in memory or streamed: its records and transforms.
-    let image_source = match &model.data {
-        specc_compiler::model::DataSource::Images { spec, .. } => {
-            Some((spec.source.clone(), spec.pipeline.clone(), spec.threads))
-        }
-        specc_compiler::model::DataSource::Stream { spec, .. } => match &spec.format {
+    let image_source = match &model.data.source {
+        Source::Images(spec) => Some((spec.source.clone(), spec.pipeline.clone(), spec.threads)),
+        Source::Stream(spec) => match &spec.format {
             Format::Images(f) => Some((f.source(&spec.paths), f.pipeline.clone(), spec.threads)),
             _ => None,
         },
@@ -147,7 +149,7 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
             predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
         })?
     } else {
-        let mut source = open_source(model, &session, &reads, opts.data, batch)?;
+        let mut source = open_prediction_source(model, &session.layout, &reads, opts.data, batch)?;
         write_predictions(opts.output, format, columns, None, |w| {
             predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
         })?
@@ -196,42 +198,14 @@ fn run_tflite(
     }
     let mut session = program.session()?;
     let reads = predictor.reads(session.layout.inputs.len());
-    let mut source = open_source(&program.model, &session, &reads, opts.data, batch)?;
+    let mut source =
+        open_prediction_source(&program.model, &session.layout, &reads, opts.data, batch)?;
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
     let rows = write_predictions(opts.output, format, predictor.columns(), None, |w| {
         predictor.run(tflite, &mut session, &mut source, w)
     })?;
     finished(rows, tflite, opts.output);
     Ok(())
-}
-
-/// The data file (CSV, or TFRecord when it reads like one) streamed through the spec's feature columns, reading the
-/// session inputs `reads` marks.
-pub(crate) fn open_source(
-    model: &specc_compiler::Model,
-    session: &Session,
-    reads: &[bool],
-    data: &Path,
-    batch: u32,
-) -> Result<StreamingBatches, Failure> {
-    let inputs: Vec<_> = model
-        .input_specs()
-        .into_iter()
-        .filter(|i| {
-            session
-                .layout
-                .inputs
-                .iter()
-                .zip(reads)
-                .any(|(l, r)| *r && l.name == i.name)
-        })
-        .collect();
-    let stream = stream_spec(model, data);
-    let layout = session.layout.clone();
-    Ok(
-        StreamingBatches::reading(&stream, &inputs, &layout, reads, batch as usize, 0, 0)
-            .map_err(|e| e.to_string())?,
-    )
 }
 
 /// The predictions to stdout or to `output` (written whole or not at all),
@@ -273,34 +247,6 @@ fn finished(rows: u64, from: &Path, output: Option<&Path>) {
         if rows == 1 { "" } else { "s" },
         from.display()
     );
-}
-
-/// How `--data` is read: CSV (the spec's `na_value` when it streams CSV),
-/// or TFRecord of Examples when the file is not named `.csv`/`.csv.gz` and
-/// begins like one; one pass in file order, bad records are errors.
-fn stream_spec(model: &specc_compiler::Model, data: &Path) -> StreamSpec {
-    let name = data.to_string_lossy().to_ascii_lowercase();
-    let named_csv = name.ends_with(".csv") || name.ends_with(".csv.gz");
-    let tfrecord = if named_csv {
-        None
-    } else {
-        super::inspect_tfrecord::looks_like_tfrecord(data)
-    };
-    let format = match tfrecord {
-        Some(compression) => Format::TfRecord { compression },
-        None => match &model.data {
-            specc_compiler::model::DataSource::Stream { spec, .. } => match &spec.format {
-                Format::Csv { na_value } => Format::Csv {
-                    na_value: na_value.clone(),
-                },
-                Format::TfRecord { .. } | Format::Images(_) => Format::Csv { na_value: None },
-            },
-            _ => Format::Csv { na_value: None },
-        },
-    };
-    let mut s = StreamSpec::new(format, vec![data.to_path_buf()]);
-    s.num_epochs = Some(1);
-    s
 }
 
 fn format_of(output: Option<&Path>) -> OutputFormat {

@@ -1,11 +1,12 @@
 //! The `data` item: where the training rows come from.
 //!
 //! Owns: checking `csv("file.csv")`, `tfrecord("train-*.tfrecord")` and
-//! `synthetic(rows = .., features = ..)` into the model's [`DataSource`],
+//! `synthetic(rows = .., features = ..)` into the model's [`DataItem`] (the
+//! runtime's [`Source`] and its span),
 //! the input pipeline's options (`num_epochs`, `cycle_length`,
 //! `block_length`, `threads`, `on_bad_record`, `na_value`, `cache`,
 //! `stream`, and `compression` for TFRecord), and their diagnostics.
-//! A source streams ([`DataSource::Stream`], `runtime::pipeline`) when it
+//! A source streams ([`Source::Stream`], `runtime::pipeline`) when it
 //! is a TFRecord, a glob pattern, or has any pipeline option; a single CSV
 //! file without options is loaded into memory as before. The image sources
 //! (`sema::images`) follow the same rules; an `eval_data` may be one.
@@ -17,14 +18,14 @@
 
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::{Code, Diagnostic};
-use specc_runtime::data::{Distribution, Normalizer, SyntheticSpec};
+use specc_runtime::data::{Distribution, Normalizer, Source, SyntheticSpec};
 use specc_runtime::io::tfrecord::Compression;
 use specc_runtime::pipeline::{files, Format, OnBadRecord, StreamSpec};
 
 use super::args::{self, opt, req};
 use super::expr::R;
 use super::State;
-use crate::model::DataSource;
+use crate::model::DataItem;
 
 pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
     if let Some((_, prev)) = &st.data {
@@ -81,14 +82,17 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
                     }
                 },
             };
-            DataSource::Synthetic(SyntheticSpec {
-                rows: rows as usize,
-                features: features as usize,
-                classes,
-                seed,
-                label_seed,
-                distribution,
-            })
+            DataItem {
+                source: Source::Synthetic(SyntheticSpec {
+                    rows: rows as usize,
+                    features: features as usize,
+                    classes,
+                    seed,
+                    label_seed,
+                    distribution,
+                }),
+                span: call.span,
+            }
         }
         other => {
             return Err(Diagnostic::new(
@@ -154,7 +158,7 @@ fn positive(e: &Expr, what: &str) -> R<u64> {
 }
 
 /// `csv(path, ...)` or `tfrecord(path, ...)` with the pipeline's options.
-fn stream_source(call: &Call) -> R<DataSource> {
+fn stream_source(call: &Call) -> R<DataItem> {
     let tfrecord = call.func.name == "tfrecord";
     let mut params = vec![
         req("path"),
@@ -238,8 +242,8 @@ fn stream_source(call: &Call) -> R<DataSource> {
     let any_option = (1..params.len()).any(|i| b.get(i).is_some());
     let streams = tfrecord || files::is_pattern(path) || (any_option && stream != Some(false));
     if !streams {
-        return Ok(DataSource::Csv {
-            path: path.to_string(),
+        return Ok(DataItem {
+            source: Source::Csv { path: path.into() },
             span: path_expr.span,
         });
     }
@@ -272,8 +276,8 @@ fn stream_source(call: &Call) -> R<DataSource> {
         spec.on_bad_record = p;
     }
     spec.cache = cache.unwrap_or(false);
-    Ok(DataSource::Stream {
-        spec,
+    Ok(DataItem {
+        source: Source::Stream(spec),
         span: path_expr.span,
     })
 }
@@ -310,7 +314,14 @@ pub(crate) fn check_eval_data(st: &mut State) {
 }
 
 pub(crate) fn check_streaming(st: &mut State) {
-    let Some((DataSource::Stream { span, .. }, _)) = &st.data else {
+    let Some((
+        DataItem {
+            source: Source::Stream(_),
+            span,
+        },
+        _,
+    )) = &st.data
+    else {
         return;
     };
     let span = *span;

@@ -3,9 +3,9 @@
 //! Owns: checking `data image_dataset_from_directory("dir")`,
 //! `data image_csv("files.csv", path_column = .., label_column = ..)` and
 //! `data image_tfrecord("train-*.tfrecord", image_key = .., label_key = ..)`
-//! into [`DataSource::Images`] (in memory) or, with `stream = true`, a glob
+//! into [`Source::Images`] (in memory) or, with `stream = true`, a glob
 //! pattern or a pipeline option (`num_epochs`, `cycle_length`,
-//! `block_length`), [`DataSource::Stream`] with `Format::Images`; an image
+//! `block_length`), [`Source::Stream`] with `Format::Images`; an image
 //! `eval_data` (always streamed, the evaluation form); and the image input
 //! `features { x = image(decode_image(channels = 1), resize([16, 16]), ...) }`:
 //! its transforms (TF's names and arguments, unknown ones with a "did you
@@ -22,7 +22,7 @@ use specc_grammar::{Code, Diagnostic};
 use specc_runtime::data::images::{
     ImageOp, ImagePipeline, ImageSource, ResizeMethod, TRANSFORM_NAMES,
 };
-use specc_runtime::data::{ImagesSpec, InputKind, InputSpec, Normalizer};
+use specc_runtime::data::{ImagesSpec, InputKind, InputSpec, Normalizer, Source};
 use specc_runtime::io::tfrecord::Compression;
 use specc_runtime::pipeline::{files, Format, ImageFormat, ImageRecords, OnBadRecord, StreamSpec};
 
@@ -30,7 +30,7 @@ use super::args::{self, opt, req};
 use super::expr::R;
 use super::State;
 use crate::ir::{DType, Dim, Shape};
-use crate::model::DataSource;
+use crate::model::DataItem;
 
 /// The data source functions of this module.
 pub(crate) fn handles_source(name: &str) -> bool {
@@ -57,12 +57,12 @@ fn non_empty_string<'e>(e: &'e Expr, what: &str) -> R<&'e str> {
 /// label_key = "image/class/label", compression = "", ...)`, each with the
 /// streaming options `stream`, `num_epochs`, `cycle_length`, `block_length`.
 ///
-/// The source streams (`DataSource::Stream` with `Format::Images`, read
+/// The source streams (`Source::Stream` with `Format::Images`, read
 /// and transformed on the pipeline's workers) with `stream = true`, a glob
 /// pattern (`image_csv`, `image_tfrecord`), or a streaming-only option;
 /// otherwise it is loaded into memory. `eval` (an `eval_data` item): always
 /// streamed, one pass per evaluation, without the random transforms.
-pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
+pub(crate) fn source(call: &Call, eval: bool) -> R<DataItem> {
     let name = call.func.name.as_str();
     let mut params = vec![
         req(if name == "image_dataset_from_directory" {
@@ -252,13 +252,13 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
         if let Some(bl) = block_length {
             spec.block_length = bl as usize;
         }
-        return Ok(DataSource::Stream {
-            spec,
+        return Ok(DataItem {
+            source: Source::Stream(spec),
             span: call.span,
         });
     }
-    Ok(DataSource::Images {
-        spec: ImagesSpec {
+    Ok(DataItem {
+        source: Source::Images(ImagesSpec {
             source,
             pipeline: ImagePipeline { ops: Vec::new() },
             threads,
@@ -268,17 +268,17 @@ pub(crate) fn source(call: &Call, eval: bool) -> R<DataSource> {
             // (`data::images::Augmenter`).
             training: false,
             seed,
-        },
+        }),
         span: call.span,
     })
 }
 
 /// The image pipeline slot of a data source that reads images (in memory
 /// or streamed), `None` for the others.
-fn pipeline_of(d: &mut DataSource) -> Option<&mut ImagePipeline> {
-    match d {
-        DataSource::Images { spec, .. } => Some(&mut spec.pipeline),
-        DataSource::Stream { spec, .. } => match &mut spec.format {
+fn pipeline_of(d: &mut DataItem) -> Option<&mut ImagePipeline> {
+    match &mut d.source {
+        Source::Images(spec) => Some(&mut spec.pipeline),
+        Source::Stream(spec) => match &mut spec.format {
             Format::Images(f) => Some(&mut f.pipeline),
             _ => None,
         },

@@ -50,7 +50,7 @@ use specc_runtime::config::{
 
 use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
 use crate::model::{
-    DataSource, Functions, InputInfo, Metric, Model, OptimizerSpec, TrainSettings, VarInfo,
+    DataItem, Functions, InputInfo, Metric, Model, OptimizerSpec, TrainSettings, VarInfo,
 };
 use expr::{ClassUse, Env, Lowerer};
 use specc_runtime::metrics::MetricOutput;
@@ -62,9 +62,9 @@ pub(crate) struct State {
     pub env: Env,
     pub errors: Vec<Diagnostic>,
     pub name: Option<(String, Span)>,
-    pub data: Option<(DataSource, Span)>,
+    pub data: Option<(DataItem, Span)>,
     /// `eval_data`: what evaluations read instead of a held-out split.
-    pub eval_data: Option<(DataSource, Span)>,
+    pub eval_data: Option<(DataItem, Span)>,
     /// The image input's pipeline (`features { x = image(...) }`).
     pub image_input: Option<(specc_runtime::data::images::ImagePipeline, Span)>,
     /// An `image(...)` input was declared (even if it had an error).

@@ -1,7 +1,12 @@
 //! The run's items: `checkpoint`, `summaries`, `logging`, `evaluate` and
 //! `init_from_checkpoint`.
 //!
-//! Owns: checking these items into the runtime's configuration types
+//! Owns: the one schema of the run settings, [`BLOCKS`]: every settings
+//! block (`train`, `checkpoint`, `summaries`, `logging`, `evaluate`), its
+//! keys, their types, and which ones a run configuration may set (a
+//! `--config` file, `--set`: `specc::run::settings` reads them by this
+//! table; sema checks the blocks by it); checking these items into the
+//! runtime's configuration types
 //! ([`specc_runtime::config`]) with TF's names and defaults
 //! (`MonitoredTrainingSession`: a checkpoint directory alone saves every 600
 //! seconds, `keep` 5; summaries every 100 steps; logging every 100 steps),
@@ -10,7 +15,7 @@
 //! assignment map, each with a caret.
 //! Invariants: a period of 0 means "never" and is stored as `None`; seconds
 //! and hours are finite; directories are as written (relative to the spec's
-//! directory: `config::resolve` joins them); names in `logging.tensors` and
+//! directory: `specc::run::settings::resolve` joins them); names in `logging.tensors` and
 //! the spec side of an assignment map are checked after every item, so the
 //! items may come before the names they mention.
 
@@ -24,26 +29,112 @@ use specc_runtime::config::{
 use super::args;
 use super::expr::R;
 
+/// The type of a setting's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// An integer (sema checks its range).
+    Int,
+    /// A finite number.
+    Number,
+    Bool,
+    /// A file or directory.
+    Path,
+    /// A list of names (`[loss, h1]`).
+    Names,
+    /// A word from a fixed set (`eval_split = "last"`).
+    Word,
+}
+
+impl Ty {
+    /// The type in words, for messages.
+    pub fn words(self) -> &'static str {
+        match self {
+            Ty::Int => "an integer",
+            Ty::Number => "a number",
+            Ty::Bool => "`true` or `false`",
+            Ty::Path => "a path",
+            Ty::Names => "a list of names",
+            Ty::Word => "a word",
+        }
+    }
+}
+
+/// One key of a settings block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    pub ty: Ty,
+    /// A run configuration (a `--config` file, `--set`) may set it; the
+    /// others are written in the spec only.
+    pub configurable: bool,
+}
+
+const fn key(name: &'static str, ty: Ty) -> Key {
+    Key {
+        name,
+        ty,
+        configurable: true,
+    }
+}
+
+const fn spec_only(name: &'static str, ty: Ty) -> Key {
+    Key {
+        name,
+        ty,
+        configurable: false,
+    }
+}
+
 /// The keys of each block, in the order the README lists them.
-pub const CHECKPOINT_KEYS: &[&str] = &[
-    "dir",
-    "every_steps",
-    "every_secs",
-    "keep",
-    "keep_every_n_hours",
+pub const TRAIN_KEYS: &[Key] = &[
+    key("steps", Ty::Int),
+    key("epochs", Ty::Int),
+    key("batch", Ty::Int),
+    key("shuffle", Ty::Int),
+    key("seed", Ty::Int),
+    key("eval_fraction", Ty::Number),
+    key("split_seed", Ty::Int),
+    spec_only("eval_split", Ty::Word),
+    spec_only("replicas_to_aggregate", Ty::Int),
+    spec_only("total_num_replicas", Ty::Int),
 ];
-pub const SUMMARIES_KEYS: &[&str] = &["dir", "every_steps", "histograms"];
-pub const LOGGING_KEYS: &[&str] = &["every_steps", "every_secs", "tensors"];
-pub const EVALUATE_KEYS: &[&str] = &["every_steps"];
+pub const CHECKPOINT_KEYS: &[Key] = &[
+    key("dir", Ty::Path),
+    key("every_steps", Ty::Int),
+    key("every_secs", Ty::Number),
+    key("keep", Ty::Int),
+    key("keep_every_n_hours", Ty::Number),
+];
+pub const SUMMARIES_KEYS: &[Key] = &[
+    key("dir", Ty::Path),
+    key("every_steps", Ty::Int),
+    key("histograms", Ty::Bool),
+];
+pub const LOGGING_KEYS: &[Key] = &[
+    key("every_steps", Ty::Int),
+    key("every_secs", Ty::Number),
+    key("tensors", Ty::Names),
+];
+pub const EVALUATE_KEYS: &[Key] = &[key("every_steps", Ty::Int)];
+
+/// Every settings block by its keyword, `train` first.
+pub const BLOCKS: &[(&str, &[Key])] = &[
+    ("train", TRAIN_KEYS),
+    ("checkpoint", CHECKPOINT_KEYS),
+    ("summaries", SUMMARIES_KEYS),
+    ("logging", LOGGING_KEYS),
+    ("evaluate", EVALUATE_KEYS),
+];
 
 /// Walks a `key = value` block: every entry named, no key twice, no key
 /// outside `keys` (with a did-you-mean); `f` checks each value.
 pub(crate) fn entries<'a>(
     block: &'a Block<Arg>,
     what: &str,
-    keys: &[&str],
+    keys: &[Key],
     mut f: impl FnMut(&str, &'a Expr) -> R<()>,
 ) -> R<()> {
+    let keys: Vec<&str> = keys.iter().map(|k| k.name).collect();
     let mut seen: Vec<(&str, Span)> = Vec::new();
     for a in &block.entries {
         let Some(n) = &a.name else {

@@ -17,19 +17,6 @@ use crate::model::{
     ClipBound, ClipKind, ClipSpec, Duration, EmaSpec, EvalSplit, SyncReplicas, TrainSettings,
 };
 
-const TRAIN_KEYS: &[&str] = &[
-    "batch",
-    "steps",
-    "epochs",
-    "shuffle",
-    "seed",
-    "eval_fraction",
-    "split_seed",
-    "eval_split",
-    "replicas_to_aggregate",
-    "total_num_replicas",
-];
-
 pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
     let mut batch = None;
     let mut steps: Option<(u64, Span)> = None;
@@ -41,7 +28,7 @@ pub(crate) fn train(block: &Block<Arg>) -> R<TrainSettings> {
     let mut eval_split = EvalSplit::Random;
     let mut to_aggregate: Option<(u64, Span)> = None;
     let mut total: Option<(u64, Span)> = None;
-    super::run::entries(block, "train", TRAIN_KEYS, |key, v| {
+    super::run::entries(block, "train", super::run::TRAIN_KEYS, |key, v| {
         match key {
             "batch" => {
                 let b = args::eval_count(v, "batch")?;

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 pub use bundle::{data_path, index_path, write_bundle, BundleEntry, BundleReader};
 pub use manager::{CheckpointManager, Snapshot};
+pub use session::Selection;
 pub use state::{latest_checkpoint, CheckpointState};
 pub use tensor::{DType, Tensor, TensorRef};
 

@@ -11,7 +11,7 @@
 //! `init_from_checkpoint`'s assignment map ([`warm_start`]).
 //!
 //! Where the values come from (the spec's items, a YAML file, `--set`, flags)
-//! is the compiler's `config::resolve`; this module only holds the result.
+//! is `specc::run::settings::resolve`; this module only holds the result.
 //!
 //! Invariants: a resolved config is complete (every default applied, every
 //! path usable from the current directory); a period of 0 never appears

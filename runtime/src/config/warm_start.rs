@@ -1,5 +1,6 @@
-//! Resolving `init_from_checkpoint`'s assignment map against a checkpoint,
-//! and applying it to a session ([`apply`]).
+//! Resolving `init_from_checkpoint`'s assignment map against a checkpoint
+//! (applying it to a session is the run's, `specc::run::restore`, through
+//! the one checkpoint restore, `Session::restore_selected`).
 //!
 //! Owns: TF's rules of `tf.compat.v1.train.init_from_checkpoint`
 //! (`_init_from_checkpoint` in `checkpoint_utils.py`): entries are taken in
@@ -125,57 +126,4 @@ pub fn resolve(
         }
     }
     Ok(out)
-}
-
-/// Sets the parameters `warm_start`'s assignment map names from its
-/// checkpoint (a prefix, or a directory: its latest) — TF's
-/// `init_from_checkpoint` applied to a session. Returns how many parameters
-/// were set and the checkpoint's prefix; a missing tensor or a shape
-/// mismatch is an error naming both, before any parameter is written.
-pub fn apply(
-    session: &mut crate::session::Session,
-    ws: &super::WarmStart,
-) -> Result<(usize, std::path::PathBuf), String> {
-    use crate::checkpoint::{latest_checkpoint, BundleReader};
-    let what = ws.path.display().to_string();
-    let prefix = if ws.path.is_dir() {
-        latest_checkpoint(&ws.path)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("init_from_checkpoint: {what} holds no checkpoint"))?
-    } else {
-        ws.path.clone()
-    };
-    let reader = BundleReader::open(&prefix).map_err(|e| format!("init_from_checkpoint: {e}"))?;
-    let dims = |s: &[usize]| -> Vec<u64> { s.iter().map(|&d| d as u64).collect() };
-    let tensor_shapes: Vec<(String, Vec<u64>)> = reader
-        .list_variables()
-        .into_iter()
-        .map(|(n, _, s)| (n, dims(&s)))
-        .collect();
-    let param_shapes: Vec<(String, Vec<u64>)> = session
-        .layout
-        .vars
-        .iter()
-        .filter(|v| matches!(v.kind, crate::abi::VarRole::Param { .. }))
-        .map(|v| (v.name.clone(), dims(&v.shape)))
-        .collect();
-    fn named(v: &[(String, Vec<u64>)]) -> Vec<Named<'_>> {
-        v.iter().map(|(n, s)| Named { name: n, shape: s }).collect()
-    }
-    let assignments = resolve(
-        &ws.assignment_map,
-        &named(&tensor_shapes),
-        &named(&param_shapes),
-        &what,
-    )
-    .map_err(|e| e.to_string())?;
-    for a in &assignments {
-        let dst = session
-            .var_mut(&a.param)
-            .ok_or_else(|| format!("init_from_checkpoint: no parameter `{}`", a.param))?;
-        reader
-            .load_f32_into(&a.tensor, dst)
-            .map_err(|e| format!("init_from_checkpoint: {e}"))?;
-    }
-    Ok((assignments.len(), prefix))
 }

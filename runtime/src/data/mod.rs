@@ -77,6 +77,41 @@ pub enum Source {
     Images(ImagesSpec),
 }
 
+impl Source {
+    /// The source with its relative paths (files, patterns, directories)
+    /// taken under `dir`: a spec's source, whose paths are written relative
+    /// to the spec's directory, made usable from the current directory.
+    pub fn under(&self, dir: &std::path::Path) -> Source {
+        match self {
+            Source::Csv { path } => Source::Csv {
+                path: dir.join(path),
+            },
+            Source::Synthetic(s) => Source::Synthetic(s.clone()),
+            Source::Stream(spec) => {
+                let mut spec = spec.clone();
+                for p in &mut spec.paths {
+                    *p = dir.join(&*p);
+                }
+                Source::Stream(spec)
+            }
+            Source::Images(spec) => {
+                use images::ImageSource;
+                let mut spec = spec.clone();
+                match &mut spec.source {
+                    ImageSource::Directory { dir: d } => *d = dir.join(&*d),
+                    ImageSource::Csv { path, .. } => *path = dir.join(&*path),
+                    ImageSource::TfRecord { paths, .. } => {
+                        for p in paths {
+                            *p = dir.join(&*p);
+                        }
+                    }
+                }
+                Source::Images(spec)
+            }
+        }
+    }
+}
+
 /// An image source and the pipeline of its image input.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImagesSpec {

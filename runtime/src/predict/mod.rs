@@ -1,26 +1,22 @@
 //! Inference with a trained model: the `predict` function over any number
 //! of rows, its outputs written one line per input row.
 //!
-//! Owns: [`restore_parameters`] (a model's parameters from a checkpoint,
-//! nothing else: a checkpoint without optimizer slots serves), [`run`] (the
-//! loop: the source fills a batch of up to `max_batch` rows, one call of the
+//! Owns: [`run`] (the loop: the source fills a batch of up to `max_batch` rows, one call of the
 //! compiled `predict`, its outputs to the [`PredictionWriter`]) and
 //! [`PredictError`]; the file formats are [`write`](mod@write)'s.
 //!
 //! Invariants: rows come out in the order the source gives them, one output
-//! row per input row, the last batch as short as the data; a refused restore
-//! changes nothing; nothing allocates per batch or per row once the first
-//! batch is written.
+//! row per input row, the last batch as short as the data; nothing
+//! allocates per batch or per row once the first batch is written. The
+//! parameters come from a checkpoint through the one restore,
+//! [`Session::restore_selected`] with `Selection::Parameters`.
 
 pub mod write;
 
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::abi::{ElemType, VarRole};
-use crate::checkpoint::bundle::BundleReader;
-use crate::checkpoint::tensor::{shape_string, DType};
-use crate::checkpoint::{CheckpointError, CheckpointErrorKind};
+use crate::abi::ElemType;
 use crate::data::DataError;
 use crate::session::Session;
 use crate::source::BatchSource;
@@ -62,51 +58,6 @@ impl fmt::Display for PredictError {
 }
 
 impl std::error::Error for PredictError {}
-
-/// Copies every parameter of the session's model (`VarRole::Param`, TF's
-/// variable names) from `reader`; optimizer slots, moving averages and the
-/// global step are not needed. Every parameter is checked (present, float32,
-/// the model's shape) before any is loaded.
-pub fn restore_parameters(
-    session: &mut Session,
-    reader: &BundleReader,
-) -> Result<(), CheckpointError> {
-    let index = reader.index_file().to_path_buf();
-    let mut names = Vec::new();
-    for v in &session.layout.vars {
-        if !matches!(v.kind, VarRole::Param { .. }) {
-            continue;
-        }
-        let e = reader.entry(&v.name).ok_or_else(|| {
-            let known: Vec<&str> = reader.entries().iter().map(|(n, _)| n.as_str()).collect();
-            let mut m = "the model's parameter is not in the checkpoint".to_string();
-            if let Some(s) = crate::suggest::closest(&v.name, known.iter().copied()) {
-                m.push_str(&format!(" (it has `{s}`)"));
-            }
-            CheckpointError::tensor(CheckpointErrorKind::Mismatch, &index, &v.name, m)
-        })?;
-        if e.dtype != DType::Float || e.shape != v.shape {
-            return Err(CheckpointError::tensor(
-                CheckpointErrorKind::Mismatch,
-                &index,
-                &v.name,
-                format!(
-                    "the checkpoint has a {} tensor of shape {}, the model a float32 parameter of shape {}",
-                    e.dtype,
-                    shape_string(&e.shape),
-                    shape_string(&v.shape)
-                ),
-            ));
-        }
-        names.push(v.name.clone());
-    }
-    for name in &names {
-        if let Some(dst) = session.var_mut(name) {
-            reader.load_f32_into(name, dst)?;
-        }
-    }
-    Ok(())
-}
 
 /// Runs function `f` (the model's `predict`) over every batch of `source`
 /// and writes each batch's outputs, the columns `writer` was made with, by

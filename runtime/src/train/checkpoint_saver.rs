@@ -87,11 +87,16 @@ impl Writer {
         r.map(Some).map_err(checkpoint_error)
     }
 
-    /// Copies `tensors` and hands them to the thread (after the previous save).
-    fn save(&mut self, step: i64, tensors: &[(&str, TensorRef<'_>)]) -> Result<(), TrainError> {
+    /// Copies `tensors` and hands them to the thread (after the previous
+    /// save, whose prefix it returns).
+    fn save(
+        &mut self,
+        step: i64,
+        tensors: &[(&str, TensorRef<'_>)],
+    ) -> Result<Option<PathBuf>, TrainError> {
         let mut snap = self.spare.take().unwrap_or_default();
         snap.capture(tensors);
-        self.wait()?;
+        let previous = self.wait()?;
         let sender = self
             .to_writer
             .as_ref()
@@ -100,7 +105,7 @@ impl Writer {
             .send((step, snap))
             .map_err(|_| TrainError::Hook("the checkpoint thread stopped".into()))?;
         self.in_flight = true;
-        Ok(())
+        Ok(previous)
     }
 }
 
@@ -120,28 +125,56 @@ fn checkpoint_error(e: CheckpointError) -> TrainError {
     TrainError::Hook(format!("cannot save the checkpoint: {e}"))
 }
 
+/// What [`CheckpointSaverHook::reporting`] calls with each prefix written.
+type Report<'r> = Box<dyn FnMut(&Path) + 'r>;
+
 /// Saves checkpoints every N steps and/or S seconds, and after the last
 /// step (TF's `CheckpointSaverHook`).
-pub struct CheckpointSaverHook {
+pub struct CheckpointSaverHook<'r> {
     timer: Timer,
     writer: Writer,
     /// The global step of the last save handed to the writer.
     saved_step: Option<i64>,
-    /// Prefixes written, oldest first (those `max_to_keep` deleted included).
-    pub saved: Vec<PathBuf>,
+    /// The last checkpoint written (each one is told to
+    /// [`CheckpointSaverHook::reporting`]'s callback).
+    pub last_saved: Option<PathBuf>,
+    /// Told each prefix once it is written (see [`CheckpointSaverHook::reporting`]).
+    report: Option<Report<'r>>,
 }
 
-impl CheckpointSaverHook {
+impl<'r> CheckpointSaverHook<'r> {
     /// Saves through `manager` whenever `timer` is due (not at the first
     /// step: TF saves at the start only a fresh run's initial state, which
     /// specc does not need) and at the end.
-    pub fn new(manager: CheckpointManager, timer: Timer) -> Result<CheckpointSaverHook, String> {
+    pub fn new(
+        manager: CheckpointManager,
+        timer: Timer,
+    ) -> Result<CheckpointSaverHook<'r>, String> {
         Ok(CheckpointSaverHook {
             timer,
             writer: Writer::spawn(manager)?,
             saved_step: None,
-            saved: Vec::new(),
+            last_saved: None,
+            report: None,
         })
+    }
+
+    /// Calls `report` with each checkpoint's prefix once it is written
+    /// (complete and listed): on the training thread, at the next save or
+    /// at the end.
+    pub fn reporting(mut self, report: impl FnMut(&Path) + 'r) -> CheckpointSaverHook<'r> {
+        self.report = Some(Box::new(report));
+        self
+    }
+
+    /// Records a written checkpoint and reports it.
+    fn written(&mut self, prefix: Option<PathBuf>) {
+        if let Some(p) = prefix {
+            if let Some(r) = self.report.as_mut() {
+                r(&p);
+            }
+            self.last_saved = Some(p);
+        }
     }
 
     fn save(&mut self, ctx: &RunContext<'_>) -> Result<(), TrainError> {
@@ -157,13 +190,14 @@ impl CheckpointSaverHook {
                 tensors.push((BATCH_ORDER, t));
             }
         }
-        self.writer.save(step, &tensors)?;
+        let previous = self.writer.save(step, &tensors)?;
         self.saved_step = Some(step);
+        self.written(previous);
         Ok(())
     }
 }
 
-impl Hook for CheckpointSaverHook {
+impl Hook for CheckpointSaverHook<'_> {
     fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
         // The timer counts from the start (a resumed run: from its step).
         self.timer.triggered(0);
@@ -182,9 +216,8 @@ impl Hook for CheckpointSaverHook {
 
     fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
         self.save(ctx)?;
-        if let Some(p) = self.writer.wait()? {
-            self.saved.push(p);
-        }
+        let last = self.writer.wait()?;
+        self.written(last);
         Ok(())
     }
 }

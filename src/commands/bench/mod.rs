@@ -19,7 +19,9 @@ use specc_runtime::train::{
     evaluate_rows, fit, Hook, RunContext, StepValues, StopAtStepHook, TrainError,
 };
 
-use crate::load::{load_data, read_spec, report};
+use crate::commands::report;
+use specc::run::data::load_data;
+use specc::spec::read_spec;
 
 mod one_pass;
 use crate::Failure;

@@ -27,8 +27,9 @@ use specc_runtime::data::Source;
 use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
 use specc_runtime::source::{BatchBuffers, BatchSource};
 
-use crate::load::{data_source, load_data, report};
+use crate::commands::report;
 use crate::Failure;
+use specc::run::data::{data_source, load_data};
 
 /// True for a spec that trains one pass in file order with the last rows
 /// held out.

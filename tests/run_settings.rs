@@ -1,10 +1,10 @@
-//! `config::resolve`: the spec, a YAML config file, `--set` and flags, in
+//! `specc::run::settings::resolve`: the spec, a YAML config file, `--set` and flags, in
 //! that order of precedence; errors that name the file, line and column (or
 //! the `--set`); overrides checked by sema like spec values; the run record.
 
 use std::path::{Path, PathBuf};
 
-use specc_compiler::config::{self, ConfigError, Flags, Resolved};
+use specc::run::settings::{self as config, ConfigError, Flags, Resolved};
 use specc_grammar::SourceFile;
 use specc_runtime::config::record::RunRecord;
 use specc_runtime::train::Duration;
@@ -27,7 +27,7 @@ train { batch = 4, steps = 10 }
 
 fn dir(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("config")
+        .join("run_settings")
         .join(name);
     std::fs::remove_dir_all(&d).ok();
     std::fs::create_dir_all(&d).unwrap();

@@ -2,8 +2,12 @@
 //!
 //! Owns: deciding whether this process is a replica ([`Launch`]: the
 //! `--distributed` flag, or the variables an MPI launcher sets), starting
-//! MPI, and the [`Collective`] over MPI's world communicator (the `mpi`
-//! cargo feature: OpenMPI through rsmpi). Without the feature, a launch
+//! MPI, the [`Collective`] over MPI's world communicator (the `mpi` cargo
+//! feature: OpenMPI through rsmpi), and what a run asks of the job: that
+//! every replica runs the same spec, settings and data
+//! ([`Replicas::check_same`]) and ends with the same model
+//! ([`Replicas::check_identical`]), and that none waits forever in an
+//! exchange ([`Replicas::watch_exchanges`]). Without the feature, a launch
 //! under MPI is an error rather than N processes each training alone.
 //!
 //! Invariants: MPI is initialized once and finalized when [`Replicas`] is
@@ -14,7 +18,11 @@
 use std::rc::Rc;
 
 use clap::ValueEnum;
-use specc_runtime::train::replicas::Collective;
+use specc_runtime::session::Session;
+use specc_runtime::train::replicas::{self, Collective};
+use specc_runtime::train::Trainer;
+
+use super::Error;
 
 /// `specc run --distributed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -81,10 +89,12 @@ impl Replicas {
         )
     }
 
+    /// This replica's rank (0: the leader).
     pub fn rank(&self) -> usize {
         self.rank
     }
 
+    /// The replicas in the job.
     pub fn size(&self) -> usize {
         self.size
     }
@@ -94,6 +104,7 @@ impl Replicas {
         self.rank == 0
     }
 
+    /// The collectives over the job's replicas.
     pub fn collective(&self) -> Rc<dyn Collective> {
         self.comm.clone()
     }
@@ -120,6 +131,61 @@ impl Replicas {
         self.size > 1
             && one_node
             && std::env::var_os("SPECC_SHARED_EXCHANGE").is_none_or(|v| v != "0")
+    }
+
+    /// Whether every replica runs the same `what` (the spec, the settings,
+    /// the data: else they would compute different steps, or wait for each
+    /// other forever); an error naming the replicas that differ.
+    pub fn check_same(&self, what: &str) -> Result<(), Error> {
+        let hash = replicas::hash_bytes(what.as_bytes());
+        replicas::check_same(&*self.collective(), hash).map_err(|differ| {
+            Error::Replicas(format!(
+                "replica{} {differ:?} run{} another spec, configuration or data than \
+                 replica 0: every replica must be started with the same command",
+                if differ.len() == 1 { "" } else { "s" },
+                if differ.len() == 1 { "s" } else { "" },
+            ))
+        })
+    }
+
+    /// Whether every replica holds the same model as replica 0, bit for bit
+    /// (after training); an error naming those that do not.
+    pub fn check_identical(&self, session: &Session) -> Result<(), Error> {
+        replicas::check_identical(session, &*self.collective()).map_err(|differ| {
+            Error::Replicas(format!(
+                "after training, replica{} {differ:?} hold{} a model that differs from \
+                 replica 0's",
+                if differ.len() == 1 { "" } else { "s" },
+                if differ.len() == 1 { "s" } else { "" },
+            ))
+        })
+    }
+
+    /// Ends the process when one step's exchange waits longer than
+    /// `timeout_s` seconds for the other replicas (0: wait forever): MPI's
+    /// collectives have no timeout, and a replica that hangs without dying
+    /// would keep the others waiting forever.
+    pub fn watch_exchanges(&self, trainer: &mut Trainer, timeout_s: f64) {
+        if timeout_s <= 0.0 {
+            return;
+        }
+        let (rank, size) = (self.rank(), self.size());
+        trainer.watch_exchanges(
+            std::time::Duration::from_secs_f64(timeout_s),
+            Box::new(move |m| {
+                eprintln!("error: replica {rank} of {size}: {m}");
+                eprintln!("specc: replica {rank} of {size} gives up: stopping the job");
+                // Without atexit handlers (MPI's may wait for the others);
+                // mpirun ends the job when a rank exits unfinalized.
+                #[cfg(unix)]
+                // SAFETY: ends the process at once; nothing runs after it.
+                unsafe {
+                    libc::_exit(1)
+                };
+                #[cfg(not(unix))]
+                std::process::exit(1)
+            }),
+        );
     }
 
     /// Ends every replica of the job with `code` after this one failed.

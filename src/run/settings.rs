@@ -1,8 +1,10 @@
 //! Run configuration: the spec's items, a YAML file (`--config`), `--set`
 //! and dedicated flags, composed into one checked, typed [`RunConfig`].
 //!
-//! Owns: [`resolve`], the one call of `specc run` before compiling; the keys
-//! of a run configuration ([`TOP_KEYS`], [`SECTIONS`]) and their types;
+//! Owns: [`resolve`], the one call of a run before compiling; the keys of a
+//! run configuration ([`top_keys`], [`sections`]: the settings blocks of the
+//! one schema, `specc_compiler::sema::run::BLOCKS`, that a run
+//! configuration may set, and the data file) and their types;
 //! reading a config file and `--set key=value` with errors that name the
 //! file, line and column (or the `--set`) and suggest the closest key; the
 //! precedence spec < config file < `--set` < flags (a later `steps` replaces
@@ -36,89 +38,50 @@ use specc_runtime::config::yaml::{self, Kind, Node};
 use specc_runtime::config::RunConfig;
 use specc_runtime::suggest::closest;
 
-use crate::model::{DataSource, Model};
-use crate::optim::table::{self, ArgKind};
+use specc_runtime::data::Source;
 
-/// The type of a configuration value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
-    /// An integer (sema checks its range).
-    Int,
-    /// A finite number.
-    Number,
-    Bool,
-    /// A file or directory.
-    Path,
-    /// A list of names (`[loss, h1]`).
-    Names,
+use specc_compiler::model::Model;
+use specc_compiler::optim::table::{self, ArgKind};
+use specc_compiler::sema::run::{Key, Ty, BLOCKS, TRAIN_KEYS};
+
+/// The top-level keys that are values: the data file, and the `train`
+/// block's settings a run configuration may set (also written in a
+/// `train:` mapping or as `train.KEY`, like the spec's block).
+pub fn top_keys() -> Vec<(&'static str, Ty)> {
+    std::iter::once(("data", Ty::Path))
+        .chain(configurable(TRAIN_KEYS))
+        .collect()
 }
 
-impl Ty {
-    fn words(self) -> &'static str {
-        match self {
-            Ty::Int => "an integer",
-            Ty::Number => "a number",
-            Ty::Bool => "`true` or `false`",
-            Ty::Path => "a path",
-            Ty::Names => "a list of names",
-        }
-    }
+/// The sections: every settings block of the spec but `train` (its keys
+/// are [`top_keys`]), and `optimizer`, which takes the optimizer's own
+/// argument names.
+pub fn sections() -> Vec<(&'static str, Vec<(&'static str, Ty)>)> {
+    BLOCKS
+        .iter()
+        .filter(|(name, _)| *name != "train")
+        .map(|&(name, keys)| (name, configurable(keys).collect()))
+        .chain(std::iter::once(("optimizer", Vec::new())))
+        .collect()
 }
 
-/// The top-level keys that are values (the `train` block's settings and
-/// the data file). The `train` settings may also be written in a `train:`
-/// mapping or as `train.KEY`, like the spec's block.
-pub const TOP_KEYS: &[(&str, Ty)] = &[
-    ("data", Ty::Path),
-    ("steps", Ty::Int),
-    ("epochs", Ty::Int),
-    ("batch", Ty::Int),
-    ("shuffle", Ty::Int),
-    ("seed", Ty::Int),
-    ("eval_fraction", Ty::Number),
-    ("split_seed", Ty::Int),
-];
-
-/// The sections (spec blocks) and their keys; `optimizer` takes the
-/// optimizer's own argument names.
-pub const SECTIONS: &[(&str, &[(&str, Ty)])] = &[
-    (
-        "checkpoint",
-        &[
-            ("dir", Ty::Path),
-            ("every_steps", Ty::Int),
-            ("every_secs", Ty::Number),
-            ("keep", Ty::Int),
-            ("keep_every_n_hours", Ty::Number),
-        ],
-    ),
-    (
-        "summaries",
-        &[
-            ("dir", Ty::Path),
-            ("every_steps", Ty::Int),
-            ("histograms", Ty::Bool),
-        ],
-    ),
-    (
-        "logging",
-        &[
-            ("every_steps", Ty::Int),
-            ("every_secs", Ty::Number),
-            ("tensors", Ty::Names),
-        ],
-    ),
-    ("evaluate", &[("every_steps", Ty::Int)]),
-    ("optimizer", &[]),
-];
+/// The keys of a block a run configuration may set, with their types.
+fn configurable(keys: &'static [Key]) -> impl Iterator<Item = (&'static str, Ty)> {
+    keys.iter()
+        .filter(|k| k.configurable)
+        .map(|k| (k.name, k.ty))
+}
 
 /// Where an override came from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Origin {
     /// A config file, at a line and column.
     File {
+        /// The file, as named.
         path: String,
+        /// The line, from 1.
         line: usize,
+        /// The column, from 1.
         col: usize,
     },
     /// `--set KEY=VALUE`, as written.
@@ -140,12 +103,18 @@ impl fmt::Display for Origin {
 /// A typed override value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// An integer.
     Int(i64),
+    /// A finite number.
     Number(f64),
+    /// `true` or `false`.
     Bool(bool),
     /// A path as given (made absolute by [`resolve`] from its origin).
     Path(PathBuf),
+    /// A list of names.
     Names(Vec<String>),
+    /// A word from a fixed set (written as a string in the spec).
+    Word(String),
     /// Spec text for an optimizer argument (`exponential_decay(..)`).
     Expr(String),
 }
@@ -162,6 +131,7 @@ impl Value {
                 format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
             }
             Value::Names(n) => format!("[{}]", n.join(", ")),
+            Value::Word(w) => format!("\"{w}\""),
             Value::Expr(e) => e.clone(),
         }
     }
@@ -170,7 +140,7 @@ impl Value {
     fn yaml_text(&self) -> String {
         match self {
             Value::Path(p) => yaml::quote(&p.display().to_string()),
-            Value::Expr(e) => yaml::quote(e),
+            Value::Expr(e) | Value::Word(e) => yaml::quote(e),
             other => other.spec_text(),
         }
     }
@@ -179,9 +149,13 @@ impl Value {
 /// One override: `section.key = value` (section empty for top-level keys).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Setting {
+    /// The block (`checkpoint`), empty for a top-level key.
     pub section: String,
+    /// The key in its block (`every_steps`).
     pub key: String,
+    /// The value, typed by the schema.
     pub value: Value,
+    /// Where it was given.
     pub origin: Origin,
 }
 
@@ -199,14 +173,23 @@ impl Setting {
 /// The dedicated flags of `specc run`, which win over everything else.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Flags {
+    /// `--data`: the data file (`data`).
     pub data: Option<PathBuf>,
+    /// `--steps` (`steps`; replaces a duration in epochs).
     pub steps: Option<u64>,
+    /// `--eval-fraction` (`eval_fraction`).
     pub eval_fraction: Option<f64>,
+    /// `--checkpoint-dir` (`checkpoint.dir`).
     pub checkpoint_dir: Option<PathBuf>,
+    /// `--checkpoint-every-steps` (`checkpoint.every_steps`).
     pub checkpoint_every_steps: Option<u64>,
+    /// `--checkpoint-every-secs` (`checkpoint.every_secs`).
     pub checkpoint_every_secs: Option<f64>,
+    /// `--keep` (`checkpoint.keep`).
     pub keep: Option<u64>,
+    /// `--keep-every-n-hours` (`checkpoint.keep_every_n_hours`).
     pub keep_every_n_hours: Option<f64>,
+    /// `--summary-dir` (`summaries.dir`).
     pub summary_dir: Option<PathBuf>,
 }
 
@@ -215,7 +198,9 @@ pub struct Flags {
 pub enum ConfigError {
     /// The (rewritten) spec has errors: render `diagnostics` against `source`.
     Spec {
+        /// The text they point into.
         source: SourceFile,
+        /// The errors.
         diagnostics: Vec<Diagnostic>,
     },
     /// A config file, `--set` or flag error, with its file, line and column.
@@ -269,7 +254,7 @@ pub fn resolve(
     let settings = merge(layers.into_iter().flatten().collect());
     // The spec must be valid as written (`specc check` passes on it); the
     // overrides then replace its values.
-    let original = crate::check(spec).map_err(|diagnostics| ConfigError::Spec {
+    let original = specc_compiler::check(spec).map_err(|diagnostics| ConfigError::Spec {
         source: spec.clone(),
         diagnostics,
     })?;
@@ -279,13 +264,15 @@ pub fn resolve(
     {
         (spec.clone(), original)
     } else {
-        let ast = crate::guard(|| crate::parse(spec)).map_err(|diagnostics| ConfigError::Spec {
-            source: spec.clone(),
-            diagnostics,
+        let ast = specc_compiler::guard(|| specc_compiler::parse(spec)).map_err(|diagnostics| {
+            ConfigError::Spec {
+                source: spec.clone(),
+                diagnostics,
+            }
         })?;
         let (text, values) = rewrite(&spec.text, &ast, &settings)?;
         let source = SourceFile::new(spec.path.clone(), text);
-        let model = crate::check(&source).map_err(|mut diagnostics| {
+        let model = specc_compiler::check(&source).map_err(|mut diagnostics| {
             for d in &mut diagnostics {
                 let at = d.span.range();
                 let hit = values
@@ -391,7 +378,7 @@ pub fn read_config_file(path: &Path) -> Result<Vec<Setting>, ConfigError> {
                 *p = absolute(&base.join(&*p));
             }
         };
-        if let Some(&(_, ty)) = TOP_KEYS.iter().find(|(n, _)| *n == key) {
+        if let Some(&(_, ty)) = top_keys().iter().find(|(n, _)| *n == key) {
             let mut s = typed("", key, ty, v, origin(v))?;
             full(&mut s);
             out.push(s);
@@ -413,7 +400,8 @@ pub fn read_config_file(path: &Path) -> Result<Vec<Setting>, ConfigError> {
             }
             continue;
         }
-        let Some(&(section, keys)) = SECTIONS.iter().find(|(n, _)| *n == key) else {
+        let sections = sections();
+        let Some((section, keys)) = sections.iter().find(|(n, _)| *n == key) else {
             return Err(unknown_key(key, None, &origin(k)).into());
         };
         let Kind::Map(inner) = &v.kind else {
@@ -439,10 +427,10 @@ pub fn read_config_file(path: &Path) -> Result<Vec<Setting>, ConfigError> {
 
 /// `train.KEY`: a top-level key of the `train` block (not `data`).
 fn train_setting(key: &str, v: &Node, at_key: Origin, at_value: Origin) -> Result<Setting, String> {
-    match TOP_KEYS.iter().find(|(n, _)| *n == key && *n != "data") {
+    match top_keys().iter().find(|(n, _)| *n == key && *n != "data") {
         Some(&(_, ty)) => typed("", key, ty, v, at_value),
         None => {
-            let keys: Vec<&str> = TOP_KEYS
+            let keys: Vec<&str> = top_keys()
                 .iter()
                 .map(|(k, _)| *k)
                 .filter(|k| *k != "data")
@@ -517,12 +505,12 @@ fn finite(x: f64, key: &str, at: &Origin) -> Result<(), String> {
 
 fn unknown_key(key: &str, section: Option<&str>, at: &Origin) -> String {
     let candidates: Vec<String> = match section {
-        None => TOP_KEYS
+        None => top_keys()
             .iter()
             .map(|(k, _)| k.to_string())
-            .chain(SECTIONS.iter().map(|(k, _)| k.to_string()))
+            .chain(sections().iter().map(|(k, _)| k.to_string()))
             .collect(),
-        Some(s) => SECTIONS
+        Some(s) => sections()
             .iter()
             .find(|(n, _)| *n == s)
             .map(|(_, keys)| keys.iter().map(|(k, _)| k.to_string()).collect())
@@ -574,6 +562,10 @@ fn typed(section: &str, key: &str, ty: Ty, v: &Node, at: Origin) -> Result<Setti
         Ty::Bool => Value::Bool(v.bool().ok_or_else(wrong)?),
         Ty::Path => match v.str() {
             Some(s) if !v.is_null() && !s.is_empty() && !s.contains('\n') => Value::Path(s.into()),
+            _ => return Err(wrong()),
+        },
+        Ty::Word => match v.str() {
+            Some(s) if !v.is_null() && is_ident(s) => Value::Word(s.into()),
             _ => return Err(wrong()),
         },
         Ty::Names => {
@@ -636,13 +628,13 @@ pub fn parse_set(raw: &str) -> Result<Setting, String> {
             pos: Default::default(),
         });
     let mut s = match key.split_once('.') {
-        None => match TOP_KEYS.iter().find(|(n, _)| *n == key) {
+        None => match top_keys().iter().find(|(n, _)| *n == key) {
             Some(&(_, ty)) => typed("", key, ty, &node, origin.clone())?,
             None => return Err(unknown_key(key, None, &origin)),
         },
         Some(("train", k)) => train_setting(k, &node, origin.clone(), origin.clone())?,
-        Some((section, k)) => match SECTIONS.iter().find(|(n, _)| *n == section) {
-            Some(&(section, keys)) => {
+        Some((section, k)) => match sections().iter().find(|(n, _)| *n == section) {
+            Some((section, keys)) => {
                 section_setting(section, keys, k, &node, origin.clone(), origin.clone())?
             }
             None => return Err(unknown_key(section, None, &origin)),
@@ -964,85 +956,95 @@ fn optimizer_edit(ast: &SpecFile, s: &Setting, v: String, i: usize) -> Result<Ed
 }
 
 /// The effective configuration as (dotted key, YAML value) pairs, by the
-/// keys of a config file: the `train` settings, the optimizer and its
-/// overridden arguments, and every section of `config`.
+/// keys of a config file, in the schema's order ([`top_keys`],
+/// [`sections`]): the `train` settings (one duration: `steps` or
+/// `epochs`), every section of `config`, the optimizer and its overridden
+/// arguments, and `init_from_checkpoint`.
 pub fn effective(model: &Model, config: &RunConfig, settings: &[Setting]) -> Vec<(String, String)> {
-    use specc_runtime::train::Duration;
     let mut out: Vec<(String, String)> = Vec::new();
-    let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+    for (key, _) in top_keys() {
+        if let Some(v) = effective_value(model, config, "", key) {
+            out.push((key.to_string(), v));
+        }
+    }
+    for (section, keys) in sections() {
+        if section == "optimizer" {
+            out.push((
+                "optimizer.name".into(),
+                yaml::quote(model.optimizer.def.name),
+            ));
+            for st in settings.iter().filter(|s| s.section == "optimizer") {
+                out.push((format!("optimizer.{}", st.key), st.value.yaml_text()));
+            }
+            continue;
+        }
+        for (key, _) in keys {
+            if let Some(v) = effective_value(model, config, section, key) {
+                out.push((format!("{section}.{key}"), v));
+            }
+        }
+    }
+    if let Some(w) = &config.warm_start {
+        out.push((
+            "init_from_checkpoint.path".into(),
+            yaml::quote(&w.path.display().to_string()),
+        ));
+        let m: Vec<String> = w
+            .assignment_map
+            .iter()
+            .map(|(a, b)| format!("{}: {}", yaml::quote(a), yaml::quote(b)))
+            .collect();
+        out.push((
+            "init_from_checkpoint.assignment_map".into(),
+            format!("{{{}}}", m.join(", ")),
+        ));
+    }
+    out
+}
+
+/// The effective value of one configurable key as YAML text (`section` empty
+/// for a top-level key); `None` for the duration the spec does not use
+/// (`epochs` when it trains for `steps`, and the reverse).
+fn effective_value(model: &Model, config: &RunConfig, section: &str, key: &str) -> Option<String> {
+    use specc_runtime::train::Duration;
     let path = |p: &Option<PathBuf>| {
         p.as_ref().map_or("null".to_string(), |p| {
             yaml::quote(&p.display().to_string())
         })
     };
     let opt = |x: Option<String>| x.unwrap_or_else(|| "null".into());
-    put("data", path(&config.data));
     let t = &model.train;
-    match t.duration {
-        Duration::Steps(s) => put("steps", s.to_string()),
-        Duration::Epochs(e) => put("epochs", e.to_string()),
-    }
-    put("batch", t.batch.to_string());
-    put("shuffle", t.shuffle.to_string());
-    put("seed", t.seed.to_string());
-    put("eval_fraction", format!("{:?}", t.eval_fraction));
-    put("split_seed", t.split_seed.to_string());
-    let c = &config.checkpoint;
-    put("checkpoint.dir", path(&c.dir));
-    put(
-        "checkpoint.every_steps",
-        opt(c.every_steps.map(|x| x.to_string())),
-    );
-    put(
-        "checkpoint.every_secs",
-        opt(c.every_secs.map(|x| format!("{x:?}"))),
-    );
-    put("checkpoint.keep", c.keep.to_string());
-    put(
-        "checkpoint.keep_every_n_hours",
-        opt(c.keep_every_n_hours.map(|x| format!("{x:?}"))),
-    );
-    let s = &config.summaries;
-    put("summaries.dir", path(&s.dir));
-    put(
-        "summaries.every_steps",
-        opt(s.every_steps.map(|x| x.to_string())),
-    );
-    put("summaries.histograms", s.histograms.to_string());
-    let l = &config.logging;
-    put(
-        "logging.every_steps",
-        opt(l.every_steps.map(|x| x.to_string())),
-    );
-    put(
-        "logging.every_secs",
-        opt(l.every_secs.map(|x| format!("{x:?}"))),
-    );
-    put("logging.tensors", format!("[{}]", l.tensors.join(", ")));
-    put(
-        "evaluate.every_steps",
-        opt(config.evaluate.every_steps.map(|x| x.to_string())),
-    );
-    put("optimizer.name", yaml::quote(model.optimizer.def.name));
-    for st in settings.iter().filter(|s| s.section == "optimizer") {
-        put(&format!("optimizer.{}", st.key), st.value.yaml_text());
-    }
-    if let Some(w) = &config.warm_start {
-        put(
-            "init_from_checkpoint.path",
-            yaml::quote(&w.path.display().to_string()),
-        );
-        let m: Vec<String> = w
-            .assignment_map
-            .iter()
-            .map(|(a, b)| format!("{}: {}", yaml::quote(a), yaml::quote(b)))
-            .collect();
-        put(
-            "init_from_checkpoint.assignment_map",
-            format!("{{{}}}", m.join(", ")),
-        );
-    }
-    out
+    let (c, s, l) = (&config.checkpoint, &config.summaries, &config.logging);
+    Some(match (section, key) {
+        ("", "data") => path(&config.data),
+        ("", "steps") => match t.duration {
+            Duration::Steps(s) => s.to_string(),
+            Duration::Epochs(_) => return None,
+        },
+        ("", "epochs") => match t.duration {
+            Duration::Epochs(e) => e.to_string(),
+            Duration::Steps(_) => return None,
+        },
+        ("", "batch") => t.batch.to_string(),
+        ("", "shuffle") => t.shuffle.to_string(),
+        ("", "seed") => t.seed.to_string(),
+        ("", "eval_fraction") => format!("{:?}", t.eval_fraction),
+        ("", "split_seed") => t.split_seed.to_string(),
+        ("checkpoint", "dir") => path(&c.dir),
+        ("checkpoint", "every_steps") => opt(c.every_steps.map(|x| x.to_string())),
+        ("checkpoint", "every_secs") => opt(c.every_secs.map(|x| format!("{x:?}"))),
+        ("checkpoint", "keep") => c.keep.to_string(),
+        ("checkpoint", "keep_every_n_hours") => opt(c.keep_every_n_hours.map(|x| format!("{x:?}"))),
+        ("summaries", "dir") => path(&s.dir),
+        ("summaries", "every_steps") => opt(s.every_steps.map(|x| x.to_string())),
+        ("summaries", "histograms") => s.histograms.to_string(),
+        ("logging", "every_steps") => opt(l.every_steps.map(|x| x.to_string())),
+        ("logging", "every_secs") => opt(l.every_secs.map(|x| format!("{x:?}"))),
+        ("logging", "tensors") => format!("[{}]", l.tensors.join(", ")),
+        ("evaluate", "every_steps") => opt(config.evaluate.every_steps.map(|x| x.to_string())),
+        // A key of the schema without a value here: `every_key_has_an_effective_value`.
+        _ => return None,
+    })
 }
 
 /// The record of a resolved run for `run.yaml`: the spec as written, the
@@ -1057,18 +1059,49 @@ pub fn record(resolved: &Resolved, spec_path: &Path, version: &str) -> Result<Ru
         .iter()
         .map(|s| (s.dotted(), s.value.yaml_text()))
         .collect();
-    let data = match (&resolved.config.data, &resolved.model.data) {
+    let data = match (&resolved.config.data, &resolved.model.data.source) {
         (Some(p), _) => Some(p.clone()),
-        (None, DataSource::Csv { path, .. }) => {
+        (None, Source::Csv { path }) => {
             Some(spec_path.parent().unwrap_or(Path::new("")).join(path))
         }
-        (
-            None,
-            DataSource::Synthetic(_) | DataSource::Stream { .. } | DataSource::Images { .. },
-        ) => None,
+        (None, Source::Synthetic(_) | Source::Stream(_) | Source::Images(_)) => None,
     };
     if let Some(p) = data {
         r.data.push(DataRecord::of(&p)?);
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The record names every key a run configuration may set (the one
+    /// duration aside): [`effective_value`] covers the schema.
+    #[test]
+    fn every_key_has_an_effective_value() {
+        let src = SourceFile::new(
+            "tiny.spec",
+            "data synthetic(rows = 8, features = 2)\nlabel label: int\n\
+             features { x = numeric(x0..x1) }\nparams { W: [2, 2] = zeros }\n\
+             loss = mean(sparse_softmax_cross_entropy(label, x @ W))\n\
+             optimizer gradient_descent(0.1)\ntrain { batch = 4, steps = 2 }\n",
+        );
+        let model = specc_compiler::check(&src).expect("the spec checks");
+        let config = RunConfig::default();
+        let mut missing = Vec::new();
+        for (key, _) in top_keys() {
+            if key != "epochs" && effective_value(&model, &config, "", key).is_none() {
+                missing.push(key.to_string());
+            }
+        }
+        for (section, keys) in sections() {
+            for (key, _) in keys {
+                if effective_value(&model, &config, section, key).is_none() {
+                    missing.push(format!("{section}.{key}"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no effective value for {missing:?}");
+    }
 }

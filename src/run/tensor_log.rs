@@ -1,4 +1,4 @@
-//! The hook `specc run` adds that prints the spec's tensors: TF's
+//! The hook a run adds that prints the spec's tensors: TF's
 //! `LoggingTensorHook` over the spec's names (`logging { tensors = [...] }`).
 //!
 //! Owns: [`TensorLogHook`] and how its lines look.
