@@ -1,10 +1,32 @@
-//! CSV source: header row required, only the requested columns are read; a
-//! gzip file (`data.csv.gz`, recognised by its magic bytes) is decompressed
-//! as it is read.
-//! Row numbers in errors are 1-based line numbers in the file (the position
-//! the `csv` crate reports for the start of the record).
+//! The one CSV file reader: every CSV that specc reads (`specc run`'s
+//! in-memory loader, the streaming pipeline, `specc predict --data`, an
+//! image CSV's listing, and `specc convert`) is split into records and
+//! fields here, so they all read a file the same way. Typing a field is
+//! [`super::text`]'s (and the column transforms').
 //!
-//! The reader splits records and hands the raw bytes of each input's columns
+//! Owns: [`CsvFile`] (open, header, the columns' field indices, records),
+//! the row-length limit ([`RowLimit`]), [`wrong_field_count`], and the
+//! in-memory loader [`load`].
+//!
+//! The rules (the `csv` crate's reader, RFC 4180):
+//! - gzip is recognised by its magic bytes (whatever the name) and
+//!   decompressed as it is read;
+//! - a header row is required; a UTF-8 BOM before it and whitespace around
+//!   each name are removed; a requested column must be in it exactly once
+//!   (a missing one is named with a "did you mean");
+//! - fields are split at `,`; a field that starts with `"` is quoted (`""`
+//!   inside is one `"`, and it may span lines); a quote elsewhere is data;
+//!   records end at `\n`, `\r\n` or `\r`; empty lines are skipped; no
+//!   comment lines;
+//! - a record must have as many fields as the header.
+//!   `tf.io.decode_csv` ([`crate::io::csv`]) is stricter about quotes (a
+//!   quote inside an unquoted field, or text after a closing quote, is an
+//!   error there) and splits records at `\n` only.
+//!
+//! Row numbers in errors are 1-based line numbers in the file (the line a
+//! record starts on).
+//!
+//! The loader splits records and hands the raw bytes of each input's columns
 //! to its column transform, a chunk of records at a time (at most
 //! [`CHUNK_ROWS`] records or [`CHUNK_BYTES`] bytes, so memory stays bounded);
 //! a record error (wrong field count, a row over [`MAX_CSV_ROW_BYTES`], an
@@ -25,6 +47,8 @@ use std::rc::Rc;
 
 use super::{Builder, CellRows, DataError, Dataset, InputSpec, MAX_CSV_ROW_BYTES, MAX_ROWS};
 use crate::suggest::edit_distance;
+
+pub use ::csv::ByteRecord;
 
 /// Records per chunk handed to the transforms.
 const CHUNK_ROWS: usize = 4096;
@@ -53,16 +77,19 @@ fn open(path: &Path, file: &str) -> Result<Box<dyn Read>, DataError> {
 /// An open CSV file: the parser over the row-limited bytes, the header's
 /// column names and line. Shared by [`load`] and the streaming pipeline
 /// (`crate::pipeline`), which read records the same way.
-pub(crate) struct CsvFile {
+pub struct CsvFile {
     pub(crate) rdr: ::csv::Reader<RowLimit<Box<dyn Read>>>,
     row_start: Rc<Cell<u64>>,
-    pub(crate) header: Vec<String>,
-    pub(crate) header_line: usize,
+    /// The header's column names (a leading BOM and whitespace around
+    /// each name removed).
+    pub header: Vec<String>,
+    /// The header's line (1-based).
+    pub header_line: usize,
 }
 
 impl CsvFile {
     /// Opens `path` (gzip by its magic bytes) and reads its header.
-    pub(crate) fn open(path: &Path, file: &str) -> Result<CsvFile, DataError> {
+    pub fn open(path: &Path, file: &str) -> Result<CsvFile, DataError> {
         let f = open(path, file)?;
         let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
         let row_start = limit.row_start();
@@ -117,7 +144,7 @@ impl CsvFile {
 
     /// The field index of every column of every input (`columns[t]`: input
     /// `t`'s columns): each must be in the header exactly once.
-    pub(crate) fn plan<'c>(
+    pub fn plan<'c>(
         &self,
         file: &str,
         columns: impl IntoIterator<Item = &'c [String]>,
@@ -167,7 +194,7 @@ impl CsvFile {
     /// Reads the next record into `rec`: `Ok(None)` at the end of the file,
     /// else its line. A row over [`MAX_CSV_ROW_BYTES`] and a read error are
     /// errors; the field count is not checked here.
-    pub(crate) fn read(
+    pub fn read(
         &mut self,
         file: &str,
         rec: &mut ::csv::ByteRecord,
@@ -219,14 +246,11 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
                 }
             };
             if rec.len() != header_len {
-                pending = Some(DataError::at(
+                pending = Some(wrong_field_count(
                     file,
-                    line,
-                    None,
-                    format!(
-                        "the row has {} fields but the header has {header_len}",
-                        rec.len(),
-                    ),
+                    line.unwrap_or(0),
+                    rec.len(),
+                    header_len,
                 ));
                 break;
             }
@@ -277,6 +301,17 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
         DataError::at(file, None, Some(&inputs[t].columns[e.column]), e.message)
     })?;
     Ok(Dataset { rows, inputs: out })
+}
+
+/// A record whose number of fields is not the header's (every CSV source
+/// refuses it with this message).
+pub fn wrong_field_count(file: &str, line: usize, fields: usize, header: usize) -> DataError {
+    DataError::at(
+        file,
+        Some(line),
+        None,
+        format!("the row has {fields} fields but the header has {header}"),
+    )
 }
 
 fn row_too_long(file: &str, line: Option<usize>) -> DataError {
