@@ -12,10 +12,14 @@
 //! GZIP, `.zlib` ZLIB).
 //!
 //! CSV → TFRecord: one Example per data row, with one feature per key of
-//! the parse spec (one value); a missing cell (empty, or `""`) is left out
-//! of the Example, so TF's defaults apply when it is parsed. Cells are read
-//! as `tf.io.decode_csv` reads them (quotes, whitespace around numbers);
-//! blank lines are skipped.
+//! the parse spec; a missing cell (empty, `""`, the spec's `na_value`, or
+//! blank for a number) is left out of the Example, so TF's defaults apply
+//! when it is parsed. The file is read by the runtime's one CSV reader
+//! (`data::csv_file`: header, quoting, gzip, blank lines, field counts as
+//! `specc run` reads them) and each cell by the rule of the input that
+//! reads its key (`data::text::TextRule`: a numeric column of shape k
+//! gives k floats, a class id may be written `2.0`); the Example is
+//! encoded by the runtime's one encoder (`io::example::encode_example_into`).
 //! TFRecord → CSV: a header of the keys, one row per Example; a feature
 //! absent or empty is an empty cell; a feature with more than one value is
 //! an error (a CSV cell holds one value). Strings are quoted when they hold
@@ -23,19 +27,20 @@
 //!
 //! Invariants: both directions stream (one row or record in memory at a
 //! time); bad input is an error naming the file, the line (CSV) or record
-//! (TFRecord) and the column or feature; the output is written to a
-//! temporary file renamed into place only when the whole input converted,
-//! so a failure never leaves a partial output behind.
+//! (TFRecord) and the column or feature; the output is written atomically
+//! (the runtime's `io::atomic`), so a failure never leaves a partial
+//! output behind.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Read, Write};
+use std::path::Path;
 
 use specc_compiler::model::Model;
 use specc_runtime::data::csv_file::{wrong_field_count, ByteRecord, CsvFile};
 use specc_runtime::data::text::{TextRule, TextValues};
 use specc_runtime::data::{DataError, InputKind, InputSpec};
 use specc_runtime::feature_column::{make_parse_example_spec, FeatureInput};
+use specc_runtime::io::atomic::{write_atomic, AtomicFile};
 use specc_runtime::io::example::FeatureSpec;
 use specc_runtime::io::example::{encode_example_into, DType, Example, Feature, FeatureRef};
 use specc_runtime::io::tfrecord::{open_reader, Compression, RecordReader, RecordWriter};
@@ -146,44 +151,33 @@ pub fn run(spec: &Path, opts: &ConvertOptions<'_>) -> Result<(), Failure> {
         ),
     };
     let out = opts.output;
-    let tmp = temp_path(out);
-    let result = if is_csv_name(out) {
-        let compression = match compression {
-            Some(c) => c,
-            None => crate::commands::inspect_tfrecord::looks_like_tfrecord(opts.data)
-                .unwrap_or(Compression::None),
-        };
-        tfrecord_to_csv(opts.data, compression, &tmp, out, &keys)
-    } else {
-        let compression = compression.unwrap_or_else(|| Compression::from_path(out));
-        let na_value = csv_na_value(&model);
-        csv_to_tfrecord(
-            opts.data,
-            &tmp,
-            compression,
-            &keys,
-            na_value.as_deref().map(str::as_bytes),
-        )
-    };
-    match result {
-        Ok(n) => {
-            std::fs::rename(&tmp, out).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                format!("cannot write {}: {e}", out.display())
-            })?;
-            eprintln!(
-                "{}: {n} {} from {}",
-                out.display(),
-                if is_csv_name(out) { "rows" } else { "records" },
-                opts.data.display()
-            );
-            Ok(())
+    let n = write_atomic(out, |tmp| {
+        if is_csv_name(out) {
+            let compression = match compression {
+                Some(c) => c,
+                None => crate::commands::inspect_tfrecord::looks_like_tfrecord(opts.data)
+                    .unwrap_or(Compression::None),
+            };
+            tfrecord_to_csv(opts.data, compression, tmp, out, &keys)
+        } else {
+            let compression = compression.unwrap_or_else(|| Compression::from_path(out));
+            let na_value = csv_na_value(&model);
+            csv_to_tfrecord(
+                opts.data,
+                tmp,
+                compression,
+                &keys,
+                na_value.as_deref().map(str::as_bytes),
+            )
         }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(Failure::Other(e))
-        }
-    }
+    })?;
+    eprintln!(
+        "{}: {n} {} from {}",
+        out.display(),
+        if is_csv_name(out) { "rows" } else { "records" },
+        opts.data.display()
+    );
+    Ok(())
 }
 
 /// The spec's CSV `na_value` (its streamed CSV source's), which `specc run`
@@ -198,27 +192,12 @@ fn csv_na_value(model: &Model) -> Option<String> {
     }
 }
 
-/// A temporary file next to `out` (the same file system, for the rename).
-fn temp_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-fn create(path: &Path) -> Result<BufWriter<File>, String> {
-    File::create(path)
-        .map(BufWriter::new)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))
-}
-
 /// CSV → TFRecord; the number of records written. The file is read by the
 /// runtime's one CSV reader and each key's cell typed by the rule of the
 /// input that reads it ([`TextRule`]), as `specc run` reads it.
 fn csv_to_tfrecord(
     data: &Path,
-    tmp: &Path,
+    out: &mut AtomicFile,
     compression: Compression,
     keys: &[ParseKey],
     na_value: Option<&[u8]>,
@@ -230,7 +209,9 @@ fn csv_to_tfrecord(
         .map_err(|e| e.to_string())?;
     let columns: Vec<usize> = plan.iter().map(|p| p[0]).collect();
     let fields = csv.header.len();
-    let mut writer = RecordWriter::new(create(tmp)?, compression);
+    let dest = out.path().to_path_buf();
+    let tmp = dest.as_path();
+    let mut writer = RecordWriter::new(out, compression);
     // The keys in the order an Example's map is serialized (byte order).
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by(|&a, &b| keys[a].key.as_bytes().cmp(keys[b].key.as_bytes()));
@@ -321,19 +302,19 @@ fn write_field(w: &mut impl Write, s: &[u8]) -> std::io::Result<()> {
 fn tfrecord_to_csv(
     data: &Path,
     compression: Compression,
-    tmp: &Path,
+    raw: &mut AtomicFile,
     out: &Path,
     keys: &[ParseKey],
 ) -> Result<u64, String> {
     let file = data.display();
     let f = File::open(data).map_err(|e| format!("cannot open {file}: {e}"))?;
     let mut reader = open_reader(BufReader::new(f), compression);
-    let raw = create(tmp)?;
+    let tmp = out;
     let wr = |e: std::io::Error| format!("cannot write {}: {e}", tmp.display());
     if out.to_string_lossy().ends_with(".gz") {
         let mut g = flate2::write::GzEncoder::new(raw, flate2::Compression::default());
         let n = write_rows(&mut reader, &mut g, data, tmp, keys)?;
-        g.finish().and_then(|mut f| f.flush()).map_err(wr)?;
+        g.finish().and_then(|f| f.flush()).map_err(wr)?;
         Ok(n)
     } else {
         let mut raw = raw;
