@@ -307,8 +307,8 @@ fn a_float_where_the_spec_reads_int64_is_an_error() {
 fn a_row_with_too_few_fields_names_its_line() {
     fails(
         "short_row",
-        "x0,x1,y\n1,2,0\n1,2\n",
-        &["data.csv:3: the row has 2 fields but the header has 3"],
+        "x0,x1,y\n1,2,0\n\n1,2\n",
+        &["data.csv:4: the row has 2 fields but the header has 3"],
     );
 }
 
@@ -488,4 +488,23 @@ fn the_specs_na_value_is_a_missing_cell() {
     let got = read_examples(&d.join("o.tfrecord"), Compression::None).unwrap();
     assert_eq!(floats_of(&got, "x0"), [Some(1.0), None]);
     assert_eq!(floats_of(&got, "x1"), [None, Some(2.0)]);
+}
+
+/// A bad cell after CRLF line ends and a blank line: `specc run`'s loader
+/// and `specc convert` name the same line, the one the row is on (the
+/// reader once numbered a record by the line where the previous one ended).
+#[test]
+fn a_bad_cell_is_named_at_its_line_by_run_and_by_convert() {
+    let d = dir("crlf_line");
+    std::fs::write(d.join("data.csv"), "x0,x1,y\r\n1,2,0\r\n\r\n1,abc,0\r\n").unwrap();
+    let text = spec("y", 3, &["x0", "x1"]);
+    std::fs::write(d.join("s.spec"), &text).unwrap();
+    let want = "data.csv:4: column `x1`: cannot parse \"abc\" as a number";
+    let model = specc_compiler::build(&specc_grammar::SourceFile::new("s.spec", &text))
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let e = specc_runtime::data::load(&model.data_source(&d), &model.input_specs()).unwrap_err();
+    assert!(e.to_string().ends_with(want), "{e}");
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "data.csv", "-o", "o.tfrecord"]);
+    assert_eq!(code, 1);
+    assert!(err.contains(want), "{err}");
 }
