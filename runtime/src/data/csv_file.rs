@@ -5,8 +5,8 @@
 //! [`super::text`]'s (and the column transforms').
 //!
 //! Owns: [`CsvFile`] (open, header, the columns' field indices, records),
-//! the row-length limit ([`RowLimit`]), [`wrong_field_count`], and the
-//! in-memory loader [`load`].
+//! the row-length limit (`RowLimit`), [`wrong_field_count`], and the
+//! in-memory loader `load`.
 //!
 //! The rules (the `csv` crate's reader, RFC 4180):
 //! - gzip is recognised by its magic bytes (whatever the name) and
@@ -28,12 +28,12 @@
 //!
 //! The loader splits records and hands the raw bytes of each input's columns
 //! to its column transform, a chunk of records at a time (at most
-//! [`CHUNK_ROWS`] records or [`CHUNK_BYTES`] bytes, so memory stays bounded);
+//! `CHUNK_ROWS` records or `CHUNK_BYTES` bytes, so memory stays bounded);
 //! a record error (wrong field count, a row over [`MAX_CSV_ROW_BYTES`], an
 //! I/O error) is reported after the cells of the rows before it, so the first
 //! error in the file is the one reported.
 //!
-//! Row length: [`RowLimit`] sits between the file and the `csv` parser and
+//! Row length: `RowLimit` sits between the file and the `csv` parser and
 //! refuses to deliver the bytes of a row beyond the limit (plus the parser's
 //! read-ahead), so no row, however malformed, grows memory past it; each row
 //! read is then checked against the limit exactly.
@@ -75,7 +75,7 @@ fn open(path: &Path, file: &str) -> Result<Box<dyn Read>, DataError> {
 }
 
 /// An open CSV file: the parser over the row-limited bytes, the header's
-/// column names and line. Shared by [`load`] and the streaming pipeline
+/// column names and line. Shared by `load` and the streaming pipeline
 /// (`crate::pipeline`), which read records the same way.
 pub struct CsvFile {
     pub(crate) rdr: ::csv::Reader<RowLimit<Box<dyn Read>>>,

@@ -5,8 +5,8 @@
 //! `na_value`, `select_cols`), [`CsvDecoder`] (decodes records into reused
 //! buffers: no allocation per record once they have grown) and
 //! [`decode_csv`] (the same, into owned [`Field`]s); its parts are the
-//! tokenizer ([`fields`]: TF's `ExtractFields`), typed parsing
-//! ([`numbers`]) and [`CsvError`] ([`error`]).
+//! tokenizer (`fields`: TF's `ExtractFields`), typed parsing
+//! (`numbers`) and [`CsvError`] (`error`).
 //!
 //! This is the op, record by record. Files are read by the one CSV file
 //! reader, [`crate::data::csv_file`] (`specc run`, the pipeline,

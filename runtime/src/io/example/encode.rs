@@ -72,9 +72,9 @@ fn list_len(f: FeatureRef<'_>) -> Option<(u8, usize)> {
         FeatureRef::Unset => return None,
         FeatureRef::Bytes(v) => (1, v.iter().map(|b| field_len(b.len())).sum()),
         FeatureRef::OneBytes(b) => (1, field_len(b.len())),
-        FeatureRef::Floats(v) if v.is_empty() => (2, 0),
+        FeatureRef::Floats([]) => (2, 0),
         FeatureRef::Floats(v) => (2, field_len(4 * v.len())),
-        FeatureRef::Int64s(v) if v.is_empty() => (3, 0),
+        FeatureRef::Int64s([]) => (3, 0),
         FeatureRef::Int64s(v) => (3, field_len(int64s_len(v))),
     })
 }

@@ -13,11 +13,11 @@
 //!
 //! Owns: the message types ([`Example`], [`SequenceExample`], [`Feature`],
 //! [`DType`]) and [`ExampleError`]; its parts:
-//! - [`decode`](self::decode): the wire bytes into the types (protobuf's merge rules);
-//! - [`encode`](self::encode): the one Example encoder, from the types or from borrowed
+//! - `decode`: the wire bytes into the types (protobuf's merge rules);
+//! - `encode`: the one Example encoder, from the types or from borrowed
 //!   feature values ([`FeatureRef`], [`encode_example_into`]: what
 //!   `specc convert` streams a row through);
-//! - [`parse`](self::parse): [`FeatureSpec`] and [`parse_example`] /
+//! - `parse`: [`FeatureSpec`] and [`parse_example`] /
 //!   [`parse_single_example`] into plain Rust values ([`Parsed`]), and
 //!   [`read_examples`] (a TFRecord file of Examples).
 //!
