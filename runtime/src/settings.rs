@@ -33,6 +33,8 @@
 //! | `SPECC_IMAGE_CODEC` | `interop/test_image_codecs.py` | the image codec example binary to check |
 //! | `SPECC_PEER_YNN_AVX2` | `benches/avx2_peers` | `1`: caps the peers' XNNPACK at AVX2 |
 //! | `SPECC_PEER_YNN_LOG` | `benches/avx2_peers` | the file the AVX2 cap logs to |
+//! | `SPECC_INTEROP_VENV` | `tools/test` | where the interop suite's virtualenv is (default `target/interop-venv`) |
+//! | `SPECC_MPI_HOSTS_NET` | `tools/mpi-hosts` | the first two octets of the simulated hosts' subnets (default `10.77`) |
 //!
 //! Rules common to all: a setting that is unset or empty (after trimming)
 //! takes its default; words are matched trimmed and in any case. A
@@ -178,6 +180,16 @@ pub const TEST_SETTINGS: &[(&str, &str, &str)] = &[
         "SPECC_PEER_YNN_LOG",
         "`benches/avx2_peers`",
         "the file the AVX2 cap logs to",
+    ),
+    (
+        "SPECC_INTEROP_VENV",
+        "`tools/test`",
+        "where the interop suite's virtualenv is (default `target/interop-venv`)",
+    ),
+    (
+        "SPECC_MPI_HOSTS_NET",
+        "`tools/mpi-hosts`",
+        "the first two octets of the simulated hosts' subnets (default `10.77`)",
     ),
 ];
 
@@ -421,6 +433,56 @@ mod tests {
                         f.display()
                     );
                 }
+            }
+        }
+    }
+
+    /// Every `SPECC_*` variable the scripts, interop checks and benchmarks
+    /// name is listed (the `SPECC_PREDICT_*` names of an exported header
+    /// are C constants, not variables).
+    #[test]
+    fn every_variable_the_scripts_name_is_listed() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let listed: Vec<&str> = SETTINGS
+            .iter()
+            .map(|s| s.name)
+            .chain(TEST_SETTINGS.iter().map(|t| t.0))
+            .collect();
+        let mut files = Vec::new();
+        for dir in ["tools", ".ci", "interop", "benches"] {
+            let mut stack = vec![root.join(dir)];
+            while let Some(d) = stack.pop() {
+                let Ok(entries) = std::fs::read_dir(&d) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else {
+                        files.push(p);
+                    }
+                }
+            }
+        }
+        assert!(files.len() > 10, "the scripts: {}", files.len());
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else {
+                continue;
+            };
+            for (at, _) in text.match_indices("SPECC_") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if name.starts_with("SPECC_PREDICT_") {
+                    continue;
+                }
+                assert!(
+                    listed.contains(&name.as_str()),
+                    "{}: names {name}, which the settings table does not list",
+                    f.display()
+                );
             }
         }
     }

@@ -167,7 +167,7 @@ impl RunRecord {
         atomic::sweep_temporaries(dir, RUN_YAML);
         atomic::write_atomic(&path, |f| {
             f.write_all(self.to_yaml().as_bytes())
-                .map_err(|e| fail("write", f.temp_path(), e))
+                .map_err(|e| fail("write", f.path(), e))
         })?;
         Ok(path)
     }

@@ -87,13 +87,14 @@ fn parent(path: &Path) -> &Path {
     }
 }
 
-/// A failed step of an atomic write: what was being done, to which file.
+/// A failed step of an atomic write: what was being done, to which file
+/// (the destination: the temporary is an implementation detail).
 #[derive(Debug)]
 pub struct AtomicError {
-    /// The file the step was about (the temporary, the destination, or
-    /// its directory).
+    /// The destination.
     pub path: PathBuf,
-    /// `create`, `write`, `sync`, `replace`, `sync the directory of`.
+    /// `write` (creating, writing the temporary), `sync`, `replace`,
+    /// `sync the directory of`.
     pub step: &'static str,
     pub error: io::Error,
 }
@@ -133,8 +134,8 @@ impl AtomicFile {
     pub fn create(dest: &Path) -> Result<AtomicFile, AtomicError> {
         let tmp = temp_path(dest);
         let file = File::create(&tmp).map_err(|error| AtomicError {
-            path: tmp.clone(),
-            step: "create",
+            path: dest.to_path_buf(),
+            step: "write",
             error,
         })?;
         Ok(AtomicFile {
@@ -156,7 +157,7 @@ impl AtomicFile {
 
     fn fail(&self, step: &'static str, error: io::Error) -> AtomicError {
         AtomicError {
-            path: self.tmp.clone(),
+            path: self.dest.clone(),
             step,
             error,
         }
@@ -210,9 +211,8 @@ impl AtomicFile {
     pub fn commit(self) -> Result<(), AtomicError> {
         let dest = self.dest.clone();
         self.persist()?;
-        let dir = parent(&dest);
-        sync_dir(dir).map_err(|error| AtomicError {
-            path: dir.to_path_buf(),
+        sync_dir(parent(&dest)).map_err(|error| AtomicError {
+            path: dest,
             step: "sync the directory of",
             error,
         })
@@ -341,7 +341,11 @@ mod tests {
         );
         assert_eq!(names(&d), ["taken"], "no temporary left");
         let e = write_atomic(&d.join("no/such/dir/f"), |_| Ok::<(), String>(())).unwrap_err();
-        assert!(e.starts_with("cannot create "), "{e}");
+        assert!(e.starts_with("cannot write "), "{e}");
+        assert!(
+            e.contains("no/such/dir/f: "),
+            "names the file, not its temporary: {e}"
+        );
     }
 
     #[test]
