@@ -25,6 +25,9 @@ use super::tensor::{DType, TensorRef};
 use super::CheckpointError;
 use crate::io::atomic::{self, AtomicError, AtomicFile};
 
+/// The checkpoints' name (`DIR/model.ckpt-STEP`, TF's default).
+const BASENAME: &str = "model.ckpt";
+
 /// An owned copy of the tensors to save: capture it on the training thread
 /// (cheap: one memcpy per tensor, no allocation once the sizes are known),
 /// hand it with the manager to a background thread that saves it.
@@ -113,7 +116,7 @@ impl CheckpointManager {
             .map_err(|e| CheckpointError::io(&dir, "create the checkpoint directory", &e))?;
         CheckpointManager::sweep_temporaries(&dir);
         let mut m = CheckpointManager {
-            basename: "model.ckpt".to_string(),
+            basename: BASENAME.to_string(),
             max_to_keep,
             keep_checkpoint_every_n_hours,
             maybe_delete: Vec::new(),
@@ -262,9 +265,13 @@ impl CheckpointManager {
     }
 
     /// Removes the temporary files a killed save left in the directory
-    /// (`NAME.tmpPID-N`, never listed in the state file; best effort).
+    /// (`NAME.tmpPID-N` of its checkpoints and state file, never listed in
+    /// the state file; best effort). Only its own: another writer's in the
+    /// same directory (`run.yaml`, written by the leader while every replica
+    /// opens its manager) is left alone.
     fn sweep_temporaries(dir: &Path) {
-        atomic::sweep_temporaries(dir, "");
+        atomic::sweep_temporaries(dir, BASENAME);
+        atomic::sweep_temporaries(dir, STATE_FILE);
     }
 
     fn write_state(
