@@ -45,7 +45,9 @@
 //!
 //! Invariants: this table, [`SETTINGS`] and the functions agree (a unit
 //! test compares the tables with the constants, and checks that no other
-//! source file reads a `SPECC_*` variable that is not listed).
+//! source file reads a `SPECC_*` variable that is not listed); so does the
+//! user documentation's `## Environment` table (`docs/cli.md`), checked by
+//! another.
 
 use std::sync::OnceLock;
 
@@ -376,6 +378,47 @@ mod tests {
         }
         let tests: Vec<&str> = TEST_SETTINGS.iter().map(|t| t.0).collect();
         assert_eq!(doc_names("//! | name | read by | what it does |"), tests);
+    }
+
+    /// The `SPECC_*` rows of the user documentation's `## Environment`
+    /// table (`docs/*.md` or `README.md`), by file; none before the
+    /// documentation has such a section.
+    fn documented() -> Vec<(PathBuf, Vec<String>)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = vec![root.join("README.md")];
+        if let Ok(entries) = std::fs::read_dir(root.join("docs")) {
+            files.extend(entries.flatten().map(|e| e.path()));
+        }
+        let mut out = Vec::new();
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else {
+                continue;
+            };
+            let Some(at) = text.find("\n## Environment\n") else {
+                continue;
+            };
+            let names = text[at + 1..]
+                .lines()
+                .skip(1)
+                .take_while(|l| !l.starts_with("## "))
+                .filter_map(|l| l.strip_prefix("| `SPECC_"))
+                .map(|rest| format!("SPECC_{}", rest.split('`').next().unwrap_or_default()))
+                .collect();
+            out.push((f, names));
+        }
+        out
+    }
+
+    /// The user documentation's table of settings lists those of the
+    /// table here, no more, no fewer.
+    #[test]
+    fn the_documentation_lists_the_same_settings() {
+        let mut want: Vec<String> = SETTINGS.iter().map(|s| s.name.to_string()).collect();
+        want.sort();
+        for (file, mut names) in documented() {
+            names.sort();
+            assert_eq!(names, want, "{}'s ## Environment table", file.display());
+        }
     }
 
     /// Every `.rs` file under `dir`.
