@@ -351,27 +351,10 @@ fn main() -> ExitCode {
     // memory for reuse rather than mapping fresh pages each time.
     specc_runtime::memory::keep_freed_memory();
     let cli = Cli::parse();
-    // A thread count that cannot be read is refused, not replaced.
-    if let Err(msg) = specc_runtime::threads::threads_from_env() {
-        eprintln!("error: {msg}");
-        return ExitCode::from(1);
-    }
-    // So is a GEMM kernel the CPU cannot run, or an unknown name.
-    if let Err(msg) = specc_runtime::sgemm::gemm_isa_from_env() {
-        eprintln!("error: {msg}");
-        return ExitCode::from(1);
-    }
-    if let Err(msg) = specc_compiler::codegen::adam::runtime_adam_setting() {
-        eprintln!("error: {msg}");
-        return ExitCode::from(1);
-    }
-    // And an epilogue setting other than auto or never.
-    if let Err(msg) = specc_compiler::plan::epilogue::enabled_from_env() {
-        eprintln!("error: {msg}");
-        return ExitCode::from(1);
-    }
-    // And a Winograd tile other than auto, 2 or 4.
-    if let Err(msg) = specc_compiler::passes::winograd::tile_setting() {
+    // A `SPECC_*` setting that cannot be used (a thread count that is not
+    // a positive integer, a GEMM kernel the CPU cannot run, ...) is
+    // refused, not replaced.
+    if let Err(msg) = specc_runtime::settings::check() {
         eprintln!("error: {msg}");
         return ExitCode::from(1);
     }

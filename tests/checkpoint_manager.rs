@@ -203,14 +203,18 @@ fn stray_temporary_files_of_a_crash_are_ignored_then_removed() {
     assert_eq!(latest_checkpoint(&d).unwrap(), Some(first.clone()));
     std::fs::write(d.join("checkpoint.tmp99-3"), b"model_").unwrap();
     std::fs::write(d.join("notes.tmp.txt"), b"the user's").unwrap();
+    // Another writer's temporary in the run directory (`run.yaml` being
+    // written by the leader while a replica opens its manager).
+    std::fs::write(d.join("run.yaml.tmp99-4"), b"spec: ").unwrap();
     let mut m = CheckpointManager::new(&d, Some(1), None).unwrap();
-    // A new manager sweeps the temporaries away, and nothing else.
-    let left: Vec<String> = std::fs::read_dir(&d)
+    // A new manager sweeps its own temporaries away, and nothing else.
+    let mut left: Vec<String> = std::fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| n.contains(".tmp"))
         .collect();
-    assert_eq!(left, ["notes.tmp.txt"]);
+    left.sort();
+    assert_eq!(left, ["notes.tmp.txt", "run.yaml.tmp99-4"]);
     let second = save(&mut m, 2);
     assert_eq!(latest_checkpoint(&d).unwrap(), Some(second));
 }

@@ -52,6 +52,7 @@ pub mod predict;
 pub mod prng;
 pub mod profile;
 pub mod session;
+pub mod settings;
 pub mod sgemm;
 pub mod source;
 pub mod suggest;

@@ -37,22 +37,11 @@ pub fn threads() -> usize {
     })
 }
 
-/// `SPECC_THREADS` read: `None` when unset or empty, the count when it is a
-/// positive integer, an error saying so otherwise.
+/// `SPECC_THREADS` read strictly ([`crate::settings::threads`]): `None`
+/// when unset or empty, the count when it is a positive integer, an error
+/// saying so otherwise.
 pub fn threads_from_env() -> Result<Option<usize>, String> {
-    let Some(v) = std::env::var_os("SPECC_THREADS") else {
-        return Ok(None);
-    };
-    let s = v.to_string_lossy();
-    if s.trim().is_empty() {
-        return Ok(None);
-    }
-    match s.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(format!(
-            "SPECC_THREADS must be a positive integer (steps use at most 2 threads), got {s:?}"
-        )),
-    }
+    crate::settings::threads()
 }
 
 /// How long a waiting thread spins before it sleeps or yields.

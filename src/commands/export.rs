@@ -11,6 +11,7 @@
 //! the format `specc_tflite`.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::Path;
 
 use ndarray::{ArrayD, IxDyn};
@@ -18,6 +19,7 @@ use specc_compiler::model::InputRole;
 use specc_compiler::tflite::{export_tflite, TfliteExport};
 use specc_compiler::tflite_quantize::{quantize_dynamic, quantize_int8};
 use specc_runtime::checkpoint::BundleReader;
+use specc_runtime::io::atomic::write_atomic;
 
 use super::report;
 use crate::Failure;
@@ -171,7 +173,10 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
             m
         }
     };
-    specc_tflite::write_file(&tflite, o.output)?;
+    let bytes = specc_tflite::to_bytes(&tflite);
+    write_atomic(o.output, |f| {
+        f.write_all(&bytes).map_err(|e| cannot_write(o.output, e))
+    })?;
     write_features(&model, spec, &inputs, o.output)?;
     let g0 = &tflite.subgraphs[0];
     println!(
@@ -215,16 +220,15 @@ pub(crate) fn write_features(
     let mut name = exported.as_os_str().to_owned();
     name.push(".features.json");
     let path = std::path::PathBuf::from(name);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-    let cannot =
-        |e: std::io::Error| Failure::Other(format!("cannot write {}: {e}", path.display()));
-    std::fs::write(&tmp, text + "\n").map_err(cannot)?;
-    std::fs::rename(&tmp, &path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        cannot(e)
+    write_atomic(&path, |f| {
+        f.write_all((text + "\n").as_bytes())
+            .map_err(|e| cannot_write(&path, e))
     })?;
     Ok(path)
+}
+
+/// The error of a write to the file `path` is written to.
+fn cannot_write(path: &std::path::Path, e: std::io::Error) -> String {
+    format!("cannot write {}: {e}", path.display())
 }

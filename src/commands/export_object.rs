@@ -7,11 +7,13 @@
 //! temporary file renamed into place, so a failure leaves neither half-written.
 //! Invariant: every error names the file or the flag it is about.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use specc_compiler::aot::{export_object, ExportOptions};
 use specc_compiler::driver::{compile, Functions};
 use specc_runtime::checkpoint::BundleReader;
+use specc_runtime::io::atomic::write_atomic;
 
 use super::report;
 use crate::Failure;
@@ -84,20 +86,11 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Writes `bytes` to a temporary file next to `path`, then renames it over `path`.
+/// Writes `bytes` to `path` atomically (the runtime's `io::atomic`).
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let cannot =
-        |e: std::io::Error| Failure::Other(format!("cannot write {}: {e}", path.display()));
-    std::fs::write(&tmp, bytes).map_err(cannot)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        cannot(e)
+    write_atomic(path, |f| {
+        f.write_all(bytes)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
     })
+    .map_err(Failure::Other)
 }

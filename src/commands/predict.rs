@@ -14,15 +14,15 @@
 //! only when every row was predicted.
 //! The loop and the formats are the runtime's (`specc_runtime::predict`).
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
 use specc_grammar::{ast::Span, Code, Diagnostic};
 use specc_runtime::checkpoint::{BundleReader, Selection};
 use specc_runtime::data::{images, Source};
+use specc_runtime::io::atomic::write_atomic;
 use specc_runtime::pipeline::Format;
 use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
@@ -228,7 +228,8 @@ fn write_predictions(
                 .map_err(|e| format!("stdout: {e}"))?;
             Ok(rows)
         }
-        Some(path) => write_file(path, |out| {
+        // Written atomically: a failure leaves `path` as it was.
+        Some(path) => write_atomic(path, |out| {
             let out: Box<dyn Write> = Box::new(out);
             let mut w = keyed(PredictionWriter::new(out, path, format, columns), keys);
             let rows = run(&mut w)?;
@@ -254,33 +255,6 @@ fn format_of(output: Option<&Path>) -> OutputFormat {
         Some("jsonl" | "json" | "ndjson") => OutputFormat::JsonLines,
         _ => OutputFormat::Csv,
     }
-}
-
-/// Runs `write` on a temporary file next to `path`, renamed onto `path`
-/// when it succeeds and removed when it fails: `path` is never half written.
-fn write_file<T>(
-    path: &Path,
-    write: impl FnOnce(BufWriter<File>) -> Result<T, String>,
-) -> Result<T, String> {
-    let tmp = temp_path(path);
-    let file = File::create(&tmp).map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
-    let r = write(BufWriter::with_capacity(1 << 16, file)).and_then(|v| {
-        std::fs::rename(&tmp, path)
-            .map(|()| v)
-            .map_err(|e| format!("{}: cannot write: {e}", path.display()))
-    });
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
-}
-
-fn temp_path(out: &Path) -> PathBuf {
-    let name = out.file_name().map_or_else(
-        || "predictions".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 /// The writer with the rows' names as its first column `path`, when given.

@@ -128,9 +128,7 @@ impl Replicas {
         let one_node = self.mpi.one_node();
         #[cfg(not(feature = "mpi"))]
         let one_node = false;
-        self.size > 1
-            && one_node
-            && std::env::var_os("SPECC_SHARED_EXCHANGE").is_none_or(|v| v != "0")
+        self.size > 1 && one_node && specc_runtime::settings::shared_exchange()
     }
 
     /// Whether every replica runs the same `what` (the spec, the settings,

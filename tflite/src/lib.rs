@@ -41,4 +41,4 @@ pub use model::{
 };
 pub use read::{from_bytes, looks_like_tflite, read_file};
 pub use schema::{ActivationFunctionType, BuiltinOperator, Padding, TensorType};
-pub use write::{to_bytes, write_file};
+pub use write::to_bytes;

@@ -1,16 +1,15 @@
 //! Writing a [`Model`] as a TFLite flatbuffer (`schema.fbs` v3, identifier `TFL3`).
 //!
-//! Owns: [`to_bytes`] and [`write_file`]. The tables are built by hand with
+//! Owns: [`to_bytes`]. The tables are built by hand with
 //! the `flatbuffers` crate's builder (no generated code: specc writes only the
 //! fields in [`crate::schema::field`]).
 //! Invariants: constant data starts on a 16-byte boundary of the file (as
 //! TF's converter writes it, so runtimes may map weights in place); fields
 //! equal to the schema's default are omitted, except those TFLite reads
 //! without a default (`SoftmaxOptions.beta`, `OperatorCode.version`);
-//! `deprecated_builtin_code` is `min(builtin_code, 127)`; a file is written to
-//! a temporary name and renamed, so it is never half-written.
-
-use std::path::Path;
+//! `deprecated_builtin_code` is `min(builtin_code, 127)`. (Writing the file,
+//! atomically, is the caller's: `specc export` uses the runtime's
+//! `io::atomic`.)
 
 use flatbuffers::{FlatBufferBuilder, Push, PushAlignment, WIPOffset};
 
@@ -361,27 +360,4 @@ fn options(
         BuiltinOptions::Shape { out_type } => b.push_slot::<i8>(f::FIRST, out_type.code(), 0),
     }
     Some(b.end_table(t))
-}
-
-/// Writes `model` to `path` through a temporary file renamed into place.
-pub fn write_file(model: &Model, path: &Path) -> Result<(), String> {
-    let bytes = to_bytes(model);
-    let tmp = temporary_path(path);
-    std::fs::write(&tmp, &bytes).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write: {e}", path.display())
-    })?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("{}: cannot write: {e}", path.display())
-    })
-}
-
-fn temporary_path(path: &Path) -> std::path::PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_else(|| "model.tflite".into());
-    name.push(format!(".tmp{}", std::process::id()));
-    path.with_file_name(name)
 }

@@ -32,13 +32,7 @@ pub fn runtime_adam_from_env() -> bool {
 /// `SPECC_RUNTIME_ADAM` read strictly: whether the runtime update is used,
 /// or an error naming the accepted values.
 pub fn runtime_adam_setting() -> Result<bool, String> {
-    match std::env::var("SPECC_RUNTIME_ADAM").as_deref() {
-        Err(_) | Ok("" | "auto") => Ok(true),
-        Ok("never" | "off") => Ok(false),
-        Ok(other) => Err(format!(
-            "SPECC_RUNTIME_ADAM must be auto or never, got {other:?}"
-        )),
-    }
+    specc_runtime::settings::runtime_adam()
 }
 
 /// The signature of `specc_adam`: nine pointers, six f32 scalars, the

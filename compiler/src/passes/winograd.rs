@@ -31,6 +31,7 @@
 
 use crate::ir::{DType, Graph, NodeId, Op, Shape, Window, WinogradTile};
 use crate::model::Model;
+use specc_runtime::settings::WinogradMode;
 
 /// Which convolutions are computed by Winograd (F(2×2) or F(4×4), 3×3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,10 +56,10 @@ impl Winograd {
     /// The mode `SPECC_WINOGRAD` names (`never` or `off`, `always`;
     /// otherwise, and unset, `Auto`).
     pub fn from_env() -> Winograd {
-        match std::env::var("SPECC_WINOGRAD").as_deref() {
-            Ok("never" | "off") => Winograd::Never,
-            Ok("always") => Winograd::Always,
-            _ => Winograd::Auto,
+        match specc_runtime::settings::winograd() {
+            WinogradMode::Never => Winograd::Never,
+            WinogradMode::Always => Winograd::Always,
+            WinogradMode::Auto => Winograd::Auto,
         }
     }
 }
@@ -77,14 +78,11 @@ pub fn tile_from_env() -> Option<WinogradTile> {
 /// `SPECC_WINOGRAD_TILE` read strictly: the forced tile, or an error naming
 /// the accepted values.
 pub fn tile_setting() -> Result<Option<WinogradTile>, String> {
-    match std::env::var("SPECC_WINOGRAD_TILE").as_deref() {
-        Err(_) | Ok("" | "auto") => Ok(None),
-        Ok("2") => Ok(Some(WinogradTile::F2)),
-        Ok("4") => Ok(Some(WinogradTile::F4)),
-        Ok(other) => Err(format!(
-            "SPECC_WINOGRAD_TILE must be auto, 2 or 4, got {other:?}"
-        )),
-    }
+    Ok(match specc_runtime::settings::winograd_tile()? {
+        Some(2) => Some(WinogradTile::F2),
+        Some(_) => Some(WinogradTile::F4),
+        None => None,
+    })
 }
 
 /// Rewrites the model's graph in place (`mode` chooses the convolutions,

@@ -27,19 +27,10 @@ use super::{Buffer, Kernel, Loc, Source};
 use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, UnaryOp};
 
 /// Whether fusion is on: `SPECC_GEMM_EPILOGUE` unset, empty or `auto`;
-/// `never` (or `off`) turns it off. Any other value is an error.
+/// `never` (or `off`) turns it off. Any other value is an error
+/// (read by [`specc_runtime::settings::gemm_epilogue`]).
 pub fn enabled_from_env() -> Result<bool, String> {
-    let Some(v) = std::env::var_os("SPECC_GEMM_EPILOGUE") else {
-        return Ok(true);
-    };
-    let s = v.to_string_lossy();
-    match s.trim().to_ascii_lowercase().as_str() {
-        "" | "auto" => Ok(true),
-        "never" | "off" => Ok(false),
-        _ => Err(format!(
-            "SPECC_GEMM_EPILOGUE must be auto or never, got {s:?}"
-        )),
-    }
+    specc_runtime::settings::gemm_epilogue()
 }
 
 /// Fuses every GEMM + bias/relu loop pair it can (see the module docs).

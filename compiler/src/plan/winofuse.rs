@@ -47,11 +47,7 @@ fn tile_bytes(w: &Window, tile: WinogradTile, channels: u32) -> u64 {
 /// budget's, and of those the largest that splits the batch's blocks into
 /// two halves of the fewest unequal images (the halves two threads take).
 fn block_size(per_image: u64, batch: u64) -> u32 {
-    if let Some(b) = std::env::var("SPECC_WINOGRAD_BLOCK")
-        .ok()
-        .and_then(|s| s.parse::<u32>().ok())
-        .filter(|&b| b > 0)
-    {
+    if let Some(b) = specc_runtime::settings::winograd_block() {
         return b;
     }
     let batch = batch.max(1);

@@ -216,15 +216,21 @@ fn decode_header(bytes: &[u8]) -> Result<u32, String> {
 pub(crate) struct LimitedWriter<W> {
     inner: W,
     left: Option<u64>,
+    written: u64,
 }
 
 impl<W: Write> LimitedWriter<W> {
     pub(crate) fn new(inner: W, limit: Option<u64>) -> LimitedWriter<W> {
-        LimitedWriter { inner, left: limit }
+        LimitedWriter {
+            inner,
+            left: limit,
+            written: 0,
+        }
     }
 
-    pub(crate) fn get_ref(&self) -> &W {
-        &self.inner
+    /// The bytes written through it.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
     }
 }
 
@@ -241,6 +247,7 @@ impl<W: Write> Write for LimitedWriter<W> {
             Some(left) => buf.len().min(usize::try_from(left).unwrap_or(usize::MAX)),
         };
         let written = self.inner.write(&buf[..n])?;
+        self.written += written as u64;
         if let Some(left) = &mut self.left {
             *left -= written as u64;
         }
@@ -305,56 +312,33 @@ fn write_data<S: AsRef<str>, W: Write>(
     Ok(table::build(keys.zip(vals)))
 }
 
-/// How [`write_files`] writes.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct WriteOptions {
-    /// fsync both files before returning.
-    pub sync: bool,
-    /// Fail with "no space left" after this many bytes in all (tests).
-    pub limit: Option<u64>,
-}
-
-/// Writes the data shard and the index to the given paths (created or
-/// truncated). Errors name the file, and the tensor being written.
+/// Writes the data shard into `data` and the index into `index` (named
+/// `data_name` and `index_name` in errors), failing with "no space left"
+/// after `limit` bytes in all (tests). Returns the bytes written. Errors
+/// name the file, and the tensor being written.
 pub(crate) fn write_files<S: AsRef<str>>(
-    index: &Path,
-    data: &Path,
+    index: &mut impl Write,
+    index_name: &Path,
+    data: &mut impl Write,
+    data_name: &Path,
     tensors: &[(S, TensorRef<'_>)],
-    opts: WriteOptions,
+    limit: Option<u64>,
 ) -> Result<u64, CheckpointError> {
-    let order = key_order(tensors).map_err(|m| CheckpointError::new(Invalid, index, m))?;
-    let create =
-        |p: &Path| File::create(p).map_err(|e| CheckpointError::io(p, "create the file", &e));
-    let data_file = create(data)?;
-    let mut w = BufWriter::with_capacity(WRITE_BUFFER, LimitedWriter::new(data_file, opts.limit));
+    let order = key_order(tensors).map_err(|m| CheckpointError::new(Invalid, index_name, m))?;
+    let mut w = BufWriter::with_capacity(WRITE_BUFFER, LimitedWriter::new(data, limit));
     let table = write_data(&mut w, tensors, &order).map_err(|(t, e)| CheckpointError {
         kind: Io,
-        file: data.to_path_buf(),
+        file: data_name.to_path_buf(),
         tensor: t,
         message: format!("cannot write: {e}"),
     })?;
-    let written = w
-        .get_ref()
-        .get_ref()
-        .metadata()
-        .map(|m| m.len())
-        .unwrap_or(0);
-    let (lw, _) = w.into_parts();
-    if opts.sync {
-        lw.get_ref()
-            .sync_all()
-            .map_err(|e| CheckpointError::io(data, "sync", &e))?;
-    }
-    let index_file = create(index)?;
-    let mut iw = LimitedWriter::new(index_file, opts.limit.map(|l| l.saturating_sub(written)));
+    w.flush()
+        .map_err(|e| CheckpointError::io(data_name, "write", &e))?;
+    let written = w.get_ref().written();
+    let mut iw = LimitedWriter::new(index, limit.map(|l| l.saturating_sub(written)));
     iw.write_all(&table)
         .and_then(|()| iw.flush())
-        .map_err(|e| CheckpointError::io(index, "write", &e))?;
-    if opts.sync {
-        iw.get_ref()
-            .sync_all()
-            .map_err(|e| CheckpointError::io(index, "sync", &e))?;
-    }
+        .map_err(|e| CheckpointError::io(index_name, "write", &e))?;
     Ok(written + table.len() as u64)
 }
 
@@ -366,11 +350,18 @@ pub fn write_bundle<S: AsRef<str>>(
     tensors: &[(S, TensorRef<'_>)],
 ) -> Result<(), CheckpointError> {
     let prefix = prefix.as_ref();
+    let (index, data) = (index_path(prefix), data_path(prefix, 0, 1));
+    let create =
+        |p: &Path| File::create(p).map_err(|e| CheckpointError::io(p, "create the file", &e));
+    let mut data_file = create(&data)?;
+    let mut index_file = create(&index)?;
     write_files(
-        &index_path(prefix),
-        &data_path(prefix, 0, 1),
+        &mut index_file,
+        &index,
+        &mut data_file,
+        &data,
         tensors,
-        WriteOptions::default(),
+        None,
     )
     .map(|_| ())
 }

@@ -15,13 +15,18 @@
 //! previous one. A failed save removes its temporary files, leaves the
 //! state file and the manager as they were, and names the file (and tensor).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::bundle::{data_path, index_path, write_files, WriteOptions};
+use super::bundle::{data_path, index_path, write_files, LimitedWriter};
 use super::state::{CheckpointState, STATE_FILE};
 use super::tensor::{DType, TensorRef};
 use super::CheckpointError;
+use crate::io::atomic::{self, AtomicError, AtomicFile};
+
+/// The checkpoints' name (`DIR/model.ckpt-STEP`, TF's default).
+const BASENAME: &str = "model.ckpt";
 
 /// An owned copy of the tensors to save: capture it on the training thread
 /// (cheap: one memcpy per tensor, no allocation once the sizes are known),
@@ -95,7 +100,6 @@ pub struct CheckpointManager {
     latest: Option<String>,
     last_preserved_timestamp: f64,
     write_limit: Option<u64>,
-    temp_counter: u64,
 }
 
 impl CheckpointManager {
@@ -112,14 +116,13 @@ impl CheckpointManager {
             .map_err(|e| CheckpointError::io(&dir, "create the checkpoint directory", &e))?;
         CheckpointManager::sweep_temporaries(&dir);
         let mut m = CheckpointManager {
-            basename: "model.ckpt".to_string(),
+            basename: BASENAME.to_string(),
             max_to_keep,
             keep_checkpoint_every_n_hours,
             maybe_delete: Vec::new(),
             latest: None,
             last_preserved_timestamp: now(),
             write_limit: None,
-            temp_counter: 0,
             dir,
         };
         if let Some(st) = CheckpointState::read(&m.dir)? {
@@ -193,20 +196,28 @@ impl CheckpointManager {
         let name = format!("{}-{step}", self.basename);
         let prefix = self.dir.join(&name);
         let (index, data) = (index_path(&prefix), data_path(&prefix, 0, 1));
-        let (tmp_index, tmp_data) = (self.temp_path(&index), self.temp_path(&data));
-        let opts = WriteOptions {
-            sync: true,
-            limit: self.write_limit,
-        };
+        let mut index_file = AtomicFile::create(&index).map_err(checkpoint_error)?;
+        let mut data_file = AtomicFile::create(&data).map_err(checkpoint_error)?;
+        let (tmp_index, tmp_data) = (
+            index_file.temp_path().to_path_buf(),
+            data_file.temp_path().to_path_buf(),
+        );
         let mut bundle_bytes = 0;
-        let written = write_files(&tmp_index, &tmp_data, tensors, opts)
-            .map(|n| bundle_bytes = n)
-            .and_then(|()| rename(&tmp_data, &data))
-            .and_then(|()| rename(&tmp_index, &index))
-            .and_then(|()| sync_dir(&self.dir));
+        // The data shard, then the index, renamed into place; the directory
+        // synced once, after both (dropped on failure, the temporaries go).
+        let written = write_files(
+            &mut index_file,
+            &tmp_index,
+            &mut data_file,
+            &tmp_data,
+            tensors,
+            self.write_limit,
+        )
+        .map(|n| bundle_bytes = n)
+        .and_then(|()| data_file.persist().map_err(checkpoint_error))
+        .and_then(|()| index_file.persist().map_err(checkpoint_error))
+        .and_then(|()| sync_dir(&self.dir));
         if let Err(mut e) = written {
-            let _ = std::fs::remove_file(&tmp_index);
-            let _ = std::fs::remove_file(&tmp_data);
             // Name the file being saved; say which temporary failed.
             for (tmp, file) in [(&tmp_index, &index), (&tmp_data, &data)] {
                 if e.file == *tmp {
@@ -254,31 +265,13 @@ impl CheckpointManager {
     }
 
     /// Removes the temporary files a killed save left in the directory
-    /// (`NAME.tmpPID-N`, never listed in the state file; best effort).
+    /// (`NAME.tmpPID-N` of its checkpoints and state file, never listed in
+    /// the state file; best effort). Only its own: another writer's in the
+    /// same directory (`run.yaml`, written by the leader while every replica
+    /// opens its manager) is left alone.
     fn sweep_temporaries(dir: &Path) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Some((_, tail)) = name.rsplit_once(".tmp") else {
-                continue;
-            };
-            let temporary = tail
-                .split_once('-')
-                .is_some_and(|(pid, n)| is_digits(pid) && is_digits(n));
-            if temporary && e.file_type().is_ok_and(|t| t.is_file()) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-
-    fn temp_path(&mut self, path: &Path) -> PathBuf {
-        self.temp_counter += 1;
-        let mut p = path.as_os_str().to_owned();
-        p.push(format!(".tmp{}-{}", std::process::id(), self.temp_counter));
-        PathBuf::from(p)
+        atomic::sweep_temporaries(dir, BASENAME);
+        atomic::sweep_temporaries(dir, STATE_FILE);
     }
 
     fn write_state(
@@ -287,14 +280,12 @@ impl CheckpointManager {
         limit: Option<u64>,
     ) -> Result<(), CheckpointError> {
         let file = self.dir.join(STATE_FILE);
-        let tmp = self.temp_path(&file);
-        let r = write_synced(&tmp, state.to_text().as_bytes(), limit)
-            .and_then(|()| rename(&tmp, &file))
-            .and_then(|()| sync_dir(&self.dir));
-        if r.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        r
+        atomic::write_atomic(&file, |f| {
+            let tmp = f.temp_path().to_path_buf();
+            LimitedWriter::new(f, limit)
+                .write_all(state.to_text().as_bytes())
+                .map_err(|e| CheckpointError::io(&tmp, "write", &e))
+        })
     }
 }
 
@@ -307,33 +298,20 @@ fn modified(p: &Path) -> f64 {
         .unwrap_or_else(now)
 }
 
-fn write_synced(path: &Path, bytes: &[u8], limit: Option<u64>) -> Result<(), CheckpointError> {
-    use std::io::Write;
-    let f = std::fs::File::create(path)
-        .map_err(|e| CheckpointError::io(path, "create the file", &e))?;
-    let mut w = super::bundle::LimitedWriter::new(f, limit);
-    w.write_all(bytes)
-        .and_then(|()| w.get_ref().sync_all())
-        .map_err(|e| CheckpointError::io(path, "write", &e))
+/// A failed step of an atomic write, as a checkpoint error naming its file.
+fn checkpoint_error(e: AtomicError) -> CheckpointError {
+    CheckpointError::io(&e.path, e.step, &e.error)
 }
 
-fn rename(from: &Path, to: &Path) -> Result<(), CheckpointError> {
-    std::fs::rename(from, to)
-        .map_err(|e| CheckpointError::io(to, &format!("rename {} into place", from.display()), &e))
+impl From<AtomicError> for CheckpointError {
+    fn from(e: AtomicError) -> CheckpointError {
+        checkpoint_error(e)
+    }
 }
 
 /// Makes the renames in `dir` durable.
 fn sync_dir(dir: &Path) -> Result<(), CheckpointError> {
-    #[cfg(unix)]
-    {
-        let d = std::fs::File::open(dir)
-            .map_err(|e| CheckpointError::io(dir, "open the directory to sync it", &e))?;
-        d.sync_all()
-            .map_err(|e| CheckpointError::io(dir, "sync the directory", &e))?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    atomic::sync_dir(dir).map_err(|e| CheckpointError::io(dir, "sync the directory", &e))
 }
 
 /// Deletes a checkpoint's index and data shards (what is missing is skipped).
@@ -354,8 +332,4 @@ fn delete_checkpoint(prefix: &Path) {
             }
         }
     }
-}
-
-fn is_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }

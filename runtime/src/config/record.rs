@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::yaml::{self, Kind, Node};
+use crate::io::atomic;
 
 /// The file name of the record in a run directory.
 pub const RUN_YAML: &str = "run.yaml";
@@ -163,32 +164,11 @@ impl RunRecord {
             |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
         std::fs::create_dir_all(dir).map_err(|e| fail("create the directory", dir, e))?;
         // Temporaries of runs killed while writing (best effort).
-        let stale = format!(".{RUN_YAML}.tmp-");
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                let name = e.file_name();
-                let pid = name.to_str().and_then(|n| n.strip_prefix(stale.as_str()));
-                if pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
-                    std::fs::remove_file(e.path()).ok();
-                }
-            }
-        }
-        let tmp = dir.join(format!("{stale}{}", std::process::id()));
-        let result = (|| {
-            let mut f = File::create(&tmp).map_err(|e| fail("create", &tmp, e))?;
+        atomic::sweep_temporaries(dir, RUN_YAML);
+        atomic::write_atomic(&path, |f| {
             f.write_all(self.to_yaml().as_bytes())
-                .map_err(|e| fail("write", &tmp, e))?;
-            f.sync_all().map_err(|e| fail("sync", &tmp, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| fail("replace", &path, e))
-        })();
-        if result.is_err() {
-            std::fs::remove_file(&tmp).ok();
-        }
-        result?;
-        // The rename is durable once the directory is synced.
-        if let Ok(d) = File::open(dir) {
-            d.sync_all().ok();
-        }
+                .map_err(|e| fail("write", f.path(), e))
+        })?;
         Ok(path)
     }
 

@@ -314,6 +314,23 @@ pub(crate) fn parse_text(cell: &[u8]) -> Result<f64, String> {
     if let Some(x) = parse_plain_decimal(cell.trim_ascii()) {
         return Ok(x);
     }
+    match read_text_number(cell)? {
+        x if x.is_finite() => Ok(x),
+        _ => Err(format!(
+            "{:?} is not a finite number",
+            String::from_utf8_lossy(cell).trim()
+        )),
+    }
+}
+
+/// The reading rule of a text cell's number, before the transforms' rule
+/// that it be finite: UTF-8, trimmed, Rust's correctly rounded
+/// `str::parse::<f64>` (`inf`, `nan` in any case, as `tf.io.decode_csv`
+/// reads them); an empty cell is a missing value.
+pub(crate) fn read_text_number(cell: &[u8]) -> Result<f64, String> {
+    if let Some(x) = parse_plain_decimal(cell.trim_ascii()) {
+        return Ok(x);
+    }
     let s = std::str::from_utf8(cell).map_err(|_| {
         format!(
             "cannot parse {:?} as a number (not UTF-8)",
@@ -324,11 +341,8 @@ pub(crate) fn parse_text(cell: &[u8]) -> Result<f64, String> {
     if t.is_empty() {
         return Err("empty cell (missing value) and the column has no default".to_string());
     }
-    match t.parse::<f64>() {
-        Ok(x) if x.is_finite() => Ok(x),
-        Ok(_) => Err(format!("{t:?} is not a finite number")),
-        Err(_) => Err(format!("cannot parse {t:?} as a number")),
-    }
+    t.parse::<f64>()
+        .map_err(|_| format!("cannot parse {t:?} as a number"))
 }
 
 /// Powers of ten exact in f64 (10^0 ..= 10^22).

@@ -1,17 +1,39 @@
-//! CSV source: header row required, only the requested columns are read; a
-//! gzip file (`data.csv.gz`, recognised by its magic bytes) is decompressed
-//! as it is read.
-//! Row numbers in errors are 1-based line numbers in the file (the position
-//! the `csv` crate reports for the start of the record).
+//! The one CSV file reader: every CSV that specc reads (`specc run`'s
+//! in-memory loader, the streaming pipeline, `specc predict --data`, an
+//! image CSV's listing, and `specc convert`) is split into records and
+//! fields here, so they all read a file the same way. Typing a field is
+//! [`super::text`]'s (and the column transforms').
 //!
-//! The reader splits records and hands the raw bytes of each input's columns
+//! Owns: [`CsvFile`] (open, header, the columns' field indices, records),
+//! the row-length limit (`RowLimit`), [`wrong_field_count`], and the
+//! in-memory loader `load`.
+//!
+//! The rules (the `csv` crate's reader, RFC 4180):
+//! - gzip is recognised by its magic bytes (whatever the name) and
+//!   decompressed as it is read;
+//! - a header row is required; a UTF-8 BOM before it and whitespace around
+//!   each name are removed; a requested column must be in it exactly once
+//!   (a missing one is named with a "did you mean");
+//! - fields are split at `,`; a field that starts with `"` is quoted (`""`
+//!   inside is one `"`, and it may span lines); a quote elsewhere is data;
+//!   records end at `\n`, `\r\n` or `\r`; empty lines are skipped; no
+//!   comment lines;
+//! - a record must have as many fields as the header.
+//!   `tf.io.decode_csv` ([`crate::io::csv`]) is stricter about quotes (a
+//!   quote inside an unquoted field, or text after a closing quote, is an
+//!   error there) and splits records at `\n` only.
+//!
+//! Row numbers in errors are 1-based line numbers in the file (the line a
+//! record starts on).
+//!
+//! The loader splits records and hands the raw bytes of each input's columns
 //! to its column transform, a chunk of records at a time (at most
-//! [`CHUNK_ROWS`] records or [`CHUNK_BYTES`] bytes, so memory stays bounded);
+//! `CHUNK_ROWS` records or `CHUNK_BYTES` bytes, so memory stays bounded);
 //! a record error (wrong field count, a row over [`MAX_CSV_ROW_BYTES`], an
 //! I/O error) is reported after the cells of the rows before it, so the first
 //! error in the file is the one reported.
 //!
-//! Row length: [`RowLimit`] sits between the file and the `csv` parser and
+//! Row length: `RowLimit` sits between the file and the `csv` parser and
 //! refuses to deliver the bytes of a row beyond the limit (plus the parser's
 //! read-ahead), so no row, however malformed, grows memory past it; each row
 //! read is then checked against the limit exactly.
@@ -25,6 +47,8 @@ use std::rc::Rc;
 
 use super::{Builder, CellRows, DataError, Dataset, InputSpec, MAX_CSV_ROW_BYTES, MAX_ROWS};
 use crate::suggest::edit_distance;
+
+pub use ::csv::ByteRecord;
 
 /// Records per chunk handed to the transforms.
 const CHUNK_ROWS: usize = 4096;
@@ -51,18 +75,21 @@ fn open(path: &Path, file: &str) -> Result<Box<dyn Read>, DataError> {
 }
 
 /// An open CSV file: the parser over the row-limited bytes, the header's
-/// column names and line. Shared by [`load`] and the streaming pipeline
+/// column names and line. Shared by `load` and the streaming pipeline
 /// (`crate::pipeline`), which read records the same way.
-pub(crate) struct CsvFile {
+pub struct CsvFile {
     pub(crate) rdr: ::csv::Reader<RowLimit<Box<dyn Read>>>,
     row_start: Rc<Cell<u64>>,
-    pub(crate) header: Vec<String>,
-    pub(crate) header_line: usize,
+    /// The header's column names (a leading BOM and whitespace around
+    /// each name removed).
+    pub header: Vec<String>,
+    /// The header's line (1-based).
+    pub header_line: usize,
 }
 
 impl CsvFile {
     /// Opens `path` (gzip by its magic bytes) and reads its header.
-    pub(crate) fn open(path: &Path, file: &str) -> Result<CsvFile, DataError> {
+    pub fn open(path: &Path, file: &str) -> Result<CsvFile, DataError> {
         let f = open(path, file)?;
         let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
         let row_start = limit.row_start();
@@ -74,13 +101,15 @@ impl CsvFile {
 
         let (header, header_line): (Vec<String>, usize) = {
             let h = match rdr.byte_headers() {
-                Ok(h) => h,
+                Ok(h) => h.clone(),
                 Err(e) => {
                     let line = rdr.position().line() as usize;
                     return Err(read_error(file, &e, line));
                 }
             };
-            let line = h.position().map_or(1, |p| p.line() as usize);
+            let start = h.position().map_or(1, |p| p.line());
+            let inner = h.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
+            let line = start_line(rdr.get_ref(), rdr.position(), start, inner) as usize;
             let names = h
                 .iter()
                 .enumerate()
@@ -117,7 +146,7 @@ impl CsvFile {
 
     /// The field index of every column of every input (`columns[t]`: input
     /// `t`'s columns): each must be in the header exactly once.
-    pub(crate) fn plan<'c>(
+    pub fn plan<'c>(
         &self,
         file: &str,
         columns: impl IntoIterator<Item = &'c [String]>,
@@ -167,7 +196,7 @@ impl CsvFile {
     /// Reads the next record into `rec`: `Ok(None)` at the end of the file,
     /// else its line. A row over [`MAX_CSV_ROW_BYTES`] and a read error are
     /// errors; the field count is not checked here.
-    pub(crate) fn read(
+    pub fn read(
         &mut self,
         file: &str,
         rec: &mut ::csv::ByteRecord,
@@ -177,7 +206,9 @@ impl CsvFile {
             Ok(false) => return Ok(None),
             Err(e) => return Err(read_error(file, &e, self.rdr.position().line() as usize)),
         }
-        let line = rec.position().map_or(0, |p| p.line() as usize);
+        let inner = rec.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
+        let start = rec.position().map_or(1, |p| p.line());
+        let line = start_line(self.rdr.get_ref(), self.rdr.position(), start, inner) as usize;
         let end = self.rdr.position().byte();
         let len = end.saturating_sub(self.row_start.get());
         self.row_start.set(end);
@@ -219,14 +250,11 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
                 }
             };
             if rec.len() != header_len {
-                pending = Some(DataError::at(
+                pending = Some(wrong_field_count(
                     file,
-                    line,
-                    None,
-                    format!(
-                        "the row has {} fields but the header has {header_len}",
-                        rec.len(),
-                    ),
+                    line.unwrap_or(0),
+                    rec.len(),
+                    header_len,
                 ));
                 break;
             }
@@ -279,6 +307,17 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
     Ok(Dataset { rows, inputs: out })
 }
 
+/// A record whose number of fields is not the header's (every CSV source
+/// refuses it with this message).
+pub fn wrong_field_count(file: &str, line: usize, fields: usize, header: usize) -> DataError {
+    DataError::at(
+        file,
+        Some(line),
+        None,
+        format!("the row has {fields} fields but the header has {header}"),
+    )
+}
+
 fn row_too_long(file: &str, line: Option<usize>) -> DataError {
     DataError::at(
         file,
@@ -288,6 +327,21 @@ fn row_too_long(file: &str, line: Option<usize>) -> DataError {
             "the row is longer than {MAX_CSV_ROW_BYTES} bytes (1 MiB), the limit for one row of a CSV file"
         ),
     )
+}
+
+/// The line a record starts on. The `csv` crate's position of a record is
+/// where the reader stood when it began (after the previous record's
+/// consumed bytes: before the `\n` of a CRLF and before blank lines), so
+/// its line can be earlier than the record's. The reader's position after
+/// the record (`end`) counts every `\n` consumed since `start`: those
+/// before the record, the `inner` ones inside its quoted fields, and its
+/// terminator when that is a `\n` (consumed with it; a CRLF's `\n` is
+/// consumed with the next record).
+fn start_line<R>(limit: &RowLimit<R>, end: &::csv::Position, start: u64, inner: u64) -> u64 {
+    let terminator = end.byte() > 0 && limit.byte_at(end.byte() - 1) == Some(b'\n');
+    end.line()
+        .saturating_sub(inner + u64::from(terminator))
+        .max(start)
 }
 
 /// The error [`RowLimit`] raises, carried inside an `io::Error`.
@@ -304,12 +358,28 @@ impl std::error::Error for RowTooLong {}
 
 /// A reader that delivers at most `limit` bytes past the start of the row
 /// being parsed (`row_start`, which the caller advances after every record),
-/// then fails with [`RowTooLong`].
+/// then fails with [`RowTooLong`]. It keeps the last [`RECENT`] bytes it
+/// delivered ([`RowLimit::byte_at`]: how a record ended, for its line).
 pub(crate) struct RowLimit<R> {
     inner: R,
     limit: u64,
     row_start: Rc<Cell<u64>>,
     delivered: u64,
+    /// The bytes at offsets `delivered - RECENT .. delivered`, by offset
+    /// modulo `RECENT`.
+    recent: Vec<u8>,
+}
+
+/// How many delivered bytes [`RowLimit`] keeps: more than the parser can
+/// hold unconsumed (its buffer, [`READ_AHEAD`]).
+const RECENT: usize = 2 * READ_AHEAD;
+
+impl<R> RowLimit<R> {
+    /// The byte at `offset`, while it is among the last [`RECENT`] delivered.
+    fn byte_at(&self, offset: u64) -> Option<u8> {
+        (offset < self.delivered && self.delivered - offset <= RECENT as u64)
+            .then(|| self.recent[(offset % RECENT as u64) as usize])
+    }
 }
 
 impl<R: Read> RowLimit<R> {
@@ -319,6 +389,7 @@ impl<R: Read> RowLimit<R> {
             limit,
             row_start: Rc::new(Cell::new(0)),
             delivered: 0,
+            recent: vec![0; RECENT],
         }
     }
 
@@ -343,6 +414,12 @@ impl<R: Read> Read for RowLimit<R> {
             .len()
             .min(usize::try_from(allowed).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
+        // Keep the last RECENT bytes delivered (one wrap at most).
+        let keep = &buf[n.saturating_sub(RECENT)..n];
+        let at = ((self.delivered + (n - keep.len()) as u64) % RECENT as u64) as usize;
+        let first = keep.len().min(RECENT - at);
+        self.recent[at..at + first].copy_from_slice(&keep[..first]);
+        self.recent[..keep.len() - first].copy_from_slice(&keep[first..]);
         self.delivered += n as u64;
         Ok(n)
     }
@@ -404,5 +481,61 @@ fn suggestion_distance(a: &str, b: &str) -> usize {
         0
     } else {
         edit_distance(a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line of the header and of each record of `text`.
+    fn lines(name: &str, text: &[u8]) -> (usize, Vec<usize>) {
+        let p = std::env::temp_dir().join(format!("specc-csv-lines-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        let mut csv = CsvFile::open(&p, name).unwrap();
+        let mut rec = ByteRecord::new();
+        let mut got = Vec::new();
+        while let Some(line) = csv.read(name, &mut rec).unwrap() {
+            got.push(line);
+        }
+        let _ = std::fs::remove_file(&p);
+        (csv.header_line, got)
+    }
+
+    #[test]
+    fn records_are_numbered_by_the_line_they_start_on() {
+        assert_eq!(lines("lf", b"h\n1\n2\n"), (1, vec![2, 3]));
+        assert_eq!(lines("crlf", b"h\r\n1\r\n2\r\n"), (1, vec![2, 3]));
+        assert_eq!(lines("blank", b"h\n1\n\n\n2\nx"), (1, vec![2, 5, 6]));
+        assert_eq!(
+            lines("blank_crlf", b"\r\nh\r\n1\r\n\r\n2\r\n"),
+            (2, vec![3, 5])
+        );
+        assert_eq!(
+            lines("quoted", b"h,n\n1,\"a\nb\r\nc\"\n\n2,\"\"\n"),
+            (1, vec![2, 6])
+        );
+        assert_eq!(
+            lines("quoted_crlf", b"h,n\r\n1,\"a\r\nb\"\r\n2,x\r\n"),
+            (1, vec![2, 4])
+        );
+    }
+
+    #[test]
+    fn line_numbers_hold_past_the_parsers_buffer() {
+        // Records of every length around the read-ahead, LF and CRLF.
+        let mut text = b"h\r\n".to_vec();
+        let mut want = Vec::new();
+        let mut line = 2;
+        for (i, len) in [10, READ_AHEAD - 3, 1, READ_AHEAD + 7, 2 * READ_AHEAD, 5]
+            .into_iter()
+            .enumerate()
+        {
+            text.extend(std::iter::repeat_n(b'7', len));
+            text.extend_from_slice(if i % 2 == 0 { b"\r\n\n" } else { b"\n" });
+            want.push(line);
+            line += if i % 2 == 0 { 2 } else { 1 };
+        }
+        assert_eq!(lines("long", &text), (1, want));
     }
 }

@@ -925,7 +925,9 @@ fn list_directory(dir: &Path) -> Result<(Vec<ImageExample>, Vec<String>), DataEr
 }
 
 /// The examples of an image CSV: each row's path (relative to the CSV's
-/// directory) and, with `label_column`, its integer label (else 0).
+/// directory) and, with `label_column`, its integer label (else 0). Read by
+/// the one CSV reader ([`super::csv_file::CsvFile`]: header, quoting, gzip,
+/// row limit, line numbers as for every CSV source).
 fn list_csv(
     path: &Path,
     path_column: &str,
@@ -933,29 +935,28 @@ fn list_csv(
 ) -> Result<Vec<ImageExample>, DataError> {
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(path)
-        .map_err(|e| DataError::new(&file, format!("cannot read: {e}")))?;
-    let headers = reader
-        .headers()
-        .map_err(|e| DataError::new(&file, e.to_string()))?
-        .clone();
-    let find = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h.trim() == name)
-            .ok_or_else(|| {
-                DataError::at(&file, Some(1), Some(name), "no such column in the header")
-            })
-    };
-    let pi = find(path_column)?;
-    let li = label_column.map(|l| find(l).map(|i| (i, l))).transpose()?;
+    let mut csv = super::csv_file::CsvFile::open(path, &file)?;
+    let columns: Vec<String> = std::iter::once(path_column)
+        .chain(label_column)
+        .map(str::to_string)
+        .collect();
+    let plan = csv.plan(&file, [columns.as_slice()])?;
+    let (pi, li) = (plan[0][0], plan[0].get(1).copied());
+    let fields = csv.header.len();
+    let mut record = super::csv_file::ByteRecord::new();
     let mut out = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let line = i + 2;
-        let record = record.map_err(|e| DataError::at(&file, Some(line), None, e.to_string()))?;
-        let p = record.get(pi).map(str::trim).unwrap_or("");
+    while let Some(line) = csv.read(&file, &mut record)? {
+        if record.len() != fields {
+            return Err(super::csv_file::wrong_field_count(
+                &file,
+                line,
+                record.len(),
+                fields,
+            ));
+        }
+        let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or(b"")).into_owned();
+        let p = text(pi);
+        let p = p.trim();
         if p.is_empty() {
             return Err(DataError::at(
                 &file,
@@ -964,10 +965,10 @@ fn list_csv(
                 "empty path",
             ));
         }
-        let label: i64 = match li {
-            None => 0,
-            Some((li, label_column)) => {
-                let label_text = record.get(li).map(str::trim).unwrap_or("");
+        let label: i64 = match (li, label_column) {
+            (Some(li), Some(label_column)) => {
+                let label_text = text(li);
+                let label_text = label_text.trim();
                 label_text.parse().map_err(|_| {
                     DataError::at(
                         &file,
@@ -977,6 +978,7 @@ fn list_csv(
                     )
                 })?
             }
+            _ => 0,
         };
         out.push(ImageExample {
             file: base.join(p),

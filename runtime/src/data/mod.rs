@@ -39,10 +39,11 @@
 //! Synthetic: columns `x0..x{features-1}` and `label`; see [`SyntheticSpec`].
 
 pub mod columns;
-pub(crate) mod csv_file;
+pub mod csv_file;
 pub mod images;
 pub mod norm;
 mod synthetic;
+pub mod text;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -324,7 +325,8 @@ impl DataError {
         }
     }
 
-    pub(crate) fn at(
+    /// An error at `row` (1-based line for CSV) and `column`, where known.
+    pub fn at(
         file: &str,
         row: Option<usize>,
         column: Option<&str>,

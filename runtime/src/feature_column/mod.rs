@@ -46,7 +46,7 @@ use crate::data::NormExpr;
 
 pub mod describe;
 mod parse_spec;
-mod raw;
+pub(crate) mod raw;
 pub mod transform;
 pub mod vocabulary;
 

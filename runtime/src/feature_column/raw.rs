@@ -165,7 +165,7 @@ pub(crate) fn numbers(
     match cell {
         Cell::Number(x) => put(x)?,
         Cell::Text(b) => {
-            for word in b.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty()) {
+            for word in text_words(b) {
                 put(parse_text(word)?)?;
             }
         }
@@ -189,14 +189,17 @@ pub(crate) fn numbers(
     Ok(n)
 }
 
+/// The whitespace-separated words of a text cell: the numbers of a numeric
+/// column of shape k (none when the cell is blank).
+pub(crate) fn text_words(b: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    b.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty())
+}
+
 /// How many numbers [`numbers`] would give (without checking them).
 pub(crate) fn count_numbers(cell: Cell<'_>) -> usize {
     match cell {
         Cell::Number(_) => 1,
-        Cell::Text(b) => b
-            .split(u8::is_ascii_whitespace)
-            .filter(|w| !w.is_empty())
-            .count(),
+        Cell::Text(b) => text_words(b).count(),
         Cell::Feature(None) => 0,
         Cell::Feature(Some(f)) => f.len(),
     }

@@ -16,7 +16,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::data::csv_file::CsvFile;
+use crate::data::csv_file::{wrong_field_count, CsvFile};
 use crate::data::DataError;
 use crate::io::tfrecord::{self, RecordReader};
 
@@ -173,15 +173,7 @@ impl FileReader {
                         continue;
                     }
                     if rec.len() != fields {
-                        let e = DataError::at(
-                            file,
-                            Some(line),
-                            None,
-                            format!(
-                                "the row has {} fields but the header has {fields}",
-                                rec.len()
-                            ),
-                        );
+                        let e = wrong_field_count(file, line, rec.len(), fields);
                         match policy {
                             OnBadRecord::Error => {
                                 chunk.error = Some(e);

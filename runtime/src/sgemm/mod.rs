@@ -177,30 +177,12 @@ impl Isa {
     }
 }
 
-/// `SPECC_GEMM_ISA` read strictly: `None` when unset or empty, the kernel
-/// when it is `avx512`, `avx2` or `scalar` and this CPU runs it, an error
-/// saying why otherwise (the CLI refuses the value; [`Isa::active`] then
-/// ignores it).
+/// `SPECC_GEMM_ISA` read strictly ([`crate::settings::gemm_isa`]): `None`
+/// when unset or empty, the kernel when it is `avx512`, `avx2` or `scalar`
+/// and this CPU runs it, an error saying why otherwise (the CLI refuses the
+/// value; [`Isa::active`] then ignores it).
 pub fn gemm_isa_from_env() -> Result<Option<Isa>, String> {
-    let Some(v) = std::env::var_os("SPECC_GEMM_ISA") else {
-        return Ok(None);
-    };
-    let s = v.to_string_lossy();
-    let t = s.trim();
-    if t.is_empty() {
-        return Ok(None);
-    }
-    let isa = [Isa::Avx512, Isa::Avx2, Isa::Scalar]
-        .into_iter()
-        .find(|i| i.name().eq_ignore_ascii_case(t))
-        .ok_or_else(|| format!("SPECC_GEMM_ISA must be avx512, avx2 or scalar, got {s:?}"))?;
-    if isa.is_available() {
-        Ok(Some(isa))
-    } else {
-        Err(format!(
-            "SPECC_GEMM_ISA={t}: this CPU does not support the {t} kernel"
-        ))
-    }
+    crate::settings::gemm_isa()
 }
 
 /// `C[m,n] = alpha * A[m,k] @ B[k,n] + beta * C`, all strides in elements

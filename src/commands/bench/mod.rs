@@ -137,7 +137,8 @@ pub fn run(
         .iter()
         .find(|(n, _)| n.contains("accuracy"))
         .map(|(_, v)| *v);
-    let threads = std::env::var("SPECC_THREADS").unwrap_or_else(|_| "default".into());
+    let threads = specc_runtime::settings::value(specc_runtime::settings::THREADS)
+        .unwrap_or_else(|| "default".into());
     let out = serde_json::json!({
         "workload": model.name,
         "peer": "specc",

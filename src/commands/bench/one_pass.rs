@@ -171,7 +171,8 @@ pub fn run(
         "workload": "ctr",
         "peer": "specc",
         "model": model.name,
-        "threads": std::env::var("SPECC_THREADS").unwrap_or_else(|_| "default".into()),
+        "threads": specc_runtime::settings::value(specc_runtime::settings::THREADS)
+            .unwrap_or_else(|| "default".into()),
         "rows": dataset.rows,
         "train_rows": train.len(),
         "heldout_rows": held_out.len(),

@@ -1,12 +1,17 @@
 //! `tf.io.decode_csv`: one CSV record into typed fields, with TensorFlow's
-//! semantics (tensorflow/core/kernels/decode_csv_op.cc), and a reader that
-//! splits a file into records.
+//! semantics (tensorflow/core/kernels/decode_csv_op.cc).
 //!
 //! Owns: [`CsvOptions`] (`record_defaults`, `field_delim`, `use_quote_delim`,
 //! `na_value`, `select_cols`), [`CsvDecoder`] (decodes records into reused
-//! buffers: no allocation per record once they have grown), [`decode_csv`]
-//! (the same, into owned [`Field`]s), [`split_record`] (a header's names),
-//! [`CsvRecords`] (records of a file: a quoted field may span lines).
+//! buffers: no allocation per record once they have grown) and
+//! [`decode_csv`] (the same, into owned [`Field`]s); its parts are the
+//! tokenizer (`fields`: TF's `ExtractFields`), typed parsing
+//! (`numbers`) and [`CsvError`] (`error`).
+//!
+//! This is the op, record by record. Files are read by the one CSV file
+//! reader, [`crate::data::csv_file`] (`specc run`, the pipeline,
+//! `specc predict`, `specc convert`), whose quoting is more lenient than
+//! TF's (see there).
 //!
 //! TF's rules, kept exactly:
 //! - Fields are split at `field_delim`; with `use_quote_delim` a field that
@@ -36,9 +41,15 @@
 //! Invariants: no bytes make it panic; every error says which column (its
 //! number in the record, from 0) and, when the caller gives it, which line.
 
-use std::fmt;
-use std::io::BufRead;
 use std::ops::Range;
+
+mod error;
+mod fields;
+mod numbers;
+
+pub use error::CsvError;
+use fields::extract_fields;
+use numbers::{parse_float, parse_float32, parse_int};
 
 /// A field's type (`record_defaults`' dtypes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,170 +212,6 @@ impl From<Value<'_>> for Field {
     }
 }
 
-/// A record that could not be decoded: the line (when the caller knows it),
-/// the column (from 0; its name when known), and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CsvError {
-    pub line: Option<u64>,
-    pub column: Option<usize>,
-    pub column_name: Option<String>,
-    pub what: String,
-}
-
-impl CsvError {
-    fn new(column: Option<usize>, what: String) -> CsvError {
-        CsvError {
-            line: None,
-            column,
-            column_name: None,
-            what,
-        }
-    }
-
-    /// The same error at line `line` (1-based).
-    pub fn at_line(mut self, line: u64) -> CsvError {
-        self.line = Some(line);
-        self
-    }
-
-    /// The same error naming its column by `names` (a header).
-    pub fn with_names<S: AsRef<str>>(mut self, names: &[S]) -> CsvError {
-        if let Some(c) = self.column {
-            self.column_name = names.get(c).map(|s| s.as_ref().to_string());
-        }
-        self
-    }
-}
-
-impl fmt::Display for CsvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut sep = "";
-        if let Some(l) = self.line {
-            write!(f, "line {l}")?;
-            sep = ", ";
-        }
-        if let Some(c) = self.column {
-            write!(f, "{sep}column {c}")?;
-            if let Some(n) = &self.column_name {
-                write!(f, " ('{n}')")?;
-            }
-            sep = ", ";
-        }
-        if sep.is_empty() {
-            write!(f, "{}", self.what)
-        } else {
-            write!(f, ": {}", self.what)
-        }
-    }
-}
-
-impl std::error::Error for CsvError {}
-
-const UNQUOTED: &str = "unquoted fields cannot have quotes/CRLFs inside";
-const ESCAPE: &str = "a quote inside a quoted field has to be escaped by another quote";
-const END: &str = "a quoted field has to end with a quote followed by the delimiter or the end";
-
-/// TF's `ExtractFields`: the (unescaped) bytes of each selected field go to
-/// `text`, their ranges to `ranges`. Errors: the field number and why.
-fn extract_fields(
-    input: &[u8],
-    delim: u8,
-    quote: bool,
-    select: Option<&[usize]>,
-    text: &mut Vec<u8>,
-    ranges: &mut Vec<Range<usize>>,
-) -> Result<(), (usize, &'static str)> {
-    text.clear();
-    ranges.clear();
-    let n = input.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let (mut i, mut parsed, mut sel) = (0usize, 0usize, 0usize);
-    let mut next = select.and_then(|s| s.first().copied()).unwrap_or(0);
-    while i < n {
-        if input[i] == b'\n' || input[i] == b'\r' {
-            i += 1;
-            continue;
-        }
-        let keep = select.is_none() || parsed == next;
-        let start = text.len();
-        if !(quote && input[i] == b'"') {
-            while i < n && input[i] != delim {
-                let c = input[i];
-                if (quote && c == b'"') || c == b'\n' || c == b'\r' {
-                    return Err((parsed, UNQUOTED));
-                }
-                if keep {
-                    text.push(c);
-                }
-                i += 1;
-            }
-            i += 1;
-        } else {
-            i += 1;
-            while i + 1 < n && (input[i] != b'"' || input[i + 1] != delim) {
-                if input[i] != b'"' {
-                    if keep {
-                        text.push(input[i]);
-                    }
-                    i += 1;
-                } else {
-                    if input[i + 1] != b'"' {
-                        return Err((parsed, ESCAPE));
-                    }
-                    if keep {
-                        text.push(b'"');
-                    }
-                    i += 2;
-                }
-            }
-            if !(i < n && input[i] == b'"' && (i == n - 1 || input[i + 1] == delim)) {
-                return Err((parsed, END));
-            }
-            i += 2;
-        }
-        parsed += 1;
-        match select {
-            None => ranges.push(start..text.len()),
-            Some(s) => {
-                if parsed - 1 == next {
-                    ranges.push(start..text.len());
-                    sel += 1;
-                    match s.get(sel) {
-                        Some(&c) => next = c,
-                        None => return Ok(()),
-                    }
-                }
-            }
-        }
-    }
-    // A record ending in the delimiter has an empty last field.
-    if i == n && input[n - 1] == delim && (select.is_none() || next == parsed) {
-        ranges.push(text.len()..text.len());
-    }
-    Ok(())
-}
-
-/// The fields of a record as byte strings (e.g. a header's column names).
-pub fn split_record(
-    record: &[u8],
-    field_delim: u8,
-    use_quote_delim: bool,
-) -> Result<Vec<Vec<u8>>, CsvError> {
-    let (mut text, mut ranges) = (Vec::new(), Vec::new());
-    extract_fields(
-        record,
-        field_delim,
-        use_quote_delim,
-        None,
-        &mut text,
-        &mut ranges,
-    )
-    .map_err(|(c, what)| CsvError::new(Some(c), what.into()))?;
-    Ok(ranges.into_iter().map(|r| text[r].to_vec()).collect())
-}
-
 /// A decoded field, before it is borrowed.
 #[derive(Clone, Debug)]
 enum Slot {
@@ -509,165 +356,6 @@ pub fn decode_csv(record: &[u8], opts: &CsvOptions) -> Result<Vec<Field>, CsvErr
     let mut dec = CsvDecoder::new(opts.clone())?;
     let rec = dec.decode(record)?;
     Ok(rec.iter().map(Field::from).collect())
-}
-
-fn trim(b: &[u8]) -> &[u8] {
-    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
-    let start = b.iter().position(|c| !ws(c)).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !ws(c)).map_or(start, |e| e + 1);
-    &b[start..end]
-}
-
-/// A decimal integer with an optional sign and whitespace around it
-/// (`strings::safe_strto32/64`).
-fn parse_int<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
-    let t = std::str::from_utf8(trim(b)).ok()?;
-    if !t
-        .bytes()
-        .enumerate()
-        .all(|(i, c)| c.is_ascii_digit() || (i == 0 && (c == b'+' || c == b'-')))
-    {
-        return None;
-    }
-    t.parse().ok()
-}
-
-/// `0x..` hexadecimal integers (double-conversion's ALLOW_HEX), with a sign.
-fn parse_hex(t: &str) -> Option<f64> {
-    let (neg, rest) = match t.as_bytes().first()? {
-        b'-' => (true, &t[1..]),
-        b'+' => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = rest
-        .strip_prefix("0x")
-        .or_else(|| rest.strip_prefix("0X"))?;
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
-        return None;
-    }
-    // Exact up to 2^53; beyond, rounded per digit (a rare case in data).
-    let v = digits.bytes().fold(0f64, |acc, c| {
-        acc * 16.0 + f64::from((c as char).to_digit(16).unwrap_or(0))
-    });
-    Some(if neg { -v } else { v })
-}
-
-fn parse_float(b: &[u8]) -> Option<f64> {
-    let t = std::str::from_utf8(trim(b)).ok()?;
-    parse_hex(t).or_else(|| float_syntax(t).then(|| t.parse().ok()).flatten())
-}
-
-fn parse_float32(b: &[u8]) -> Option<f32> {
-    let t = std::str::from_utf8(trim(b)).ok()?;
-    match parse_hex(t) {
-        Some(v) => Some(v as f32),
-        None => float_syntax(t).then(|| t.parse().ok()).flatten(),
-    }
-}
-
-/// Rust's float syntax is the C one except for words: only `inf`,
-/// `infinity` and `nan` (any case, signed) are accepted, as TF does.
-fn float_syntax(t: &str) -> bool {
-    let body = t.strip_prefix(['+', '-']).unwrap_or(t);
-    let lower = body.to_ascii_lowercase();
-    matches!(lower.as_str(), "inf" | "infinity" | "nan")
-        || body
-            .bytes()
-            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
-}
-
-/// Records of a CSV stream: one per line, except that a line break inside
-/// a quoted field (one that starts with `"`, as [`CsvDecoder`] reads
-/// fields) continues the record. The terminator (`\n` or `\r\n`) is
-/// removed. Memory is bounded: a record longer than `max_bytes` is an error.
-pub struct CsvRecords<R> {
-    r: R,
-    line: u64,
-    delim: u8,
-    quote: bool,
-    max_bytes: usize,
-}
-
-impl<R: BufRead> CsvRecords<R> {
-    /// Records of `r`; `field_delim` and `use_quote_delim` as in [`CsvOptions`].
-    pub fn new(r: R, field_delim: u8, use_quote_delim: bool, max_bytes: usize) -> CsvRecords<R> {
-        CsvRecords {
-            r,
-            line: 0,
-            delim: field_delim,
-            quote: use_quote_delim,
-            max_bytes,
-        }
-    }
-
-    /// Reads the next record into `buf`: `Some(line)` (its first line,
-    /// 1-based), or `None` at the end. Errors name the line.
-    pub fn next_record(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>, CsvError> {
-        buf.clear();
-        let first = self.line + 1;
-        let too_long = || {
-            CsvError::new(
-                None,
-                format!("the record is longer than {} bytes", self.max_bytes),
-            )
-            .at_line(first)
-        };
-        let (mut in_quotes, mut field_start) = (false, true);
-        loop {
-            let start = buf.len();
-            let limit = (self.max_bytes + 2).saturating_sub(start) as u64;
-            let n = std::io::Read::take(&mut self.r, limit)
-                .read_until(b'\n', buf)
-                .map_err(|e| CsvError::new(None, format!("read error: {e}")).at_line(first))?;
-            if n == 0 {
-                if buf.is_empty() {
-                    return Ok(None);
-                }
-                return Err(
-                    CsvError::new(None, "the file ends inside a quoted field".into())
-                        .at_line(first),
-                );
-            }
-            self.line += 1;
-            let ended = buf.last() == Some(&b'\n');
-            if !ended && buf.len() > self.max_bytes {
-                return Err(too_long());
-            }
-            if self.quote {
-                let mut k = start;
-                while k < buf.len() {
-                    let c = buf[k];
-                    if in_quotes {
-                        if c == b'"' {
-                            if buf.get(k + 1) == Some(&b'"') {
-                                k += 1;
-                            } else {
-                                in_quotes = false;
-                            }
-                        }
-                    } else if c == b'"' && field_start {
-                        in_quotes = true;
-                        field_start = false;
-                    } else {
-                        field_start = c == self.delim;
-                    }
-                    k += 1;
-                }
-            }
-            if !in_quotes || !ended {
-                if ended {
-                    buf.pop();
-                    if buf.last() == Some(&b'\r') {
-                        buf.pop();
-                    }
-                }
-                if buf.len() > self.max_bytes {
-                    return Err(too_long());
-                }
-                return Ok(Some(first));
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -890,49 +578,6 @@ mod tests {
     }
 
     #[test]
-    fn records_span_lines_only_inside_quotes() {
-        let data = "a,b\r\n1,\"x\ny\"\n\n3,\"\"\"\"\nlast";
-        let mut r = CsvRecords::new(data.as_bytes(), b',', true, 100);
-        let mut buf = Vec::new();
-        let mut got = Vec::new();
-        while let Some(line) = r.next_record(&mut buf).unwrap() {
-            got.push((line, String::from_utf8(buf.clone()).unwrap()));
-        }
-        let want = [
-            (1, "a,b"),
-            (2, "1,\"x\ny\""),
-            (4, ""),
-            (5, "3,\"\"\"\""),
-            (6, "last"),
-        ];
-        assert_eq!(got, want.map(|(l, s)| (l, s.to_string())));
-        let mut r = CsvRecords::new("1,\"open\n2\n".as_bytes(), b',', true, 100);
-        let e = r.next_record(&mut buf).unwrap_err();
-        assert_eq!(e.line, Some(1));
-        let mut r = CsvRecords::new("0123456789\n".as_bytes(), b',', true, 5);
-        assert!(r.next_record(&mut buf).is_err());
-        let mut r = CsvRecords::new("01234\n".as_bytes(), b',', true, 5);
-        assert_eq!(r.next_record(&mut buf).unwrap(), Some(1));
-        // A quote inside an unquoted field does not open a quoted field.
-        let mut r = CsvRecords::new("1,2\"x,0\n3\n".as_bytes(), b',', true, 100);
-        assert_eq!(r.next_record(&mut buf).unwrap(), Some(1));
-        assert_eq!(buf, b"1,2\"x,0");
-        assert_eq!(r.next_record(&mut buf).unwrap(), Some(2));
-        // Nor without quoting.
-        let mut r = CsvRecords::new("\"a\nb\n".as_bytes(), b',', false, 100);
-        assert_eq!(r.next_record(&mut buf).unwrap(), Some(1));
-        assert_eq!(buf, b"\"a");
-    }
-
-    #[test]
-    fn header_names() {
-        assert_eq!(
-            split_record(br#"a,"b,c",,"d""""#, b',', true).unwrap(),
-            [b"a".to_vec(), b"b,c".to_vec(), vec![], b"d\"".to_vec()]
-        );
-    }
-
-    #[test]
     fn no_bytes_make_it_panic() {
         let o = opts(vec![D::String(vec![]), D::Int32(0), D::Float32(0.0)]);
         let mut d = CsvDecoder::new(o.clone()).unwrap();
@@ -950,7 +595,6 @@ mod tests {
                 }
                 let _ = d.decode(&buf);
                 let _ = ds.decode(&buf);
-                let _ = split_record(&buf, b',', true);
             }
         }
     }
