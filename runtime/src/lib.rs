@@ -15,6 +15,9 @@
 //!   file, the checkpoint manager, saving and restoring a session.
 //! - [`data`]: CSV and synthetic sources into in-memory [`data::Dataset`]s,
 //!   through column transforms ([`data::columns`]) that see raw cells.
+//! - [`feature_column`]: `tf.feature_column`'s column descriptions (the
+//!   runtime/compiler boundary) and their transforms, a module per kind of
+//!   column in `feature_column::transform`.
 //! - [`batches`]: batch order (shuffled epochs), held-out split, gathering rows.
 //! - [`source`]: the batch-source boundary: what fills the step's inputs
 //!   ([`source::BatchSource`]), with the in-memory sources.

@@ -11,6 +11,9 @@
 //! Expressions are lowered by [`expr`] with the builtins of [`functions`] and
 //! [`schedules`]; [`args`] binds and evaluates arguments. At the end, [`sizes`]
 //! refuses tensors too large to address.
+//! [`features`] has a module per kind of column (as the runtime's
+//! `feature_column::transform`), [`functions`] the builtin table with its
+//! lowerings by family.
 //!
 //! Invariants: checking never panics and reports every independent error
 //! (an error in one item poisons the names it defines, so later uses do not

@@ -1,0 +1,154 @@
+//! The math builtins: elementwise binaries (`maximum`, `minimum`, `pow`),
+//! `where`, `matmul`, `bias_add`, the reductions (`reduce_sum`,
+//! `reduce_mean`, `reduce_max`), `argmax`, and `softmax` / `log_softmax`.
+//!
+//! Invariants: operands broadcast as TF's do (checked before any node is
+//! built); both softmax forms subtract the `stop_gradient` of the row's
+//! maximum first (TF's stable form), so autodiff sees only primitive ops.
+
+use specc_grammar::ast::Call;
+use specc_grammar::{Code, Diagnostic};
+
+use crate::ir::{shape, BinaryOp, DType, NodeId, ReduceKind, UnaryOp};
+use crate::sema::args::Bound;
+use crate::sema::expr::{Lowerer, R};
+
+pub(super) fn elementwise2(lw: &mut Lowerer, b: &Bound, c: &Call, op: BinaryOp) -> R<NodeId> {
+    let (ea, eb) = (b.req(0), b.req(1));
+    let x = lw.float(ea)?;
+    let y = lw.float(eb)?;
+    lw.check_broadcast(x, y, ea.span, eb.span, c.span, c.func.name.as_str())?;
+    Ok(lw.g.binary(op, x, y))
+}
+
+pub(super) fn lower_where(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
+    let cond = lw.lower(b.req(0))?;
+    let cond = lw.g.cast(cond, DType::F32);
+    let (ex, ey) = (b.req(1), b.req(2));
+    let x = lw.float(ex)?;
+    let y = lw.float(ey)?;
+    let s = lw.check_broadcast(x, y, ex.span, ey.span, c.span, "where")?;
+    let cs = lw.g.shape(cond).clone();
+    if shape::broadcast(&s, &cs).map(|r| r != s).unwrap_or(true) {
+        return Err(Diagnostic::new(
+            Code::BroadcastShape,
+            b.req(0).span,
+            format!("the condition {cs} does not broadcast to the values' shape {s}"),
+        )
+        .with_label(format!("this is {cs}")));
+    }
+    Ok(lw.g.select(cond, x, y))
+}
+
+pub(super) fn lower_matmul(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
+    let (ea, eb) = (b.req(0), b.req(1));
+    let x = lw.float(ea)?;
+    let y = lw.float(eb)?;
+    let ta = b.flag(2)?;
+    let tb = b.flag(3)?;
+    lw.matmul(x, y, ta, tb, ea.span, eb.span, c.span)
+}
+
+pub(super) fn lower_bias_add(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
+    let (ev, eb) = (b.req(0), b.req(1));
+    let v = lw.float(ev)?;
+    let bias = lw.float(eb)?;
+    let (vs, bs) = (lw.g.shape(v).clone(), lw.g.shape(bias).clone());
+    if bs.rank() != 1 || vs.rank() < 2 || vs.0.last() != bs.0.first() {
+        return Err(Diagnostic::new(
+            Code::BroadcastShape,
+            c.span,
+            format!("bias_add needs a rank-1 bias matching the last dimension of the value: {vs} and {bs}"),
+        )
+        .with_secondary(ev.span, format!("this is {vs}"))
+        .with_secondary(eb.span, format!("this is {bs}")));
+    }
+    Ok(lw.g.add(v, bias))
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum Reduction {
+    Sum,
+    Mean,
+    Max,
+}
+
+pub(super) fn lower_reduce(lw: &mut Lowerer, b: &Bound, _c: &Call, kind: Reduction) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    let s = lw.g.shape(x).clone();
+    let axes = lw.axes(b.get(1), s.rank())?;
+    let keepdims = b.flag(2)?;
+    let r = match kind {
+        Reduction::Sum => lw.g.reduce_sum(x, &axes),
+        Reduction::Mean => lw.g.reduce_mean(x, &axes),
+        Reduction::Max => lw.g.reduce(ReduceKind::Max, x, &axes),
+    };
+    if keepdims {
+        let kept = shape::reduce_keepdims(&s, &axes);
+        Ok(lw.g.reshape(r, &kept))
+    } else {
+        Ok(r)
+    }
+}
+
+pub(super) fn logits_axis(lw: &mut Lowerer, b: &Bound) -> R<(NodeId, usize)> {
+    let x = lw.float(b.req(0))?;
+    let rank = lw.g.shape(x).rank();
+    if rank == 0 {
+        return Err(Diagnostic::new(
+            Code::BadAxis,
+            b.req(0).span,
+            "softmax needs at least one axis, but this is a scalar",
+        )
+        .with_label("scalar"));
+    }
+    let axis = match b.get(1) {
+        Some(e) => lw.axis(e, rank)?,
+        None => rank - 1,
+    };
+    Ok((x, axis))
+}
+
+/// `x - stop_gradient(max(x, axis))`, the shift both softmax forms start from.
+pub(super) fn shifted(lw: &mut Lowerer, x: NodeId, axis: usize) -> NodeId {
+    let s = lw.g.shape(x).clone();
+    let m = lw.g.reduce(ReduceKind::Max, x, &[axis]);
+    let m = lw.g.stop_gradient(m);
+    let m = lw.g.reshape(m, &shape::reduce_keepdims(&s, &[axis]));
+    lw.g.sub(x, m)
+}
+
+pub fn softmax(lw: &mut Lowerer, x: NodeId, axis: usize) -> NodeId {
+    let s = lw.g.shape(x).clone();
+    let z = shifted(lw, x, axis);
+    let e = lw.g.unary(UnaryOp::Exp, z);
+    let sum = lw.g.reduce_sum(e, &[axis]);
+    let sum = lw.g.reshape(sum, &shape::reduce_keepdims(&s, &[axis]));
+    lw.g.div(e, sum)
+}
+
+pub fn log_softmax(lw: &mut Lowerer, x: NodeId, axis: usize) -> NodeId {
+    let s = lw.g.shape(x).clone();
+    let z = shifted(lw, x, axis);
+    let e = lw.g.unary(UnaryOp::Exp, z);
+    let sum = lw.g.reduce_sum(e, &[axis]);
+    let lse = lw.g.unary(UnaryOp::Log, sum);
+    let lse = lw.g.reshape(lse, &shape::reduce_keepdims(&s, &[axis]));
+    lw.g.sub(z, lse)
+}
+
+pub(super) fn lower_argmax(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    let rank = lw.g.shape(x).rank();
+    if rank == 0 {
+        return Err(
+            Diagnostic::new(Code::BadAxis, b.req(0).span, "argmax of a scalar")
+                .with_label("scalar"),
+        );
+    }
+    let axis = match b.get(1) {
+        Some(e) => lw.axis(e, rank)?,
+        None => rank - 1,
+    };
+    Ok(lw.g.argmax(x, axis))
+}

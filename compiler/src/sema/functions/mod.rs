@@ -1,0 +1,582 @@
+//! The builtin functions of the spec language, as one table.
+//!
+//! Owns: each builtin's name (TF's), its signature (TF's argument names) and
+//! how it lowers to IR. Composite ops (softmax, the cross-entropies) lower to
+//! primitive ops in the numerically stable forms TF uses, so autodiff only
+//! needs primitive rules.
+//! Invariant: a lowering checks dtypes and shapes before building nodes.
+//!
+//! The table is here, with [`lower_call`]; the lowerings that are not one
+//! line live by family: `math` (elementwise binaries, `where`, `matmul`,
+//! `bias_add`, reductions, `argmax`, the softmaxes), `array_ops` (`reshape`,
+//! `transpose`, `concat`, `cast`, `gather`/`embedding_lookup`, `one_hot`)
+//! and `losses` (the cross-entropies, `mean_squared_error`); the other
+//! families have sema modules of their own ([`activations`],
+//! [`normalization`], [`image_ops`], [`layers`], [`convolution`]).
+
+use specc_grammar::ast::Call;
+use specc_grammar::{Code, Diagnostic};
+
+use super::activations;
+use super::args::{self, opt, req, Bound, Param};
+use super::convolution;
+use super::expr::{Lowerer, R};
+use super::image_ops;
+use super::layers;
+use super::normalization;
+use crate::ir::{BinaryOp, NodeId, UnaryOp};
+
+mod array_ops;
+mod losses;
+mod math;
+
+use array_ops::{
+    lower_cast, lower_concat, lower_embedding_lookup, lower_one_hot, lower_reshape, lower_transpose,
+};
+use losses::{lower_mse, lower_sigmoid_ce, lower_softmax_ce, lower_sparse_ce};
+use math::{
+    elementwise2, logits_axis, lower_argmax, lower_bias_add, lower_matmul, lower_reduce,
+    lower_where, Reduction,
+};
+pub use math::{log_softmax, softmax};
+
+type Lower = fn(&mut Lowerer, &Bound, &Call) -> R<NodeId>;
+
+pub struct Builtin {
+    pub name: &'static str,
+    pub params: &'static [Param],
+    pub lower: Lower,
+}
+
+macro_rules! unary {
+    ($name:literal, $arg:literal, $op:expr) => {
+        Builtin {
+            name: $name,
+            params: &[req($arg)],
+            lower: |lw, b, _| {
+                let x = lw.float(b.req(0))?;
+                Ok(lw.g.unary($op, x))
+            },
+        }
+    };
+}
+
+/// `fused_batch_norm`'s signature, shared by its three results.
+const FUSED_BATCH_NORM: &[Param] = &[
+    req("x"),
+    req("scale"),
+    req("offset"),
+    opt("mean"),
+    opt("variance"),
+    opt("epsilon"),
+    opt("is_training"),
+    opt("exponential_avg_factor"),
+];
+
+/// Every builtin. Aliases are separate rows pointing at the same lowering.
+pub const BUILTINS: &[Builtin] = &[
+    unary!("relu", "features", UnaryOp::Relu),
+    unary!("sigmoid", "x", UnaryOp::Sigmoid),
+    unary!("tanh", "x", UnaryOp::Tanh),
+    unary!("exp", "x", UnaryOp::Exp),
+    unary!("log", "x", UnaryOp::Log),
+    unary!("log1p", "x", UnaryOp::Log1p),
+    unary!("sqrt", "x", UnaryOp::Sqrt),
+    unary!("square", "x", UnaryOp::Square),
+    unary!("abs", "x", UnaryOp::Abs),
+    unary!("sign", "x", UnaryOp::Sign),
+    unary!("softplus", "features", UnaryOp::Softplus),
+    unary!("reciprocal", "x", UnaryOp::Recip),
+    unary!("floor", "x", UnaryOp::Floor),
+    unary!("ceil", "x", UnaryOp::Ceil),
+    unary!("sin", "x", UnaryOp::Sin),
+    unary!("cos", "x", UnaryOp::Cos),
+    Builtin {
+        name: "leaky_relu",
+        params: &[req("features"), opt("alpha")],
+        lower: activations::leaky_relu,
+    },
+    Builtin {
+        name: "elu",
+        params: &[req("features")],
+        lower: activations::elu,
+    },
+    Builtin {
+        name: "selu",
+        params: &[req("features")],
+        lower: activations::selu,
+    },
+    Builtin {
+        name: "gelu",
+        params: &[req("features"), opt("approximate")],
+        lower: activations::gelu,
+    },
+    Builtin {
+        name: "silu",
+        params: &[req("features")],
+        lower: activations::silu,
+    },
+    Builtin {
+        name: "swish",
+        params: &[req("features"), opt("beta")],
+        lower: activations::swish,
+    },
+    Builtin {
+        name: "softsign",
+        params: &[req("features")],
+        lower: activations::softsign,
+    },
+    Builtin {
+        name: "relu6",
+        params: &[req("features")],
+        lower: activations::relu6,
+    },
+    Builtin {
+        name: "rsqrt",
+        params: &[req("x")],
+        lower: normalization::rsqrt,
+    },
+    Builtin {
+        name: "moments_mean",
+        params: &[req("x"), req("axes"), opt("shift"), opt("keepdims")],
+        lower: normalization::moments_mean,
+    },
+    Builtin {
+        name: "moments_variance",
+        params: &[req("x"), req("axes"), opt("shift"), opt("keepdims")],
+        lower: normalization::moments_variance,
+    },
+    Builtin {
+        name: "batch_normalization",
+        params: &[
+            req("x"),
+            req("mean"),
+            req("variance"),
+            req("offset"),
+            req("scale"),
+            req("variance_epsilon"),
+        ],
+        lower: normalization::batch_normalization,
+    },
+    Builtin {
+        name: "fused_batch_norm",
+        params: FUSED_BATCH_NORM,
+        lower: normalization::fused_batch_norm_y,
+    },
+    Builtin {
+        name: "fused_batch_norm_mean",
+        params: FUSED_BATCH_NORM,
+        lower: normalization::fused_batch_norm_mean,
+    },
+    Builtin {
+        name: "fused_batch_norm_variance",
+        params: FUSED_BATCH_NORM,
+        lower: normalization::fused_batch_norm_variance,
+    },
+    Builtin {
+        name: "local_response_normalization",
+        params: &[
+            req("input"),
+            opt("depth_radius"),
+            opt("bias"),
+            opt("alpha"),
+            opt("beta"),
+        ],
+        lower: normalization::local_response_normalization,
+    },
+    Builtin {
+        name: "maximum",
+        params: &[req("x"), req("y")],
+        lower: |lw, b, c| elementwise2(lw, b, c, BinaryOp::Max),
+    },
+    Builtin {
+        name: "minimum",
+        params: &[req("x"), req("y")],
+        lower: |lw, b, c| elementwise2(lw, b, c, BinaryOp::Min),
+    },
+    Builtin {
+        name: "pow",
+        params: &[req("x"), req("y")],
+        lower: |lw, b, c| elementwise2(lw, b, c, BinaryOp::Pow),
+    },
+    Builtin {
+        name: "where",
+        params: &[req("condition"), req("x"), req("y")],
+        lower: lower_where,
+    },
+    Builtin {
+        name: "matmul",
+        params: &[req("a"), req("b"), opt("transpose_a"), opt("transpose_b")],
+        lower: lower_matmul,
+    },
+    Builtin {
+        name: "bias_add",
+        params: &[req("value"), req("bias")],
+        lower: lower_bias_add,
+    },
+    Builtin {
+        name: "total_variation",
+        params: &[req("images")],
+        lower: image_ops::total_variation,
+    },
+    Builtin {
+        name: "image_gradients_dy",
+        params: &[req("image")],
+        lower: image_ops::image_gradients_dy,
+    },
+    Builtin {
+        name: "image_gradients_dx",
+        params: &[req("image")],
+        lower: image_ops::image_gradients_dx,
+    },
+    Builtin {
+        name: "sobel_edges",
+        params: &[req("image")],
+        lower: image_ops::sobel_edges,
+    },
+    Builtin {
+        name: "psnr",
+        params: &[req("a"), req("b"), req("max_val")],
+        lower: image_ops::psnr,
+    },
+    Builtin {
+        name: "ssim",
+        params: &[
+            req("img1"),
+            req("img2"),
+            req("max_val"),
+            opt("filter_size"),
+            opt("filter_sigma"),
+            opt("k1"),
+            opt("k2"),
+        ],
+        lower: image_ops::ssim,
+    },
+    Builtin {
+        name: "layer_normalization",
+        params: &[
+            req("x"),
+            opt("gamma"),
+            opt("beta"),
+            opt("epsilon"),
+            opt("axis"),
+        ],
+        lower: normalization::layer_normalization,
+    },
+    Builtin {
+        name: "dropout",
+        params: &[req("x"), req("rate"), opt("noise_shape"), opt("seed")],
+        lower: layers::dropout,
+    },
+    Builtin {
+        name: "batch_norm",
+        params: &[
+            req("x"),
+            req("scale"),
+            req("offset"),
+            req("moving_mean"),
+            req("moving_variance"),
+            opt("momentum"),
+            opt("epsilon"),
+        ],
+        lower: layers::batch_norm,
+    },
+    Builtin {
+        name: "conv2d",
+        params: &[
+            req("input"),
+            req("filters"),
+            opt("strides"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::conv2d,
+    },
+    Builtin {
+        name: "convolution",
+        params: &[
+            req("input"),
+            req("filters"),
+            opt("strides"),
+            opt("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::convolution,
+    },
+    Builtin {
+        name: "conv1d",
+        params: &[
+            req("input"),
+            req("filters"),
+            opt("stride"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::conv1d,
+    },
+    Builtin {
+        name: "conv2d_transpose",
+        params: &[
+            req("input"),
+            req("filters"),
+            req("output_shape"),
+            opt("strides"),
+            opt("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::conv2d_transpose,
+    },
+    Builtin {
+        name: "atrous_conv2d_transpose",
+        params: &[
+            req("value"),
+            req("filters"),
+            req("output_shape"),
+            req("rate"),
+            req("padding"),
+        ],
+        lower: convolution::atrous_conv2d_transpose,
+    },
+    Builtin {
+        name: "depthwise_conv2d",
+        params: &[
+            req("input"),
+            req("filter"),
+            opt("strides"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::depthwise_conv2d,
+    },
+    Builtin {
+        name: "separable_conv2d",
+        params: &[
+            req("input"),
+            req("depthwise_filter"),
+            req("pointwise_filter"),
+            opt("strides"),
+            req("padding"),
+            opt("dilations"),
+        ],
+        lower: convolution::separable_conv2d,
+    },
+    Builtin {
+        name: "max_pool2d",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::max_pool2d,
+    },
+    Builtin {
+        name: "max_pool",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::max_pool2d,
+    },
+    Builtin {
+        name: "avg_pool2d",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::avg_pool2d,
+    },
+    Builtin {
+        name: "avg_pool",
+        params: &[req("input"), req("ksize"), opt("strides"), req("padding")],
+        lower: convolution::avg_pool2d,
+    },
+    Builtin {
+        name: "max_pool_with_argmax",
+        params: &[
+            req("input"),
+            req("ksize"),
+            opt("strides"),
+            req("padding"),
+            opt("include_batch_in_index"),
+        ],
+        lower: convolution::max_pool_with_argmax_output,
+    },
+    Builtin {
+        name: "max_pool_with_argmax_argmax",
+        params: &[
+            req("input"),
+            req("ksize"),
+            opt("strides"),
+            req("padding"),
+            opt("include_batch_in_index"),
+        ],
+        lower: convolution::max_pool_with_argmax_argmax,
+    },
+    Builtin {
+        name: "reduce_sum",
+        params: &[req("input_tensor"), opt("axis"), opt("keepdims")],
+        lower: |lw, b, c| lower_reduce(lw, b, c, Reduction::Sum),
+    },
+    Builtin {
+        name: "sum",
+        params: &[req("input_tensor"), opt("axis"), opt("keepdims")],
+        lower: |lw, b, c| lower_reduce(lw, b, c, Reduction::Sum),
+    },
+    Builtin {
+        name: "reduce_mean",
+        params: &[req("input_tensor"), opt("axis"), opt("keepdims")],
+        lower: |lw, b, c| lower_reduce(lw, b, c, Reduction::Mean),
+    },
+    Builtin {
+        name: "mean",
+        params: &[req("input_tensor"), opt("axis"), opt("keepdims")],
+        lower: |lw, b, c| lower_reduce(lw, b, c, Reduction::Mean),
+    },
+    Builtin {
+        name: "reduce_max",
+        params: &[req("input_tensor"), opt("axis"), opt("keepdims")],
+        lower: |lw, b, c| lower_reduce(lw, b, c, Reduction::Max),
+    },
+    Builtin {
+        name: "softmax",
+        params: &[req("logits"), opt("axis")],
+        lower: |lw, b, _| {
+            let (x, axis) = logits_axis(lw, b)?;
+            Ok(softmax(lw, x, axis))
+        },
+    },
+    Builtin {
+        name: "log_softmax",
+        params: &[req("logits"), opt("axis")],
+        lower: |lw, b, _| {
+            let (x, axis) = logits_axis(lw, b)?;
+            Ok(log_softmax(lw, x, axis))
+        },
+    },
+    Builtin {
+        name: "reshape",
+        params: &[req("tensor"), req("shape")],
+        lower: lower_reshape,
+    },
+    Builtin {
+        name: "transpose",
+        params: &[req("a"), opt("perm")],
+        lower: lower_transpose,
+    },
+    Builtin {
+        name: "concat",
+        params: &[req("values"), req("axis")],
+        lower: lower_concat,
+    },
+    Builtin {
+        name: "stop_gradient",
+        params: &[req("input")],
+        lower: |lw, b, _| {
+            let x = lw.lower(b.req(0))?;
+            Ok(lw.g.stop_gradient(x))
+        },
+    },
+    Builtin {
+        name: "argmax",
+        params: &[req("input"), opt("axis")],
+        lower: lower_argmax,
+    },
+    Builtin {
+        name: "cast",
+        params: &[req("x"), req("dtype")],
+        lower: lower_cast,
+    },
+    Builtin {
+        name: "embedding_lookup",
+        params: &[req("params"), req("ids")],
+        lower: lower_embedding_lookup,
+    },
+    Builtin {
+        name: "gather",
+        params: &[req("params"), req("indices")],
+        lower: lower_embedding_lookup,
+    },
+    Builtin {
+        name: "one_hot",
+        params: &[req("indices"), req("depth")],
+        lower: lower_one_hot,
+    },
+    Builtin {
+        name: "sigmoid_cross_entropy",
+        params: &[req("labels"), req("logits")],
+        lower: lower_sigmoid_ce,
+    },
+    Builtin {
+        name: "sigmoid_cross_entropy_with_logits",
+        params: &[req("labels"), req("logits")],
+        lower: lower_sigmoid_ce,
+    },
+    Builtin {
+        name: "softmax_cross_entropy",
+        params: &[req("labels"), req("logits")],
+        lower: lower_softmax_ce,
+    },
+    Builtin {
+        name: "softmax_cross_entropy_with_logits",
+        params: &[req("labels"), req("logits")],
+        lower: lower_softmax_ce,
+    },
+    Builtin {
+        name: "sparse_softmax_cross_entropy",
+        params: &[req("labels"), req("logits")],
+        lower: lower_sparse_ce,
+    },
+    Builtin {
+        name: "sparse_softmax_cross_entropy_with_logits",
+        params: &[req("labels"), req("logits")],
+        lower: lower_sparse_ce,
+    },
+    Builtin {
+        name: "mean_squared_error",
+        params: &[req("labels"), req("predictions")],
+        lower: lower_mse,
+    },
+    Builtin {
+        name: "l2_loss",
+        params: &[req("t")],
+        lower: |lw, b, _| {
+            // TF L2Loss: sum(t * t) / 2
+            let x = lw.float(b.req(0))?;
+            let sq = lw.g.unary(UnaryOp::Square, x);
+            let s = lw.g.sum_all(sq);
+            Ok(lw.g.scale(s, 0.5))
+        },
+    },
+];
+
+/// Names usable as statements rather than expressions.
+pub const STATEMENTS: &[&str] = &["assert_shape"];
+
+/// Lowers a call to a builtin, or reports an unknown function.
+pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
+    let name = call.func.name.as_str();
+    let found = BUILTINS
+        .iter()
+        .find(|b| b.name == name)
+        .or_else(|| super::schedules::find(name));
+    if super::checks::is_expression(name) {
+        let x = super::checks::lower(lw, call)?;
+        return x.ok_or_else(|| {
+            Diagnostic::new(Code::InternalError, call.span, "a check without a value")
+        });
+    }
+    let Some(b) = found else {
+        let mut d = Diagnostic::new(
+            Code::UnknownFunction,
+            call.func.span,
+            format!("unknown function `{name}`"),
+        )
+        .with_label("not a builtin");
+        if STATEMENTS.contains(&name) || super::checks::is_check(name) {
+            d = d.with_help(format!("`{name}` is a statement; write it on its own line"));
+        } else if let Some(s) = args::suggest(
+            name,
+            BUILTINS
+                .iter()
+                .chain(super::schedules::SCHEDULES)
+                .map(|b| b.name),
+        ) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        } else if lw.env.entries.contains_key(name) {
+            d = d.with_help(format!("`{name}` is a tensor, not a function"));
+        }
+        return Err(d);
+    };
+    let bound = args::bind(name, call, b.params)?;
+    (b.lower)(lw, &bound, call)
+}
