@@ -40,7 +40,6 @@ pub mod passes;
 pub mod plan;
 pub mod sema;
 pub mod tflite;
-pub mod tflite_quantize;
 pub mod verify;
 
 use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};

@@ -6,7 +6,7 @@
 //! order), reading the
 //! parameters from the checkpoint, and writing the file (a temporary file
 //! renamed into place), and the post-training quantization asked for
-//! (`--quantize dynamic|int8`: `specc_compiler::tflite_quantize`, the
+//! (`--quantize dynamic|int8`: `specc_tflite::quantize`, the
 //! calibration rows `calibrate`). The lowering is `specc_compiler::tflite`,
 //! the format `specc_tflite`.
 
@@ -16,8 +16,8 @@ use std::path::Path;
 use ndarray::{ArrayD, IxDyn};
 use specc_compiler::model::InputRole;
 use specc_compiler::tflite::{export_tflite, TfliteExport};
-use specc_compiler::tflite_quantize::{quantize_dynamic, quantize_int8};
 use specc_runtime::checkpoint::BundleReader;
+use specc_tflite::quantize::{quantize_dynamic, quantize_int8};
 
 use crate::load::{read_spec, report};
 use crate::Failure;

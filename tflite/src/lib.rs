@@ -8,11 +8,13 @@
 //! `serving_default` signature) — [`interpreter`] (a model run operator by
 //! operator, so an exported file runs in Rust) and its [`kernels`] (float,
 //! int8 and hybrid, one module per family of operators) — and [`quantize`]
-//! (the arithmetic of int8 quantization: parameters, multipliers,
-//! rounding).
+//! (the arithmetic of int8 quantization — parameters, multipliers,
+//! rounding — which the kernels use, and the post-training quantization of
+//! a float model with it: dynamic range, or full integer with calibrated
+//! ranges).
 //!
 //! The crate knows nothing of specc's IR: the compiler lowers its forward
-//! graph to a [`Model`] (`specc_compiler::tflite`), and a program that only
+//! graph to a [`Model`] (`specc_compiler::export::tflite`), and a program that only
 //! runs `.tflite` files needs this crate alone.
 //!
 //! Invariants: files are read without trusting a single offset (a corrupt
