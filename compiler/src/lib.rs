@@ -16,21 +16,22 @@
 //! - [`driver`]: the whole pipeline, and [`driver::Program`], the compiled code.
 //! - [`debug`]: where a non-finite loss came from (the `check` function and
 //!   the replay that runs it).
-//! - [`aot`]: ahead-of-time export: an inference function, its weights and
-//!   a C entry point as an object file, and its C header.
+//! - [`export`]: the trained forward model as a file: [`export::tflite`]
+//!   (the forward IR lowered to a TensorFlow Lite model) and [`export::aot`]
+//!   (an inference function, its weights and a C entry point as an object
+//!   file, and its C header).
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
-//! - [`tflite`]: the forward IR lowered to a TensorFlow Lite model (`specc export`).
 //! - [`verify`]: the invariants of the IR, the layout and the plan, checked
 //!   after every pass in debug builds (and so in tests).
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
 
-pub mod aot;
 pub mod autodiff;
 pub mod codegen;
 pub mod config;
 pub mod debug;
 pub mod driver;
+pub mod export;
 pub mod interp;
 pub mod ir;
 pub mod layout;
@@ -39,7 +40,6 @@ pub mod optim;
 pub mod passes;
 pub mod plan;
 pub mod sema;
-pub mod tflite;
 pub mod verify;
 
 use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use ndarray::{ArrayD, IxDyn};
+use specc_compiler::export::tflite::{export_tflite, TfliteExport};
 use specc_compiler::interp::{self, Tensor};
-use specc_compiler::tflite::{export_tflite, TfliteExport};
 use specc_grammar::{Code, SourceFile};
 use specc_tflite::BuiltinOperator as B;
 
