@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cli::specc;
-use specc_compiler::aot::predict_function;
 use specc_compiler::codegen;
 use specc_compiler::driver::{compile, Functions, Program};
+use specc_compiler::export::aot::predict_function;
 use specc_compiler::plan;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::FunctionLayout;

@@ -16,10 +16,11 @@
 //! - [`driver`]: the whole pipeline, and [`driver::Program`], the compiled code.
 //! - [`debug`]: where a non-finite loss came from: the `check` function and
 //!   what its outputs say (the replay that runs it is `specc::run`'s).
-//! - [`aot`]: ahead-of-time export: an inference function, its weights and
-//!   a C entry point as an object file, and its C header.
+//! - [`export`]: the trained forward model as a file: [`export::tflite`]
+//!   (the forward IR lowered to a TensorFlow Lite model) and [`export::aot`]
+//!   (an inference function, its weights and a C entry point as an object
+//!   file, and its C header).
 //! - [`interp`]: a float64 reference interpreter of the IR (tests, gradcheck).
-//! - [`tflite`]: the forward IR lowered to a TensorFlow Lite model (`specc export`).
 //! - [`verify`]: the invariants of the IR, the layout and the plan, checked
 //!   after every pass in debug builds (and so in tests).
 //!
@@ -28,11 +29,11 @@
 //!
 //! Invariant: user errors come back as `Diagnostic`s, never panics.
 
-pub mod aot;
 pub mod autodiff;
 pub mod codegen;
 pub mod debug;
 pub mod driver;
+pub mod export;
 pub mod interp;
 pub mod ir;
 pub mod layout;
@@ -41,8 +42,6 @@ pub mod optim;
 pub mod passes;
 pub mod plan;
 pub mod sema;
-pub mod tflite;
-pub mod tflite_quantize;
 pub mod verify;
 
 use specc_grammar::{ast::SpecFile, Diagnostic, SourceFile};

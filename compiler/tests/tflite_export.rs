@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use ndarray::{ArrayD, IxDyn};
+use specc_compiler::export::tflite::{export_tflite, TfliteExport};
 use specc_compiler::interp::{self, Tensor};
-use specc_compiler::tflite::{export_tflite, TfliteExport};
 use specc_grammar::{Code, SourceFile};
 use specc_tflite::BuiltinOperator as B;
 
@@ -665,7 +665,7 @@ fn constant(m: &specc_tflite::Model, name: &str) -> (specc_tflite::Tensor, Vec<f
     (t, v)
 }
 
-/// `--quantize dynamic` (`tflite_quantize::quantize_dynamic`) of the
+/// `--quantize dynamic` (`specc_tflite::quantize::quantize_dynamic`) of the
 /// convolutions: the filters of CONV_2D, DEPTHWISE_CONV_2D and
 /// TRANSPOSE_CONV with at least 1024 values become int8 per output channel
 /// (scale `max|w| / 127` of each channel along the output-channel dimension,
@@ -677,7 +677,7 @@ fn constant(m: &specc_tflite::Model, name: &str) -> (specc_tflite::Tensor, Vec<f
 /// its image, half a weight step of its channel).
 #[test]
 fn dynamic_range_quantizes_large_convolution_filters_per_output_channel() {
-    use specc_compiler::tflite_quantize::quantize_dynamic;
+    use specc_tflite::quantize::quantize_dynamic;
     let body = "img = reshape(x, [B, 4, 4, 16])\n\
         y1 = relu(bias_add(conv2d(img, K, strides = 1, padding = \"SAME\"), b))\n\
         y2 = depthwise_conv2d(img, D, strides = 1, padding = \"VALID\")\n\

@@ -5,7 +5,7 @@
 //! through the spec's feature columns and input pipeline (as `specc predict`
 //! reads data: CSV or TFRecord, no label needed) and running them through
 //! the float model in specc's interpreter to record every activation's
-//! range (`specc_compiler::tflite_quantize::Calibration`).
+//! range (`specc_tflite::quantize::Calibration`).
 //!
 //! Invariants: exactly `min(samples, rows in the file)` rows are
 //! calibrated on, in file order (a fixed-batch model runs padded batches
@@ -15,8 +15,8 @@
 use std::path::Path;
 
 use specc_compiler::driver::{compile_with, Functions, Options};
-use specc_compiler::tflite_quantize::Calibration;
 use specc_grammar::SourceFile;
+use specc_tflite::quantize::Calibration;
 use specc_tflite::{Interpreter, Model};
 
 use super::predict_tflite::TflitePredictor;

@@ -6,8 +6,8 @@
 //! order), reading the
 //! parameters from the checkpoint, and writing the file (a temporary file
 //! renamed into place), and the post-training quantization asked for
-//! (`--quantize dynamic|int8`: `specc_compiler::tflite_quantize`, the
-//! calibration rows `calibrate`). The lowering is `specc_compiler::tflite`,
+//! (`--quantize dynamic|int8`: `specc_tflite::quantize`, the
+//! calibration rows `calibrate`). The lowering is `specc_compiler::export::tflite`,
 //! the format `specc_tflite`.
 
 use std::collections::HashMap;
@@ -15,11 +15,11 @@ use std::io::Write;
 use std::path::Path;
 
 use ndarray::{ArrayD, IxDyn};
+use specc_compiler::export::tflite::{export_tflite, TfliteExport};
 use specc_compiler::model::InputRole;
-use specc_compiler::tflite::{export_tflite, TfliteExport};
-use specc_compiler::tflite_quantize::{quantize_dynamic, quantize_int8};
 use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::io::atomic::write_atomic;
+use specc_tflite::quantize::{quantize_dynamic, quantize_int8};
 
 use super::report;
 use crate::Failure;

@@ -2,7 +2,7 @@
 //! model as a relocatable object file with its C header.
 //!
 //! Owns: the command's plumbing — compiling the spec, restoring the
-//! checkpoint into a session, [`specc_compiler::aot::export_object`], and
+//! checkpoint into a session, [`specc_compiler::export::aot::export_object`], and
 //! writing `model.o` and its header (`-o` with the extension `.h`), each to a
 //! temporary file renamed into place, so a failure leaves neither half-written.
 //! Invariant: every error names the file or the flag it is about.
@@ -10,8 +10,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use specc_compiler::aot::{export_object, ExportOptions};
 use specc_compiler::driver::{compile, Functions};
+use specc_compiler::export::aot::{export_object, ExportOptions};
 use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::io::atomic::write_atomic;
 

@@ -5,15 +5,16 @@
 //! as Rust values), [`write`](mod@write) and [`read`] (the flatbuffer, by hand with the
 //! `flatbuffers` crate's builder and a bounds-checked reader: no generated
 //! code), [`build`] (a model operator by operator, with the
-//! `serving_default` signature) — [`interpreter`] (float kernels of the
-//! operators specc exports, so an exported file runs in Rust; those of the
-//! convolutions and pools are [`kernels_conv`], the int8 and hybrid ones
-//! [`kernels_int8`], the int8 convolutions and pools [`kernels_conv_int8`],
-//! the hybrid convolutions [`kernels_conv_hybrid`]) and [`quantize`] (the arithmetic of
-//! int8 quantization: parameters, multipliers, rounding).
+//! `serving_default` signature) — [`interpreter`] (a model run operator by
+//! operator, so an exported file runs in Rust) and its [`kernels`] (float,
+//! int8 and hybrid, one module per family of operators) — and [`quantize`]
+//! (the arithmetic of int8 quantization — parameters, multipliers,
+//! rounding — which the kernels use, and the post-training quantization of
+//! a float model with it: dynamic range, or full integer with calibrated
+//! ranges).
 //!
 //! The crate knows nothing of specc's IR: the compiler lowers its forward
-//! graph to a [`Model`] (`specc_compiler::tflite`), and a program that only
+//! graph to a [`Model`] (`specc_compiler::export::tflite`), and a program that only
 //! runs `.tflite` files needs this crate alone.
 //!
 //! Invariants: files are read without trusting a single offset (a corrupt
@@ -23,10 +24,7 @@
 
 pub mod build;
 pub mod interpreter;
-pub mod kernels_conv;
-pub mod kernels_conv_hybrid;
-pub mod kernels_conv_int8;
-pub mod kernels_int8;
+pub mod kernels;
 pub mod model;
 pub mod quantize;
 pub mod read;

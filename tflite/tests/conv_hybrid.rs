@@ -1,4 +1,4 @@
-//! The hybrid convolution kernels (`specc_tflite::kernels_conv_hybrid`:
+//! The hybrid convolution kernels (`specc_tflite::kernels::conv_hybrid`:
 //! int8 filters, float activations) on cases computed here by hand: one
 //! asymmetric quantization per image, the taps outside the image adding
 //! nothing, each LiteRT kernel's order of the float products (scales chosen
@@ -12,8 +12,8 @@ mod common;
 
 use common::{a, int8_tensor, VALID};
 use specc_tflite::interpreter::{Interpreter, Value};
-use specc_tflite::kernels_conv::Geometry;
-use specc_tflite::kernels_conv_hybrid::*;
+use specc_tflite::kernels::conv::Geometry;
+use specc_tflite::kernels::conv_hybrid::*;
 use specc_tflite::model::Quantization;
 use specc_tflite::{
     ActivationFunctionType, BuiltinOperator, BuiltinOptions, ModelBuilder, Padding, TensorType,

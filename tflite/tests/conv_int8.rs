@@ -1,4 +1,4 @@
-//! The int8 convolution and pooling kernels (`specc_tflite::kernels_conv_int8`)
+//! The int8 convolution and pooling kernels (`specc_tflite::kernels::conv_int8`)
 //! on cases computed here by hand: TFLite's per-channel multipliers from the
 //! tensors' scales, the requantization's double rounding (a case where
 //! rounding once would give another value), depthwise channel order,
@@ -9,8 +9,8 @@
 mod common;
 
 use common::{a, int8_tensor, VALID};
-use specc_tflite::kernels_conv::Geometry;
-use specc_tflite::kernels_conv_int8::*;
+use specc_tflite::kernels::conv::Geometry;
+use specc_tflite::kernels::conv_int8::*;
 use specc_tflite::quantize::{quantize_multiplier, symmetric_per_axis, symmetric_per_channel};
 use specc_tflite::{ActivationFunctionType, Padding};
 

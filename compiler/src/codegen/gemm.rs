@@ -3,7 +3,7 @@
 //! Owns: `build`, the body of a `specc_sgemm` with the runtime's signature
 //! ([`super::emit::gemm_signature`]: `C = alpha * A @ B` with arbitrary
 //! strides in elements), which the ahead-of-time object
-//! ([`super::object`]) defines instead of importing the runtime's; and
+//! ([`crate::export::aot::object`]) defines instead of importing the runtime's; and
 //! `step_loop`, the counted loop it and the object's wrapper are built from.
 //!
 //! Loops: k blocks outermost, then rows of C in register blocks (`LEVELS`:
@@ -14,7 +14,7 @@
 //! accumulators over the same rows (the only path for other strides); `p`
 //! innermost (two steps per iteration for single rows). `fma` lowers to
 //! `vfmadd` on hosts with FMA (the object's ISA is the host's,
-//! `super::object`); no kernel spills vector registers.
+//! `crate::export::aot::object`); no kernel spills vector registers.
 //!
 //! Invariants: every element of C is computed by the runtime SGEMM's recipe
 //! (`specc_runtime::sgemm`, "Determinism"): `k` cut into `ceil(k / 512)`

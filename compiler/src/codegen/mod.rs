@@ -16,10 +16,10 @@
 //! - [`math`]: exp/log/log1p/tanh/sigmoid/softplus as straight-line
 //!   polynomial CLIF.
 //! - [`trig`]: floor/ceil/sin/cos for learning-rate schedules.
-//! - [`object`]: ahead-of-time code: a planned function, its weights, the
-//!   GEMM ([`gemm`], the runtime's recipe as CLIF) and a C entry point in a
-//!   relocatable object file. The JIT and the object build each function
-//!   with the same `build_function`, generic over `cranelift_module::Module`.
+//! - [`gemm`]: the runtime's SGEMM recipe as CLIF, for the ahead-of-time
+//!   object file ([`crate::export::aot::object`]), which builds each
+//!   function with the JIT's `build_function` (generic over
+//!   `cranelift_module::Module`) and the same `imports`.
 //!
 //! Invariant: the only call in generated code is to `specc_sgemm` (or
 //! `specc_sgemm_ep`, the same with a bias/relu epilogue, in the JIT) and
@@ -34,7 +34,6 @@ pub mod emit;
 pub mod gemm;
 pub mod loops;
 pub mod math;
-pub mod object;
 pub mod ops;
 pub mod rows;
 pub mod trig;

@@ -3,7 +3,7 @@
 //! and int8 tensors with quantization parameters.
 
 use ndarray::{ArrayD, IxDyn};
-use specc_tflite::kernels_conv::Geometry;
+use specc_tflite::kernels::conv::Geometry;
 use specc_tflite::model::{Quantization, Tensor};
 use specc_tflite::{Padding, TensorType};
 

@@ -4,7 +4,7 @@
 //! Owns: [`emit`], which writes an ELF (or the host's) object holding
 //! - the planned function, built by the same `build_function` as
 //!   the JIT's (local symbol);
-//! - `specc_sgemm` as Cranelift IR ([`super::gemm`], local), so the object
+//! - `specc_sgemm` as Cranelift IR ([`crate::codegen::gemm`], local), so the object
 //!   needs nothing of specc's runtime;
 //! - every arena the function reads, as read-only data (the trained weights);
 //! - static zeroed memory (`.bss`) for the scratch, one buffer per input and
@@ -34,8 +34,9 @@ use cranelift_module::{default_libcall_names, DataDescription, DataId, Linkage, 
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use specc_runtime::abi::{self, ElemType};
 
-use super::emit::{trusted, PTR};
-use super::gemm::{counter, step_loop};
+use crate::codegen;
+use crate::codegen::emit::{trusted, PTR};
+use crate::codegen::gemm::{counter, step_loop};
 use crate::ir::Graph;
 use crate::plan::Plan;
 
@@ -180,15 +181,15 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
     }
 
     // The planned function and the GEMM it calls, both local.
-    let imports = super::imports(&mut module, false, Linkage::Local, false, false, false)?;
-    let sig = super::signature(&module);
+    let imports = codegen::imports(&mut module, false, Linkage::Local, false, false, false)?;
+    let sig = codegen::signature(&module);
     let fn_id = module
         .declare_function(&format!("{sym}_{}", plan.name), Linkage::Local, &sig)
         .map_err(err)?;
     let mut ctx = Context::new();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, fn_id.as_u32());
-    super::build_function(&mut module, &imports, spec.graph, plan, &mut ctx.func);
+    codegen::build_function(&mut module, &imports, spec.graph, plan, &mut ctx.func);
     module
         .define_function(fn_id, &mut ctx)
         .map_err(|e| format!("cranelift rejected {}: {e:?}", plan.name))?;
@@ -196,7 +197,7 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
 
     let cc = module.isa().default_call_conv();
     let frontend = module.isa().frontend_config();
-    ctx.func.signature = super::emit::gemm_signature(cc);
+    ctx.func.signature = codegen::emit::gemm_signature(cc);
     ctx.func.name = UserFuncName::user(0, imports.gemm.as_u32());
     {
         let mut fctx = FunctionBuilderContext::new();
@@ -206,7 +207,7 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
         b.switch_to_block(entry);
         b.seal_block(entry);
         let params = b.block_params(entry).to_vec();
-        super::gemm::build(&mut b, &params);
+        codegen::gemm::build(&mut b, &params);
         b.finalize(frontend);
     }
     module

@@ -14,8 +14,8 @@
 //! away from zero as `(sum ± count/2) / count` truncates) and [`pad_int8`]
 //! (padding with the zero point); `conv2d_sums` and `depthwise_conv2d_sums`
 //! (the int32 sums over a window's taps, which the hybrid kernels of
-//! `crate::kernels_conv_hybrid` share).
-//! Invariants: the window arithmetic and its taps are `crate::kernels_conv`'s (TFLite's
+//! `crate::kernels::conv_hybrid` share).
+//! Invariants: the window arithmetic and its taps are `crate::kernels::conv`'s (TFLite's
 //! `ComputePaddingHeightWidth`); accumulation is int32 of
 //! `filter * (input - input_zero_point)` over the taps inside the image
 //! (taps outside are omitted, as the zero point would contribute nothing),
@@ -29,8 +29,8 @@
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::kernels_conv::{conv_shapes, depthwise_shapes, nhwc, Geometry, Taps};
-use crate::kernels_int8::{activation_range, per_tensor};
+use crate::kernels::conv::{conv_shapes, depthwise_shapes, nhwc, Geometry, Taps};
+use crate::kernels::int8::{activation_range, per_tensor};
 use crate::model::Tensor;
 use crate::quantize::{multiply_double_rounding, quantize_multiplier};
 use crate::schema::ActivationFunctionType;

@@ -27,15 +27,15 @@
 //!
 //! Invariants: the same inputs give LiteRT's reference kernels' bits
 //! (`interop/test_tflite_cnn_dynamic.py`); the window arithmetic and its
-//! taps are `crate::kernels_conv`'s, the int32 sums of CONV_2D and
-//! DEPTHWISE_CONV_2D `crate::kernels_conv_int8`'s; the fused activation is
+//! taps are `crate::kernels::conv`'s, the int32 sums of CONV_2D and
+//! DEPTHWISE_CONV_2D `crate::kernels::conv_int8`'s; the fused activation is
 //! the caller's (`crate::interpreter`), a clamp as LiteRT's; a shape or
 //! parameter the operator cannot take is an error, never a panic.
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::kernels_conv::{conv_shapes, depthwise_shapes, transpose_conv_shapes, Geometry, Taps};
-use crate::kernels_conv_int8::{conv2d_sums, depthwise_conv2d_sums};
+use crate::kernels::conv::{conv_shapes, depthwise_shapes, transpose_conv_shapes, Geometry, Taps};
+use crate::kernels::conv_int8::{conv2d_sums, depthwise_conv2d_sums};
 use crate::model::Tensor;
 use crate::quantize::{asymmetric_quantize_row, symmetric_quantize_row};
 

@@ -6,7 +6,7 @@
 //! [`export_object`]: planning it for one thread, the row layouts of the
 //! caller's `in` and `out` ([`RowField`]), the weights copied from a session
 //! (after a checkpoint is restored into it), the object
-//! ([`crate::codegen::object`]) and the header ([`header`]).
+//! ([`object`]) and the header ([`header`]).
 //!
 //! Invariants: every exported output has one value per row (its first
 //! dimension is the batch) and reads no label; `in` holds the model inputs
@@ -16,13 +16,14 @@
 //! weights are the session's values bit for bit.
 
 pub mod header;
+pub mod object;
 
 use std::collections::BTreeSet;
 
 use specc_runtime::abi::ElemType;
 use specc_runtime::session::Session;
 
-use crate::codegen::object::{self, ObjectInput, ObjectOutput, ObjectSpec};
+use self::object::{ObjectInput, ObjectOutput, ObjectSpec};
 use crate::ir::{Function, Op, Output};
 use crate::layout::VarPlacement;
 use crate::model::{InputRole, Model};

@@ -1,0 +1,207 @@
+//! A small interpreter of TFLite models: the float32 (and int32/bool)
+//! kernels of the builtin operators specc exports, and the int8 and hybrid
+//! kernels of its quantized exports ([`crate::kernels`]).
+//!
+//! Owns: [`Interpreter`] (constants decoded once, then any number of
+//! [`Interpreter::invoke`]s), [`Value`] (a tensor of one of the element types
+//! the kernels use) and the convenience [`run`]. Code map: this module (the
+//! model's constants and inputs, the operators run in order), `value`
+//! ([`Value`]), `dispatch` (each operator to its kernel by builtin code and
+//! operand types: int8 when the input is INT8, hybrid when the weights are
+//! INT8 and the input float, an int8 TRANSPOSE_CONV an error), `window`
+//! (the options of the convolutions and pools, to their float, int8 and
+//! hybrid kernels).
+//! Invariants: operators run in file order (TFLite's execution order) and
+//! follow TFLite's reference kernels' semantics (broadcasting binary ops,
+//! FULLY_CONNECTED's `[out, in]` weights, SOFTMAX's `beta`, GATHER failing on
+//! an index out of range, ...); a model or input the kernels cannot run is an
+//! error naming the operator (index and builtin name), never a panic.
+
+mod dispatch;
+mod value;
+mod window;
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+
+pub use self::value::Value;
+use crate::model::{f32_values, i32_values, i64_values, Model};
+use crate::schema::TensorType;
+
+type Result<T> = std::result::Result<T, String>;
+
+/// A model ready to run: its constants decoded.
+pub struct Interpreter<'m> {
+    model: &'m Model,
+    constants: Vec<Option<Value>>,
+}
+
+/// Runs the first subgraph of `model` on float inputs (in the subgraph's
+/// input order; an INT32 input takes the f32 values, which must be integers)
+/// and returns every output as f32.
+pub fn run(model: &Model, inputs: &[ArrayViewD<f32>]) -> Result<Vec<ArrayD<f32>>> {
+    Interpreter::new(model)?.run(inputs)
+}
+
+impl<'m> Interpreter<'m> {
+    pub fn new(model: &'m Model) -> Result<Interpreter<'m>> {
+        model.validate()?;
+        let g = model.subgraphs.first().ok_or("the model has no subgraph")?;
+        let mut constants = Vec::with_capacity(g.tensors.len());
+        for t in &g.tensors {
+            let data = &model.buffers[t.buffer as usize].data;
+            if data.is_empty() && t.shape.iter().product::<i32>() != 0 {
+                constants.push(None);
+                continue;
+            }
+            let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+            let bad = |_| format!("tensor `{}`: constant data does not fit its shape", t.name);
+            let v = match t.tensor_type {
+                TensorType::Float32 => Value::F32(
+                    ArrayD::from_shape_vec(IxDyn(&shape), f32_values(data).unwrap_or_default())
+                        .map_err(bad)?,
+                ),
+                TensorType::Int32 => Value::I32(
+                    ArrayD::from_shape_vec(IxDyn(&shape), i32_values(data).unwrap_or_default())
+                        .map_err(bad)?,
+                ),
+                TensorType::Int64 => Value::I64(
+                    ArrayD::from_shape_vec(IxDyn(&shape), i64_values(data).unwrap_or_default())
+                        .map_err(bad)?,
+                ),
+                TensorType::Bool => Value::Bool(
+                    ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b != 0).collect())
+                        .map_err(bad)?,
+                ),
+                TensorType::Int8 => Value::I8(
+                    ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b as i8).collect())
+                        .map_err(bad)?,
+                ),
+                other => {
+                    return Err(format!(
+                        "tensor `{}`: constants of type {other} are not supported by specc's interpreter",
+                        t.name
+                    ))
+                }
+            };
+            constants.push(Some(v));
+        }
+        Ok(Interpreter { model, constants })
+    }
+
+    /// [`run`] with this interpreter's decoded constants.
+    pub fn run(&self, inputs: &[ArrayViewD<f32>]) -> Result<Vec<ArrayD<f32>>> {
+        let g = &self.model.subgraphs[0];
+        if inputs.len() != g.inputs.len() {
+            return Err(format!(
+                "the model has {} inputs, {} were given",
+                g.inputs.len(),
+                inputs.len()
+            ));
+        }
+        let values = inputs
+            .iter()
+            .zip(&g.inputs)
+            .map(|(x, &t)| {
+                let t = &g.tensors[t as usize];
+                match t.tensor_type {
+                    TensorType::Float32 => Ok(Value::F32(x.to_owned())),
+                    TensorType::Int32 => {
+                        if let Some(v) = x.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
+                            return Err(format!(
+                                "input `{}` is INT32, but a value given for it is {v}",
+                                t.name
+                            ));
+                        }
+                        Ok(Value::I32(x.mapv(|v| v as i32)))
+                    }
+                    other => Err(format!(
+                        "input `{}` is {other}; give it with `invoke`",
+                        t.name
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(self.invoke(values)?.iter().map(Value::to_f32).collect())
+    }
+
+    /// Runs the first subgraph on `inputs` (in its input order).
+    pub fn invoke(&self, inputs: Vec<Value>) -> Result<Vec<Value>> {
+        self.invoke_observed(inputs, &mut |_, _| {})
+    }
+
+    /// [`Interpreter::invoke`], showing `observe` every input and every
+    /// operator's output as it is computed, by tensor index (calibration).
+    pub fn invoke_observed(
+        &self,
+        inputs: Vec<Value>,
+        observe: &mut dyn FnMut(usize, &Value),
+    ) -> Result<Vec<Value>> {
+        let g = &self.model.subgraphs[0];
+        if inputs.len() != g.inputs.len() {
+            return Err(format!(
+                "the model has {} inputs, {} were given",
+                g.inputs.len(),
+                inputs.len()
+            ));
+        }
+        let mut values = self.constants.clone();
+        for (v, &t) in inputs.into_iter().zip(&g.inputs) {
+            let tensor = &g.tensors[t as usize];
+            check_input(tensor, &v)?;
+            observe(t as usize, &v);
+            values[t as usize] = Some(v);
+        }
+        for (k, op) in g.operators.iter().enumerate() {
+            let name = self
+                .model
+                .builtin(op)
+                .map_or("?".into(), |b| b.name().into_owned());
+            let result = self
+                .operator(op, &values)
+                .map_err(|e| format!("operator {k} ({name}): {e}"))?;
+            let [out] = op.outputs[..] else {
+                return Err(format!(
+                    "operator {k} ({name}): {} outputs; specc's interpreter runs operators with one",
+                    op.outputs.len()
+                ));
+            };
+            observe(out as usize, &result);
+            values[out as usize] = Some(result);
+        }
+        g.outputs
+            .iter()
+            .map(|&t| {
+                values[t as usize].take().ok_or_else(|| {
+                    format!("output `{}` is never computed", g.tensors[t as usize].name)
+                })
+            })
+            .collect()
+    }
+}
+
+fn check_input(t: &crate::model::Tensor, v: &Value) -> Result<()> {
+    let want = t.shape_signature.as_ref().unwrap_or(&t.shape);
+    let ok_type = matches!(
+        (t.tensor_type, v),
+        (TensorType::Float32, Value::F32(_))
+            | (TensorType::Int8, Value::I8(_))
+            | (TensorType::Int32, Value::I32(_))
+            | (TensorType::Int64, Value::I64(_))
+            | (TensorType::Bool, Value::Bool(_))
+    );
+    let ok_shape = want.len() == v.shape().len()
+        && want
+            .iter()
+            .zip(v.shape())
+            .all(|(&w, &d)| w < 0 || w as usize == d);
+    if !ok_type || !ok_shape {
+        return Err(format!(
+            "input `{}` is {} of shape {want:?}, but {} of shape {:?} was given",
+            t.name,
+            t.tensor_type,
+            v.type_name(),
+            v.shape()
+        ));
+    }
+    Ok(())
+}
