@@ -38,15 +38,15 @@ pub use specc_image::resize::ResizeMethod;
 use specc_image::resize::{self, Centers};
 use specc_image::Image;
 
-use super::{DataError, Dataset, InputData, Values};
+use crate::data::{DataError, Dataset, InputData, Values};
 use crate::io::example::{Example, Feature};
 use crate::io::tfrecord::{self, Compression};
 use crate::pipeline::OnBadRecord;
 use crate::prng::{mix, SplitMix64};
 
-/// The column name of the image input in a [`Source::Images`](super::Source) data set.
+/// The column name of the image input in a [`Source::Images`](crate::data::Source) data set.
 pub const IMAGE_COLUMN: &str = "image";
-/// The column name of the label in a [`Source::Images`](super::Source) data set.
+/// The column name of the label in a [`Source::Images`](crate::data::Source) data set.
 pub const LABEL_COLUMN: &str = "label";
 
 /// Where the images come from.
@@ -926,7 +926,7 @@ fn list_directory(dir: &Path) -> Result<(Vec<ImageExample>, Vec<String>), DataEr
 
 /// The examples of an image CSV: each row's path (relative to the CSV's
 /// directory) and, with `label_column`, its integer label (else 0). Read by
-/// the one CSV reader ([`super::csv_file::CsvFile`]: header, quoting, gzip,
+/// the one CSV reader ([`crate::data::csv_file::CsvFile`]: header, quoting, gzip,
 /// row limit, line numbers as for every CSV source).
 fn list_csv(
     path: &Path,
@@ -935,7 +935,7 @@ fn list_csv(
 ) -> Result<Vec<ImageExample>, DataError> {
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut csv = super::csv_file::CsvFile::open(path, &file)?;
+    let mut csv = crate::data::csv_file::CsvFile::open(path, &file)?;
     let columns: Vec<String> = std::iter::once(path_column)
         .chain(label_column)
         .map(str::to_string)
@@ -943,11 +943,11 @@ fn list_csv(
     let plan = csv.plan(&file, [columns.as_slice()])?;
     let (pi, li) = (plan[0][0], plan[0].get(1).copied());
     let fields = csv.header.len();
-    let mut record = super::csv_file::ByteRecord::new();
+    let mut record = crate::data::csv_file::ByteRecord::new();
     let mut out = Vec::new();
     while let Some(line) = csv.read(&file, &mut record)? {
         if record.len() != fields {
-            return Err(super::csv_file::wrong_field_count(
+            return Err(crate::data::csv_file::wrong_field_count(
                 &file,
                 line,
                 record.len(),
@@ -1163,7 +1163,7 @@ impl crate::source::BatchSource for ImageBatches {
                 (l.name.clone(), l.per_example)
             };
             match buffers.input_mut(i) {
-                super::ValuesMut::F32(dst) if name == self.image_input => {
+                crate::data::ValuesMut::F32(dst) if name == self.image_input => {
                     let pipeline = &self.pipeline;
                     let results =
                         fill_in_order(&mut dst[..n * width], width, self.threads, |k, px| {
@@ -1175,8 +1175,8 @@ impl crate::source::BatchSource for ImageBatches {
                         });
                     results.into_iter().collect::<Result<(), DataError>>()?;
                 }
-                super::ValuesMut::F32(dst) => dst[..n * width].fill(0.0),
-                super::ValuesMut::I32(dst) => dst[..n * width].fill(0),
+                crate::data::ValuesMut::F32(dst) => dst[..n * width].fill(0.0),
+                crate::data::ValuesMut::I32(dst) => dst[..n * width].fill(0),
             }
         }
         self.pos += n;
