@@ -4,7 +4,8 @@
 //! - [`abi`]: the step context and layout the compiled code and runtime share.
 //! - [`gemm`]: `specc_sgemm`, the matrix product JIT code calls.
 //! - [`sgemm`]: the deterministic, allocation-free SGEMM behind it (AVX-512,
-//!   AVX2+FMA and scalar kernels with bit-identical results).
+//!   AVX2+FMA and scalar kernels with bit-identical results; dispatch, the
+//!   fused epilogue, the kernel contract, the blocked driver, packing).
 //! - [`threads`]: the thread count and the worker running thread 1 of SPMD steps.
 //! - [`prng`]: splitmix64, the one random stream behind every seed in specc.
 //! - [`hash`]: TF's feature hashing (FarmHash `Fingerprint64`, `FingerprintCat64`
@@ -14,7 +15,9 @@
 //! - [`checkpoint`]: TF V2 checkpoints (tensor bundles), the `checkpoint` state
 //!   file, the checkpoint manager, saving and restoring a session.
 //! - [`data`]: CSV and synthetic sources into in-memory [`data::Dataset`]s,
-//!   through column transforms ([`data::columns`]) that see raw cells.
+//!   through column transforms ([`data::columns`]) that see raw cells; image
+//!   sources ([`data::images`]: listing, the transform chain, decoding,
+//!   loading).
 //! - [`feature_column`]: `tf.feature_column`'s column descriptions (the
 //!   runtime/compiler boundary) and their transforms, a module per kind of
 //!   column in `feature_column::transform`.

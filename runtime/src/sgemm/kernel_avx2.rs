@@ -13,7 +13,9 @@
 //! masked-off lanes; only prefetches, which cannot fault, may point
 //! outside the operands).
 
-use super::{drive, ASrc, BSrc, Beta, CTile, Kernel, Problem};
+use super::blocking::drive;
+use super::dispatch::Problem;
+use super::kernel::{ASrc, BSrc, Beta, CTile, Kernel};
 use core::arch::x86_64::*;
 
 /// The AVX2 product.
@@ -464,7 +466,7 @@ unsafe fn tile_strided<const MR: usize, const NV: usize>(
         // columns.
         store_transposed::<MR, NV>(&buf, c, alpha, beta);
     } else {
-        super::store_strided(buf.as_ptr().cast(), 8 * NV, c, alpha, beta);
+        super::kernel::store_strided(buf.as_ptr().cast(), 8 * NV, c, alpha, beta);
     }
 }
 
@@ -475,7 +477,7 @@ unsafe fn tile_strided<const MR: usize, const NV: usize>(
 /// past `MR` are zero and never stored), then every column gets the same
 /// per-element epilogue as `update` (`alpha * acc`, `fma(alpha, acc, c)` or
 /// `fma(alpha, acc, beta * c)`), with masked loads and stores of its `mr`
-/// lanes. Bit-identical to `super::store_strided`.
+/// lanes. Bit-identical to `super::kernel::store_strided`.
 #[inline(always)]
 unsafe fn store_transposed<const MR: usize, const NV: usize>(
     buf: &[[[f32; 8]; NV]; MR],

@@ -14,7 +14,9 @@
 //! masked-off lanes; only prefetches, which cannot fault, may point
 //! outside the operands).
 
-use super::{drive, ASrc, BSrc, Beta, CTile, Kernel, Problem};
+use super::blocking::drive;
+use super::dispatch::Problem;
+use super::kernel::{ASrc, BSrc, Beta, CTile, Kernel};
 use core::arch::x86_64::*;
 
 /// The AVX-512 product.
@@ -76,7 +78,7 @@ unsafe fn narrow(p: &Problem) {
 #[inline(always)]
 unsafe fn narrow_n<const N: usize>(p: &Problem) {
     const { assert!(N <= 16) };
-    let kb = super::KBlocks::new(p.k);
+    let kb = super::kernel::KBlocks::new(p.k);
     for t in 0..kb.nb {
         let (pc, kc) = kb.block(t);
         let beta = if t == 0 {
@@ -133,14 +135,14 @@ unsafe fn narrow_n<const N: usize>(p: &Problem) {
             }
             if t + 1 == kb.nb {
                 if let Some(ep) = &p.ep {
-                    let tile = super::CTile {
+                    let tile = CTile {
                         ptr: p.c.offset(i0 as isize * p.rsc),
                         rs: p.rsc,
                         cs: 1,
                         mr: rows,
                         nr: N,
                     };
-                    super::apply_ep(ep, tile, i0, 0);
+                    super::epilogue::apply_ep(ep, tile, i0, 0);
                 }
             }
         }
@@ -525,7 +527,7 @@ unsafe fn tile_strided<const MR: usize, const NV: usize>(
         // columns.
         store_transposed::<MR, NV>(&buf, c, alpha, beta);
     } else {
-        super::store_strided(buf.as_ptr().cast(), 16 * NV, c, alpha, beta);
+        super::kernel::store_strided(buf.as_ptr().cast(), 16 * NV, c, alpha, beta);
     }
 }
 
@@ -536,7 +538,7 @@ unsafe fn tile_strided<const MR: usize, const NV: usize>(
 /// (rows past `MR` are zero and never stored), then every column gets the
 /// same per-element epilogue as `update` (`alpha * acc`,
 /// `fma(alpha, acc, c)` or `fma(alpha, acc, beta * c)`), with masked loads
-/// and stores of its `mr` lanes. Bit-identical to `super::store_strided`.
+/// and stores of its `mr` lanes. Bit-identical to `super::kernel::store_strided`.
 #[inline(always)]
 unsafe fn store_transposed<const MR: usize, const NV: usize>(
     buf: &[[[f32; 16]; NV]; MR],

@@ -6,7 +6,9 @@
 //! the target has FMA (aarch64, x86 with FMA) and a correctly rounded (slow)
 //! library call otherwise.
 
-use super::{drive, ASrc, BSrc, Beta, CTile, Kernel, Problem};
+use super::blocking::drive;
+use super::dispatch::Problem;
+use super::kernel::{ASrc, BSrc, Beta, CTile, Kernel};
 
 /// The scalar product.
 ///
@@ -45,6 +47,6 @@ impl<const MR: usize, const NR: usize> Kernel for Tile<MR, NR> {
                 }
             }
         }
-        super::store_strided(acc.as_ptr().cast(), NR, c, alpha, beta);
+        super::kernel::store_strided(acc.as_ptr().cast(), NR, c, alpha, beta);
     }
 }

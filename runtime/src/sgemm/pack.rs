@@ -8,7 +8,7 @@
 //! These functions are `#[inline(always)]` so that each ISA entry point
 //! compiles them with its own target features (the copies vectorize).
 
-use super::Kernel;
+use super::kernel::Kernel;
 
 /// Packs `A[0..mc, 0..kc]` (element `(i, p)` at `a + i*rs + p*cs`) into
 /// `ceil(mc / MR)` panels at `dst`.
