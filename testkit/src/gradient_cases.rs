@@ -5,9 +5,9 @@
 //! `embedding_lookup` ids (`ids`), the sparse cross-entropy labels (from the
 //! case's TF expression), the reshape target (`output_shape`) and the weights.
 //! A case specc has no expression for fails.
-#![allow(dead_code)]
 
-use super::{array, check_all, golden, ints, literal, shape_text};
+use crate::golden::{array, check_all, golden, ints};
+use crate::spec::{literal, shape_text};
 
 /// A list of ints as spec text: `[0, 2, 2, 4]`.
 fn int_list(v: &[i64]) -> String {
@@ -178,10 +178,10 @@ pub fn golden_loss(case: &serde_json::Value, weighted: bool) -> f64 {
 /// NAMED` (the names), in `mod case` one test per name running
 /// `check_case` on that case, and a test running it on every case of the
 /// file not named (see [`check_unnamed_cases`]).
-#[allow(unused_macros)]
+#[macro_export]
 macro_rules! gradient_case_tests {
     ($check_case:ident) => {
-        $crate::common::gradient_cases::gradient_case_tests!(@names $check_case;
+        $crate::gradient_case_tests!(@names $check_case;
             matmul, matmul_transpose_a, multiply, divide, relu, sigmoid, tanh, softplus,
             softmax, softmax_cross_entropy_with_logits_v2, softmax_cross_entropy_with_logits_v1,
             sigmoid_cross_entropy_with_logits, log, exp, sqrt, square, abs, reduce_sum_axis1,
@@ -195,7 +195,7 @@ macro_rules! gradient_case_tests {
         const NAMED: &[&str] = &[$(stringify!($name)),*];
         mod case {
             $( #[test] fn $name() {
-                $crate::common::gradient_cases::check_named_case(stringify!($name), super::$check_case);
+                $crate::gradient_cases::check_named_case(stringify!($name), super::$check_case);
             } )*
         }
         /// The cases of the file without a test of their own (a regenerated
@@ -203,12 +203,11 @@ macro_rules! gradient_case_tests {
         /// in the file.
         #[test]
         fn every_other_case_in_the_file_matches_tensorflow() {
-            $crate::common::gradient_cases::check_unnamed_cases(NAMED, $check_case);
+            $crate::gradient_cases::check_unnamed_cases(NAMED, $check_case);
         }
     };
 }
-#[allow(unused_imports)]
-pub(crate) use gradient_case_tests;
+pub use crate::gradient_case_tests;
 
 /// Runs `check_case` on the case `name` of `gradients.json`.
 pub fn check_named_case(name: &str, check_case: fn(&serde_json::Value)) {

@@ -6,10 +6,8 @@
 //! runtime's training loop (`fit`) with its hooks (stop at step, NaN check),
 //! so the loop around the step is measured too.
 //!
-//! The only test in this binary, so no other test allocates meanwhile.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! It counts every thread's allocations, so it runs alone in a child
+//! process of the test binary (`alone_in_process`).
 
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::passes::winograd::Winograd;
@@ -19,35 +17,7 @@ use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::{
     fit, Hook, NanTensorHook, RunContext, StepValues, StopAtStepHook, TrainError,
 };
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use specc_testkit::alloc::{alone_in_process, process_allocations};
 
 /// Counts the allocations between the end of step `from` and the end of
 /// step `to`, and sums the losses of those steps.
@@ -62,12 +32,12 @@ struct CountAllocations {
 impl Hook for CountAllocations {
     fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
         if v.step == self.from {
-            self.before = ALLOCATIONS.load(Ordering::SeqCst);
+            self.before = process_allocations();
         } else if v.step > self.from {
             self.loss += v.loss;
         }
         if v.step == self.to {
-            self.allocations = Some(ALLOCATIONS.load(Ordering::SeqCst) - self.before);
+            self.allocations = Some(process_allocations() - self.before);
         }
         Ok(())
     }
@@ -129,6 +99,10 @@ fn steps_allocate_with(spec: &str, text: String, options: &Options, measured: u6
 
 #[test]
 fn training_steps_allocate_nothing() {
+    // The worker thread's allocations count: no other test may run meanwhile.
+    if !alone_in_process() {
+        return;
+    }
     assert_eq!(steps_allocate("digits_mlp.spec", 1, 200), (0, 1), "digits");
     assert_eq!(
         steps_allocate("digits_cnn.spec", 1, 50),

@@ -1,43 +1,23 @@
 //! Streaming memory is bounded: reading a CSV many times larger than the
-//! pipeline's chunks keeps the live heap (counted by a global allocator in
-//! this test binary, which has this one test) within a fixed bound far below
+//! pipeline's chunks keeps the live heap (counted by the counting allocator, this
+//! test alone in its process) within a fixed bound far below
 //! the file's size — the read-ahead queue holds a few chunks, not the file.
 
-use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use specc_runtime::abi::{ElemType, InputLayout, Layout};
 use specc_runtime::data::{InputKind, InputSpec, Normalizer};
 use specc_runtime::memory::AlignedBuf;
 use specc_runtime::pipeline::{Format, StreamSpec, StreamingBatches};
 use specc_runtime::source::{BatchBuffers, BatchSource};
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: AllocLayout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: AllocLayout) {
-        unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use specc_testkit::alloc::{alone_in_process, live_bytes, peak_bytes, reset_peak};
 
 #[test]
 fn streaming_a_large_file_keeps_memory_bounded() {
+    // The reader threads' allocations count: no other test may run meanwhile.
+    if !alone_in_process() {
+        return;
+    }
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pipeline_memory");
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -100,8 +80,8 @@ fn streaming_a_large_file_keeps_memory_bounded() {
         AlignedBuf::zeroed(batch * 4 * 4).unwrap(),
         AlignedBuf::zeroed(batch * 4).unwrap(),
     ];
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = live_bytes();
+    reset_peak();
     let mut src = StreamingBatches::new(&spec, &inputs, &layout, batch, 1000, 3).unwrap();
     let mut seen = 0;
     loop {
@@ -113,7 +93,7 @@ fn streaming_a_large_file_keeps_memory_bounded() {
         seen += n;
     }
     drop(src);
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let peak = peak_bytes() - base;
     assert_eq!(seen, rows);
     // The decoded data alone would be rows * 20 bytes; the file is larger.
     // Streaming holds (2 * threads + 2) chunks of 256 records, a shuffle

@@ -5,9 +5,8 @@
 //! `global_step/sec`; evaluations go to `eval/` under the training tags; and
 //! between two writes the hooks allocate nothing on the training thread.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::path::PathBuf;
+use specc_testkit::alloc::ThreadCount;
+use specc_testkit::tmp::TempDir;
 
 use specc_compiler::driver::{compile, Functions, Program};
 use specc_grammar::SourceFile;
@@ -22,51 +21,9 @@ use specc_runtime::train::{
     fit, EvaluationHook, Hook, RunContext, StepValues, StopAtStepHook, TrainError,
 };
 
-/// Counts the allocations of the threads that ask for it (the training
-/// thread of one test; the writer thread and other tests are not counted).
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-fn count_one() {
-    let _ = COUNT.try_with(|c| {
-        if let Some(n) = c.get() {
-            c.set(Some(n + 1));
-        }
-    });
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("specc-summary-hooks-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A fresh directory for test `name`, removed when dropped.
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("summary-hooks-{name}"))
 }
 
 fn program(spec: &str) -> (Program, Dataset) {
@@ -287,16 +244,17 @@ fn evaluations_go_to_eval_under_the_training_tags() {
 struct CountAllocations {
     from: u64,
     to: u64,
+    count: Option<ThreadCount>,
     allocations: Option<usize>,
 }
 
 impl Hook for CountAllocations {
     fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
         if v.step == self.from {
-            COUNT.with(|c| c.set(Some(0)));
+            self.count = Some(ThreadCount::start());
         }
         if v.step == self.to {
-            self.allocations = COUNT.with(|c| c.replace(None));
+            self.allocations = self.count.take().map(|c| c.allocations());
         }
         Ok(())
     }
@@ -316,6 +274,7 @@ fn summary_hooks_allocate_nothing_between_writes() {
     let mut count = CountAllocations {
         from: 20,
         to: 100,
+        count: None,
         allocations: None,
     };
     fit(

@@ -2,13 +2,12 @@
 //! OpenMPI (the `mpi` feature), against one process training on the global
 //! batch, and what happens when a replica dies or disagrees.
 //!
-//! The models are compared through their checkpoints (tests/common/mpi_jobs.rs).
+//! The models are compared through their checkpoints (tests/mpi/mpi_jobs.rs).
 //! Replica counts 2 and 3 (`--oversubscribe`: this machine may have fewer
-//! cores than ranks). Ranks on several nodes: tests/mpi_hosts.rs.
+//! cores than ranks). Ranks on several nodes: tests/mpi/mpi_hosts.rs.
 #![cfg(feature = "mpi")]
 
-#[path = "common/mpi_jobs.rs"]
-mod mpi_jobs;
+use crate::mpi_jobs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -11,8 +11,7 @@
 //! fails these tests rather than skipping them.
 #![cfg(feature = "mpi")]
 
-#[path = "common/mpi_jobs.rs"]
-mod mpi_jobs;
+use crate::mpi_jobs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,5 +1,5 @@
-//! What the MPI tests share (tests/mpi.rs on one node, tests/mpi_hosts.rs
-//! on simulated hosts; included by `#[path]`): specc and the specs, jobs
+//! What the MPI tests share (tests/mpi/mpi.rs on one node, tests/mpi/mpi_hosts.rs
+//! on simulated hosts): specc and the specs, jobs
 //! that must succeed or fail, and the comparison of checkpoints.
 //!
 //! No test depends on the machine's speed: a test waits for events (a

@@ -8,7 +8,7 @@
 //! accuracy says. Also: the header's constants, the wrapper's argument
 //! checks, and the command's errors.
 
-mod cli;
+use crate::cli;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,8 +6,8 @@
 //! ZLIB), leave missing cells out of the Example, and bad rows are errors
 //! naming the file, line and column, with no output left behind.
 
-mod cli;
-mod common;
+use crate::cli;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

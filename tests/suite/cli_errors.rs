@@ -2,7 +2,7 @@
 //! file:line:column and a caret under the offending text (snapshotted), never a panic.
 //! Data errors exit 1 and name the file, row and column.
 
-mod cli;
+use crate::cli;
 
 use std::path::PathBuf;
 

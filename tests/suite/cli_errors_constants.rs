@@ -6,7 +6,7 @@
 //! computed, are not errors. (In compile-time values — an initializer's
 //! `value`, a clipping bound — `1 / 0` writes an infinity; see golden_clipping.)
 
-mod cli;
+use crate::cli;
 
 use cli::{replace, specc};
 

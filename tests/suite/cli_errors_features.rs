@@ -2,7 +2,7 @@
 //! exit code 2, the diagnostic's code, file:line:column and a caret under
 //! the offending text with its help (snapshotted), never a panic.
 
-mod cli;
+use crate::cli;
 
 use cli::{replace, BASE};
 

@@ -2,8 +2,8 @@
 //! `list_variables` as a table and as JSON, a prefix or a directory, one
 //! tensor's exact values, and clear errors.
 
-mod cli;
-mod common;
+use crate::cli;
+use crate::common;
 
 use std::path::PathBuf;
 

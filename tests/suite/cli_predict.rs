@@ -6,7 +6,7 @@
 //! column, JSON lines, `--output`, and the errors: no `outputs`, an output
 //! that reads the label, a missing checkpoint, a bad row.
 
-mod cli;
+use crate::cli;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! stderr is not a terminal, the last JSON line of a failed run, and the
 //! warning for a run that diverges without becoming NaN.
 
-mod cli;
+use crate::cli;
 
 use cli::{replace, specc, workdir, BASE};
 

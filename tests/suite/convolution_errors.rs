@@ -1,7 +1,7 @@
 //! Bad arguments and shapes of the convolution and pooling builtins are
 //! caret diagnostics (code, the offending text under the caret), never panics.
 
-mod common;
+use crate::common;
 
 use specc_grammar::Code;
 

@@ -5,7 +5,7 @@
 //! test file's rows, and the streamed evaluation must give the same numbers,
 //! bit for bit, as the in-memory one.
 
-mod cli;
+use crate::cli;
 
 use std::path::{Path, PathBuf};
 

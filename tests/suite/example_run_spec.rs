@@ -5,7 +5,7 @@
 //! each periodic evaluation and each checkpoint; and the last checkpoint
 //! restores into a fresh model that holds the trained variables.
 
-#[path = "../examples/run_spec.rs"]
+#[path = "../../examples/run_spec.rs"]
 #[allow(dead_code)]
 mod example;
 

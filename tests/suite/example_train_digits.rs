@@ -3,7 +3,7 @@
 //! `predict`'s classes agree with the `accuracy` metric, and a model loaded
 //! from the saved checkpoint predicts the same bits.
 
-#[path = "../examples/train_digits.rs"]
+#[path = "../../examples/train_digits.rs"]
 #[allow(dead_code)]
 mod example;
 

@@ -7,7 +7,7 @@
 //! embedding column and FTRL on `linear_model` change exactly the rows the
 //! batch's ids touch.
 
-mod common;
+use crate::common;
 
 use specc_compiler::driver::{compile, Functions};
 use specc_grammar::SourceFile;

@@ -11,7 +11,7 @@
 //! a zero gradient would still change it: Momentum and RMSProp decay the
 //! slots, FTRL recomputes the row from its accumulators.
 
-mod common;
+use crate::common;
 
 use specc_compiler::driver::{compile, Functions};
 use specc_compiler::model::VarKind;

@@ -11,7 +11,7 @@
 //! a transposed view (`output_reshaped_from_a_transposed_view`) they guard
 //! the planner's copies through reshapes (`plan::resolve`).
 
-mod common;
+use crate::common;
 
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Op;
@@ -669,5 +669,4 @@ fn winograd_rewrite_replaces_the_direct_products() {
     }
 }
 
-#[path = "finite_differences/tiled_pools.rs"]
 mod tiled_pools;

@@ -10,7 +10,7 @@
 //! magnitude: specc's exp, tanh and sigmoid are its own polynomials, and
 //! `gelu`'s exact form uses an erfc of relative error 1.2e-7.
 
-mod common;
+use crate::common;
 
 use common::op_cases::{arg_text, check_case, check_others, conv_cases, named};
 

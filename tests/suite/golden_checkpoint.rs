@@ -5,7 +5,7 @@
 //! same model (TF's names for slots and optimizer variables), whose save
 //! gives TF's bytes again.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -23,7 +23,7 @@
 //! Tolerance: 1e-6 relative, with a floor of 1e-6 times the largest magnitude
 //! of the tensor (a clipped tensor is its input times one float32 factor).
 
-mod common;
+use crate::common;
 
 use common::{array, assert_all_close, golden, num, scale, Tol};
 use specc_compiler::driver::{compile, Functions};

@@ -18,7 +18,7 @@
 //! magnitude: a convolution sums up to 147 products in another order than
 //! TF's kernels. Integer outputs (argmax) are exact.
 
-mod common;
+use crate::common;
 
 use common::op_cases::{
     arg_text, case_spec, check_case, check_case_with, check_others, conv_cases, named,

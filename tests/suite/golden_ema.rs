@@ -16,7 +16,7 @@
 //! dense problem; measured at most 7.5e-8 of the scale on four draws, and
 //! 1.5e-7 on a draw with another learning rate, read off its first step).
 
-mod common;
+use crate::common;
 
 use common::dense_problem::{dataset, dense_spec};
 use common::{array, assert_all_close, golden, int, scale, Tol};

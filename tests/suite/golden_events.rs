@@ -7,7 +7,7 @@
 //! TF's reader fails. Then specc's own files: written, read back, with TF's
 //! bucket semantics.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! back, byte-equal to TF's where the format fixes the bytes, and damaged
 //! copies that must fail naming the file and the record.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -29,7 +29,7 @@
 //! list position j at the dense position of the row's j-th non-missing
 //! entry, which is where TF's input had it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

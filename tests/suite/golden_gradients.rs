@@ -12,14 +12,14 @@
 //! (a softmax gradient, a cross-entropy near its minimum) keep an absolute
 //! error of the tensor's scale.
 
-mod common;
+use crate::common;
 
-use common::gradient_cases::{
-    case_spec, find_case, golden_gradient, golden_loss, gradient_case_tests, OUTPUT_PROBE,
-};
 use common::{array, assert_all_close, golden, scale, Tol};
 use specc_compiler::driver::{compile, Functions};
 use specc_grammar::{Code, SourceFile};
+use specc_testkit::gradient_cases::{
+    case_spec, find_case, golden_gradient, golden_loss, gradient_case_tests, OUTPUT_PROBE,
+};
 
 const REL: f64 = 1e-6;
 const FLOOR: f64 = 1e-6;

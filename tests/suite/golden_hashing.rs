@@ -11,7 +11,7 @@
 //! ('' and -1) are dropped before lookup (the file's `_meta.description`), but a
 //! dense input of a cross keeps them (`crossed_id_reimplementation_check`).
 
-mod common;
+use crate::common;
 
 use common::golden;
 use serde_json::Value;

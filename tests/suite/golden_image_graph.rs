@@ -16,7 +16,7 @@
 //! Tolerance: 1e-5 relative with a floor of 1e-5 times the tensor's largest
 //! magnitude; an infinite PSNR (identical images) is exact.
 
-mod common;
+use crate::common;
 
 use common::op_cases::{arg_text, cases_of, check_case, check_others, named};
 

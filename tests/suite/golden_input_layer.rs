@@ -21,7 +21,7 @@
 //! magnitude (the combiners divide in float32 as TF does, the sums run over
 //! the same few slots; an embedding sum of mixed signs can cancel).
 
-mod common;
+use crate::common;
 
 use common::{array, assert_all_close, golden, ints, literal, num, scale, tf_call, Tol};
 use specc_compiler::driver::{compile, Functions};

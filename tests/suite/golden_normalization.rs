@@ -17,7 +17,7 @@
 //! kernels, and the gradient w.r.t. `x` of a batch normalization is a
 //! difference of such sums.
 
-mod common;
+use crate::common;
 
 use common::op_cases::{arg_text, check_case, check_others, conv_cases, named};
 

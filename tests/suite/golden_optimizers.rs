@@ -51,7 +51,7 @@
 //! at most 1.12e-6 * S on the dense problems (through the GEMM), 6.6e-7 * S
 //! on the sparse ones; the floor is twice the worst.
 
-mod common;
+use crate::common;
 
 use common::dense_problem::{dataset, dense_spec};
 use common::{array, assert_all_close, golden, int, ints, num, scale, Tol};

@@ -26,7 +26,7 @@
 //! two correct `pow`s (TF's C library, specc's `exp(i * log(t_mul))`) is
 //! amplified by `1 / |1 - t_mul|` (10 for `t_mul = 1.1`).
 
-mod common;
+use crate::common;
 
 use common::{assert_all_close, golden, golden_extra, num, scale, Tol};
 use specc_compiler::driver::{compile, Functions};

@@ -3,7 +3,7 @@
 //! `tf.train.list_variables` gives them). Every name and shape comes from
 //! the file.
 
-mod common;
+use crate::common;
 
 use specc_runtime::config::warm_start::{resolve, Named};
 

@@ -6,10 +6,14 @@
 
 use std::path::Path;
 
-mod cli;
-#[path = "common/digit_pngs.rs"]
-mod digit_pngs;
-use digit_pngs::{digits, png, scratch, write_folder};
+use crate::cli;
+use crate::common::digit_pngs;
+use digit_pngs::{digits, png, write_folder};
+
+/// An empty directory of this file's (`digit_pngs::scratch`).
+fn scratch(name: &str) -> std::path::PathBuf {
+    digit_pngs::scratch(module_path!(), name)
+}
 
 /// Runs `specc ARGS` in the package directory (the tests' paths are
 /// absolute); (exit code, stdout, stderr).

@@ -16,9 +16,13 @@ use specc_runtime::io::example::{Example, Feature};
 use specc_runtime::io::tfrecord::{Compression, RecordWriter};
 use specc_runtime::pipeline::OnBadRecord;
 
-#[path = "common/digit_pngs.rs"]
-mod digit_pngs;
-use digit_pngs::{digits, png, scratch, write_folder};
+use crate::common::digit_pngs;
+use digit_pngs::{digits, png, write_folder};
+
+/// An empty directory of this file's (`digit_pngs::scratch`).
+fn scratch(name: &str) -> std::path::PathBuf {
+    digit_pngs::scratch(module_path!(), name)
+}
 
 fn pipeline(ops: Vec<ImageOp>) -> ImagePipeline {
     ImagePipeline { ops }

@@ -14,11 +14,15 @@ use std::path::Path;
 use specc_runtime::io::example::{Example, Feature};
 use specc_runtime::io::tfrecord::{Compression, RecordWriter};
 
-mod cli;
-#[path = "common/digit_pngs.rs"]
-mod digit_pngs;
+use crate::cli;
+use crate::common::digit_pngs;
 use cli::specc;
-use digit_pngs::{digits, png, scratch, write_folder};
+use digit_pngs::{digits, png, write_folder};
+
+/// An empty directory of this file's (`digit_pngs::scratch`).
+fn scratch(name: &str) -> std::path::PathBuf {
+    digit_pngs::scratch(module_path!(), name)
+}
 
 /// `specc run SPEC --json ARGS` in `dir`, which must succeed.
 fn run_json(dir: &Path, spec: &str, args: &[&str]) -> serde_json::Value {

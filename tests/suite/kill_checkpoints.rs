@@ -14,7 +14,7 @@
 
 #![cfg(unix)]
 
-mod cli;
+use crate::cli;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

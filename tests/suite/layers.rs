@@ -4,7 +4,7 @@
 //! scaled by 1/(1 − rate), about `rate` of them dropped, new draws each step,
 //! off in eval), and their diagnostics.
 
-mod common;
+use crate::common;
 
 use common::{array, assert_all_close, golden, literal, scale, shape_text, Tol};
 use specc_compiler::driver::{compile, Functions, Program};

@@ -3,7 +3,7 @@
 //! runtime's, checkpoints round-trip, and every bad call is an error that
 //! names what was wrong (nothing panics, nothing changes).
 
-mod cli;
+use crate::cli;
 
 use specc::grammar::Code;
 use specc::ndarray::{Array1, Array2, ArrayD, IxDyn};
@@ -14,7 +14,7 @@ use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 use specc_runtime::train::evaluate_rows;
 
-/// The CLI tests' base spec (`tests/cli/mod.rs`): 4 features, 3 classes.
+/// The CLI tests' base spec (`specc_testkit::spec::BASE`): 4 features, 3 classes.
 const SPEC: &str = cli::BASE;
 
 /// `n` rows of features (a fixed pattern) and labels in 0..3.

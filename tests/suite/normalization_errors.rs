@@ -1,7 +1,7 @@
 //! Bad arguments of the activation and normalization builtins are caret
 //! diagnostics (code, the offending text under the caret), never panics.
 
-mod common;
+use crate::common;
 
 use specc_grammar::Code;
 

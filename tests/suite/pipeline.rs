@@ -8,7 +8,7 @@
 //! The data is written by the tests (values chosen here, not TF's: the
 //! pipeline only moves rows; the column transforms are tested elsewhere).
 
-mod cli;
+use crate::cli;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

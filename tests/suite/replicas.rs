@@ -514,8 +514,7 @@ fn three_replicas_drop_out_with_a_noise_shape_as_one_process() {
 // record of a directory, `pipeline::Shard`) and of one in memory
 // (`ShuffledBatches::shard`, a slice of every global batch).
 
-#[path = "common/digit_pngs.rs"]
-mod digit_pngs;
+use crate::common::digit_pngs;
 
 /// Random transforms, so a replica must draw what one process draws for
 /// each image.
@@ -541,7 +540,7 @@ fn image_spec(stream: bool, transforms: &str) -> String {
 
 /// The digit folder (the first 300 digits) under a scratch directory.
 fn digit_folder(name: &str) -> std::path::PathBuf {
-    let dir = digit_pngs::scratch(name);
+    let dir = digit_pngs::scratch(module_path!(), name);
     digit_pngs::write_folder(&dir.join("digits"), &digit_pngs::digits()[..300]);
     dir
 }

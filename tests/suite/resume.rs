@@ -8,7 +8,7 @@
 //! Also: a checkpoint whose variable has another shape is refused, naming
 //! the variable and both shapes, and nothing is written.
 
-mod cli;
+use crate::cli;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! dedicated flags; an optimizer override trains exactly like the edited
 //! spec.
 
-mod cli;
+use crate::cli;
 
 use cli::{fails, replace, specc, workdir, BASE};
 

@@ -4,7 +4,7 @@
 //! held-out evaluations, the last equal to the run's reported held-out
 //! numbers), logged tensors, and `init_from_checkpoint`.
 
-mod cli;
+use crate::cli;
 
 use std::path::{Path, PathBuf};
 

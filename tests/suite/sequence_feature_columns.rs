@@ -16,7 +16,7 @@
 //! (`feature_column::transform::transform_for`) from `tf.train.Example`
 //! features, so the transforms and the lowering are tested together.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

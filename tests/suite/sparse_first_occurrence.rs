@@ -11,11 +11,11 @@
 //! the small table has, and every slot row, must be the same bits in both;
 //! the large table's other rows must not have moved.
 
+use crate::common;
 use specc_compiler::driver::{compile, plan_model, Functions};
 use specc_compiler::model::VarKind;
 use specc_compiler::plan::{Kernel, RowOp};
 use specc_grammar::SourceFile;
-mod common;
 
 use specc_runtime::data::Dataset;
 use specc_runtime::io::example::Feature;

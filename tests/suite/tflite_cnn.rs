@@ -18,9 +18,8 @@
 //! to its reference kernels in `interop/test_tflite_cnn_int8.py`, the
 //! dynamic ones in `interop/test_tflite_cnn_dynamic.py`.)
 
-mod cli;
-#[path = "common/tflite_digits.rs"]
-mod tflite_digits;
+use crate::cli;
+use crate::common::tflite_digits;
 
 use std::path::{Path, PathBuf};
 

@@ -12,9 +12,8 @@
 //! columns refuse, or of a model with an operator it does not cover is an
 //! error and writes no file.
 
-mod cli;
-#[path = "common/tflite_digits.rs"]
-mod tflite_digits;
+use crate::cli;
+use crate::common::tflite_digits;
 
 use std::path::{Path, PathBuf};
 

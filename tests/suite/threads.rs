@@ -428,7 +428,7 @@ fn reads_writes(k: &Kernel) -> (Vec<BufId>, Vec<BufId>) {
 /// kernel reads a buffer an earlier kernel wrote and one of the two runs on
 /// thread 0 alone, the other split, a barrier lies between them (two split
 /// kernels may hand over without one when their parts line up: a product's
-/// rows and the loops over them; `tests/barriers.rs` checks those element
+/// rows and the loops over them; `tests/suite/barriers.rs` checks those element
 /// by element). Returns the barriers.
 fn check_barriers(what: &str, plan: &Plan) -> usize {
     assert_eq!(plan.threads, 2, "{what}: planned for two threads");

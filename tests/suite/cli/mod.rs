@@ -1,42 +1,15 @@
-//! The harness of the CLI error tests (`cli_errors.rs`,
-//! `cli_errors_constants.rs`): a valid base spec and its data, a work
-//! directory per case, running `specc` there, and the checks every spec error
-//! must pass (exit 2, the code, file:line:column, no panic).
+//! The harness of the CLI error tests (`cli_errors`, `cli_errors_constants`,
+//! ...): the base spec and its data (`specc_testkit::spec`), a work directory
+//! per case, running this package's `specc` there, and the checks every spec
+//! error must pass (exit 2, the code, file:line:column, no panic).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// A valid spec; each case replaces one piece of it.
-pub const BASE: &str = r#"model tiny
-data csv("data.csv")
-label y: int
-features {
-  x = numeric(x0..x3)
-}
-params {
-  W1: [4, 8] = glorot_uniform(seed = 1)
-  b1: [8]    = zeros
-  W2: [8, 3] = glorot_uniform(seed = 2)
-  b2: [3]    = zeros
-}
-h      = relu(x @ W1 + b1)
-logits = h @ W2 + b2
-loss   = mean(sparse_softmax_cross_entropy(y, logits))
-optimizer adam(learning_rate = 0.01)
-train { batch = 4, steps = 10 }
-metrics { accuracy(y, argmax(logits)) }
-"#;
+pub use specc_testkit::spec::{replace, BASE, DATA};
 
-/// The base spec's `data.csv`.
-pub const DATA: &str =
-    "x0,x1,x2,x3,y\n1,2,3,4,0\n0.5,1,1.5,2,1\n-1,0,1,2,2\n3,1,4,1,0\n2,7,1,8,1\n";
-
-/// The base spec with the first `from` replaced by `to`.
-pub fn replace(from: &str, to: &str) -> String {
-    assert!(BASE.contains(from), "base spec has no {from:?}");
-    BASE.replacen(from, to, 1)
-}
+/// The `specc` binary cargo built for these tests.
+pub const SPECC: &str = env!("CARGO_BIN_EXE_specc");
 
 /// A fresh directory for case `name` of test file `suite`, holding `data.csv`.
 pub fn workdir(suite: &str, name: &str) -> PathBuf {
@@ -55,18 +28,7 @@ pub fn specc(dir: &Path, args: &[&str]) -> (i32, String, String) {
 
 /// [`specc`] with extra environment variables.
 pub fn specc_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_specc"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run specc");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    specc_testkit::cli::run(Path::new(SPECC), dir, args, env)
 }
 
 /// `specc check` on `spec` (case `name` of `suite`), which must fail with

@@ -1,7 +1,6 @@
 //! The digits (`specs/data/digits.csv`, 8×8 gray, 0..16 scaled to 0..255)
-//! as PNGs written on the fly, for the image-source tests (included by
-//! `#[path]` from `tests/image_sources.rs`, `tests/image_stream.rs`,
-//! `tests/image_data_flags.rs` and `tests/replicas.rs`).
+//! as PNGs written on the fly, for the image-source tests (`image_sources`,
+//! `image_stream`, `image_data_flags`, `replicas`).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -39,10 +38,12 @@ pub fn png(px: &[u8]) -> Vec<u8> {
     codec::encode_png(&Image::U8(a), -1).expect("encode_png")
 }
 
-/// An empty directory `<CARGO_TARGET_TMPDIR>/<test crate>/<name>`.
-pub fn scratch(name: &str) -> PathBuf {
+/// An empty directory `<CARGO_TARGET_TMPDIR>/<module>/<name>`, `module`
+/// the test file's `module_path!()` (the files of one test binary never
+/// share one).
+pub fn scratch(module: &str, name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(env!("CARGO_CRATE_NAME"))
+        .join(module.replace("::", "/"))
         .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");

@@ -1,7 +1,6 @@
 //! Exporting a trained digits model to TFLite, predicting with it and
 //! comparing its predictions with the compiled `predict` function's: shared
-//! by `tests/tflite_cnn.rs` and `tests/tflite_predict.rs` (included by
-//! `#[path]`; both declare `mod cli;`).
+//! by `tflite_cnn` and `tflite_predict`.
 #![allow(dead_code)]
 
 use std::path::Path;
