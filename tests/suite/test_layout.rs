@@ -3,7 +3,8 @@
 //! compiled: the packages set `autotests = false`), and every test that
 //! reads the golden directory is matched by a filter of
 //! `tests/golden-tests.txt`, so `.ci/run` reruns it against another draw of
-//! TF's numbers.
+//! TF's numbers; and no test changes what the tests of its binary share, the
+//! process's environment and working directory.
 
 use std::path::{Path, PathBuf};
 
@@ -170,4 +171,50 @@ fn every_golden_reader_is_rerun_by_ci() {
         missed.join("\n")
     );
     assert!(readers > 20, "only {readers} golden readers found");
+}
+
+/// The `.rs` files of every test binary, its helper directories included.
+fn test_sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let (files, dirs) = entries(dir);
+        out.extend(files);
+        for d in dirs {
+            walk(&d, out);
+        }
+    }
+    let mut out = Vec::new();
+    for bin in binaries() {
+        walk(&bin, &mut out);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn no_test_changes_the_process_environment_or_directory() {
+    // Split so that this file does not name them.
+    let calls = [
+        ["env::", "set_var"].concat(),
+        ["env::", "remove_var"].concat(),
+        ["set_current", "_dir"].concat(),
+    ];
+    let mut found = Vec::new();
+    let sources = test_sources();
+    for f in &sources {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if calls.iter().any(|c| code.contains(c.as_str())) {
+                found.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "tests of one binary share their process: pass the setting to the child \
+         (`Command::env`, `current_dir`) instead:\n{}",
+        found.join("\n")
+    );
+    assert!(sources.len() > 100, "only {} test sources", sources.len());
 }
