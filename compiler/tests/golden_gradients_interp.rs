@@ -12,13 +12,11 @@
 //! it differs from TF's float32 results by their rounding (a few float32 ulps,
 //! of the tensor's scale where an element is a difference of larger terms).
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
-use common::gradient_cases::{case_spec, golden_gradient, gradient_case_tests};
-use common::{array, assert_all_close_f64, scale, Tol};
 use specc_compiler::interp::{self, Tensor};
 use specc_grammar::SourceFile;
+use specc_testkit::golden::array;
+use specc_testkit::gradient_cases::{case_spec, golden_gradient, gradient_case_tests};
+use specc_testkit::tol::{assert_all_close_f64, scale, Tol};
 
 const REL: f64 = 1e-6;
 const FLOOR: f64 = 1e-6;

@@ -4,7 +4,7 @@
 //! Run with `cargo test -p specc-compiler --test math_accuracy -- --nocapture`
 //! to see the ulp table.
 
-mod jit;
+use crate::jit;
 
 use jit::{run, Emit, Jit, Mode, XorShift};
 use specc_compiler::codegen::math;

@@ -2,7 +2,7 @@
 //! lowering (no calls, SSE2/SSE4.1-only targets give bit-identical results),
 //! and an ignored micro-benchmark.
 
-mod jit;
+use crate::jit;
 
 use std::time::Instant;
 

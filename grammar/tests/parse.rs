@@ -1,6 +1,6 @@
 //! Specs that must parse, and the AST they must produce.
 
-mod common;
+use crate::common;
 
 use common::{binding, call, expr, parse_ok, sexpr};
 use specc_grammar::ast::*;

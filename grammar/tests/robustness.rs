@@ -1,7 +1,7 @@
 //! `parse` and `render` must not panic on any input: random token soups,
 //! mutations of a real spec, pathological nesting. Deterministic (xorshift).
 
-mod common;
+use crate::common;
 
 use specc_grammar::ast::{ExprKind, Item, Span};
 use specc_grammar::{parse, Code, Diagnostic, SourceFile};

@@ -10,7 +10,7 @@
 //! 1e-6 times the tensor's largest magnitude (sums are accumulated in f64,
 //! TF's Eigen reductions in f32 trees).
 
-mod support;
+use crate::support;
 
 use ndarray::{ArrayD, IxDyn};
 use specc_image::{adjust, measures, Image};

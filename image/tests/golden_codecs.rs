@@ -11,20 +11,7 @@
 
 use specc_image::codec::{self, DecodeDType, JPEG_MAX_LEVEL_DIFF};
 use specc_image::Image;
-use std::path::{Path, PathBuf};
-
-/// The golden directory: `SPECC_GOLDEN_DIR` or the repository's `tests/golden`.
-fn golden_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("SPECC_GOLDEN_DIR") {
-        return PathBuf::from(d);
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .find(|a| a.join("tests/golden/README.md").is_file())
-        .expect("the repository's tests/golden")
-        .join("tests/golden")
-}
+use specc_testkit::golden::golden_dir;
 
 fn codec_cases() -> Vec<serde_json::Value> {
     let path = golden_dir().join("images.json");

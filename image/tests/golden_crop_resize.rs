@@ -6,7 +6,7 @@
 //! Tolerance: 2e-6 relative with a floor of 2e-6 times the tensor's
 //! largest magnitude; nearest crops are exact.
 
-mod support;
+use crate::support;
 
 use ndarray::{ArrayD, IxDyn};
 use specc_image::crop_resize::{self, CropMethod};

@@ -6,7 +6,7 @@
 //! and drawn pixels are exact (they move values); scores and boxes within
 //! 1e-6 relative (Soft-NMS multiplies float32 decays in TF's order).
 
-mod support;
+use crate::support;
 
 use specc_image::detection::{combined_non_max_suppression, non_max_suppression_with_scores};
 use specc_image::draw::draw_bounding_boxes;

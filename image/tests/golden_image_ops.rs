@@ -11,7 +11,7 @@
 //! floor of 1e-6 times the tensor's largest magnitude (TF's kernels may
 //! contract the colour matrices' products into FMAs).
 
-mod support;
+use crate::support;
 
 use specc_image::{color, convert, geometry, DType, Image};
 use support::{image_of, tensor};

@@ -4,7 +4,7 @@
 //! Patches only move values, so they are compared exactly; NMS gives
 //! indices, compared exactly.
 
-mod support;
+use crate::support;
 
 use specc_image::detection::non_max_suppression;
 use specc_image::patches::{extract_patches, Padding};

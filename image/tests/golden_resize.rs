@@ -11,7 +11,7 @@
 //! magnitude (the taps' weights are products TF forms in another order);
 //! nearest is exact.
 
-mod support;
+use crate::support;
 
 use ndarray::{ArrayD, IxDyn};
 use specc_image::resize::{self, Centers, ResizeMethod};

@@ -9,7 +9,7 @@
 //! magnitude (the statistics are in f64 here, f32 in TF, and the Gaussian
 //! window's softmax uses another exp).
 
-mod support;
+use crate::support;
 
 use ndarray::{ArrayD, IxDyn};
 use specc_image::ssim::{self, SsimOptions};

@@ -2,7 +2,7 @@
 //! other shuffle regimes, the held-out split (plain and stratified) and
 //! gathering.
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use specc_runtime::batches::{

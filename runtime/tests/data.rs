@@ -2,7 +2,7 @@
 //! W3 synthetic), the error reports on bad files, the row limit, and the
 //! column transforms the readers hand raw cells to.
 
-mod common;
+use crate::common;
 
 use common::{as_f64s, as_u64s, assert_f32_exact, exact_f64_array, fixture, shared, temp_file};
 use specc_runtime::abi::ElemType;

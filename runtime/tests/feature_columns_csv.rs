@@ -2,7 +2,7 @@
 //! each `InputSpec::feature` gets (ids, weights, dense values, a string
 //! label), the checks on the specs, and errors naming file, line and column.
 
-mod common;
+use crate::common;
 
 use std::num::NonZeroU64;
 

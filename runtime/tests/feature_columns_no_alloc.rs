@@ -14,9 +14,7 @@ use specc_runtime::feature_column::{
     Vocabulary,
 };
 
-#[path = "common/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::allocations;
+use specc_testkit::alloc::thread_allocations as allocations;
 
 fn hashed(key: &str) -> CategoricalColumn {
     CategoricalColumn::HashBucket {

@@ -17,9 +17,7 @@ use specc_runtime::memory::AlignedBuf;
 use specc_runtime::pipeline::{Format, ImageFormat, ImageRecords, StreamSpec, StreamingBatches};
 use specc_runtime::source::{BatchBuffers, BatchSource};
 
-#[path = "common/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::allocations;
+use specc_testkit::alloc::thread_allocations as allocations;
 
 #[test]
 fn streamed_image_batches_allocate_nothing_on_the_training_thread() {

@@ -1,7 +1,7 @@
 //! Initializers: the benchmark's glorot_uniform bit for bit, TF semantics and
 //! statistics of the others.
 
-mod common;
+use crate::common;
 
 use common::{as_f64s, assert_f32_exact, fixture};
 use specc_runtime::init::{fans, initialize, Initializer};

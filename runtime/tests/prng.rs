@@ -1,6 +1,6 @@
 //! splitmix64 against the benchmark's test vectors (`prng_check.json`).
 
-mod common;
+use crate::common;
 
 use common::{as_f64s, as_u64s, assert_f32_exact, fixture};
 use specc_runtime::prng::{fnv1a64, SplitMix64};

@@ -1,8 +1,7 @@
 //! Results against a float64 reference and against the exact recipe of the
 //! module docs, for every kernel, over random shapes, layouts, alpha/beta.
 
-#[path = "sgemm_common/mod.rs"]
-mod common;
+use crate::sgemm_common as common;
 
 use common::*;
 use specc_runtime::sgemm::{sgemm, sgemm_with, Isa, KC_MAX};

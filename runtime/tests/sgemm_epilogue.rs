@@ -5,8 +5,7 @@
 //! epilogue must be applied once, to the final sums), beta != 0, and C split
 //! into row and column blocks between calls.
 
-#[path = "sgemm_common/mod.rs"]
-mod common;
+use crate::sgemm_common as common;
 
 use common::*;
 use specc_runtime::sgemm::{sgemm_ep_with, Epilogue, Isa, KC_MAX};

@@ -1,48 +1,9 @@
-//! No heap allocation after warm-up: a counting global allocator sees zero
+//! No heap allocation after warm-up: the counting global allocator sees zero
 //! allocations over 100 calls that follow a first call, for every kernel (with a bias + relu epilogue) and
 //! for packed and in-place paths alike.
 
 use specc_runtime::sgemm::{sgemm, sgemm_ep_with, Epilogue, Isa};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-/// Counts the allocations made by each thread (tests run in parallel, so a
-/// global count would see the other tests' allocations).
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    // `try_with`: allocations during thread teardown are not counted.
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-}
-
-fn allocations() -> usize {
-    ALLOCS.with(|c| c.get())
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        count();
-        System.alloc(l)
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        count();
-        System.alloc_zeroed(l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        count();
-        System.realloc(p, l, n)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use specc_testkit::alloc::thread_allocations as allocations;
 
 /// (m, k, n, A transposed, B transposed): in-place and packed operands,
 /// transposing packs, several k blocks, several packed-A chunks.

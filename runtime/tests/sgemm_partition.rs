@@ -3,8 +3,7 @@
 //! element computed in a full tile equals the same element computed alone
 //! (an edge tile of every kernel).
 
-#[path = "sgemm_common/mod.rs"]
-mod common;
+use crate::sgemm_common as common;
 
 use common::*;
 use specc_runtime::sgemm::{sgemm_with, Isa, KC_MAX};

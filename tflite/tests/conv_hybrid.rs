@@ -8,7 +8,7 @@
 //! must have, and the interpreter choosing these kernels (fused activation
 //! included) for an INT8 filter under a float input.
 
-mod common;
+use crate::common;
 
 use common::{a, int8_tensor, VALID};
 use specc_tflite::interpreter::{Interpreter, Value};

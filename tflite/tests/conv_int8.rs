@@ -6,7 +6,7 @@
 //! fused activation, padding with the zero point, and per-axis weight
 //! quantization of a depthwise filter.
 
-mod common;
+use crate::common;
 
 use common::{a, int8_tensor, VALID};
 use specc_tflite::kernels::conv::Geometry;

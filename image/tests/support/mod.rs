@@ -1,47 +1,18 @@
 //! Reading `golden/images.json` for the image tests: the file (from
-//! `SPECC_GOLDEN_DIR` or the repository's `tests/golden`), its numbers and
+//! `specc_testkit::golden`: `SPECC_GOLDEN_DIR` or the repository's
+//! `tests/golden`), its numbers and
 //! `{dtype, shape, values}` tensors as [`Image`]s.
 #![allow(dead_code)]
 
 use specc_image::{DType, Image};
-use std::path::PathBuf;
 
+/// `images.json` of the golden directory (`specc_testkit::golden`, which
+/// checks its sections: a section no test knows fails).
 pub fn golden_file() -> serde_json::Value {
-    let dir = match std::env::var_os("SPECC_GOLDEN_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden"),
-    };
-    let p = dir.join("images.json");
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let file: serde_json::Value = serde_json::from_str(&text).expect("images.json");
-    // Its sections, each read by a test: a section no test knows fails.
-    let mut keys: Vec<&str> = file
-        .as_object()
-        .expect("an object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    assert_eq!(
-        keys,
-        ["_meta", "cases", "codecs", "refused"],
-        "images.json: its sections"
-    );
-    file
+    specc_testkit::golden::golden("images.json")
 }
 
-pub fn number(v: &serde_json::Value) -> f64 {
-    match v {
-        serde_json::Value::Number(n) => n.as_f64().expect("a number"),
-        serde_json::Value::String(s) => match s.as_str() {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            o => panic!("number string {o}"),
-        },
-        o => panic!("expected a number, got {o}"),
-    }
-}
+pub use specc_testkit::golden::num as number;
 
 pub fn flatten(v: &serde_json::Value, out: &mut Vec<f64>) {
     match v {
@@ -110,7 +81,7 @@ pub fn image_of(v: &serde_json::Value) -> Image {
 /// The ops of `images.json` by the test that checks them: every case's op
 /// must be in one of these lists ([`cases_of`] fails otherwise), so a case
 /// of an op no test knows fails every image test instead of going
-/// unchecked. (`tests/golden_image_graph.rs` checks the differentiable
+/// unchecked. (`tests/suite/golden_image_graph.rs` checks the differentiable
 /// measures a second time, as graph ops.)
 pub mod ops {
     /// `golden_adjust_measures.rs`.

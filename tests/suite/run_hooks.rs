@@ -1,0 +1,227 @@
+//! What `specc run` writes and prints besides training, end to end: event
+//! files for TensorBoard in the checkpoint directory (train scalars, the
+//! metric of each batch, global_step/sec) and its `eval/` run (periodic
+//! held-out evaluations, the last equal to the run's reported held-out
+//! numbers), logged tensors, and `init_from_checkpoint`.
+
+use crate::cli;
+
+use std::path::{Path, PathBuf};
+
+use cli::specc;
+use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, Tensor};
+use specc_runtime::summary::event::{ValueKind, What};
+use specc_runtime::summary::{event_files, read_events};
+
+fn setup(name: &str, spec: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("run_hooks")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("data.csv"), cli::DATA).unwrap();
+    std::fs::write(d.join("spec.spec"), spec).unwrap();
+    d
+}
+
+fn run(dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let mut all = vec!["run", "spec.spec", "--json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = specc(dir, &all);
+    assert_eq!(code, 0, "specc {all:?}\n{err}");
+    (
+        serde_json::from_str(out.lines().last().unwrap()).unwrap(),
+        err,
+    )
+}
+
+/// `(step, tag, value)` of every scalar in the event files of `dir`.
+fn scalars(dir: &Path) -> Vec<(i64, String, f32)> {
+    let files = event_files(dir).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let mut out = Vec::new();
+    for e in read_events(&files[0]).unwrap() {
+        if let What::Summary(s) = e.what {
+            for v in s.values {
+                if let ValueKind::SimpleValue(x) = v.kind {
+                    out.push((e.step, v.tag, x));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn steps_of(s: &[(i64, String, f32)], tag: &str) -> Vec<i64> {
+    s.iter().filter(|(_, t, _)| t == tag).map(|e| e.0).collect()
+}
+
+/// The base spec with 5 held-out rows of 10 and 40 steps.
+fn spec() -> String {
+    cli::BASE.replace(
+        "train { batch = 4, steps = 10 }",
+        "train { batch = 4, steps = 40, eval_fraction = 0.5 }",
+    )
+}
+
+#[test]
+fn summaries_hold_the_loss_learning_rate_metrics_and_evaluations() {
+    let data: String = (0..10)
+        .map(|i| format!("{},{},{},{},{}\n", i, 10 - i, i % 3, 1, i % 3))
+        .collect();
+    let dir = setup("summaries", &spec());
+    std::fs::write(dir.join("data.csv"), format!("x0,x1,x2,x3,y\n{data}")).unwrap();
+    let (json, _) = run(
+        &dir,
+        &[
+            "--checkpoint-dir",
+            "ck",
+            "--set",
+            "summaries.every_steps=10",
+            "--set",
+            "evaluate.every_steps=15",
+        ],
+    );
+    let train = scalars(&dir.join("ck"));
+    // TF's SummarySaverHook: the first step, then every 10 global steps.
+    for tag in ["loss", "learning_rate", "accuracy"] {
+        assert_eq!(steps_of(&train, tag), [1, 11, 21, 31], "{tag}: {train:?}");
+    }
+    assert!(!steps_of(&train, "global_step/sec").is_empty(), "{train:?}");
+    let lr = train.iter().find(|s| s.1 == "learning_rate").unwrap().2;
+    assert_eq!(lr, 0.01);
+    for (_, tag, x) in &train {
+        if tag == "accuracy" {
+            assert!((0.0..=1.0).contains(x), "{x}");
+        }
+    }
+    // Held-out evaluations at 15, 30 and the last step; the last is the
+    // held-out result the run reports.
+    let eval = scalars(&dir.join("ck/eval"));
+    assert_eq!(steps_of(&eval, "loss"), [15, 30, 40], "{eval:?}");
+    assert_eq!(steps_of(&eval, "accuracy"), [15, 30, 40], "{eval:?}");
+    let last_loss = eval.iter().rfind(|s| s.1 == "loss").unwrap().2;
+    assert_eq!(last_loss, json["eval"]["loss"].as_f64().unwrap() as f32);
+    let last_acc = eval.iter().rfind(|s| s.1 == "accuracy").unwrap().2;
+    assert_eq!(last_acc, json["eval"]["accuracy"].as_f64().unwrap() as f32);
+}
+
+#[test]
+fn logged_tensors_print_the_spec_names_at_their_steps() {
+    let dir = setup("logging", &spec());
+    let (_, err) = run(
+        &dir,
+        &[
+            "--checkpoint-dir",
+            "ck",
+            "--set",
+            "logging.tensors=[loss, b2, h, global_step]",
+            "--set",
+            "logging.every_steps=20",
+        ],
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("b2 = ")).collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with("step 1: loss = "), "{err}");
+    assert!(lines[1].starts_with("step 21: "), "{err}");
+    assert!(lines[2].starts_with("step 40: "), "{err}");
+    assert!(lines[2].ends_with("global_step = 40"), "{err}");
+    // The last line's parameter is the one the checkpoint holds.
+    let reader = BundleReader::open(latest_checkpoint(dir.join("ck")).unwrap().unwrap()).unwrap();
+    let Tensor::F32(b2) = reader.load("b2").unwrap() else {
+        panic!("b2 is float32")
+    };
+    let printed: Vec<String> = b2.iter().map(|x| x.to_string()).collect();
+    assert!(
+        lines[2].contains(&format!("b2 = [3] [{}]", printed.join(" "))),
+        "{}",
+        lines[2]
+    );
+    // `h` is [batch, 8]: its shape and the first values, summarized.
+    assert!(lines[2].contains("h = [4, 8] ["), "{}", lines[2]);
+    assert!(lines[2].contains(" ...]"), "{}", lines[2]);
+}
+
+#[test]
+fn init_from_checkpoint_starts_the_parameters_from_another_run() {
+    let dir = setup("warm_start", &spec());
+    run(&dir, &["--checkpoint-dir", "first"]);
+    // A learning rate of 1e-30: one step leaves the loaded parameters as
+    // they were (to far below float32's resolution).
+    let warm = spec()
+        .replace(
+            "adam(learning_rate = 0.01)",
+            "gradient_descent(learning_rate = 1e-30)",
+        )
+        .replace(
+            "optimizer",
+            "init_from_checkpoint(\"first\", { \"W1\": \"W1\", \"b1\": \"b1\" })\noptimizer",
+        );
+    std::fs::write(dir.join("spec.spec"), warm).unwrap();
+    let (_, err) = run(&dir, &["--checkpoint-dir", "second", "--steps", "1"]);
+    assert!(err.contains("2 parameters initialized from"), "{err}");
+    let first = BundleReader::open(latest_checkpoint(dir.join("first")).unwrap().unwrap()).unwrap();
+    let second =
+        BundleReader::open(latest_checkpoint(dir.join("second")).unwrap().unwrap()).unwrap();
+    let f32s = |r: &BundleReader, name: &str| match r.load(name).unwrap() {
+        Tensor::F32(a) => a.iter().copied().collect::<Vec<f32>>(),
+        other => panic!("{name}: {other:?}"),
+    };
+    for name in ["W1", "b1"] {
+        let (a, b) = (f32s(&first, name), f32s(&second, name));
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert!(
+                (x - y).abs() <= 1e-6 * x.abs() + 1e-20,
+                "{name}: {x} vs {y}"
+            );
+        }
+    }
+    // W2 was not mapped: it has its initializer's value, not the trained one.
+    assert_ne!(first.load("W2").unwrap(), second.load("W2").unwrap());
+}
+
+#[test]
+fn init_from_checkpoint_names_a_missing_tensor() {
+    let dir = setup("warm_start_missing", &spec());
+    run(&dir, &["--checkpoint-dir", "first", "--steps", "1"]);
+    let warm = spec().replace(
+        "optimizer",
+        "init_from_checkpoint(\"first\", { \"W7\": \"W1\" })\noptimizer",
+    );
+    std::fs::write(dir.join("spec.spec"), warm).unwrap();
+    let (code, _, err) = specc(&dir, &["run", "spec.spec"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`W7`") && err.contains("first"), "{err}");
+}
+
+#[test]
+fn the_summary_step_trains_to_the_same_bits_as_the_step() {
+    // Summaries and logged tensors at every step run the summary step every
+    // step; with summaries never written the plain step runs. Same updates.
+    let dir = setup("summary_step_bits", &spec());
+    let every = [
+        "--set",
+        "summaries.every_steps=1",
+        "--set",
+        "logging.tensors=[h, accuracy]",
+        "--set",
+        "logging.every_steps=1",
+    ];
+    let never = [
+        "--set",
+        "summaries.every_steps=0",
+        "--set",
+        "logging.tensors=[h]",
+    ];
+    run(&dir, &[&["--checkpoint-dir", "every"][..], &every].concat());
+    run(&dir, &[&["--checkpoint-dir", "never"][..], &never].concat());
+    let bytes = |d: &str| {
+        let p = latest_checkpoint(dir.join(d)).unwrap().unwrap();
+        std::fs::read(format!("{}.data-00000-of-00001", p.display())).unwrap()
+    };
+    assert!(
+        bytes("every") == bytes("never"),
+        "the summary step changed the training"
+    );
+}
