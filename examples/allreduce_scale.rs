@@ -60,7 +60,7 @@ struct Args {
     #[arg(long, default_value_t = W3_PARAMS)]
     params: usize,
     /// Per-rank compute time of one step, ms. The default is W3's one-rank
-    /// step: README's W3 row, 100.6 steps/s (9.94 ms) on both cores with
+    /// step: docs/performance.md's W3 row, 100.6 steps/s (9.94 ms) on both cores with
     /// AVX-512, batch 256. (`specc bench specs/wide_mlp.spec` with
     /// `SPECC_THREADS=1`, one core as under `mpirun -np 2`: 83 steps/s, 12 ms.)
     #[arg(long, default_value_t = 10.0)]

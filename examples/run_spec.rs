@@ -7,7 +7,7 @@
 //! trained model's variables, bit for bit.
 //!
 //! `cargo run --release --example run_spec` (from the repository root).
-//! `tests/example_run_spec.rs` runs it, checks what it returns, and that
+//! `tests/suite/example_run_spec.rs` runs it, checks what it returns, and that
 //! `specc run` with the same flags reports the same numbers.
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! load it into a fresh model that predicts the same.
 //!
 //! `cargo run --release --example train_digits` (from the repository root).
-//! `tests/example_train_digits.rs` runs it and checks what it returns.
+//! `tests/suite/example_train_digits.rs` runs it and checks what it returns.
 
 use std::path::Path;
 

@@ -77,7 +77,7 @@ enum Command {
         /// Fraction of rows held out for evaluation (overrides the spec; 0 disables).
         #[arg(long, allow_negative_numbers = true)]
         eval_fraction: Option<f64>,
-        /// A YAML run configuration (keys in README, "Runs"); it overrides the spec.
+        /// A YAML run configuration (keys in docs/runs-and-checkpoints.md); it overrides the spec.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Override one setting, e.g. `--set optimizer.learning_rate=0.01` (repeatable; wins over --config).

@@ -1,7 +1,7 @@
 """Cap JAX's YNNPACK kernels to AVX2+FMA for the AVX2 peer runs.
 
-Put this directory on PYTHONPATH (with the usual caps, see README
-"Performance"): `XLA_FLAGS=--xla_cpu_max_isa=AVX2` caps the code XLA
+Put this directory on PYTHONPATH (with the usual caps, see docs/performance.md):
+`XLA_FLAGS=--xla_cpu_max_isa=AVX2` caps the code XLA
 generates, but jaxlib 0.12 sends its matrix products to YNNPACK, which picks
 its kernels from CPUID and so runs `dot_fp32_*_avx512` on an AVX-512 machine
 whatever the flag says. An AVX2 machine (AMD Zen 3) would run YNNPACK's

@@ -24,7 +24,7 @@
 //! |---|---|---|
 //! | `SPECC_GOLDEN_DIR` | `tests/common`, `image/tests`, `.ci/run` | another draw of TF's golden numbers instead of `tests/golden` |
 //! | `SPECC_GOLDEN_ERRORS` | `tests/common` | prints the worst errors of each golden comparison |
-//! | `SPECC_FILETEST` | `tests/filetests.rs` | runs only the filetests whose name contains it |
+//! | `SPECC_FILETEST` | `tests/suite/filetests.rs` | runs only the filetests whose name contains it |
 //! | `SPECC_DECODE_CSV` | `interop/test_decode_csv.py` | the `decode_csv` example binary to check |
 //! | `SPECC_PARSE_EXAMPLES` | `interop/test_parse_example.py` | the `parse_examples` example binary to check |
 //! | `SPECC_WRITE_CHECKPOINT` | `interop/` | the `write_checkpoint` example binary to check |
@@ -140,7 +140,7 @@ pub const TEST_SETTINGS: &[(&str, &str, &str)] = &[
     ),
     (
         "SPECC_FILETEST",
-        "`tests/filetests.rs`",
+        "`tests/suite/filetests.rs`",
         "runs only the filetests whose name contains it",
     ),
     (

@@ -85,7 +85,7 @@ const fn spec_only(name: &'static str, ty: Ty) -> Key {
     }
 }
 
-/// The keys of each block, in the order the README lists them.
+/// The keys of each block, in the order docs/runs-and-checkpoints.md lists them.
 pub const TRAIN_KEYS: &[Key] = &[
     key("steps", Ty::Int),
     key("epochs", Ty::Int),

@@ -376,7 +376,7 @@ pub fn markdown() -> String {
          <!-- Generated from `Code` in grammar/src/code/ by `specc explain --markdown`; \
          do not edit. Regenerate with\n     \
          cargo run -- explain --markdown > docs/errors.md\n     \
-         (the test `tests/explain.rs` fails while this file is stale). -->\n\n\
+         (the test `tests/suite/explain.rs` fails while this file is stale). -->\n\n\
          Every error specc reports about a spec has a code, printed in brackets:\n\
          `error[argument-out-of-range]: learning_rate must be positive, got -0.01`.\n\
          `specc explain CODE` prints the code's section below; `specc explain`\n\
