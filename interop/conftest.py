@@ -33,3 +33,14 @@ def runtime_example(name, env):
 @pytest.fixture(scope="session")
 def specc():
     return binary("SPECC", "debug/specc", ["--bin", "specc"])
+
+
+def write_rows(path, x, y=None):
+    """A CSV of float columns `x0..`, and int labels `y` if given."""
+    with open(path, "w") as f:
+        f.write(",".join(f"x{i}" for i in range(x.shape[1])) + (",y" if y is not None else "") + "\n")
+        for r in range(len(x)):
+            cells = [repr(float(v)) for v in x[r]]
+            if y is not None:
+                cells.append(str(int(y[r])))
+            f.write(",".join(cells) + "\n")

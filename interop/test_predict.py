@@ -14,6 +14,8 @@ import subprocess
 import numpy as np
 import tensorflow as tf
 
+from conftest import write_rows
+
 SPEC = """model mlp
 data csv("train.csv")
 label y: int
@@ -35,16 +37,6 @@ outputs {
   class  = argmax(logits, 1)
 }
 """
-
-
-def write_rows(path, x, y=None):
-    with open(path, "w") as f:
-        f.write("x0,x1,x2,x3" + (",y" if y is not None else "") + "\n")
-        for r in range(len(x)):
-            cells = [repr(float(v)) for v in x[r]]
-            if y is not None:
-                cells.append(str(int(y[r])))
-            f.write(",".join(cells) + "\n")
 
 
 def tf_outputs(prefix, x):

@@ -156,6 +156,54 @@ impl OptimizerSpec {
     }
 }
 
+/// The variables an optimizer or a clip applies to (TF's `var_list`):
+/// patterns over TF names, where `*` matches any text (`"dnn/*"`,
+/// `"linear_model/*"`) and any other character itself. `None` in a
+/// [`OptimizerGroup`] or [`ClipSpec`]: every trainable variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarList {
+    pub patterns: Vec<(String, Span)>,
+    pub span: Span,
+}
+
+impl VarList {
+    /// Whether variable `name` is in the list.
+    pub fn contains(&self, name: &str) -> bool {
+        self.patterns.iter().any(|(p, _)| glob(p, name))
+    }
+}
+
+/// `*`-pattern matching of a whole name.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// One optimizer of the step and the variables it trains (TF's
+/// `apply_gradients` of one optimizer; several are grouped into one train
+/// op with one `global_step` increment, as `DNNLinearCombinedClassifier`
+/// does).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerGroup {
+    pub spec: OptimizerSpec,
+    /// `None`: every trainable variable (the spec has one optimizer).
+    pub var_list: Option<VarList>,
+}
+
 /// Gradient processing before the optimizer, as `tf.clip_by_*`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClipKind {
@@ -185,6 +233,8 @@ pub struct ClipBound {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClipSpec {
     pub kind: ClipKind,
+    /// The gradients it clips (`None`: all).
+    pub var_list: Option<VarList>,
     pub span: Span,
 }
 
@@ -325,7 +375,9 @@ pub struct Model {
     pub loss: NodeId,
     pub loss_span: Span,
     pub metrics: Vec<Metric>,
-    pub optimizer: OptimizerSpec,
+    /// The optimizers, in source order; every trainable variable is in
+    /// exactly one (sema checks it).
+    pub optimizers: Vec<OptimizerGroup>,
     pub train: TrainSettings,
     pub functions: Functions,
     /// Named bindings (`h = ...`) in source order.
@@ -434,6 +486,22 @@ impl Model {
             .filter(|(_, v)| matches!(v.kind, VarKind::Param { trainable: true }))
             .map(|(i, _)| i as u32)
             .collect()
+    }
+
+    /// The optimizer group training variable `v`: the first whose
+    /// `var_list` holds it (sema makes sure there is exactly one).
+    pub fn optimizer_of(&self, v: u32) -> usize {
+        let name = self.var_name(v);
+        self.optimizers
+            .iter()
+            .position(|g| g.var_list.as_ref().is_none_or(|l| l.contains(name)))
+            .unwrap_or(0)
+    }
+
+    /// The first optimizer's spec (the one whose learning rate the step
+    /// reports).
+    pub fn optimizer(&self) -> &OptimizerSpec {
+        &self.optimizers[0].spec
     }
 
     pub fn var_name(&self, v: u32) -> &str {

@@ -94,6 +94,76 @@ pub enum Item {
     Evaluate(Block<Arg>),
     /// `init_from_checkpoint("path", { "old/": "new/", "W1": "layer1/W" })`
     InitFromCheckpoint(InitFromCheckpoint),
+    /// `block NAME(PARAMS) { ... }`: a definition, expanded at each call.
+    BlockDef(BlockDef),
+    /// `for i in range(N) { ... }` at the top level.
+    For(ForLoop),
+    /// `a, b = f(...)`.
+    TupleLet(TupleBinding),
+}
+
+/// A block definition: a named, parameterized piece of a spec that declares
+/// its own parameters (under the variable scope of each call) and returns
+/// one value or a tuple.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockDef {
+    pub name: Ident,
+    pub params: Vec<BlockParam>,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// A parameter of a block, with its default value if it has one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockParam {
+    pub name: Ident,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
+/// A statement of a block, `for` or `if` body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Params(Block<ParamDecl>),
+    Let(Binding),
+    TupleLet(TupleBinding),
+    Call(Call),
+    For(ForLoop),
+    If(IfStmt),
+    Return(Return),
+}
+
+/// `for VAR in range(...) { BODY }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForLoop {
+    pub var: Ident,
+    pub range: Call,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// `if COND { THEN } else { ELSE }` on a compile-time condition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IfStmt {
+    pub cond: Expr,
+    pub then: Vec<Stmt>,
+    pub otherwise: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// `return a` or `return a, b`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Return {
+    pub values: Vec<Expr>,
+    pub span: Span,
+}
+
+/// `a, b = value`: the names bound to a tuple's parts in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TupleBinding {
+    pub names: Vec<Ident>,
+    pub value: Expr,
+    pub span: Span,
 }
 
 /// A string literal with its position (quotes included in the span).
@@ -214,6 +284,10 @@ pub enum BinOp {
     Sub,
     Mul,
     Div,
+    /// `//`: integer division of static sizes (Python's floor division).
+    FloorDiv,
+    /// `%`: the remainder of static sizes (Python's, with the divisor's sign).
+    Mod,
     MatMul,
     Eq,
     Ne,
@@ -230,6 +304,8 @@ impl BinOp {
             BinOp::Sub => "-",
             BinOp::Mul => "*",
             BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
+            BinOp::Mod => "%",
             BinOp::MatMul => "@",
             BinOp::Eq => "==",
             BinOp::Ne => "!=",

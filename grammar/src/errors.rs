@@ -54,7 +54,22 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::metrics_item
         | Rule::outputs_item
         | Rule::statement_item
-        | Rule::let_item => (Boundary, "a statement"),
+        | Rule::let_item
+        | Rule::block_item
+        | Rule::for_item
+        | Rule::tuple_let_item => (Boundary, "a statement"),
+        Rule::stmt
+        | Rule::for_stmt
+        | Rule::if_stmt
+        | Rule::return_stmt
+        | Rule::tuple_binding
+        | Rule::kw_block
+        | Rule::kw_for
+        | Rule::kw_if
+        | Rule::kw_return => (Start, "a statement"),
+        Rule::block_param => (Start, "a parameter name"),
+        Rule::kw_in => (Punct, "`in`"),
+        Rule::kw_else => (Continuation, "`else`"),
         Rule::kw_model
         | Rule::kw_data
         | Rule::kw_eval_data
@@ -111,6 +126,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         Rule::ident => (Start, "a name"),
         Rule::cmp_op | Rule::add_op | Rule::mul_op => (Continuation, "an operator"),
         Rule::dotdot => (Continuation, "`..`"),
+        Rule::tuple_comma => (Continuation, "`,`"),
         Rule::arg_eq => (Continuation, "`=`"),
         Rule::eq => (Punct, "`=`"),
         Rule::colon => (Punct, "`:`"),

@@ -6,7 +6,10 @@
 
 use std::fmt::Write;
 
-use crate::ast::{Arg, Call, Expr, ExprKind, IndexItem, Item, Operation, SpecFile};
+use crate::ast::{
+    Arg, Block, Call, Expr, ExprKind, IndexItem, Item, Operation, ParamDecl, SpecFile, Stmt,
+    TupleBinding,
+};
 
 pub fn print_spec(file: &SpecFile) -> String {
     let mut out = String::new();
@@ -44,24 +47,7 @@ pub fn print_spec(file: &SpecFile) -> String {
                     .collect();
                 (format!("(features{})", e.concat()), b.span)
             }
-            Item::Params(b) => {
-                let e: Vec<String> = b
-                    .entries
-                    .iter()
-                    .map(|p| {
-                        let dims: Vec<String> = p.shape.iter().map(expr).collect();
-                        let opts: String =
-                            p.options.iter().map(|o| format!(" {}", arg(o))).collect();
-                        format!(
-                            "\n  ({} [{}] {}{opts})",
-                            p.name.name,
-                            dims.join(" "),
-                            expr(&p.init)
-                        )
-                    })
-                    .collect();
-                (format!("(params{})", e.concat()), b.span)
-            }
+            Item::Params(b) => (params(b, "\n  "), b.span),
             Item::Let(b) => (format!("(let {} {})", b.name.name, expr(&b.value)), b.span),
             Item::Statement(c) => (format!("(statement {})", call(c)), c.span),
             Item::Optimizer(c) => (format!("(optimizer {})", call(c)), c.span),
@@ -101,6 +87,27 @@ pub fn print_spec(file: &SpecFile) -> String {
                     .collect();
                 (format!("(metrics{})", e.concat()), b.span)
             }
+            Item::BlockDef(d) => {
+                let ps: Vec<String> = d
+                    .params
+                    .iter()
+                    .map(|p| match &p.default {
+                        Some(v) => format!("{}={}", p.name.name, expr(v)),
+                        None => p.name.name.clone(),
+                    })
+                    .collect();
+                (
+                    format!(
+                        "(block {} ({}){})",
+                        d.name.name,
+                        ps.join(" "),
+                        stmts(&d.body, "\n  ")
+                    ),
+                    d.span,
+                )
+            }
+            Item::For(f) => (stmt(&Stmt::For(f.clone()), "\n"), f.span),
+            Item::TupleLet(t) => (tuple(t), t.span),
             Item::Outputs(b) => {
                 let e: Vec<String> = b
                     .entries
@@ -113,6 +120,73 @@ pub fn print_spec(file: &SpecFile) -> String {
         writeln!(out, "{text} @{}..{}", span.start, span.end).ok();
     }
     out
+}
+
+/// A `params` block, each entry on a line starting with `indent`.
+fn params(b: &Block<ParamDecl>, indent: &str) -> String {
+    let e: Vec<String> = b
+        .entries
+        .iter()
+        .map(|p| {
+            let dims: Vec<String> = p.shape.iter().map(expr).collect();
+            let opts: String = p.options.iter().map(|o| format!(" {}", arg(o))).collect();
+            format!(
+                "{indent}({} [{}] {}{opts})",
+                p.name.name,
+                dims.join(" "),
+                expr(&p.init)
+            )
+        })
+        .collect();
+    format!("(params{})", e.concat())
+}
+
+fn tuple(t: &TupleBinding) -> String {
+    let names: Vec<&str> = t.names.iter().map(|n| n.name.as_str()).collect();
+    format!("(let ({}) {})", names.join(" "), expr(&t.value))
+}
+
+/// Statements, each on a line starting with `indent`.
+fn stmts(body: &[Stmt], indent: &str) -> String {
+    body.iter()
+        .map(|s| format!("{indent}{}", stmt(s, indent)))
+        .collect()
+}
+
+/// One statement; nested bodies are indented two more spaces than `indent`.
+fn stmt(s: &Stmt, indent: &str) -> String {
+    let inner = format!("{indent}  ");
+    match s {
+        Stmt::Params(b) => params(b, &inner),
+        Stmt::Let(b) => format!("(let {} {})", b.name.name, expr(&b.value)),
+        Stmt::TupleLet(t) => tuple(t),
+        Stmt::Call(c) => format!("(statement {})", call(c)),
+        Stmt::For(f) => format!(
+            "(for {} {}{})",
+            f.var.name,
+            call(&f.range),
+            stmts(&f.body, &inner)
+        ),
+        Stmt::If(i) => {
+            let otherwise = if i.otherwise.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "{inner}(else{})",
+                    stmts(&i.otherwise, &format!("{inner}  "))
+                )
+            };
+            format!(
+                "(if {}{}{otherwise})",
+                expr(&i.cond),
+                stmts(&i.then, &inner)
+            )
+        }
+        Stmt::Return(r) => {
+            let v: Vec<String> = r.values.iter().map(expr).collect();
+            format!("(return {})", v.join(" "))
+        }
+    }
 }
 
 fn arg(a: &Arg) -> String {

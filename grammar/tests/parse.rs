@@ -257,6 +257,62 @@ fn calls_with_positional_and_keyword_arguments() {
 }
 
 #[test]
+fn blocks_loops_and_tuples() {
+    let src = "block dense(x, units, activation = None) {\n  params { kernel: [shape(x)[-1], units] = zeros }\n  y = x @ kernel\n  if units > 1 {\n    y = y * 2\n  } else {\n    y = y\n  }\n  for i in range(2) {\n    y = relu(y)\n  }\n  check_numerics(y, \"y\")\n  return activation(y), y\n}\nfor i in range(1, 5, 2) { h = dense(h, i) }\na, b = dense(x, 4 // 2 % 3)";
+    let f = parse_ok(src);
+    assert_eq!(f.items.len(), 3);
+    let Item::BlockDef(d) = &f.items[0] else {
+        panic!("{:?}", f.items[0])
+    };
+    assert_eq!(d.name.name, "dense");
+    let params: Vec<(&str, bool)> = d
+        .params
+        .iter()
+        .map(|p| (p.name.name.as_str(), p.default.is_some()))
+        .collect();
+    assert_eq!(
+        params,
+        [("x", false), ("units", false), ("activation", true)]
+    );
+    let kinds: Vec<&str> = d
+        .body
+        .iter()
+        .map(|s| match s {
+            Stmt::Params(_) => "params",
+            Stmt::Let(_) => "let",
+            Stmt::If(i) if i.then.len() == 1 && i.otherwise.len() == 1 => "if-else",
+            Stmt::For(l) if l.var.name == "i" && l.body.len() == 1 => "for",
+            Stmt::Call(_) => "call",
+            Stmt::Return(r) if r.values.len() == 2 => "return2",
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["params", "let", "if-else", "for", "call", "return2"]
+    );
+    let Item::For(l) = &f.items[1] else { panic!() };
+    assert_eq!(l.range.args.len(), 3);
+    let Item::TupleLet(t) = &f.items[2] else {
+        panic!()
+    };
+    let names: Vec<&str> = t.names.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(sexpr(&t.value), "dense(x, (% (// 4 2) 3))");
+    // The new words are names where no statement form fits.
+    let f = parse_ok(
+        "block = 1
+for = block
+return = 2
+in = 3 % 2
+else = in // 1
+if = f(if)",
+    );
+    assert_eq!(f.items.len(), 6);
+    assert_eq!(sexpr(binding(&f, "else")), "(// in 1)");
+}
+
+#[test]
 fn keywords_are_not_reserved() {
     let src = "label label: int\nlabel = 3\ndata = label + 1\ntrain = data\nmodel = f(model)\nx = params * metrics";
     let f = parse_ok(src);

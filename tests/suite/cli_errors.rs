@@ -232,8 +232,8 @@ case!(
 case!(
     duplicate_item,
     replace(
-        "optimizer adam(learning_rate = 0.01)",
-        "optimizer adam(learning_rate = 0.01)\noptimizer gradient_descent(learning_rate = 0.1)"
+        "train { batch = 4, steps = 10 }",
+        "train { batch = 4, steps = 10 }\ntrain { batch = 8, steps = 10 }"
     ),
     "duplicate-item"
 );

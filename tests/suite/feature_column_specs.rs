@@ -50,6 +50,16 @@ fn titanic_feature_columns_beat_numeric_logistic_regression() {
     beats_numeric_baseline("specs/titanic.spec", "specs/baselines/titanic_numeric.spec");
 }
 
+/// Wide & Deep with FTRL on the linear part and Adagrad on the DNN (one
+/// optimizer per part) beats the numeric baseline too.
+#[test]
+fn wide_deep_with_two_optimizers_beats_numeric_logistic_regression() {
+    beats_numeric_baseline(
+        "specs/wide_deep.spec",
+        "specs/baselines/titanic_numeric.spec",
+    );
+}
+
 #[test]
 fn credit_feature_columns_beat_numeric_logistic_regression() {
     beats_numeric_baseline("specs/credit.spec", "specs/baselines/credit_numeric.spec");

@@ -362,7 +362,7 @@ fn the_checkpoint_holds_tfs_in_memory_state() {
     let text = golden_spec(&g);
     let model = specc_compiler::check(&SourceFile::new("golden_ckpt.spec", text.clone()))
         .unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    let slots = specc_compiler::optim::table::slots(&model.optimizer);
+    let slots = specc_compiler::optim::table::slots(model.optimizer());
     let bits = |v: &Value| -> Vec<u32> {
         common::array(v)
             .1

@@ -6,6 +6,10 @@
 //! names (`W/Adam`, `W/Adam_1`, `beta1_power`), writes each update with the
 //! rules of the optimizer's entry in [`table`] (dense, or sparse through
 //! [`sparse`] for an `IndexedSlices` gradient), and adds moving averages.
+//! With several optimizers (groups by `var_list`), each parameter is updated
+//! by its group's rule, learning rate and slots, each group's non-slot
+//! variables take TF's unique names, and the step increments `global_step`
+//! once; a clip with a `var_list` clips only its group of gradients.
 //!
 //! Invariants: every trainable parameter gets a gradient or the model is
 //! rejected (`no-gradient`); slot variables are created in parameter order,
@@ -107,9 +111,17 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         None
     };
     for c in &model.clips {
-        for (&p, &gr) in params.iter().zip(&grads) {
-            if let Some(why) = clip::check(&c.kind, model.graph.shape(gr)) {
-                let name = model.var_name(p);
+        // The gradients this clip takes (its var_list, or all), in order.
+        let chosen: Vec<usize> = (0..params.len())
+            .filter(|&k| {
+                c.var_list
+                    .as_ref()
+                    .is_none_or(|l| l.contains(model.var_name(params[k])))
+            })
+            .collect();
+        for &k in &chosen {
+            if let Some(why) = clip::check(&c.kind, model.graph.shape(grads[k])) {
+                let name = model.var_name(params[k]);
                 return Err(vec![Diagnostic::new(
                     Code::ShapeMismatch,
                     c.span,
@@ -119,19 +131,24 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             }
         }
         model.graph.current_span = Some(c.span);
-        clip::apply(&mut model.graph, &c.kind, &mut grads);
+        let mut part: Vec<NodeId> = chosen.iter().map(|&k| grads[k]).collect();
+        clip::apply(&mut model.graph, &c.kind, &mut part);
+        for (&k, gr) in chosen.iter().zip(part) {
+            grads[k] = gr;
+        }
     }
     model.graph.current_span = None;
 
-    let opt = model.optimizer.clone();
-    let slot_defs = table::slots(&opt);
-    let global_defs = table::globals(&opt);
+    // Each parameter's optimizer (its group).
+    let groups: Vec<crate::model::OptimizerSpec> =
+        model.optimizers.iter().map(|g| g.spec.clone()).collect();
+    let group_of: Vec<usize> = params.iter().map(|&p| model.optimizer_of(p)).collect();
     // Slot variables: for each param, its slots in rule order (TF names W/Adam, W/Adam_1).
     let mut slot_vars: Vec<Vec<u32>> = Vec::new();
-    for &p in &params {
+    for (k, &p) in params.iter().enumerate() {
         let shape = model.graph.vars[p as usize].shape.clone();
         let pname = model.var_name(p).to_string();
-        let vars = slot_defs
+        let vars = table::slots(&groups[group_of[k]])
             .iter()
             .map(|s| {
                 model.add_var(
@@ -147,23 +164,39 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             .collect();
         slot_vars.push(vars);
     }
-    let global_vars: Vec<u32> = global_defs
-        .iter()
-        .map(|&(name, init)| {
-            model.add_var(
-                name,
-                Shape::scalar(),
-                VarKind::Optimizer,
-                constant_init(init),
-            )
-        })
-        .collect();
+
+    // Each group's non-slot variables, named uniquely as TF names a second
+    // `beta1_power` (`beta1_power_1`).
+    let mut global_vars: Vec<Vec<u32>> = Vec::new();
+    for opt in &groups {
+        let vars = table::globals(opt)
+            .iter()
+            .map(|&(name, init)| {
+                let mut unique = name.to_string();
+                let mut i = 0;
+                while model.graph.vars.iter().any(|v| v.name == unique) {
+                    i += 1;
+                    unique = format!("{name}_{i}");
+                }
+                model.add_var(
+                    &unique,
+                    Shape::scalar(),
+                    VarKind::Optimizer,
+                    constant_init(init),
+                )
+            })
+            .collect();
+        global_vars.push(vars);
+    }
 
     let replicated = model.replicas.is_some();
     let g = &mut model.graph;
-    g.current_span = Some(opt.span);
-    let globals: Vec<NodeId> = global_vars.iter().map(|&v| g.var(v)).collect();
-    let lr = opt.hyper("learning_rate");
+    g.current_span = Some(groups[0].span);
+    let globals: Vec<Vec<NodeId>> = global_vars
+        .iter()
+        .map(|vs| vs.iter().map(|&v| g.var(v)).collect())
+        .collect();
+    let lr = groups[0].hyper("learning_rate");
     let step_node = g.global_step();
     let mut step = Function::new("step");
     step.outputs.push(Output {
@@ -192,19 +225,21 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     }
     let mut new_params: Vec<(u32, NodeId)> = Vec::new();
     for (k, &p) in params.iter().enumerate() {
+        let opt = &groups[group_of[k]];
+        g.current_span = Some(opt.span);
         let slots: Vec<NodeId> = slot_vars[k].iter().map(|&v| g.var(v)).collect();
         let param = g.var(p);
         let inputs = table::UpdateInputs {
             param,
             grad: grads[k],
             slots: &slots,
-            globals: &globals,
-            lr,
+            globals: &globals[group_of[k]],
+            lr: opt.hyper("learning_rate"),
             step: step_node,
         };
         let out = match sparse_ids[k] {
-            None => (opt.def.dense)(g, &opt, &inputs),
-            Some(ids) => sparse::update(g, &opt, &inputs, ids),
+            None => (opt.def.dense)(g, opt, &inputs),
+            Some(ids) => sparse::update(g, opt, &inputs, ids),
         };
         assert_eq!(
             out.slots.len(),
@@ -220,17 +255,20 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             step.updates.push((sv, new));
         }
     }
-    let finished = (opt.def.finish)(g, &opt, &globals);
-    assert_eq!(
-        finished.len(),
-        globals.len(),
-        "optimizer table: `{}` finishes {} of its {} globals",
-        opt.def.name,
-        finished.len(),
-        globals.len()
-    );
-    for (&gv, new) in global_vars.iter().zip(finished) {
-        step.updates.push((gv, new));
+    for (gi, opt) in groups.iter().enumerate() {
+        g.current_span = Some(opt.span);
+        let finished = (opt.def.finish)(g, opt, &globals[gi]);
+        assert_eq!(
+            finished.len(),
+            globals[gi].len(),
+            "optimizer table: `{}` finishes {} of its {} globals",
+            opt.def.name,
+            finished.len(),
+            globals[gi].len()
+        );
+        for (&gv, new) in global_vars[gi].iter().zip(finished) {
+            step.updates.push((gv, new));
+        }
     }
     step.increments_global_step = true;
     // The layers' own updates (batch_norm's moving statistics).

@@ -113,7 +113,9 @@ fn model_roots(m: &Model) -> Vec<NodeId> {
     roots.extend(m.bindings.iter().map(|b| b.1));
     roots.extend(m.assertions.iter().map(|a| a.node));
     roots.extend(m.state_updates.iter().map(|u| u.value));
-    roots.extend(m.optimizer.hypers.nodes());
+    for g in &m.optimizers {
+        roots.extend(g.spec.hypers.nodes());
+    }
     roots
 }
 
@@ -148,7 +150,11 @@ fn remap(m: &mut Model, map: &[Option<NodeId>]) {
     for a in &mut m.assertions {
         f(&mut a.node);
     }
-    for n in m.optimizer.hypers.nodes_mut() {
+    for n in m
+        .optimizers
+        .iter_mut()
+        .flat_map(|g| g.spec.hypers.nodes_mut())
+    {
         f(n);
     }
 }

@@ -15,19 +15,19 @@ use specc_runtime::suggest::closest;
 
 /// A parameter of a builtin: its TF name and whether it must be given.
 #[derive(Clone, Copy, Debug)]
-pub struct Param {
-    pub name: &'static str,
+pub struct Param<'n> {
+    pub name: &'n str,
     pub required: bool,
 }
 
-pub const fn req(name: &'static str) -> Param {
+pub const fn req(name: &str) -> Param<'_> {
     Param {
         name,
         required: true,
     }
 }
 
-pub const fn opt(name: &'static str) -> Param {
+pub const fn opt(name: &str) -> Param<'_> {
     Param {
         name,
         required: false,

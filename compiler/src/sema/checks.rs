@@ -52,7 +52,7 @@ enum Kind {
 
 struct Check {
     name: &'static str,
-    params: &'static [Param],
+    params: &'static [Param<'static>],
     kind: Kind,
     /// TF's condition in words (`x < y`).
     condition: &'static str,

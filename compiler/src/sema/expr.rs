@@ -305,6 +305,18 @@ impl Lowerer<'_> {
     /// `x op b`, where `x` is the lowered left operand (the source text at
     /// `xs`) and `span` covers both operands.
     fn binary(&mut self, op: BinOp, x: NodeId, xs: Span, b: &Expr, span: Span) -> R<NodeId> {
+        if matches!(op, BinOp::FloorDiv | BinOp::Mod) {
+            return Err(Diagnostic::new(
+                Code::DtypeMismatch,
+                span,
+                format!(
+                    "`{}` divides static integers (sizes, loop variables), not tensors",
+                    op.symbol()
+                ),
+            )
+            .with_label("an operand is a tensor")
+            .with_help("for tensors write floor(a / b), or a - b * floor(a / b)"));
+        }
         if op == BinOp::MatMul {
             let x = self.expect_float(x, xs)?;
             let y = self.float(b)?;
@@ -342,12 +354,20 @@ impl Lowerer<'_> {
             (x, y)
         };
         self.check_broadcast(x, y, xs, b.span, span, op.symbol())?;
-        let bop = cmp.unwrap_or(match op {
-            BinOp::Add => BinaryOp::Add,
-            BinOp::Sub => BinaryOp::Sub,
-            BinOp::Mul => BinaryOp::Mul,
-            _ => BinaryOp::Div,
-        });
+        let bop = match (cmp, op) {
+            (Some(c), _) => c,
+            (None, BinOp::Add) => BinaryOp::Add,
+            (None, BinOp::Sub) => BinaryOp::Sub,
+            (None, BinOp::Mul) => BinaryOp::Mul,
+            (None, BinOp::Div) => BinaryOp::Div,
+            (None, other) => {
+                return Err(Diagnostic::new(
+                    Code::InternalError,
+                    span,
+                    format!("operator `{}` reached arithmetic", other.symbol()),
+                ))
+            }
+        };
         Ok(self.g.binary(bop, x, y))
     }
 

@@ -22,6 +22,7 @@
 
 pub mod activations;
 pub mod args;
+pub(crate) mod blocks;
 pub mod checks;
 pub mod convolution;
 pub mod data;
@@ -52,9 +53,7 @@ use specc_runtime::config::{
 };
 
 use crate::ir::{DType, Dim, Function, Graph, NodeId, Output};
-use crate::model::{
-    DataItem, Functions, InputInfo, Metric, Model, OptimizerSpec, TrainSettings, VarInfo,
-};
+use crate::model::{DataItem, Functions, InputInfo, Metric, Model, TrainSettings, VarInfo};
 use expr::{ClassUse, Env, Lowerer};
 use specc_runtime::metrics::MetricOutput;
 
@@ -78,7 +77,7 @@ pub(crate) struct State {
     pub loss_defined: bool,
     pub metrics: Vec<Metric>,
     pub metric_outputs: Vec<Output>,
-    pub optimizer: Option<OptimizerSpec>,
+    pub optimizers: Vec<crate::model::OptimizerGroup>,
     pub train: Option<(TrainSettings, Span)>,
     pub class_uses: Vec<ClassUse>,
     pub shape_symbols: HashMap<String, (Dim, Span)>,
@@ -110,6 +109,8 @@ pub(crate) struct State {
     pub outputs: Vec<Output>,
     /// Every output name written, with its span (duplicates).
     pub output_spans: Vec<(String, Span)>,
+    /// The spec's blocks and the state of their expansion.
+    pub(crate) blocks: blocks::Blocks,
 }
 
 impl State {
@@ -189,41 +190,24 @@ impl State {
                 }
                 Ok(())
             }
-            Item::Let(b) => {
-                let r = self.lowerer().lower(&b.value);
-                let value = match r {
-                    Ok(v) => Some(v),
-                    Err(d) => {
-                        self.errors.push(d);
-                        None
-                    }
-                };
-                self.env
-                    .define(&b.name.name, b.name.span, "binding", value)?;
-                if let Some(v) = value {
-                    self.bindings.push((b.name.name.clone(), v));
-                    self.binding_spans.push(b.value.span);
-                }
-                if b.name.name == "loss" {
-                    self.loss_defined = true;
-                    if let Some(v) = value {
-                        self.loss = Some((v, b.value.span));
-                    }
-                }
-                Ok(())
-            }
-            Item::Statement(call) => statements::statement(self, call),
+            Item::Let(b) => blocks::let_binding(self, b),
+            Item::TupleLet(t) => blocks::tuple_binding(self, t),
+            Item::BlockDef(d) => blocks::define(self, d),
+            Item::For(f) => blocks::top_for(self, f),
+            Item::Statement(call) => match blocks::call_statement(self, call) {
+                Some(r) => r,
+                None => statements::statement(self, call),
+            },
             Item::Optimizer(call) => {
                 self.attempted.push("optimizer");
-                if let Some(prev) = &self.optimizer {
-                    return Err(duplicate_item("optimizer", call.span, prev.span));
-                }
-                let spec = optimizer::optimizer(self, call)?;
-                self.optimizer = Some(spec);
+                let group = optimizer::optimizer_item(self, call)?;
+                self.optimizers.push(group);
                 Ok(())
             }
             Item::Clip(call) => {
-                let c = settings::clip(call)?;
+                let (call, var_list) = optimizer::split_var_list(call)?;
+                let mut c = settings::clip(&call)?;
+                c.var_list = var_list;
                 self.clips.push(c);
                 Ok(())
             }
@@ -367,7 +351,8 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
             st.errors.push(d);
         }
     }
-    if st.optimizer.is_none() && !st.attempted.contains(&"optimizer") {
+    optimizer::check_groups(&mut st);
+    if st.optimizers.is_empty() && !st.attempted.contains(&"optimizer") {
         st.errors.push(missing_item(
             "optimizer",
             "optimizer adam(learning_rate = 0.001)",
@@ -445,6 +430,11 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     st.errors.retain(|d| d.code != Code::Poisoned);
     if !st.errors.is_empty() {
         st.errors.sort_by_key(|d| (d.span.start, d.span.end));
+        // A loop reports an error of its body once, not once per iteration.
+        st.errors.dedup_by(|a, b| {
+            (a.code, a.span, &a.message, &a.label, &a.secondary)
+                == (b.code, b.span, &b.message, &b.label, &b.secondary)
+        });
         return Err(st.errors);
     }
     let (loss, loss_span) = st.loss.expect("checked above");
@@ -473,7 +463,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         loss,
         loss_span,
         metrics: st.metrics,
-        optimizer: st.optimizer.expect("checked above"),
+        optimizers: st.optimizers,
         train: st.train.expect("checked above").0,
         functions: Functions {
             eval,

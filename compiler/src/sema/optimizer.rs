@@ -1,5 +1,8 @@
-//! The `optimizer` item: binding a call like `adam(learning_rate = 0.001)`
-//! against its entry in the optimizer table ([`crate::optim::table`]).
+//! The `optimizer` items: binding a call like `adam(learning_rate = 0.001)`
+//! against its entry in the optimizer table ([`crate::optim::table`]), and
+//! the `var_list` of each (TF's `minimize(var_list = ...)`: one optimizer
+//! per part of the model, `check_groups` making sure they divide the
+//! trainable variables).
 //!
 //! Owns: the `unknown-optimizer` diagnostic, and the checks of the entry's
 //! arguments: a schedulable argument is lowered as a float32 scalar
@@ -11,15 +14,77 @@
 //! first error reported is the first in that order (and schedulable
 //! arguments get their node ids in that order).
 
-use specc_grammar::ast::{Call, Expr};
+use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, opt, req};
 use super::expr::R;
 use super::State;
 use crate::ir::NodeId;
-use crate::model::{Constant, Hypers, OptimizerSpec};
+use crate::model::{Constant, Hypers, OptimizerGroup, OptimizerSpec, VarList};
 use crate::optim::table::{self, ArgKind, OPTIMIZERS};
+
+/// An `optimizer` item: the optimizer and its `var_list`.
+pub(crate) fn optimizer_item(st: &mut State, call: &Call) -> R<OptimizerGroup> {
+    let (call, var_list) = split_var_list(call)?;
+    let spec = optimizer(st, &call)?;
+    Ok(OptimizerGroup { spec, var_list })
+}
+
+/// `call` without its `var_list = ...` argument, and that argument (TF's
+/// `minimize(var_list = ...)`): a pattern or a list of patterns over TF
+/// names, `*` matching any text.
+pub(crate) fn split_var_list(call: &Call) -> R<(Call, Option<VarList>)> {
+    let mut rest = call.clone();
+    let Some(i) = call
+        .args
+        .iter()
+        .position(|a| a.name.as_ref().is_some_and(|n| n.name == "var_list"))
+    else {
+        return Ok((rest, None));
+    };
+    let arg = rest.args.remove(i);
+    let e = &arg.value;
+    let items: Vec<&Expr> = match &e.kind {
+        ExprKind::List(items) => items.iter().collect(),
+        _ => vec![e],
+    };
+    let mut patterns = Vec::new();
+    for item in items {
+        let ExprKind::Str(p) = &item.kind else {
+            return Err(Diagnostic::new(
+                Code::ArgumentType,
+                item.span,
+                format!(
+                    "a var_list is a name pattern or a list of them, found {}",
+                    args::describe(item)
+                ),
+            )
+            .with_label("not a string")
+            .with_help("e.g. var_list = \"dnn/*\" or var_list = [\"linear_model/*\", \"bias\"]"));
+        };
+        if p.is_empty() {
+            return Err(
+                Diagnostic::new(Code::EmptyArgument, item.span, "an empty pattern")
+                    .with_label("matches nothing"),
+            );
+        }
+        patterns.push((p.clone(), item.span));
+    }
+    if patterns.is_empty() {
+        return Err(
+            Diagnostic::new(Code::EmptyArgument, e.span, "an empty var_list")
+                .with_label("no variables"),
+        );
+    }
+    Ok((
+        rest,
+        Some(VarList {
+            patterns,
+            span: arg.span,
+        }),
+    ))
+}
 
 pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
     let name = call.func.name.as_str();
@@ -134,4 +199,95 @@ fn hyper(st: &mut State, e: &Expr, name: &str, positive: bool) -> R<NodeId> {
         }
     }
     Ok(v)
+}
+
+/// The optimizers' and clips' `var_list`s against the trainable variables:
+/// with several optimizers each names its `var_list`; every trainable
+/// variable is in exactly one optimizer's; every pattern matches some
+/// trainable variable.
+pub(crate) fn check_groups(st: &mut State) {
+    let trainable: Vec<(String, specc_grammar::ast::Span)> = st
+        .vars
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| matches!(v.kind, crate::model::VarKind::Param { trainable: true }))
+        .map(|(i, v)| {
+            let span = v.span.unwrap_or_default();
+            (st.graph.vars[i].name.clone(), span)
+        })
+        .collect();
+    let several = st.optimizers.len() > 1;
+    let mut errors = Vec::new();
+    for g in &st.optimizers {
+        if several && g.var_list.is_none() {
+            errors.push(
+                Diagnostic::new(
+                    Code::VarList,
+                    g.spec.span,
+                    "with several optimizers, each names the variables it trains",
+                )
+                .with_label("no var_list")
+                .with_help("add var_list = \"SCOPE/*\" (TF's minimize(var_list = ...)); each trainable variable must be in exactly one"),
+            );
+        }
+    }
+    let lists = st
+        .optimizers
+        .iter()
+        .filter_map(|g| g.var_list.as_ref())
+        .chain(st.clips.iter().filter_map(|c| c.var_list.as_ref()));
+    for list in lists {
+        for (p, span) in &list.patterns {
+            if !trainable.iter().any(|(n, _)| crate::model::glob(p, n)) {
+                let mut d = Diagnostic::new(
+                    Code::VarList,
+                    *span,
+                    format!("`{p}` matches no trainable variable"),
+                )
+                .with_label("matches nothing");
+                if let Some(s) = args::suggest(p, trainable.iter().map(|(n, _)| n.as_str())) {
+                    d = d.with_help(format!("did you mean `{s}`?"));
+                }
+                errors.push(d);
+            }
+        }
+    }
+    if errors.is_empty() && st.optimizers.iter().any(|g| g.var_list.is_some()) {
+        for (name, span) in &trainable {
+            let holders: Vec<&VarList> = st
+                .optimizers
+                .iter()
+                .filter_map(|g| g.var_list.as_ref())
+                .filter(|l| l.contains(name))
+                .collect();
+            let at = if *span == specc_grammar::ast::Span::default() {
+                st.optimizers[0].spec.span
+            } else {
+                *span
+            };
+            let d = match holders.as_slice() {
+                [_] => continue,
+                [] => Diagnostic::new(
+                    Code::VarList,
+                    at,
+                    format!("`{name}` is in no optimizer's var_list"),
+                )
+                .with_label("trained by no optimizer")
+                .with_help("add a pattern that matches it to one optimizer's var_list, or declare it with `trainable = false`"),
+                [first, second, ..] => Diagnostic::new(
+                    Code::VarList,
+                    at,
+                    format!("`{name}` is in two optimizers' var_lists"),
+                )
+                .with_label("trained twice")
+                .with_secondary(first.span, "one var_list")
+                .with_secondary(second.span, "another var_list"),
+            };
+            errors.push(match st.blocks.made_by(name) {
+                Some(call) => d.with_secondary(call, format!("`{name}` made by this call")),
+                None => d,
+            });
+        }
+    }
+    st.errors.extend(errors);
 }

@@ -32,6 +32,66 @@ const INITIALIZERS: &[&str] = &[
 ];
 
 pub(crate) fn param(st: &mut State, p: &ParamDecl) -> R<()> {
+    param_named(st, p, &p.name.name, false)
+}
+
+/// A parameter whose variable is named `tf_name` (its name under the
+/// variable scope of a block call, `dense_1/kernel`). With `reuse`, the
+/// variable must exist with this shape (TF's `reuse = True`) and the
+/// parameter's name is bound to it; without, a new variable is made (the
+/// caller has made sure the name is free).
+pub(crate) fn param_named(st: &mut State, p: &ParamDecl, tf_name: &str, reuse: bool) -> R<()> {
+    let dims = dims(p)?;
+    if reuse {
+        let existing = st.graph.vars.iter().position(|v| v.name == tf_name);
+        let Some(v) = existing else {
+            return Err(Diagnostic::new(
+                Code::VariableScope,
+                p.name.span,
+                format!("variable `{tf_name}` does not exist, and this call reuses its scope"),
+            )
+            .with_label("nothing to reuse")
+            .with_help("`reuse = true` shares the variables an earlier call with the same `name` made; make that call first"));
+        };
+        let have = st.graph.vars[v].shape.clone();
+        if have != Shape::fixed(&dims) {
+            return Err(Diagnostic::new(
+                Code::VariableScope,
+                p.shape_span,
+                format!(
+                    "variable `{tf_name}` is {have}, but this reuse declares it {}",
+                    Shape::fixed(&dims)
+                ),
+            )
+            .with_label("another shape"));
+        }
+        let node = st.graph.var(v as u32);
+        return st
+            .env
+            .define(&p.name.name, p.name.span, "parameter", Some(node));
+    }
+    let flags = args::flag_options(
+        &p.options,
+        &["trainable"],
+        "parameters have",
+        "parameter options: trainable",
+    )?;
+    let trainable = flags.get("trainable", true);
+    let shape = Shape::fixed(&dims);
+    let init = initializer(&p.init, tf_name, &dims)?;
+    let v = st.graph.add_var(tf_name, DType::F32, shape);
+    st.vars.push(VarInfo {
+        kind: VarKind::Param { trainable },
+        init,
+        span: Some(p.name.span),
+    });
+    let node = st.graph.var(v);
+    st.env
+        .define(&p.name.name, p.name.span, "parameter", Some(node))
+}
+
+/// A parameter's fixed dimensions.
+fn dims(p: &ParamDecl) -> R<Vec<u32>> {
     let mut dims = Vec::new();
     for d in &p.shape {
         if matches!(&d.kind, ExprKind::Ident(n) if n == "B") {
@@ -53,24 +113,7 @@ pub(crate) fn param(st: &mut State, p: &ParamDecl) -> R<()> {
         }
         dims.push(v as u32);
     }
-    let flags = args::flag_options(
-        &p.options,
-        &["trainable"],
-        "parameters have",
-        "parameter options: trainable",
-    )?;
-    let trainable = flags.get("trainable", true);
-    let shape = Shape::fixed(&dims);
-    let init = initializer(&p.init, &p.name.name, &dims)?;
-    let v = st.graph.add_var(&p.name.name, DType::F32, shape);
-    st.vars.push(VarInfo {
-        kind: VarKind::Param { trainable },
-        init,
-        span: Some(p.name.span),
-    });
-    let node = st.graph.var(v);
-    st.env
-        .define(&p.name.name, p.name.span, "parameter", Some(node))
+    Ok(dims)
 }
 
 pub(crate) fn initializer(e: &Expr, param: &str, dims: &[u32]) -> R<Initializer> {

@@ -251,6 +251,7 @@ pub(crate) fn clip(call: &Call) -> R<ClipSpec> {
     };
     Ok(ClipSpec {
         kind,
+        var_list: None,
         span: call.span,
     })
 }

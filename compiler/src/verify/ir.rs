@@ -544,7 +544,7 @@ pub fn model(m: &Model) -> Verdict {
     for u in &m.state_updates {
         exists(u.value, "a state update")?;
     }
-    for n in m.optimizer.hypers.nodes() {
+    for n in m.optimizers.iter().flat_map(|g| g.spec.hypers.nodes()) {
         exists(n, "an optimizer argument")?;
     }
     for o in &m.step_outputs {

@@ -15,6 +15,7 @@
 //! table below is the one list of codes.
 
 mod arguments;
+mod blocks;
 mod checks;
 mod model;
 mod names;
@@ -118,6 +119,22 @@ codes! {
     MissingLoss = "missing-loss",
         "the spec defines no `loss`",
         names::MISSING_LOSS;
+    // Blocks, loops and variable scopes.
+    RecursiveBlock = "recursive-block",
+        "a block calls itself, directly or through other blocks",
+        blocks::RECURSIVE_BLOCK;
+    BlockReturn = "block-return",
+        "a block's returned values do not fit where its call stands",
+        blocks::BLOCK_RETURN;
+    VariableScope = "variable-scope",
+        "a variable under a block call's scope already exists, or is missing for `reuse`",
+        blocks::VARIABLE_SCOPE;
+    VarList = "var-list",
+        "the optimizers' `var_list`s leave a trainable variable out, name it twice, or match nothing",
+        blocks::VAR_LIST;
+    ExpansionTooLarge = "expansion-too-large",
+        "loops and block calls expand the spec beyond what specc checks",
+        blocks::EXPANSION_TOO_LARGE;
     // The arguments of a call.
     UnknownArgument = "unknown-argument",
         "a call, block or declaration has no argument, setting or option of that name",

@@ -57,7 +57,11 @@ pub(super) const DUPLICATE_NAME: Explanation = Explanation {
 A name is defined twice: two bindings, or a binding and a parameter, feature
 or label of the same name (or two metrics, or two outputs, called the same).
 A spec describes a graph, not a sequence of assignments: each name is one
-tensor, so a value is never rebound. Give the new value its own name.",
+tensor, so at the top level a value is never rebound. Give the new value its
+own name. Inside a `for` loop and a block's body, a binding (or a block's
+argument) may be bound again (`h = dense(h, 64)`): that is how a loop carries
+a value. A loop variable, a static argument and a parameter are never
+rebound.",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")
@@ -123,9 +127,10 @@ train { batch = 4, steps = 10 }
 pub(super) const DUPLICATE_ITEM: Explanation = Explanation {
     text: "\
 A statement that a spec has at most once is given a second time: `model`,
-`data`, `eval_data`, `label`, `optimizer`, a block such as `train` or
-`checkpoint`, or the image input. The secondary mark shows the first one;
-keep one of the two.",
+`data`, `eval_data`, `label`, a block such as `train` or `checkpoint`, or the
+image input. The secondary mark shows the first one; keep one of the two.
+(Several `optimizer` items are allowed when each names its `var_list`: see
+`var-list`.)",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")
@@ -134,10 +139,10 @@ features { x = numeric(x0..x3) }
 params { W: [4, 3] = zeros }
 loss = mean(sparse_softmax_cross_entropy(y, x @ W))
 optimizer adam(learning_rate = 0.01)
-optimizer adagrad(learning_rate = 0.1)
 train { batch = 4, steps = 10 }
+train { batch = 8, steps = 10 }
 ",
-        fix: &[("optimizer adagrad(learning_rate = 0.1)\n", "")],
+        fix: &[("train { batch = 8, steps = 10 }\n", "")],
     }),
 };
 

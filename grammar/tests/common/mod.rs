@@ -144,23 +144,27 @@ impl SpanCheck<'_> {
                 }
             }
             Item::Features(b) | Item::Outputs(b) => self.block(b, |c, e| c.binding(e)),
-            Item::Params(b) => self.block(b, |c, p| {
-                let t = c.text(p.span).to_string();
-                assert!(t.starts_with(&p.name.name), "{t:?}");
-                c.ident(&p.name);
-                let shape = c.text(p.shape_span);
-                assert!(shape.starts_with('[') && shape.ends_with(']'), "{shape:?}");
-                for d in &p.shape {
-                    c.expr(d);
-                }
-                c.expr(&p.init);
-                for o in &p.options {
-                    c.arg(o);
-                }
-                let last = p.options.last().map_or(p.init.span, |o| o.span);
-                assert_eq!(p.span.end, last.end, "param span ends with its last part");
-            }),
+            Item::Params(b) => self.params(b),
             Item::Let(b) => self.binding(b),
+            Item::BlockDef(d) => {
+                let t = self.text(d.span);
+                assert!(t.starts_with("block") && t.ends_with('}'), "{t:?}");
+                self.ident(&d.name);
+                for p in &d.params {
+                    self.ident(&p.name);
+                    let t = self.text(p.span).to_string();
+                    assert!(t.starts_with(&p.name.name), "{t:?}");
+                    if let Some(e) = &p.default {
+                        self.expr(e);
+                        assert_eq!(p.span.end, e.span.end);
+                    }
+                }
+                for s in &d.body {
+                    self.stmt(s);
+                }
+            }
+            Item::For(f) => self.stmt(&Stmt::For(f.clone())),
+            Item::TupleLet(t) => self.stmt(&Stmt::TupleLet(t.clone())),
             Item::Train(b)
             | Item::Checkpoint(b)
             | Item::Summaries(b)
@@ -191,6 +195,67 @@ impl SpanCheck<'_> {
                 c.expr(&m.value);
                 assert_eq!(m.span.end, m.value.span.end);
             }),
+        }
+    }
+
+    fn params(&mut self, b: &Block<ParamDecl>) {
+        self.block(b, |c, p| {
+            let t = c.text(p.span).to_string();
+            assert!(t.starts_with(&p.name.name), "{t:?}");
+            c.ident(&p.name);
+            let shape = c.text(p.shape_span);
+            assert!(shape.starts_with('[') && shape.ends_with(']'), "{shape:?}");
+            for d in &p.shape {
+                c.expr(d);
+            }
+            c.expr(&p.init);
+            for o in &p.options {
+                c.arg(o);
+            }
+            let last = p.options.last().map_or(p.init.span, |o| o.span);
+            assert_eq!(p.span.end, last.end, "param span ends with its last part");
+        })
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Params(b) => self.params(b),
+            Stmt::Let(b) => self.binding(b),
+            Stmt::Call(c) => self.call(c),
+            Stmt::TupleLet(t) => {
+                let text = self.text(t.span).to_string();
+                for n in &t.names {
+                    self.ident(n);
+                }
+                self.expr(&t.value);
+                assert!(text.starts_with(&t.names[0].name), "{text:?}");
+                assert_eq!(t.span.end, t.value.span.end);
+            }
+            Stmt::For(f) => {
+                let t = self.text(f.span);
+                assert!(t.starts_with("for") && t.ends_with('}'), "{t:?}");
+                self.ident(&f.var);
+                self.call(&f.range);
+                for s in &f.body {
+                    self.stmt(s);
+                }
+            }
+            Stmt::If(i) => {
+                let t = self.text(i.span);
+                assert!(t.starts_with("if") && t.ends_with('}'), "{t:?}");
+                self.expr(&i.cond);
+                for s in i.then.iter().chain(&i.otherwise) {
+                    self.stmt(s);
+                }
+            }
+            Stmt::Return(r) => {
+                let t = self.text(r.span);
+                assert!(t.starts_with("return"), "{t:?}");
+                for v in &r.values {
+                    self.expr(v);
+                }
+                assert_eq!(r.span.end, r.values.last().map_or(0, |v| v.span.end));
+            }
         }
     }
 

@@ -157,10 +157,23 @@ pub(super) fn optimizer_edit(
     v: String,
     i: usize,
 ) -> Result<Edit, String> {
-    let Some(call) = ast.items.iter().find_map(|it| match it {
-        Item::Optimizer(c) => Some(c),
-        _ => None,
-    }) else {
+    let optimizers: Vec<&specc_grammar::ast::Call> = ast
+        .items
+        .iter()
+        .filter_map(|it| match it {
+            Item::Optimizer(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    if optimizers.len() > 1 {
+        return Err(format!(
+            "{}: `optimizer.{}`: the spec has {} optimizers (one per var_list); edit the spec to change one",
+            s.origin,
+            s.key,
+            optimizers.len()
+        ));
+    }
+    let Some(call) = optimizers.first().copied() else {
         return Err(format!(
             "{}: `optimizer.{}` overrides an argument of the optimizer, but the spec has no `optimizer`",
             s.origin, s.key

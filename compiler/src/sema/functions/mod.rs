@@ -44,7 +44,7 @@ type Lower = fn(&mut Lowerer, &Bound, &Call) -> R<NodeId>;
 
 pub struct Builtin {
     pub name: &'static str,
-    pub params: &'static [Param],
+    pub params: &'static [Param<'static>],
     pub lower: Lower,
 }
 
@@ -541,6 +541,13 @@ pub const BUILTINS: &[Builtin] = &[
 
 /// Names usable as statements rather than expressions.
 pub const STATEMENTS: &[&str] = &["assert_shape"];
+
+/// Whether `name` is a builtin function (an op, a schedule or a check).
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.iter().any(|b| b.name == name)
+        || super::schedules::find(name).is_some()
+        || super::checks::is_check(name)
+}
 
 /// Lowers a call to a builtin, or reports an unknown function.
 pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {

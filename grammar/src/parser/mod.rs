@@ -19,6 +19,9 @@ use crate::code::Code;
 use crate::diag::Diagnostic;
 use crate::{errors, scan};
 
+mod blocks;
+use blocks::{block_def, for_loop, tuple_binding};
+
 #[derive(pest_derive::Parser)]
 #[grammar = "spec.pest"]
 pub(crate) struct SpecParser;
@@ -113,6 +116,7 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::arg_eq
             | Rule::colon
             | Rule::comma
+            | Rule::tuple_comma
             | Rule::lbrace
             | Rule::rbrace
             | Rule::lparen
@@ -140,6 +144,12 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::kw_evaluate
             | Rule::kw_init_from_checkpoint
             | Rule::kw_from
+            | Rule::kw_block
+            | Rule::kw_for
+            | Rule::kw_in
+            | Rule::kw_if
+            | Rule::kw_else
+            | Rule::kw_return
     )
 }
 
@@ -282,6 +292,9 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
         }
         Rule::statement_item => Item::Statement(call(c.expect("a call")?)?),
         Rule::let_item => Item::Let(binding(c.expect("a binding")?)?),
+        Rule::block_item => Item::BlockDef(block_def(span, c)?),
+        Rule::for_item => Item::For(for_loop(c.expect("a loop")?)?),
+        Rule::tuple_let_item => Item::TupleLet(tuple_binding(c.expect("a binding")?)?),
         Rule::label_item => {
             let name = c.ident()?;
             let dtype = c.ident()?;
@@ -504,6 +517,8 @@ fn binop(pair: &Pair<'_, Rule>) -> Result<BinOp> {
         "-" => BinOp::Sub,
         "*" => BinOp::Mul,
         "/" => BinOp::Div,
+        "//" => BinOp::FloorDiv,
+        "%" => BinOp::Mod,
         "@" => BinOp::MatMul,
         "==" => BinOp::Eq,
         "!=" => BinOp::Ne,
