@@ -54,3 +54,40 @@ fn a_streamed_spec_checks_its_first_batch() {
     assert_eq!(r["passed"], true, "{r}");
     assert!(r["worst_relative_error"].as_f64().unwrap() < 1e-2, "{r}");
 }
+
+/// Products of batches of matrices (`[B, T, D] @ [D, E]`, and attention's
+/// `[B, T, D] @ [B, S, D]^T` and `[B, T, S] @ [B, S, D]`): their gradients
+/// through a single-head attention match finite differences.
+#[test]
+fn batched_products_in_attention_match_finite_differences() {
+    let dir = specc_testkit::tmp::TempDir::new("gradcheck_attention");
+    let spec = dir.path().join("attention.spec");
+    std::fs::write(
+        &spec,
+        "data synthetic(rows = 32, features = 12, classes = 3)
+label label: int
+features { x = numeric(x0..x11) }
+params {
+  Wq: [4, 4] = glorot_uniform(seed = 1)
+  Wk: [4, 4] = glorot_uniform(seed = 2)
+  Wv: [4, 4] = glorot_uniform(seed = 3)
+  Wo: [4, 3] = glorot_uniform(seed = 4)
+}
+seq = reshape(x, [B, 3, 4])
+q = seq @ Wq
+k = seq @ Wk
+v = seq @ Wv
+scores = softmax(matmul(q, k, transpose_b = true) * 0.5)
+logits = reduce_mean(matmul(scores, v) @ Wo, axis = 1)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.01)
+train { batch = 8, steps = 10 }
+",
+    )
+    .unwrap();
+    let r = gradcheck(spec.to_str().unwrap());
+    assert_eq!(r["passed"], true);
+    let worst = r["worst_relative_error"].as_f64().unwrap();
+    assert!(worst < 1e-3, "worst relative error {worst}");
+    assert_eq!(r["params"].as_array().unwrap().len(), 4);
+}

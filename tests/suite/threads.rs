@@ -256,6 +256,30 @@ fn two_threads_compute_the_same_bits_as_one_with_row_kernels() {
     assert!(rows, "digits_embedding's step has row kernels");
 }
 
+/// Single-head attention over 16 steps of 32 features at batch 256: the
+/// batched products (a GEMM per example, the threads taking contiguous
+/// ranges of examples) give one thread's bits on two.
+#[test]
+fn two_threads_compute_the_same_bits_as_one_with_batched_products() {
+    let text = "data synthetic(rows = 512, features = 512, classes = 4)
+label label: int
+features { x = numeric(x0..x511) }
+params {
+  Wq: [32, 32] = glorot_uniform(seed = 1)
+  Wk: [32, 32] = glorot_uniform(seed = 2)
+  Wv: [32, 32] = glorot_uniform(seed = 3)
+  Wo: [32, 4] = glorot_uniform(seed = 4)
+}
+seq = reshape(x, [B, 16, 32])
+scores = softmax(matmul(seq @ Wq, seq @ Wk, transpose_b = true) * 0.17)
+logits = reduce_mean(matmul(scores, seq @ Wv) @ Wo, axis = 1)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.001)
+train { batch = 256, steps = 4 }
+";
+    same_bits_on_one_and_two_threads("attention", text, 4);
+}
+
 /// W7's CNN at batch 512, plus a small convolution and pooling of a
 /// parameter image whose window kernels are too small to split (thread 0
 /// runs them while the other waits).

@@ -676,7 +676,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
         let step_a = self.lin(groups.a);
         let step_b = self.lin(groups.b);
         let step_c = self.lin(groups.c);
-        let count = self.b.ins().iconst(types::I64, i64::from(groups.count));
+        let count = self.lin(groups.count);
         let (lo, hi) = if self.threads > 1 && mode == Mode::Split {
             self.thread_range(count, 1)
         } else {

@@ -177,15 +177,19 @@ pub fn broadcasts_to(from: &Shape, to: &Shape) -> bool {
 }
 
 /// Shape of a batched `a @ b` (`Op::BatchMatMul`): both operands lead with
-/// the same fixed group axis `G`; the result is `[G]` and the `matmul` shape
-/// of the operands without it.
+/// the same group axis `G`, fixed or the batch `B` (a product per example;
+/// then the rest of each has no `B`); the result is `[G]` and the `matmul`
+/// shape of the operands without it.
 pub fn batch_matmul(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<Shape, String> {
     let (Some(&ga), Some(&gb)) = (a.0.first(), b.0.first()) else {
         return Err(format!("batch_matmul needs a group axis, got {a} and {b}"));
     };
-    if ga != gb || ga.fixed().is_none() {
+    if ga != gb {
+        return Err(format!("batch_matmul groups differ: {a} @ {b}"));
+    }
+    if ga == Dim::Batch && (a.0[1..].contains(&Dim::Batch) || b.0[1..].contains(&Dim::Batch)) {
         return Err(format!(
-            "batch_matmul groups differ or are not fixed: {a} @ {b}"
+            "batch_matmul has the batch dimension inside a group: {a} @ {b}"
         ));
     }
     let inner = matmul(&Shape(a.0[1..].to_vec()), &Shape(b.0[1..].to_vec()), ta, tb)?;

@@ -185,7 +185,8 @@ pub struct GemmEpilogue {
 /// on the thread count.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Groups {
-    pub count: u32,
+    /// How many products: fixed, or the batch size (a product per example).
+    pub count: Lin,
     pub a: Lin,
     pub b: Lin,
     pub c: Lin,

@@ -182,7 +182,7 @@ impl Planner<'_> {
                     group_shape(self.g.shape(inputs[1])),
                     group_shape(self.g.shape(n)),
                 );
-                let groups = self.g.shape(n).0[0].fixed().expect("fixed groups");
+                let groups = Lin::of_dim(self.g.shape(n).0[0]);
                 let a = self.row_major_view(inputs[0]);
                 let b = self.row_major_view(inputs[1]);
                 let c = self.out_view(n);

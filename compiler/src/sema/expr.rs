@@ -410,16 +410,63 @@ impl Lowerer<'_> {
         span: Span,
     ) -> R<NodeId> {
         let (sx, sy) = (self.g.shape(x).clone(), self.g.shape(y).clone());
-        for (s, sp) in [(&sx, xs), (&sy, ys)] {
-            if s.rank() != 2 {
+        // As tf.linalg.matmul: `[..., M, K] @ [K, N]` is `[..., M, N]`, the
+        // leading axes of `a` broadcast over `b` (the IR's matrix of `a`'s
+        // leading dims by its last one). A batched `b` is not taken yet.
+        let rank_error = |s: &Shape, sp: Span, what: &str| {
+            Diagnostic::new(
+                Code::MatmulShape,
+                sp,
+                format!("matmul {what}, but this is {s}"),
+            )
+            .with_label(format!("rank {}", s.rank()))
+        };
+        if sx.rank() < 2 {
+            return Err(rank_error(
+                &sx,
+                xs,
+                "needs a matrix or a batch of them (rank 2 or more)",
+            )
+            .with_help("reshape it, or use `*` for an elementwise product"));
+        }
+        if sx.rank() == 3 && sy.rank() == 3 {
+            // A batch of products, one per index of the leading axis (the
+            // batch `B`, or a fixed one): attention's `q @ k^T`.
+            if sx.0[0] != sy.0[0] {
                 return Err(Diagnostic::new(
                     Code::MatmulShape,
-                    sp,
-                    format!("matmul needs matrices (rank 2), but this is {s}"),
+                    span,
+                    format!("the batches of matmul's operands differ: {sx} @ {sy}"),
                 )
-                .with_label(format!("rank {}", s.rank()))
-                .with_help("reshape it, or use `*` for an elementwise product"));
+                .with_label("leading dimensions differ")
+                .with_secondary(xs, format!("this is {sx}"))
+                .with_secondary(ys, format!("this is {sy}")));
             }
+            if let Err(msg) = shape::batch_matmul(&sx, &sy, ta, tb) {
+                return Err(Diagnostic::new(
+                    Code::MatmulShape,
+                    span,
+                    format!("matmul shapes do not match: {sx} @ {sy}"),
+                )
+                .with_label(msg)
+                .with_secondary(xs, format!("this is {sx}"))
+                .with_secondary(ys, format!("this is {sy}")));
+            }
+            return Ok(self.g.batch_matmul(x, y, ta, tb));
+        }
+        if sy.rank() != 2 {
+            return Err(rank_error(&sy, ys, "takes a matrix (rank 2), or a batch of them (rank 3) by a batch on the left, on the right")
+                .with_help("batches of matrices have one leading batch axis: [G, M, K] @ [G, K, N]; reshape to that, or to a matrix"));
+        }
+        if ta && sx.rank() > 2 {
+            return Err(rank_error(
+                &sx,
+                xs,
+                "with transpose_a takes a matrix (rank 2) on the left",
+            )
+            .with_help(
+                "transpose_a of a batch of matrices (TF transposes each) is not supported yet",
+            ));
         }
         if let Err(msg) = shape::matmul(&sx, &sy, ta, tb) {
             return Err(Diagnostic::new(

@@ -51,8 +51,11 @@ train { batch = 4, steps = 10 }
 pub(super) const MATMUL_SHAPE: Explanation = Explanation {
     text: "\
 The operands of `@` (matmul) are not matrices whose inner dimensions
-match: `[n, k] @ [k, m]` gives `[n, m]`. A feature of 4 columns is `[B, 4]`,
-so the weights it multiplies have 4 rows.",
+match: `[n, k] @ [k, m]` gives `[n, m]`, and a batch of matrices on the left
+`[..., n, k] @ [k, m]` gives `[..., n, m]`. A feature of 4 columns is
+`[B, 4]`, so the weights it multiplies have 4 rows. Two batches of
+matrices multiply when both have one leading axis of the same size:
+`[G, n, k] @ [G, k, m]` gives `[G, n, m]` (`G` the batch `B` or a fixed size).",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")

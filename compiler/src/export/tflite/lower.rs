@@ -356,11 +356,13 @@ impl<'a> Lower<'a> {
                 };
                 return Err(self.unsupported(id, why));
             }
+            // A batch of products (attention's `q @ k^T`): TF Lite's
+            // BATCH_MATMUL, whose adj_x / adj_y transpose each matrix.
+            Op::BatchMatMul { ta, tb } => self.batch_matmul(id, ta, tb)?,
             Op::WinogradInput(..)
             | Op::WinogradInputGrad(..)
             | Op::WinogradOutput(..)
-            | Op::WinogradOutputGrad(..)
-            | Op::BatchMatMul { .. } => {
+            | Op::WinogradOutputGrad(..) => {
                 return Err(self.unsupported(
                     id,
                     "the Winograd convolution ops are introduced only for compiled steps (an internal error)",

@@ -110,7 +110,7 @@ pub(super) fn accesses<'k>(p: &Parts, k: &'k Kernel) -> Vec<Access<'k>> {
             let grouped = |v: &'k View, d: [Lin; 2], stride: Option<Lin>, usage, what| {
                 let mut x = access(v, d.to_vec(), usage, what);
                 if let (Some(gr), Some(s)) = (groups, stride) {
-                    x.dims.insert(0, Lin::constant(i64::from(gr.count)));
+                    x.dims.insert(0, gr.count);
                     x.strides.insert(0, s);
                 }
                 x

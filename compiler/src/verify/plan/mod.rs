@@ -347,12 +347,18 @@ fn gemm_geometry(g: &Graph, k: &Kernel) -> Verdict {
         return Ok(());
     };
     let ins = g.inputs_of(*node);
-    let count = groups.map_or(1, |gr| i64::from(gr.count));
+    let count = groups.map_or(Lin::constant(1), |gr| gr.count);
+    // An operand's elements per group: a fixed count divides both terms; a
+    // count of B (one product per example) takes the batch term's factor.
     let per = |s: &Shape| {
         let l = numel(s);
-        Lin {
-            c: l.c / count,
-            b: l.b / count,
+        match count {
+            Lin { c, b: 0 } if c > 0 => Lin {
+                c: l.c / c,
+                b: l.b / c,
+            },
+            Lin { c: 0, b } if b > 0 && l.c == 0 => Lin::constant(l.b / b),
+            _ => Lin { c: -1, b: -1 },
         }
     };
     let ok = matches!(g.op(*node), Op::MatMul { .. } | Op::BatchMatMul { .. })
