@@ -7,6 +7,11 @@ use std::process::Command;
 
 const STAGES: &[&str] = &["ast", "ir", "grad", "step", "plan", "clif"];
 
+/// Specs whose CLIF text is too large to keep as a snapshot (the W9
+/// transformer's is 1.9 MB): their plans are snapshotted, and their
+/// training is checked by `training.rs`.
+const NO_CLIF_SNAPSHOT: &[&str] = &["text_transformer"];
+
 fn specs() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -52,6 +57,9 @@ fn every_stage_of_every_shipped_spec() {
     for spec in &specs {
         let name = spec.file_stem().unwrap().to_string_lossy().into_owned();
         for stage in STAGES {
+            if *stage == "clif" && NO_CLIF_SNAPSHOT.contains(&name.as_str()) {
+                continue;
+            }
             let text = emit(spec, stage);
             insta::assert_snapshot!(format!("{name}.{stage}"), text);
         }

@@ -225,6 +225,21 @@ fn digits_resnet_reaches_98_5_percent_held_out() {
     assert!(acc >= 0.985, "held-out accuracy {acc}");
 }
 
+/// W9's transformer written with blocks and batched products
+/// (`specs/text_transformer.spec`) meets the workload's check after its 500
+/// steps: training accuracy 0.72-0.82 and loss 0.47-0.60 on all 4,096
+/// sequences (../shared/bench/WORKLOADS.md, W9).
+#[test]
+fn text_transformer_meets_the_w9_check_at_500_steps() {
+    let r = run_json("specs/text_transformer.spec", &[]);
+    assert_eq!(r["steps"], 500);
+    assert_eq!(r["train"]["rows"], 4096);
+    let acc = r["train"]["accuracy"].as_f64().unwrap();
+    let loss = r["train"]["loss"].as_f64().unwrap();
+    assert!((0.72..=0.82).contains(&acc), "train accuracy {acc}");
+    assert!((0.47..=0.60).contains(&loss), "train loss {loss}");
+}
+
 /// The cancer model, compiled, with its data.
 fn cancer(text: &str) -> (specc_compiler::driver::Program, data::Dataset) {
     let program = compile(&SourceFile::new("cancer.spec", text), Functions::TRAIN).unwrap();
