@@ -44,6 +44,32 @@ case!(
     "parse-error"
 );
 case!(
+    expand_dims_before_the_batch,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(reshape(expand_dims(x, 0), [B, 4]) @ W1 + b1)"
+    ),
+    "bad-axis"
+);
+case!(
+    stack_on_the_batch_axis,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(reduce_sum(stack([x, x]), axis = 1) @ W1 + b1)"
+    ),
+    "bad-axis"
+);
+case!(
+    tile_the_batch,
+    replace("relu(x @ W1 + b1)", "relu(tile(x, [2, 1]) @ W1 + b1)"),
+    "bad-axis"
+);
+case!(
+    squeeze_an_axis_not_of_size_one,
+    replace("relu(x @ W1 + b1)", "relu(squeeze(x, axis = 1) @ W1 + b1)"),
+    "bad-axis"
+);
+case!(
     unknown_name,
     replace("h @ W2 + b2", "h @ W3 + b2"),
     "unknown-name"

@@ -91,3 +91,37 @@ train { batch = 8, steps = 10 }
     assert!(worst < 1e-3, "worst relative error {worst}");
     assert_eq!(r["params"].as_array().unwrap().len(), 4);
 }
+
+/// `expand_dims`, `squeeze`, `stack`, `tile` and a `sequence_mask` factor:
+/// their gradients match finite differences.
+#[test]
+fn shape_ops_match_finite_differences() {
+    let dir = specc_testkit::tmp::TempDir::new("gradcheck_shape_ops");
+    let spec = dir.path().join("shape_ops.spec");
+    std::fs::write(
+        &spec,
+        "data synthetic(rows = 32, features = 6, classes = 3)
+label label: int
+features { x = numeric(x0..x5) }
+params {
+  W: [2, 3] = glorot_uniform(seed = 1)
+  V: [3, 3] = glorot_uniform(seed = 2)
+}
+seq = reshape(x, [B, 3, 2])
+e = expand_dims(seq @ W, 2)
+s = squeeze(e, axis = 2)
+st = stack([s, s * 2.0], axis = 1)
+t = tile(reduce_sum(st, axis = 1), [1, 2, 1])
+m = sequence_mask(cast(argmax(x, 1), float32), 6)
+logits = reduce_mean(t @ V, axis = 1) * reduce_mean(m, axis = 1, keepdims = true)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.01)
+train { batch = 8, steps = 10 }
+",
+    )
+    .unwrap();
+    let r = gradcheck(spec.to_str().unwrap());
+    assert_eq!(r["passed"], true);
+    let worst = r["worst_relative_error"].as_f64().unwrap();
+    assert!(worst < 1e-3, "worst relative error {worst}");
+}

@@ -9,7 +9,8 @@
 //! The table is here, with [`lower_call`]; the lowerings that are not one
 //! line live by family: `math` (elementwise binaries, `where`, `matmul`,
 //! `bias_add`, reductions, `argmax`, the softmaxes), `array_ops` (`reshape`,
-//! `transpose`, `concat`, `cast`, `gather`/`embedding_lookup`, `one_hot`)
+//! `transpose`, `concat`, `cast`, `gather`/`embedding_lookup`, `one_hot`),
+//! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`)
 //! and `losses` (the cross-entropies, `mean_squared_error`); the other
 //! families have sema modules of their own ([`activations`],
 //! [`normalization`], [`image_ops`], [`layers`], [`convolution`]).
@@ -29,6 +30,7 @@ use crate::ir::{BinaryOp, NodeId, UnaryOp};
 mod array_ops;
 mod losses;
 mod math;
+mod shape_ops;
 
 use array_ops::{
     lower_cast, lower_concat, lower_embedding_lookup, lower_one_hot, lower_reshape, lower_transpose,
@@ -457,6 +459,31 @@ pub const BUILTINS: &[Builtin] = &[
         name: "concat",
         params: &[req("values"), req("axis")],
         lower: lower_concat,
+    },
+    Builtin {
+        name: "expand_dims",
+        params: &[req("input"), req("axis")],
+        lower: shape_ops::lower_expand_dims,
+    },
+    Builtin {
+        name: "squeeze",
+        params: &[req("input"), opt("axis")],
+        lower: shape_ops::lower_squeeze,
+    },
+    Builtin {
+        name: "stack",
+        params: &[req("values"), opt("axis")],
+        lower: shape_ops::lower_stack,
+    },
+    Builtin {
+        name: "tile",
+        params: &[req("input"), req("multiples")],
+        lower: shape_ops::lower_tile,
+    },
+    Builtin {
+        name: "sequence_mask",
+        params: &[req("lengths"), req("maxlen")],
+        lower: shape_ops::lower_sequence_mask,
     },
     Builtin {
         name: "stop_gradient",

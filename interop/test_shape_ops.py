@@ -1,0 +1,88 @@
+"""`expand_dims`, `squeeze`, `stack`, `tile` and `sequence_mask` against TF.
+
+A spec builds each op on `a = reshape(x, [B, T, D]) @ W` (axes, multiples and
+lengths drawn from SPECC_INTEROP_SEED; any seed passes), weights the results
+into a loss, and takes one gradient-descent step of rate 1: its `W` must be
+TF's `W - dloss/dW` (the same ops under a GradientTape), which checks the
+ops' values and gradients together (the mask through the values it keeps).
+"""
+
+import os
+import subprocess
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
+
+
+def literal(a):
+    if a.ndim == 0:
+        return repr(float(a))
+    return "[" + ", ".join(literal(x) for x in a) + "]"
+
+
+def test_shape_ops_and_their_gradients(specc, tmp_path):
+    rng = np.random.default_rng(SEED + 3)
+    t, d = (int(v) for v in rng.integers(2, 5, 2))
+    rows = int(rng.integers(3, 9))
+    expand_axis = int(rng.choice([1, 2, 3, -1, -2]))
+    stack_axis = int(rng.choice([1, 2, 3, -1]))
+    mt, md = (int(v) for v in rng.integers(1, 4, 2))
+    x = rng.normal(size=(rows, t * d)).astype(np.float32)
+    lengths = rng.integers(0, t + 1, rows).astype(np.float32)
+    w = rng.normal(size=(d, d)).astype(np.float32)
+    a_shape = (rows, t, d)
+    exp_shape = list(a_shape)
+    exp_shape.insert(expand_axis % 4, 1)
+    stack_shape = list(a_shape)
+    stack_shape.insert(stack_axis % 4, 2)
+    g1 = rng.normal(size=exp_shape[1:]).astype(np.float32)
+    g2 = rng.normal(size=stack_shape[1:]).astype(np.float32)
+    g3 = rng.normal(size=(t * mt, d * md)).astype(np.float32)
+    with open(tmp_path / "train.csv", "w") as f:
+        f.write(",".join(f"x{i}" for i in range(t * d)) + ",n,y\n")
+        for r in range(rows):
+            f.write(",".join(repr(float(v)) for v in x[r]) + f",{lengths[r]},0\n")
+    (tmp_path / "spec.spec").write_text(f"""model shape_ops
+data csv("train.csv")
+label y: int
+features {{
+  x = numeric(x0..x{t * d - 1})
+  n = numeric(n)
+}}
+params {{ W: [{d}, {d}] = constant(value = {literal(w)}) }}
+a = reshape(x, [B, {t}, {d}]) @ W
+e = expand_dims(a, {expand_axis})
+s = squeeze(e, axis = {expand_axis})
+st = stack([s, a * 2.0], axis = {stack_axis})
+ti = tile(a, [1, {mt}, {md}])
+mask = sequence_mask(reshape(n, [B]), {t})
+masked = a * expand_dims(mask, 2)
+loss = mean(reduce_sum(square(e) * {literal(g1)}, axis = [1, 2, 3]) + reduce_sum(st * {literal(g2)}, axis = [1, 2, 3]) + reduce_sum(square(ti) * {literal(g3)}, axis = [1, 2]) + reduce_sum(square(masked), axis = [1, 2]))
+optimizer gradient_descent(learning_rate = 1.0)
+train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
+""")
+    subprocess.run([specc, "run", "spec.spec", "--checkpoint-dir", "ckpt"],
+                   cwd=tmp_path, check=True, capture_output=True, text=True)
+    got = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "ckpt"))).get_tensor("W")
+
+    data = np.loadtxt(tmp_path / "train.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    xs, ns = data[:, :t * d], data[:, t * d]
+    var = tf.Variable(w)
+    with tf.GradientTape() as tape:
+        a = tf.matmul(tf.reshape(xs, [rows, t, d]), var)
+        e = tf.expand_dims(a, expand_axis)
+        s = tf.squeeze(e, axis=expand_axis)
+        st = tf.stack([s, a * 2.0], axis=stack_axis)
+        ti = tf.tile(a, [1, mt, md])
+        mask = tf.sequence_mask(ns, t, dtype=tf.float32)
+        masked = a * tf.expand_dims(mask, 2)
+        loss = tf.reduce_mean(tf.reduce_sum(tf.square(e) * g1, axis=[1, 2, 3])
+                              + tf.reduce_sum(st * g2, axis=[1, 2, 3])
+                              + tf.reduce_sum(tf.square(ti) * g3, axis=[1, 2])
+                              + tf.reduce_sum(tf.square(masked), axis=[1, 2]))
+    want = w - tape.gradient(loss, var).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
