@@ -44,3 +44,10 @@ def write_rows(path, x, y=None):
             if y is not None:
                 cells.append(str(int(y[r])))
             f.write(",".join(cells) + "\n")
+
+
+def literal(a):
+    """A numpy array as spec literal text (nested lists of exact floats)."""
+    if a.ndim == 0:
+        return repr(float(a))
+    return "[" + ", ".join(literal(x) for x in a) + "]"

@@ -16,15 +16,9 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-from conftest import write_rows  # noqa: E402
+from conftest import literal, write_rows  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
-
-
-def literal(a):
-    if a.ndim == 0:
-        return repr(float(a))
-    return "[" + ", ".join(literal(x) for x in a) + "]"
 
 
 def test_batched_matmul_by_a_matrix_and_its_gradient(specc, tmp_path):

@@ -3,6 +3,14 @@
 
 use std::process::Command;
 
+/// [`gradcheck`] of a spec given as text (written to a temporary directory).
+fn gradcheck_text(name: &str, text: &str) -> serde_json::Value {
+    let dir = specc_testkit::tmp::TempDir::new(&format!("gradcheck_{name}"));
+    let spec = dir.path().join(format!("{name}.spec"));
+    std::fs::write(&spec, text).unwrap();
+    gradcheck(spec.to_str().unwrap())
+}
+
 fn gradcheck(spec: &str) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_specc"))
         .args(["gradcheck", spec, "--samples", "24", "--json"])
@@ -60,10 +68,8 @@ fn a_streamed_spec_checks_its_first_batch() {
 /// through a single-head attention match finite differences.
 #[test]
 fn batched_products_in_attention_match_finite_differences() {
-    let dir = specc_testkit::tmp::TempDir::new("gradcheck_attention");
-    let spec = dir.path().join("attention.spec");
-    std::fs::write(
-        &spec,
+    let r = gradcheck_text(
+        "attention",
         "data synthetic(rows = 32, features = 12, classes = 3)
 label label: int
 features { x = numeric(x0..x11) }
@@ -83,9 +89,7 @@ loss = mean(sparse_softmax_cross_entropy(label, logits))
 optimizer adam(learning_rate = 0.01)
 train { batch = 8, steps = 10 }
 ",
-    )
-    .unwrap();
-    let r = gradcheck(spec.to_str().unwrap());
+    );
     assert_eq!(r["passed"], true);
     let worst = r["worst_relative_error"].as_f64().unwrap();
     assert!(worst < 1e-3, "worst relative error {worst}");
@@ -96,10 +100,8 @@ train { batch = 8, steps = 10 }
 /// their gradients match finite differences.
 #[test]
 fn shape_ops_match_finite_differences() {
-    let dir = specc_testkit::tmp::TempDir::new("gradcheck_shape_ops");
-    let spec = dir.path().join("shape_ops.spec");
-    std::fs::write(
-        &spec,
+    let r = gradcheck_text(
+        "shape_ops",
         "data synthetic(rows = 32, features = 6, classes = 3)
 label label: int
 features { x = numeric(x0..x5) }
@@ -118,9 +120,7 @@ loss = mean(sparse_softmax_cross_entropy(label, logits))
 optimizer adam(learning_rate = 0.01)
 train { batch = 8, steps = 10 }
 ",
-    )
-    .unwrap();
-    let r = gradcheck(spec.to_str().unwrap());
+    );
     assert_eq!(r["passed"], true);
     let worst = r["worst_relative_error"].as_f64().unwrap();
     assert!(worst < 1e-3, "worst relative error {worst}");

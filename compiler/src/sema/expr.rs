@@ -429,28 +429,27 @@ impl Lowerer<'_> {
             )
             .with_help("reshape it, or use `*` for an elementwise product"));
         }
+        // Operands that do not fit: the message, a label, both shapes marked.
+        let mismatch = |message: String, label: String| {
+            Diagnostic::new(Code::MatmulShape, span, message)
+                .with_label(label)
+                .with_secondary(xs, format!("this is {sx}"))
+                .with_secondary(ys, format!("this is {sy}"))
+        };
         if sx.rank() == 3 && sy.rank() == 3 {
             // A batch of products, one per index of the leading axis (the
             // batch `B`, or a fixed one): attention's `q @ k^T`.
             if sx.0[0] != sy.0[0] {
-                return Err(Diagnostic::new(
-                    Code::MatmulShape,
-                    span,
+                return Err(mismatch(
                     format!("the batches of matmul's operands differ: {sx} @ {sy}"),
-                )
-                .with_label("leading dimensions differ")
-                .with_secondary(xs, format!("this is {sx}"))
-                .with_secondary(ys, format!("this is {sy}")));
+                    "leading dimensions differ".into(),
+                ));
             }
             if let Err(msg) = shape::batch_matmul(&sx, &sy, ta, tb) {
-                return Err(Diagnostic::new(
-                    Code::MatmulShape,
-                    span,
+                return Err(mismatch(
                     format!("matmul shapes do not match: {sx} @ {sy}"),
-                )
-                .with_label(msg)
-                .with_secondary(xs, format!("this is {sx}"))
-                .with_secondary(ys, format!("this is {sy}")));
+                    msg,
+                ));
             }
             return Ok(self.g.batch_matmul(x, y, ta, tb));
         }
@@ -469,14 +468,10 @@ impl Lowerer<'_> {
             ));
         }
         if let Err(msg) = shape::matmul(&sx, &sy, ta, tb) {
-            return Err(Diagnostic::new(
-                Code::MatmulShape,
-                span,
+            return Err(mismatch(
                 format!("matmul shapes do not match: {sx} @ {sy}"),
-            )
-            .with_label(msg)
-            .with_secondary(xs, format!("this is {sx}"))
-            .with_secondary(ys, format!("this is {sy}")));
+                msg,
+            ));
         }
         Ok(self.g.matmul(x, y, ta, tb))
     }
