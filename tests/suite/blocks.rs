@@ -215,6 +215,37 @@ loss = mean(sparse_softmax_cross_entropy(label, a[:, 0:3] + b[:, 0:3] + c[:, 0:3
     );
 }
 
+#[test]
+fn moments_binds_mean_and_variance_as_its_two_builtins() {
+    let tuple = format!(
+        "{HEAD}{DENSE}
+m, v = moments(x, [0])
+logits = dense((x - m) * rsqrt(v + 0.001), 3, 1)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+{TAIL}"
+    );
+    let apart = tuple.replace(
+        "m, v = moments(x, [0])",
+        "m = moments_mean(x, [0])\nv = moments_variance(x, [0])",
+    );
+    assert_ne!(tuple, apart);
+    let (mut a, mut b) = (model(&tuple), model(&apart));
+    assert_eq!(train(&mut a, 4), train(&mut b, 4));
+}
+
+#[test]
+fn an_output_can_call_a_block() {
+    let dir = cli::workdir(SUITE, "output_block");
+    let spec = block_spec("").replace(
+        "metrics {",
+        "outputs { probs = softmax(dense(h, 3, 7, name = \"head\")) }\nmetrics {",
+    );
+    std::fs::write(dir.join("spec.spec"), &spec).unwrap();
+    let (status, out, err) = cli::specc(&dir, &["compile", "--emit", "ir", "spec.spec"]);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.contains("head/kernel"), "{out}");
+}
+
 /// A spec with the dense block and `body` (which must fail with `code`).
 fn block_spec(body: &str) -> String {
     let base = cli::BASE.replace(
@@ -288,6 +319,11 @@ error_case!(
 error_case!(
     a_tuple_of_the_wrong_length,
     "p, q = dense(x, 5, 1)",
+    "block-return"
+);
+error_case!(
+    moments_bound_to_three_names,
+    "p, q, r = moments(x, [0])",
     "block-return"
 );
 error_case!(a_tuple_from_a_builtin, "p, q = relu(x)", "block-return");

@@ -42,7 +42,7 @@ fn output(st: &mut State, b: &Binding) -> R<Output> {
         .with_secondary(prev.1, "first one here"));
     }
     st.output_spans.push((name.clone(), b.name.span));
-    let node = st.lowerer().lower(&b.value)?;
+    let node = super::blocks::lower(st, &b.value)?;
     let shape = st.graph.shape(node);
     if shape.0.first() != Some(&Dim::Batch) {
         return Err(Diagnostic::new(

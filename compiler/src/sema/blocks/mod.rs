@@ -300,7 +300,7 @@ fn specialized<'e>(st: &State, e: &'e Expr) -> R<Cow<'e, Expr>> {
 
 /// Lowers an expression in the current frame: specialized, its block calls
 /// expanded, then as any expression.
-fn lower(st: &mut State, e: &Expr) -> R<NodeId> {
+pub(crate) fn lower(st: &mut State, e: &Expr) -> R<NodeId> {
     let e = specialized(st, e)?;
     let before = st.blocks.temps;
     let r = hoist(st, &e).and_then(|e| st.lowerer().lower(&e));
@@ -429,6 +429,27 @@ fn tuple_value(st: &mut State, t: &TupleBinding) -> R<Vec<NodeId>> {
     let ExprKind::Call(c) = &value.kind else {
         return Err(not_a_tuple(&t.value));
     };
+    if c.func.name == "moments" && !st.blocks.calls(&c.func.name, &st.env) {
+        // tf.nn.moments: (mean, variance), the builtins of its two results.
+        let mut values = Vec::with_capacity(2);
+        for part in ["moments_mean", "moments_variance"] {
+            let mut call = c.clone();
+            call.func.name = part.to_string();
+            values.push(lower(st, &Expr::new(ExprKind::Call(call), value.span))?);
+        }
+        if t.names.len() != 2 {
+            return Err(Diagnostic::new(
+                Code::BlockReturn,
+                t.value.span,
+                format!(
+                    "`moments` returns 2 values, but {} names are bound",
+                    t.names.len()
+                ),
+            )
+            .with_label("mean and variance"));
+        }
+        return Ok(values);
+    }
     if !st.blocks.calls(&c.func.name, &st.env) {
         return Err(not_a_tuple(&t.value));
     }
@@ -462,7 +483,7 @@ fn not_a_tuple(e: &Expr) -> Diagnostic {
         "only a block call returns several values",
     )
     .with_label("one value")
-    .with_help("a block returns a tuple with `return a, b`")
+    .with_help("a block returns a tuple with `return a, b`; of the builtins, `moments` returns (mean, variance)")
 }
 
 /// The value a block argument binds: a static or a tensor.
