@@ -82,3 +82,54 @@ train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
                               + tf.reduce_sum(tf.square(masked), axis=[1, 2]))
     want = w - tape.gradient(loss, var).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_split_and_unstack_tuples_and_their_gradients(specc, tmp_path):
+    """`s0, s1, ... = split(a, sizes, axis = 1)` and `u0, u1, ... = unstack(a,
+    axis = 2)` bound as tuples, weighted into a loss, against tf.split and
+    tf.unstack."""
+    rng = np.random.default_rng(SEED + 4)
+    t, d = (int(v) for v in rng.integers(2, 6, 2))
+    rows = int(rng.integers(2, 9))
+    # At least two parts (a tuple binds two or more names).
+    cuts = sorted(rng.choice(np.arange(1, t), int(rng.integers(1, t)), replace=False))
+    sizes = [int(b - a) for a, b in zip([0, *cuts], [*cuts, t])]
+    x = rng.normal(size=(rows, t * d)).astype(np.float32)
+    w = rng.normal(size=(d, d)).astype(np.float32)
+    gs = [rng.normal(size=(n, d)).astype(np.float32) for n in sizes]
+    hs = [rng.normal(size=(t,)).astype(np.float32) for _ in range(d)]
+    s_names = [f"s{i}" for i in range(len(sizes))]
+    u_names = [f"u{j}" for j in range(d)]
+    terms = [f"reduce_sum(square({n}) * {literal(g)}, axis = [1, 2])" for n, g in zip(s_names, gs)]
+    terms += [f"reduce_sum({n} * {literal(h)}, axis = 1)" for n, h in zip(u_names, hs)]
+    sizes_text = f"[{', '.join(map(str, sizes))}]"
+    with open(tmp_path / "train.csv", "w") as f:
+        f.write(",".join(f"x{i}" for i in range(t * d)) + ",y\n")
+        for r in range(rows):
+            f.write(",".join(repr(float(v)) for v in x[r]) + ",0\n")
+    (tmp_path / "spec.spec").write_text(f"""model tuples
+data csv("train.csv")
+label y: int
+features {{ x = numeric(x0..x{t * d - 1}) }}
+params {{ W: [{d}, {d}] = constant(value = {literal(w)}) }}
+a = reshape(x, [B, {t}, {d}]) @ W
+{", ".join(s_names)} = split(a, {sizes_text}, axis = 1)
+{", ".join(u_names)} = unstack(a, axis = 2)
+loss = mean({" + ".join(terms)})
+optimizer gradient_descent(learning_rate = 1.0)
+train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
+""")
+    subprocess.run([specc, "run", "spec.spec", "--checkpoint-dir", "ckpt"],
+                   cwd=tmp_path, check=True, capture_output=True, text=True)
+    got = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "ckpt"))).get_tensor("W")
+    data = np.loadtxt(tmp_path / "train.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    var = tf.Variable(w)
+    with tf.GradientTape() as tape:
+        a = tf.matmul(tf.reshape(data[:, :t * d], [rows, t, d]), var)
+        parts = tf.split(a, sizes, axis=1)
+        cols = tf.unstack(a, axis=2)
+        loss = tf.reduce_mean(
+            tf.add_n([tf.reduce_sum(tf.square(p) * g, axis=[1, 2]) for p, g in zip(parts, gs)]
+                     + [tf.reduce_sum(u * h, axis=1) for u, h in zip(cols, hs)]))
+    want = w - tape.gradient(loss, var).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

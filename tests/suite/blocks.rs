@@ -328,6 +328,17 @@ error_case!(
 );
 error_case!(a_tuple_from_a_builtin, "p, q = relu(x)", "block-return");
 error_case!(
+    split_into_parts_that_do_not_divide,
+    "p, q, r = split(x, 3, axis = 1)",
+    "argument-out-of-range"
+);
+error_case!(split_the_batch, "p, q = split(x, 2)", "bad-axis");
+error_case!(
+    unstack_bound_to_too_few_names,
+    "p, q = unstack(x, axis = 1)",
+    "block-return"
+);
+error_case!(
     return_at_the_top_level,
     "for i in range(2) {\n  return x\n}",
     "block-return"

@@ -96,8 +96,8 @@ train { batch = 8, steps = 10 }
     assert_eq!(r["params"].as_array().unwrap().len(), 4);
 }
 
-/// `expand_dims`, `squeeze`, `stack`, `tile` and a `sequence_mask` factor:
-/// their gradients match finite differences.
+/// `expand_dims`, `squeeze`, `stack`, `tile`, `unstack`, `split` and a
+/// `sequence_mask` factor: their gradients match finite differences.
 #[test]
 fn shape_ops_match_finite_differences() {
     let r = gradcheck_text(
@@ -115,7 +115,9 @@ s = squeeze(e, axis = 2)
 st = stack([s, s * 2.0], axis = 1)
 t = tile(reduce_sum(st, axis = 1), [1, 2, 1])
 m = sequence_mask(cast(argmax(x, 1), float32), 6)
-logits = reduce_mean(t @ V, axis = 1) * reduce_mean(m, axis = 1, keepdims = true)
+u0, u1, u2 = unstack(t, axis = 2)
+p, q = split(u0 + u1 * u2, 2, axis = 1)
+logits = reduce_mean(t @ V, axis = 1) * reduce_mean(m, axis = 1, keepdims = true) + (p * q) @ V
 loss = mean(sparse_softmax_cross_entropy(label, logits))
 optimizer adam(learning_rate = 0.01)
 train { batch = 8, steps = 10 }

@@ -398,6 +398,19 @@ fn hoist<'e>(st: &mut State, e: &'e Expr) -> R<Cow<'e, Expr>> {
     Ok(Cow::Owned(Expr::new(kind, e.span)))
 }
 
+/// A builtin call with the block calls of its arguments expanded.
+fn hoist_call(st: &mut State, c: &Call, span: Span) -> R<Call> {
+    let e = Expr::new(ExprKind::Call(c.clone()), span);
+    match hoist(st, &e)?.into_owned().kind {
+        ExprKind::Call(c) => Ok(c),
+        _ => Err(Diagnostic::new(
+            Code::InternalError,
+            span,
+            "a call hoisted to a name",
+        )),
+    }
+}
+
 /// Whether `e` calls a block anywhere.
 fn mentions_block(st: &State, e: &Expr) -> bool {
     if st.blocks.defs.is_empty() {
@@ -450,11 +463,16 @@ fn tuple_value(st: &mut State, t: &TupleBinding) -> R<Vec<NodeId>> {
         }
         return Ok(values);
     }
-    if !st.blocks.calls(&c.func.name, &st.env) {
-        return Err(not_a_tuple(&t.value));
-    }
-    let def = st.blocks.defs[&c.func.name].clone();
-    let values = call_block(st, c, &def)?;
+    let values = if st.blocks.calls(&c.func.name, &st.env) {
+        let def = st.blocks.defs[&c.func.name].clone();
+        call_block(st, c, &def)?
+    } else {
+        let c = hoist_call(st, c, value.span)?;
+        match super::functions::tuple_builtin(&mut st.lowerer(), &c) {
+            Some(r) => r?,
+            None => return Err(not_a_tuple(&t.value)),
+        }
+    };
     if values.len() != t.names.len() {
         return Err(Diagnostic::new(
             Code::BlockReturn,
@@ -483,7 +501,7 @@ fn not_a_tuple(e: &Expr) -> Diagnostic {
         "only a block call returns several values",
     )
     .with_label("one value")
-    .with_help("a block returns a tuple with `return a, b`; of the builtins, `moments` returns (mean, variance)")
+    .with_help("a block returns a tuple with `return a, b`; of the builtins, `moments`, `split` and `unstack` do")
 }
 
 /// The value a block argument binds: a static or a tensor.

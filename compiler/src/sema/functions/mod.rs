@@ -32,6 +32,8 @@ mod losses;
 mod math;
 mod shape_ops;
 
+pub(crate) use shape_ops::tuple_builtin;
+
 use array_ops::{
     lower_cast, lower_concat, lower_embedding_lookup, lower_one_hot, lower_reshape, lower_transpose,
 };
@@ -572,6 +574,7 @@ pub const STATEMENTS: &[&str] = &["assert_shape"];
 /// Whether `name` is a builtin function (an op, a schedule or a check).
 pub fn is_builtin(name: &str) -> bool {
     BUILTINS.iter().any(|b| b.name == name)
+        || matches!(name, "moments" | "split" | "unstack")
         || super::schedules::find(name).is_some()
         || super::checks::is_check(name)
 }
