@@ -156,3 +156,41 @@ outputs {{ logits = logits }}
     it.set_tensor(inp["index"], parsed)
     it.invoke()
     np.testing.assert_allclose(it.get_tensor(out["index"]), want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_w9_transformer_exports_to_tflite(specc, tmp_path):
+    """`specs/text_transformer.spec` (W9: two encoder layers of four heads)
+    exports to TF Lite, and LiteRT's probabilities and classes on drawn rows
+    equal `specc predict`'s."""
+    from pathlib import Path
+
+    from ai_edge_litert.interpreter import Interpreter
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "data").mkdir()
+    text = (root / "specs" / "data" / "text.csv").read_text().splitlines()
+    (tmp_path / "data" / "text.csv").write_text("\n".join(text) + "\n")
+    (tmp_path / "spec.spec").write_text((root / "specs" / "text_transformer.spec").read_text())
+    run = lambda *args: subprocess.run([specc, *args], cwd=tmp_path, check=True,
+                                       capture_output=True, text=True).stdout
+    run("run", "spec.spec", "--steps", "10", "--checkpoint-dir", "ckpt")
+    run("export", "spec.spec", "--checkpoint", "ckpt", "--format", "tflite", "--output", "w9.tflite")
+    rng = np.random.default_rng(SEED + 5)
+    picked = sorted(rng.choice(np.arange(1, len(text)), int(rng.integers(5, 40)), replace=False))
+    header = ",".join(text[0].split(",")[:64])
+    rows = [",".join(text[i].split(",")[:64]) for i in picked]
+    (tmp_path / "new.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    lines = run("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "new.csv").strip().split("\n")
+    want = np.array([[float(c) for c in l.split(",")] for l in lines[1:]])
+
+    it = Interpreter(model_path=str(tmp_path / "w9.tflite"))
+    assert [op["op_name"] for op in it._get_ops_details()].count("BATCH_MATMUL") == 16
+    inp = it.get_input_details()[0]
+    x = np.array([[float(c) for c in r.split(",")] for r in rows]).astype(inp["dtype"])
+    it.resize_tensor_input(inp["index"], x.shape)
+    it.allocate_tensors()
+    it.set_tensor(inp["index"], x)
+    it.invoke()
+    probs, classes = (it.get_tensor(o["index"]) for o in it.get_output_details())
+    np.testing.assert_allclose(probs, want[:, :2], rtol=1e-5, atol=1e-6)
+    assert (classes.reshape(-1) == want[:, 2]).all()
