@@ -109,6 +109,8 @@ pub enum Item {
 pub struct BlockDef {
     pub name: Ident,
     pub params: Vec<BlockParam>,
+    /// `scope "NAME"`: the calls' default scope name (else the block's name).
+    pub scope: Option<StrLit>,
     pub body: Vec<Stmt>,
     pub span: Span,
 }

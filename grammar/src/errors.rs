@@ -68,6 +68,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::kw_if
         | Rule::kw_return => (Start, "a statement"),
         Rule::block_param => (Start, "a parameter name"),
+        Rule::block_scope | Rule::kw_scope => (Continuation, "`scope`"),
         Rule::kw_in => (Punct, "`in`"),
         Rule::kw_else => (Continuation, "`else`"),
         Rule::kw_model

@@ -96,9 +96,14 @@ pub fn print_spec(file: &SpecFile) -> String {
                         None => p.name.name.clone(),
                     })
                     .collect();
+                let scope = d
+                    .scope
+                    .as_ref()
+                    .map(|s| format!(" (scope {:?})", s.value))
+                    .unwrap_or_default();
                 (
                     format!(
-                        "(block {} ({}){})",
+                        "(block {} ({}){scope}{})",
                         d.name.name,
                         ps.join(" "),
                         stmts(&d.body, "\n  ")

@@ -299,6 +299,12 @@ fn blocks_loops_and_tuples() {
     let names: Vec<&str> = t.names.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(sexpr(&t.value), "dense(x, (% (// 4 2) 3))");
+    let f = parse_ok("block conv2d_layer(x) scope \"conv2d\" {\n  return x\n}\nscope = 2");
+    let Item::BlockDef(d) = &f.items[0] else {
+        panic!()
+    };
+    assert_eq!(d.scope.as_ref().map(|s| s.value.as_str()), Some("conv2d"));
+    assert_eq!(sexpr(binding(&f, "scope")), "2");
     // The new words are names where no statement form fits.
     let f = parse_ok(
         "block = 1

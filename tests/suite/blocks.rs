@@ -99,6 +99,28 @@ loss = mean(sparse_softmax_cross_entropy(label, logits))
         .any(|(n, _)| n == "tower_1/dense_1/kernel/Adam_1"));
 }
 
+/// `scope "conv2d"`: a block named otherwise (the `conv2d` op has the name)
+/// scopes its calls as TF's `conv2d` layer: `conv2d/kernel`, `conv2d_1/kernel`.
+#[test]
+fn a_block_scope_names_calls_after_the_tf_layer() {
+    let spec = format!(
+        "{HEAD}
+block conv2d_layer(x, filters) scope \"conv2d\" {{
+  params {{ kernel: [3, 3, shape(x)[-1], filters] = glorot_uniform(seed = 1) }}
+  return relu(conv2d(x, kernel, strides = 1, padding = \"SAME\"))
+}}
+img = reshape(x, [B, 2, 2, 1])
+h = conv2d_layer(conv2d_layer(img, 4), 3)
+logits = reduce_mean(h, axis = [1, 2])
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+{TAIL}"
+    );
+    assert_eq!(
+        model(&spec).parameter_names(),
+        ["conv2d/kernel", "conv2d_1/kernel"]
+    );
+}
+
 #[test]
 fn a_block_stack_trains_to_the_bits_of_the_model_written_out() {
     let blocks = format!(

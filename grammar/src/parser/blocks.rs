@@ -8,7 +8,7 @@
 
 use pest::iterators::Pair;
 
-use super::{binding, block, call, expr, ident, internal, is_punct, param_decl, span_of};
+use super::{binding, block, call, expr, ident, internal, is_punct, param_decl, span_of, str_lit};
 use super::{Children, Result, Rule};
 use crate::ast::*;
 
@@ -17,8 +17,13 @@ pub(super) fn block_def(span: Span, mut c: Children<'_>) -> Result<BlockDef> {
     let name = c.ident()?;
     let mut params = Vec::new();
     let mut body = Vec::new();
+    let mut scope = None;
     while let Some(p) = c.next() {
         match p.as_rule() {
+            Rule::block_scope => {
+                let mut sc = Children::of(p);
+                scope = Some(str_lit(sc.expect("a scope name")?)?);
+            }
             Rule::block_param => {
                 let span = span_of(&p);
                 let mut pc = Children::of(p);
@@ -37,6 +42,7 @@ pub(super) fn block_def(span: Span, mut c: Children<'_>) -> Result<BlockDef> {
     Ok(BlockDef {
         name,
         params,
+        scope,
         body,
         span,
     })

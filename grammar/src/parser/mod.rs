@@ -150,6 +150,7 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::kw_if
             | Rule::kw_else
             | Rule::kw_return
+            | Rule::kw_scope
     )
 }
 

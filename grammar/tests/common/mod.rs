@@ -159,6 +159,10 @@ impl SpanCheck<'_> {
                         assert_eq!(p.span.end, e.span.end);
                     }
                 }
+                if let Some(s) = &d.scope {
+                    let t = self.text(s.span);
+                    assert!(t.starts_with('"') && t.ends_with('"'), "{t:?}");
+                }
                 for s in &d.body {
                     self.stmt(s);
                 }

@@ -159,6 +159,9 @@ pub(crate) fn define(st: &mut State, d: &BlockDef) -> R<()> {
             }
         }
     }
+    if let Some(s) = &d.scope {
+        scope_name(&Expr::new(ExprKind::Str(s.value.clone()), s.span))?;
+    }
     st.blocks.defs.insert(name.name.clone(), Rc::new(d.clone()));
     Ok(())
 }
@@ -620,7 +623,11 @@ fn call_block(st: &mut State, call: &Call, def: &Rc<BlockDef>) -> R<Vec<NodeId>>
         None => false,
     };
     let parent = st.blocks.frame.scope.clone();
-    let local = chosen.unwrap_or_else(|| st.blocks.scopes.unique(&parent, name));
+    let default_name = def
+        .scope
+        .as_ref()
+        .map_or(name.as_str(), |s| s.value.as_str());
+    let local = chosen.unwrap_or_else(|| st.blocks.scopes.unique(&parent, default_name));
     let full = scope::join(&parent, &local);
     st.blocks.scopes.open(&full);
 
