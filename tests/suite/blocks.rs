@@ -256,6 +256,20 @@ loss = mean(sparse_softmax_cross_entropy(label, logits))
 }
 
 #[test]
+fn a_metric_can_call_a_block() {
+    let dir = cli::workdir(SUITE, "metric_block");
+    let spec = block_spec("").replace(
+        "metrics { accuracy(y, argmax(logits)) }",
+        "metrics { accuracy(y, argmax(dense(h, 3, 7, name = \"probe\"))) }",
+    );
+    assert!(spec.contains("probe"), "{spec}");
+    std::fs::write(dir.join("spec.spec"), &spec).unwrap();
+    let (status, out, err) = cli::specc(&dir, &["compile", "--emit", "ir", "spec.spec"]);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.contains("probe/kernel"), "{out}");
+}
+
+#[test]
 fn an_output_can_call_a_block() {
     let dir = cli::workdir(SUITE, "output_block");
     let spec = block_spec("").replace(

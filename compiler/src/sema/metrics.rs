@@ -18,6 +18,20 @@ use crate::model::{Metric, MetricKind};
 use specc_runtime::metrics::MetricOutput;
 
 pub(crate) fn metric(st: &mut State, m: &MetricDecl) -> R<()> {
+    // Block calls in its arguments are expanded first (`accuracy(label,
+    // argmax(head(h)))`).
+    let (value, mark) = super::blocks::hoisted(st, &m.value)?;
+    let m = MetricDecl {
+        name: m.name.clone(),
+        value,
+        span: m.span,
+    };
+    let r = checked_metric(st, &m);
+    super::blocks::release(st, mark);
+    r
+}
+
+fn checked_metric(st: &mut State, m: &MetricDecl) -> R<()> {
     let call_storage;
     let call = match &m.value.kind {
         // `global_norm` may be written without parentheses.

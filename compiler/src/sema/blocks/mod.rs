@@ -307,11 +307,30 @@ pub(crate) fn lower(st: &mut State, e: &Expr) -> R<NodeId> {
     let e = specialized(st, e)?;
     let before = st.blocks.temps;
     let r = hoist(st, &e).and_then(|e| st.lowerer().lower(&e));
-    for i in before..st.blocks.temps {
+    release(st, before);
+    r
+}
+
+/// `e` with its block calls expanded into temporaries, for an item that
+/// lowers its parts itself (a metric); the temporaries live until
+/// [`release`] with the returned mark.
+pub(crate) fn hoisted(st: &mut State, e: &Expr) -> R<(Expr, usize)> {
+    let before = st.blocks.temps;
+    match hoist(st, e) {
+        Ok(e) => Ok((e.into_owned(), before)),
+        Err(d) => {
+            release(st, before);
+            Err(d)
+        }
+    }
+}
+
+/// Drops the temporaries made since `mark`.
+pub(crate) fn release(st: &mut State, mark: usize) {
+    for i in mark..st.blocks.temps {
         st.env.entries.remove(&temp_name(i));
     }
-    st.blocks.temps = before;
-    r
+    st.blocks.temps = mark;
 }
 
 fn temp_name(i: usize) -> String {
