@@ -305,9 +305,9 @@ fn specialized<'e>(st: &State, e: &'e Expr) -> R<Cow<'e, Expr>> {
 /// expanded, then as any expression.
 pub(crate) fn lower(st: &mut State, e: &Expr) -> R<NodeId> {
     let e = specialized(st, e)?;
-    let before = st.blocks.temps;
-    let r = hoist(st, &e).and_then(|e| st.lowerer().lower(&e));
-    release(st, before);
+    let (e, mark) = hoisted(st, &e)?;
+    let r = st.lowerer().lower(&e);
+    release(st, mark);
     r
 }
 

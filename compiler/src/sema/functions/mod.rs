@@ -574,7 +574,7 @@ pub const STATEMENTS: &[&str] = &["assert_shape"];
 /// Whether `name` is a builtin function (an op, a schedule or a check).
 pub fn is_builtin(name: &str) -> bool {
     BUILTINS.iter().any(|b| b.name == name)
-        || matches!(name, "moments" | "split" | "unstack")
+        || shape_ops::TUPLE_BUILTINS.contains(&name)
         || super::schedules::find(name).is_some()
         || super::checks::is_check(name)
 }

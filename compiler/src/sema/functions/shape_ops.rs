@@ -227,6 +227,9 @@ pub(super) fn lower_sequence_mask(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<N
     Ok(lw.g.binary(BinaryOp::Lt, positions, lengths))
 }
 
+/// The builtins that return tuples, bound by a tuple binding only.
+pub(crate) const TUPLE_BUILTINS: [&str; 3] = ["moments", "split", "unstack"];
+
 /// The builtins that return tuples (`a, b = split(x, 2, axis = 1)`): their
 /// values, or `None` when `c` is not one of them (`moments` is the tuple
 /// binding's own); `split(value, num_or_size_splits, axis = 0)` cuts an axis
@@ -243,85 +246,86 @@ pub(crate) fn tuple_builtin(lw: &mut Lowerer, c: &Call) -> Option<R<Vec<NodeId>>
         "unstack" => &[args::req("value"), args::opt("num"), args::opt("axis")],
         _ => return None,
     };
-    Some((|| {
-        let b = args::bind(&c.func.name, c, params)?;
-        let x = lw.lower(b.req(0))?;
-        let s = lw.g.shape(x).clone();
-        let axis_expr = b.get(2);
-        let axis = match axis_expr {
-            Some(e) => lw.axis(e, s.rank())?,
-            None => 0,
-        };
-        let at = axis_expr.map_or(c.span, |e| e.span);
-        let Dim::Fixed(size) = s.0[axis] else {
-            return Err(Diagnostic::new(
-                Code::BadAxis,
-                at,
-                format!("`{}` cannot cut the batch dimension B of {s}", c.func.name),
-            )
-            .with_label(format!("axis {axis}"))
-            .with_help("pass an axis of fixed size, e.g. axis = 1"));
-        };
-        let sizes: Vec<u32> = if c.func.name == "unstack" {
-            if let Some(e) = b.get(1).filter(|e| !args::is_none(e)) {
+    Some(cut(lw, c, params))
+}
+
+/// The parts of `split` or `unstack` (bound by [`tuple_builtin`]).
+fn cut(lw: &mut Lowerer, c: &Call, params: &[crate::sema::args::Param]) -> R<Vec<NodeId>> {
+    let b = args::bind(&c.func.name, c, params)?;
+    let x = lw.lower(b.req(0))?;
+    let s = lw.g.shape(x).clone();
+    let axis_expr = b.get(2);
+    let axis = match axis_expr {
+        Some(e) => lw.axis(e, s.rank())?,
+        None => 0,
+    };
+    let at = axis_expr.map_or(c.span, |e| e.span);
+    let Dim::Fixed(size) = s.0[axis] else {
+        return Err(Diagnostic::new(
+            Code::BadAxis,
+            at,
+            format!("`{}` cannot cut the batch dimension B of {s}", c.func.name),
+        )
+        .with_label(format!("axis {axis}"))
+        .with_help("pass an axis of fixed size, e.g. axis = 1"));
+    };
+    let sizes: Vec<u32> = if c.func.name == "unstack" {
+        if let Some(e) = b.get(1).filter(|e| !args::is_none(e)) {
+            let n = args::eval_int(e)?;
+            if n != i64::from(size) {
+                return Err(Diagnostic::new(
+                    Code::ArgumentOutOfRange,
+                    e.span,
+                    format!("num is {n}, but axis {axis} of {s} has {size}"),
+                )
+                .with_label("another count"));
+            }
+        }
+        vec![1; size as usize]
+    } else {
+        let e = b.req(1);
+        match &e.kind {
+            ExprKind::List(_) => {
+                let list = args::eval_int_list(e)?;
+                if list.iter().any(|&v| v < 1) || list.iter().sum::<i64>() != i64::from(size) {
+                    return Err(Diagnostic::new(
+                        Code::MalformedArgument,
+                        e.span,
+                        format!("the sizes {list:?} do not add up to {size}, axis {axis} of {s}"),
+                    )
+                    .with_label("sizes of the parts"));
+                }
+                list.into_iter().map(|v| v as u32).collect()
+            }
+            _ => {
                 let n = args::eval_int(e)?;
-                if n != i64::from(size) {
+                if n < 1 || i64::from(size) % n != 0 {
                     return Err(Diagnostic::new(
                         Code::ArgumentOutOfRange,
                         e.span,
-                        format!("num is {n}, but axis {axis} of {s} has {size}"),
+                        format!("{n} parts do not divide axis {axis} of {s} ({size})"),
                     )
-                    .with_label("another count"));
+                    .with_label("not a divisor"));
                 }
+                vec![size / n as u32; n as usize]
             }
-            vec![1; size as usize]
-        } else {
-            let e = b.req(1);
-            match &e.kind {
-                ExprKind::List(_) => {
-                    let list = args::eval_int_list(e)?;
-                    if list.iter().any(|&v| v < 1) || list.iter().sum::<i64>() != i64::from(size) {
-                        return Err(Diagnostic::new(
-                            Code::MalformedArgument,
-                            e.span,
-                            format!(
-                                "the sizes {list:?} do not add up to {size}, axis {axis} of {s}"
-                            ),
-                        )
-                        .with_label("sizes of the parts"));
-                    }
-                    list.into_iter().map(|v| v as u32).collect()
-                }
-                _ => {
-                    let n = args::eval_int(e)?;
-                    if n < 1 || i64::from(size) % n != 0 {
-                        return Err(Diagnostic::new(
-                            Code::ArgumentOutOfRange,
-                            e.span,
-                            format!("{n} parts do not divide axis {axis} of {s} ({size})"),
-                        )
-                        .with_label("not a divisor"));
-                    }
-                    vec![size / n as u32; n as usize]
-                }
-            }
-        };
-        let mut out = Vec::with_capacity(sizes.len());
-        let mut start = 0u32;
-        for len in sizes {
-            let mut begin = vec![0u32; s.rank()];
-            begin[axis] = start;
-            let mut dims = s.0.clone();
-            dims[axis] = Dim::Fixed(len);
-            let part = lw.g.slice(x, &begin, &Shape(dims.clone()));
-            out.push(if c.func.name == "unstack" {
-                dims.remove(axis);
-                lw.g.reshape(part, &Shape(dims))
-            } else {
-                part
-            });
-            start += len;
         }
-        Ok(out)
-    })())
+    };
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut start = 0u32;
+    for len in sizes {
+        let mut begin = vec![0u32; s.rank()];
+        begin[axis] = start;
+        let mut dims = s.0.clone();
+        dims[axis] = Dim::Fixed(len);
+        let part = lw.g.slice(x, &begin, &Shape(dims.clone()));
+        out.push(if c.func.name == "unstack" {
+            dims.remove(axis);
+            lw.g.reshape(part, &Shape(dims))
+        } else {
+            part
+        });
+        start += len;
+    }
+    Ok(out)
 }
