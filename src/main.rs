@@ -242,6 +242,12 @@ enum Command {
         #[arg(long, conflicts_with = "code")]
         markdown: bool,
     },
+    /// Print specc's layer library (the blocks `layers.dense`, `layers.conv2d`, ...) as
+    /// spec text, or one block of it (e.g. `specc library dense`).
+    Library {
+        /// A block, e.g. `dense` or `layers.dense`.
+        block: Option<String>,
+    },
     /// Benchmark the fused Adam update alone (workload W4: one JSON line with `ms_per_step`, `gbps`).
     BenchAdam {
         /// Parameters in the flat buffer.
@@ -361,6 +367,7 @@ fn main() -> ExitCode {
     let r = match cli.command {
         Command::Check { spec } => commands::check::run(&spec),
         Command::Explain { code, markdown } => commands::explain::run(code.as_deref(), markdown),
+        Command::Library { block } => commands::library::run(block.as_deref()),
         Command::Compile {
             spec,
             emit,

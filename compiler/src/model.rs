@@ -333,6 +333,42 @@ pub struct Functions {
 }
 
 /// A variable the training step assigns besides the optimizer's updates: a
+/// One expanded block call, for `specc compile --emit ir`: the call as
+/// specialized (static arguments as their values), its variable scope and
+/// the variables it declared there (none when it reuses the scope).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockCall {
+    /// Calls this one is inside (0 for a call in the spec's top level).
+    pub depth: usize,
+    pub call: String,
+    pub scope: String,
+    pub reuse: bool,
+    /// The names (under `scope`) of the variables it declared.
+    pub variables: Vec<String>,
+}
+
+/// The block calls as `--emit ir` prints them: one line per call, nested
+/// by depth, `call  -> scope SCOPE: VARIABLES`.
+pub fn print_block_calls(calls: &[BlockCall]) -> String {
+    let mut out = String::from("block calls:\n");
+    for c in calls {
+        let vars = if c.reuse {
+            " (reused)".to_string()
+        } else if c.variables.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", c.variables.join(", "))
+        };
+        out.push_str(&format!(
+            "{}{}  -> scope {}{vars}\n",
+            "  ".repeat(c.depth + 1),
+            c.call,
+            c.scope
+        ));
+    }
+    out
+}
+
 /// `batch_norm`'s moving mean and variance (TF's `UPDATE_OPS`), applied in
 /// `step` only, after everything else is computed.
 #[derive(Clone, Debug, PartialEq)]
@@ -384,6 +420,8 @@ pub struct Model {
     pub bindings: Vec<(String, NodeId)>,
     /// Where each binding's value is written, parallel to `bindings`.
     pub binding_spans: Vec<Span>,
+    /// Every block call expanded, in the order of expansion.
+    pub block_calls: Vec<BlockCall>,
     /// The runtime checks, in source order.
     pub assertions: Vec<Assertion>,
     /// What the step assigns besides the optimizer (see [`StateUpdate`]).

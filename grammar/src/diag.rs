@@ -28,25 +28,66 @@ impl SourceFile {
     /// 1-based line and column (in characters) of a byte offset, clamped to the
     /// text (an offset inside a multi-byte character counts as that character).
     pub fn line_col(&self, offset: u32) -> (usize, usize) {
-        let offset = floor_char_boundary(&self.text, offset as usize);
-        let mut line = 1;
-        let mut line_start = 0;
-        for (i, c) in self.text.char_indices() {
-            if i >= offset {
-                break;
-            }
-            if c == '\n' {
-                line += 1;
-                line_start = i + 1;
-            }
+        line_col(&self.text, offset)
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset of `text`.
+fn line_col(text: &str, offset: u32) -> (usize, usize) {
+    let offset = floor_char_boundary(text, offset as usize);
+    let mut line = 1;
+    let mut line_start = 0;
+    for (i, c) in text.char_indices() {
+        if i >= offset {
+            break;
         }
-        let col = self
-            .text
-            .get(line_start..offset)
-            .map(|s| s.chars().count())
-            .unwrap_or(0)
-            + 1;
-        (line, col)
+        if c == '\n' {
+            line += 1;
+            line_start = i + 1;
+        }
+    }
+    let col = text
+        .get(line_start..offset)
+        .map(|s| s.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}
+
+/// The text a span points into: the spec, or a text of specc's library
+/// (whose spans are offset by its base, [`crate::library`]).
+struct Text<'a> {
+    path: &'a str,
+    text: &'a str,
+    base: u32,
+}
+
+impl<'a> Text<'a> {
+    fn of(src: &'a SourceFile, span: Span) -> Text<'a> {
+        match crate::library::file_of(span) {
+            Some(f) => Text {
+                path: f.path,
+                text: f.text,
+                base: f.base,
+            },
+            None => Text {
+                path: &src.path,
+                text: &src.text,
+                base: 0,
+            },
+        }
+    }
+
+    /// `span` as offsets into this text.
+    fn local(&self, span: Span) -> Span {
+        Span {
+            start: span.start.saturating_sub(self.base),
+            end: span.end.saturating_sub(self.base),
+        }
+    }
+
+    fn line_col(&self, offset: u32) -> (usize, usize) {
+        line_col(self.text, offset)
     }
 }
 
@@ -114,6 +155,8 @@ const RESET: &str = "\u{1b}[0m";
 /// A label placed on a source line.
 struct Mark<'a> {
     line: usize,
+    /// 1-based column (in characters) of its start.
+    col: usize,
     /// Display columns (0-based) of the underline.
     from: usize,
     to: usize,
@@ -143,19 +186,18 @@ fn display_width(line: &str, chars: usize) -> usize {
 
 /// Where a span's underline goes: its first line, from its start to its end
 /// (or to the end of that line), at least one column wide.
-fn place<'a>(
-    src: &SourceFile,
-    lines: &[&str],
-    span: Span,
-    text: &'a str,
-    primary: bool,
-) -> Mark<'a> {
+fn place<'a>(src: &Text, span: Span, text: &'a str, primary: bool) -> Mark<'a> {
     let (a, b) = (span.start.min(span.end), span.start.max(span.end));
-    let a = floor_char_boundary(&src.text, a as usize) as u32;
-    let b = floor_char_boundary(&src.text, b as usize) as u32;
+    let a = floor_char_boundary(src.text, a as usize) as u32;
+    let b = floor_char_boundary(src.text, b as usize) as u32;
     let (l0, c0) = src.line_col(a);
     let (l1, c1) = src.line_col(b);
-    let line = lines.get(l0 - 1).copied().unwrap_or("");
+    let line = src
+        .text
+        .split('\n')
+        .nth(l0 - 1)
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .unwrap_or("");
     let from = display_width(line, c0 - 1);
     let to = if l1 == l0 {
         display_width(line, c1 - 1)
@@ -164,6 +206,7 @@ fn place<'a>(
     };
     Mark {
         line: l0,
+        col: c0,
         from,
         to: to.max(from + 1),
         text,
@@ -197,20 +240,29 @@ impl Diagnostic {
                 text.to_string()
             }
         };
-        let lines: Vec<&str> = src
-            .text
-            .split('\n')
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
-            .collect();
-        let mut marks: Vec<Mark> = vec![place(src, &lines, self.span, &self.label, true)];
-        for (span, label) in &self.secondary {
-            marks.push(place(src, &lines, *span, label, false));
+        // The texts the marks point into, the primary's first: the spec,
+        // or a text of specc's library (a block's body).
+        let mut spans: Vec<(Span, &str, bool)> = vec![(self.span, &self.label, true)];
+        spans.extend(self.secondary.iter().map(|(s, l)| (*s, l.as_str(), false)));
+        let mut texts: Vec<Text> = Vec::new();
+        let mut marks: Vec<(usize, Mark)> = Vec::new();
+        for (span, label, primary) in spans {
+            let text = Text::of(src, span);
+            let k = match texts.iter().position(|t| t.path == text.path) {
+                Some(k) => k,
+                None => {
+                    texts.push(text);
+                    texts.len() - 1
+                }
+            };
+            let t = &texts[k];
+            marks.push((k, place(t, t.local(span), label, primary)));
         }
-        let (line, col) = src.line_col(self.span.start.min(self.span.end));
-        let mut shown: Vec<usize> = marks.iter().map(|m| m.line).collect();
-        shown.sort_unstable();
-        shown.dedup();
-        let gutter = shown.last().map_or(1, |l| l.to_string().len());
+        let gutter = marks
+            .iter()
+            .map(|(_, m)| m.line.to_string().len())
+            .max()
+            .unwrap_or(1);
         let pad = " ".repeat(gutter);
         let bar = paint(BLUE, "|");
 
@@ -228,49 +280,76 @@ impl Diagnostic {
                 one_line(&self.message)
             ));
         }
-        out.push_str(&format!(
-            "{pad}{} {}:{line}:{col}\n",
-            paint(BLUE, "-->"),
-            src.path
-        ));
-        out.push_str(&format!("{pad} {bar}\n"));
-        let mut prev: Option<usize> = None;
-        for &l in &shown {
-            if let Some(p) = prev {
-                if l == p + 2 {
-                    let text = display_line(lines.get(p).copied().unwrap_or(""));
-                    out.push_str(format!("{:>gutter$} {bar} {}", p + 1, text).trim_end());
-                    out.push('\n');
-                } else if l > p + 2 {
-                    out.push_str(&format!("{}\n", paint(BLUE, "...")));
+        for (k, text) in texts.iter().enumerate() {
+            let here: Vec<&Mark> = marks
+                .iter()
+                .filter(|(f, _)| *f == k)
+                .map(|(_, m)| m)
+                .collect();
+            // The spec's header points at the primary span; another text's
+            // at its first mark.
+            let at = if k == 0 {
+                text.line_col(text.local(self.span).start.min(text.local(self.span).end))
+            } else {
+                (here[0].line, here[0].col)
+            };
+            if k > 0 {
+                out.push_str(&format!("{pad} {bar}\n"));
+            }
+            out.push_str(&format!(
+                "{pad}{} {}:{}:{}\n",
+                paint(BLUE, if k == 0 { "-->" } else { ":::" }),
+                text.path,
+                at.0,
+                at.1
+            ));
+            out.push_str(&format!("{pad} {bar}\n"));
+            let lines: Vec<&str> = text
+                .text
+                .split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l))
+                .collect();
+            let mut shown: Vec<usize> = here.iter().map(|m| m.line).collect();
+            shown.sort_unstable();
+            shown.dedup();
+            let mut prev: Option<usize> = None;
+            for &l in &shown {
+                if let Some(p) = prev {
+                    if l == p + 2 {
+                        let text = display_line(lines.get(p).copied().unwrap_or(""));
+                        out.push_str(format!("{:>gutter$} {bar} {}", p + 1, text).trim_end());
+                        out.push('\n');
+                    } else if l > p + 2 {
+                        out.push_str(&format!("{}\n", paint(BLUE, "...")));
+                    }
                 }
+                let text = display_line(lines.get(l - 1).copied().unwrap_or(""));
+                let head = format!("{:>gutter$} {bar} {text}", paint(BLUE, &l.to_string()));
+                out.push_str(head.trim_end());
+                out.push('\n');
+                let mut on_line: Vec<&&Mark> = here.iter().filter(|m| m.line == l).collect();
+                on_line.sort_by_key(|m| (m.from, !m.primary));
+                for m in on_line {
+                    let ch = if m.primary { "^" } else { "-" };
+                    let underline = paint(
+                        if m.primary { RED } else { BLUE },
+                        &ch.repeat(m.to - m.from),
+                    );
+                    let label = if m.text.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " {}",
+                            paint(if m.primary { RED } else { BLUE }, &one_line(m.text))
+                        )
+                    };
+                    out.push_str(&format!(
+                        "{pad} {bar} {}{underline}{label}\n",
+                        " ".repeat(m.from)
+                    ));
+                }
+                prev = Some(l);
             }
-            let text = display_line(lines.get(l - 1).copied().unwrap_or(""));
-            let head = format!("{:>gutter$} {bar} {text}", paint(BLUE, &l.to_string()));
-            out.push_str(head.trim_end());
-            out.push('\n');
-            let mut on_line: Vec<&Mark> = marks.iter().filter(|m| m.line == l).collect();
-            on_line.sort_by_key(|m| (m.from, !m.primary));
-            for m in on_line {
-                let ch = if m.primary { "^" } else { "-" };
-                let underline = paint(
-                    if m.primary { RED } else { BLUE },
-                    &ch.repeat(m.to - m.from),
-                );
-                let label = if m.text.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " {}",
-                        paint(if m.primary { RED } else { BLUE }, &one_line(m.text))
-                    )
-                };
-                out.push_str(&format!(
-                    "{pad} {bar} {}{underline}{label}\n",
-                    " ".repeat(m.from)
-                ));
-            }
-            prev = Some(l);
         }
         if !self.help.is_empty() {
             out.push_str(&format!("{pad} {bar}\n"));

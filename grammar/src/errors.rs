@@ -124,7 +124,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         Rule::index_suffix | Rule::index_open => (Continuation, "`[`"),
         Rule::call | Rule::call_open => (Continuation, "`(`"),
         Rule::arg => (Start, "an argument"),
-        Rule::ident => (Start, "a name"),
+        Rule::ident | Rule::callee => (Start, "a name"),
         Rule::cmp_op | Rule::add_op | Rule::mul_op => (Continuation, "an operator"),
         Rule::dotdot => (Continuation, "`..`"),
         Rule::tuple_comma => (Continuation, "`,`"),

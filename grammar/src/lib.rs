@@ -9,6 +9,7 @@
 //! - [`code`]: the diagnostic codes ([`Code`]), their explanations
 //!   (`specc explain`, `docs/errors.md`).
 //! - [`diag`]: diagnostics and their rendering (file:line:column, caret).
+//! - [`library`]: specc's blocks in spec text (`layers.dense`, ...).
 //! - [`print`](mod@print): the AST as text (`specc compile --emit ast`).
 //!
 //! Invariant: nothing here panics on any input text.
@@ -17,6 +18,7 @@ pub mod ast;
 pub mod code;
 pub mod diag;
 mod errors;
+pub mod library;
 mod parser;
 pub mod print;
 mod scan;

@@ -35,7 +35,11 @@ pub fn emit(
             let m = specc_compiler::check(src)?;
             let mut fs = vec![&m.functions.eval];
             fs.extend(m.functions.predict.as_ref());
-            print_functions(&m.graph, &fs)
+            let mut text = print_functions(&m.graph, &fs);
+            if !m.block_calls.is_empty() {
+                text.push_str(&specc_compiler::model::print_block_calls(&m.block_calls));
+            }
+            text
         }
         Stage::Grad => {
             let m = specc_compiler::build_replicated(src, replicas)?;

@@ -14,6 +14,7 @@ pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tflite;
 pub mod inspect_tfrecord;
+pub mod library;
 pub mod predict;
 pub mod predict_tflite;
 pub mod run;

@@ -65,6 +65,7 @@ mod image_data_flags;
 mod image_sources;
 mod image_stream;
 mod kill_checkpoints;
+mod layer_library;
 mod layers;
 mod library_api;
 mod long_sums;

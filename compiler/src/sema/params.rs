@@ -20,7 +20,7 @@ use super::State;
 use crate::ir::{DType, Shape};
 use crate::model::{VarInfo, VarKind};
 
-const INITIALIZERS: &[&str] = &[
+pub(crate) const INITIALIZERS: &[&str] = &[
     "zeros",
     "ones",
     "constant",

@@ -51,13 +51,40 @@ const MAX_INT: u64 = 1 << 53;
 /// assert!(text.contains("x.spec:2:5"));
 /// ```
 pub fn parse(src: &str) -> Result<SpecFile, Diagnostic> {
-    if u32::try_from(src.len()).is_err() {
+    if src.len() >= crate::library::BASE as usize {
         return Err(Diagnostic::new(
             Code::ParseError,
             Span::new(0, 0),
-            "the spec is too large (more than 4 GiB)",
+            "the spec is too large (3.75 GiB or more)",
         ));
     }
+    parse_text(src)
+}
+
+/// Parses a text of specc's library ([`crate::library`]): every span of the
+/// result (and of an error) is offset by `base`, so a diagnostic says which
+/// text it points into.
+pub(crate) fn parse_at(src: &str, base: u32) -> Result<SpecFile, Diagnostic> {
+    SPAN_BASE.with(|b| b.set(base));
+    let r = parse_text(src);
+    SPAN_BASE.with(|b| b.set(0));
+    r.map_err(|mut d| {
+        if d.span.start < base {
+            d.span = Span {
+                start: d.span.start.saturating_add(base),
+                end: d.span.end.saturating_add(base),
+            };
+        }
+        d
+    })
+}
+
+thread_local! {
+    /// What [`span_of`] adds to every offset ([`parse_at`]); 0 for a spec.
+    static SPAN_BASE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+fn parse_text(src: &str) -> Result<SpecFile, Diagnostic> {
     let scan = scan::scan(src);
     if let Some(d) = scan.too_deep {
         return Err(d);
@@ -86,14 +113,15 @@ fn span_of(pair: &Pair<'_, Rule>) -> Span {
     loop {
         let is_token = matches!(
             last.as_rule(),
-            Rule::ident | Rule::number | Rule::string | Rule::boolean
+            Rule::ident | Rule::callee | Rule::number | Rule::string | Rule::boolean
         );
         match last.clone().into_inner().last() {
             Some(child) if !is_token => last = child,
             _ => break,
         }
     }
-    Span::new(start, last.as_span().end().max(start))
+    let base = SPAN_BASE.with(std::cell::Cell::get) as usize;
+    Span::new(base + start, base + last.as_span().end().max(start))
 }
 
 /// A parse tree that does not have the shape the grammar promises: a bug in
@@ -178,7 +206,11 @@ fn check_separators(src: &str, scan: &scan::Scan, file: &SpecFile) -> Result<()>
             },
         };
         for pair in entries.windows(2) {
-            let (prev_end, next) = (pair[0].end as usize, pair[1].start as usize);
+            let base = SPAN_BASE.with(std::cell::Cell::get);
+            let (prev_end, next) = (
+                (pair[0].end - base) as usize,
+                (pair[1].start - base) as usize,
+            );
             let gap = src.get(prev_end..next).unwrap_or("");
             if gap.contains([',', '\n']) {
                 continue;
@@ -186,7 +218,9 @@ fn check_separators(src: &str, scan: &scan::Scan, file: &SpecFile) -> Result<()>
             let last = token_text(scan.token_before(prev_end));
             let found = token_text(scan.token_at(next));
             let width = found.chars().next().map_or(0, char::len_utf8);
-            let block = src.get(keyword.range()).unwrap_or("block");
+            let block = src
+                .get(keyword.start as usize - base as usize..keyword.end as usize - base as usize)
+                .unwrap_or("block");
             return Err(Diagnostic::new(
                 Code::ParseError,
                 Span::new(next, next + width),
@@ -228,7 +262,7 @@ impl<'i> Children<'i> {
     /// The next child, which must be an identifier.
     fn ident(&mut self) -> Result<Ident> {
         let pair = self.expect("a name")?;
-        if pair.as_rule() != Rule::ident {
+        if !matches!(pair.as_rule(), Rule::ident | Rule::callee) {
             return Err(internal(span_of(&pair), "a name"));
         }
         Ok(ident(&pair))

@@ -19,10 +19,14 @@
 //! ([`MAX_STATEMENTS`]); at the top level outside loops nothing is
 //! specialized, so specs without blocks check exactly as before.
 
+mod hoist;
+pub(crate) mod library;
 mod loops;
 pub(crate) mod scope;
 pub(crate) mod specialize;
 
+use hoist::{hoist_call, not_found};
+pub(crate) use hoist::{hoisted, lower, release};
 use loops::run_for;
 
 use std::borrow::Cow;
@@ -30,7 +34,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use specc_grammar::ast::{
-    Arg, Binding, BlockDef, Call, Expr, ExprKind, ForLoop, Ident, IndexItem, ParamDecl, Span, Stmt,
+    Arg, Binding, BlockDef, Call, Expr, ExprKind, ForLoop, Ident, ParamDecl, Span, Stmt,
     TupleBinding,
 };
 use specc_grammar::{Code, Diagnostic};
@@ -63,6 +67,8 @@ pub(crate) struct Blocks {
     temps: usize,
     /// The call that made each block variable (for `variable-scope` errors).
     made_by: HashMap<String, Span>,
+    /// Every call expanded, for `--emit ir`.
+    pub calls: Vec<crate::model::BlockCall>,
 }
 
 /// What a body is checked in, besides its names (`State::env`).
@@ -79,6 +85,8 @@ struct Frame {
     /// The statics that bindings made (`d = shape(x)[-1]`): bound again
     /// like bindings, unlike arguments and loop variables.
     bound_statics: Vec<String>,
+    /// A library block's body: plain names call builtins only.
+    in_library: bool,
 }
 
 /// How a body ended.
@@ -90,9 +98,21 @@ enum Flow {
 impl Blocks {
     /// Whether `name` calls a block here (a name of the frame shadows it).
     fn calls(&self, name: &str, env: &Env) -> bool {
-        self.defs.contains_key(name)
+        self.def(name).is_some()
             && !env.entries.contains_key(name)
             && !self.frame.statics.contains_key(name)
+    }
+
+    /// The block `name` calls: the spec's, or (a qualified name such as
+    /// `layers.dense`) the library's.
+    fn def(&self, name: &str) -> Option<Rc<BlockDef>> {
+        if name.contains('.') {
+            return library::block(name);
+        }
+        if self.frame.in_library {
+            return None;
+        }
+        self.defs.get(name).cloned()
     }
 
     /// The call that made block variable `name` (its outermost call's
@@ -167,14 +187,22 @@ pub(crate) fn define(st: &mut State, d: &BlockDef) -> R<()> {
 }
 
 /// A binding: `name = value`, where the value may call blocks. In a
-/// block, a number known at compile time (`d = shape(x)[-1] // heads`) is
-/// bound as a static, so sizes can be computed in steps.
+/// block, a number known at compile time (`d = shape(x)[-1] // heads`), or
+/// a list of them, is bound as a static, so sizes can be computed in steps.
 pub(crate) fn let_binding(st: &mut State, b: &Binding) -> R<()> {
     if st.blocks.frame.in_block {
-        let s = specialized(st, &b.value)?;
+        let s = match specialized(st, &b.value) {
+            Ok(s) => s,
+            Err(d) => {
+                st.env.poison(&b.name.name, b.name.span, "binding");
+                return Err(d);
+            }
+        };
+        // A number, or a list of them (`k = normalize_tuple(kernel_size, 2)`).
         let number = match &s.kind {
             ExprKind::Number { .. } => true,
             ExprKind::Unary(x) => matches!(x.kind, ExprKind::Number { .. }),
+            ExprKind::List(items) => !items.is_empty() && items.iter().all(is_literal),
             _ => false,
         };
         let frame = &st.blocks.frame;
@@ -216,7 +244,7 @@ pub(crate) fn tuple_binding(st: &mut State, t: &TupleBinding) -> R<()> {
 
 /// A statement call at the top level that calls a block (`true`), or not.
 pub(crate) fn call_statement(st: &mut State, c: &Call) -> Option<R<()>> {
-    let def = st.blocks.defs.get(&c.func.name).cloned()?;
+    let def = st.blocks.def(&c.func.name)?;
     if !st.blocks.calls(&c.func.name, &st.env) {
         return None;
     }
@@ -301,163 +329,6 @@ fn specialized<'e>(st: &State, e: &'e Expr) -> R<Cow<'e, Expr>> {
     specialize::expr(e, &cx).map(Cow::Owned)
 }
 
-/// Lowers an expression in the current frame: specialized, its block calls
-/// expanded, then as any expression.
-pub(crate) fn lower(st: &mut State, e: &Expr) -> R<NodeId> {
-    let e = specialized(st, e)?;
-    let (e, mark) = hoisted(st, &e)?;
-    let r = st.lowerer().lower(&e);
-    release(st, mark);
-    r
-}
-
-/// `e` with its block calls expanded into temporaries, for an item that
-/// lowers its parts itself (a metric); the temporaries live until
-/// [`release`] with the returned mark.
-pub(crate) fn hoisted(st: &mut State, e: &Expr) -> R<(Expr, usize)> {
-    let before = st.blocks.temps;
-    match hoist(st, e) {
-        Ok(e) => Ok((e.into_owned(), before)),
-        Err(d) => {
-            release(st, before);
-            Err(d)
-        }
-    }
-}
-
-/// Drops the temporaries made since `mark`.
-pub(crate) fn release(st: &mut State, mark: usize) {
-    for i in mark..st.blocks.temps {
-        st.env.entries.remove(&temp_name(i));
-    }
-    st.blocks.temps = mark;
-}
-
-fn temp_name(i: usize) -> String {
-    format!("%{i}")
-}
-
-/// `e` with each block call replaced by a temporary bound to its value (in
-/// the order of the text, so scopes are numbered as Python would).
-fn hoist<'e>(st: &mut State, e: &'e Expr) -> R<Cow<'e, Expr>> {
-    if !mentions_block(st, e) {
-        return Ok(Cow::Borrowed(e));
-    }
-    let kind = match &e.kind {
-        ExprKind::Call(c) if st.blocks.calls(&c.func.name, &st.env) => {
-            let def = st.blocks.defs[&c.func.name].clone();
-            let values = call_block(st, c, &def)?;
-            let [v] = values.as_slice() else {
-                return Err(Diagnostic::new(
-                    Code::BlockReturn,
-                    c.span,
-                    format!(
-                        "`{}` returns {} values here, not one",
-                        c.func.name,
-                        values.len()
-                    ),
-                )
-                .with_label("used as one value")
-                .with_help("bind its values by position: a, b = block(...)"));
-            };
-            let name = temp_name(st.blocks.temps);
-            st.blocks.temps += 1;
-            st.env.entries.insert(
-                name.clone(),
-                Entry {
-                    value: Some(*v),
-                    span: c.span,
-                    what: "binding",
-                },
-            );
-            ExprKind::Ident(name)
-        }
-        ExprKind::Call(c) => {
-            let mut args = Vec::with_capacity(c.args.len());
-            for a in &c.args {
-                args.push(Arg {
-                    name: a.name.clone(),
-                    value: hoist(st, &a.value)?.into_owned(),
-                    span: a.span,
-                });
-            }
-            ExprKind::Call(Call {
-                func: c.func.clone(),
-                args,
-                span: c.span,
-            })
-        }
-        ExprKind::List(items) => ExprKind::List(
-            items
-                .iter()
-                .map(|x| hoist(st, x).map(Cow::into_owned))
-                .collect::<R<_>>()?,
-        ),
-        ExprKind::Unary(x) => ExprKind::Unary(Box::new(hoist(st, x)?.into_owned())),
-        ExprKind::Binary(first, rest) => {
-            let first = hoist(st, first)?.into_owned();
-            let mut ops = Vec::with_capacity(rest.len());
-            for o in rest {
-                let mut o = o.clone();
-                o.rhs = hoist(st, &o.rhs)?.into_owned();
-                ops.push(o);
-            }
-            ExprKind::Binary(Box::new(first), ops)
-        }
-        ExprKind::Index(x, items) => {
-            let x = hoist(st, x)?.into_owned();
-            let mut out = Vec::with_capacity(items.len());
-            for i in items {
-                out.push(match i {
-                    IndexItem::Index(e) => IndexItem::Index(hoist(st, e)?.into_owned()),
-                    other => other.clone(),
-                });
-            }
-            ExprKind::Index(Box::new(x), out)
-        }
-        other => other.clone(),
-    };
-    Ok(Cow::Owned(Expr::new(kind, e.span)))
-}
-
-/// A builtin call with the block calls of its arguments expanded.
-fn hoist_call(st: &mut State, c: &Call, span: Span) -> R<Call> {
-    let e = Expr::new(ExprKind::Call(c.clone()), span);
-    match hoist(st, &e)?.into_owned().kind {
-        ExprKind::Call(c) => Ok(c),
-        _ => Err(Diagnostic::new(
-            Code::InternalError,
-            span,
-            "a call hoisted to a name",
-        )),
-    }
-}
-
-/// Whether `e` calls a block anywhere.
-fn mentions_block(st: &State, e: &Expr) -> bool {
-    if st.blocks.defs.is_empty() {
-        return false;
-    }
-    match &e.kind {
-        ExprKind::Call(c) => {
-            st.blocks.calls(&c.func.name, &st.env)
-                || c.args.iter().any(|a| mentions_block(st, &a.value))
-        }
-        ExprKind::List(items) => items.iter().any(|x| mentions_block(st, x)),
-        ExprKind::Unary(x) => mentions_block(st, x),
-        ExprKind::Binary(first, rest) => {
-            mentions_block(st, first) || rest.iter().any(|o| mentions_block(st, &o.rhs))
-        }
-        ExprKind::Index(x, items) => {
-            mentions_block(st, x)
-                || items
-                    .iter()
-                    .any(|i| matches!(i, IndexItem::Index(e) if mentions_block(st, e)))
-        }
-        _ => false,
-    }
-}
-
 /// The values of `a, b = value`: a block call returning as many.
 fn tuple_value(st: &mut State, t: &TupleBinding) -> R<Vec<NodeId>> {
     let value = specialized(st, &t.value)?;
@@ -486,7 +357,7 @@ fn tuple_value(st: &mut State, t: &TupleBinding) -> R<Vec<NodeId>> {
         return Ok(values);
     }
     let values = if st.blocks.calls(&c.func.name, &st.env) {
-        let def = st.blocks.defs[&c.func.name].clone();
+        let def = st.blocks.def(&c.func.name).ok_or_else(|| not_found(c))?;
         call_block(st, c, &def)?
     } else {
         let c = hoist_call(st, c, value.span)?;
@@ -558,9 +429,20 @@ fn bind_argument(st: &mut State, given: Option<&Expr>, default: Option<&Expr>) -
         return Ok(Bound::Static(Static::Value(s.into_owned())));
     }
     if let ExprKind::Ident(n) = &s.kind {
-        let is_function = super::functions::is_builtin(n) || st.blocks.defs.contains_key(n);
+        let is_function = super::functions::is_builtin(n)
+            || super::params::INITIALIZERS.contains(&n.as_str())
+            || st.blocks.def(n).is_some();
         if is_function && !st.env.entries.contains_key(n) {
             return Ok(Bound::Static(Static::Func(n.clone())));
+        }
+    }
+    // An initializer with its arguments (`glorot_uniform(seed = 3)`), for
+    // a `params` entry of the block.
+    if let ExprKind::Call(c) = &s.kind {
+        if super::params::INITIALIZERS.contains(&c.func.name.as_str())
+            && !super::functions::is_builtin(&c.func.name)
+        {
+            return Ok(Bound::Static(Static::Value(s.into_owned())));
         }
     }
     lower(st, e).map(Bound::Tensor)
@@ -568,7 +450,8 @@ fn bind_argument(st: &mut State, given: Option<&Expr>, default: Option<&Expr>) -
 
 /// Expands a call of `def`; its returned values.
 fn call_block(st: &mut State, call: &Call, def: &Rc<BlockDef>) -> R<Vec<NodeId>> {
-    let name = &def.name.name;
+    // As called: `layers.dense` and a spec's own `dense` are two blocks.
+    let name = &call.func.name;
     if st.blocks.stack.iter().any(|(n, _)| n == name) {
         return Err(Diagnostic::new(
             Code::RecursiveBlock,
@@ -645,7 +528,7 @@ fn call_block(st: &mut State, call: &Call, def: &Rc<BlockDef>) -> R<Vec<NodeId>>
     let default_name = def
         .scope
         .as_ref()
-        .map_or(name.as_str(), |s| s.value.as_str());
+        .map_or(def.name.name.as_str(), |s| s.value.as_str());
     let local = chosen.unwrap_or_else(|| st.blocks.scopes.unique(&parent, default_name));
     let full = scope::join(&parent, &local);
     st.blocks.scopes.open(&full);
@@ -661,12 +544,29 @@ fn call_block(st: &mut State, call: &Call, def: &Rc<BlockDef>) -> R<Vec<NodeId>>
         in_block: true,
         rebinds: true,
         bound_statics: Vec::new(),
+        in_library: specc_grammar::library::file_of(def.span).is_some(),
     };
     let saved_env = std::mem::replace(&mut st.env, env);
     let saved_frame = std::mem::replace(&mut st.blocks.frame, frame);
+    let record = st.blocks.calls.len();
+    st.blocks.calls.push(crate::model::BlockCall {
+        depth: st.blocks.stack.len(),
+        call: specc_grammar::print::expr(&Expr::new(ExprKind::Call(call.clone()), call.span)),
+        scope: st.blocks.frame.scope.clone(),
+        reuse: st.blocks.frame.reuse,
+        variables: Vec::new(),
+    });
+    let vars_before = st.graph.vars.len();
     st.blocks.stack.push((name.clone(), call.span));
     let errors_before = st.errors.len();
     let r = run(st, &def.body);
+    let prefix = format!("{}/", st.blocks.calls[record].scope);
+    st.blocks.calls[record].variables = st.graph.vars[vars_before..]
+        .iter()
+        .filter_map(|v| v.name.strip_prefix(&prefix))
+        .filter(|leaf| !leaf.contains('/'))
+        .map(str::to_string)
+        .collect();
     st.blocks.stack.pop();
     st.blocks.frame = saved_frame;
     st.env = saved_env;

@@ -4,8 +4,10 @@
 //! arguments that are numbers, strings, booleans, `None`, lists or
 //! functions) by their values, and folding what is then known at compile
 //! time: integer arithmetic on sizes (`units * 4`, `d // heads`, `i % 2`),
-//! a comparison of numbers (`rate > 0`), `shape(x)[i]` of a tensor with a
-//! fixed dimension there. A call of a static function argument becomes a
+//! a comparison of numbers (`rate > 0`), whether an optional argument is
+//! `None` (`mask != None`), `shape(x)[i]` of a tensor with a
+//! fixed dimension there, an item of a static list, Keras's
+//! `normalize_tuple(v, n)`. A call of a static function argument becomes a
 //! call of that function (`activation(y)` with `activation = relu`), and a
 //! call of `None` is its argument (TF's `activation = None`).
 //!
@@ -46,6 +48,10 @@ pub(crate) fn expr(e: &Expr, cx: &Cx) -> R<Expr> {
         ExprKind::Ident(n) => match cx.statics.get(n) {
             Some(Static::Value(v)) => v.kind.clone(),
             Some(Static::Func(f)) => ExprKind::Ident(f.clone()),
+            // A name whose definition failed: its error is reported.
+            None if cx.env.entries.get(n).is_some_and(|e| e.value.is_none()) => {
+                return Err(Diagnostic::new(Code::Poisoned, e.span, ""));
+            }
             None => e.kind.clone(),
         },
         ExprKind::Number { .. } | ExprKind::Str(_) | ExprKind::Bool(_) | ExprKind::Range(..) => {
@@ -91,7 +97,10 @@ pub(crate) fn expr(e: &Expr, cx: &Cx) -> R<Expr> {
                     .iter()
                     .map(|i| index_item(i, cx))
                     .collect::<R<Vec<_>>>()?;
-                ExprKind::Index(Box::new(x), items)
+                match list_item(&x, &items)? {
+                    Some(v) => v,
+                    None => ExprKind::Index(Box::new(x), items),
+                }
             }
         }
     };
@@ -154,14 +163,80 @@ fn call(c: &Call, span: Span, cx: &Cx) -> R<Expr> {
             })
         })
         .collect::<R<Vec<_>>>()?;
-    Ok(Expr::new(
-        ExprKind::Call(Call {
-            func,
-            args,
-            span: c.span,
-        }),
-        span,
-    ))
+    let c = Call {
+        func,
+        args,
+        span: c.span,
+    };
+    if c.func.name == "normalize_tuple" {
+        return normalize_tuple(&c, span);
+    }
+    Ok(Expr::new(ExprKind::Call(c), span))
+}
+
+/// The functions of statics, folded here: `shape(x)[i]` and
+/// `normalize_tuple(v, n)` (Keras's: `v` as a list of `n`, from a number or
+/// a list of `n`, e.g. a `kernel_size` of 3 or [3, 5]).
+pub(crate) const STATIC_FUNCTIONS: [&str; 2] = ["shape", "normalize_tuple"];
+
+/// `[a, b, c][i]` with a static `i`: the item.
+fn list_item(x: &Expr, items: &[IndexItem]) -> R<Option<ExprKind>> {
+    let (ExprKind::List(list), [IndexItem::Index(i)]) = (&x.kind, items) else {
+        return Ok(None);
+    };
+    let ExprKind::Number {
+        value,
+        is_int: true,
+    } = i.kind
+    else {
+        return Ok(None);
+    };
+    let n = list.len() as f64;
+    let at = if value < 0.0 { value + n } else { value };
+    if at < 0.0 || at >= n {
+        return Err(Diagnostic::new(
+            Code::BadIndex,
+            i.span,
+            format!("index {value} of a list of {}", list.len()),
+        )
+        .with_label("out of range"));
+    }
+    Ok(Some(list[at as usize].kind.clone()))
+}
+
+/// `normalize_tuple(v, n)`, its arguments specialized.
+fn normalize_tuple(c: &Call, span: Span) -> R<Expr> {
+    let wrong = || {
+        Diagnostic::new(
+            Code::ArgumentType,
+            c.span,
+            "normalize_tuple(value, n) takes a number or a list of n, and a count n",
+        )
+        .with_label("normalize_tuple(3, 2) is [3, 3]")
+    };
+    let [v, n] = c.args.as_slice() else {
+        return Err(wrong());
+    };
+    let count = super::super::args::eval_int(&n.value)?;
+    let items = match &v.value.kind {
+        ExprKind::List(items) if items.len() as i64 == count => items.clone(),
+        ExprKind::List(items) => {
+            return Err(Diagnostic::new(
+                Code::ArgumentType,
+                v.value.span,
+                format!(
+                    "a list of {} where {count} values are expected",
+                    items.len()
+                ),
+            )
+            .with_label(format!("expected {count} values")))
+        }
+        ExprKind::Number { .. } if (1..=8).contains(&count) => {
+            vec![v.value.clone(); count as usize]
+        }
+        _ => return Err(wrong()),
+    };
+    Ok(Expr::new(ExprKind::List(items), span))
 }
 
 pub(crate) fn is_none(e: &Expr) -> bool {
@@ -253,6 +328,12 @@ fn fold(first: Expr, rest: Vec<Operation>, span: Span) -> R<ExprKind> {
         _ => None,
     };
     if let [o] = rest.as_slice() {
+        // `x == None`, `x != None` (Python's `is None`): whether an
+        // optional argument was given (`if attention_mask != None`).
+        if matches!(o.op, BinOp::Eq | BinOp::Ne) && (is_none(&first) || is_none(&o.rhs)) {
+            let same = is_none(&first) && is_none(&o.rhs);
+            return Ok(ExprKind::Bool(same == (o.op == BinOp::Eq)));
+        }
         if let (Some(a), Some(b)) = (number(&first), number(&o.rhs)) {
             let cmp = match o.op {
                 BinOp::Eq => Some(a == b),

@@ -577,6 +577,7 @@ pub fn is_builtin(name: &str) -> bool {
         || shape_ops::TUPLE_BUILTINS.contains(&name)
         || super::schedules::find(name).is_some()
         || super::checks::is_check(name)
+        || super::blocks::specialize::STATIC_FUNCTIONS.contains(&name)
 }
 
 /// Lowers a call to a builtin, or reports an unknown function.
@@ -599,7 +600,19 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
             format!("unknown function `{name}`"),
         )
         .with_label("not a builtin");
-        if STATEMENTS.contains(&name) || super::checks::is_check(name) {
+        if let Some((lib, _)) = name.split_once('.') {
+            let names = super::blocks::library::names(lib);
+            d = d.with_label(if names.is_empty() {
+                "no such library".to_string()
+            } else {
+                format!("not a block of specc's `{lib}` library")
+            });
+            if let Some(s) = args::suggest(name, names.iter().map(String::as_str)) {
+                d = d.with_help(format!("did you mean `{s}`?"));
+            } else if names.is_empty() {
+                d = d.with_help("specc's library is `layers` (`specc library` prints it)");
+            }
+        } else if STATEMENTS.contains(&name) || super::checks::is_check(name) {
             d = d.with_help(format!("`{name}` is a statement; write it on its own line"));
         } else if let Some(s) = args::suggest(
             name,
