@@ -237,6 +237,36 @@ loss = mean(sparse_softmax_cross_entropy(label, a[:, 0:3] + b[:, 0:3] + c[:, 0:3
     );
 }
 
+/// An optional tensor argument (`y = None`) is tested with `y != None`
+/// (Python's `is not None`): given, the block adds it; not given, it does
+/// not; the same bits as the model written out.
+#[test]
+fn an_optional_argument_is_compared_with_none() {
+    let blocks = format!(
+        "{HEAD}{DENSE}
+block residual(x, y = None, scale = None) {{
+  if y != None {{
+    x = x + y
+  }}
+  if scale == None {{
+    return x
+  }}
+  return x * scale
+}}
+logits = dense(residual(x, x) + residual(x, scale = 3.0), 3, 1)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+{TAIL}"
+    );
+    let written = format!(
+        "{HEAD}{DENSE}
+logits = dense((x + x) + x * 3.0, 3, 1)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+{TAIL}"
+    );
+    let (mut a, mut b) = (model(&blocks), model(&written));
+    assert_eq!(train(&mut a, 3), train(&mut b, 3));
+}
+
 #[test]
 fn moments_binds_mean_and_variance_as_its_two_builtins() {
     let tuple = format!(
