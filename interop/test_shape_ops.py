@@ -1,10 +1,14 @@
-"""`expand_dims`, `squeeze`, `stack`, `tile` and `sequence_mask` against TF.
+"""`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`, `split`,
+`unstack` and the masked softmax against TF.
 
-A spec builds each op on `a = reshape(x, [B, T, D]) @ W` (axes, multiples and
-lengths drawn from SPECC_INTEROP_SEED; any seed passes), weights the results
-into a loss, and takes one gradient-descent step of rate 1: its `W` must be
-TF's `W - dloss/dW` (the same ops under a GradientTape), which checks the
-ops' values and gradients together (the mask through the values it keeps).
+A spec builds each op on `a = reshape(x, [B, T, D]) @ W` (axes, multiples,
+lengths and ids drawn from SPECC_INTEROP_SEED; any seed passes), weights the
+results into a loss, and takes one gradient-descent step of rate 1: its `W`
+must be TF's `W - dloss/dW` (the same ops under a GradientTape), which checks
+the ops' values and gradients together (the mask through the values it
+keeps). The later tests also compare the values themselves: the spec's
+`outputs`, by `specc predict` from the stepped checkpoint, against TF's ops
+on the same weights.
 """
 
 import os
@@ -15,7 +19,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-from conftest import literal  # noqa: E402
+from conftest import literal, write_rows  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
 
@@ -133,3 +137,73 @@ train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
                      + [tf.reduce_sum(u * h, axis=1) for u, h in zip(cols, hs)]))
     want = w - tape.gradient(loss, var).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _step_and_predict(specc, run, spec, names):
+    """`specc run` one step of `spec` in `run`; the checkpoint's `names` and
+    the rows `specc predict` writes for train.csv from it."""
+    (run / "spec.spec").write_text(spec)
+    go = lambda *args: subprocess.run([specc, *args], cwd=run, check=True,
+                                      capture_output=True, text=True).stdout
+    go("run", "spec.spec", "--checkpoint-dir", "ckpt")
+    ckpt = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(run / "ckpt")))
+    lines = go("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "train.csv").strip().split("\n")
+    out = np.array([[float(c) for c in line.split(",")] for line in lines[1:]])
+    return [ckpt.get_tensor(n) for n in names], out
+
+
+def test_masked_softmax_as_keras(specc, tmp_path):
+    """`softmax(scores, mask = m)` against `keras.layers.Softmax()(scores,
+    mask)`: attention scores `[B, T, T]` with a `[B, 1, T]` mask from
+    `sequence_mask` (lengths drawn from 0, a row masked whole, to T), and a
+    `[B, T, 1]` mask over axis 1; values and gradients."""
+    import keras
+
+    rng = np.random.default_rng(SEED + 7)
+    t, d = (int(v) for v in rng.integers(2, 6, 2))
+    rows = int(rng.integers(3, 9))
+    x = rng.normal(size=(rows, t * d)).astype(np.float32)
+    lengths = rng.integers(0, t + 1, rows).astype(np.float32)
+    w = rng.normal(size=(d, d)).astype(np.float32)
+    g1 = rng.normal(size=(t, t)).astype(np.float32)
+    g2 = rng.normal(size=(t, t)).astype(np.float32)
+    with open(tmp_path / "train.csv", "w") as f:
+        f.write(",".join(f"x{i}" for i in range(t * d)) + ",n,y\n")
+        for r in range(rows):
+            f.write(",".join(repr(float(v)) for v in x[r]) + f",{lengths[r]},0\n")
+    spec = f"""model masked
+data csv("train.csv")
+label y: int
+features {{
+  x = numeric(x0..x{t * d - 1})
+  n = numeric(n)
+}}
+params {{ W: [{d}, {d}] = constant(value = {literal(w)}) }}
+a = reshape(x, [B, {t}, {d}]) @ W
+scores = matmul(a, a, transpose_b = true) * 0.5
+mask = sequence_mask(reshape(n, [B]), {t})
+p = softmax(scores, mask = expand_dims(mask, 1))
+q = softmax(scores, axis = 1, mask = expand_dims(mask, 2))
+loss = mean(reduce_sum(p * {literal(g1)}, axis = [1, 2]) + reduce_sum(q * {literal(g2)}, axis = [1, 2]))
+optimizer gradient_descent(learning_rate = 1.0)
+train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
+outputs {{ p = p }}
+"""
+    (got,), out = _step_and_predict(specc, tmp_path, spec, ["W"])
+
+    xs = x.reshape(rows, t, d)
+    mask = tf.sequence_mask(lengths, t)
+    def attention(wv):
+        a = tf.matmul(xs, wv)
+        scores = tf.matmul(a, a, transpose_b=True) * 0.5
+        p = keras.layers.Softmax()(scores, mask=tf.expand_dims(mask, 1))
+        q = keras.layers.Softmax(axis=1)(scores, mask=tf.expand_dims(mask, 2))
+        return p, q
+    var = tf.Variable(w)
+    with tf.GradientTape() as tape:
+        p, q = attention(var)
+        loss = tf.reduce_mean(tf.reduce_sum(p * g1, axis=[1, 2]) + tf.reduce_sum(q * g2, axis=[1, 2]))
+    want = w - tape.gradient(loss, var).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    p, _ = attention(tf.constant(got))
+    np.testing.assert_allclose(out, p.numpy().reshape(rows, -1), rtol=1e-5, atol=1e-6)

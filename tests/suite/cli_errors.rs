@@ -60,6 +60,14 @@ case!(
     "bad-axis"
 );
 case!(
+    softmax_mask_not_broadcasting,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(softmax(x, mask = [1.0, 0.0]) @ W1 + b1)"
+    ),
+    "broadcast-shape"
+);
+case!(
     tile_the_batch,
     replace("relu(x @ W1 + b1)", "relu(tile(x, [2, 1]) @ W1 + b1)"),
     "bad-axis"

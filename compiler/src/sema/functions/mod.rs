@@ -40,7 +40,7 @@ use array_ops::{
 use losses::{lower_mse, lower_sigmoid_ce, lower_softmax_ce, lower_sparse_ce};
 use math::{
     elementwise2, logits_axis, lower_argmax, lower_bias_add, lower_matmul, lower_reduce,
-    lower_where, Reduction,
+    lower_softmax, lower_where, Reduction,
 };
 pub use math::{log_softmax, softmax};
 
@@ -433,11 +433,8 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "softmax",
-        params: &[req("logits"), opt("axis")],
-        lower: |lw, b, _| {
-            let (x, axis) = logits_axis(lw, b)?;
-            Ok(softmax(lw, x, axis))
-        },
+        params: &[req("logits"), opt("axis"), opt("mask")],
+        lower: lower_softmax,
     },
     Builtin {
         name: "log_softmax",
