@@ -1,5 +1,6 @@
 """`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`, `split`,
-`unstack` and the masked softmax against TF.
+`unstack`, `transpose` and `reshape` moving the batch axis, and the masked
+softmax against TF.
 
 A spec builds each op on `a = reshape(x, [B, T, D]) @ W` (axes, multiples,
 lengths and ids drawn from SPECC_INTEROP_SEED; any seed passes), weights the
@@ -150,6 +151,58 @@ def _step_and_predict(specc, run, spec, names):
     lines = go("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "train.csv").strip().split("\n")
     out = np.array([[float(c) for c in line.split(",")] for line in lines[1:]])
     return [ckpt.get_tensor(n) for n in names], out
+
+
+def test_transpose_and_reshape_moving_the_batch(specc, tmp_path):
+    """`[B, T, D]` to time-major `[T, B, D]` (a product there, a reshape
+    inside the batch), a drawn permutation, and a time-major `stack`; the
+    output is the time-major value moved back to `[B, D, T]`."""
+    rng = np.random.default_rng(SEED + 5)
+    t, d = (int(v) for v in rng.integers(2, 5, 2))
+    rows = int(rng.integers(3, 9))
+    perm = [int(v) for v in rng.permutation(3)]
+    x = rng.normal(size=(rows, t * d)).astype(np.float32)
+    w = rng.normal(size=(d, d)).astype(np.float32)
+    permuted = [(rows, t, d)[p] for p in perm]
+    g1 = rng.normal(size=(t, 1, d, 1)).astype(np.float32)
+    g2 = rng.normal(size=[1 if p == 0 else n for p, n in zip(perm, permuted)]).astype(np.float32)
+    g3 = rng.normal(size=(2, 1, d)).astype(np.float32)
+    not_b = [i for i, p in enumerate(perm) if p != 0]
+    write_rows(tmp_path / "train.csv", x, np.zeros(rows))
+    spec = f"""model time_major
+data csv("train.csv")
+label y: int
+features {{ x = numeric(x0..x{t * d - 1}) }}
+params {{ W: [{d}, {d}] = constant(value = {literal(w)}) }}
+a = reshape(x, [B, {t}, {d}]) @ W
+tm = tanh(transpose(a, [1, 0, 2]) @ W)
+r = reshape(tm, [{t}, B, {d}, 1])
+p = transpose(a, {perm})
+st = stack([a[:, 0, :], a[:, {t - 1}, :] * 2.0])
+loss = mean(reduce_sum(square(r) * {literal(g1)}, axis = [0, 2, 3]) + reduce_sum(square(p) * {literal(g2)}, axis = {not_b}) + reduce_sum(st * {literal(g3)}, axis = [0, 2]))
+optimizer gradient_descent(learning_rate = 1.0)
+train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
+outputs {{ back = transpose(tm, [1, 2, 0]) }}
+"""
+    (got,), out = _step_and_predict(specc, tmp_path, spec, ["W"])
+
+    xs = np.loadtxt(tmp_path / "train.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)[:, :-1]
+    var = tf.Variable(w)
+    with tf.GradientTape() as tape:
+        a = tf.matmul(tf.reshape(xs, [rows, t, d]), var)
+        tm = tf.tanh(tf.matmul(tf.transpose(a, [1, 0, 2]), var))
+        r = tf.reshape(tm, [t, rows, d, 1])
+        p = tf.transpose(a, perm)
+        st = tf.stack([a[:, 0, :], a[:, t - 1, :] * 2.0])
+        loss = tf.reduce_mean(tf.reduce_sum(tf.square(r) * g1, axis=[0, 2, 3])
+                              + tf.reduce_sum(tf.square(p) * g2, axis=not_b)
+                              + tf.reduce_sum(st * g3, axis=[0, 2]))
+    want = w - tape.gradient(loss, var).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    stepped = tf.constant(got)
+    a = tf.matmul(tf.reshape(xs, [rows, t, d]), stepped)
+    back = tf.transpose(tf.tanh(tf.matmul(tf.transpose(a, [1, 0, 2]), stepped)), [1, 2, 0])
+    np.testing.assert_allclose(out, back.numpy().reshape(rows, -1), rtol=1e-5, atol=1e-6)
 
 
 def test_masked_softmax_as_keras(specc, tmp_path):

@@ -428,7 +428,9 @@ fn cases() -> Vec<Case> {
         expr: "batch_norm(a, s, o, moving_mean, moving_variance, momentum = 0.9)".into(),
         y_batched: false,
     });
-    // Cases weighted down to `[B]` by a constant, so a transposition shows.
+    // Transposes that move the batch axis (time-major `[T, B, D]` and
+    // back), a reshape inside it, and a time-major stack; each weighted
+    // down to `[B]` by a constant, so a transposition shows.
     let seq = "reshape(x, [B, 3, 1]) * a";
     let batched = |name: &'static str, params: Vec<Param>, expr: String| Case {
         name,
@@ -438,6 +440,26 @@ fn cases() -> Vec<Case> {
         y_batched: true,
     };
     let a32 = || p("a", &[3, 2], -1.0, 1.0);
+    v.push(batched(
+        "transpose_time_major",
+        vec![a32(), p("c", &[2, 2], -1.0, 1.0)],
+        format!("reduce_sum(tanh(transpose({seq}, [1, 0, 2]) @ c) * [[[0.3, -1.2]], [[0.7, 0.4]], [[-0.5, 1.1]]], axis = [0, 2])"),
+    ));
+    v.push(batched(
+        "transpose_batch_last_and_back",
+        vec![a32()],
+        format!("reduce_sum(transpose(softmax(transpose({seq}, [2, 1, 0]), axis = 1) * [[[0.3], [-1.2], [0.7]], [[0.4], [-0.5], [1.1]]], [2, 0, 1]), axis = [1, 2])"),
+    ));
+    v.push(batched(
+        "reshape_inside_the_batch",
+        vec![a32()],
+        format!("reduce_sum(square(reshape(transpose({seq}, [1, 0, 2]), [3, B, 1, 2])) * [[[[0.3, -1.2]]], [[[0.7, 0.4]]], [[[-0.5, 1.1]]]], axis = [0, 2, 3])"),
+    ));
+    v.push(batched(
+        "stack_time_major",
+        vec![p("c", &[3, 2], -1.0, 1.0)],
+        "reduce_sum(stack([x @ c, tanh(x @ c) * 2.0]) * [[[0.3, -1.2]], [[0.7, 0.4]]], axis = [0, 2])".into(),
+    ));
     // Keras's masked softmax: a broadcast mask, a row masked whole, and a
     // per-example mask from the data.
     v.push(case(

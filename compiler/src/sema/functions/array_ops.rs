@@ -2,7 +2,8 @@
 //! `concat`, `cast`, `gather` / `embedding_lookup` and `one_hot`.
 //!
 //! Invariants: a reshape keeps the number of elements (the batch dimension
-//! included); ids are int32 (an integral float constant is taken as ids);
+//! included) and the elements before `B` (`shape::reshape`), so a
+//! transpose is the only way B moves; ids are int32 (an integral float constant is taken as ids);
 //! the rows an input's ids look up are recorded as a [`ClassUse`], so the
 //! runtime range-checks them; a gather's table has a fixed shape, so its
 //! gradient is an `IndexedSlices`.
@@ -88,10 +89,19 @@ fn reshape_error(c: &Call, from: &Shape, to: &Shape) -> Diagnostic {
     let msg = shape::reshape(from, to)
         .err()
         .unwrap_or_else(|| format!("cannot reshape {from} to {to}"));
-    Diagnostic::new(Code::ReshapeShape, c.span, msg)
-        .with_label(format!("{from} has a different number of elements"))
+    let d = Diagnostic::new(Code::ReshapeShape, c.span, msg);
+    if from.has_batch() == to.has_batch() && from.fixed_numel() == to.fixed_numel() {
+        // The counts agree: B moves in the element order.
+        return d.with_label("B would move").with_help(
+            "a reshape keeps B where it is in the element order; move it with transpose first",
+        );
+    }
+    d.with_label(format!("{from} has a different number of elements"))
 }
 
+/// `tf.transpose(a, perm = reversed axes)`: any permutation, the batch
+/// axis's included (time-major `[T, B, D]` and back); the planner reads a
+/// transpose as a strided view of its operand.
 pub(super) fn lower_transpose(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
     let x = lw.lower(b.req(0))?;
     let rank = lw.g.shape(x).rank();
