@@ -1,6 +1,6 @@
 """`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`, `split`,
-`unstack`, `transpose` and `reshape` moving the batch axis, and the masked
-softmax against TF.
+`unstack`, `transpose` and `reshape` moving the batch axis, `gather` with any
+axis and `batch_dims`, and the masked softmax against TF.
 
 A spec builds each op on `a = reshape(x, [B, T, D]) @ W` (axes, multiples,
 lengths and ids drawn from SPECC_INTEROP_SEED; any seed passes), weights the
@@ -9,7 +9,7 @@ must be TF's `W - dloss/dW` (the same ops under a GradientTape), which checks
 the ops' values and gradients together (the mask through the values it
 keeps). The later tests also compare the values themselves: the spec's
 `outputs`, by `specc predict` from the stepped checkpoint, against TF's ops
-on the same weights.
+on the same weights; the last exports such a model to TF Lite, run by LiteRT.
 """
 
 import os
@@ -205,6 +205,75 @@ outputs {{ back = transpose(tm, [1, 2, 0]) }}
     np.testing.assert_allclose(out, back.numpy().reshape(rows, -1), rtol=1e-5, atol=1e-6)
 
 
+def test_gather_with_an_axis_and_batch_dims(specc, tmp_path):
+    """`tf.gather` along the time axis of `[B, T, D]` by drawn constant ids
+    (repeats included), along the last axis by a matrix of ids, along axis 1
+    of a parameter table `G`, and per example (`batch_dims = 1`) by ids read
+    from the data: `W` and `G` after one step, and the per-example gather's
+    values."""
+    rng = np.random.default_rng(SEED + 6)
+    t, d = (int(v) for v in rng.integers(2, 6, 2))
+    rows = int(rng.integers(3, 9))
+    k, v = (int(n) for n in rng.integers(1, 6, 2))
+    kk = int(rng.integers(2, 6))  # ids columns (one column reads as [B])
+    idx_t = rng.integers(0, t, k)
+    idx_d = rng.integers(0, d, (2, int(rng.integers(1, 4))))
+    idx_g = rng.integers(0, v, kk)
+    x = rng.normal(size=(rows, t * d)).astype(np.float32)
+    ids = rng.integers(0, t, (rows, kk))
+    w = rng.normal(size=(d, d)).astype(np.float32)
+    table = rng.normal(size=(d, v)).astype(np.float32)
+    g1 = rng.normal(size=(k, d)).astype(np.float32)
+    g2 = rng.normal(size=(t, *idx_d.shape)).astype(np.float32)
+    g3 = rng.normal(size=(kk, d)).astype(np.float32)
+    g4 = rng.normal(size=(kk,)).astype(np.float32)
+    with open(tmp_path / "train.csv", "w") as f:
+        f.write(",".join([f"x{i}" for i in range(t * d)] + [f"i{j}" for j in range(kk)]) + ",y\n")
+        for r in range(rows):
+            f.write(",".join([repr(float(c)) for c in x[r]] + [str(int(c)) for c in ids[r]]) + ",0\n")
+    lit = lambda a: literal(np.asarray(a, dtype=np.float32))
+    spec = f"""model gathers
+data csv("train.csv")
+label y: int
+features {{
+  x = numeric(x0..x{t * d - 1})
+  ids = integer(i0..i{kk - 1}, num_buckets = {t})
+}}
+params {{
+  W: [{d}, {d}] = constant(value = {literal(w)})
+  G: [{d}, {v}] = constant(value = {literal(table)})
+}}
+a = reshape(x, [B, {t}, {d}]) @ W
+by_time = gather(a, {lit(idx_t)}, axis = 1)
+by_feature = gather(a, {lit(idx_d)}, axis = -1)
+per_example = gather(a, ids, axis = 1, batch_dims = 1)
+from_table = reduce_sum(a, axis = 1) @ gather(G, {lit(idx_g)}, axis = 1)
+loss = mean(reduce_sum(square(by_time) * {literal(g1)}, axis = [1, 2]) + reduce_sum(square(by_feature) * {literal(g2)}, axis = [1, 2, 3]) + reduce_sum(square(per_example) * {literal(g3)}, axis = [1, 2]) + reduce_sum(square(from_table) * {literal(g4)}, axis = 1))
+optimizer gradient_descent(learning_rate = 1.0)
+train {{ batch = {rows}, steps = 1, eval_fraction = 0 }}
+outputs {{ per_example = per_example }}
+"""
+    (got_w, got_g), out = _step_and_predict(specc, tmp_path, spec, ["W", "G"])
+
+    xs = x.reshape(rows, t, d)
+    var, gvar = tf.Variable(w), tf.Variable(table)
+    with tf.GradientTape() as tape:
+        a = tf.matmul(xs, var)
+        by_time = tf.gather(a, idx_t, axis=1)
+        by_feature = tf.gather(a, idx_d, axis=-1)
+        per_example = tf.gather(a, ids, axis=1, batch_dims=1)
+        from_table = tf.matmul(tf.reduce_sum(a, axis=1), tf.gather(gvar, idx_g, axis=1))
+        loss = tf.reduce_mean(tf.reduce_sum(tf.square(by_time) * g1, axis=[1, 2])
+                              + tf.reduce_sum(tf.square(by_feature) * g2, axis=[1, 2, 3])
+                              + tf.reduce_sum(tf.square(per_example) * g3, axis=[1, 2])
+                              + tf.reduce_sum(tf.square(from_table) * g4, axis=1))
+    dw, dg = tape.gradient(loss, [var, gvar])
+    np.testing.assert_allclose(got_w, w - dw.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_g, table - tf.convert_to_tensor(dg).numpy(), rtol=1e-5, atol=1e-5)
+    stepped = tf.gather(tf.matmul(xs, tf.constant(got_w)), ids, axis=1, batch_dims=1)
+    np.testing.assert_allclose(out, stepped.numpy().reshape(rows, -1), rtol=1e-5, atol=1e-6)
+
+
 def test_masked_softmax_as_keras(specc, tmp_path):
     """`softmax(scores, mask = m)` against `keras.layers.Softmax()(scores,
     mask)`: attention scores `[B, T, T]` with a `[B, 1, T]` mask from
@@ -260,3 +329,65 @@ outputs {{ p = p }}
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     p, _ = attention(tf.constant(got))
     np.testing.assert_allclose(out, p.numpy().reshape(rows, -1), rtol=1e-5, atol=1e-6)
+
+
+def test_time_major_gathers_and_a_masked_softmax_export_to_tflite(specc, tmp_path):
+    """A model moving B (time-major products and a stack), gathering along
+    the time axis (constant ids and `batch_dims = 1`) and attending with a
+    mask exports to TF Lite; LiteRT computes what `specc predict` does."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    rng = np.random.default_rng(SEED + 8)
+    t, d = (int(v) for v in rng.integers(2, 6, 2))
+    classes = int(rng.integers(2, 5))
+    idx_t = rng.integers(0, t, int(rng.integers(2, 6)))
+    x = rng.normal(size=(48, t * d + 1)).astype(np.float32)
+    x[:, -1] = rng.integers(0, t + 1, 48)
+    write_rows(tmp_path / "train.csv", x, rng.integers(0, classes, 48))
+    (tmp_path / "spec.spec").write_text(f"""model time_major
+data csv("train.csv")
+label y: int
+features {{
+  x = numeric(x0..x{t * d - 1})
+  n = numeric(x{t * d})
+}}
+params {{
+  W: [{d}, {d}] = glorot_uniform(seed = 1)
+  Wo: [{d}, {classes}] = glorot_uniform(seed = 2)
+}}
+seq = reshape(x, [B, {t}, {d}])
+tm = tanh(transpose(seq, [1, 0, 2]) @ W)
+back = transpose(stack([tm[0], tm[{t - 1}]]) + reduce_mean(tm, axis = 0), [1, 0, 2])
+picked = gather(transpose(tm, [1, 0, 2]), {literal(idx_t.astype(np.float32))}, axis = 1)
+last = gather(seq, cast(argmax(seq[:, :, 0], 1), int32), axis = 1, batch_dims = 1)
+mask = expand_dims(sequence_mask(reshape(n, [B]), {t}), 1)
+att = matmul(softmax(matmul(picked, seq, transpose_b = true), mask = mask), seq)
+logits = reduce_mean(att @ Wo, axis = 1) + reduce_mean(back @ Wo, axis = 1) + last @ Wo
+loss = mean(sparse_softmax_cross_entropy(y, logits))
+optimizer adam(learning_rate = 0.01)
+train {{ batch = 16, steps = 20 }}
+outputs {{ logits = logits }}
+""")
+    run = lambda *args: subprocess.run([specc, *args], cwd=tmp_path, check=True,
+                                       capture_output=True, text=True).stdout
+    run("run", "spec.spec", "--checkpoint-dir", "ckpt")
+    run("export", "spec.spec", "--checkpoint", "ckpt", "--format", "tflite",
+        "--output", "model.tflite")
+    new = rng.normal(size=(int(rng.integers(3, 20)), t * d + 1)).astype(np.float32)
+    new[:, -1] = rng.integers(0, t + 1, len(new))
+    write_rows(tmp_path / "new.csv", new)
+    lines = run("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "new.csv").strip().split("\n")
+    want = np.array([[float(c) for c in l.split(",")] for l in lines[1:]])
+
+    it = Interpreter(model_path=str(tmp_path / "model.tflite"))
+    parsed = np.loadtxt(tmp_path / "new.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    feeds = {"x": parsed[:, :t * d], "n": parsed[:, t * d:]}
+    inputs = it.get_input_details()
+    for i in inputs:
+        it.resize_tensor_input(i["index"], feeds[i["name"]].shape)
+    it.allocate_tensors()
+    for i in inputs:
+        it.set_tensor(i["index"], feeds[i["name"]])
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

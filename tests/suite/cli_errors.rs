@@ -52,6 +52,35 @@ case!(
     "reshape-shape"
 );
 case!(
+    gather_along_the_batch,
+    replace("relu(x @ W1 + b1)", "relu(gather(x, [0, 1]) @ W1 + b1)"),
+    "bad-axis"
+);
+case!(
+    gather_index_out_of_range,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(gather(x, [3, 4, 0, 1], axis = 1) @ W1 + b1)"
+    ),
+    "argument-out-of-range"
+);
+case!(
+    gather_batch_dims_of_other_sizes,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(gather(x, [[0], [1]], axis = 1, batch_dims = 1) @ W1 + b1)"
+    ),
+    "shape-mismatch"
+);
+case!(
+    gather_the_batch_twice,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(reduce_sum(gather(x, y, axis = 1), axis = 0) @ W1 + b1)"
+    ),
+    "shape-mismatch"
+);
+case!(
     softmax_mask_not_broadcasting,
     replace(
         "relu(x @ W1 + b1)",

@@ -460,6 +460,34 @@ fn cases() -> Vec<Case> {
         vec![p("c", &[3, 2], -1.0, 1.0)],
         "reduce_sum(stack([x @ c, tanh(x @ c) * 2.0]) * [[[0.3, -1.2]], [[0.7, 0.4]]], axis = [0, 2])".into(),
     ));
+    // gather along any axis: of a table (a transposed `Op::Gather`, ids
+    // repeated), of a sequence (`[B, T, D]` by constant ids), and per example
+    // (batch_dims = 1, ids from the data and computed).
+    v.push(case(
+        "gather_axis_1_of_a_table",
+        vec![a()],
+        "gather(a, [2, 0, 2], axis = 1)",
+    ));
+    v.push(case(
+        "gather_last_axis_by_a_matrix",
+        vec![p("a", &[2, 3, 2], -1.0, 1.0)],
+        "gather(a, [[1, 0], [2, 2]], axis = -2)",
+    ));
+    v.push(batched(
+        "gather_from_a_sequence",
+        vec![a32()],
+        format!("reduce_sum(gather({seq}, [2, 0, 2, 1], axis = 1) * [[0.3, -1.2], [0.7, 0.4], [-0.5, 1.1], [0.9, -0.2]], axis = [1, 2])"),
+    ));
+    v.push(batched(
+        "gather_per_example_computed_ids",
+        vec![a32()],
+        format!("reduce_sum(gather({seq}, argmax(reshape(x, [B, 3, 1]) * [[1.0, 0.5], [2.0, -1.0], [0.0, 1.0]], 1), axis = 1, batch_dims = 1) * [[0.3, -1.2], [0.7, 0.4]], axis = [1, 2])"),
+    ));
+    v.push(batched(
+        "gather_per_example_ids_from_the_data",
+        vec![a32()],
+        format!("reduce_sum(gather(transpose({seq}, [0, 2, 1]), label, axis = 2, batch_dims = 1) * [0.3, -1.2], axis = 1)"),
+    ));
     // Keras's masked softmax: a broadcast mask, a row masked whole, and a
     // per-example mask from the data.
     v.push(case(
