@@ -44,20 +44,49 @@ case!(
     "parse-error"
 );
 case!(
-    expand_dims_before_the_batch,
+    reshape_moving_the_batch,
     replace(
         "relu(x @ W1 + b1)",
-        "relu(reshape(expand_dims(x, 0), [B, 4]) @ W1 + b1)"
+        "relu(reshape(stack([x[:, 0:2], x[:, 2:4]]), [B, 4]) @ W1 + b1)"
     ),
+    "reshape-shape"
+);
+case!(
+    gather_along_the_batch,
+    replace("relu(x @ W1 + b1)", "relu(gather(x, [0, 1]) @ W1 + b1)"),
     "bad-axis"
 );
 case!(
-    stack_on_the_batch_axis,
+    gather_index_out_of_range,
     replace(
         "relu(x @ W1 + b1)",
-        "relu(reduce_sum(stack([x, x]), axis = 1) @ W1 + b1)"
+        "relu(gather(x, [3, 4, 0, 1], axis = 1) @ W1 + b1)"
     ),
-    "bad-axis"
+    "argument-out-of-range"
+);
+case!(
+    gather_batch_dims_of_other_sizes,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(gather(x, [[0], [1]], axis = 1, batch_dims = 1) @ W1 + b1)"
+    ),
+    "shape-mismatch"
+);
+case!(
+    gather_the_batch_twice,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(reduce_sum(gather(x, y, axis = 1), axis = 0) @ W1 + b1)"
+    ),
+    "shape-mismatch"
+);
+case!(
+    softmax_mask_not_broadcasting,
+    replace(
+        "relu(x @ W1 + b1)",
+        "relu(softmax(x, mask = [1.0, 0.0]) @ W1 + b1)"
+    ),
+    "broadcast-shape"
 );
 case!(
     tile_the_batch,

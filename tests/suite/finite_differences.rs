@@ -89,17 +89,17 @@ struct Case {
     params: Vec<Param>,
     /// Non-trainable constants used by the expression (labels, targets).
     consts: Vec<Param>,
-    expr: &'static str,
+    expr: String,
     /// Shape of `y` without the batch dimension, and whether it has one.
     y_batched: bool,
 }
 
-fn case(name: &'static str, params: Vec<Param>, expr: &'static str) -> Case {
+fn case(name: &'static str, params: Vec<Param>, expr: &str) -> Case {
     Case {
         name,
         params,
         consts: vec![],
-        expr,
+        expr: expr.to_string(),
         y_batched: false,
     }
 }
@@ -349,21 +349,21 @@ fn cases() -> Vec<Case> {
         name: "sigmoid_cross_entropy",
         params: vec![a()],
         consts: vec![p("t", &[4, 3], 0.0, 1.0)],
-        expr: "sigmoid_cross_entropy(t, a)",
+        expr: "sigmoid_cross_entropy(t, a)".into(),
         y_batched: false,
     });
     v.push(Case {
         name: "softmax_cross_entropy",
         params: vec![a(), p("t", &[4, 3], 0.1, 1.0)],
         consts: vec![],
-        expr: "softmax_cross_entropy(softmax(t), a)",
+        expr: "softmax_cross_entropy(softmax(t), a)".into(),
         y_batched: false,
     });
     v.push(Case {
         name: "mean_squared_error",
         params: vec![a()],
         consts: vec![p("t", &[4, 3], -1.0, 1.0)],
-        expr: "mean_squared_error(t, a)",
+        expr: "mean_squared_error(t, a)".into(),
         y_batched: false,
     });
     // Batch-shaped: x [B, 3] and integer labels from the data.
@@ -371,14 +371,14 @@ fn cases() -> Vec<Case> {
         name: "batch_mlp",
         params: vec![c(), p("d", &[2], -1.0, 1.0)],
         consts: vec![],
-        expr: "sparse_softmax_cross_entropy(label, relu(x @ c + d) + x[:, 0:2])",
+        expr: "sparse_softmax_cross_entropy(label, relu(x @ c + d) + x[:, 0:2])".into(),
         y_batched: true,
     });
     v.push(Case {
         name: "batch_mean_over_rows",
         params: vec![p("d", &[3], -1.0, 1.0)],
         consts: vec![],
-        expr: "reduce_mean(sigmoid(x * d), axis = 0) + reduce_sum(x * d) * d",
+        expr: "reduce_mean(sigmoid(x * d), axis = 0) + reduce_sum(x * d) * d".into(),
         y_batched: false,
     });
     // Batch normalization over the batch axis (the count involves B).
@@ -386,7 +386,7 @@ fn cases() -> Vec<Case> {
         name: "batch_normalization_over_rows",
         params: vec![p("s", &[3], -1.0, 1.0), p("o", &[3], -1.0, 1.0)],
         consts: vec![],
-        expr: "reduce_sum(batch_normalization(x * s, moments_mean(x * s, axes = [0]), moments_variance(x * s, axes = [0]), o, s, 0.001), axis = 1)",
+        expr: "reduce_sum(batch_normalization(x * s, moments_mean(x * s, axes = [0]), moments_variance(x * s, axes = [0]), o, s, 0.001), axis = 1)".into(),
         y_batched: true,
     });
     // Embedding lookups by the int labels (ids 0, 1, 0, 1, 0: repeated rows
@@ -395,14 +395,14 @@ fn cases() -> Vec<Case> {
         name: "embedding_lookup",
         params: vec![p("e", &[4, 3], -1.0, 1.0)],
         consts: vec![],
-        expr: "reduce_sum(embedding_lookup(e, label) * x, axis = 1)",
+        expr: "reduce_sum(embedding_lookup(e, label) * x, axis = 1)".into(),
         y_batched: true,
     });
     v.push(Case {
         name: "embedding_lookup_mlp",
         params: vec![p("e", &[2, 3], -1.0, 1.0), c()],
         consts: vec![],
-        expr: "reduce_sum(tanh((embedding_lookup(e, label) + x) @ c), axis = 1)",
+        expr: "reduce_sum(tanh((embedding_lookup(e, label) + x) @ c), axis = 1)".into(),
         y_batched: true,
     });
     // A convolutional layer over the batch: x [B, 3] as B images of 1×3×1.
@@ -410,7 +410,7 @@ fn cases() -> Vec<Case> {
         name: "batch_conv_pool",
         params: vec![p("k", &[1, 2, 1, 4], -1.0, 1.0)],
         consts: vec![],
-        expr: "reduce_sum(max_pool2d(relu(conv2d(reshape(x, [B, 1, 3, 1]), k, padding = \"SAME\")), ksize = [1, 2], strides = 1, padding = \"VALID\"), axis = [1, 2, 3])",
+        expr: "reduce_sum(max_pool2d(relu(conv2d(reshape(x, [B, 1, 3, 1]), k, padding = \"SAME\")), ksize = [1, 2], strides = 1, padding = \"VALID\"), axis = [1, 2, 3])".into(),
         y_batched: true,
     });
     // batch_norm's training value (its moving statistics are constants here).
@@ -425,14 +425,86 @@ fn cases() -> Vec<Case> {
             p("moving_mean", &[3], -1.0, 1.0),
             p("moving_variance", &[3], 0.5, 2.0),
         ],
-        expr: "batch_norm(a, s, o, moving_mean, moving_variance, momentum = 0.9)",
+        expr: "batch_norm(a, s, o, moving_mean, moving_variance, momentum = 0.9)".into(),
         y_batched: false,
     });
+    // Transposes that move the batch axis (time-major `[T, B, D]` and
+    // back), a reshape inside it, and a time-major stack; each weighted
+    // down to `[B]` by a constant, so a transposition shows.
+    let seq = "reshape(x, [B, 3, 1]) * a";
+    let batched = |name: &'static str, params: Vec<Param>, expr: String| Case {
+        name,
+        params,
+        consts: vec![],
+        expr,
+        y_batched: true,
+    };
+    let a32 = || p("a", &[3, 2], -1.0, 1.0);
+    v.push(batched(
+        "transpose_time_major",
+        vec![a32(), p("c", &[2, 2], -1.0, 1.0)],
+        format!("reduce_sum(tanh(transpose({seq}, [1, 0, 2]) @ c) * [[[0.3, -1.2]], [[0.7, 0.4]], [[-0.5, 1.1]]], axis = [0, 2])"),
+    ));
+    v.push(batched(
+        "transpose_batch_last_and_back",
+        vec![a32()],
+        format!("reduce_sum(transpose(softmax(transpose({seq}, [2, 1, 0]), axis = 1) * [[[0.3], [-1.2], [0.7]], [[0.4], [-0.5], [1.1]]], [2, 0, 1]), axis = [1, 2])"),
+    ));
+    v.push(batched(
+        "reshape_inside_the_batch",
+        vec![a32()],
+        format!("reduce_sum(square(reshape(transpose({seq}, [1, 0, 2]), [3, B, 1, 2])) * [[[[0.3, -1.2]]], [[[0.7, 0.4]]], [[[-0.5, 1.1]]]], axis = [0, 2, 3])"),
+    ));
+    v.push(batched(
+        "stack_time_major",
+        vec![p("c", &[3, 2], -1.0, 1.0)],
+        "reduce_sum(stack([x @ c, tanh(x @ c) * 2.0]) * [[[0.3, -1.2]], [[0.7, 0.4]]], axis = [0, 2])".into(),
+    ));
+    // gather along any axis: of a table (a transposed `Op::Gather`, ids
+    // repeated), of a sequence (`[B, T, D]` by constant ids), and per example
+    // (batch_dims = 1, ids from the data and computed).
+    v.push(case(
+        "gather_axis_1_of_a_table",
+        vec![a()],
+        "gather(a, [2, 0, 2], axis = 1)",
+    ));
+    v.push(case(
+        "gather_last_axis_by_a_matrix",
+        vec![p("a", &[2, 3, 2], -1.0, 1.0)],
+        "gather(a, [[1, 0], [2, 2]], axis = -2)",
+    ));
+    v.push(batched(
+        "gather_from_a_sequence",
+        vec![a32()],
+        format!("reduce_sum(gather({seq}, [2, 0, 2, 1], axis = 1) * [[0.3, -1.2], [0.7, 0.4], [-0.5, 1.1], [0.9, -0.2]], axis = [1, 2])"),
+    ));
+    v.push(batched(
+        "gather_per_example_computed_ids",
+        vec![a32()],
+        format!("reduce_sum(gather({seq}, argmax(reshape(x, [B, 3, 1]) * [[1.0, 0.5], [2.0, -1.0], [0.0, 1.0]], 1), axis = 1, batch_dims = 1) * [[0.3, -1.2], [0.7, 0.4]], axis = [1, 2])"),
+    ));
+    v.push(batched(
+        "gather_per_example_ids_from_the_data",
+        vec![a32()],
+        format!("reduce_sum(gather(transpose({seq}, [0, 2, 1]), label, axis = 2, batch_dims = 1) * [0.3, -1.2], axis = 1)"),
+    ));
+    // Keras's masked softmax: a broadcast mask, a row masked whole, and a
+    // per-example mask from the data.
+    v.push(case(
+        "softmax_mask",
+        vec![a()],
+        "softmax(a, mask = [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 0.0]]) + softmax(a, axis = 0, mask = [[1.0], [0.0], [1.0], [1.0]])",
+    ));
+    v.push(batched(
+        "softmax_mask_per_example",
+        vec![a32()],
+        format!("reduce_sum(softmax({seq}, axis = 1, mask = reshape(x, [B, 3, 1]) > 0.0) * [[0.3, -1.2], [0.7, 0.4], [-0.5, 1.1]], axis = [1, 2])"),
+    ));
     v.push(Case {
         name: "batch_matmul_transposed",
         params: vec![p("c", &[3, 2], -1.0, 1.0)],
         consts: vec![],
-        expr: "matmul(x, x @ c, transpose_a = true)",
+        expr: "matmul(x, x @ c, transpose_a = true)".into(),
         y_batched: false,
     });
     v

@@ -127,3 +127,44 @@ train { batch = 8, steps = 10 }
     let worst = r["worst_relative_error"].as_f64().unwrap();
     assert!(worst < 1e-3, "worst relative error {worst}");
 }
+
+/// Time-major code (`[B, T, D]` to `[T, B, D]` and back, a stack of
+/// per-step `[B, D]` values on axis 0), `gather` along the time axis (by
+/// constant ids, and per example with `batch_dims = 1`) and attention with
+/// a Keras mask from `sequence_mask`: their gradients match finite
+/// differences through the whole step.
+#[test]
+fn time_major_gathers_and_masked_attention_match_finite_differences() {
+    let r = gradcheck_text(
+        "time_major",
+        "data synthetic(rows = 32, features = 13, classes = 3)
+label label: int
+features {
+  x = numeric(x0..x11)
+  n = numeric(x12)
+}
+params {
+  W: [4, 4] = glorot_uniform(seed = 1)
+  V: [4, 3] = glorot_uniform(seed = 2)
+}
+seq = reshape(x, [B, 3, 4])
+tm = tanh(transpose(seq, [1, 0, 2]) @ W)
+s0, s1, s2 = unstack(tm, axis = 0)
+steps = stack([s2, s0 * s1, s1])
+back = transpose(steps, [1, 0, 2])
+picked = gather(back, [2, 0, 0, 1], axis = 1)
+last = gather(back, cast(argmax(x[:, 0:3], 1), int32), axis = 1, batch_dims = 1)
+mask = expand_dims(sequence_mask(reshape(abs(n) * 2.0 + 1.0, [B]), 4), 1)
+scores = matmul(picked, picked, transpose_b = true) * 0.5
+att = matmul(softmax(scores, mask = mask), picked)
+logits = reduce_mean(att @ V, axis = 1) + last @ V
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.01)
+train { batch = 8, steps = 10 }
+",
+    );
+    assert_eq!(r["passed"], true);
+    let worst = r["worst_relative_error"].as_f64().unwrap();
+    assert!(worst < 1e-3, "worst relative error {worst}");
+    assert_eq!(r["params"].as_array().unwrap().len(), 2);
+}

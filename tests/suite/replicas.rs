@@ -510,6 +510,18 @@ fn three_replicas_drop_out_with_a_noise_shape_as_one_process() {
     replicas_match_one_process(&digits_dropout(", noise_shape = [B, 1]"), 3, 200, false);
 }
 
+/// Dropout on a time-major value (`B` on axis 1): an example's mask is drawn
+/// with its batch axis first, so it does not depend on the replica's rows.
+#[test]
+fn two_replicas_drop_out_time_major_values_as_one_process() {
+    let spec = read_spec("digits_mlp.spec");
+    let old_h = "h      = relu(pixels @ W1 + b1)";
+    assert!(spec.contains(old_h));
+    let time_major = "tm = transpose(reshape(relu(pixels @ W1 + b1), [B, 4, 32]), [1, 0, 2])\n\
+                      h = reshape(transpose(dropout(tm, 0.3, seed = 11), [1, 0, 2]), [B, 128])";
+    replicas_match_one_process(&spec.replace(old_h, time_major), 2, 200, false);
+}
+
 // Image sources: the replica shards of a streamed image source (every N-th
 // record of a directory, `pipeline::Shard`) and of one in memory
 // (`ShuffledBatches::shard`, a slice of every global batch).

@@ -19,13 +19,18 @@ const WIDTH: u64 = 8;
 const BATCH: u64 = 256;
 
 fn step_plan(optimizer: &str) -> Plan {
+    step_plan_of("embedding_lookup(E, item)", optimizer)
+}
+
+/// The step's plan with the table looked up by `lookup`.
+fn step_plan_of(lookup: &str, optimizer: &str) -> Plan {
     let spec = format!(
         "model big_table\n\
          data csv(\"data.csv\")\n\
          features {{ item = integer(item, num_buckets = {ROWS}) }}\n\
          label y: float from y\n\
          params {{\n  E: [{ROWS}, {WIDTH}] = random_uniform(seed = 1)\n  w: [{WIDTH}, 1] = glorot_uniform(seed = 2)\n}}\n\
-         z = embedding_lookup(E, item) @ w\n\
+         z = {lookup} @ w\n\
          loss = mean(sigmoid_cross_entropy(y, z))\n\
          optimizer {optimizer}\n\
          train {{ batch = {BATCH}, steps = 10 }}\n"
@@ -138,36 +143,53 @@ fn lazy_optimizers_touch_only_the_rows_of_the_batch() {
         "proximal_adagrad(learning_rate = 0.1)",
         "proximal_gradient_descent(learning_rate = 0.1)",
     ] {
-        let p = step_plan(opt);
-        // No kernel's work grows with the table: the largest is a few times
-        // the batch's rows (BATCH ids × WIDTH), far below ROWS.
-        let bound = 16 * BATCH * WIDTH;
-        for k in &p.kernels {
-            assert!(
-                work(k) <= bound,
-                "{opt}: a kernel works on {} elements (bound {bound}):\n{}",
-                work(k),
-                describe(&p)
-            );
-        }
-        // The table and its slots are read and written only by row kernels
-        // over the batch's ids.
-        let on_table: Vec<&Kernel> = p.kernels.iter().filter(|k| touches_table(&p, k)).collect();
-        assert!(
-            !on_table.is_empty() && on_table.iter().all(|k| matches!(k, Kernel::Rows(_))),
-            "{opt}: kernels on the table:\n{}",
-            describe(&p)
-        );
-        // And the table is updated (a row scatter or scatter-add into it).
-        assert!(
-            on_table.iter().any(|k| matches!(k, Kernel::Rows(r) if {
-                let buf = p.buffer(r.dst.buf);
-                matches!(buf.loc, Loc::Arena { .. }) && buf.shape.numel(BATCH) == ROWS * WIDTH
-            })),
-            "{opt}: no row kernel writes the table:\n{}",
-            describe(&p)
+        assert_lazy(&step_plan(opt), opt);
+    }
+}
+
+/// `tf.gather` on axis 0 is `embedding_lookup`: its gradient stays an
+/// `IndexedSlices`, applied to the batch's rows only.
+#[test]
+fn gather_on_axis_0_updates_only_the_rows_of_the_batch() {
+    for lookup in ["gather(E, item)", "gather(E, item, axis = 0)"] {
+        assert_lazy(
+            &step_plan_of(lookup, "adagrad(learning_rate = 0.1)"),
+            lookup,
         );
     }
+}
+
+/// No kernel of `p` works on the whole table, and row kernels alone read
+/// and update it.
+fn assert_lazy(p: &Plan, what: &str) {
+    // No kernel's work grows with the table: the largest is a few times
+    // the batch's rows (BATCH ids × WIDTH), far below ROWS.
+    let bound = 16 * BATCH * WIDTH;
+    for k in &p.kernels {
+        assert!(
+            work(k) <= bound,
+            "{what}: a kernel works on {} elements (bound {bound}):\n{}",
+            work(k),
+            describe(p)
+        );
+    }
+    // The table and its slots are read and written only by row kernels
+    // over the batch's ids.
+    let on_table: Vec<&Kernel> = p.kernels.iter().filter(|k| touches_table(p, k)).collect();
+    assert!(
+        !on_table.is_empty() && on_table.iter().all(|k| matches!(k, Kernel::Rows(_))),
+        "{what}: kernels on the table:\n{}",
+        describe(p)
+    );
+    // And the table is updated (a row scatter or scatter-add into it).
+    assert!(
+        on_table.iter().any(|k| matches!(k, Kernel::Rows(r) if {
+            let buf = p.buffer(r.dst.buf);
+            matches!(buf.loc, Loc::Arena { .. }) && buf.shape.numel(BATCH) == ROWS * WIDTH
+        })),
+        "{what}: no row kernel writes the table:\n{}",
+        describe(p)
+    );
 }
 
 #[test]

@@ -280,6 +280,36 @@ train { batch = 256, steps = 4 }
     same_bits_on_one_and_two_threads("attention", text, 4);
 }
 
+/// Time-major code (a product and a stack on `[T, B, D]`, so the threads cut
+/// loops and GEMMs whose rows are `T·B`), gathers along the time axis (a
+/// fused select-and-sum) and a masked softmax give one thread's bits on two.
+#[test]
+fn two_threads_compute_the_same_bits_as_one_with_time_major_values_and_gathers() {
+    let text = "data synthetic(rows = 512, features = 513, classes = 4)
+label label: int
+features {
+  x = numeric(x0..x511)
+  n = numeric(x512)
+}
+params {
+  W: [32, 32] = glorot_uniform(seed = 1)
+  Wo: [32, 4] = glorot_uniform(seed = 2)
+}
+seq = reshape(x, [B, 16, 32])
+tm = tanh(transpose(seq, [1, 0, 2]) @ W)
+back = transpose(stack([tm[0], tm[15]]) + reduce_mean(tm, axis = 0), [1, 0, 2])
+picked = gather(transpose(tm, [1, 0, 2]), [3, 0, 7, 7, 15], axis = 1)
+last = gather(seq, cast(argmax(seq[:, :, 0], 1), int32), axis = 1, batch_dims = 1)
+mask = expand_dims(sequence_mask(reshape(abs(n) * 8.0, [B]), 16), 1)
+att = matmul(softmax(matmul(picked, seq, transpose_b = true) * 0.17, mask = mask), seq)
+logits = reduce_mean(att @ Wo, axis = 1) + reduce_mean(back @ Wo, axis = 1) + last @ Wo
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.001)
+train { batch = 256, steps = 4 }
+";
+    same_bits_on_one_and_two_threads("time-major", text, 4);
+}
+
 /// W7's CNN at batch 512, plus a small convolution and pooling of a
 /// parameter image whose window kernels are too small to split (thread 0
 /// runs them while the other waits).

@@ -359,8 +359,23 @@ impl Graph {
     /// (`Op::UniformHash` of each element's row-major index, computed in f32:
     /// exact for the first 2²⁴ elements of a step). A leading batch axis
     /// counts rows of the global batch (`Op::FirstRow` added), so the
-    /// replicas of a data-parallel job draw what one process draws.
+    /// replicas of a data-parallel job draw what one process draws; a batch
+    /// axis elsewhere (a time-major `[T, B, D]`) is drawn first and moved
+    /// back, so an example's draws never depend on the batch size.
     pub fn random_uniform(&mut self, seed: u32, shape: &Shape) -> NodeId {
+        if let Some(k) = shape.0.iter().position(|d| *d == Dim::Batch) {
+            if k > 0 {
+                let first: Vec<usize> = std::iter::once(k)
+                    .chain((0..shape.rank()).filter(|&a| a != k))
+                    .collect();
+                let leading = Shape(first.iter().map(|&a| shape.0[a]).collect());
+                let drawn = self.random_uniform(seed, &leading);
+                let back: Vec<usize> = (0..shape.rank())
+                    .map(|a| first.iter().position(|&p| p == a).unwrap_or(a))
+                    .collect();
+                return self.transpose(drawn, &back);
+            }
+        }
         let mut index = self.scalar(0.0);
         let mut stride = self.scalar(1.0);
         for axis in (0..shape.rank()).rev() {

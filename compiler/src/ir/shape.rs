@@ -251,7 +251,11 @@ pub fn reduce_keepdims(s: &Shape, axes: &[usize]) -> Shape {
     )
 }
 
-/// Checks that a reshape preserves the element count for every batch size.
+/// Checks that a reshape preserves the element count for every batch size,
+/// and the batch dimension's place in the element order: as many elements
+/// before `B` in `to` as in `from` (`[3, B, 4]` to `[3, B, 2, 2]` or
+/// `[1, 3, B, 4]`), so each example's elements stay its own whatever the
+/// batch size (`[3, B, 4]` to `[B, 12]` would mix them: a transpose moves B).
 pub fn reshape(from: &Shape, to: &Shape) -> Result<(), String> {
     if from.has_batch() != to.has_batch() || from.fixed_numel() != to.fixed_numel() {
         return Err(format!(
@@ -263,7 +267,24 @@ pub fn reshape(from: &Shape, to: &Shape) -> Result<(), String> {
     if to.0.iter().filter(|d| **d == Dim::Batch).count() > 1 {
         return Err(format!("{to} has the batch dimension twice"));
     }
+    let (before_from, before_to) = (before_batch(from), before_batch(to));
+    if before_from != before_to {
+        return Err(format!(
+            "cannot reshape {from} to {to}: the batch dimension B has {before_from} \
+             element(s) before it in {from} and {before_to} in {to}, so the examples \
+             of a batch would mix"
+        ));
+    }
     Ok(())
+}
+
+/// The number of elements before the batch dimension in the row-major order
+/// of `s` (the fixed dimensions before `B`; all of them without one).
+pub fn before_batch(s: &Shape) -> u64 {
+    s.0.iter()
+        .take_while(|d| **d != Dim::Batch)
+        .filter_map(|d| d.fixed())
+        .fold(1u64, |n, d| n.saturating_mul(u64::from(d)))
 }
 
 fn count(s: &Shape) -> String {

@@ -1,18 +1,18 @@
 //! The array builtins: `reshape` (with `B` and one `-1`), `transpose`,
-//! `concat`, `cast`, `gather` / `embedding_lookup` and `one_hot`.
+//! `concat`, `cast` and `one_hot` (`gather` / `embedding_lookup` are
+//! `gather`'s).
 //!
 //! Invariants: a reshape keeps the number of elements (the batch dimension
-//! included); ids are int32 (an integral float constant is taken as ids);
-//! the rows an input's ids look up are recorded as a [`ClassUse`], so the
-//! runtime range-checks them; a gather's table has a fixed shape, so its
-//! gradient is an `IndexedSlices`.
+//! included) and the elements before `B` (`shape::reshape`), so a
+//! transpose is the only way B moves; class ids are int32 (an integral
+//! float constant is taken as ids).
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
 
 use crate::ir::{shape, DType, Dim, NodeId, Op, Shape};
 use crate::sema::args::{self, Bound};
-use crate::sema::expr::{ClassUse, Lowerer, R};
+use crate::sema::expr::{Lowerer, R};
 
 pub(super) fn lower_reshape(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let x = lw.lower(b.req(0))?;
@@ -88,10 +88,19 @@ fn reshape_error(c: &Call, from: &Shape, to: &Shape) -> Diagnostic {
     let msg = shape::reshape(from, to)
         .err()
         .unwrap_or_else(|| format!("cannot reshape {from} to {to}"));
-    Diagnostic::new(Code::ReshapeShape, c.span, msg)
-        .with_label(format!("{from} has a different number of elements"))
+    let d = Diagnostic::new(Code::ReshapeShape, c.span, msg);
+    if from.has_batch() == to.has_batch() && from.fixed_numel() == to.fixed_numel() {
+        // The counts agree: B moves in the element order.
+        return d.with_label("B would move").with_help(
+            "a reshape keeps B where it is in the element order; move it with transpose first",
+        );
+    }
+    d.with_label(format!("{from} has a different number of elements"))
 }
 
+/// `tf.transpose(a, perm = reversed axes)`: any permutation, the batch
+/// axis's included (time-major `[T, B, D]` and back); the planner reads a
+/// transpose as a strided view of its operand.
 pub(super) fn lower_transpose(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
     let x = lw.lower(b.req(0))?;
     let rank = lw.g.shape(x).rank();
@@ -190,61 +199,6 @@ pub(super) fn class_ids(lw: &mut Lowerer, e: &Expr, what: &str) -> R<NodeId> {
     )
     .with_label("float32 labels")
     .with_help("declare the label column as `label NAME: int`, or use softmax_cross_entropy for one-hot or soft labels"))
-}
-
-/// `tf.nn.embedding_lookup(params, ids)` = `tf.gather(params, indices)` on
-/// axis 0: rows of a table with a fixed shape, by int32 ids of any shape.
-/// Its gradient is sparse (an `IndexedSlices`).
-pub(super) fn lower_embedding_lookup(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
-    let (ep, ei) = (b.req(0), b.req(1));
-    let params = lw.float(ep)?;
-    let ps = lw.g.shape(params).clone();
-    if ps.rank() == 0 || ps.has_batch() {
-        return Err(Diagnostic::new(
-            Code::BadShape,
-            ep.span,
-            format!(
-                "`{}` needs a table with a fixed shape [rows, ..], got {ps}",
-                c.func.name
-            ),
-        )
-        .with_label(format!("this is {ps}"))
-        .with_help("look rows up in a parameter, e.g. emb: [1000, 16]"));
-    }
-    let ids = lw.lower(ei)?;
-    let ids = match lw.g.op(ids) {
-        // A literal list of whole numbers is a constant of ids.
-        Op::Tensor(i) if lw.g.dtype(ids) == DType::F32 => {
-            let c = lw.g.consts[*i as usize].clone();
-            if c.values.iter().all(|x| x.fract() == 0.0 && *x >= 0.0) {
-                lw.g.tensor(DType::I32, c.shape, c.values)
-            } else {
-                ids
-            }
-        }
-        _ => ids,
-    };
-    if lw.g.dtype(ids) != DType::I32 {
-        return Err(Diagnostic::new(
-            Code::LabelKind,
-            ei.span,
-            format!("`{}` needs int32 ids, but this is float32", c.func.name),
-        )
-        .with_label("float32 values")
-        .with_help(
-            "declare the id columns as a feature `ids = integer(COLUMN, num_buckets = N)`",
-        ));
-    }
-    let rows = ps.0[0].fixed().unwrap_or(1);
-    if let Op::Input(i) = lw.g.op(ids) {
-        lw.class_uses.push(ClassUse {
-            input: *i,
-            classes: rows,
-            span: c.span,
-            at_most: true,
-        });
-    }
-    Ok(lw.g.gather(params, ids))
 }
 
 pub(super) fn lower_one_hot(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {

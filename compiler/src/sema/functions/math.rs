@@ -1,16 +1,18 @@
 //! The math builtins: elementwise binaries (`maximum`, `minimum`, `pow`),
 //! `where`, `matmul`, `bias_add`, the reductions (`reduce_sum`,
-//! `reduce_mean`, `reduce_max`), `argmax`, and `softmax` / `log_softmax`.
+//! `reduce_mean`, `reduce_max`), `argmax`, and `softmax` (with Keras's
+//! mask) / `log_softmax`.
 //!
 //! Invariants: operands broadcast as TF's do (checked before any node is
 //! built); both softmax forms subtract the `stop_gradient` of the row's
-//! maximum first (TF's stable form), so autodiff sees only primitive ops.
+//! maximum first (TF's stable form), so autodiff sees only primitive ops; a
+//! mask is two selects around the softmax, which fuse into its loops.
 
 use specc_grammar::ast::Call;
 use specc_grammar::{Code, Diagnostic};
 
 use crate::ir::{shape, BinaryOp, DType, NodeId, ReduceKind, UnaryOp};
-use crate::sema::args::Bound;
+use crate::sema::args::{self, Bound};
 use crate::sema::expr::{Lowerer, R};
 
 pub(super) fn elementwise2(lw: &mut Lowerer, b: &Bound, c: &Call, op: BinaryOp) -> R<NodeId> {
@@ -107,6 +109,44 @@ pub(super) fn logits_axis(lw: &mut Lowerer, b: &Bound) -> R<(NodeId, usize)> {
         None => rank - 1,
     };
     Ok((x, axis))
+}
+
+/// The logit Keras's `Softmax` layer puts where the mask is false (float32;
+/// -3e4 is float16's, which specc has not).
+const MASKED_LOGIT: f32 = -1e9;
+
+/// `softmax(logits, axis = -1, mask = None)`. With a mask, Keras 3's
+/// `Softmax` layer (`keras.layers.Softmax()(logits, mask)`): where the mask
+/// is false (a float mask: not above 0.5) the logit is replaced by -1e9
+/// before the softmax, and the result there is 0 (a row masked whole gives
+/// zeros, not a uniform distribution). The mask broadcasts to the logits
+/// (each dimension 1 or the logits', rank at most theirs), e.g. a `[B, 1, T]`
+/// mask over `[B, T, T]` attention scores.
+pub(super) fn lower_softmax(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
+    let (x, axis) = logits_axis(lw, b)?;
+    let Some(me) = b.get(2).filter(|e| !args::is_none(e)) else {
+        return Ok(softmax(lw, x, axis));
+    };
+    let m = lw.lower(me)?;
+    let m = lw.g.cast(m, DType::F32);
+    let (xs, ms) = (lw.g.shape(x).clone(), lw.g.shape(m).clone());
+    if !shape::broadcasts_to(&ms, &xs) {
+        return Err(Diagnostic::new(
+            Code::BroadcastShape,
+            me.span,
+            format!("the mask {ms} does not broadcast to the logits {xs}"),
+        )
+        .with_label(format!("this is {ms}"))
+        .with_secondary(b.req(0).span, format!("the logits are {xs}"))
+        .with_help("each dimension of the mask is 1 or the logits' (e.g. a [B, 1, T] mask for [B, T, T] scores)"));
+    }
+    let half = lw.g.scalar(0.5);
+    let keep = lw.g.binary(BinaryOp::Gt, m, half);
+    let low = lw.g.scalar(MASKED_LOGIT);
+    let masked = lw.g.select(keep, x, low);
+    let y = softmax(lw, masked, axis);
+    let zero = lw.g.scalar(0.0);
+    Ok(lw.g.select(keep, y, zero))
 }
 
 /// `x - stop_gradient(max(x, axis))`, the shift both softmax forms start from.

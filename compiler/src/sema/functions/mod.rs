@@ -9,7 +9,8 @@
 //! The table is here, with [`lower_call`]; the lowerings that are not one
 //! line live by family: `math` (elementwise binaries, `where`, `matmul`,
 //! `bias_add`, reductions, `argmax`, the softmaxes), `array_ops` (`reshape`,
-//! `transpose`, `concat`, `cast`, `gather`/`embedding_lookup`, `one_hot`),
+//! `transpose`, `concat`, `cast`, `one_hot`), `gather` (`gather` with any
+//! axis and `batch_dims`, `embedding_lookup`),
 //! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`)
 //! and `losses` (the cross-entropies, `mean_squared_error`); the other
 //! families have sema modules of their own ([`activations`],
@@ -28,19 +29,19 @@ use super::normalization;
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
 
 mod array_ops;
+mod gather;
 mod losses;
 mod math;
 mod shape_ops;
 
 pub(crate) use shape_ops::tuple_builtin;
 
-use array_ops::{
-    lower_cast, lower_concat, lower_embedding_lookup, lower_one_hot, lower_reshape, lower_transpose,
-};
+use array_ops::{lower_cast, lower_concat, lower_one_hot, lower_reshape, lower_transpose};
+use gather::{lower_embedding_lookup, lower_gather};
 use losses::{lower_mse, lower_sigmoid_ce, lower_softmax_ce, lower_sparse_ce};
 use math::{
     elementwise2, logits_axis, lower_argmax, lower_bias_add, lower_matmul, lower_reduce,
-    lower_where, Reduction,
+    lower_softmax, lower_where, Reduction,
 };
 pub use math::{log_softmax, softmax};
 
@@ -433,11 +434,8 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "softmax",
-        params: &[req("logits"), opt("axis")],
-        lower: |lw, b, _| {
-            let (x, axis) = logits_axis(lw, b)?;
-            Ok(softmax(lw, x, axis))
-        },
+        params: &[req("logits"), opt("axis"), opt("mask")],
+        lower: lower_softmax,
     },
     Builtin {
         name: "log_softmax",
@@ -512,8 +510,13 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "gather",
-        params: &[req("params"), req("indices")],
-        lower: lower_embedding_lookup,
+        params: &[
+            req("params"),
+            req("indices"),
+            opt("axis"),
+            opt("batch_dims"),
+        ],
+        lower: lower_gather,
     },
     Builtin {
         name: "one_hot",

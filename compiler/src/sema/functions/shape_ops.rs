@@ -3,10 +3,11 @@
 //! compared with the lengths), and `split` / `unstack`, which return tuples
 //! (slices), with TF's argument names.
 //!
-//! Invariants: the batch dimension `B` stays the leading axis (nothing is
-//! inserted before it, it is never squeezed or tiled); every result is a
-//! view or copy of its operands, so the gradients are those of reshape and
-//! concat.
+//! Invariants: the batch dimension `B` is never squeezed, tiled or cut, and
+//! keeps its place in the element order (a new axis may go before it, as
+//! `stack`'s default axis 0 of `[B, D]` tensors makes a time-major
+//! `[N, B, D]`); every result is a view or copy of its operands, so the
+//! gradients are those of reshape and concat.
 
 use specc_grammar::ast::{Call, Expr, ExprKind, Span};
 use specc_grammar::{Code, Diagnostic};
@@ -16,8 +17,8 @@ use crate::sema::args::{self, Bound};
 use crate::sema::expr::{Lowerer, R};
 
 /// An axis in `[-rank, rank)` of a rank-`rank` result (`expand_dims`' and
-/// `stack`'s new axis), not before a leading `B`.
-fn new_axis(e: &Expr, rank: usize, batch_first: bool) -> R<usize> {
+/// `stack`'s new axis).
+fn new_axis(e: &Expr, rank: usize) -> R<usize> {
     let a = args::eval_int(e)?;
     let r = rank as i64;
     let axis = if a < 0 { a + r } else { a };
@@ -29,15 +30,6 @@ fn new_axis(e: &Expr, rank: usize, batch_first: bool) -> R<usize> {
         )
         .with_label(format!("axis {a}")));
     }
-    if batch_first && axis == 0 {
-        return Err(Diagnostic::new(
-            Code::BadAxis,
-            e.span,
-            "a new axis cannot go before the batch dimension B",
-        )
-        .with_label("axis 0")
-        .with_help("the batch dimension stays first: use axis = 1 or later"));
-    }
     Ok(axis as usize)
 }
 
@@ -45,7 +37,7 @@ fn new_axis(e: &Expr, rank: usize, batch_first: bool) -> R<usize> {
 pub(super) fn lower_expand_dims(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
     let x = lw.lower(b.req(0))?;
     let s = lw.g.shape(x).clone();
-    let axis = new_axis(b.req(1), s.rank() + 1, s.0.first() == Some(&Dim::Batch))?;
+    let axis = new_axis(b.req(1), s.rank() + 1)?;
     let mut dims = s.0.clone();
     dims.insert(axis, Dim::Fixed(1));
     Ok(lw.g.reshape(x, &Shape(dims)))
@@ -135,18 +127,8 @@ fn same_shape_list(lw: &mut Lowerer, e: &Expr, what: &str, span: Span) -> R<Vec<
 pub(super) fn lower_stack(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {
     let parts = same_shape_list(lw, b.req(0), "stack", c.span)?;
     let s = lw.g.shape(parts[0]).clone();
-    let batch_first = s.0.first() == Some(&Dim::Batch);
     let axis = match b.get(1) {
-        Some(e) => new_axis(e, s.rank() + 1, batch_first)?,
-        None if batch_first => {
-            return Err(Diagnostic::new(
-                Code::BadAxis,
-                c.span,
-                "stack's default axis 0 would go before the batch dimension B",
-            )
-            .with_label("axis 0")
-            .with_help("pass axis = 1 or later"))
-        }
+        Some(e) => new_axis(e, s.rank() + 1)?,
         None => 0,
     };
     let mut dims = s.0.clone();
