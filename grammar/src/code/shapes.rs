@@ -70,6 +70,30 @@ train { batch = 4, steps = 10 }
     }),
 };
 
+pub(super) const EINSUM_EQUATION: Explanation = Explanation {
+    text: "\
+The equation of `einsum` (TF's `tf.einsum`) is malformed or does not fit
+its operands. An equation names each operand's axes by letters, the
+operands separated by `,`, then `->` and the result's axes: `btd,de->bte`
+is `[B, T, D] @ [D, E]`. A letter in two operands is one axis (the same
+size in both); a letter missing from the result is summed over. Each
+operand has as many letters as axes; each letter of the result appears in
+an operand and once in the result; the letters are `a`-`z` and `A`-`Z`.
+Without `->`, the result is the letters used once, in alphabetical order.",
+    example: Some(Example {
+        wrong: "\
+data csv(\"data.csv\")
+label y: int
+features { x = numeric(x0..x3) }
+params { W: [4, 3] = zeros }
+loss = mean(sparse_softmax_cross_entropy(y, einsum(\"bd,de->bf\", x, W)))
+optimizer adam(learning_rate = 0.01)
+train { batch = 4, steps = 10 }
+",
+        fix: &[("->bf", "->be")],
+    }),
+};
+
 pub(super) const RESHAPE_SHAPE: Explanation = Explanation {
     text: "\
 The target shape of `reshape` is not valid: more than one dimension is -1

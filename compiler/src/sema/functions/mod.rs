@@ -10,8 +10,8 @@
 //! line live by family: `math` (elementwise binaries, `where`, `matmul`,
 //! `bias_add`, reductions, `argmax`, the softmaxes), `array_ops` (`reshape`,
 //! `transpose`, `concat`, `cast`, `gather`/`embedding_lookup`, `one_hot`),
-//! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`)
-//! and `losses` (the cross-entropies, `mean_squared_error`); the other
+//! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`),
+//! `einsum` and `losses` (the cross-entropies, `mean_squared_error`); the other
 //! families have sema modules of their own ([`activations`],
 //! [`normalization`], [`image_ops`], [`layers`], [`convolution`]).
 
@@ -28,6 +28,7 @@ use super::normalization;
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
 
 mod array_ops;
+mod einsum;
 mod losses;
 mod math;
 mod shape_ops;
@@ -48,6 +49,8 @@ type Lower = fn(&mut Lowerer, &Bound, &Call) -> R<NodeId>;
 
 pub struct Builtin {
     pub name: &'static str,
+    /// The signature; none for a builtin whose lowering binds its own
+    /// arguments (`einsum(equation, *inputs)`).
     pub params: &'static [Param<'static>],
     pub lower: Lower,
 }
@@ -212,6 +215,11 @@ pub const BUILTINS: &[Builtin] = &[
         name: "matmul",
         params: &[req("a"), req("b"), opt("transpose_a"), opt("transpose_b")],
         lower: lower_matmul,
+    },
+    Builtin {
+        name: "einsum",
+        params: &[],
+        lower: einsum::lower_einsum,
     },
     Builtin {
         name: "bias_add",
@@ -614,6 +622,13 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
         }
         return Err(d);
     };
-    let bound = args::bind(name, call, b.params)?;
+    let bound = if b.params.is_empty() {
+        args::Bound {
+            args: vec![],
+            call_span: call.span,
+        }
+    } else {
+        args::bind(name, call, b.params)?
+    };
     (b.lower)(lw, &bound, call)
 }
