@@ -669,4 +669,5 @@ fn winograd_rewrite_replaces_the_direct_products() {
     }
 }
 
+mod einsum;
 mod tiled_pools;
