@@ -31,6 +31,7 @@ mod cli_memory;
 mod cli_predict;
 mod cli_run_unattended;
 mod convolution_errors;
+mod einsum_errors;
 mod docs;
 mod emit_snapshots;
 mod eval_data;
