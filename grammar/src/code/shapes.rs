@@ -54,8 +54,9 @@ The operands of `@` (matmul) are not matrices whose inner dimensions
 match: `[n, k] @ [k, m]` gives `[n, m]`, and a batch of matrices on the left
 `[..., n, k] @ [k, m]` gives `[..., n, m]`. A feature of 4 columns is
 `[B, 4]`, so the weights it multiplies have 4 rows. Two batches of
-matrices multiply when both have one leading axis of the same size:
-`[G, n, k] @ [G, k, m]` gives `[G, n, m]` (`G` the batch `B` or a fixed size).",
+matrices multiply when their batch axes (all but the last two) broadcast,
+as NumPy's: `[B, H, n, k] @ [B, H, k, m]` and `[H, n, k] @ [B, H, k, m]`
+give `[B, H, n, m]`; the batch `B` can only be the first batch axis.",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")
