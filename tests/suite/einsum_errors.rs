@@ -84,7 +84,11 @@ fn einsum_letter_of_two_sizes() {
 
 #[test]
 fn einsum_ellipsis() {
-    fails("einsum(\"...j,jk->...k\", a, c)", Code::UnsupportedArgument, ".");
+    fails(
+        "einsum(\"...j,jk->...k\", a, c)",
+        Code::UnsupportedArgument,
+        ".",
+    );
 }
 
 #[test]
@@ -114,5 +118,9 @@ fn matmul_batches_whose_matrices_do_not_fit() {
 
 #[test]
 fn matmul_of_a_vector() {
-    fails("matmul(t, reshape(c, [20]))", Code::MatmulShape, "reshape(c, [20])");
+    fails(
+        "matmul(t, reshape(c, [20]))",
+        Code::MatmulShape,
+        "reshape(c, [20])",
+    );
 }

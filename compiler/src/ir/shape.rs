@@ -345,3 +345,45 @@ pub fn concat(parts: &[&Shape], axis: usize) -> Result<Shape, String> {
     out[axis] = Dim::Fixed(total);
     Ok(Shape(out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(dims: &[Option<u32>]) -> Shape {
+        Shape(
+            dims.iter()
+                .map(|d| d.map_or(Dim::Batch, Dim::Fixed))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn batch_matmul_over_several_group_axes() {
+        let (b, f) = (None, Some);
+        let a = s(&[b, f(2), f(3), f(4)]);
+        let c = s(&[b, f(2), f(4), f(5)]);
+        assert_eq!(
+            batch_matmul(&a, &c, false, false, 2),
+            Ok(s(&[b, f(2), f(3), f(5)]))
+        );
+        assert_eq!(
+            batch_matmul(&a, &a, true, false, 2),
+            Ok(s(&[b, f(2), f(4), f(4)]))
+        );
+        // One group axis: the rest of each operand is a matrix as `matmul`
+        // sees it (the Winograd products' `[G, N, TH, TW, C] @ [G, C, O]`).
+        let v = s(&[f(4), b, f(2), f(2), f(3)]);
+        let u = s(&[f(4), f(3), f(6)]);
+        assert_eq!(
+            batch_matmul(&v, &u, false, false, 1),
+            Ok(s(&[f(4), b, f(2), f(2), f(6)]))
+        );
+        // Group axes that differ, `B` after the first, too few axes.
+        assert!(batch_matmul(&a, &s(&[b, f(3), f(4), f(5)]), false, false, 2).is_err());
+        let late = s(&[f(2), b, f(3), f(4)]);
+        assert!(batch_matmul(&late, &s(&[f(2), b, f(4), f(5)]), false, false, 2).is_err());
+        assert!(batch_matmul(&u, &u, false, false, 2).is_err());
+        assert!(batch_matmul(&a, &c, false, false, 0).is_err());
+    }
+}

@@ -569,23 +569,26 @@ impl Einsum<'_, '_> {
 mod tests {
     use super::*;
 
-    fn ok(text: &str) -> (Vec<&str>, String) {
+    fn ok(text: &str) -> (Vec<String>, String) {
         let e = parse(text).unwrap();
         let ins = e
             .inputs
-            .iter()
-            .map(|s| std::str::from_utf8(s).unwrap())
+            .into_iter()
+            .map(|s| String::from_utf8(s).unwrap())
             .collect::<Vec<_>>();
         (ins, String::from_utf8(e.output).unwrap())
     }
 
     #[test]
     fn equations_parse_with_explicit_and_implicit_results() {
-        assert_eq!(ok("btd,de->bte"), (vec!["btd", "de"], "bte".into()));
-        assert_eq!(ok("ij->ji"), (vec!["ij"], "ji".into()));
-        assert_eq!(ok("ij, jk"), (vec!["ij", "jk"], "ik".into()));
-        assert_eq!(ok("ba,ca"), (vec!["ba", "ca"], "bc".into()));
-        assert_eq!(ok("i,i->"), (vec!["i", "i"], String::new()));
+        assert_eq!(
+            ok("btd,de->bte"),
+            (vec!["btd".into(), "de".into()], "bte".into())
+        );
+        assert_eq!(ok("ij->ji"), (vec!["ij".into()], "ji".into()));
+        assert_eq!(ok("ij, jk"), (vec!["ij".into(), "jk".into()], "ik".into()));
+        assert_eq!(ok("ba,ca"), (vec!["ba".into(), "ca".into()], "bc".into()));
+        assert_eq!(ok("i,i->"), (vec!["i".into(), "i".into()], String::new()));
     }
 
     #[test]
