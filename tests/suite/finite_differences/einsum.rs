@@ -7,7 +7,9 @@
 //! reference interpreter's, and the compiled gradients central differences
 //! of it (`super::check`). Batched cases build their `[B, T, D]` operands
 //! from the input `x` `[B, 3]` by an einsum with a parameter, and weight
-//! the result by a constant of its per-example shape.
+//! the result by a constant of its per-example shape. The `sum_*` tests
+//! check the values of each equation against the sum it names, written out
+//! here independently of the lowering.
 
 use super::{check, p, Case, Param};
 
@@ -340,4 +342,121 @@ fn matmul_batch_heads() {
         "reduce_sum(matmul(einsum(\"bi,ihtd->bhtd\", x, P), einsum(\"bi,ihtd->bhtd\", x, P), transpose_b = true) * G, axis = [1, 2, 3]) + reduce_sum((H @ einsum(\"bi,ihtd->bhtd\", x, P)) * F, axis = [1, 2, 3])",
         true,
     );
+}
+
+/// `einsum(equation, ..)` of parameters with the `shapes` (drawn values),
+/// evaluated by the reference interpreter, against the sum written out
+/// here from the equation (every assignment of the letters, the product of
+/// the operands' elements added into the result's), independent of the
+/// lowering.
+fn equals_the_sum_it_names(equation: &str, shapes: &[&[usize]]) {
+    let mut rng = super::Rng(seed(equation));
+    let names = ["a", "c"];
+    let mut params = String::new();
+    let mut operands = Vec::new();
+    for (k, dims) in shapes.iter().enumerate() {
+        let vals = rng.values(dims.iter().product(), -1.0, 1.0, 0.0);
+        params += &format!(
+            "  {}: {dims:?} = constant(value = {})\n",
+            names[k],
+            super::literal(dims, &vals)
+        );
+        operands.push(specc_compiler::interp::Tensor::new(dims.to_vec(), vals));
+    }
+    let args = names[..shapes.len()].join(", ");
+    let text = format!(
+        "model sum\ndata synthetic(rows = 8, features = 3)\nfeatures {{ x = numeric(x0..x2) }}\nlabel label: int\nparams {{\n{params}}}\ny = einsum(\"{equation}\", {args})\nloss = reduce_sum(y * y) + mean(x[:, 0])\noptimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 1, steps = 1 }}\n"
+    );
+    let model = specc_compiler::check(&specc_grammar::SourceFile::new("sum.spec", text.clone()))
+        .unwrap_or_else(|d| {
+            panic!(
+                "{:?}\n{text}",
+                d.iter().map(|d| &d.message).collect::<Vec<_>>()
+            )
+        });
+    let y = model.bindings.iter().find(|b| b.0 == "y").unwrap().1;
+    let env = specc_compiler::interp::Env {
+        inputs: &[],
+        vars: &operands,
+        batch: 1,
+        global_step: 0.0,
+    };
+    let got = specc_compiler::interp::eval(&model.graph, &env, &[y]).remove(0);
+
+    let (lhs, out) = equation.split_once("->").unwrap();
+    let subs: Vec<&[u8]> = lhs.split(',').map(str::as_bytes).collect();
+    let mut letters: Vec<u8> = subs.concat();
+    letters.sort_unstable();
+    letters.dedup();
+    let size = |c: u8| {
+        let (k, i) = subs
+            .iter()
+            .enumerate()
+            .find_map(|(k, s)| s.iter().position(|&d| d == c).map(|i| (k, i)))
+            .unwrap();
+        shapes[k][i]
+    };
+    let out_dims: Vec<usize> = out.bytes().map(size).collect();
+    let mut want = vec![0.0; out_dims.iter().product()];
+    let mut at = vec![0usize; letters.len()];
+    let value = |s: &[u8], at: &[usize]| {
+        s.iter().fold(0, |flat, &c| {
+            let i = letters.iter().position(|&d| d == c).unwrap();
+            flat * size(c) + at[i]
+        })
+    };
+    'all: loop {
+        let product: f64 = subs
+            .iter()
+            .zip(&operands)
+            .map(|(s, t)| t.data[value(s, &at)])
+            .product();
+        want[value(out.as_bytes(), &at)] += product;
+        for i in (0..letters.len()).rev() {
+            at[i] += 1;
+            if at[i] < size(letters[i]) {
+                continue 'all;
+            }
+            at[i] = 0;
+        }
+        break;
+    }
+    assert_eq!(got.dims, out_dims, "{equation}");
+    for (i, (g, w)) in got.data.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+            "{equation}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+macro_rules! sums {
+    ($($name:ident: $equation:literal, [$($shape:expr),+];)*) => {
+        $(
+            #[test]
+            fn $name() {
+                equals_the_sum_it_names($equation, &[$(&$shape),+]);
+            }
+        )*
+    };
+}
+
+sums! {
+    sum_transpose: "ij->ji", [[3, 4]];
+    sum_reduce_a_middle_axis: "bij->bj", [[2, 3, 4]];
+    sum_of_all: "ij->", [[3, 4]];
+    sum_matrix_product: "ij,jk->ik", [[3, 4], [4, 2]];
+    sum_dot: "i,i->", [[4], [4]];
+    sum_outer: "i,j->ij", [[4], [3]];
+    sum_contracted_last_on_both_sides: "ij,kj->ik", [[3, 4], [2, 4]];
+    sum_contracted_first_on_the_left: "ji,jk->ki", [[4, 3], [4, 2]];
+    sum_a_letter_of_one_operand: "ijk,kl->il", [[2, 3, 4], [4, 5]];
+    sum_projection: "btd,de->bte", [[2, 3, 4], [4, 5]];
+    sum_attention_scores: "bqhd,bkhd->bhqk", [[2, 3, 2, 4], [2, 5, 2, 4]];
+    sum_attention_values: "bhqk,bkhd->bqhd", [[2, 2, 3, 5], [2, 5, 2, 4]];
+    sum_multi_head_projection: "abc,cde->abde", [[2, 3, 4], [4, 2, 3]];
+    sum_multi_head_scores: "aecd,abcd->acbe", [[2, 5, 2, 3], [2, 4, 2, 3]];
+    sum_multi_head_values: "acbe,aecd->abcd", [[2, 2, 4, 5], [2, 5, 2, 3]];
+    sum_multi_head_output: "abcd,cde->abe", [[2, 4, 2, 3], [2, 3, 5]];
+    sum_batch_letters_not_first: "ibj,jbk->bki", [[3, 2, 4], [4, 2, 5]];
 }
