@@ -459,4 +459,6 @@ sums! {
     sum_multi_head_values: "acbe,aecd->abcd", [[2, 2, 4, 5], [2, 5, 2, 3]];
     sum_multi_head_output: "abcd,cde->abe", [[2, 4, 2, 3], [2, 3, 5]];
     sum_batch_letters_not_first: "ibj,jbk->bki", [[3, 2, 4], [4, 2, 5]];
+    sum_an_operand_summed_to_a_scalar: "ij,k->i", [[3, 4], [5]];
+    sum_a_scalar_on_the_left: "i,jk->kj", [[3], [4, 2]];
 }

@@ -82,14 +82,16 @@ fn parse(text: &str) -> Result<Equation, EquationError> {
     };
     // Each operand's letters, and where each starts in `text`.
     let mut inputs = Vec::new();
+    let mut starts = Vec::new();
     let mut start = 0;
     for part in left.split(',') {
         inputs.push(letters(part, start)?);
+        starts.push(start);
         start += part.len() + 1;
     }
     for (k, s) in inputs.iter().enumerate() {
         if let Some((i, &c)) = s.iter().enumerate().find(|(i, c)| s[..*i].contains(c)) {
-            let at = offsets(left)[k] + left_position(&left[offsets(left)[k]..], i);
+            let at = starts[k] + letter_position(&left[starts[k]..], i);
             return Err(EquationError {
                 code: Code::UnsupportedArgument,
                 at: Some(at),
@@ -105,7 +107,7 @@ fn parse(text: &str) -> Result<Equation, EquationError> {
         Some((at, out)) => {
             let o = letters(out, at)?;
             for (i, &c) in o.iter().enumerate() {
-                let pos = at + left_position(out, i);
+                let pos = at + letter_position(out, i);
                 if o[..i].contains(&c) {
                     return Err(equation_error(
                         Some(pos),
@@ -140,15 +142,8 @@ fn parse(text: &str) -> Result<Equation, EquationError> {
     Ok(Equation { inputs, output })
 }
 
-/// Where each `,`-separated operand of `left` starts.
-fn offsets(left: &str) -> Vec<usize> {
-    let mut out = vec![0];
-    out.extend(left.match_indices(',').map(|(i, _)| i + 1));
-    out
-}
-
 /// The byte position in `part` of its `i`-th letter (spaces skipped).
-fn left_position(part: &str, i: usize) -> usize {
+fn letter_position(part: &str, i: usize) -> usize {
     part.char_indices()
         .filter(|(_, c)| !c.is_whitespace())
         .nth(i)
@@ -186,13 +181,14 @@ fn char_span(e: &Expr, text: &str, at: Option<usize>) -> Span {
 }
 
 /// The merged size of `dims` as one axis: their product when all are
-/// fixed, `B` alone, or `None` (`B` with other axes).
+/// fixed (and below 2^32), `B` alone, or `None` (`B` with other axes, or
+/// too large).
 fn merged(dims: &[Dim]) -> Option<Dim> {
     match dims {
         [Dim::Batch] => Some(Dim::Batch),
         _ => dims
             .iter()
-            .try_fold(1u32, |p, d| d.fixed().map(|n| p * n))
+            .try_fold(1u32, |p, d| d.fixed().and_then(|n| p.checked_mul(n)))
             .map(Dim::Fixed),
     }
 }
@@ -241,15 +237,18 @@ pub(super) fn lower_einsum(lw: &mut Lowerer, _: &Bound, c: &Call) -> R<NodeId> {
             d
         }
     })?;
-    if operands.is_empty() || operands.len() > 2 {
-        let span = operands.get(2).map_or(c.span, |e| e.span);
+    if operands.is_empty() {
         return Err(Diagnostic::new(
-            if operands.is_empty() {
-                Code::WrongArity
-            } else {
-                Code::UnsupportedArgument
-            },
-            span,
+            Code::WrongArity,
+            c.span,
+            format!("einsum of `{text}` without operands"),
+        )
+        .with_label("einsum takes one or two operands after the equation"));
+    }
+    if let Some(third) = operands.get(2) {
+        return Err(Diagnostic::new(
+            Code::UnsupportedArgument,
+            third.span,
             format!("einsum of {} operands", operands.len()),
         )
         .with_label("einsum takes one or two operands")
@@ -386,7 +385,17 @@ impl Einsum<'_, '_> {
     /// The merged size of the letters `ls` as one axis, or an error if that
     /// merges `B` with another axis.
     fn merged(&self, ls: &[u8]) -> R<Dim> {
-        merged(&self.dims(ls)).ok_or_else(|| {
+        let dims = self.dims(ls);
+        merged(&dims).ok_or_else(|| {
+            if !dims.contains(&Dim::Batch) {
+                return self.unsupported(
+                    format!(
+                        "the axes `{}` of this einsum merge into one of over 2^32 elements",
+                        String::from_utf8_lossy(ls)
+                    ),
+                    "einsum lowers to matrix products, whose sides are below 2^32",
+                );
+            }
             self.unsupported(
                 format!(
                     "this einsum would merge the batch axis `B` with the axes `{}` into one",
