@@ -176,7 +176,9 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
             Op::WinogradOutputGrad(window, tile) => {
                 winograd_map(arg(0), window, *tile, &dims, false, true)
             }
-            Op::BatchMatMul { ta, tb } => batch_matmul(arg(0), arg(1), *ta, *tb, &dims),
+            Op::BatchMatMul { ta, tb, groups } => {
+                batch_matmul(arg(0), arg(1), *ta, *tb, usize::from(*groups), &dims)
+            }
             Op::Concat { axis } => {
                 let parts: Vec<&Tensor> = (0..node.inputs.len()).map(arg).collect();
                 concat(&parts, *axis as usize, &dims)
@@ -605,20 +607,31 @@ fn patches_grad(p: &Tensor, w: &Window, dims: &[usize]) -> Tensor {
     Tensor::new(dims.to_vec(), out)
 }
 
-/// Slice `g` of the leading axis of `t`.
-fn group(t: &Tensor, g: usize) -> Tensor {
-    let len = t.data.len() / t.dims[0].max(1);
-    Tensor::new(
-        t.dims[1..].to_vec(),
-        t.data[g * len..(g + 1) * len].to_vec(),
-    )
+/// Slice `g` of `t` cut into `count` equal contiguous slices, its dims
+/// `dims` (those of `t` without its leading group axes).
+fn group(t: &Tensor, g: usize, count: usize, dims: &[usize]) -> Tensor {
+    let len = t.data.len() / count.max(1);
+    Tensor::new(dims.to_vec(), t.data[g * len..(g + 1) * len].to_vec())
 }
 
-/// The reference of `Op::BatchMatMul`: `matmul` per group.
-fn batch_matmul(a: &Tensor, b: &Tensor, ta: bool, tb: bool, dims: &[usize]) -> Tensor {
+/// The reference of `Op::BatchMatMul`: `matmul` per group, the groups the
+/// row-major product of the `groups` leading axes.
+fn batch_matmul(
+    a: &Tensor,
+    b: &Tensor,
+    ta: bool,
+    tb: bool,
+    groups: usize,
+    dims: &[usize],
+) -> Tensor {
+    let count: usize = dims[..groups].iter().product();
     let mut out = Vec::with_capacity(dims.iter().product());
-    for g in 0..dims[0] {
-        out.extend(matmul(&group(a, g), &group(b, g), ta, tb).data);
+    for g in 0..count {
+        let (ga, gb) = (
+            group(a, g, count, &a.dims[groups..]),
+            group(b, g, count, &b.dims[groups..]),
+        );
+        out.extend(matmul(&ga, &gb, ta, tb).data);
     }
     Tensor::new(dims.to_vec(), out)
 }

@@ -741,4 +741,5 @@ fn winograd_rewrite_replaces_the_direct_products() {
     }
 }
 
+mod einsum;
 mod tiled_pools;

@@ -32,6 +32,7 @@ mod cli_predict;
 mod cli_run_unattended;
 mod convolution_errors;
 mod docs;
+mod einsum_errors;
 mod emit_snapshots;
 mod eval_data;
 mod example_run_spec;

@@ -240,24 +240,25 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
         }),
 
         // The same rules per group.
-        Op::BatchMatMul { ta, tb } => vjp_of(move |g, _, ct| {
+        Op::BatchMatMul { ta, tb, groups } => vjp_of(move |g, _, ct| {
+            let groups = *groups;
             let (a, b) = (x(0), x(1));
             let (da, db) = match (ta, tb) {
                 (false, false) => (
-                    g.batch_matmul(ct, b, false, true),
-                    g.batch_matmul(a, ct, true, false),
+                    g.grouped_matmul(ct, b, false, true, groups),
+                    g.grouped_matmul(a, ct, true, false, groups),
                 ),
                 (false, true) => (
-                    g.batch_matmul(ct, b, false, false),
-                    g.batch_matmul(ct, a, true, false),
+                    g.grouped_matmul(ct, b, false, false, groups),
+                    g.grouped_matmul(ct, a, true, false, groups),
                 ),
                 (true, false) => (
-                    g.batch_matmul(b, ct, false, true),
-                    g.batch_matmul(a, ct, false, false),
+                    g.grouped_matmul(b, ct, false, true, groups),
+                    g.grouped_matmul(a, ct, false, false, groups),
                 ),
                 (true, true) => (
-                    g.batch_matmul(b, ct, true, true),
-                    g.batch_matmul(ct, a, true, true),
+                    g.grouped_matmul(b, ct, true, true, groups),
+                    g.grouped_matmul(ct, a, true, true, groups),
                 ),
             };
             vec![Some(da), Some(db)]

@@ -425,8 +425,32 @@ impl Graph {
 
     /// The batched product `a @ b` over the leading group axis (`Op::BatchMatMul`).
     pub fn batch_matmul(&mut self, a: NodeId, b: NodeId, ta: bool, tb: bool) -> NodeId {
-        let s = ice(shape::batch_matmul(self.shape(a), self.shape(b), ta, tb));
-        self.intern(Op::BatchMatMul { ta, tb }, vec![a, b], DType::F32, s)
+        self.grouped_matmul(a, b, ta, tb, 1)
+    }
+
+    /// The batched product `a @ b` over the `groups` leading axes of both
+    /// (`Op::BatchMatMul`).
+    pub fn grouped_matmul(
+        &mut self,
+        a: NodeId,
+        b: NodeId,
+        ta: bool,
+        tb: bool,
+        groups: u8,
+    ) -> NodeId {
+        let s = ice(shape::batch_matmul(
+            self.shape(a),
+            self.shape(b),
+            ta,
+            tb,
+            usize::from(groups),
+        ));
+        self.intern(
+            Op::BatchMatMul { ta, tb, groups },
+            vec![a, b],
+            DType::F32,
+            s,
+        )
     }
 
     /// The Winograd F(m×m, 3×3) input transform of the images `x`

@@ -236,12 +236,19 @@ pub enum Op {
     /// The adjoint of `WinogradOutput`: `[N, OH, OW, O]` to
     /// `[G, N, TH, TW, O]`, per tile `A dY Aᵀ` (cells past the output zero).
     WinogradOutputGrad(Window, WinogradTile),
-    /// Batched matrix product over the leading (fixed) axis `G` of both
-    /// operands: slice `g` of the result is `MatMul { ta, tb }` of the
-    /// operands' slices `g` (each slice a matrix as `MatMul` sees it).
+    /// Batched matrix product over the `groups` leading axes of both
+    /// operands (the same axes in each; the batch `B` only as the first):
+    /// the groups are the product of those axes in row-major order, and
+    /// slice `g` of the result is `MatMul { ta, tb }` of the operands'
+    /// (contiguous) slices `g`, each slice a matrix as `MatMul` sees it.
+    /// `tf.linalg.matmul` of several batch axes (`[B, H, T, D] @ [B, H, D,
+    /// S]`, `groups = 2`); an operand whose batch axes broadcast is
+    /// materialized by sema with `BroadcastTo` first (whose VJP sums back),
+    /// so both operands always lead with the same group axes.
     BatchMatMul {
         ta: bool,
         tb: bool,
+        groups: u8,
     },
 }
 

@@ -135,8 +135,11 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
                 window_text(window)
             )
         }
-        Op::BatchMatMul { ta, tb } => {
+        Op::BatchMatMul { ta, tb, groups } => {
             let mut s = "batch_matmul".to_string();
+            if *groups != 1 {
+                s.push_str(&format!(" groups={groups}"));
+            }
             if *ta {
                 s.push_str(" transpose_a");
             }

@@ -177,23 +177,46 @@ pub fn broadcasts_to(from: &Shape, to: &Shape) -> bool {
 }
 
 /// Shape of a batched `a @ b` (`Op::BatchMatMul`): both operands lead with
-/// the same group axis `G`, fixed or the batch `B` (a product per example;
-/// then the rest of each has no `B`); the result is `[G]` and the `matmul`
-/// shape of the operands without it.
-pub fn batch_matmul(a: &Shape, b: &Shape, ta: bool, tb: bool) -> Result<Shape, String> {
-    let (Some(&ga), Some(&gb)) = (a.0.first(), b.0.first()) else {
-        return Err(format!("batch_matmul needs a group axis, got {a} and {b}"));
-    };
+/// the same `groups` group axes (`groups >= 1`), fixed or, as the first of
+/// them only, the batch `B` (a product per example; then the rest of each
+/// has no `B`); the result is the group axes and the `matmul` shape of the
+/// operands without them.
+pub fn batch_matmul(
+    a: &Shape,
+    b: &Shape,
+    ta: bool,
+    tb: bool,
+    groups: usize,
+) -> Result<Shape, String> {
+    if groups == 0 || a.rank() < groups + 2 || b.rank() < groups + 2 {
+        return Err(format!(
+            "batch_matmul over {groups} group axes needs two batches of matrices (rank {} or more), got {a} and {b}",
+            groups + 2
+        ));
+    }
+    let (ga, gb) = (&a.0[..groups], &b.0[..groups]);
     if ga != gb {
         return Err(format!("batch_matmul groups differ: {a} @ {b}"));
     }
-    if ga == Dim::Batch && (a.0[1..].contains(&Dim::Batch) || b.0[1..].contains(&Dim::Batch)) {
+    if ga[1..].contains(&Dim::Batch) {
+        return Err(format!(
+            "batch_matmul has the batch dimension as a group axis other than the first: {a} @ {b}"
+        ));
+    }
+    if ga[0] == Dim::Batch
+        && (a.0[groups..].contains(&Dim::Batch) || b.0[groups..].contains(&Dim::Batch))
+    {
         return Err(format!(
             "batch_matmul has the batch dimension inside a group: {a} @ {b}"
         ));
     }
-    let inner = matmul(&Shape(a.0[1..].to_vec()), &Shape(b.0[1..].to_vec()), ta, tb)?;
-    Ok(Shape(std::iter::once(ga).chain(inner.0).collect()))
+    let inner = matmul(
+        &Shape(a.0[groups..].to_vec()),
+        &Shape(b.0[groups..].to_vec()),
+        ta,
+        tb,
+    )?;
+    Ok(Shape(ga.iter().copied().chain(inner.0).collect()))
 }
 
 /// Shape of `a @ b` for rank-2 operands with optional transposes.
@@ -342,4 +365,46 @@ pub fn concat(parts: &[&Shape], axis: usize) -> Result<Shape, String> {
     let mut out = first.0.clone();
     out[axis] = Dim::Fixed(total);
     Ok(Shape(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(dims: &[Option<u32>]) -> Shape {
+        Shape(
+            dims.iter()
+                .map(|d| d.map_or(Dim::Batch, Dim::Fixed))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn batch_matmul_over_several_group_axes() {
+        let (b, f) = (None, Some);
+        let a = s(&[b, f(2), f(3), f(4)]);
+        let c = s(&[b, f(2), f(4), f(5)]);
+        assert_eq!(
+            batch_matmul(&a, &c, false, false, 2),
+            Ok(s(&[b, f(2), f(3), f(5)]))
+        );
+        assert_eq!(
+            batch_matmul(&a, &a, true, false, 2),
+            Ok(s(&[b, f(2), f(4), f(4)]))
+        );
+        // One group axis: the rest of each operand is a matrix as `matmul`
+        // sees it (the Winograd products' `[G, N, TH, TW, C] @ [G, C, O]`).
+        let v = s(&[f(4), b, f(2), f(2), f(3)]);
+        let u = s(&[f(4), f(3), f(6)]);
+        assert_eq!(
+            batch_matmul(&v, &u, false, false, 1),
+            Ok(s(&[f(4), b, f(2), f(2), f(6)]))
+        );
+        // Group axes that differ, `B` after the first, too few axes.
+        assert!(batch_matmul(&a, &s(&[b, f(3), f(4), f(5)]), false, false, 2).is_err());
+        let late = s(&[f(2), b, f(3), f(4)]);
+        assert!(batch_matmul(&late, &s(&[f(2), b, f(4), f(5)]), false, false, 2).is_err());
+        assert!(batch_matmul(&u, &u, false, false, 2).is_err());
+        assert!(batch_matmul(&a, &c, false, false, 0).is_err());
+    }
 }

@@ -173,16 +173,25 @@ impl Planner<'_> {
                     epilogue: None,
                 }]
             }
-            Op::BatchMatMul { ta, tb } => {
+            Op::BatchMatMul {
+                ta,
+                tb,
+                groups: axes,
+            } => {
                 // One GEMM per group, over the operands' row-major slices:
-                // one kernel whose groups the threads share.
-                let group_shape = |s: &Shape| Shape(s.0[1..].to_vec());
+                // one kernel whose groups the threads share. The groups are
+                // the product of the `axes` leading axes (`B` only the first).
+                let axes = usize::from(axes);
+                let group_shape = |s: &Shape| Shape(s.0[axes..].to_vec());
                 let (sa, sb, sc) = (
                     group_shape(self.g.shape(inputs[0])),
                     group_shape(self.g.shape(inputs[1])),
                     group_shape(self.g.shape(n)),
                 );
-                let groups = Lin::of_dim(self.g.shape(n).0[0]);
+                let groups = self.g.shape(n).0[..axes]
+                    .iter()
+                    .try_fold(Lin::constant(1), |acc, &d| acc.mul_dim(d))
+                    .expect("a batch_matmul has the batch dimension at most once");
                 let a = self.row_major_view(inputs[0]);
                 let b = self.row_major_view(inputs[1]);
                 let c = self.out_view(n);
@@ -190,7 +199,7 @@ impl Planner<'_> {
                 let (br, bc) = matrix_dims(&sb);
                 let (m, k) = if ta { (ac, ar) } else { (ar, ac) };
                 let nn = if tb { br } else { bc };
-                let stride = |v: &View| v.strides[0];
+                let stride = |v: &View| v.strides[axes - 1];
                 vec![Kernel::Gemm {
                     node: n,
                     a: group_matrix(&a, &sa, 0),

@@ -238,6 +238,9 @@ pub fn signature_help(what: &str, params: &[Param]) -> String {
 
 /// The help of a call with positional arguments `variadic` before `params`.
 fn signature_help_variadic(what: &str, variadic: &str, params: &[Param]) -> String {
+    if params.is_empty() {
+        return format!("signature: {what}({variadic}..)");
+    }
     format!("signature: {what}({variadic}.., {})", param_list(params))
 }
 

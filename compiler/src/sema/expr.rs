@@ -410,24 +410,28 @@ impl Lowerer<'_> {
         span: Span,
     ) -> R<NodeId> {
         let (sx, sy) = (self.g.shape(x).clone(), self.g.shape(y).clone());
-        // As tf.linalg.matmul: `[..., M, K] @ [K, N]` is `[..., M, N]`, the
-        // leading axes of `a` broadcast over `b` (the IR's matrix of `a`'s
-        // leading dims by its last one). A batched `b` is not taken yet.
-        let rank_error = |s: &Shape, sp: Span, what: &str| {
+        // As tf.linalg.matmul: the last two axes of each operand are its
+        // matrices, the leading ones its batch axes, which broadcast
+        // (NumPy's rules). `[..., M, K] @ [K, N]` is one GEMM of `a`'s rows
+        // (the IR's matrix of `a`'s leading dims by its last one); other
+        // batches are `Op::BatchMatMul` over the broadcast batch axes, an
+        // operand whose batch axes broadcast materialized (`BroadcastTo`).
+        let rank_error = |s: &Shape, sp: Span| {
             Diagnostic::new(
                 Code::MatmulShape,
                 sp,
-                format!("matmul {what}, but this is {s}"),
+                format!(
+                    "matmul needs a matrix or a batch of them (rank 2 or more), but this is {s}"
+                ),
             )
             .with_label(format!("rank {}", s.rank()))
+            .with_help("reshape it, or use `*` for an elementwise product")
         };
         if sx.rank() < 2 {
-            return Err(rank_error(
-                &sx,
-                xs,
-                "needs a matrix or a batch of them (rank 2 or more)",
-            )
-            .with_help("reshape it, or use `*` for an elementwise product"));
+            return Err(rank_error(&sx, xs));
+        }
+        if sy.rank() < 2 {
+            return Err(rank_error(&sy, ys));
         }
         // Operands that do not fit: the message, a label, both shapes marked.
         let mismatch = |message: String, label: String| {
@@ -436,44 +440,64 @@ impl Lowerer<'_> {
                 .with_secondary(xs, format!("this is {sx}"))
                 .with_secondary(ys, format!("this is {sy}"))
         };
-        if sx.rank() == 3 && sy.rank() == 3 {
-            // A batch of products, one per index of the leading axis (the
-            // batch `B`, or a fixed one): attention's `q @ k^T`.
-            if sx.0[0] != sy.0[0] {
-                return Err(mismatch(
-                    format!("the batches of matmul's operands differ: {sx} @ {sy}"),
-                    "leading dimensions differ".into(),
-                ));
-            }
-            if let Err(msg) = shape::batch_matmul(&sx, &sy, ta, tb) {
-                return Err(mismatch(
-                    format!("matmul shapes do not match: {sx} @ {sy}"),
-                    msg,
-                ));
-            }
-            return Ok(self.g.batch_matmul(x, y, ta, tb));
+        let shapes_error =
+            |msg: String| mismatch(format!("matmul shapes do not match: {sx} @ {sy}"), msg);
+        if sy.rank() == 2 {
+            // `[..., K, M]` with transpose_a: each matrix of `a` transposed
+            // first (its last two axes swapped; the batch stays first).
+            let (x, ta) = if ta && sx.rank() > 2 {
+                let r = sx.rank();
+                let mut perm: Vec<usize> = (0..r).collect();
+                perm.swap(r - 2, r - 1);
+                shape::matmul(
+                    &shape::transpose(&sx, &perm).map_err(shapes_error)?,
+                    &sy,
+                    false,
+                    tb,
+                )
+                .map_err(shapes_error)?;
+                (self.g.transpose(x, &perm), false)
+            } else {
+                shape::matmul(&sx, &sy, ta, tb).map_err(shapes_error)?;
+                (x, ta)
+            };
+            return Ok(self.g.matmul(x, y, ta, tb));
         }
-        if sy.rank() != 2 {
-            return Err(rank_error(&sy, ys, "takes a matrix (rank 2), or a batch of them (rank 3) by a batch on the left, on the right")
-                .with_help("batches of matrices have one leading batch axis: [G, M, K] @ [G, K, N]; reshape to that, or to a matrix"));
-        }
-        if ta && sx.rank() > 2 {
-            return Err(rank_error(
-                &sx,
-                xs,
-                "with transpose_a takes a matrix (rank 2) on the left",
+        let split = |s: &Shape| {
+            let r = s.rank();
+            (Shape(s.0[..r - 2].to_vec()), Shape(s.0[r - 2..].to_vec()))
+        };
+        let ((bx, mx), (by, my)) = (split(&sx), split(&sy));
+        let batch = shape::broadcast(&bx, &by).map_err(|msg| {
+            mismatch(
+                format!("the batch axes of matmul's operands do not broadcast: {sx} @ {sy}"),
+                msg,
             )
             .with_help(
-                "transpose_a of a batch of matrices (TF transposes each) is not supported yet",
-            ));
-        }
-        if let Err(msg) = shape::matmul(&sx, &sy, ta, tb) {
+                "batch axes (all but the last two) broadcast as NumPy's: each must match or be 1",
+            )
+        })?;
+        if batch.0[1..].contains(&Dim::Batch) {
             return Err(mismatch(
-                format!("matmul shapes do not match: {sx} @ {sy}"),
-                msg,
-            ));
+                format!(
+                    "matmul's batch axes have the batch dimension `B` after the first: {sx} @ {sy}"
+                ),
+                format!("batch axes {batch}"),
+            )
+            .with_help("a batch of products over `B` has `B` as its first axis"));
         }
-        Ok(self.g.matmul(x, y, ta, tb))
+        let groups = u8::try_from(batch.rank()).map_err(|_| {
+            mismatch(
+                format!("matmul of {} batch axes", batch.rank()),
+                "too many batch axes".into(),
+            )
+        })?;
+        let full = |m: &Shape| Shape(batch.0.iter().chain(&m.0).copied().collect());
+        let (fx, fy) = (full(&mx), full(&my));
+        shape::batch_matmul(&fx, &fy, ta, tb, batch.rank()).map_err(shapes_error)?;
+        let x = self.g.broadcast_to(x, &fx);
+        let y = self.g.broadcast_to(y, &fy);
+        Ok(self.g.grouped_matmul(x, y, ta, tb, groups))
     }
 
     /// Normalizes an axis argument against a rank (`bad-axis` on error).

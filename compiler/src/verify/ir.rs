@@ -250,10 +250,11 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Cow<'_, Shape>), RuleError>
             let out = shape::matmul(s(0), s(1), *ta, *tb).map_err(bad)?;
             Ok((DType::F32, Cow::Owned(out)))
         }
-        Op::BatchMatMul { ta, tb } => {
+        Op::BatchMatMul { ta, tb, groups } => {
             arity(ins.len(), 2)?;
             f32_operands(&[0, 1])?;
-            let out = shape::batch_matmul(s(0), s(1), *ta, *tb).map_err(bad)?;
+            let out =
+                shape::batch_matmul(s(0), s(1), *ta, *tb, usize::from(*groups)).map_err(bad)?;
             Ok((DType::F32, Cow::Owned(out)))
         }
         Op::Reshape(to) => {

@@ -197,6 +197,9 @@ codes! {
     MatmulShape = "matmul-shape",
         "the operands of `@` (matmul) are not matrices of matching sizes",
         shapes::MATMUL_SHAPE;
+    EinsumEquation = "einsum-equation",
+        "an `einsum` equation is malformed, or does not fit its operands",
+        shapes::EINSUM_EQUATION;
     ReshapeShape = "reshape-shape",
         "the target shape of `reshape` is not valid for its input",
         shapes::RESHAPE_SHAPE;

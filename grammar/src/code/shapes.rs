@@ -54,8 +54,9 @@ The operands of `@` (matmul) are not matrices whose inner dimensions
 match: `[n, k] @ [k, m]` gives `[n, m]`, and a batch of matrices on the left
 `[..., n, k] @ [k, m]` gives `[..., n, m]`. A feature of 4 columns is
 `[B, 4]`, so the weights it multiplies have 4 rows. Two batches of
-matrices multiply when both have one leading axis of the same size:
-`[G, n, k] @ [G, k, m]` gives `[G, n, m]` (`G` the batch `B` or a fixed size).",
+matrices multiply when their batch axes (all but the last two) broadcast,
+as NumPy's: `[B, H, n, k] @ [B, H, k, m]` and `[H, n, k] @ [B, H, k, m]`
+give `[B, H, n, m]`; the batch `B` can only be the first batch axis.",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")
@@ -67,6 +68,30 @@ optimizer adam(learning_rate = 0.01)
 train { batch = 4, steps = 10 }
 ",
         fix: &[("[3, 3]", "[4, 3]")],
+    }),
+};
+
+pub(super) const EINSUM_EQUATION: Explanation = Explanation {
+    text: "\
+The equation of `einsum` (TF's `tf.einsum`) is malformed or does not fit
+its operands. An equation names each operand's axes by letters, the
+operands separated by `,`, then `->` and the result's axes: `btd,de->bte`
+is `[B, T, D] @ [D, E]`. A letter in two operands is one axis (the same
+size in both); a letter missing from the result is summed over. Each
+operand has as many letters as axes; each letter of the result appears in
+an operand and once in the result; the letters are `a`-`z` and `A`-`Z`.
+Without `->`, the result is the letters used once, in alphabetical order.",
+    example: Some(Example {
+        wrong: "\
+data csv(\"data.csv\")
+label y: int
+features { x = numeric(x0..x3) }
+params { W: [4, 3] = zeros }
+loss = mean(sparse_softmax_cross_entropy(y, einsum(\"bd,de->bf\", x, W)))
+optimizer adam(learning_rate = 0.01)
+train { batch = 4, steps = 10 }
+",
+        fix: &[("->bf", "->be")],
     }),
 };
 

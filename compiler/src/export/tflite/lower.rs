@@ -358,7 +358,16 @@ impl<'a> Lower<'a> {
             }
             // A batch of products (attention's `q @ k^T`): TF Lite's
             // BATCH_MATMUL, whose adj_x / adj_y transpose each matrix.
-            Op::BatchMatMul { ta, tb } => self.batch_matmul(id, ta, tb)?,
+            Op::BatchMatMul { ta, tb, groups } => {
+                let matrices = ins.iter().all(|&i| g.shape(i).rank() == usize::from(groups) + 2);
+                if !matrices {
+                    return Err(self.unsupported(
+                        id,
+                        "TF Lite's BATCH_MATMUL multiplies matrices, not operands of higher rank per group",
+                    ));
+                }
+                self.batch_matmul(id, ta, tb)?
+            }
             Op::WinogradInput(..)
             | Op::WinogradInputGrad(..)
             | Op::WinogradOutput(..)

@@ -11,8 +11,8 @@
 //! `bias_add`, reductions, `argmax`, the softmaxes), `array_ops` (`reshape`,
 //! `transpose`, `concat`, `cast`, `one_hot`), `gather` (`gather` with any
 //! axis and `batch_dims`, `embedding_lookup`),
-//! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`)
-//! and `losses` (the cross-entropies, `mean_squared_error`); the other
+//! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`),
+//! `einsum` and `losses` (the cross-entropies, `mean_squared_error`); the other
 //! families have sema modules of their own ([`activations`],
 //! [`normalization`], [`image_ops`], [`layers`], [`convolution`]).
 
@@ -29,6 +29,7 @@ use super::normalization;
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
 
 mod array_ops;
+mod einsum;
 mod gather;
 mod losses;
 mod math;
@@ -49,6 +50,8 @@ type Lower = fn(&mut Lowerer, &Bound, &Call) -> R<NodeId>;
 
 pub struct Builtin {
     pub name: &'static str,
+    /// The signature; none for a builtin whose lowering binds its own
+    /// arguments (`einsum(equation, *inputs)`).
     pub params: &'static [Param<'static>],
     pub lower: Lower,
 }
@@ -213,6 +216,11 @@ pub const BUILTINS: &[Builtin] = &[
         name: "matmul",
         params: &[req("a"), req("b"), opt("transpose_a"), opt("transpose_b")],
         lower: lower_matmul,
+    },
+    Builtin {
+        name: "einsum",
+        params: &[],
+        lower: einsum::lower_einsum,
     },
     Builtin {
         name: "bias_add",
@@ -630,6 +638,13 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
         }
         return Err(d);
     };
-    let bound = args::bind(name, call, b.params)?;
+    let bound = if b.params.is_empty() {
+        args::Bound {
+            args: vec![],
+            call_span: call.span,
+        }
+    } else {
+        args::bind(name, call, b.params)?
+    };
     (b.lower)(lw, &bound, call)
 }
