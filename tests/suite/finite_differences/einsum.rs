@@ -32,7 +32,7 @@ fn run(
             name,
             params,
             consts,
-            expr,
+            expr: expr.to_string(),
             y_batched,
         },
         seed(name),
