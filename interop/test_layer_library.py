@@ -18,6 +18,7 @@ import os
 import subprocess
 
 import numpy as np
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
@@ -126,4 +127,86 @@ def test_library_layers_equal_keras_layers_by_name(specc, tmp_path):
     lines = got_text.strip().split("\n")
     assert lines[0].split(",") == [f"logits_{k}" for k in range(classes)]
     got = np.array([[float(c) for c in l.split(",")] for l in lines[1:]])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
+def test_multi_head_attention_equals_keras(specc, tmp_path, dropout):
+    """`layers.multi_head_attention` against Keras's MultiHeadAttention:
+    cross-attention of a query sequence over a value sequence with its own
+    key, a `value_dim` of its own, a padding mask from each row's length
+    (a row masked whole included), with and without dropout (Keras runs
+    `dot_product_attention` without, its masked softmax with: a row masked
+    whole attends evenly in one, to nothing in the other); Keras's variables
+    (`multi_head_attention/query/kernel` ...) are loaded by path from
+    specc's checkpoint, and the logits equal `specc predict`'s."""
+    rng = np.random.default_rng(SEED + 1)
+    t, s = int(rng.integers(2, 6)), int(rng.integers(2, 6))
+    d, heads = int(rng.integers(2, 7)), int(rng.integers(1, 4))
+    key_dim, value_dim = int(rng.integers(2, 6)), int(rng.integers(2, 6))
+    classes, rows = int(rng.integers(2, 4)), 48
+    q = rng.normal(size=(rows, t * d)).astype(np.float32)
+    v = rng.normal(size=(rows, s * d)).astype(np.float32)
+    k = rng.normal(size=(rows, s * d)).astype(np.float32)
+    lengths = rng.integers(0, s + 1, rows)
+    cols = np.concatenate([q, v, k, lengths[:, None].astype(np.float32)], 1)
+    from conftest import write_rows
+    write_rows(tmp_path / "train.csv", cols, rng.integers(0, classes, rows))
+    n = t * d + 2 * s * d
+    (tmp_path / "spec.spec").write_text(f"""model mha
+data csv("train.csv")
+label y: int
+features {{
+  q = numeric(x0..x{t * d - 1})
+  v = numeric(x{t * d}..x{t * d + s * d - 1})
+  k = numeric(x{t * d + s * d}..x{n - 1})
+  n = numeric(x{n})
+}}
+mask = expand_dims(sequence_mask(reshape(n, [B]), {s}), 1)
+a = layers.multi_head_attention(reshape(q, [B, {t}, {d}]), reshape(v, [B, {s}, {d}]), {heads}, {key_dim}, key = reshape(k, [B, {s}, {d}]), attention_mask = mask, value_dim = {value_dim}, dropout = {dropout})
+logits = layers.dense(reshape(a, [B, {t * d}]), {classes}, name = "logits")
+loss = mean(sparse_softmax_cross_entropy(y, logits))
+optimizer adam(learning_rate = 0.01)
+train {{ batch = 16, steps = 10, shuffle = 48, seed = 3, eval_fraction = 0 }}
+outputs {{ logits = logits }}
+""")
+    subprocess.run([specc, "run", "spec.spec", "--checkpoint-dir", "ckpt"],
+                   cwd=tmp_path, check=True, capture_output=True, text=True)
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "ckpt")))
+    shapes = reader.get_variable_to_shape_map()
+
+    mha = keras.layers.MultiHeadAttention(heads, key_dim, value_dim=value_dim, dropout=dropout,
+                                          name="multi_head_attention")
+    out = keras.layers.Dense(classes, name="logits")
+
+    def logits(x):
+        b = x.shape[0]
+        qs = tf.reshape(x[:, : t * d], [b, t, d])
+        vs = tf.reshape(x[:, t * d: t * d + s * d], [b, s, d])
+        ks = tf.reshape(x[:, t * d + s * d: n], [b, s, d])
+        m = tf.tile(tf.sequence_mask(x[:, n], s)[:, None, :], [1, t, 1])
+        a = mha(qs, vs, key=ks, attention_mask=m)
+        return out(tf.reshape(a, [b, t * d]))
+
+    new = np.concatenate([
+        rng.normal(size=(rows, n)).astype(np.float32),
+        rng.integers(0, s + 1, rows)[:, None].astype(np.float32)], 1)
+    write_rows(tmp_path / "new.csv", new)
+    parsed = np.loadtxt(tmp_path / "new.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    logits(parsed[:1])  # builds the layers
+    paths = []
+    for layer in [mha, out]:
+        for w in layer.weights:
+            assert w.path in shapes, f"{w.path} is not in specc's checkpoint"
+            assert list(w.shape) == shapes[w.path], w.path
+            w.assign(reader.get_tensor(w.path))
+            paths.append(w.path)
+    assert sorted(paths) == sorted(
+        [f"multi_head_attention/{p}/{v}" for p in ["query", "key", "value", "attention_output"]
+         for v in ["kernel", "bias"]] + ["logits/kernel", "logits/bias"])
+    want = logits(parsed).numpy()
+    text = subprocess.run(
+        [specc, "predict", "spec.spec", "--checkpoint", "ckpt", "--data", "new.csv"],
+        cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+    got = np.array([[float(c) for c in l.split(",")] for l in text.strip().split("\n")[1:]])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -168,3 +168,41 @@ train { batch = 8, steps = 10 }
     assert!(worst < 1e-3, "worst relative error {worst}");
     assert_eq!(r["params"].as_array().unwrap().len(), 2);
 }
+
+/// The layer library's `multi_head_attention` (einsum projections to heads,
+/// masked attention with and without dropout's path, the output
+/// projection) and `layer_normalization`: their gradients match finite
+/// differences through the whole step.
+#[test]
+fn library_attention_matches_finite_differences() {
+    for dropout in ["0.0", "0.5"] {
+        let r = gradcheck_text(
+            "library_attention",
+            &format!(
+                "data synthetic(rows = 32, features = 12, classes = 3)
+label label: int
+features {{ x = numeric(x0..x11) }}
+seq = reshape(x, [B, 4, 3])
+mask = expand_dims(sequence_mask(floor(cast(argmax(x, 1), float32) / 3.0), 4), 1)
+a = layers.multi_head_attention(seq, seq, 2, 2, attention_mask = mask, value_dim = 3, dropout = {dropout})
+h = layers.layer_normalization(seq + a)
+logits = layers.dense(reduce_mean(h, axis = 1), 3)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+optimizer adam(learning_rate = 0.01)
+train {{ batch = 8, steps = 10 }}
+"
+            ),
+        );
+        assert_eq!(r["passed"], true, "dropout {dropout}");
+        let worst = r["worst_relative_error"].as_f64().unwrap();
+        assert!(
+            worst < 1e-3,
+            "dropout {dropout}: worst relative error {worst}"
+        );
+        assert_eq!(
+            r["params"].as_array().unwrap().len(),
+            12,
+            "dropout {dropout}"
+        );
+    }
+}

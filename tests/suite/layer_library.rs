@@ -103,6 +103,44 @@ loss = mean(sparse_softmax_cross_entropy(label, logits))
     assert!(emb.iter().all(|v| v.abs() <= 0.05) && emb.iter().any(|v| *v != 0.0));
 }
 
+/// `layers.multi_head_attention` makes Keras's variables: an EinsumDense
+/// per projection under `query`, `key`, `value` and `attention_output`.
+#[test]
+fn multi_head_attention_names_its_variables_as_keras_does() {
+    let spec = format!(
+        "{HEAD}seq = reshape(x, [B, 2, 2])
+a = layers.multi_head_attention(seq, seq, 3, 5, value_dim = 4)
+b = layers.multi_head_attention(a, seq, 2, 3, use_bias = false, name = \"cross\")
+logits = layers.dense(reshape(b, [B, 4]), 3)
+loss = mean(sparse_softmax_cross_entropy(label, logits))
+{TAIL}"
+    );
+    let m = model(&spec);
+    let got: Vec<(String, Vec<usize>)> = m
+        .variables()
+        .into_iter()
+        .filter(|(n, _)| !n.contains("Adam") && !n.contains("power"))
+        .collect();
+    let mha = "multi_head_attention";
+    let expected: Vec<(String, Vec<usize>)> = vec![
+        (format!("{mha}/query/kernel"), vec![2, 3, 5]),
+        (format!("{mha}/query/bias"), vec![3, 5]),
+        (format!("{mha}/key/kernel"), vec![2, 3, 5]),
+        (format!("{mha}/key/bias"), vec![3, 5]),
+        (format!("{mha}/value/kernel"), vec![2, 3, 4]),
+        (format!("{mha}/value/bias"), vec![3, 4]),
+        (format!("{mha}/attention_output/kernel"), vec![3, 4, 2]),
+        (format!("{mha}/attention_output/bias"), vec![2]),
+        ("cross/query/kernel".into(), vec![2, 2, 3]),
+        ("cross/key/kernel".into(), vec![2, 2, 3]),
+        ("cross/value/kernel".into(), vec![2, 2, 3]),
+        ("cross/attention_output/kernel".into(), vec![2, 3, 2]),
+        ("dense/kernel".into(), vec![4, 3]),
+        ("dense/bias".into(), vec![3]),
+    ];
+    assert_eq!(got, expected);
+}
+
 #[test]
 fn dense_layers_train_to_the_bits_of_the_dense_written_out() {
     let layers = format!(
