@@ -95,6 +95,9 @@ fn object_builder(name: &str) -> Result<ObjectBuilder, String> {
     flags.set("opt_level", "speed").map_err(err)?;
     flags.set("use_colocated_libcalls", "false").map_err(err)?;
     flags.set("is_pic", "true").map_err(err)?;
+    flags
+        .set("enable_verifier", crate::codegen::verifier_flag())
+        .map_err(err)?;
     let isa = cranelift_native::builder()
         .map_err(err)?
         .finish(settings::Flags::new(flags))
