@@ -108,6 +108,10 @@ fn jit_builder() -> Result<JITBuilder, String> {
         specc_runtime::gemm::specc_sgemm_ep as *const u8,
     );
     b.symbol(
+        "specc_sgemm_batched",
+        specc_runtime::gemm::specc_sgemm_batched as *const u8,
+    );
+    b.symbol(
         "specc_winograd",
         specc_runtime::winograd::specc_winograd as *const u8,
     );
@@ -152,6 +156,11 @@ pub(crate) fn build_function<M: Module>(
     let gemm_ep = imports
         .gemm_ep
         .map(|p| module.declare_func_in_func(p, b.func));
+    // Declared only in a function with a batched product.
+    let gemm_batched = imports
+        .gemm_batched
+        .filter(|_| has_batched(&[plan]))
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -162,6 +171,7 @@ pub(crate) fn build_function<M: Module>(
         e.winograd = winograd;
         e.adam = adam;
         e.gemm_ep = gemm_ep;
+        e.gemm_batched = gemm_batched;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -188,6 +198,9 @@ pub(crate) struct Imports {
     /// The runtime's `specc_sgemm_ep` (the JIT only; an object file runs
     /// GEMM epilogues as a loop after its own `specc_sgemm`).
     pub gemm_ep: Option<FuncId>,
+    /// The runtime's `specc_sgemm_batched` (the JIT only; an object file
+    /// runs a batched product as a loop of its own `specc_sgemm` calls).
+    pub gemm_batched: Option<FuncId>,
 }
 
 /// Whether any of the plans has a GEMM with an epilogue (then the JIT
@@ -206,12 +219,28 @@ fn has_epilogue(plans: &[&Plan]) -> bool {
     })
 }
 
+/// Whether any of the plans has a batched GEMM (`Kernel::Gemm` with
+/// groups: then the JIT imports `specc_sgemm_batched`).
+fn has_batched(plans: &[&Plan]) -> bool {
+    plans.iter().any(|p| {
+        p.kernels.iter().any(|k| {
+            matches!(
+                k,
+                crate::plan::Kernel::Gemm {
+                    groups: Some(_),
+                    ..
+                }
+            )
+        })
+    })
+}
+
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
 /// object file defines its own, `Local`), and, with `profile`, the profiler's mark.
 /// The JIT also imports the runtime kernels: with `runtime_winograd`
-/// `specc_winograd`, with `runtime_adam` `specc_adam`, and with
-/// `epilogues` `specc_sgemm_ep`.
+/// `specc_winograd`, with `runtime_adam` `specc_adam`, with
+/// `epilogues` `specc_sgemm_ep`, and with `batched` `specc_sgemm_batched`.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
@@ -219,6 +248,7 @@ pub(crate) fn imports<M: Module>(
     runtime_adam: bool,
     runtime_winograd: bool,
     epilogues: bool,
+    batched: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
@@ -273,12 +303,26 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
+    let gemm_batched = if gemm_linkage == Linkage::Import && batched {
+        Some(
+            module
+                .declare_function(
+                    "specc_sgemm_batched",
+                    Linkage::Import,
+                    &emit::gemm_batched_signature(cc),
+                )
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
     Ok(Imports {
         gemm,
         profile,
         winograd,
         adam,
         gemm_ep,
+        gemm_batched,
     })
 }
 
@@ -302,6 +346,7 @@ pub fn compile(
         runtime_adam,
         runtime_winograd,
         has_epilogue(plans),
+        has_batched(plans),
     )?;
     let sig = signature(&module);
     let mut ids = Vec::new();
@@ -344,6 +389,7 @@ fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
         adam::runtime_adam_from_env(),
         true,
         has_epilogue(&[plan]),
+        has_batched(&[plan]),
     )?;
     Ok((module, imports))
 }
@@ -400,6 +446,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
         adam::runtime_adam_from_env(),
         true,
         has_epilogue(&[plan]),
+        has_batched(&[plan]),
     )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));

@@ -184,7 +184,15 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
     }
 
     // The planned function and the GEMM it calls, both local.
-    let imports = codegen::imports(&mut module, false, Linkage::Local, false, false, false)?;
+    let imports = codegen::imports(
+        &mut module,
+        false,
+        Linkage::Local,
+        false,
+        false,
+        false,
+        false,
+    )?;
     let sig = codegen::signature(&module);
     let fn_id = module
         .declare_function(&format!("{sym}_{}", plan.name), Linkage::Local, &sig)
