@@ -21,8 +21,9 @@
 //!   function with the JIT's `build_function` (generic over
 //!   `cranelift_module::Module`) and the same `imports`.
 //!
-//! Invariant: the only call in generated code is to `specc_sgemm` (or
-//! `specc_sgemm_ep`, the same with a bias/relu epilogue, in the JIT) and
+//! Invariant: the only call in generated code is to `specc_sgemm` (or, in
+//! the JIT, `specc_sgemm_ep`, the same with a bias/relu epilogue, and
+//! `specc_sgemm_batched`, a thread's share of a batched product's groups) and
 //! the runtime's `specc_winograd` (and, with `--profile`,
 //! `specc_profile_mark`); checked on the machine code by
 //! [`relocation_targets`]. In an object file `specc_sgemm` is the object's
@@ -46,7 +47,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleReloc};
 use specc_runtime::abi::StepFn;
 
 use crate::ir::Graph;
@@ -350,19 +351,22 @@ pub fn compile(
     )?;
     let sig = signature(&module);
     let mut ids = Vec::new();
-    let mut ctx = Context::new();
+    let mut funcs = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let id = module
             .declare_function(&format!("specc_{}", plan.name), Linkage::Local, &sig)
             .map_err(|e| e.to_string())?;
-        ctx.func.signature = sig.clone();
-        ctx.func.name = UserFuncName::user(0, i as u32);
-        build_function(&mut module, &imports, g, plan, &mut ctx.func);
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| format!("cranelift rejected {}: {e:?}", plan.name))?;
-        module.clear_context(&mut ctx);
+        let mut func = Function::with_name_signature(UserFuncName::user(0, i as u32), sig.clone());
+        build_function(&mut module, &imports, g, plan, &mut func);
+        funcs.push((id, func));
         ids.push((plan.name.clone(), id));
+    }
+    let machine = compile_all(module.isa(), funcs);
+    for ((name, id), code) in ids.iter().zip(machine) {
+        let code = code.map_err(|e| format!("cranelift rejected {name}: {e}"))?;
+        module
+            .define_function_bytes(*id, code.alignment, &code.bytes, &code.relocs)
+            .map_err(|e| format!("cranelift rejected {name}: {e:?}"))?;
     }
     module.finalize_definitions().map_err(|e| e.to_string())?;
     let functions = ids
@@ -377,6 +381,65 @@ pub fn compile(
         module: Some(module),
         functions,
     })
+}
+
+/// One function's machine code, ready for `Module::define_function_bytes`.
+struct MachineCode {
+    bytes: Vec<u8>,
+    alignment: u64,
+    relocs: Vec<ModuleReloc>,
+}
+
+/// Compiles every function to machine code, the largest on this thread and
+/// the others on a second one when steps may use two threads
+/// (`specc_runtime::threads::threads`: two cores, `SPECC_THREADS` not 1;
+/// W9's step and eval: the compile's critical path is then the step's). Each
+/// function is compiled by `Context::compile` exactly as
+/// `Module::define_function` would, so the code is the same whichever
+/// thread compiles it; the results come back in the order of `funcs`.
+fn compile_all(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    funcs: Vec<(FuncId, Function)>,
+) -> Vec<Result<MachineCode, String>> {
+    let one = |(id, func): (FuncId, Function)| -> Result<MachineCode, String> {
+        let mut ctx = Context::for_function(func);
+        ctx.compile(isa, &mut Default::default())
+            .map_err(|e| format!("{:?}", e.inner))?;
+        let code = ctx.compiled_code().ok_or("no machine code")?;
+        let alignment = u64::from(code.buffer.alignment);
+        let bytes = code.code_buffer().to_vec();
+        let relocs = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect();
+        Ok(MachineCode {
+            bytes,
+            alignment,
+            relocs,
+        })
+    };
+    if funcs.len() < 2 || specc_runtime::threads::threads() < 2 {
+        return funcs.into_iter().map(one).collect();
+    }
+    // The largest function here, the rest (in order) on the other thread.
+    let size = |f: &Function| f.dfg.num_insts();
+    let largest = (0..funcs.len())
+        .max_by_key(|&i| size(&funcs[i].1))
+        .unwrap_or(0);
+    let mut rest = funcs;
+    let big = rest.remove(largest);
+    let (big, mut others) = std::thread::scope(|s| {
+        let worker = s.spawn(|| rest.into_iter().map(one).collect::<Vec<_>>());
+        let big = one(big);
+        let others = worker
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (big, others)
+    });
+    others.insert(largest, big);
+    others
 }
 
 /// The module and runtime imports the text dumps build one plan's function in.
