@@ -4,7 +4,10 @@
 //! forwards to [`crate::sgemm::sgemm`] (AVX-512, AVX2+FMA or scalar kernels,
 //! chosen at runtime), and `specc_sgemm_ep`, the same with a fused
 //! epilogue (bias row and/or relu, [`crate::sgemm::Epilogue`]) as three
-//! more scalar arguments (no struct to build, nothing allocated). It is single-threaded: steps that use both cores split
+//! more scalar arguments (no struct to build, nothing allocated), and
+//! `specc_sgemm_batched`, a strided batch of products in one call
+//! ([`crate::sgemm::sgemm_batched`]: a batched matmul's groups, or a
+//! thread's share of them). It is single-threaded: steps that use both cores split
 //! their matrix products themselves (each thread computes a block of C).
 //!
 //! Invariants: `C = alpha * A @ B + beta * C` with arbitrary strides; with
@@ -113,6 +116,68 @@ pub unsafe extern "C" fn specc_sgemm_ep(
             rsc as isize,
             csc as isize,
             ep.as_ref(),
+        )
+    }
+}
+
+/// `count` products [`specc_sgemm`] with the same shape and strides, group
+/// `g`'s A, B and C starting `g * stride_a`, `g * stride_b` and
+/// `g * stride_c` elements after `a`, `b` and `c`, in one call
+/// ([`crate::sgemm::sgemm_batched`]): the bits of a loop of `specc_sgemm`
+/// calls over the groups. `count <= 0` does nothing.
+///
+/// # Safety
+/// As for [`specc_sgemm`], for every group; the groups' Cs must not
+/// overlap one another or any A or B.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn specc_sgemm_batched(
+    m: i64,
+    k: i64,
+    n: i64,
+    alpha: f32,
+    a: *const f32,
+    rsa: i64,
+    csa: i64,
+    b: *const f32,
+    rsb: i64,
+    csb: i64,
+    beta: f32,
+    c: *mut f32,
+    rsc: i64,
+    csc: i64,
+    count: i64,
+    stride_a: i64,
+    stride_b: i64,
+    stride_c: i64,
+) {
+    if m <= 0 || n <= 0 || count <= 0 {
+        return;
+    }
+    let batch = crate::sgemm::Batch {
+        count: count as usize,
+        a: stride_a as isize,
+        b: stride_b as isize,
+        c: stride_c as isize,
+    };
+    // SAFETY: the caller guarantees the pointers and strides.
+    unsafe {
+        crate::sgemm::sgemm_batched(
+            batch,
+            m as usize,
+            k.max(0) as usize,
+            n as usize,
+            alpha,
+            a,
+            rsa as isize,
+            csa as isize,
+            b,
+            rsb as isize,
+            csb as isize,
+            beta,
+            c,
+            rsc as isize,
+            csc as isize,
         )
     }
 }

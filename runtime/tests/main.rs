@@ -18,6 +18,7 @@ mod image_stream_no_alloc;
 mod init;
 mod metrics;
 mod prng;
+mod sgemm_batched;
 mod sgemm_common;
 mod sgemm_correctness;
 mod sgemm_epilogue;

@@ -129,3 +129,45 @@ fn each_thread_allocates_its_buffers_once() {
     .join()
     .unwrap();
 }
+
+/// The strided batch allocates nothing after warm-up either: attention's
+/// `q @ k^T` (B transposed: packed per group) and a shared, packed B
+/// (group stride 0), 32 groups a call, with every kernel.
+#[test]
+fn batched_products_allocate_nothing_after_warm_up() {
+    use specc_runtime::sgemm::{sgemm_batched_with, Batch};
+    let (groups, m, k) = (32usize, 64usize, 32usize);
+    let a: Vec<f32> = (0..groups * m * k).map(|i| (i % 7) as f32 * 0.25).collect();
+    let mut c = vec![0.0f32; groups * m * m];
+    let isas: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Scalar]
+        .into_iter()
+        .filter(|i| i.is_available())
+        .collect();
+    let run = |isa: Isa, c: &mut [f32], shared_b: bool| unsafe {
+        let stride = (m * k) as isize;
+        let batch = Batch {
+            count: groups,
+            a: stride,
+            b: if shared_b { 0 } else { stride },
+            c: (m * m) as isize,
+        };
+        let (ki, mi) = (k as isize, m as isize);
+        let (pa, pc) = (a.as_ptr(), c.as_mut_ptr());
+        sgemm_batched_with(
+            isa, batch, m, k, m, 1.0, pa, ki, 1, pa, 1, ki, 0.0, pc, mi, 1,
+        )
+    };
+    for &isa in &isas {
+        run(isa, &mut c, false);
+        run(isa, &mut c, true);
+    }
+    let before = allocations();
+    for _ in 0..20 {
+        for &isa in &isas {
+            run(isa, &mut c, false);
+            run(isa, &mut c, true);
+        }
+    }
+    assert_eq!(allocations() - before, 0, "sgemm_batched allocated");
+    assert!(c.iter().all(|x| x.is_finite()) && c.iter().any(|&x| x != 0.0));
+}

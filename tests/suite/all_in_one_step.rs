@@ -168,3 +168,50 @@ fn dense_updates_are_one_pass_over_each_arena() {
     assert_eq!(writers.len(), 1, "kernels writing variables: {writers:?}");
     assert!(writers[0].contains("loop over [9610]"), "{}", writers[0]);
 }
+
+/// W9's transformer (`specs/text_transformer.spec`): each batched product
+/// (attention's `q @ k^T` and weighted sums, forward and backward) is one
+/// call of `specc_sgemm_batched` per thread's share of its groups, not a
+/// loop of `specc_sgemm` calls: the step's machine code refers to it once
+/// per batched GEMM kernel, and to `specc_sgemm(_ep)` once per other GEMM.
+#[test]
+fn batched_products_are_one_runtime_call_each() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/specs/text_transformer.spec"
+    ))
+    .unwrap();
+    let src = SourceFile::new("specs/text_transformer.spec", text);
+    for threads in [1, 2] {
+        let options = Options {
+            threads,
+            ..Options::default()
+        };
+        let planned = plan_model_with(&src, Functions::TRAIN, &options).unwrap();
+        for plan in &planned.plans {
+            let gemms = |batched: bool| {
+                plan.kernels
+                    .iter()
+                    .filter(
+                        |k| matches!(k, Kernel::Gemm { groups, .. } if groups.is_some() == batched),
+                    )
+                    .count()
+            };
+            let targets = codegen::relocation_targets(&planned.model.graph, plan).unwrap();
+            let count = |name: &str| targets.iter().filter(|t| *t == name).count();
+            assert!(gemms(true) > 0, "{}: no batched GEMM", plan.name);
+            assert_eq!(
+                count("specc_sgemm_batched"),
+                gemms(true),
+                "{threads} thread(s), {}: {targets:?}",
+                plan.name
+            );
+            assert_eq!(
+                count("specc_sgemm") + count("specc_sgemm_ep"),
+                gemms(false),
+                "{threads} thread(s), {}: {targets:?}",
+                plan.name
+            );
+        }
+    }
+}

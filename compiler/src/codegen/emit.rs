@@ -10,8 +10,9 @@
 //! loop), so they dominate every later kernel; scalars are SSA values (a
 //! scalar variable is loaded once and stored only at the very end, after
 //! every read of its old value); the function makes no calls other than to
-//! `specc_sgemm`, `specc_winograd` and `specc_adam` (the JIT's runtime
-//! kernels) and, with `--profile`, `specc_profile_mark`.
+//! `specc_sgemm`, `specc_sgemm_ep`, `specc_sgemm_batched`, `specc_winograd`
+//! and `specc_adam` (the JIT's runtime kernels) and, with `--profile`,
+//! `specc_profile_mark`.
 
 use std::collections::HashMap;
 
@@ -71,6 +72,14 @@ pub fn gemm_ep_signature(cc: CallConv) -> Signature {
     s
 }
 
+/// The signature of `specc_sgemm_batched`: `specc_sgemm`'s, then the
+/// group count and the group strides of A, B and C (in elements).
+pub fn gemm_batched_signature(cc: CallConv) -> Signature {
+    let mut s = gemm_signature(cc);
+    s.params.extend([AbiParam::new(types::I64); 4]);
+    s
+}
+
 pub struct Emitter<'a, 'f> {
     pub b: &'a mut FunctionBuilder<'f>,
     pub g: &'a Graph,
@@ -98,6 +107,9 @@ pub struct Emitter<'a, 'f> {
     /// The runtime's `specc_sgemm_ep`, when the module links it (else
     /// epilogues are emitted as loops after `specc_sgemm`).
     pub gemm_ep: Option<FuncRef>,
+    /// The runtime's `specc_sgemm_batched`, when the module links it (else
+    /// a batched product is a loop of `specc_sgemm` calls).
+    pub gemm_batched: Option<FuncRef>,
 }
 
 impl<'a, 'f> Emitter<'a, 'f> {
@@ -139,6 +151,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
             winograd: None,
             adam: None,
             gemm_ep: None,
+            gemm_batched: None,
         }
     }
 
@@ -655,7 +668,9 @@ impl<'a, 'f> Emitter<'a, 'f> {
 
     /// A batched GEMM: `groups.count` whole products, the threads taking
     /// contiguous ranges of groups (so no product is split and the bits do
-    /// not depend on the thread count).
+    /// not depend on the thread count). Each thread's range is one call of
+    /// `specc_sgemm_batched` (the JIT), or a loop of `specc_sgemm` calls (an
+    /// object file): the same bits.
     #[allow(clippy::too_many_arguments)]
     fn emit_batch_gemm(
         &mut self,
@@ -684,7 +699,27 @@ impl<'a, 'f> Emitter<'a, 'f> {
             (zero, count)
         };
         let gemm = self.gemm;
+        let batched = self.gemm_batched;
         let body = |e: &mut Self| {
+            let one = e.b.ins().f32const(1.0);
+            let zero = e.b.ins().f32const(0.0);
+            if let Some(f) = batched {
+                let mut at = |base: Value, step: Value| {
+                    let off = e.b.ins().imul(lo, step);
+                    let off = e.b.ins().imul_imm_s(off, 4);
+                    e.b.ins().iadd(base, off)
+                };
+                let ga = at(pa, step_a);
+                let gb = at(pb, step_b);
+                let gc = at(pc, step_c);
+                let count = e.b.ins().isub(hi, lo);
+                let args = [
+                    mv, kv, nv, one, ga, rsa, csa, gb, rsb, csb, zero, gc, rsc, csc, count, step_a,
+                    step_b, step_c,
+                ];
+                e.b.ins().call(f, &args);
+                return;
+            }
             super::loops::counted_loop(e, lo, hi, 1, &mut |e, g| {
                 let mut at = |base: Value, step: Value| {
                     let off = e.b.ins().imul(g, step);
@@ -694,8 +729,6 @@ impl<'a, 'f> Emitter<'a, 'f> {
                 let ga = at(pa, step_a);
                 let gb = at(pb, step_b);
                 let gc = at(pc, step_c);
-                let one = e.b.ins().f32const(1.0);
-                let zero = e.b.ins().f32const(0.0);
                 let args = [
                     mv, kv, nv, one, ga, rsa, csa, gb, rsb, csb, zero, gc, rsc, csc,
                 ];

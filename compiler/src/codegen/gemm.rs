@@ -5,6 +5,9 @@
 //! strides in elements), which the ahead-of-time object
 //! ([`crate::export::aot::object`]) defines instead of importing the runtime's; and
 //! `step_loop`, the counted loop it and the object's wrapper are built from.
+//! (An object has no `specc_sgemm_batched`: its batched products are loops
+//! of calls of this `specc_sgemm`, one per group, which give the batched
+//! entry's bits.)
 //!
 //! Loops: k blocks outermost, then rows of C in register blocks (`LEVELS`:
 //! 4 rows at a time, then 2, then 1), then columns: when B and C have unit

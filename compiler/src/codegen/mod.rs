@@ -21,8 +21,9 @@
 //!   function with the JIT's `build_function` (generic over
 //!   `cranelift_module::Module`) and the same `imports`.
 //!
-//! Invariant: the only call in generated code is to `specc_sgemm` (or
-//! `specc_sgemm_ep`, the same with a bias/relu epilogue, in the JIT) and
+//! Invariant: the only call in generated code is to `specc_sgemm` (or, in
+//! the JIT, `specc_sgemm_ep`, the same with a bias/relu epilogue, and
+//! `specc_sgemm_batched`, a thread's share of a batched product's groups) and
 //! the runtime's `specc_winograd` (and, with `--profile`,
 //! `specc_profile_mark`); checked on the machine code by
 //! [`relocation_targets`]. In an object file `specc_sgemm` is the object's
@@ -46,7 +47,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Linkage, Module};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module, ModuleReloc};
 use specc_runtime::abi::StepFn;
 
 use crate::ir::Graph;
@@ -74,6 +75,19 @@ impl Drop for Jit {
     }
 }
 
+/// Cranelift's own IR verifier, as the `enable_verifier` flag: on where
+/// specc's verifier runs ([`crate::verify::ENABLED`]: debug builds, so every
+/// test), off in release builds, where it cost a third of the compile (W9:
+/// 404 of 1157 million instructions). It only checks, so the machine code is
+/// the same either way.
+pub(crate) fn verifier_flag() -> &'static str {
+    if crate::verify::ENABLED {
+        "true"
+    } else {
+        "false"
+    }
+}
+
 fn jit_builder() -> Result<JITBuilder, String> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
@@ -81,6 +95,9 @@ fn jit_builder() -> Result<JITBuilder, String> {
         .set("use_colocated_libcalls", "false")
         .map_err(|e| e.to_string())?;
     flags.set("is_pic", "false").map_err(|e| e.to_string())?;
+    flags
+        .set("enable_verifier", verifier_flag())
+        .map_err(|e| e.to_string())?;
     let isa_builder = cranelift_native::builder().map_err(|e| e.to_string())?;
     let isa = isa_builder
         .finish(settings::Flags::new(flags))
@@ -90,6 +107,10 @@ fn jit_builder() -> Result<JITBuilder, String> {
     b.symbol(
         "specc_sgemm_ep",
         specc_runtime::gemm::specc_sgemm_ep as *const u8,
+    );
+    b.symbol(
+        "specc_sgemm_batched",
+        specc_runtime::gemm::specc_sgemm_batched as *const u8,
     );
     b.symbol(
         "specc_winograd",
@@ -136,6 +157,11 @@ pub(crate) fn build_function<M: Module>(
     let gemm_ep = imports
         .gemm_ep
         .map(|p| module.declare_func_in_func(p, b.func));
+    // Declared only in a function with a batched product.
+    let gemm_batched = imports
+        .gemm_batched
+        .filter(|_| has_batched(&[plan]))
+        .map(|p| module.declare_func_in_func(p, b.func));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -146,6 +172,7 @@ pub(crate) fn build_function<M: Module>(
         e.winograd = winograd;
         e.adam = adam;
         e.gemm_ep = gemm_ep;
+        e.gemm_batched = gemm_batched;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -172,6 +199,9 @@ pub(crate) struct Imports {
     /// The runtime's `specc_sgemm_ep` (the JIT only; an object file runs
     /// GEMM epilogues as a loop after its own `specc_sgemm`).
     pub gemm_ep: Option<FuncId>,
+    /// The runtime's `specc_sgemm_batched` (the JIT only; an object file
+    /// runs a batched product as a loop of its own `specc_sgemm` calls).
+    pub gemm_batched: Option<FuncId>,
 }
 
 /// Whether any of the plans has a GEMM with an epilogue (then the JIT
@@ -190,12 +220,28 @@ fn has_epilogue(plans: &[&Plan]) -> bool {
     })
 }
 
+/// Whether any of the plans has a batched GEMM (`Kernel::Gemm` with
+/// groups: then the JIT imports `specc_sgemm_batched`).
+fn has_batched(plans: &[&Plan]) -> bool {
+    plans.iter().any(|p| {
+        p.kernels.iter().any(|k| {
+            matches!(
+                k,
+                crate::plan::Kernel::Gemm {
+                    groups: Some(_),
+                    ..
+                }
+            )
+        })
+    })
+}
+
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
 /// object file defines its own, `Local`), and, with `profile`, the profiler's mark.
 /// The JIT also imports the runtime kernels: with `runtime_winograd`
-/// `specc_winograd`, with `runtime_adam` `specc_adam`, and with
-/// `epilogues` `specc_sgemm_ep`.
+/// `specc_winograd`, with `runtime_adam` `specc_adam`, with
+/// `epilogues` `specc_sgemm_ep`, and with `batched` `specc_sgemm_batched`.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
@@ -203,6 +249,7 @@ pub(crate) fn imports<M: Module>(
     runtime_adam: bool,
     runtime_winograd: bool,
     epilogues: bool,
+    batched: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
@@ -257,12 +304,26 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
+    let gemm_batched = if gemm_linkage == Linkage::Import && batched {
+        Some(
+            module
+                .declare_function(
+                    "specc_sgemm_batched",
+                    Linkage::Import,
+                    &emit::gemm_batched_signature(cc),
+                )
+                .map_err(|e| e.to_string())?,
+        )
+    } else {
+        None
+    };
     Ok(Imports {
         gemm,
         profile,
         winograd,
         adam,
         gemm_ep,
+        gemm_batched,
     })
 }
 
@@ -286,22 +347,26 @@ pub fn compile(
         runtime_adam,
         runtime_winograd,
         has_epilogue(plans),
+        has_batched(plans),
     )?;
     let sig = signature(&module);
     let mut ids = Vec::new();
-    let mut ctx = Context::new();
+    let mut funcs = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let id = module
             .declare_function(&format!("specc_{}", plan.name), Linkage::Local, &sig)
             .map_err(|e| e.to_string())?;
-        ctx.func.signature = sig.clone();
-        ctx.func.name = UserFuncName::user(0, i as u32);
-        build_function(&mut module, &imports, g, plan, &mut ctx.func);
-        module
-            .define_function(id, &mut ctx)
-            .map_err(|e| format!("cranelift rejected {}: {e:?}", plan.name))?;
-        module.clear_context(&mut ctx);
+        let mut func = Function::with_name_signature(UserFuncName::user(0, i as u32), sig.clone());
+        build_function(&mut module, &imports, g, plan, &mut func);
+        funcs.push((id, func));
         ids.push((plan.name.clone(), id));
+    }
+    let machine = compile_all(module.isa(), funcs);
+    for ((name, id), code) in ids.iter().zip(machine) {
+        let code = code.map_err(|e| format!("cranelift rejected {name}: {e}"))?;
+        module
+            .define_function_bytes(*id, code.alignment, &code.bytes, &code.relocs)
+            .map_err(|e| format!("cranelift rejected {name}: {e:?}"))?;
     }
     module.finalize_definitions().map_err(|e| e.to_string())?;
     let functions = ids
@@ -318,6 +383,65 @@ pub fn compile(
     })
 }
 
+/// One function's machine code, ready for `Module::define_function_bytes`.
+struct MachineCode {
+    bytes: Vec<u8>,
+    alignment: u64,
+    relocs: Vec<ModuleReloc>,
+}
+
+/// Compiles every function to machine code, the largest on this thread and
+/// the others on a second one when steps may use two threads
+/// (`specc_runtime::threads::threads`: two cores, `SPECC_THREADS` not 1;
+/// W9's step and eval: the compile's critical path is then the step's). Each
+/// function is compiled by `Context::compile` exactly as
+/// `Module::define_function` would, so the code is the same whichever
+/// thread compiles it; the results come back in the order of `funcs`.
+fn compile_all(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    funcs: Vec<(FuncId, Function)>,
+) -> Vec<Result<MachineCode, String>> {
+    let one = |(id, func): (FuncId, Function)| -> Result<MachineCode, String> {
+        let mut ctx = Context::for_function(func);
+        ctx.compile(isa, &mut Default::default())
+            .map_err(|e| format!("{:?}", e.inner))?;
+        let code = ctx.compiled_code().ok_or("no machine code")?;
+        let alignment = u64::from(code.buffer.alignment);
+        let bytes = code.code_buffer().to_vec();
+        let relocs = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect();
+        Ok(MachineCode {
+            bytes,
+            alignment,
+            relocs,
+        })
+    };
+    if funcs.len() < 2 || specc_runtime::threads::threads() < 2 {
+        return funcs.into_iter().map(one).collect();
+    }
+    // The largest function here, the rest (in order) on the other thread.
+    let size = |f: &Function| f.dfg.num_insts();
+    let largest = (0..funcs.len())
+        .max_by_key(|&i| size(&funcs[i].1))
+        .unwrap_or(0);
+    let mut rest = funcs;
+    let big = rest.remove(largest);
+    let (big, mut others) = std::thread::scope(|s| {
+        let worker = s.spawn(|| rest.into_iter().map(one).collect::<Vec<_>>());
+        let big = one(big);
+        let others = worker
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (big, others)
+    });
+    others.insert(largest, big);
+    others
+}
+
 /// The module and runtime imports the text dumps build one plan's function in.
 fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
     let mut module = JITModule::new(jit_builder()?);
@@ -328,6 +452,7 @@ fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
         adam::runtime_adam_from_env(),
         true,
         has_epilogue(&[plan]),
+        has_batched(&[plan]),
     )?;
     Ok((module, imports))
 }
@@ -384,6 +509,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
         adam::runtime_adam_from_env(),
         true,
         has_epilogue(&[plan]),
+        has_batched(&[plan]),
     )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));

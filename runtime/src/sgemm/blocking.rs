@@ -3,7 +3,8 @@
 //! Owns the per-thread packing buffers ([`thread_buffers`], `A_CAP` and
 //! `B_CAP` floats), the [`Plan`] (which operands are read in place, the
 //! block sizes) and [`drive`], the BLIS-style loops of the module docs
-//! around a [`Kernel`]'s tiles.
+//! around a [`Kernel`]'s tiles, for every group of a strided batch (one
+//! product is a batch of one).
 //!
 //! Invariants: the k blocks are [`KBlocks`]'s whatever the plan, so packing
 //! and blocking change only speed; the buffers are allocated once per
@@ -12,7 +13,7 @@
 
 use std::cell::RefCell;
 
-use super::dispatch::Problem;
+use super::dispatch::{Batch, Problem};
 use super::epilogue::apply_ep;
 use super::kernel::{ASrc, BSrc, Beta, CTile, KBlocks, Kernel};
 use super::KC_MAX;
@@ -131,10 +132,16 @@ impl Plan {
     }
 }
 
-/// The blocked product with kernel `K` (inlined into each ISA's entry point,
-/// so it is compiled with that ISA's target features).
+/// The blocked product with kernel `K` for every group of `batch`
+/// (inlined into each ISA's entry point, so it is compiled with that ISA's
+/// target features). The k blocks, the plan and the buffers depend on the
+/// shape and strides only, so they are decided once for all the groups;
+/// each group then runs [`drive_one`] exactly as a product of its own
+/// would. An operand with group stride 0 that is packed in a single piece
+/// (one k block, one cache block) is packed by the first group only: the
+/// buffer still holds it for the later ones.
 #[inline(always)]
-pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
+pub(crate) unsafe fn drive<K: Kernel>(p: &Problem, batch: &Batch) {
     let (mr_max, nr_max) = (K::MR, K::NR);
     let kb = KBlocks::new(p.k);
     let plan = Plan::new(
@@ -147,7 +154,7 @@ pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
     );
     let needs_a_buf = !plan.a_inplace || (p.csa != 1 && !p.m.is_multiple_of(mr_max));
     let mut local = None;
-    let (abuf, bbuf) = if needs_a_buf || !plan.b_inplace {
+    let bufs = if needs_a_buf || !plan.b_inplace {
         match thread_buffers() {
             Some(ptrs) => ptrs,
             None => local.insert(Buffers::new()).ptrs(),
@@ -155,6 +162,37 @@ pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
     } else {
         (core::ptr::null_mut(), core::ptr::null_mut())
     };
+    let single = kb.nb == 1;
+    let share_a = batch.a == 0 && !plan.a_inplace && single && plan.mcb >= p.m;
+    let share_b = batch.b == 0 && !plan.b_inplace && single && plan.ncb >= p.n;
+    for g in 0..batch.count {
+        let pack = Packs {
+            a: !(share_a && g > 0),
+            b: !(share_b && g > 0),
+        };
+        drive_one::<K>(&p.group(g, batch), &plan, kb, bufs, pack);
+    }
+}
+
+/// Which packed operands a product packs (false: the buffer already holds
+/// them, packed by an earlier group of the batch).
+#[derive(Clone, Copy)]
+struct Packs {
+    a: bool,
+    b: bool,
+}
+
+/// One product with kernel `K`: the loops of the module docs, under `plan`,
+/// packing into `(abuf, bbuf)`.
+#[inline(always)]
+unsafe fn drive_one<K: Kernel>(
+    p: &Problem,
+    plan: &Plan,
+    kb: KBlocks,
+    (abuf, bbuf): (*mut f32, *mut f32),
+    pack: Packs,
+) {
+    let (mr_max, nr_max) = (K::MR, K::NR);
     let at = |i: usize, pk: usize| p.a.offset(i as isize * p.rsa + pk as isize * p.csa);
     let bt = |pk: usize, j: usize| p.b.offset(pk as isize * p.rsb + j as isize * p.csb);
     for t in 0..kb.nb {
@@ -166,12 +204,12 @@ pub(crate) unsafe fn drive<K: Kernel>(p: &Problem) {
         };
         for ic in (0..p.m).step_by(plan.mcb) {
             let mcb = plan.mcb.min(p.m - ic);
-            if !plan.a_inplace {
+            if !plan.a_inplace && pack.a {
                 K::pack_a(kc, mcb, at(ic, pc), p.rsa, p.csa, abuf);
             }
             for jc in (0..p.n).step_by(plan.ncb) {
                 let ncb = plan.ncb.min(p.n - jc);
-                if !plan.b_inplace {
+                if !plan.b_inplace && pack.b {
                     K::pack_b(kc, ncb, bt(pc, jc), p.rsb, p.csb, bbuf);
                 }
                 // An in-place column-major A cannot be read past its last

@@ -2,7 +2,9 @@
 //!
 //! Owns [`Isa`] (the instruction sets with a kernel, detected once, or
 //! forced by `SPECC_GEMM_ISA`), the public functions ([`sgemm`],
-//! [`sgemm_with`], [`sgemm_ep`], [`sgemm_ep_with`]) and [`Problem`], one
+//! [`sgemm_with`], [`sgemm_ep`], [`sgemm_ep_with`], and the strided batch
+//! [`sgemm_batched`], [`sgemm_batched_with`] with its [`Batch`]) and
+//! [`Problem`], one
 //! product after the public checks, in the orientation the kernels prefer
 //! (`C^T = B^T A^T` for a column-major or narrow C).
 //!
@@ -299,13 +301,161 @@ pub unsafe fn sgemm_ep_with(
     if p.prefers_transposed(isa) {
         p = p.transposed();
     }
+    run(isa, &p, &Batch::ONE);
+}
+
+/// The ISA's kernel over every group of `batch` (`p` oriented).
+unsafe fn run(isa: Isa, p: &Problem, batch: &Batch) {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => kernel_avx512::gemm(&p),
+        Isa::Avx512 => kernel_avx512::gemm(p, batch),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => kernel_avx2::gemm(&p),
-        _ => kernel_scalar::gemm(&p),
+        Isa::Avx2 => kernel_avx2::gemm(p, batch),
+        _ => kernel_scalar::gemm(p, batch),
     }
+}
+
+/// A strided batch of products ([`sgemm_batched`]): `count` groups, group
+/// `g`'s A, B and C starting `g * a`, `g * b` and `g * c` elements after
+/// the first group's. A stride of 0 shares that operand between the groups
+/// (C's must not be 0 when `count > 1`: the groups' Cs must not overlap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batch {
+    pub count: usize,
+    pub a: isize,
+    pub b: isize,
+    pub c: isize,
+}
+
+impl Batch {
+    /// One product ([`sgemm`]).
+    pub const ONE: Batch = Batch {
+        count: 1,
+        a: 0,
+        b: 0,
+        c: 0,
+    };
+}
+
+/// `batch.count` products `C_g = alpha * A_g @ B_g + beta * C_g` of the same
+/// shape and strides, `A_g = a + g * batch.a` (likewise B and C, strides in
+/// elements): what a loop of [`sgemm`] calls over the groups computes, bit
+/// for bit, in one call. The checks, the orientation, the kernel and tile
+/// choice, the cache plan and the packing buffers are decided once for the
+/// whole batch (they depend on the shapes and strides only), and an operand
+/// shared by every group (group stride 0) that is packed is packed once
+/// when one packing covers it (a single k block and a single cache block).
+/// Single-threaded, like [`sgemm`]: callers split the groups between threads.
+///
+/// # Safety
+/// As for [`sgemm`], for every group `g < batch.count`; the groups' Cs must
+/// not overlap one another or any A or B.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_batched(
+    batch: Batch,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    csb: isize,
+    beta: f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+) {
+    sgemm_batched_with(
+        Isa::active(),
+        batch,
+        m,
+        k,
+        n,
+        alpha,
+        a,
+        rsa,
+        csa,
+        b,
+        rsb,
+        csb,
+        beta,
+        c,
+        rsc,
+        csc,
+    )
+}
+
+/// [`sgemm_batched`] with a chosen kernel (for tests and benchmarks).
+///
+/// # Panics
+/// If `isa` is not available on this CPU ([`Isa::is_available`]).
+///
+/// # Safety
+/// As for [`sgemm_batched`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_batched_with(
+    isa: Isa,
+    batch: Batch,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    csb: isize,
+    beta: f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+) {
+    assert!(
+        isa.is_available(),
+        "sgemm: {isa:?} is not supported by this CPU"
+    );
+    if batch.count == 0 || m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for g in 0..batch.count {
+            let cg = c.offset(g as isize * batch.c);
+            scale_c(m, n, beta, cg, rsc, csc);
+        }
+        return;
+    }
+    let mut p = Problem {
+        m,
+        n,
+        k,
+        alpha,
+        beta,
+        a,
+        rsa,
+        csa,
+        b,
+        rsb,
+        csb,
+        c,
+        rsc,
+        csc,
+        ep: None,
+    };
+    let mut batch = batch;
+    if p.prefers_transposed(isa) {
+        p = p.transposed();
+        // A and B trade places.
+        batch = Batch {
+            a: batch.b,
+            b: batch.a,
+            ..batch
+        };
+    }
+    run(isa, &p, &batch);
 }
 
 /// `C = beta * C` (`C = 0` if `beta == 0`): the product with `k == 0`.
@@ -358,6 +508,18 @@ impl Problem {
             return self.n < 16 && self.m >= 2 * self.n && self.m >= 16;
         }
         self.n < 16 && self.m >= 4 * self.n && self.m >= 64 && self.rsa == 1
+    }
+
+    /// Group `g` of `batch`: the operands advanced by their group strides.
+    #[inline(always)]
+    pub(crate) unsafe fn group(&self, g: usize, batch: &Batch) -> Problem {
+        let g = g as isize;
+        Problem {
+            a: self.a.offset(g * batch.a),
+            b: self.b.offset(g * batch.b),
+            c: self.c.offset(g * batch.c),
+            ..*self
+        }
     }
 
     /// The same product as `C^T = B^T A^T`.

@@ -14,20 +14,21 @@
 //! outside the operands).
 
 use super::blocking::drive;
-use super::dispatch::Problem;
+use super::dispatch::{Batch, Problem};
 use super::kernel::{ASrc, BSrc, Beta, CTile, Kernel};
 use core::arch::x86_64::*;
 
-/// The AVX2 product.
+/// The AVX2 product, for every group of `batch`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA; `p` as for `sgemm`.
+/// The CPU must support AVX2 and FMA; `p` and `batch` as for
+/// `sgemm_batched`.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn gemm(p: &Problem) {
+pub(crate) unsafe fn gemm(p: &Problem, batch: &Batch) {
     if tile_rows(p.m) == 5 {
-        drive::<Tile<5, 2>>(p)
+        drive::<Tile<5, 2>>(p, batch)
     } else {
-        drive::<Tile<6, 2>>(p)
+        drive::<Tile<6, 2>>(p, batch)
     }
 }
 

@@ -15,25 +15,29 @@
 //! outside the operands).
 
 use super::blocking::drive;
-use super::dispatch::Problem;
+use super::dispatch::{Batch, Problem};
 use super::kernel::{ASrc, BSrc, Beta, CTile, Kernel};
 use core::arch::x86_64::*;
 
-/// The AVX-512 product.
+/// The AVX-512 product, for every group of `batch` (the kernel and tile
+/// shape chosen once: they depend on the shape only).
 ///
 /// # Safety
-/// The CPU must support AVX-512F, AVX2 and FMA; `p` as for `sgemm`.
+/// The CPU must support AVX-512F, AVX2 and FMA; `p` and `batch` as for
+/// `sgemm_batched`.
 #[target_feature(enable = "avx512f,avx2,fma")]
-pub(crate) unsafe fn gemm(p: &Problem) {
+pub(crate) unsafe fn gemm(p: &Problem, batch: &Batch) {
     if narrow_applies(p) {
-        narrow(p);
+        for g in 0..batch.count {
+            narrow(&p.group(g, batch));
+        }
         return;
     }
     match tile_shape(p.m, p.n) {
-        (16, 16) => drive::<Tile<16, 1>>(p),
-        (12, 32) => drive::<Tile<12, 2>>(p),
-        (8, 48) => drive::<Tile<8, 3>>(p),
-        _ => drive::<Tile<6, 4>>(p),
+        (16, 16) => drive::<Tile<16, 1>>(p, batch),
+        (12, 32) => drive::<Tile<12, 2>>(p, batch),
+        (8, 48) => drive::<Tile<8, 3>>(p, batch),
+        _ => drive::<Tile<6, 4>>(p, batch),
     }
 }
 

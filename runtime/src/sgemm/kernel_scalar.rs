@@ -7,15 +7,15 @@
 //! library call otherwise.
 
 use super::blocking::drive;
-use super::dispatch::Problem;
+use super::dispatch::{Batch, Problem};
 use super::kernel::{ASrc, BSrc, Beta, CTile, Kernel};
 
-/// The scalar product.
+/// The scalar product, for every group of `batch`.
 ///
 /// # Safety
-/// `p` as for `sgemm`.
-pub(crate) unsafe fn gemm(p: &Problem) {
-    drive::<Tile<4, 8>>(p)
+/// `p` and `batch` as for `sgemm_batched`.
+pub(crate) unsafe fn gemm(p: &Problem, batch: &Batch) {
+    drive::<Tile<4, 8>>(p, batch)
 }
 
 /// An MR x NR tile kernel.

@@ -1,6 +1,9 @@
 //! Single-precision matrix product for compiled training steps.
 //!
 //! Owns: [`sgemm`] (`C = alpha * A @ B + beta * C` with arbitrary strides),
+//! [`sgemm_batched`] (a strided batch of such products in one call: the
+//! per-group loop's bits, with the dispatch, the plan and the buffers
+//! decided once and a shared operand, group stride 0, packed once),
 //! its runtime CPU dispatch (AVX-512F, else AVX2+FMA, else portable scalar;
 //! `SPECC_GEMM_ISA=avx512|avx2|scalar` forces one, read once: [`Isa::active`]),
 //! the cache blocking and packing, and the per-thread packing buffers.
@@ -114,7 +117,10 @@ mod kernel_avx512;
 mod kernel_scalar;
 mod pack;
 
-pub use dispatch::{gemm_isa_from_env, sgemm, sgemm_ep, sgemm_ep_with, sgemm_with, Isa};
+pub use dispatch::{
+    gemm_isa_from_env, sgemm, sgemm_batched, sgemm_batched_with, sgemm_ep, sgemm_ep_with,
+    sgemm_with, Batch, Isa,
+};
 pub use epilogue::Epilogue;
 
 /// Longest k block. The block boundaries depend only on `k` (see the module

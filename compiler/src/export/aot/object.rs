@@ -95,6 +95,9 @@ fn object_builder(name: &str) -> Result<ObjectBuilder, String> {
     flags.set("opt_level", "speed").map_err(err)?;
     flags.set("use_colocated_libcalls", "false").map_err(err)?;
     flags.set("is_pic", "true").map_err(err)?;
+    flags
+        .set("enable_verifier", crate::codegen::verifier_flag())
+        .map_err(err)?;
     let isa = cranelift_native::builder()
         .map_err(err)?
         .finish(settings::Flags::new(flags))
@@ -181,7 +184,15 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
     }
 
     // The planned function and the GEMM it calls, both local.
-    let imports = codegen::imports(&mut module, false, Linkage::Local, false, false, false)?;
+    let imports = codegen::imports(
+        &mut module,
+        false,
+        Linkage::Local,
+        false,
+        false,
+        false,
+        false,
+    )?;
     let sig = codegen::signature(&module);
     let fn_id = module
         .declare_function(&format!("{sym}_{}", plan.name), Linkage::Local, &sig)
