@@ -163,16 +163,7 @@ loss = mean(sparse_softmax_cross_entropy(label, logits))
         ("dense_3/kernel", "W3"),
         ("dense_3/bias", "b3"),
     ];
-    for (scoped, plain) in pairs {
-        let (pa, pb) = (a.parameter(scoped).unwrap(), b.parameter(plain).unwrap());
-        assert_eq!(pa.shape(), pb.shape(), "{scoped}");
-        assert!(
-            pa.iter()
-                .zip(pb.iter())
-                .all(|(x, y)| x.to_bits() == y.to_bits()),
-            "{scoped} differs from {plain}"
-        );
-    }
+    crate::common::same_variables(&a, &b, &pairs);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! the library's text with a mark at the spec's call.
 
 use crate::cli;
+use crate::common::same_variables;
 
 use ndarray::{ArrayD, IxDyn};
 use specc::Model;
@@ -33,20 +34,6 @@ fn train(m: &mut Model, steps: usize) -> Vec<f32> {
                 .expect("step")
         })
         .collect()
-}
-
-/// Every variable of `a` has the bits of `b`'s variable of the paired name.
-fn same_variables(a: &Model, b: &Model, pairs: &[(&str, &str)]) {
-    for (scoped, plain) in pairs {
-        let (pa, pb) = (a.parameter(scoped).unwrap(), b.parameter(plain).unwrap());
-        assert_eq!(pa.shape(), pb.shape(), "{scoped}");
-        assert!(
-            pa.iter()
-                .zip(pb.iter())
-                .all(|(x, y)| x.to_bits() == y.to_bits()),
-            "{scoped} differs from {plain}"
-        );
-    }
 }
 
 #[test]

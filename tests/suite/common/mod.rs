@@ -102,3 +102,19 @@ pub fn central_difference(
     vars[p].data[i] = w;
     (lp - lm) / (2.0 * h)
 }
+
+/// Each pair's variables, `a`'s by its first name and `b`'s by its second,
+/// have one shape and the same bits (a model written with blocks against
+/// the same model written out).
+pub fn same_variables(a: &specc::Model, b: &specc::Model, pairs: &[(&str, &str)]) {
+    for (in_a, in_b) in pairs {
+        let (pa, pb) = (a.parameter(in_a).unwrap(), b.parameter(in_b).unwrap());
+        assert_eq!(pa.shape(), pb.shape(), "{in_a}");
+        assert!(
+            pa.iter()
+                .zip(pb.iter())
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{in_a} differs from {in_b}"
+        );
+    }
+}
