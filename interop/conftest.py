@@ -51,3 +51,39 @@ def literal(a):
     if a.ndim == 0:
         return repr(float(a))
     return "[" + ", ".join(literal(x) for x in a) + "]"
+
+
+def litert_equals_predict(specc, tmp_path, new, feeds=None, batch_matmuls=None):
+    """Trains `tmp_path/spec.spec` (its `train.csv` written), exports it to
+    TF Lite, and checks that LiteRT's first output on the rows `new` equals
+    `specc predict`'s (1e-5 relative). `feeds` maps the rows as read back
+    from the CSV to the model's inputs by name (default: all to the one
+    input); with `batch_matmuls`, the model has that many BATCH_MATMULs."""
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    def run(*args):
+        return subprocess.run([specc, *args], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout
+
+    run("run", "spec.spec", "--checkpoint-dir", "ckpt")
+    run("export", "spec.spec", "--checkpoint", "ckpt", "--format", "tflite",
+        "--output", "model.tflite")
+    write_rows(tmp_path / "new.csv", new)
+    lines = run("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "new.csv").strip().split("\n")
+    want = np.array([[float(c) for c in l.split(",")] for l in lines[1:]])
+
+    it = Interpreter(model_path=str(tmp_path / "model.tflite"))
+    if batch_matmuls is not None:
+        assert [op["op_name"] for op in it._get_ops_details()].count("BATCH_MATMUL") == batch_matmuls
+    parsed = np.loadtxt(tmp_path / "new.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
+    inputs = it.get_input_details()
+    values = feeds(parsed) if feeds else {inputs[0]["name"]: parsed}
+    for i in inputs:
+        it.resize_tensor_input(i["index"], values[i["name"]].shape)
+    it.allocate_tensors()
+    for i in inputs:
+        it.set_tensor(i["index"], values[i["name"]])
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

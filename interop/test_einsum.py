@@ -21,7 +21,7 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-from conftest import literal, write_rows  # noqa: E402
+from conftest import literal, litert_equals_predict, write_rows  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
 
@@ -159,8 +159,6 @@ def test_matmul_of_batches_and_its_gradient(specc, tmp_path, name, a, b, ta, tb)
 def test_multi_head_attention_einsums_export_to_tflite(specc, tmp_path):
     """Keras MultiHeadAttention's equations in a spec export to TF Lite, and
     LiteRT computes the probabilities `specc predict` does."""
-    from ai_edge_litert.interpreter import Interpreter
-
     rng = np.random.default_rng(SEED + 9)
     t, d, heads, key = (int(v) for v in rng.integers(2, 5, 4))
     classes = int(rng.integers(2, 5))
@@ -189,22 +187,5 @@ optimizer adam(learning_rate = 0.01)
 train {{ batch = 16, steps = 30 }}
 outputs {{ probabilities = softmax(logits) }}
 """)
-    run = lambda *args: subprocess.run([specc, *args], cwd=tmp_path, check=True,
-                                       capture_output=True, text=True).stdout
-    run("run", "spec.spec", "--checkpoint-dir", "ckpt")
-    run("export", "spec.spec", "--checkpoint", "ckpt", "--format", "tflite",
-        "--output", "model.tflite")
     new = rng.normal(size=(int(rng.integers(3, 20)), t * d)).astype(np.float32)
-    write_rows(tmp_path / "new.csv", new)
-    lines = run("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "new.csv").strip().split("\n")
-    want = np.array([[float(c) for c in l.split(",")] for l in lines[1:]])
-
-    it = Interpreter(model_path=str(tmp_path / "model.tflite"))
-    assert [op["op_name"] for op in it._get_ops_details()].count("BATCH_MATMUL") == 2
-    inp, out = it.get_input_details()[0], it.get_output_details()[0]
-    parsed = np.loadtxt(tmp_path / "new.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
-    it.resize_tensor_input(inp["index"], parsed.shape)
-    it.allocate_tensors()
-    it.set_tensor(inp["index"], parsed)
-    it.invoke()
-    np.testing.assert_allclose(it.get_tensor(out["index"]), want, rtol=1e-5, atol=1e-6)
+    litert_equals_predict(specc, tmp_path, new, batch_matmuls=2)

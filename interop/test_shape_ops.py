@@ -20,7 +20,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-from conftest import literal, write_rows  # noqa: E402
+from conftest import literal, litert_equals_predict, write_rows  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
 
@@ -335,8 +335,6 @@ def test_time_major_gathers_and_a_masked_softmax_export_to_tflite(specc, tmp_pat
     """A model moving B (time-major products and a stack), gathering along
     the time axis (constant ids and `batch_dims = 1`) and attending with a
     mask exports to TF Lite; LiteRT computes what `specc predict` does."""
-    from ai_edge_litert.interpreter import Interpreter
-
     rng = np.random.default_rng(SEED + 8)
     t, d = (int(v) for v in rng.integers(2, 6, 2))
     classes = int(rng.integers(2, 5))
@@ -368,26 +366,7 @@ optimizer adam(learning_rate = 0.01)
 train {{ batch = 16, steps = 20 }}
 outputs {{ logits = logits }}
 """)
-    run = lambda *args: subprocess.run([specc, *args], cwd=tmp_path, check=True,
-                                       capture_output=True, text=True).stdout
-    run("run", "spec.spec", "--checkpoint-dir", "ckpt")
-    run("export", "spec.spec", "--checkpoint", "ckpt", "--format", "tflite",
-        "--output", "model.tflite")
     new = rng.normal(size=(int(rng.integers(3, 20)), t * d + 1)).astype(np.float32)
     new[:, -1] = rng.integers(0, t + 1, len(new))
-    write_rows(tmp_path / "new.csv", new)
-    lines = run("predict", "spec.spec", "--checkpoint", "ckpt", "--data", "new.csv").strip().split("\n")
-    want = np.array([[float(c) for c in l.split(",")] for l in lines[1:]])
-
-    it = Interpreter(model_path=str(tmp_path / "model.tflite"))
-    parsed = np.loadtxt(tmp_path / "new.csv", delimiter=",", skiprows=1, dtype=np.float32, ndmin=2)
-    feeds = {"x": parsed[:, :t * d], "n": parsed[:, t * d:]}
-    inputs = it.get_input_details()
-    for i in inputs:
-        it.resize_tensor_input(i["index"], feeds[i["name"]].shape)
-    it.allocate_tensors()
-    for i in inputs:
-        it.set_tensor(i["index"], feeds[i["name"]])
-    it.invoke()
-    got = it.get_tensor(it.get_output_details()[0]["index"])
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    litert_equals_predict(specc, tmp_path, new,
+                          feeds=lambda rows: {"x": rows[:, :t * d], "n": rows[:, t * d:]})

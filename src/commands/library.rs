@@ -40,27 +40,46 @@ pub fn run(name: Option<&str>) -> Result<(), Failure> {
     }
 }
 
+/// The blocks of `file`, in order (as its parser reads them).
+fn blocks(file: &LibraryFile) -> Vec<specc_grammar::ast::BlockDef> {
+    file.parse()
+        .map(|spec| {
+            spec.items
+                .into_iter()
+                .filter_map(|i| match i {
+                    specc_grammar::ast::Item::BlockDef(b) => Some(b),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The names of the blocks of `file`, in order.
 fn block_names(file: &LibraryFile) -> Vec<String> {
-    file.text
-        .lines()
-        .filter_map(|l| l.strip_prefix("block "))
-        .filter_map(|l| l.split('(').next())
-        .map(|n| n.trim().to_string())
-        .collect()
+    blocks(file).into_iter().map(|b| b.name.name).collect()
 }
 
 /// The definition of block `name` with the comment lines just above it.
 fn block_text(file: &LibraryFile, name: &str) -> Option<String> {
-    let lines: Vec<&str> = file.text.lines().collect();
-    let head = format!("block {name}(");
-    let at = lines.iter().position(|l| l.starts_with(&head))?;
-    let mut first = at;
-    while first > 0 && lines[first - 1].starts_with('#') {
-        first -= 1;
+    let def = blocks(file).into_iter().find(|b| b.name.name == name)?;
+    let (start, end) = (
+        (def.span.start - file.base) as usize,
+        (def.span.end - file.base) as usize,
+    );
+    let before: Vec<&str> = file.text[..start].lines().collect();
+    let comments = before
+        .iter()
+        .rev()
+        .take_while(|l| l.starts_with('#'))
+        .count();
+    let mut text = before[before.len() - comments..].join("\n");
+    if !text.is_empty() {
+        text.push('\n');
     }
-    let end = (at..lines.len()).find(|&i| lines[i] == "}")?;
-    Some(lines[first..=end].join("\n") + "\n")
+    text.push_str(&file.text[start..end]);
+    text.push('\n');
+    Some(text)
 }
 
 #[cfg(test)]

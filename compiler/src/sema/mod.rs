@@ -476,7 +476,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         },
         bindings: st.bindings,
         binding_spans: st.binding_spans,
-        block_calls: st.blocks.calls,
+        block_calls: st.blocks.expanded_calls,
         assertions: st.assertions,
         state_updates: st.state_updates,
         clips: st.clips,

@@ -252,13 +252,6 @@ pub unsafe fn sgemm_ep_with(
     csc: isize,
     ep: Option<&Epilogue>,
 ) {
-    assert!(
-        isa.is_available(),
-        "sgemm: {isa:?} is not supported by this CPU"
-    );
-    if m == 0 || n == 0 {
-        return;
-    }
     let ep = ep.and_then(|e| {
         (!e.bias.is_null() || e.relu).then_some(Ep {
             bias: e.bias,
@@ -267,21 +260,7 @@ pub unsafe fn sgemm_ep_with(
             relu: e.relu,
         })
     });
-    if k == 0 {
-        scale_c(m, n, beta, c, rsc, csc);
-        if let Some(ep) = &ep {
-            let tile = CTile {
-                ptr: c,
-                rs: rsc,
-                cs: csc,
-                mr: m,
-                nr: n,
-            };
-            apply_ep(ep, tile, 0, 0);
-        }
-        return;
-    }
-    let mut p = Problem {
+    let p = Problem {
         m,
         n,
         k,
@@ -298,10 +277,47 @@ pub unsafe fn sgemm_ep_with(
         csc,
         ep,
     };
+    dispatch(isa, p, Batch::ONE);
+}
+
+/// Every product of `batch`, `p` its first group: the empty cases (`k == 0`
+/// scales each C and applies the epilogue), the orientation the kernels
+/// prefer (A's and B's group strides trading places with them), then the
+/// ISA's kernel. What [`sgemm_ep_with`] and [`sgemm_batched_with`] share.
+unsafe fn dispatch(isa: Isa, mut p: Problem, mut batch: Batch) {
+    assert!(
+        isa.is_available(),
+        "sgemm: {isa:?} is not supported by this CPU"
+    );
+    if batch.count == 0 || p.m == 0 || p.n == 0 {
+        return;
+    }
+    if p.k == 0 {
+        for g in 0..batch.count {
+            let c = p.c.offset(g as isize * batch.c);
+            scale_c(p.m, p.n, p.beta, c, p.rsc, p.csc);
+            if let Some(ep) = &p.ep {
+                let tile = CTile {
+                    ptr: c,
+                    rs: p.rsc,
+                    cs: p.csc,
+                    mr: p.m,
+                    nr: p.n,
+                };
+                apply_ep(ep, tile, 0, 0);
+            }
+        }
+        return;
+    }
     if p.prefers_transposed(isa) {
         p = p.transposed();
+        batch = Batch {
+            a: batch.b,
+            b: batch.a,
+            ..batch
+        };
     }
-    run(isa, &p, &Batch::ONE);
+    run(isa, &p, &batch);
 }
 
 /// The ISA's kernel over every group of `batch` (`p` oriented).
@@ -414,21 +430,7 @@ pub unsafe fn sgemm_batched_with(
     rsc: isize,
     csc: isize,
 ) {
-    assert!(
-        isa.is_available(),
-        "sgemm: {isa:?} is not supported by this CPU"
-    );
-    if batch.count == 0 || m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        for g in 0..batch.count {
-            let cg = c.offset(g as isize * batch.c);
-            scale_c(m, n, beta, cg, rsc, csc);
-        }
-        return;
-    }
-    let mut p = Problem {
+    let p = Problem {
         m,
         n,
         k,
@@ -445,17 +447,7 @@ pub unsafe fn sgemm_batched_with(
         csc,
         ep: None,
     };
-    let mut batch = batch;
-    if p.prefers_transposed(isa) {
-        p = p.transposed();
-        // A and B trade places.
-        batch = Batch {
-            a: batch.b,
-            b: batch.a,
-            ..batch
-        };
-    }
-    run(isa, &p, &batch);
+    dispatch(isa, p, batch);
 }
 
 /// `C = beta * C` (`C = 0` if `beta == 0`): the product with `k == 0`.

@@ -68,7 +68,7 @@ pub(crate) struct Blocks {
     /// The call that made each block variable (for `variable-scope` errors).
     made_by: HashMap<String, Span>,
     /// Every call expanded, for `--emit ir`.
-    pub calls: Vec<crate::model::BlockCall>,
+    pub expanded_calls: Vec<crate::model::BlockCall>,
 }
 
 /// What a body is checked in, besides its names (`State::env`).
@@ -548,8 +548,8 @@ fn call_block(st: &mut State, call: &Call, def: &Rc<BlockDef>) -> R<Vec<NodeId>>
     };
     let saved_env = std::mem::replace(&mut st.env, env);
     let saved_frame = std::mem::replace(&mut st.blocks.frame, frame);
-    let record = st.blocks.calls.len();
-    st.blocks.calls.push(crate::model::BlockCall {
+    let record = st.blocks.expanded_calls.len();
+    st.blocks.expanded_calls.push(crate::model::BlockCall {
         depth: st.blocks.stack.len(),
         call: specc_grammar::print::expr(&Expr::new(ExprKind::Call(call.clone()), call.span)),
         scope: st.blocks.frame.scope.clone(),
@@ -560,8 +560,8 @@ fn call_block(st: &mut State, call: &Call, def: &Rc<BlockDef>) -> R<Vec<NodeId>>
     st.blocks.stack.push((name.clone(), call.span));
     let errors_before = st.errors.len();
     let r = run(st, &def.body);
-    let prefix = format!("{}/", st.blocks.calls[record].scope);
-    st.blocks.calls[record].variables = st.graph.vars[vars_before..]
+    let prefix = format!("{}/", st.blocks.expanded_calls[record].scope);
+    st.blocks.expanded_calls[record].variables = st.graph.vars[vars_before..]
         .iter()
         .filter_map(|v| v.name.strip_prefix(&prefix))
         .filter(|leaf| !leaf.contains('/'))
