@@ -5,6 +5,8 @@
 //! comparisons) and for `specc gradcheck`; it is never on a training path.
 //! Invariant: evaluates exactly the ops' definitions; no fusion, no tricks.
 
+mod recurrence;
+
 use crate::ir::{BinaryOp, DType, Graph, NodeId, Op, ReduceKind, UnaryOp, Window, WinogradTile};
 
 /// A dense row-major tensor.
@@ -175,6 +177,11 @@ pub fn eval(g: &Graph, env: &Env, roots: &[NodeId]) -> Vec<Tensor> {
             }
             Op::WinogradOutputGrad(window, tile) => {
                 winograd_map(arg(0), window, *tile, &dims, false, true)
+            }
+            Op::Recurrence { cell, operands } | Op::RecurrenceGrad { cell, operands } => {
+                let args: Vec<&Tensor> = (0..node.inputs.len()).map(arg).collect();
+                let grad = matches!(node.op, Op::RecurrenceGrad { .. });
+                recurrence::eval(cell, *operands, grad, &args, &dims)
             }
             Op::BatchMatMul { ta, tb, groups } => {
                 batch_matmul(arg(0), arg(1), *ta, *tb, usize::from(*groups), &dims)

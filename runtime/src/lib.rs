@@ -56,6 +56,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod predict;
 pub mod prng;
+pub mod rnn;
 pub mod profile;
 pub mod session;
 pub mod settings;

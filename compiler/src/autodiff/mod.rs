@@ -12,6 +12,7 @@
 //! - The graph only grows: forward nodes are untouched, gradient nodes are new
 //!   (or hash-consed onto existing equal nodes).
 
+mod recurrence;
 pub mod rules;
 
 use crate::ir::{Graph, NodeId, Op};

@@ -68,7 +68,11 @@ pub fn rule(node: &Node) -> Option<Vjp<'_>> {
         // Only the optimizer stage builds these, after differentiation.
         | Op::FirstOccurrence { .. }
         | Op::SumDuplicates
-        | Op::ScatterRows => None,
+        | Op::ScatterRows
+        // No second derivatives through the backward time loop.
+        | Op::RecurrenceGrad { .. } => None,
+
+        Op::Recurrence { .. } => vjp_of(move |g, y, ct| super::recurrence::vjp(g, node, y, ct)),
 
         Op::Unary(u) => vjp_of(move |g, y, ct| {
             let x0 = x(0);

@@ -110,6 +110,8 @@ pub struct Emitter<'a, 'f> {
     /// The runtime's `specc_sgemm_batched`, when the module links it (else
     /// a batched product is a loop of `specc_sgemm` calls).
     pub gemm_batched: Option<FuncRef>,
+    /// The runtime's `specc_rnn_forward` and `specc_rnn_backward` (the JIT).
+    pub rnn: Option<[FuncRef; 2]>,
 }
 
 impl<'a, 'f> Emitter<'a, 'f> {
@@ -152,6 +154,7 @@ impl<'a, 'f> Emitter<'a, 'f> {
             adam: None,
             gemm_ep: None,
             gemm_batched: None,
+            rnn: None,
         }
     }
 
@@ -506,6 +509,10 @@ impl<'a, 'f> Emitter<'a, 'f> {
                     }
                 }
                 Kernel::Winograd(w) => super::winoblocks::emit(self, w, mode),
+                Kernel::Recurrence(r) => {
+                    let f = self.rnn.expect("recurrences run in the JIT")[usize::from(r.grad)];
+                    super::recurrence::emit(self, r, mode, f);
+                }
                 Kernel::Rows(r) => {
                     let prepared = super::rows::prepare(self, r);
                     self.only_thread0(|e| super::rows::emit(e, &prepared));

@@ -36,6 +36,7 @@ pub mod gemm;
 pub mod loops;
 pub mod math;
 pub mod ops;
+pub mod recurrence;
 pub mod rows;
 pub mod trig;
 pub mod window;
@@ -118,6 +119,14 @@ fn jit_builder() -> Result<JITBuilder, String> {
     );
     b.symbol("specc_adam", specc_runtime::adam::specc_adam as *const u8);
     b.symbol(
+        "specc_rnn_forward",
+        specc_runtime::rnn::specc_rnn_forward as *const u8,
+    );
+    b.symbol(
+        "specc_rnn_backward",
+        specc_runtime::rnn::specc_rnn_backward as *const u8,
+    );
+    b.symbol(
         "specc_profile_mark",
         specc_runtime::profile::specc_profile_mark as *const u8,
     );
@@ -162,6 +171,11 @@ pub(crate) fn build_function<M: Module>(
         .gemm_batched
         .filter(|_| has_batched(&[plan]))
         .map(|p| module.declare_func_in_func(p, b.func));
+    // Declared only in a function with a recurrence.
+    let rnn = imports
+        .rnn
+        .filter(|_| has_recurrence(&[plan]))
+        .map(|fs| fs.map(|f| module.declare_func_in_func(f, b.func)));
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -173,6 +187,7 @@ pub(crate) fn build_function<M: Module>(
         e.adam = adam;
         e.gemm_ep = gemm_ep;
         e.gemm_batched = gemm_batched;
+        e.rnn = rnn;
         e.emit_plan();
     }
     use cranelift_codegen::ir::InstBuilder;
@@ -202,6 +217,19 @@ pub(crate) struct Imports {
     /// The runtime's `specc_sgemm_batched` (the JIT only; an object file
     /// runs a batched product as a loop of its own `specc_sgemm` calls).
     pub gemm_batched: Option<FuncId>,
+    /// The runtime's `specc_rnn_forward` and `specc_rnn_backward` (the JIT
+    /// only: an object file has no recurrent layers).
+    pub rnn: Option<[FuncId; 2]>,
+}
+
+/// Whether any of the plans runs a recurrence (then the JIT imports the
+/// runtime's time loops).
+pub(crate) fn has_recurrence(plans: &[&Plan]) -> bool {
+    plans.iter().any(|p| {
+        p.kernels
+            .iter()
+            .any(|k| matches!(k, crate::plan::Kernel::Recurrence(_)))
+    })
 }
 
 /// Whether any of the plans has a GEMM with an epilogue (then the JIT
@@ -250,6 +278,7 @@ pub(crate) fn imports<M: Module>(
     runtime_winograd: bool,
     epilogues: bool,
     batched: bool,
+    recurrent: bool,
 ) -> Result<Imports, String> {
     let cc = module.isa().default_call_conv();
     let gemm = module
@@ -317,6 +346,20 @@ pub(crate) fn imports<M: Module>(
     } else {
         None
     };
+    let rnn = if gemm_linkage == Linkage::Import && recurrent {
+        let sig = recurrence::signature(cc);
+        let mut declare = |name: &str| {
+            module
+                .declare_function(name, Linkage::Import, &sig)
+                .map_err(|e| e.to_string())
+        };
+        Some([
+            declare("specc_rnn_forward")?,
+            declare("specc_rnn_backward")?,
+        ])
+    } else {
+        None
+    };
     Ok(Imports {
         gemm,
         profile,
@@ -324,6 +367,7 @@ pub(crate) fn imports<M: Module>(
         adam,
         gemm_ep,
         gemm_batched,
+        rnn,
     })
 }
 
@@ -348,6 +392,7 @@ pub fn compile(
         runtime_winograd,
         has_epilogue(plans),
         has_batched(plans),
+        has_recurrence(plans),
     )?;
     let sig = signature(&module);
     let mut ids = Vec::new();
@@ -453,6 +498,7 @@ fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
         true,
         has_epilogue(&[plan]),
         has_batched(&[plan]),
+        has_recurrence(&[plan]),
     )?;
     Ok((module, imports))
 }
@@ -510,6 +556,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
         true,
         has_epilogue(&[plan]),
         has_batched(&[plan]),
+        has_recurrence(&[plan]),
     )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));

@@ -12,7 +12,7 @@
 use super::shape::{self, DType, Dim, Shape};
 use super::{BinaryOp, Graph, NodeId, Op, ReduceKind, UnaryOp, Window, WinogradTile};
 
-fn ice<T>(r: Result<T, String>) -> T {
+pub(crate) fn ice<T>(r: Result<T, String>) -> T {
     match r {
         Ok(v) => v,
         Err(e) => panic!("internal compiler error: {e}"),

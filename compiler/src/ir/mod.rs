@@ -16,6 +16,7 @@
 
 pub mod build;
 pub mod print;
+pub mod recurrence;
 pub mod shape;
 
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use std::fmt;
 
 use specc_grammar::ast::Span;
 
+pub use recurrence::RnnOperands;
 pub use shape::{DType, Dim, Shape};
 
 /// Index of a node in its [`Graph`].
@@ -249,6 +251,25 @@ pub enum Op {
         ta: bool,
         tb: bool,
         groups: u8,
+    },
+    /// The time loop of `tf.compat.v1.nn.dynamic_rnn`
+    /// (`specc_runtime::rnn::forward`): inputs `xproj [B, T, G]`,
+    /// `wh [P, G]`, then those [`RnnOperands`] names (peepholes, projection,
+    /// lengths, `h0`, `c0`); the result is the cell's tape `[B, T + 1, W]`
+    /// (`Cell::tape`: the state of every step, and the gate values the
+    /// backward loop needs). Only the tape's state fields are read by
+    /// other ops (sema slices them), so its VJP reads only their cotangents.
+    Recurrence {
+        cell: specc_runtime::rnn::Cell,
+        operands: RnnOperands,
+    },
+    /// The backward loop (`specc_runtime::rnn::backward`): the forward's
+    /// inputs, then its tape and the cotangent of the tape's state fields
+    /// `[B, T + 1, S]`; the result is the gradient tape `[B, T + 1, WG]`
+    /// (`Cell::grad_tape`). Not differentiable (no second derivatives).
+    RecurrenceGrad {
+        cell: specc_runtime::rnn::Cell,
+        operands: RnnOperands,
     },
 }
 

@@ -135,6 +135,12 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
                 window_text(window)
             )
         }
+        Op::Recurrence { cell, operands } => {
+            format!("recurrence {}", super::recurrence::cell_text(cell, operands))
+        }
+        Op::RecurrenceGrad { cell, operands } => {
+            format!("recurrence_grad {}", super::recurrence::cell_text(cell, operands))
+        }
         Op::BatchMatMul { ta, tb, groups } => {
             let mut s = "batch_matmul".to_string();
             if *groups != 1 {

@@ -111,6 +111,9 @@ pub enum Kernel {
     /// A Winograd convolution's transforms and products over blocks of
     /// images (see [`WinogradKernel`]).
     Winograd(WinogradKernel),
+    /// A recurrent layer's time loop or its backward loop (see
+    /// [`RecurrenceKernel`]).
+    Recurrence(RecurrenceKernel),
 }
 
 impl Kernel {
@@ -162,6 +165,10 @@ impl Kernel {
                 }
             }
             Kernel::Winograd(x) => return x.reads_writes(),
+            Kernel::Recurrence(x) => {
+                r.extend(x.inputs.iter().map(|v| v.buf));
+                w.push(x.dst.buf);
+            }
         }
         (r, w)
     }
@@ -349,6 +356,26 @@ impl WinogradKernel {
         .collect();
         (reads, writes)
     }
+}
+
+/// `Op::Recurrence` (`grad == false`) or `Op::RecurrenceGrad`: one call of
+/// the runtime's `specc_rnn_forward` / `specc_rnn_backward` per thread,
+/// each with a range of the rows (the loops' bits do not depend on the
+/// split: `specc_runtime::rnn`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecurrenceKernel {
+    pub node: NodeId,
+    pub cell: specc_runtime::rnn::Cell,
+    pub operands: crate::ir::RnnOperands,
+    pub grad: bool,
+    /// The batch rows, `B`.
+    pub rows: Lin,
+    /// The time steps, `T`.
+    pub steps: u32,
+    /// The op's inputs, in its order, each row-major and contiguous.
+    pub inputs: Vec<View>,
+    /// The tape or gradient tape, row-major.
+    pub dst: View,
 }
 
 /// What a row kernel does for each of its `n` ids (`r = ids[i]`, clamped to

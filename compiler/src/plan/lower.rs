@@ -22,7 +22,8 @@ use std::collections::{BTreeSet, HashSet};
 use super::units::{Class, Unit};
 use super::view::{self, BufId, Lin, View};
 use super::{
-    Buffer, Groups, Kernel, Loc, LoopKernel, Planner, Reduction, RowKernel, RowOp, Source,
+    Buffer, Groups, Kernel, Loc, LoopKernel, Planner, RecurrenceKernel, Reduction, RowKernel, RowOp,
+    Source,
     WindowKernel, WindowOp,
 };
 use crate::ir::{DType, NodeId, Op, Shape, Window, WinogradTile};
@@ -317,6 +318,20 @@ impl Planner<'_> {
                 k.rows = 0;
                 k.row_len = self.g.shape(values).fixed_numel() / ns.fixed_numel().max(1);
                 vec![Kernel::Rows(k)]
+            }
+            Op::Recurrence { cell, operands } | Op::RecurrenceGrad { cell, operands } => {
+                let views = inputs.iter().map(|&x| self.row_major_view(x)).collect();
+                let xs = self.g.shape(inputs[0]).clone();
+                vec![Kernel::Recurrence(RecurrenceKernel {
+                    node: n,
+                    cell,
+                    operands,
+                    grad: matches!(self.g.op(n), Op::RecurrenceGrad { .. }),
+                    rows: Lin::of_dim(xs.0[0]),
+                    steps: xs.0[1].fixed().expect("a recurrence's fixed steps"),
+                    inputs: views,
+                    dst: self.out_view(n),
+                })]
             }
             Op::Patches { window, pad } => {
                 vec![self.window_kernel(n, window, WindowOp::Patches, None, pad)]

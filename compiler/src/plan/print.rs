@@ -147,6 +147,20 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 )
                 .ok();
             }
+            Kernel::Recurrence(r) => {
+                let name = if r.grad { "recurrence_grad" } else { "recurrence" };
+                let ins: Vec<String> = r.inputs.iter().map(|v| v.to_string()).collect();
+                writeln!(
+                    out,
+                    "    k{i}: {name} {} rows={} steps={}: {} <- {}",
+                    r.node,
+                    r.rows,
+                    r.steps,
+                    r.dst,
+                    ins.join(", ")
+                )
+                .ok();
+            }
             Kernel::Rows(r) => {
                 let name = match r.op {
                     RowOp::Gather => "gather".to_string(),

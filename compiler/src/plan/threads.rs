@@ -122,6 +122,14 @@ fn kernel_work(g: &Graph, k: &Kernel, batch: u64) -> (f64, bool) {
             (n * 8.0 / 10e9, shape.rank() >= 3)
         }
         Kernel::Rows(_) => (0.0, false),
+        Kernel::Recurrence(r) => {
+            // The recurrent products at the GEMM rate, twice over backward.
+            let (p, gw) = (r.cell.output_size() as f64, r.cell.gate_width() as f64);
+            let rows = r.rows.eval(batch as i64) as f64;
+            let flops = 2.0 * rows * f64::from(r.steps) * p * gw;
+            let passes = if r.grad { 2.0 } else { 1.0 };
+            (passes * flops / 100e9, true)
+        }
         Kernel::Window(w) => {
             let n = g.shape(w.node).numel(batch) as f64;
             (n * 8.0 / 10e9, true)
@@ -506,6 +514,10 @@ impl Footprint<'_> {
             Kernel::Window(w) => {
                 a.reads.push(self.whole(w.src.buf));
                 a.writes.push(self.whole(w.dst.buf));
+            }
+            Kernel::Recurrence(r) => {
+                a.reads.extend(r.inputs.iter().map(|v| self.whole(v.buf)));
+                a.writes.push(self.whole(r.dst.buf));
             }
             Kernel::Winograd(w) => {
                 let (r, wr) = w.reads_writes();

@@ -43,6 +43,8 @@ pub(super) enum Class {
     Rows,
     /// im2col, col2im and the Winograd transforms.
     Window,
+    /// A recurrent layer's time loop or its backward loop.
+    Recurrence,
 }
 
 /// The class of node `n` (computed once per node by the planner).
@@ -65,6 +67,7 @@ pub(super) fn classify(g: &Graph, n: NodeId) -> Class {
         | Op::WinogradInputGrad(..)
         | Op::WinogradOutput(..)
         | Op::WinogradOutputGrad(..) => Class::Window,
+        Op::Recurrence { .. } | Op::RecurrenceGrad { .. } => Class::Recurrence,
         _ if node.shape.is_scalar() => Class::Scalar,
         Op::Input(_) | Op::Var(_) | Op::Tensor(_) => Class::Leaf,
         Op::Scalar(_) | Op::BatchSize | Op::GlobalStep | Op::FirstRow | Op::Training => {
@@ -116,6 +119,7 @@ impl Planner<'_> {
                         | Class::Pad
                         | Class::Rows
                         | Class::Window
+                        | Class::Recurrence
                 )
             {
                 self.units.push(Unit::Node(n));

@@ -38,6 +38,7 @@ pub mod normalization;
 pub mod optimizer;
 pub mod outputs;
 pub mod params;
+pub(crate) mod recurrent;
 pub mod run;
 pub mod schedules;
 pub mod settings;

@@ -257,6 +257,31 @@ pub fn rule(g: &Graph, id: NodeId) -> Result<(DType, Cow<'_, Shape>), RuleError>
                 shape::batch_matmul(s(0), s(1), *ta, *tb, usize::from(*groups)).map_err(bad)?;
             Ok((DType::F32, Cow::Owned(out)))
         }
+        Op::Recurrence { cell, operands } | Op::RecurrenceGrad { cell, operands } => {
+            use crate::ir::recurrence as rec;
+            let grad = matches!(node.op, Op::RecurrenceGrad { .. });
+            let n = operands.count(cell);
+            arity(ins.len(), n + if grad { 2 } else { 0 })?;
+            let all: Vec<usize> = (0..ins.len()).collect();
+            f32_operands(&all)?;
+            let (b, t) = rec::batch_and_steps(s(0)).map_err(bad)?;
+            let mut want = rec::input_shapes(cell, *operands, b, t);
+            if grad {
+                want.push(rec::tape_shape(cell, b, t));
+                want.push(rec::state_shape(cell, b, t));
+            }
+            for (i, w) in want.iter().enumerate() {
+                if s(i) != w {
+                    return Err(bad(format!("recurrence input {i} is {}, not {w}", s(i))));
+                }
+            }
+            let out = if grad {
+                rec::grad_tape_shape(cell, b, t)
+            } else {
+                rec::tape_shape(cell, b, t)
+            };
+            Ok((DType::F32, Cow::Owned(out)))
+        }
         Op::Reshape(to) => {
             arity(ins.len(), 1)?;
             shape::reshape(s(0), to).map_err(bad)?;

@@ -192,6 +192,13 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
                 format!("gemm {node} m={m} k={k} n={n}{batch}{ep}")
             }
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
+            Kernel::Recurrence(r) => format!(
+                "{} {} rows={} steps={}",
+                if r.grad { "recurrence_grad" } else { "recurrence" },
+                r.node,
+                r.rows,
+                r.steps
+            ),
             Kernel::Window(w) => format!("{} {} {:?}", w.op.name(), w.node, w.window),
             Kernel::Winograd(w) => format!(
                 "winograd {} {} {} block={} C={} O={}",

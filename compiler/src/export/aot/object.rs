@@ -192,6 +192,7 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
         false,
         false,
         false,
+        false,
     )?;
     let sig = codegen::signature(&module);
     let fn_id = module

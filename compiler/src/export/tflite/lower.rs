@@ -340,6 +340,12 @@ impl<'a> Lower<'a> {
                     "the training flag is resolved before export (an internal error)",
                 ))
             }
+            Op::Recurrence { .. } | Op::RecurrenceGrad { .. } => {
+                return Err(self.unsupported(
+                    id,
+                    "recurrent layers do not export to TF Lite yet (UNIDIRECTIONAL_SEQUENCE_LSTM is planned)",
+                ))
+            }
             Op::Patches { .. } => {
                 return Err(self.unsupported(
                     id,

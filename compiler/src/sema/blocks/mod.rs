@@ -96,6 +96,20 @@ enum Flow {
 }
 
 impl Blocks {
+    /// The variable scope statements are checked in (`""` at the top).
+    pub(crate) fn scope(&self) -> &str {
+        &self.frame.scope
+    }
+
+    /// Opens a scope under `parent`: `name` as given, else `default_name`
+    /// made unique (TF's `variable_scope(name, default_name)`); its full name.
+    pub(crate) fn open_scope(&mut self, parent: &str, name: Option<&str>, default_name: &str) -> String {
+        let local = name.map_or_else(|| self.scopes.unique(parent, default_name), str::to_string);
+        let full = scope::join(parent, &local);
+        self.scopes.open(&full);
+        full
+    }
+
     /// Whether `name` calls a block here (a name of the frame shadows it).
     fn calls(&self, name: &str, env: &Env) -> bool {
         self.def(name).is_some()
@@ -361,9 +375,13 @@ fn tuple_value(st: &mut State, t: &TupleBinding) -> R<Vec<NodeId>> {
         call_block(st, c, &def)?
     } else {
         let c = hoist_call(st, c, value.span)?;
-        match super::functions::tuple_builtin(&mut st.lowerer(), &c) {
-            Some(r) => r?,
-            None => return Err(not_a_tuple(&t.value)),
+        if c.func.name == "dynamic_rnn" {
+            super::recurrent::dynamic_rnn(st, &c)?
+        } else {
+            match super::functions::tuple_builtin(&mut st.lowerer(), &c) {
+                Some(r) => r?,
+                None => return Err(not_a_tuple(&t.value)),
+            }
         }
     };
     if values.len() != t.names.len() {
@@ -742,6 +760,59 @@ fn stmt(st: &mut State, s: &Stmt) -> R<Flow> {
         }
     }
     Ok(Flow::Next)
+}
+
+/// A trainable variable a builtin layer makes (`dynamic_rnn`'s cells),
+/// named `name` in full: a new one, or in a reused scope the existing one
+/// of this shape. `span` is the call that makes it.
+pub(crate) fn declare_variable(
+    st: &mut State,
+    name: &str,
+    dims: &[u32],
+    init: specc_runtime::init::Initializer,
+    span: Span,
+) -> R<NodeId> {
+    let shape = crate::ir::Shape::fixed(dims);
+    if st.blocks.frame.reuse {
+        let Some(v) = st.graph.vars.iter().position(|v| v.name == name) else {
+            return Err(Diagnostic::new(
+                Code::VariableScope,
+                span,
+                format!("variable `{name}` does not exist, and this call reuses its scope"),
+            )
+            .with_label("nothing to reuse"));
+        };
+        if st.graph.vars[v].shape != shape {
+            return Err(Diagnostic::new(
+                Code::VariableScope,
+                span,
+                format!(
+                    "variable `{name}` is {}, but this call makes it {shape}",
+                    st.graph.vars[v].shape
+                ),
+            )
+            .with_label("another shape"));
+        }
+        return Ok(st.graph.var(v as u32));
+    }
+    if let Some(first) = st.blocks.made_by.get(name) {
+        return Err(Diagnostic::new(
+            Code::VariableScope,
+            span,
+            format!("variable `{name}` already exists"),
+        )
+        .with_label("a second variable of this name")
+        .with_secondary(*first, "first made by this call")
+        .with_help("give the call another `scope` (or its cell another `name`)"));
+    }
+    let v = st.graph.add_var(name, crate::ir::DType::F32, shape);
+    st.vars.push(crate::model::VarInfo {
+        kind: crate::model::VarKind::Param { trainable: true },
+        init,
+        span: Some(span),
+    });
+    st.blocks.made_by.insert(name.to_string(), span);
+    Ok(st.graph.var(v))
 }
 
 /// A parameter of a block, under the call's scope.

@@ -586,6 +586,7 @@ pub const STATEMENTS: &[&str] = &["assert_shape"];
 pub fn is_builtin(name: &str) -> bool {
     BUILTINS.iter().any(|b| b.name == name)
         || shape_ops::TUPLE_BUILTINS.contains(&name)
+        || super::recurrent::CELLS.contains(&name)
         || super::schedules::find(name).is_some()
         || super::checks::is_check(name)
         || super::blocks::specialize::STATIC_FUNCTIONS.contains(&name)
@@ -623,6 +624,14 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
             } else if names.is_empty() {
                 d = d.with_help("specc's library is `layers` (`specc library` prints it)");
             }
+        } else if super::recurrent::CELLS.contains(&name) {
+            d = d
+                .with_label("a cell, not a tensor")
+                .with_help(format!("`{name}(...)` is the first argument of `dynamic_rnn`"));
+        } else if name == "dynamic_rnn" {
+            d = d.with_label("returns several values").with_help(
+                "bind its outputs and final state: `outputs, state = dynamic_rnn(...)` (an LSTM's state is two tensors, c and h)",
+            );
         } else if STATEMENTS.contains(&name) || super::checks::is_check(name) {
             d = d.with_help(format!("`{name}` is a statement; write it on its own line"));
         } else if let Some(s) = args::suggest(

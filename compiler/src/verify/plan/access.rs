@@ -144,6 +144,22 @@ pub(super) fn accesses<'k>(p: &Parts, k: &'k Kernel) -> Vec<Access<'k>> {
                 "an argmax's result",
             ));
         }
+        Kernel::Recurrence(r) => {
+            for (v, &x) in r.inputs.iter().zip(g.inputs_of(r.node)) {
+                out.push(access(
+                    v,
+                    dims_of(g.shape(x)),
+                    Use::Read,
+                    "a recurrence's input",
+                ));
+            }
+            out.push(access(
+                &r.dst,
+                dims_of(g.shape(r.node)),
+                Use::Write,
+                "a recurrence's tape",
+            ));
+        }
         Kernel::Window(w) => {
             let x = g.inputs_of(w.node)[0];
             out.push(access(

@@ -158,6 +158,10 @@ fn views_address_buffers(p: &Parts, k: &Kernel) -> Verdict {
         }
         Kernel::ArgMax { src, dst, .. } => views.extend([src, dst]),
         Kernel::Window(w) => views.extend([&w.src, &w.dst]),
+        Kernel::Recurrence(r) => {
+            views.extend(r.inputs.iter());
+            views.push(&r.dst);
+        }
         Kernel::Rows(r) => {
             views.extend(
                 [Some(&r.ids), r.src.as_ref(), r.first.as_ref(), Some(&r.dst)]
