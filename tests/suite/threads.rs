@@ -467,6 +467,7 @@ fn reads_writes(k: &Kernel) -> (Vec<BufId>, Vec<BufId>) {
         Kernel::ArgMax { src, dst, .. } => (vec![src.buf], vec![dst.buf]),
         Kernel::Window(w) => (vec![w.src.buf], vec![w.dst.buf]),
         Kernel::Winograd(w) => w.reads_writes(),
+        Kernel::Recurrence(r) => (r.inputs.iter().map(|v| v.buf).collect(), vec![r.dst.buf]),
         Kernel::Rows(r) => (
             [Some(&r.ids), r.src.as_ref(), r.first.as_ref()]
                 .into_iter()

@@ -245,6 +245,26 @@ pub fn simplify(g: &mut Graph, op: &Op, inputs: &[NodeId], shape: &Shape) -> Opt
             None
         }
 
+        // A slice that is exactly one part of a concatenation: the part.
+        // A slice of a zero padding: the padded value (re-padded to the
+        // slice) when the slice holds all of it; a slice of a sum of such
+        // paddings, the sum of their slices. (The cotangent of a tape a
+        // recurrence's backward loop reads only the state fields of.)
+        Op::Slice { begin, .. } => {
+            let x = inputs[0];
+            match g.op(x) {
+                Op::Pad { .. } => slice_of_pad(g, x, begin, shape),
+                Op::Concat { axis } => part_of_concat(g, x, usize::from(*axis), begin, shape),
+                Op::Binary(BinaryOp::Add) => {
+                    let (a, b) = (g.inputs_of(x)[0], g.inputs_of(x)[1]);
+                    let sa = slice_of_pad(g, a, begin, shape)?;
+                    let sb = slice_of_pad(g, b, begin, shape)?;
+                    Some(g.add(sa, sb))
+                }
+                _ => None,
+            }
+        }
+
         // Reducing only size-1 axes is a reshape.
         Op::Reduce { axes, .. } => {
             let x = inputs[0];
@@ -260,4 +280,57 @@ pub fn simplify(g: &mut Graph, op: &Op, inputs: &[NodeId], shape: &Shape) -> Opt
 
         _ => None,
     }
+}
+
+/// `slice(pad(v))` over `begin`/`shape` as a padding of `v` itself (or `v`),
+/// when `pad` is a zero padding whose value lies inside the slice on every
+/// axis; `None` otherwise. Exact: the slice reads `v`'s elements and zeros.
+fn slice_of_pad(g: &mut Graph, pad: NodeId, begin: &[u32], shape: &Shape) -> Option<NodeId> {
+    let Op::Pad { before, .. } = g.op(pad).clone() else {
+        return None;
+    };
+    let v = g.inputs_of(pad)[0];
+    let vs = g.shape(v).clone();
+    let mut inner = Vec::with_capacity(before.len());
+    for (axis, (&b, &at)) in before.iter().zip(begin).enumerate() {
+        let (d, out) = (vs.0[axis], shape.0[axis]);
+        match (d, out) {
+            (crate::ir::Dim::Fixed(d), crate::ir::Dim::Fixed(out)) => {
+                if b < at || b + d > at + out {
+                    return None;
+                }
+                inner.push(b - at);
+            }
+            (crate::ir::Dim::Batch, crate::ir::Dim::Batch) if b == 0 && at == 0 => inner.push(0),
+            _ => return None,
+        }
+    }
+    Some(g.pad(v, &inner, shape))
+}
+
+/// `slice(concat(parts))` that is exactly one of the parts: that part.
+fn part_of_concat(
+    g: &Graph,
+    concat: NodeId,
+    axis: usize,
+    begin: &[u32],
+    shape: &Shape,
+) -> Option<NodeId> {
+    let whole = g.shape(concat);
+    let others_whole = (0..whole.rank())
+        .filter(|&a| a != axis)
+        .all(|a| begin[a] == 0 && shape.0[a] == whole.0[a]);
+    if !others_whole {
+        return None;
+    }
+    let mut at = 0u32;
+    for &part in g.inputs_of(concat) {
+        let ps = g.shape(part);
+        let len = ps.0[axis].fixed()?;
+        if at == begin[axis] && ps == shape {
+            return Some(part);
+        }
+        at += len;
+    }
+    None
 }

@@ -143,6 +143,12 @@ pub fn export_object(
     let f = predict_function(model, options.outputs)?;
     let g = &model.graph;
     let p = plan::plan(g, &f, placement, 1);
+    if crate::codegen::has_recurrence(&[&p]) {
+        return Err(
+            "the exported outputs run a recurrent layer (`dynamic_rnn`), which neither object files nor TF Lite models hold yet: use `specc predict`"
+                .to_string(),
+        );
+    }
     let layout = &placement.layout;
 
     // Inputs: those the plan reads, in model order; labels are refused.

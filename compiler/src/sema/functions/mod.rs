@@ -625,12 +625,22 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
                 d = d.with_help("specc's library is `layers` (`specc library` prints it)");
             }
         } else if super::recurrent::CELLS.contains(&name) {
-            d = d
-                .with_label("a cell, not a tensor")
-                .with_help(format!("`{name}(...)` is the first argument of `dynamic_rnn`"));
+            d = Diagnostic::new(
+                Code::ArgumentType,
+                call.func.span,
+                format!("`{name}` makes a recurrent cell, not a tensor"),
+            )
+            .with_label("a cell")
+            .with_help(format!("`{name}(...)` is the first argument of `dynamic_rnn`"));
         } else if name == "dynamic_rnn" {
-            d = d.with_label("returns several values").with_help(
-                "bind its outputs and final state: `outputs, state = dynamic_rnn(...)` (an LSTM's state is two tensors, c and h)",
+            d = Diagnostic::new(
+                Code::BlockReturn,
+                call.span,
+                "`dynamic_rnn` returns several values: its outputs and the final state",
+            )
+            .with_label("bind them by a tuple")
+            .with_help(
+                "e.g. `outputs, h = dynamic_rnn(gru_cell(64), x)`; an LSTM's state is two tensors: `outputs, c, h = ...`",
             );
         } else if STATEMENTS.contains(&name) || super::checks::is_check(name) {
             d = d.with_help(format!("`{name}` is a statement; write it on its own line"));
