@@ -116,6 +116,31 @@ logits = h31",
     );
 }
 
+#[test]
+fn a_bidirectional_layer_is_named_as_tfs() {
+    let m = model(
+        "of, ob, cf, hf, hb = bidirectional_dynamic_rnn(lstm_cell(3), gru_cell(4), seq, sequence_length = reduce_sum(seq[:, :, 0] * 0 + 2, axis = 1))
+assert_shape(of, [B, 2, 3])
+assert_shape(ob, [B, 2, 4])
+assert_shape(cf, [B, 3])
+assert_shape(hb, [B, 4])
+params { W: [7, 3] = zeros }
+logits = concat([hf, hb], 1) @ W",
+    );
+    assert_eq!(
+        m.parameter_names(),
+        [
+            "bidirectional_rnn/fw/lstm_cell/kernel",
+            "bidirectional_rnn/fw/lstm_cell/bias",
+            "bidirectional_rnn/bw/gru_cell/gates/kernel",
+            "bidirectional_rnn/bw/gru_cell/gates/bias",
+            "bidirectional_rnn/bw/gru_cell/candidate/kernel",
+            "bidirectional_rnn/bw/gru_cell/candidate/bias",
+            "W",
+        ]
+    );
+}
+
 /// Inside a block the layer's scope is under the call's; named cells keep
 /// their names; lengths, an initial state and time-major inputs compile.
 #[test]

@@ -411,6 +411,161 @@ fn state_shapes(cell: &Cell, b: Dim) -> Vec<Shape> {
     }
 }
 
+/// A cell argument as the list of cells it runs, and whether it is a stack.
+fn cells_of(e: &Expr) -> R<(Vec<CellSpec>, bool)> {
+    Ok(match cell_tree(e)? {
+        CellTree::One(s) => (vec![s], false),
+        CellTree::Stack(v) => (v, true),
+    })
+}
+
+/// The inputs as `[B, T, D]` (transposed from `[T, B, D]` when time-major).
+fn sequences(st: &mut State, e: &Expr, time_major: bool, what: &str) -> R<NodeId> {
+    let x = st.lowerer().float(e)?;
+    let xs = st.graph.shape(x).clone();
+    let fixed = |d: Dim| d.fixed().filter(|&n| n > 0);
+    let ok = xs.rank() == 3
+        && fixed(xs.0[2]).is_some()
+        && fixed(xs.0[usize::from(!time_major)]).is_some();
+    if !ok {
+        return Err(Diagnostic::new(
+            Code::BadShape,
+            e.span,
+            format!(
+                "`{what}`'s inputs are {}, got {xs}",
+                if time_major { "[T, B, D]" } else { "[B, T, D]" }
+            ),
+        )
+        .with_label("not a batch of sequences"));
+    }
+    Ok(if time_major {
+        st.graph.transpose(x, &[1, 0, 2])
+    } else {
+        x
+    })
+}
+
+/// `sequence_length` as f32 `[B]`, or `None`.
+fn lengths_arg(st: &mut State, e: Option<&Expr>, batch: Dim) -> R<Option<NodeId>> {
+    let Some(e) = e.filter(|e| !args::is_none(e)) else {
+        return Ok(None);
+    };
+    let v = st.lowerer().lower(e)?;
+    if st.graph.shape(v) != &Shape(vec![batch]) {
+        return Err(Diagnostic::new(
+            Code::ShapeMismatch,
+            e.span,
+            format!(
+                "sequence_length is {}, not one length per sequence, [{batch}]",
+                st.graph.shape(v)
+            ),
+        )
+        .with_label("not [B]"));
+    }
+    Ok(Some(match st.graph.dtype(v) {
+        DType::F32 => v,
+        _ => st.graph.cast(v, DType::F32),
+    }))
+}
+
+/// An `initial_state` argument: the state's tensors of `cells`, in
+/// `tf.nest.flatten` order (none: zeros).
+fn initial_arg(st: &mut State, e: Option<&Expr>, cells: &[CellSpec], batch: Dim) -> R<Vec<NodeId>> {
+    let Some(e) = e.filter(|e| !args::is_none(e)) else {
+        return Ok(Vec::new());
+    };
+    let wanted: Vec<Shape> = cells
+        .iter()
+        .flat_map(|s| state_shapes(&s.cell, batch))
+        .collect();
+    let parts: Vec<&Expr> = match &e.kind {
+        ExprKind::List(items) => items.iter().collect(),
+        _ => vec![e],
+    };
+    if parts.len() != wanted.len() {
+        return Err(Diagnostic::new(
+            Code::ShapeMismatch,
+            e.span,
+            format!(
+                "the cell's state is {} tensor{} ({}), in tf.nest.flatten order",
+                wanted.len(),
+                if wanted.len() == 1 { "" } else { "s" },
+                wanted
+                    .iter()
+                    .map(Shape::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .with_label(format!("{} given", parts.len())));
+    }
+    let mut values = Vec::with_capacity(parts.len());
+    for (p, w) in parts.iter().zip(&wanted) {
+        let v = st.lowerer().float(p)?;
+        if st.graph.shape(v) != w {
+            return Err(Diagnostic::new(
+                Code::ShapeMismatch,
+                p.span,
+                format!(
+                    "this state tensor is {}, the cell's is {w}",
+                    st.graph.shape(v)
+                ),
+            )
+            .with_label("another shape"));
+        }
+        values.push(v);
+    }
+    Ok(values)
+}
+
+/// The cells run in the opened scope `scope` over `x [B, T, D]`: the last
+/// cell's outputs and every cell's final state.
+fn run_cells(
+    st: &mut State,
+    cells: &[CellSpec],
+    stacked: bool,
+    scope: &str,
+    mut x: NodeId,
+    lengths: Option<NodeId>,
+    initial: &[NodeId],
+) -> R<(NodeId, Vec<NodeId>)> {
+    let batch = st.graph.shape(x).0[0];
+    let cells_scope = if stacked {
+        st.blocks.open_scope(scope, None, "multi_rnn_cell")
+    } else {
+        scope.to_string()
+    };
+    let mut states = Vec::new();
+    let mut taken = 0;
+    for (i, spec) in cells.iter().enumerate() {
+        let n = state_shapes(&spec.cell, batch).len();
+        let init = if initial.is_empty() {
+            &initial[..]
+        } else {
+            &initial[taken..taken + n]
+        };
+        taken += n;
+        let scope = if stacked {
+            st.blocks
+                .open_scope(&cells_scope, Some(&format!("cell_{i}")), "cell")
+        } else {
+            cells_scope.clone()
+        };
+        let (out, state) = layer(st, spec, &scope, x, lengths, init)?;
+        x = out;
+        states.extend(state);
+    }
+    Ok((x, states))
+}
+
+/// A `scope` argument, else `default`.
+fn scope_arg(e: Option<&Expr>, default: &str) -> R<String> {
+    match e.filter(|e| !args::is_none(e)) {
+        Some(e) => Ok(args::eval_string(e)?.to_string()),
+        None => Ok(default.to_string()),
+    }
+}
+
 /// `dynamic_rnn(cell, inputs, sequence_length = None, initial_state = None,
 /// time_major = false, scope = None)`: the outputs, then the final state's
 /// tensors (see the module docs).
@@ -427,127 +582,98 @@ pub(crate) fn dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
             opt("scope"),
         ],
     )?;
-    let cells = match cell_tree(b.req(0))? {
-        CellTree::One(s) => vec![s],
-        CellTree::Stack(v) => v,
-    };
-    let stacked = matches!(&b.req(0).kind, ExprKind::Call(k) if k.func.name == "multi_rnn_cell");
+    let (cells, stacked) = cells_of(b.req(0))?;
     let time_major = b.flag(4)?;
-    let x_expr = b.req(1);
-    let mut x = st.lowerer().float(x_expr)?;
-    let xs = st.graph.shape(x).clone();
-    let fixed = |d: Dim| d.fixed().filter(|&n| n > 0);
-    let ok = xs.rank() == 3 && fixed(xs.0[2]).is_some() && fixed(xs.0[usize::from(!time_major)]).is_some();
-    if !ok {
-        return Err(Diagnostic::new(
-            Code::BadShape,
-            x_expr.span,
-            format!(
-                "`dynamic_rnn`'s inputs are {}, got {xs}",
-                if time_major { "[T, B, D]" } else { "[B, T, D]" }
-            ),
-        )
-        .with_label("not a batch of sequences"));
-    }
-    if time_major {
-        x = st.graph.transpose(x, &[1, 0, 2]);
-    }
+    let x = sequences(st, b.req(1), time_major, "dynamic_rnn")?;
     let batch = st.graph.shape(x).0[0];
-    let lengths = match b.get(2).filter(|e| !args::is_none(e)) {
-        None => None,
-        Some(e) => {
-            let v = st.lowerer().lower(e)?;
-            if st.graph.shape(v) != &Shape(vec![batch]) {
-                return Err(Diagnostic::new(
-                    Code::ShapeMismatch,
-                    e.span,
-                    format!(
-                        "sequence_length is {}, not one length per sequence, [{batch}]",
-                        st.graph.shape(v)
-                    ),
-                )
-                .with_label("not [B]"));
-            }
-            Some(match st.graph.dtype(v) {
-                DType::F32 => v,
-                _ => st.graph.cast(v, DType::F32),
-            })
-        }
-    };
-    let wanted: Vec<Shape> = cells
-        .iter()
-        .flat_map(|s| state_shapes(&s.cell, batch))
-        .collect();
-    let initial = match b.get(3).filter(|e| !args::is_none(e)) {
-        None => Vec::new(),
-        Some(e) => {
-            let parts: Vec<&Expr> = match &e.kind {
-                ExprKind::List(items) => items.iter().collect(),
-                _ => vec![e],
-            };
-            if parts.len() != wanted.len() {
-                return Err(Diagnostic::new(
-                    Code::ShapeMismatch,
-                    e.span,
-                    format!(
-                        "the cell's state is {} tensor{} ({}), in tf.nest.flatten order",
-                        wanted.len(),
-                        if wanted.len() == 1 { "" } else { "s" },
-                        wanted.iter().map(Shape::to_string).collect::<Vec<_>>().join(", ")
-                    ),
-                )
-                .with_label(format!("{} given", parts.len())));
-            }
-            let mut values = Vec::with_capacity(parts.len());
-            for (p, w) in parts.iter().zip(&wanted) {
-                let v = st.lowerer().float(p)?;
-                if st.graph.shape(v) != w {
-                    return Err(Diagnostic::new(
-                        Code::ShapeMismatch,
-                        p.span,
-                        format!("this state tensor is {}, the cell's is {w}", st.graph.shape(v)),
-                    )
-                    .with_label("another shape"));
-                }
-                values.push(v);
-            }
-            values
-        }
-    };
-    let scope_name = match b.get(5).filter(|e| !args::is_none(e)) {
-        Some(e) => args::eval_string(e)?.to_string(),
-        None => "rnn".to_string(),
-    };
+    let lengths = lengths_arg(st, b.get(2), batch)?;
+    let initial = initial_arg(st, b.get(3), &cells, batch)?;
     let parent = st.blocks.scope().to_string();
-    let rnn_scope = st.blocks.open_scope(&parent, Some(&scope_name), "rnn");
-    let cells_scope = if stacked {
-        st.blocks.open_scope(&rnn_scope, None, "multi_rnn_cell")
-    } else {
-        rnn_scope
-    };
-    let mut states = Vec::new();
-    let mut taken = 0;
-    for (i, spec) in cells.iter().enumerate() {
-        let n = state_shapes(&spec.cell, batch).len();
-        let init = if initial.is_empty() {
-            &initial[..]
-        } else {
-            &initial[taken..taken + n]
-        };
-        taken += n;
-        let scope = if stacked {
-            st.blocks.open_scope(&cells_scope, Some(&format!("cell_{i}")), "cell")
-        } else {
-            cells_scope.clone()
-        };
-        let (out, state) = layer(st, spec, &scope, x, lengths, init)?;
-        x = out;
-        states.extend(state);
-    }
+    let name = scope_arg(b.get(5), "rnn")?;
+    let scope = st.blocks.open_scope(&parent, Some(&name), "rnn");
+    let (mut out, states) = run_cells(st, &cells, stacked, &scope, x, lengths, &initial)?;
     if time_major {
-        x = st.graph.transpose(x, &[1, 0, 2]);
+        out = st.graph.transpose(out, &[1, 0, 2]);
     }
-    let mut values = vec![x];
+    let mut values = vec![out];
     values.extend(states);
+    Ok(values)
+}
+
+/// `x [B, T, D]` with each row's first `len` steps reversed (TF's
+/// `reverse_sequence`; all `T` without lengths): a per-row gather along
+/// the time axis.
+fn reverse_sequence(st: &mut State, x: NodeId, lengths: Option<NodeId>) -> NodeId {
+    let xs = st.graph.shape(x).clone();
+    let (b, t) = (xs.0[0], xs.0[1].fixed().unwrap_or(0));
+    let bt = Shape(vec![b, Dim::Fixed(t)]);
+    let steps = st.graph.iota(1, &bt);
+    let len = match lengths {
+        Some(l) => {
+            let col = st.graph.reshape(l, &Shape(vec![b, Dim::Fixed(1)]));
+            st.graph.broadcast_to(col, &bt)
+        }
+        None => st.graph.fill(t as f32, &bt),
+    };
+    // t < len ? len - 1 - t : t
+    let inside = st.graph.binary(BinaryOp::Lt, steps, len);
+    let one = st.graph.fill(1.0, &bt);
+    let last = st.graph.sub(len, one);
+    let mirrored = st.graph.sub(last, steps);
+    let ids = st.graph.select(inside, mirrored, steps);
+    let ids = st.graph.cast(ids, DType::I32);
+    super::functions::select_gather(&mut st.lowerer(), x, ids, 1, 1)
+}
+
+/// `bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length =
+/// None, initial_state_fw = None, initial_state_bw = None, time_major =
+/// false, scope = None)`: the forward and the backward outputs, then the
+/// forward and the backward final states' tensors (`tf.nest.flatten` of
+/// TF's `((output_fw, output_bw), (state_fw, state_bw))`); variables under
+/// `bidirectional_rnn/fw/` and `bidirectional_rnn/bw/`. The backward cell
+/// reads each row's first `len` steps reversed, and its outputs are
+/// reversed back.
+pub(crate) fn bidirectional_dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
+    let b = args::bind(
+        "bidirectional_dynamic_rnn",
+        c,
+        &[
+            req("cell_fw"),
+            req("cell_bw"),
+            req("inputs"),
+            opt("sequence_length"),
+            opt("initial_state_fw"),
+            opt("initial_state_bw"),
+            opt("time_major"),
+            opt("scope"),
+        ],
+    )?;
+    let (fw_cells, fw_stacked) = cells_of(b.req(0))?;
+    let (bw_cells, bw_stacked) = cells_of(b.req(1))?;
+    let time_major = b.flag(6)?;
+    let x = sequences(st, b.req(2), time_major, "bidirectional_dynamic_rnn")?;
+    let batch = st.graph.shape(x).0[0];
+    let lengths = lengths_arg(st, b.get(3), batch)?;
+    let init_fw = initial_arg(st, b.get(4), &fw_cells, batch)?;
+    let init_bw = initial_arg(st, b.get(5), &bw_cells, batch)?;
+    let parent = st.blocks.scope().to_string();
+    let name = scope_arg(b.get(7), "bidirectional_rnn")?;
+    let scope = st
+        .blocks
+        .open_scope(&parent, Some(&name), "bidirectional_rnn");
+    let fw_scope = st.blocks.open_scope(&scope, Some("fw"), "fw");
+    let (mut out_fw, states_fw) =
+        run_cells(st, &fw_cells, fw_stacked, &fw_scope, x, lengths, &init_fw)?;
+    let bw_scope = st.blocks.open_scope(&scope, Some("bw"), "bw");
+    let x_rev = reverse_sequence(st, x, lengths);
+    let (tmp, states_bw) = run_cells(st, &bw_cells, bw_stacked, &bw_scope, x_rev, lengths, &init_bw)?;
+    let mut out_bw = reverse_sequence(st, tmp, lengths);
+    if time_major {
+        out_fw = st.graph.transpose(out_fw, &[1, 0, 2]);
+        out_bw = st.graph.transpose(out_bw, &[1, 0, 2]);
+    }
+    let mut values = vec![out_fw, out_bw];
+    values.extend(states_fw);
+    values.extend(states_bw);
     Ok(values)
 }

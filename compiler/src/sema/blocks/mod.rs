@@ -377,6 +377,8 @@ fn tuple_value(st: &mut State, t: &TupleBinding) -> R<Vec<NodeId>> {
         let c = hoist_call(st, c, value.span)?;
         if c.func.name == "dynamic_rnn" {
             super::recurrent::dynamic_rnn(st, &c)?
+        } else if c.func.name == "bidirectional_dynamic_rnn" {
+            super::recurrent::bidirectional_dynamic_rnn(st, &c)?
         } else {
             match super::functions::tuple_builtin(&mut st.lowerer(), &c) {
                 Some(r) => r?,

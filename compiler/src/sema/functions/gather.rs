@@ -237,7 +237,7 @@ fn table_gather(lw: &mut Lowerer, params: NodeId, ids: NodeId, axis: usize) -> N
 /// (`lead` the batch_dims axes, `pre`/`post` params' axes around the
 /// gathered one, `idx` the indices' own axes), params where the index
 /// equals the position along `T`, else 0, summed over `T`.
-fn select_gather(
+pub(crate) fn select_gather(
     lw: &mut Lowerer,
     params: NodeId,
     ids: NodeId,

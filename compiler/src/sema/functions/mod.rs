@@ -31,6 +31,7 @@ use crate::ir::{BinaryOp, NodeId, UnaryOp};
 mod array_ops;
 mod einsum;
 mod gather;
+pub(crate) use gather::select_gather;
 mod losses;
 mod math;
 mod shape_ops;
@@ -632,11 +633,11 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
             )
             .with_label("a cell")
             .with_help(format!("`{name}(...)` is the first argument of `dynamic_rnn`"));
-        } else if name == "dynamic_rnn" {
+        } else if name == "dynamic_rnn" || name == "bidirectional_dynamic_rnn" {
             d = Diagnostic::new(
                 Code::BlockReturn,
                 call.span,
-                "`dynamic_rnn` returns several values: its outputs and the final state",
+                format!("`{name}` returns several values: its outputs and the final state"),
             )
             .with_label("bind them by a tuple")
             .with_help(

@@ -210,7 +210,13 @@ pub(super) fn lower_sequence_mask(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<N
 }
 
 /// The builtins that return tuples, bound by a tuple binding only.
-pub(crate) const TUPLE_BUILTINS: [&str; 4] = ["moments", "split", "unstack", "dynamic_rnn"];
+pub(crate) const TUPLE_BUILTINS: [&str; 5] = [
+    "moments",
+    "split",
+    "unstack",
+    "dynamic_rnn",
+    "bidirectional_dynamic_rnn",
+];
 
 /// The builtins that return tuples (`a, b = split(x, 2, axis = 1)`): their
 /// values, or `None` when `c` is not one of them (`moments` is the tuple
