@@ -79,7 +79,7 @@ fn candidate(
         return None;
     };
     let shape = g.shape(*node);
-    if shape.rank() != 2
+    if shape.rank() < 2
         || l.domain != *shape
         || !l.reductions.is_empty()
         || !l.reduce_axes.is_empty()
@@ -88,6 +88,27 @@ fn candidate(
     {
         return None;
     }
+    // The loop's views over C's shape as the GEMM's matrices: its row-major
+    // views (C as read, the output) and the bias row as `[rows, n]` views.
+    let rank = shape.rank();
+    let as_matrix = |v: &super::View| -> Option<super::View> {
+        if rank == 2 {
+            return Some(v.clone());
+        }
+        let zero_lead = v.strides[..rank - 1].iter().all(|s| s.is_zero());
+        let strides = if v.is_row_major(shape) {
+            vec![v.strides[rank - 2], v.strides[rank - 1]]
+        } else if zero_lead {
+            vec![v.strides[0], v.strides[rank - 1]]
+        } else {
+            return None;
+        };
+        Some(super::View {
+            buf: v.buf,
+            offset: v.offset,
+            strides,
+        })
+    };
     if !matches!(buffers[c.buf.0 as usize].loc, Loc::Scratch { .. }) || pinned.contains(&c.buf) {
         return None;
     }
@@ -95,14 +116,18 @@ fn candidate(
     let mut reads_c = false;
     let mut bias = None;
     for (n, s) in &l.sources {
-        match s {
-            Source::Load(v, DType::F32) if n == node && v == c => reads_c = true,
-            Source::Load(v, DType::F32)
-                if bias.is_none() && v.strides.len() == 2 && v.strides[0].is_zero() =>
-            {
-                bias = Some((*n, v.clone()));
-            }
-            _ => return None,
+        let Source::Load(v, DType::F32) = s else {
+            return None;
+        };
+        let Some(v) = as_matrix(v) else {
+            return None;
+        };
+        if n == node && v == *c {
+            reads_c = true;
+        } else if bias.is_none() && v.strides[0].is_zero() {
+            bias = Some((*n, v));
+        } else {
+            return None;
         }
     }
     if !reads_c {
@@ -122,9 +147,10 @@ fn candidate(
         _ => return None,
     };
     let (stored, out) = &l.stores[0];
-    if *stored != last || out.strides.len() != 2 {
+    if *stored != last || out.strides.len() != rank {
         return None;
     }
+    let out = &as_matrix(out)?;
     let bias_buf = bias.as_ref().map(|(_, v)| v.buf);
     if [a.buf, b.buf, c.buf].contains(&out.buf) || bias_buf == Some(out.buf) {
         return None;
