@@ -56,12 +56,12 @@
 //! - `math`: f32 `exp`, `tanh`, `σ`: the compiled step's algorithms.
 //! - `pass`: a pointwise pass and the vector ISA it is compiled for.
 //! - `frame`: the addressing of one call (rows, lengths, tape slots).
-//! - `forward`, `backward`: the two time loops.
+//! - `forward_loop`, `backward_loop`: the two time loops.
 
 use std::ops::Range;
 
-mod backward;
-mod forward;
+mod backward_loop;
+mod forward_loop;
 mod frame;
 mod math;
 mod pass;
@@ -69,8 +69,8 @@ mod real;
 #[cfg(test)]
 mod tests;
 
-pub use backward::backward;
-pub use forward::forward;
+pub use backward_loop::backward;
+pub use forward_loop::forward;
 pub use real::Real;
 
 /// A cell's nonlinearity (`activation`; the gates always use `σ`).

@@ -11,8 +11,8 @@ mod reference;
 
 use std::ops::Range;
 
-use super::backward::backward_with;
-use super::forward::forward_with;
+use super::backward_loop::backward_with;
+use super::forward_loop::forward_with;
 use super::{Activation, Backward, Cell, CellKind, Forward, Real};
 use crate::prng::SplitMix64;
 use crate::sgemm::Isa;

@@ -354,7 +354,7 @@ impl<R: Real> Step<'_, '_, R> {
 
 /// TF's `clip_by_value(x, -clip, clip)`; NaN passes.
 #[inline(always)]
-pub(super) fn clip_value<R: Real>(x: R, clip: R) -> R {
+fn clip_value<R: Real>(x: R, clip: R) -> R {
     if x > clip {
         clip
     } else if x < -clip {
