@@ -194,10 +194,10 @@ impl<R: Real> Grads<'_, '_, R> {
     /// Step `t`, backwards.
     unsafe fn step(&self, t: usize) {
         let f = self.f;
-        let (act, all) = unsafe { f.active_rows(t) };
+        let (active, all) = unsafe { f.active_rows(t) };
         let (gl, s, h) = (self.gl, self.stride(), f.h);
-        // SAFETY: with active rows, `act.start` is one of them.
-        let at = |field: usize, slot: usize| unsafe { self.slot(act.start, slot).add(field) };
+        // SAFETY: with active rows, `active.start` is one of them.
+        let at = |field: usize, slot: usize| unsafe { self.slot(active.start, slot).add(field) };
         // Where `dh_{t-1}`'s GEMM goes: the carry when every row is active.
         let target = |scratch: usize| {
             if all {
@@ -206,7 +206,7 @@ impl<R: Real> Grads<'_, '_, R> {
                 at(scratch, t + 1)
             }
         };
-        let gemm = !act.is_empty();
+        let gemm = !active.is_empty();
         let wh_t = (1, f.g);
         // SAFETY: the GEMMs read the active rows' fields of slot t + 1 and
         // write their scratch (or carry, in slot 0), and the weights.
@@ -216,7 +216,7 @@ impl<R: Real> Grads<'_, '_, R> {
                     self.pass(t, all, Which::BasicDz);
                     if gemm {
                         let (dz, dh) = (at(gl.dz, t + 1), target(self.prev));
-                        f.gemm(&act, f.g, f.p, dz, s, f.f.wh, wh_t, false, dh, s);
+                        f.gemm(&active, f.g, f.p, dz, s, f.f.wh, wh_t, false, dh, s);
                     }
                 }
                 CellKind::Lstm => {
@@ -224,13 +224,13 @@ impl<R: Real> Grads<'_, '_, R> {
                         self.pass(t, all, Which::LstmDproj);
                         if gemm {
                             let (dp, dm) = (at(dproj, t + 1), at(self.mid, t + 1));
-                            f.gemm(&act, f.p, h, dp, s, f.f.proj, (1, f.p), false, dm, s);
+                            f.gemm(&active, f.p, h, dp, s, f.f.proj, (1, f.p), false, dm, s);
                         }
                     }
                     self.pass(t, all, Which::LstmDz);
                     if gemm {
                         let (dz, dh) = (at(gl.dz, t + 1), target(self.prev));
-                        f.gemm(&act, f.g, f.p, dz, s, f.f.wh, wh_t, false, dh, s);
+                        f.gemm(&active, f.g, f.p, dz, s, f.f.wh, wh_t, false, dh, s);
                     }
                 }
                 CellKind::Gru => {
@@ -238,14 +238,14 @@ impl<R: Real> Grads<'_, '_, R> {
                     if gemm {
                         let (dc, drh) = (at(gl.dz + 2 * h, t + 1), at(self.mid, t + 1));
                         let wc = f.f.wh.add(2 * h);
-                        f.gemm(&act, h, h, dc, s, wc, wh_t, false, drh, s);
+                        f.gemm(&active, h, h, dc, s, wc, wh_t, false, drh, s);
                     }
                     self.pass(t, all, Which::GruDzR);
                     // Adds to what `GruDzR` left: the carry, or the scratch
                     // the first GEMM wrote for every row it adds to.
                     if gemm {
                         let (dz, dh) = (at(gl.dz, t + 1), target(self.mid));
-                        f.gemm(&act, 2 * h, h, dz, s, f.f.wh, wh_t, true, dh, s);
+                        f.gemm(&active, 2 * h, h, dz, s, f.f.wh, wh_t, true, dh, s);
                     }
                 }
             }

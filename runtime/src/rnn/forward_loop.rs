@@ -117,34 +117,34 @@ impl<R: Real> Pass for Step<'_, '_, R> {
 /// As for [`forward`].
 unsafe fn step<R: Real>(f: &Frame<R>, t: usize) {
     // SAFETY: the caller's contract.
-    let (act, all) = unsafe { f.active_rows(t) };
+    let (active, all) = unsafe { f.active_rows(t) };
     // SAFETY: the passes address the call's rows.
     let pass = |pass| unsafe { run(f.isa, &Step { f, t, pass }) };
     let (lay, s, h) = (f.lay, f.stride(), f.h);
-    // SAFETY: with active rows, `act.start` is one of them; the GEMMs read
+    // SAFETY: with active rows, `active.start` is one of them; the GEMMs read
     // and write the active rows' fields of slots t and t + 1 (distinct
     // fields or slots) and the weights.
-    let at = |field: usize, slot: usize| unsafe { f.slot(act.start, slot).add(field) };
-    let gemm = !act.is_empty();
+    let at = |field: usize, slot: usize| unsafe { f.slot(active.start, slot).add(field) };
+    let gemm = !active.is_empty();
     unsafe {
         match f.kind {
             CellKind::Basic => {
                 if gemm {
                     let (h_prev, z) = (at(lay.h, t), at(lay.h, t + 1));
-                    f.gemm(&act, f.p, f.g, h_prev, s, f.f.wh, (f.g, 1), false, z, s);
+                    f.gemm(&active, f.p, f.g, h_prev, s, f.f.wh, (f.g, 1), false, z, s);
                 }
                 pass(Which::Basic);
             }
             CellKind::Lstm => {
                 if gemm {
                     let (h_prev, z) = (at(lay.h, t), at(lay.gates.unwrap_or(0), t + 1));
-                    f.gemm(&act, f.p, f.g, h_prev, s, f.f.wh, (f.g, 1), false, z, s);
+                    f.gemm(&active, f.p, f.g, h_prev, s, f.f.wh, (f.g, 1), false, z, s);
                 }
                 pass(Which::Lstm);
                 if let Some(m) = lay.m {
                     if gemm {
                         let (m, out) = (at(m, t + 1), at(lay.h, t + 1));
-                        f.gemm(&act, h, f.p, m, s, f.f.proj, (f.p, 1), false, out, s);
+                        f.gemm(&active, h, f.p, m, s, f.f.proj, (f.p, 1), false, out, s);
                     }
                     if f.proj_clip.is_some() || !all {
                         pass(Which::LstmProj);
@@ -155,13 +155,24 @@ unsafe fn step<R: Real>(f: &Frame<R>, t: usize) {
                 let gates = lay.gates.unwrap_or(0);
                 if gemm {
                     let (h_prev, ru) = (at(lay.h, t), at(gates, t + 1));
-                    f.gemm(&act, f.p, 2 * h, h_prev, s, f.f.wh, (f.g, 1), false, ru, s);
+                    f.gemm(
+                        &active,
+                        f.p,
+                        2 * h,
+                        h_prev,
+                        s,
+                        f.f.wh,
+                        (f.g, 1),
+                        false,
+                        ru,
+                        s,
+                    );
                 }
                 pass(Which::GruGates);
                 if gemm {
                     let (rh, cand) = (at(lay.rh.unwrap_or(0), t + 1), at(gates + 2 * h, t + 1));
                     let wc = f.f.wh.add(2 * h);
-                    f.gemm(&act, h, h, rh, s, wc, (f.g, 1), false, cand, s);
+                    f.gemm(&active, h, h, rh, s, wc, (f.g, 1), false, cand, s);
                 }
                 pass(Which::GruCand);
             }
