@@ -469,6 +469,7 @@ mod tests {
             key: "city".into(),
             hash_bucket_size: size,
             dtype: KeyDType::String,
+            values: Default::default(),
         };
         let crossed = CategoricalColumn::Crossed {
             keys: vec![
@@ -491,6 +492,7 @@ mod tests {
                 vocabulary_file: None,
                 num_oov_buckets: 0,
                 default_value: -1,
+                values: Default::default(),
             }),
             weight_feature_key: "tag_w".into(),
         };
@@ -498,6 +500,7 @@ mod tests {
             key: "id".into(),
             num_buckets: 5,
             default_value: None,
+            values: Default::default(),
         };
         let ids = |c: &CategoricalColumn| FeatureInput::Ids {
             column: c.clone(),

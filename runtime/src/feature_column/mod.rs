@@ -23,6 +23,11 @@
 //!   it and its sparse updates touch no row for it (TF never touches a row
 //!   that no id names). TF's SparseTensor of a row is the slots whose id is
 //!   not [`PADDING_ID`], in slot order.
+//! - a base categorical column with `sep` ([`KeyValues`]) splits a CSV
+//!   cell into its values as `tf.strings.split` does (module `split`), and
+//!   with `on_overflow = "truncate"` keeps the first `max_values` of them
+//!   (a CSV cell's pieces or an Example feature's list); the values are
+//!   then TF's SparseTensor, as an Example feature's list is;
 //! - a string label is one i32 input `[B]` of class ids
 //!   ([`FeatureInput::LabelVocabulary`]).
 //! - a sequence column (`sequence_*`, TF's `SequenceCategoricalColumn` and
@@ -47,11 +52,13 @@ use crate::data::NormExpr;
 pub mod describe;
 mod parse_spec;
 pub(crate) mod raw;
+pub mod split;
 pub mod transform;
 pub mod vocabulary;
 
 pub use describe::describe_input;
 pub use parse_spec::{make_parse_example_spec, tf_repr};
+pub use split::{KeyValues, Sep};
 pub use transform::{
     CategoricalOutput, CategoricalTransform, DenseTransform, LabelVocabularyTransform,
     SequenceDenseTransform, SequenceLengthTransform,
@@ -122,7 +129,9 @@ pub enum CrossKey {
     Column(Box<CategoricalColumn>),
 }
 
-/// A categorical column: ids in `[0, num_buckets)` per example.
+/// A categorical column: ids in `[0, num_buckets)` per example. The base
+/// columns (hash bucket, identity, vocabulary) also say how they read their
+/// key ([`KeyValues`]: `sep`, `on_overflow`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum CategoricalColumn {
     /// `categorical_column_with_hash_bucket(key, hash_bucket_size, dtype)`:
@@ -132,6 +141,7 @@ pub enum CategoricalColumn {
         key: String,
         hash_bucket_size: NonZeroU64,
         dtype: KeyDType,
+        values: KeyValues,
     },
     /// `categorical_column_with_identity(key, num_buckets, default_value)`:
     /// the int64 value is the id; out of range: `default_value`, or passed
@@ -140,6 +150,7 @@ pub enum CategoricalColumn {
         key: String,
         num_buckets: u64,
         default_value: Option<i64>,
+        values: KeyValues,
     },
     /// `categorical_column_with_vocabulary_list(key, vocabulary_list, dtype,
     /// default_value, num_oov_buckets)` and `..._with_vocabulary_file`
@@ -152,6 +163,7 @@ pub enum CategoricalColumn {
         vocabulary_file: Option<String>,
         num_oov_buckets: u64,
         default_value: i64,
+        values: KeyValues,
     },
     /// `bucketized_column(source_column, boundaries)`: for a source of shape
     /// k, k ids: value j of an example falls in bucket b, id `j * (n + 1) + b`.

@@ -289,6 +289,7 @@ mod tests {
                 key: "x".into(),
                 num_buckets: 3,
                 default_value: None,
+                values: Default::default(),
             },
             max_values: 1,
             check_range: false,
