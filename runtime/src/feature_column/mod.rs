@@ -275,6 +275,24 @@ impl FeatureInput {
     }
 }
 
+impl FeatureInput {
+    /// Each raw key the input reads with the `sep` a CSV cell of it is
+    /// split by (see [`CategoricalColumn::key_seps`]; numeric keys `None`).
+    pub fn key_seps(&self) -> Vec<(String, Option<Sep>)> {
+        let mut out = Vec::new();
+        match self {
+            FeatureInput::Ids { column, .. }
+            | FeatureInput::Weights { column, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Categorical(column),
+                ..
+            } => column.key_seps(&mut out),
+            other => out.extend(other.raw_keys().into_iter().map(|k| (k, None))),
+        }
+        out
+    }
+}
+
 impl CrossKey {
     /// The name TF sorts and joins a cross's keys by.
     pub fn name(&self) -> String {
@@ -333,6 +351,35 @@ impl CategoricalColumn {
             } => {
                 categorical.raw_keys(keys);
                 add(keys, weight_feature_key);
+            }
+        }
+    }
+
+    /// Appends each raw key the column reads with the `sep` it splits a
+    /// CSV cell of it by (`None`: a cell is one value), in the order of
+    /// [`CategoricalColumn::raw_keys`] (a key may come twice).
+    pub fn key_seps(&self, out: &mut Vec<(String, Option<Sep>)>) {
+        match self {
+            CategoricalColumn::HashBucket { key, values, .. }
+            | CategoricalColumn::Identity { key, values, .. }
+            | CategoricalColumn::Vocabulary { key, values, .. } => {
+                out.push((key.clone(), values.sep.clone()))
+            }
+            CategoricalColumn::Bucketized { source, .. } => out.push((source.key.clone(), None)),
+            CategoricalColumn::Crossed { keys, .. } => {
+                for k in keys {
+                    match k {
+                        CrossKey::Raw { key, .. } => out.push((key.clone(), None)),
+                        CrossKey::Column(c) => c.key_seps(out),
+                    }
+                }
+            }
+            CategoricalColumn::Weighted {
+                categorical,
+                weight_feature_key,
+            } => {
+                categorical.key_seps(out);
+                out.push((weight_feature_key.clone(), None));
             }
         }
     }
