@@ -30,6 +30,7 @@ fn raw(key: &str) -> CrossKey {
     CrossKey::Raw {
         key: key.into(),
         dtype: KeyDType::String,
+        sep: None,
     }
 }
 

@@ -564,6 +564,7 @@ mod tests {
                 CrossKey::Raw {
                     key: "ad".into(),
                     dtype: KeyDType::Int64,
+                    sep: None,
                 },
                 CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
                     source: numeric("age"),

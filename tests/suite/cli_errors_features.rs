@@ -35,6 +35,7 @@ fn feature_columns_check() {
          genres = sequence_categorical_column_with_vocabulary_list(g, [\"a\"], sep = \"|\", \
          max_values = 4)\n  \
          ids = categorical_column_with_identity(ids, 10, sep = \";\", on_overflow = \"error\")\n  \
+         c = crossed_column([string(text, sep = whitespace), ids], 10, max_values = 30)\n  \
          deep = input_layer(embedding_column(city, dimension = 4), numeric_column(x0))\n",
     )
     .replace("relu(x @ W1 + b1)", "relu(deep @ W1 + b1)")
@@ -222,4 +223,12 @@ case!(
          on_overflow = \"truncated\")\n"
     ),
     "unknown-choice"
+);
+case!(
+    cross_of_a_split_key_without_max_values,
+    with_features(
+        "  g = categorical_column_with_vocabulary_list(g, [\"a\", \"b\"], sep = \"|\", max_values = 2)\n  \
+         c = crossed_column([string(text, sep = whitespace), g], hash_bucket_size = 10)\n"
+    ),
+    "missing-argument"
 );

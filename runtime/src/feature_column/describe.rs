@@ -155,7 +155,9 @@ fn categorical(c: &CategoricalColumn) -> Value {
         } => json!({
             "type": "crossed_column",
             "keys": keys.iter().map(|k| match k {
-                CrossKey::Raw { key, dtype: d } => json!({ "key": key, "dtype": dtype(*d) }),
+                CrossKey::Raw { key, dtype: d, sep } => {
+                    json!({ "key": key, "dtype": dtype(*d), "split": split(sep) })
+                }
                 CrossKey::Column(c) => categorical(c),
             }).collect::<Vec<_>>(),
             "hash_bucket_size": hash_bucket_size.get(),
@@ -178,14 +180,7 @@ fn categorical(c: &CategoricalColumn) -> Value {
 /// `on_overflow` (`"error"` or `"truncate"` to `max_values`).
 fn with_values(mut column: Value, values: &KeyValues) -> Value {
     if let Value::Object(o) = &mut column {
-        o.insert(
-            "split".into(),
-            match &values.sep {
-                None => Value::Null,
-                Some(Sep::Whitespace) => json!({ "sep": null }),
-                Some(Sep::Delimiter(d)) => json!({ "sep": text(d) }),
-            },
-        );
+        o.insert("split".into(), split(&values.sep));
         o.insert(
             "on_overflow".into(),
             json!(if values.truncate.is_some() {
@@ -196,6 +191,16 @@ fn with_values(mut column: Value, values: &KeyValues) -> Value {
         );
     }
     column
+}
+
+/// The `tf.strings.split` a CSV cell of a key goes through (see
+/// [`with_values`]).
+fn split(sep: &Option<Sep>) -> Value {
+    match sep {
+        None => Value::Null,
+        Some(Sep::Whitespace) => json!({ "sep": null }),
+        Some(Sep::Delimiter(d)) => json!({ "sep": text(d) }),
+    }
 }
 
 /// UTF-8 text as a string, other bytes as an array of numbers.
@@ -218,6 +223,7 @@ mod tests {
                 CrossKey::Raw {
                     key: "a".into(),
                     dtype: KeyDType::String,
+                    sep: None,
                 },
                 CrossKey::Column(Box::new(CategoricalColumn::Identity {
                     key: "b".into(),

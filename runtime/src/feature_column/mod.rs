@@ -123,8 +123,13 @@ impl Vocabulary {
 #[derive(Clone, Debug, PartialEq)]
 pub enum CrossKey {
     /// A raw feature key (TF: a string key): strings cross as their
-    /// Fingerprint64, int64 values raw.
-    Raw { key: String, dtype: KeyDType },
+    /// Fingerprint64, int64 values raw; with `sep`, a CSV cell's pieces
+    /// (`tf.strings.split`) are its values, a SparseTensor's.
+    Raw {
+        key: String,
+        dtype: KeyDType,
+        sep: Option<Sep>,
+    },
     /// A categorical column (TF: a column object): its ids cross raw.
     Column(Box<CategoricalColumn>),
 }
@@ -369,7 +374,7 @@ impl CategoricalColumn {
             CategoricalColumn::Crossed { keys, .. } => {
                 for k in keys {
                     match k {
-                        CrossKey::Raw { key, .. } => out.push((key.clone(), None)),
+                        CrossKey::Raw { key, sep, .. } => out.push((key.clone(), sep.clone())),
                         CrossKey::Column(c) => c.key_seps(out),
                     }
                 }

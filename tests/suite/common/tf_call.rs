@@ -388,6 +388,7 @@ pub fn categorical_column(v: &Py, raw_dtype: &dyn Fn(&str) -> KeyDType) -> Categ
                     Py::Str(s) => CrossKey::Raw {
                         key: s.clone(),
                         dtype: raw_dtype(s),
+                        sep: None,
                     },
                     c => CrossKey::Column(Box::new(categorical_column(c, raw_dtype))),
                 })

@@ -168,9 +168,13 @@ impl Plan {
                 let leaves: Vec<Leaf> = flat
                     .into_iter()
                     .map(|k| match k {
-                        CrossKey::Raw { key, dtype } => Leaf::Raw {
+                        CrossKey::Raw { key, dtype, sep } => Leaf::Raw {
                             col: key_index(keys, key),
                             dtype: *dtype,
+                            values: KeyValues {
+                                sep: sep.clone(),
+                                truncate: None,
+                            },
                         },
                         CrossKey::Column(c) => Leaf::Column {
                             plan: Plan::build(c, keys),

@@ -219,6 +219,7 @@ fn a_cross_of_a_split_column_takes_every_combination() {
             CrossKey::Raw {
                 key: "sex".into(),
                 dtype: KeyDType::String,
+                sep: None,
             },
             CrossKey::Column(Box::new(words(100, values))),
         ],
@@ -288,4 +289,42 @@ fn a_sequence_of_pieces_has_their_count_as_its_length() {
     assert!(e
         .1
         .starts_with("`text` has 3 values, more than max_values = 2"));
+}
+
+/// A raw cross key split by `sep` crosses the cell's pieces: a
+/// SparseTensor, so before a whole text cell (dense) whatever the keys'
+/// order, and nothing for an empty cell.
+#[test]
+fn a_raw_cross_key_split_by_sep_crosses_its_pieces_first() {
+    let size = NonZeroU64::new(1000).unwrap();
+    let c = CategoricalColumn::Crossed {
+        keys: vec![
+            CrossKey::Raw {
+                key: "sex".into(),
+                dtype: KeyDType::String,
+                sep: None,
+            },
+            CrossKey::Raw {
+                key: "text".into(),
+                dtype: KeyDType::String,
+                sep: Some(bar()),
+            },
+        ],
+        hash_bucket_size: size,
+        hash_key: None,
+    };
+    let cells: [&[u8]; 4] = [b"f", b"a||b", b"m", b""];
+    let fp = |s: &str| hash::fingerprint64(s.as_bytes());
+    let mut want = Vec::new();
+    hash::cross_row(
+        &[&[fp("a"), fp(""), fp("b")], &[fp("f")]],
+        0,
+        size,
+        &mut want,
+    );
+    let p = PADDING_ID;
+    let want: Vec<i32> = want.iter().map(|&x| x as i32).chain([p, p, p]).collect();
+    let (ids, weights) = run(&c, 3, &cells);
+    assert_eq!(ids, want);
+    assert_eq!(weights, [1., 1., 1., 0., 0., 0.]);
 }

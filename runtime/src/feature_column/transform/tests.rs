@@ -167,6 +167,7 @@ fn cross_takes_column_ids_before_raw_text_keys() {
             CrossKey::Raw {
                 key: "city".into(),
                 dtype: KeyDType::String,
+                sep: None,
             },
             CrossKey::Column(Box::new(bucketized)),
         ],
