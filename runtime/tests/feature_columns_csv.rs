@@ -28,6 +28,7 @@ fn city() -> CategoricalColumn {
         key: "city".into(),
         hash_bucket_size: NonZeroU64::new(10).unwrap(),
         dtype: KeyDType::String,
+        values: Default::default(),
     }
 }
 
@@ -37,6 +38,7 @@ fn weighted_ids() -> CategoricalColumn {
             key: "ids".into(),
             num_buckets: 5,
             default_value: None,
+            values: Default::default(),
         }),
         weight_feature_key: "w".into(),
     }

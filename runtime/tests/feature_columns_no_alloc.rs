@@ -1,7 +1,8 @@
 //! The feature-column transforms allocate nothing per row: after one
 //! warm-up chunk, a counting global allocator sees no allocation while the
 //! ids and weights of 8 hashed columns, 2 crosses (one of a bucketized
-//! column), a vocabulary column and a weighted column, and a numeric column,
+//! column), a vocabulary column and a weighted column, columns whose cells
+//! are split by `sep` (whole, truncated, crossed), and a numeric column,
 //! are computed over chunks of CSV text cells (workload W5's shape).
 //!
 //! Only the test's own thread is counted; it is the only test in this binary.
@@ -10,8 +11,8 @@ use std::num::NonZeroU64;
 
 use specc_runtime::data::columns::{CellRows, ColumnTransform, ValuesMut};
 use specc_runtime::feature_column::{
-    transform::transform_for, CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn,
-    Vocabulary,
+    transform::transform_for, CategoricalColumn, CrossKey, FeatureInput, KeyDType, KeyValues,
+    NumericColumn, Sep, Vocabulary,
 };
 
 use specc_testkit::alloc::thread_allocations as allocations;
@@ -21,6 +22,7 @@ fn hashed(key: &str) -> CategoricalColumn {
         key: key.into(),
         hash_bucket_size: NonZeroU64::new(1000).unwrap(),
         dtype: KeyDType::String,
+        values: Default::default(),
     }
 }
 
@@ -28,6 +30,7 @@ fn raw(key: &str) -> CrossKey {
     CrossKey::Raw {
         key: key.into(),
         dtype: KeyDType::String,
+        sep: None,
     }
 }
 
@@ -67,22 +70,49 @@ fn transforms_allocate_nothing_per_row() {
         vocabulary_file: None,
         num_oov_buckets: 3,
         default_value: -1,
+        values: Default::default(),
     });
     columns.push(CategoricalColumn::Weighted {
         categorical: Box::new(hashed("c4")),
         weight_feature_key: "w".into(),
     });
+    let mut columns: Vec<(CategoricalColumn, usize)> =
+        columns.into_iter().map(|c| (c, 1)).collect();
+    // A cell split by `sep = "_"` (`value5_17`: two pieces), truncated to
+    // one piece, and crossed with a raw key.
+    let split = |truncate| CategoricalColumn::HashBucket {
+        key: "c5".into(),
+        hash_bucket_size: NonZeroU64::new(1000).unwrap(),
+        dtype: KeyDType::String,
+        values: KeyValues {
+            sep: Some(Sep::Delimiter(b"_".to_vec())),
+            truncate,
+        },
+    };
+    // Before the weighted column, whose weights stay last (checked below).
+    let weighted = columns.pop().unwrap();
+    columns.push((split(None), 2));
+    columns.push((split(Some(1)), 1));
+    columns.push((
+        CategoricalColumn::Crossed {
+            keys: vec![raw("c6"), CrossKey::Column(Box::new(split(None)))],
+            hash_bucket_size: NonZeroU64::new(10_000).unwrap(),
+            hash_key: None,
+        },
+        2,
+    ));
+    columns.push(weighted);
     let mut inputs: Vec<FeatureInput> = vec![FeatureInput::Dense(price)];
-    for c in columns {
+    for (c, max_values) in columns {
         inputs.push(FeatureInput::Ids {
             column: c.clone(),
-            max_values: 1,
+            max_values,
             check_range: true,
             prune_nonpositive_weights: false,
         });
         inputs.push(FeatureInput::Weights {
             column: c,
-            max_values: 1,
+            max_values,
         });
     }
     let mut transforms: Vec<(Box<dyn ColumnTransform>, Vec<usize>)> = inputs
@@ -118,8 +148,8 @@ fn transforms_allocate_nothing_per_row() {
             v
         })
         .collect();
-    let mut f32_out = vec![0f32; rows];
-    let mut i32_out = vec![0i32; rows];
+    let mut f32_out = vec![0f32; rows * 2];
+    let mut i32_out = vec![0i32; rows * 2];
     let mut run = |transforms: &mut Vec<(Box<dyn ColumnTransform>, Vec<usize>)>| {
         for ((t, idx), c) in transforms.iter_mut().zip(cells.iter_mut()) {
             let cells = CellRows::text(c, idx.len());
@@ -138,5 +168,5 @@ fn transforms_allocate_nothing_per_row() {
     let after = allocations();
     assert_eq!(after - before, 0, "allocations while transforming");
     // The run did real work: the weights of the weighted column are 1.5.
-    assert!(f32_out.iter().all(|&w| w == 1.5));
+    assert!(f32_out[..rows].iter().all(|&w| w == 1.5));
 }

@@ -20,9 +20,15 @@
 //! reads its key (`data::text::TextRule`: a numeric column of shape k
 //! gives k floats, a class id may be written `2.0`); the Example is
 //! encoded by the runtime's one encoder (`io::example::encode_example_into`).
+//! A key a column splits by `sep` is written as the cell's pieces (a
+//! `bytes_list`, or an `int64_list` of the parsed pieces: the values the
+//! column reads from the CSV cell), since a column never splits an Example
+//! feature; so the TFRecord file reads as the CSV file does.
 //! TFRecord → CSV: a header of the keys, one row per Example; a feature
 //! absent or empty is an empty cell; a feature with more than one value is
-//! an error (a CSV cell holds one value). Strings are quoted when they hold
+//! an error (a CSV cell holds one value), unless its key is split by `sep`:
+//! then its values are joined by the separator (a space for `whitespace`),
+//! an error if they would not split back into the same values. Strings are quoted when they hold
 //! the delimiter, a quote or a line break.
 //!
 //! Invariants: both directions stream (one row or record in memory at a
@@ -39,7 +45,7 @@ use specc_compiler::model::Model;
 use specc_runtime::data::csv_file::{wrong_field_count, ByteRecord, CsvFile};
 use specc_runtime::data::text::{TextRule, TextValues};
 use specc_runtime::data::{DataError, InputKind, InputSpec};
-use specc_runtime::feature_column::{make_parse_example_spec, FeatureInput};
+use specc_runtime::feature_column::{make_parse_example_spec, FeatureInput, Sep};
 use specc_runtime::io::atomic::{write_atomic, AtomicFile};
 use specc_runtime::io::example::FeatureSpec;
 use specc_runtime::io::example::{encode_example_into, DType, Example, Feature, FeatureRef};
@@ -49,38 +55,57 @@ use super::report;
 use crate::Failure;
 use specc::spec::read_spec;
 
-/// One raw feature key of the parse spec: its type, and the rule a CSV
-/// cell of it is read by (that of the first input that reads it).
+/// One raw feature key of the parse spec: its type, the rule a CSV cell
+/// of it is read by (that of the first input that reads it), and the `sep`
+/// its columns split a cell by (the Example then holds the pieces).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseKey {
     pub key: String,
     pub dtype: DType,
     pub rule: TextRule,
+    pub sep: Option<Sep>,
+}
+
+/// How a spec writes a key's `sep` in a message.
+fn sep_text(sep: &Option<Sep>) -> String {
+    match sep {
+        None => "whole (no sep)".to_string(),
+        Some(s) => format!("split by sep = {}", s.spec_text()),
+    }
 }
 
 /// The keys a model's inputs read, in the order the inputs first name them,
-/// each once. A key read as two types is an error.
+/// each once. A key read as two types, or split by two `sep`s (or split
+/// and whole), is an error: an Example holds one list for it.
 ///
 /// This is the `make_parse_example_spec` of the inputs (every key one value,
 /// `FixedLenFeature([1])`-like); a multi-valued column's keys are the same.
 pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
     let mut keys: Vec<ParseKey> = Vec::new();
-    let mut add = |key: &str, dtype: DType, rule: TextRule| -> Result<(), String> {
-        match keys.iter().find(|k| k.key == key) {
-            Some(k) if k.dtype != dtype => Err(format!(
-                "the spec reads the feature '{key}' both as {} and as {}",
-                k.dtype.tf_name(),
-                dtype.tf_name()
-            )),
-            Some(_) => Ok(()),
-            None => {
-                keys.push(ParseKey {
-                    key: key.to_string(),
-                    dtype,
-                    rule,
-                });
-                Ok(())
-            }
+    let mut add = |key: &str, dtype: DType, rule: TextRule, sep: Option<Sep>| match keys
+        .iter()
+        .find(|k| k.key == key)
+    {
+        Some(k) if k.dtype != dtype => Err(format!(
+            "the spec reads the feature '{key}' both as {} and as {}",
+            k.dtype.tf_name(),
+            dtype.tf_name()
+        )),
+        Some(k) if k.sep != sep => Err(format!(
+            "the spec reads the feature '{key}' both {} and {}: \
+                 a tf.train.Example holds one list of its values",
+            sep_text(&k.sep),
+            sep_text(&sep)
+        )),
+        Some(_) => Ok(()),
+        None => {
+            keys.push(ParseKey {
+                key: key.to_string(),
+                dtype,
+                rule,
+                sep,
+            });
+            Ok(())
         }
     };
     // Keys in the order of the inputs; a feature column's by TF's parse spec
@@ -94,15 +119,16 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                     InputKind::ClassId { .. } => (DType::Int64, TextRule::ClassId),
                 };
                 for c in &input.columns {
-                    add(c, dtype, rule)?;
+                    add(c, dtype, rule, None)?;
                 }
             }
             Some(FeatureInput::LabelVocabulary { .. }) => {
                 for c in &input.columns {
-                    add(c, DType::String, TextRule::String)?;
+                    add(c, DType::String, TextRule::String, None)?;
                 }
             }
             Some(column) => {
+                let seps = column.key_seps();
                 for (key, spec) in make_parse_example_spec(std::slice::from_ref(column))? {
                     let dtype = match spec {
                         FeatureSpec::FixedLen { dtype, .. }
@@ -115,7 +141,13 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                         DType::Int64 => TextRule::Int64,
                         DType::String => TextRule::String,
                     };
-                    add(&key, dtype, rule)?;
+                    let mut read = seps.iter().filter(|(k, _)| *k == key).peekable();
+                    if read.peek().is_none() {
+                        add(&key, dtype, rule, None)?;
+                    }
+                    for (_, sep) in read {
+                        add(&key, dtype, rule, sep.clone())?;
+                    }
                 }
             }
         }
@@ -218,6 +250,7 @@ fn csv_to_tfrecord(
     order.sort_by(|&a, &b| keys[a].key.as_bytes().cmp(keys[b].key.as_bytes()));
     let mut floats: Vec<Vec<f32>> = vec![Vec::new(); keys.len()];
     let mut ints: Vec<Vec<i64>> = vec![Vec::new(); keys.len()];
+    let mut strings: Vec<Vec<Vec<u8>>> = vec![Vec::new(); keys.len()];
     let mut kinds: Vec<(usize, Kind)> = Vec::with_capacity(keys.len());
     let mut record = ByteRecord::new();
     let mut bytes = Vec::new();
@@ -235,10 +268,11 @@ fn csv_to_tfrecord(
             } else {
                 cell
             };
-            let v = k
-                .rule
-                .read(cell, &mut floats[j], &mut ints[j])
-                .map_err(|e| DataError::at(&file, Some(line), Some(&k.key), e).to_string())?;
+            let v = match &k.sep {
+                None => k.rule.read(cell, &mut floats[j], &mut ints[j]),
+                Some(sep) => k.rule.read_split(cell, sep, &mut strings[j], &mut ints[j]),
+            }
+            .map_err(|e| DataError::at(&file, Some(line), Some(&k.key), e).to_string())?;
             kinds.push((j, Kind::of(v)));
         }
         let features = kinds.iter().filter_map(|&(j, kind)| {
@@ -247,6 +281,7 @@ fn csv_to_tfrecord(
                 Kind::Floats => FeatureRef::Floats(&floats[j]),
                 Kind::Int64s => FeatureRef::Int64s(&ints[j]),
                 Kind::Bytes => FeatureRef::OneBytes(record.get(columns[j]).unwrap_or(b"")),
+                Kind::BytesList => FeatureRef::Bytes(&strings[j]),
             };
             Some((keys[j].key.as_bytes(), f))
         });
@@ -270,6 +305,7 @@ enum Kind {
     Floats,
     Int64s,
     Bytes,
+    BytesList,
 }
 
 impl Kind {
@@ -279,6 +315,7 @@ impl Kind {
             TextValues::Floats => Kind::Floats,
             TextValues::Int64s => Kind::Int64s,
             TextValues::Bytes(_) => Kind::Bytes,
+            TextValues::BytesList => Kind::BytesList,
         }
     }
 }
@@ -361,6 +398,11 @@ fn write_rows(
                 None | Some(Feature::Unset) => continue,
                 Some(f) => f,
             };
+            if let Some(sep) = &k.sep {
+                let cell = joined(f, sep).map_err(|e| at(k, e))?;
+                write_field(w, &cell).map_err(wr)?;
+                continue;
+            }
             if f.len() > 1 {
                 return Err(at(
                     k,
@@ -406,6 +448,52 @@ fn write_rows(
         count += 1;
     }
     Ok(count)
+}
+
+/// The CSV cell of a feature whose key a column splits by `sep`: its
+/// values joined by the delimiter (a space for `whitespace`), checked to
+/// split back into the very same values.
+fn joined(f: &Feature, sep: &Sep) -> Result<Vec<u8>, String> {
+    let glue: &[u8] = match sep {
+        Sep::Whitespace => b" ",
+        Sep::Delimiter(d) => d,
+    };
+    let mut cell = Vec::new();
+    let values: Vec<Vec<u8>> = match f {
+        Feature::BytesList(v) => v.clone(),
+        Feature::Int64List(v) => v.iter().map(|x| x.to_string().into_bytes()).collect(),
+        other => {
+            return Err(format!(
+                "expected a list to join by sep, found a {}",
+                other.kind()
+            ))
+        }
+    };
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            cell.extend_from_slice(glue);
+        }
+        cell.extend_from_slice(v);
+    }
+    let rule = match f {
+        Feature::Int64List(_) => TextRule::Int64,
+        _ => TextRule::String,
+    };
+    let (mut strings, mut ints) = (Vec::new(), Vec::new());
+    rule.read_split(&cell, sep, &mut strings, &mut ints)?;
+    let back: Vec<Vec<u8>> = match f {
+        Feature::Int64List(_) => ints.iter().map(|x| x.to_string().into_bytes()).collect(),
+        _ => strings,
+    };
+    if back != values {
+        return Err(format!(
+            "its {} value(s) do not survive being joined by sep = {} into one CSV cell \
+             (a value holds the separator, or is empty)",
+            values.len(),
+            sep.spec_text()
+        ));
+    }
+    Ok(cell)
 }
 
 #[cfg(test)]
@@ -469,12 +557,14 @@ mod tests {
             key: "city".into(),
             hash_bucket_size: size,
             dtype: KeyDType::String,
+            values: Default::default(),
         };
         let crossed = CategoricalColumn::Crossed {
             keys: vec![
                 CrossKey::Raw {
                     key: "ad".into(),
                     dtype: KeyDType::Int64,
+                    sep: None,
                 },
                 CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
                     source: numeric("age"),
@@ -491,6 +581,7 @@ mod tests {
                 vocabulary_file: None,
                 num_oov_buckets: 0,
                 default_value: -1,
+                values: Default::default(),
             }),
             weight_feature_key: "tag_w".into(),
         };
@@ -498,6 +589,7 @@ mod tests {
             key: "id".into(),
             num_buckets: 5,
             default_value: None,
+            values: Default::default(),
         };
         let ids = |c: &CategoricalColumn| FeatureInput::Ids {
             column: c.clone(),

@@ -4,7 +4,8 @@
 //! values all from the JSON); a multi-valued feature is refused naming the
 //! first record that has one. specc's conversions round-trip (plain, GZIP,
 //! ZLIB), leave missing cells out of the Example, and bad rows are errors
-//! naming the file, line and column, with no output left behind.
+//! naming the file, line and column, with no output left behind. A key a
+//! column splits by `sep` converts to the list of its pieces and back.
 
 use crate::cli;
 use crate::common;
@@ -507,4 +508,93 @@ fn a_bad_cell_is_named_at_its_line_by_run_and_by_convert() {
     let (code, _, err) = convert(&d, &["s.spec", "--data", "data.csv", "-o", "o.tfrecord"]);
     assert_eq!(code, 1);
     assert!(err.contains(want), "{err}");
+}
+
+/// A spec whose columns split `text` by whitespace and `g` (int64s) by `|`.
+fn split_spec(text_sep: &str) -> String {
+    format!(
+        "model conv\ndata csv(\"data.csv\")\nlabel y: int\nfeatures {{\n  \
+         words = categorical_column_with_hash_bucket(text, 10, max_values = 4{text_sep})\n  \
+         genres = categorical_column_with_identity(g, 5, sep = \"|\", max_values = 3)\n  \
+         wide = linear_model(words, genres)\n}}\n\
+         loss = mean(sigmoid_cross_entropy(cast(y, float32), reshape(wide, [B])))\n\
+         optimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 2, steps = 1 }}\n"
+    )
+}
+
+/// A key a column splits by `sep` becomes the list of the cell's pieces
+/// (a column never splits an Example feature), and joins back.
+#[test]
+fn split_keys_convert_to_their_pieces_and_back() {
+    let d = dir("split");
+    std::fs::write(
+        d.join("data.csv"),
+        "text,g,y\n\" good  movie\",1| 3,0\n,,1\nbad,4,0\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("s.spec"), split_spec(", sep = whitespace")).unwrap();
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "data.csv", "-o", "out.tfrecord"]);
+    assert_eq!(code, 0, "{err}");
+    let got = read_examples(&d.join("out.tfrecord"), Compression::None).unwrap();
+    let bytes = |v: &[&str]| Feature::BytesList(v.iter().map(|s| s.as_bytes().to_vec()).collect());
+    let want: [&[(&str, Feature)]; 3] = [
+        &[
+            ("text", bytes(&["good", "movie"])),
+            ("g", Feature::Int64List(vec![1, 3])),
+            ("y", i(0)),
+        ],
+        &[("y", i(1))],
+        &[("text", bytes(&["bad"])), ("g", i(4)), ("y", i(0))],
+    ];
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.features.len(), w.len(), "{g:?}");
+        for (k, v) in w {
+            assert_eq!(&g.features[*k], v, "{k}");
+        }
+    }
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "out.tfrecord", "-o", "back.csv"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("back.csv")).unwrap(),
+        "y,g,text\n0,1|3,good movie\n1,,\n0,4,bad\n"
+    );
+    // A value holding the separator cannot be one piece of a cell: the
+    // same text converted whole, then read back split, is refused.
+    std::fs::write(d.join("whole.spec"), split_spec("")).unwrap();
+    let (code, _, err) = convert(
+        &d,
+        &["whole.spec", "--data", "data.csv", "-o", "w.tfrecord"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "w.tfrecord", "-o", "w.csv"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("record 0, feature 'text': its 1 value(s) do not survive being joined by sep = whitespace"),
+        "{err}"
+    );
+}
+
+/// One key read whole by one column and split by another: an Example
+/// holds one list for it, so the conversion is refused naming both.
+#[test]
+fn a_key_read_whole_and_split_is_refused() {
+    let d = dir("split_conflict");
+    std::fs::write(d.join("data.csv"), "text,g,y\na b,1,0\n").unwrap();
+    let spec = split_spec(", sep = whitespace")
+        .replace(
+            "  wide = linear_model(words, genres)",
+            "  title = categorical_column_with_hash_bucket(text, 10)\n  \
+             wide = linear_model(words, genres)\n  whole = linear_model(title)",
+        )
+        .replace("reshape(wide, [B])", "reshape(wide + whole, [B])");
+    std::fs::write(d.join("s.spec"), spec).unwrap();
+    let (code, _, err) = convert(&d, &["s.spec", "--data", "data.csv", "-o", "out.tfrecord"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("reads the feature 'text' both")
+            && err.contains("split by sep = whitespace")
+            && err.contains("whole (no sep)"),
+        "{err}"
+    );
 }

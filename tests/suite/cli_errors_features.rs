@@ -30,6 +30,12 @@ macro_rules! case {
 fn feature_columns_check() {
     let spec = with_features(
         "  city = categorical_column_with_hash_bucket(city, 100, max_values = 2)\n  \
+         words = categorical_column_with_hash_bucket(text, 100, max_values = 3, sep = whitespace, \
+         on_overflow = \"truncate\")\n  \
+         genres = sequence_categorical_column_with_vocabulary_list(g, [\"a\"], sep = \"|\", \
+         max_values = 4)\n  \
+         ids = categorical_column_with_identity(ids, 10, sep = \";\", on_overflow = \"error\")\n  \
+         c = crossed_column([string(text, sep = whitespace), ids], 10, max_values = 30)\n  \
          deep = input_layer(embedding_column(city, dimension = 4), numeric_column(x0))\n",
     )
     .replace("relu(x @ W1 + b1)", "relu(deep @ W1 + b1)")
@@ -179,4 +185,50 @@ case!(
     sequence_length_of_a_non_sequence_layer,
     with_features("  n = sequence_length(x)\n"),
     "argument-type"
+);
+case!(
+    sep_on_a_numeric_column,
+    with_features("  a = numeric_column(x0, sep = whitespace)\n"),
+    "unsupported-argument"
+);
+case!(
+    sep_on_a_cross,
+    with_features(
+        "  words = categorical_column_with_hash_bucket(text, 100, sep = whitespace)\n  \
+         c = crossed_column([words, \"sex\"], hash_bucket_size = 10, sep = \" \")\n"
+    ),
+    "unsupported-argument"
+);
+case!(
+    empty_sep,
+    with_features("  words = categorical_column_with_hash_bucket(text, 100, sep = \"\")\n"),
+    "empty-argument"
+);
+case!(
+    unknown_sep,
+    with_features(
+        "  words = sequence_categorical_column_with_hash_bucket(text, 100, sep = whitespaces)\n"
+    ),
+    "unknown-choice"
+);
+case!(
+    sep_none_is_ambiguous,
+    with_features("  words = categorical_column_with_identity(ids, 10, sep = None)\n"),
+    "unknown-choice"
+);
+case!(
+    unknown_on_overflow,
+    with_features(
+        "  g = categorical_column_with_vocabulary_list(g, [\"a\", \"b\"], sep = \"|\", \
+         on_overflow = \"truncated\")\n"
+    ),
+    "unknown-choice"
+);
+case!(
+    cross_of_a_split_key_without_max_values,
+    with_features(
+        "  g = categorical_column_with_vocabulary_list(g, [\"a\", \"b\"], sep = \"|\", max_values = 2)\n  \
+         c = crossed_column([string(text, sep = whitespace), g], hash_bucket_size = 10)\n"
+    ),
+    "missing-argument"
 );

@@ -4,7 +4,9 @@
 //! their numeric columns alone (`specs/baselines/*_numeric.spec`) in
 //! held-out accuracy and AUC, and `specs/ctr_ftrl.spec` (W5) trains from
 //! hashed strings to a held-out AUC above chance. Each spec runs through the
-//! CLI (`specc run --json`), from its CSV to its metrics.
+//! CLI (`specc run --json`), from its CSV to its metrics. A bag-of-words
+//! spec (`tests/data/bag_of_words.spec`) learns from the words `sep` splits
+//! a sentence into.
 
 use std::path::Path;
 use std::process::Command;
@@ -120,4 +122,34 @@ fn ctr_bench_one_pass_streamed_equals_in_memory() {
     }
     assert_eq!(streamed["heldout_logloss"], in_memory["heldout_logloss"]);
     assert_eq!(streamed["heldout_auc"], in_memory["heldout_auc"]);
+}
+
+/// `tests/data/bag_of_words.spec`: a linear model over the words of a
+/// sentence (`sep = whitespace`) classifies every held-out sentence of
+/// `tests/data/sentences.csv` (each new, its words not); the same model
+/// over whole cells (no `sep`: each sentence one id, in so many buckets
+/// that none collide) has seen none of them and is at chance.
+#[test]
+fn bag_of_words_learns_from_the_words_of_split_sentences() {
+    // TF's AUC (200 thresholds) of a perfect ranking is 1 up to rounding.
+    let (acc, auc) = held_out("tests/data/bag_of_words.spec");
+    assert!(acc == 1.0 && (auc - 1.0).abs() < 1e-6, "{acc} {auc}");
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bag_of_words_whole");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        root.join("tests/data/sentences.csv"),
+        dir.join("sentences.csv"),
+    )
+    .unwrap();
+    let spec = std::fs::read_to_string(root.join("tests/data/bag_of_words.spec")).unwrap();
+    let whole = spec.replace(
+        "hash_bucket(text, 1000, sep = whitespace, max_values = 12)",
+        "hash_bucket(text, 1000000)",
+    );
+    assert_ne!(whole, spec);
+    std::fs::write(dir.join("whole.spec"), whole).unwrap();
+    let (acc, auc) = held_out(dir.join("whole.spec").to_str().unwrap());
+    assert!(acc == 0.5 && (auc - 0.5).abs() < 1e-6, "{acc} {auc}");
 }

@@ -827,6 +827,7 @@ fn hash_bucket_column_on_20_strings() {
             key: key.clone(),
             hash_bucket_size: std::num::NonZeroU64::new(n).expect("positive"),
             dtype: KeyDType::String,
+            values: Default::default(),
         };
         let rows: Vec<Vec<Feature>> = case["strings"]
             .as_array()

@@ -14,7 +14,8 @@
 //!
 //! The inputs are computed by the runtime's transforms
 //! (`feature_column::transform::transform_for`) from `tf.train.Example`
-//! features, so the transforms and the lowering are tested together.
+//! features (or CSV cells split by `sep`), so the transforms and the
+//! lowering are tested together.
 
 use crate::common;
 
@@ -56,26 +57,35 @@ fn program(features: &str, loss: &str, logged: &str) -> Program {
 /// Every input of the model, computed by the runtime's transforms from the
 /// rows' Example features.
 fn dataset(program: &Program, rows: &[Row]) -> Result<Dataset, String> {
+    cells_dataset(program, rows.len(), &|r, k| Cell::Feature(rows[r].get(k)))
+}
+
+/// Every input of the model, computed by the runtime's transforms from the
+/// cells `cell(row, key)` of `n` rows.
+fn cells_dataset<'a>(
+    program: &Program,
+    n: usize,
+    cell: &dyn Fn(usize, &str) -> Cell<'a>,
+) -> Result<Dataset, String> {
     let mut inputs = Vec::new();
     for info in &program.model.inputs {
         let feature = info.spec.feature.as_ref().expect("feature inputs only");
         let mut t = transform_for(feature, &info.spec.columns);
         let keys: Vec<String> = t.columns().to_vec();
-        let cells: Vec<Cell<'_>> = rows
-            .iter()
-            .flat_map(|r| keys.iter().map(|k| Cell::Feature(r.get(k.as_str()))))
+        let cells: Vec<Cell<'_>> = (0..n)
+            .flat_map(|r| keys.iter().map(move |k| cell(r, k.as_str())))
             .collect();
         let cr = CellRows::cells(&cells, keys.len());
         let width = t.width();
         let values = match t.elem() {
             specc_runtime::abi::ElemType::I32 => {
-                let mut v = vec![0i32; rows.len() * width];
+                let mut v = vec![0i32; n * width];
                 t.transform(&cr, ValuesMut::I32(&mut v))
                     .map_err(|e| format!("row {} column {}: {}", e.row, e.column, e.message))?;
                 Values::I32(v)
             }
             _ => {
-                let mut v = vec![0f32; rows.len() * width];
+                let mut v = vec![0f32; n * width];
                 t.transform(&cr, ValuesMut::F32(&mut v))
                     .map_err(|e| format!("row {} column {}: {}", e.row, e.column, e.message))?;
                 Values::F32(v)
@@ -83,23 +93,28 @@ fn dataset(program: &Program, rows: &[Row]) -> Result<Dataset, String> {
         };
         inputs.push(InputData::new(info.spec.name.clone(), width, values));
     }
-    Dataset::from_inputs(rows.len(), inputs).map_err(|e| e.to_string())
+    Dataset::from_inputs(n, inputs).map_err(|e| e.to_string())
 }
 
 /// Runs the summary step on `rows` and returns the logged tensors.
 fn run(program: &Program, rows: &[Row], logged: &[&str]) -> Vec<Vec<f32>> {
     let data = dataset(program, rows).expect("the transforms accept the rows");
+    run_data(program, &data, rows.len(), logged)
+}
+
+/// Runs the summary step on the `n` rows of `data`.
+fn run_data(program: &Program, data: &Dataset, n: usize, logged: &[&str]) -> Vec<Vec<f32>> {
     let mut s = program.session().unwrap();
-    s.bind(&data).unwrap();
-    let all: Vec<u32> = (0..rows.len() as u32).collect();
-    s.gather(&data, &all).unwrap();
+    s.bind(data).unwrap();
+    let all: Vec<u32> = (0..n as u32).collect();
+    s.gather(data, &all).unwrap();
     let step = s
         .function_index(specc_runtime::abi::SUMMARY_STEP)
         .expect("a summary step");
-    s.call(step, rows.len()).unwrap();
+    s.call(step, n).unwrap();
     logged
         .iter()
-        .map(|n| s.output(step, n, rows.len()).expect(n).to_vec())
+        .map(|name| s.output(step, name, n).expect(name).to_vec())
         .collect()
 }
 
@@ -223,6 +238,36 @@ fn sequence_input_layer_concatenates_steps_by_column_name() {
         .vars
         .iter()
         .any(|v| v.name == "sequence_input_layer/words_embedding/embedding_weights"));
+}
+
+/// CSV cells whose words `sep = whitespace` splits (runs of spaces and
+/// tabs, leading and trailing ones) give the steps the Example lists of
+/// `rows()` give.
+#[test]
+fn csv_cells_split_by_sep_give_the_steps_of_example_lists() {
+    let features = format!(
+        "{}  seq = sequence_input_layer(indicator_column(words), temp, \
+         embedding_column(words, dimension = 2, initializer = constant(value = {})))\n  \
+         seq_len = sequence_length(seq)\n",
+        FEATURES.replace(
+            "max_values = 3)\n  temp",
+            "max_values = 3, sep = whitespace)\n  temp"
+        ),
+        table_literal()
+    );
+    assert!(features.contains("sep = whitespace"));
+    let p = program(&features, "reduce_sum(seq)", "seq, seq_len");
+    let text: [[&[u8]; 2]; 3] = [
+        [b"b  zzz", b"1 2 3 4"],
+        [b" a a\tc ", b"0.5 0.5 1 1 2 2"],
+        [b"", b""],
+    ];
+    let data = cells_dataset(&p, 3, &|r, k| Cell::Text(text[r][usize::from(k == "temp")]))
+        .expect("the transforms accept the cells");
+    let got = run_data(&p, &data, 3, &["seq", "seq_len"]);
+    let (want, lengths) = expected_layer(&rows());
+    assert_close("seq", &got[0], &want);
+    assert_eq!(int32(&got[1]), lengths);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! into records and fields; this types one field).
 //!
 //! Owns: [`TextRule`], the rule of each kind of input for a text cell, and
-//! [`TextRule::read`]. `specc run` applies the same rules inside its column
+//! [`TextRule::read`] ([`TextRule::read_split`] for a key a column splits
+//! by its `sep`). `specc run` applies the same rules inside its column
 //! transforms ([`super::columns`] for plain inputs, the feature columns'
 //! raw readers for feature columns); `specc convert` applies them here to
 //! write the values `specc run` would read into a `tf.train.Example`, so a
@@ -18,7 +19,7 @@
 //! `nan`, `inf`), that an id be below the class count.
 
 use super::columns::{check_id, parse_number, read_text_number, Cell};
-use crate::feature_column::raw;
+use crate::feature_column::{raw, KeyValues, Sep};
 
 /// The rule a text cell is read by: the rule of the input that reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,8 @@ pub enum TextValues<'c> {
     Int64s,
     /// One string, the cell itself.
     Bytes(&'c [u8]),
+    /// Strings, in the `strings` buffer given to [`TextRule::read_split`].
+    BytesList,
 }
 
 impl TextRule {
@@ -88,6 +91,42 @@ impl TextRule {
                 }
                 _ => TextValues::Missing,
             },
+        })
+    }
+}
+
+impl TextRule {
+    /// The values of `cell` for a base column with `sep` (only
+    /// [`TextRule::String`] and [`TextRule::Int64`] keys have one): its
+    /// pieces, every one kept (none truncated), as the column's transform
+    /// reads them; strings go to `strings`, int64s to `ints` (cleared
+    /// first). Missing: a cell without pieces (an empty one; a blank one
+    /// for int64s).
+    pub fn read_split(
+        self,
+        cell: &[u8],
+        sep: &Sep,
+        strings: &mut Vec<Vec<u8>>,
+        ints: &mut Vec<i64>,
+    ) -> Result<TextValues<'static>, String> {
+        strings.clear();
+        ints.clear();
+        let values = KeyValues {
+            sep: Some(sep.clone()),
+            truncate: None,
+        };
+        let n = match self {
+            TextRule::Int64 => {
+                raw::each_int(Cell::Text(cell), &values, false, |_, x| ints.push(x))?
+            }
+            _ => raw::each_string(Cell::Text(cell), &values, false, |_, s| {
+                strings.push(s.to_vec())
+            })?,
+        };
+        Ok(match (n, self) {
+            (0, _) => TextValues::Missing,
+            (_, TextRule::Int64) => TextValues::Int64s,
+            _ => TextValues::BytesList,
         })
     }
 }
@@ -157,6 +196,24 @@ mod tests {
         assert!(f[1].is_nan());
         let (_, _, i) = read(TextRule::ClassId, "7").unwrap();
         assert_eq!(i, [7], "the class range is the model's");
+    }
+
+    #[test]
+    fn split_cells_read_as_the_columns_with_sep_do() {
+        let (mut s, mut i) = (Vec::new(), Vec::new());
+        let bar = Sep::Delimiter(b"|".to_vec());
+        let v = TextRule::String.read_split(b"a||b", &bar, &mut s, &mut i);
+        assert_eq!(v, Ok(TextValues::BytesList));
+        assert_eq!(s, [b"a".to_vec(), vec![], b"b".to_vec()]);
+        let v = TextRule::String.read_split(b"", &bar, &mut s, &mut i);
+        assert_eq!((v, s.len()), (Ok(TextValues::Missing), 0));
+        let v = TextRule::Int64.read_split(b" 3 -1\t4", &Sep::Whitespace, &mut s, &mut i);
+        assert_eq!((v, i.as_slice()), (Ok(TextValues::Int64s), &[3, -1, 4][..]));
+        let e = TextRule::Int64.read_split(b"3|x", &bar, &mut s, &mut i);
+        assert_eq!(
+            e,
+            Err("cannot parse \"x\" (value 2 of the cell split by sep = \"|\") as an int64".into())
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Owns: [`describe_input`] — for each input the TF feature column that
 //! makes it (`categorical_column_with_hash_bucket` with its key and
-//! `hash_bucket_size`, a vocabulary's list, a bucketized column's
+//! `hash_bucket_size`, how a base column splits a CSV cell (`split`) and
+//! bounds its values (`on_overflow`), a vocabulary's list, a bucketized column's
 //! boundaries, a cross's keys, a numeric column's default and normalizer),
 //! in TF's argument names, so a program in another language can compute
 //! the same inputs (TF's hashing: FarmHash `Fingerprint64` modulo the bucket
@@ -16,7 +17,8 @@
 use serde_json::{json, Value};
 
 use super::{
-    CategoricalColumn, CrossKey, FeatureInput, KeyDType, NumericColumn, SequenceColumn, Vocabulary,
+    CategoricalColumn, CrossKey, FeatureInput, KeyDType, KeyValues, NumericColumn, Sep,
+    SequenceColumn, Vocabulary,
 };
 
 /// One model input (`name`, its description if it is a feature column's,
@@ -92,43 +94,55 @@ fn categorical(c: &CategoricalColumn) -> Value {
             key,
             hash_bucket_size,
             dtype: d,
-        } => json!({
-            "type": "categorical_column_with_hash_bucket",
-            "key": key,
-            "hash_bucket_size": hash_bucket_size.get(),
-            "dtype": dtype(*d),
-        }),
+            values,
+        } => with_values(
+            json!({
+                "type": "categorical_column_with_hash_bucket",
+                "key": key,
+                "hash_bucket_size": hash_bucket_size.get(),
+                "dtype": dtype(*d),
+            }),
+            values,
+        ),
         CategoricalColumn::Identity {
             key,
             num_buckets,
             default_value,
-        } => json!({
-            "type": "categorical_column_with_identity",
-            "key": key,
-            "num_buckets": num_buckets,
-            "default_value": default_value,
-        }),
+            values,
+        } => with_values(
+            json!({
+                "type": "categorical_column_with_identity",
+                "key": key,
+                "num_buckets": num_buckets,
+                "default_value": default_value,
+            }),
+            values,
+        ),
         CategoricalColumn::Vocabulary {
             key,
             vocabulary,
             vocabulary_file,
             num_oov_buckets,
             default_value,
-        } => json!({
-            "type": if vocabulary_file.is_some() {
-                "categorical_column_with_vocabulary_file"
-            } else {
-                "categorical_column_with_vocabulary_list"
-            },
-            "key": key,
-            "vocabulary_list": match vocabulary {
-                Vocabulary::Strings(v) => v.iter().map(|s| text(s)).collect::<Vec<_>>(),
-                Vocabulary::Ints(v) => v.iter().map(|&i| json!(i)).collect(),
-            },
-            "vocabulary_file": vocabulary_file,
-            "num_oov_buckets": num_oov_buckets,
-            "default_value": default_value,
-        }),
+            values,
+        } => with_values(
+            json!({
+                "type": if vocabulary_file.is_some() {
+                    "categorical_column_with_vocabulary_file"
+                } else {
+                    "categorical_column_with_vocabulary_list"
+                },
+                "key": key,
+                "vocabulary_list": match vocabulary {
+                    Vocabulary::Strings(v) => v.iter().map(|s| text(s)).collect::<Vec<_>>(),
+                    Vocabulary::Ints(v) => v.iter().map(|&i| json!(i)).collect(),
+                },
+                "vocabulary_file": vocabulary_file,
+                "num_oov_buckets": num_oov_buckets,
+                "default_value": default_value,
+            }),
+            values,
+        ),
         CategoricalColumn::Bucketized { source, boundaries } => json!({
             "type": "bucketized_column",
             "source_column": numeric(source),
@@ -141,7 +155,9 @@ fn categorical(c: &CategoricalColumn) -> Value {
         } => json!({
             "type": "crossed_column",
             "keys": keys.iter().map(|k| match k {
-                CrossKey::Raw { key, dtype: d } => json!({ "key": key, "dtype": dtype(*d) }),
+                CrossKey::Raw { key, dtype: d, sep } => {
+                    json!({ "key": key, "dtype": dtype(*d), "split": split(sep) })
+                }
                 CrossKey::Column(c) => categorical(c),
             }).collect::<Vec<_>>(),
             "hash_bucket_size": hash_bucket_size.get(),
@@ -155,6 +171,35 @@ fn categorical(c: &CategoricalColumn) -> Value {
             "categorical_column": categorical(inner),
             "weight_feature_key": weight_feature_key,
         }),
+    }
+}
+
+/// A base column's description with how it reads its key: `split`, the
+/// `tf.strings.split` a CSV cell goes through (`null`: none; `{"sep":
+/// null}`: runs of whitespace; `{"sep": "|"}`: that delimiter), and
+/// `on_overflow` (`"error"` or `"truncate"` to `max_values`).
+fn with_values(mut column: Value, values: &KeyValues) -> Value {
+    if let Value::Object(o) = &mut column {
+        o.insert("split".into(), split(&values.sep));
+        o.insert(
+            "on_overflow".into(),
+            json!(if values.truncate.is_some() {
+                "truncate"
+            } else {
+                "error"
+            }),
+        );
+    }
+    column
+}
+
+/// The `tf.strings.split` a CSV cell of a key goes through (see
+/// [`with_values`]).
+fn split(sep: &Option<Sep>) -> Value {
+    match sep {
+        None => Value::Null,
+        Some(Sep::Whitespace) => json!({ "sep": null }),
+        Some(Sep::Delimiter(d)) => json!({ "sep": text(d) }),
     }
 }
 
@@ -178,11 +223,13 @@ mod tests {
                 CrossKey::Raw {
                     key: "a".into(),
                     dtype: KeyDType::String,
+                    sep: None,
                 },
                 CrossKey::Column(Box::new(CategoricalColumn::Identity {
                     key: "b".into(),
                     num_buckets: 7,
                     default_value: None,
+                    values: Default::default(),
                 })),
             ],
             hash_bucket_size: NonZeroU64::new(100).unwrap(),
@@ -204,6 +251,37 @@ mod tests {
         assert_eq!(d["column"]["keys"][0]["key"], "a");
         assert_eq!(d["column"]["keys"][1]["num_buckets"], 7);
         assert_eq!(d["padding_id"], -1);
+    }
+
+    #[test]
+    fn a_base_column_says_how_it_splits_and_bounds_its_values() {
+        let column = |sep, truncate| CategoricalColumn::HashBucket {
+            key: "text".into(),
+            hash_bucket_size: NonZeroU64::new(100).unwrap(),
+            dtype: KeyDType::String,
+            values: KeyValues { sep, truncate },
+        };
+        let describe = |c: CategoricalColumn| {
+            describe_input(
+                "text/weights",
+                Some(&FeatureInput::Weights {
+                    column: c,
+                    max_values: 8,
+                }),
+                &["text".into()],
+            )["column"]
+                .clone()
+        };
+        let d = describe(column(None, None));
+        assert_eq!(
+            (&d["split"], &d["on_overflow"]),
+            (&json!(null), &json!("error"))
+        );
+        let d = describe(column(Some(Sep::Whitespace), Some(8)));
+        assert_eq!(d["split"], json!({ "sep": null }));
+        assert_eq!(d["on_overflow"], "truncate");
+        let d = describe(column(Some(Sep::Delimiter(b"|".to_vec())), None));
+        assert_eq!(d["split"], json!({ "sep": "|" }));
     }
 
     #[test]

@@ -23,6 +23,11 @@
 //!   it and its sparse updates touch no row for it (TF never touches a row
 //!   that no id names). TF's SparseTensor of a row is the slots whose id is
 //!   not [`PADDING_ID`], in slot order.
+//! - a base categorical column with `sep` ([`KeyValues`]) splits a CSV
+//!   cell into its values as `tf.strings.split` does (module `split`), and
+//!   with `on_overflow = "truncate"` keeps the first `max_values` of them
+//!   (a CSV cell's pieces or an Example feature's list); the values are
+//!   then TF's SparseTensor, as an Example feature's list is;
 //! - a string label is one i32 input `[B]` of class ids
 //!   ([`FeatureInput::LabelVocabulary`]).
 //! - a sequence column (`sequence_*`, TF's `SequenceCategoricalColumn` and
@@ -47,11 +52,13 @@ use crate::data::NormExpr;
 pub mod describe;
 mod parse_spec;
 pub(crate) mod raw;
+pub mod split;
 pub mod transform;
 pub mod vocabulary;
 
 pub use describe::describe_input;
 pub use parse_spec::{make_parse_example_spec, tf_repr};
+pub use split::{KeyValues, Sep};
 pub use transform::{
     CategoricalOutput, CategoricalTransform, DenseTransform, LabelVocabularyTransform,
     SequenceDenseTransform, SequenceLengthTransform,
@@ -116,13 +123,20 @@ impl Vocabulary {
 #[derive(Clone, Debug, PartialEq)]
 pub enum CrossKey {
     /// A raw feature key (TF: a string key): strings cross as their
-    /// Fingerprint64, int64 values raw.
-    Raw { key: String, dtype: KeyDType },
+    /// Fingerprint64, int64 values raw; with `sep`, a CSV cell's pieces
+    /// (`tf.strings.split`) are its values, a SparseTensor's.
+    Raw {
+        key: String,
+        dtype: KeyDType,
+        sep: Option<Sep>,
+    },
     /// A categorical column (TF: a column object): its ids cross raw.
     Column(Box<CategoricalColumn>),
 }
 
-/// A categorical column: ids in `[0, num_buckets)` per example.
+/// A categorical column: ids in `[0, num_buckets)` per example. The base
+/// columns (hash bucket, identity, vocabulary) also say how they read their
+/// key ([`KeyValues`]: `sep`, `on_overflow`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum CategoricalColumn {
     /// `categorical_column_with_hash_bucket(key, hash_bucket_size, dtype)`:
@@ -132,6 +146,7 @@ pub enum CategoricalColumn {
         key: String,
         hash_bucket_size: NonZeroU64,
         dtype: KeyDType,
+        values: KeyValues,
     },
     /// `categorical_column_with_identity(key, num_buckets, default_value)`:
     /// the int64 value is the id; out of range: `default_value`, or passed
@@ -140,6 +155,7 @@ pub enum CategoricalColumn {
         key: String,
         num_buckets: u64,
         default_value: Option<i64>,
+        values: KeyValues,
     },
     /// `categorical_column_with_vocabulary_list(key, vocabulary_list, dtype,
     /// default_value, num_oov_buckets)` and `..._with_vocabulary_file`
@@ -152,6 +168,7 @@ pub enum CategoricalColumn {
         vocabulary_file: Option<String>,
         num_oov_buckets: u64,
         default_value: i64,
+        values: KeyValues,
     },
     /// `bucketized_column(source_column, boundaries)`: for a source of shape
     /// k, k ids: value j of an example falls in bucket b, id `j * (n + 1) + b`.
@@ -263,6 +280,24 @@ impl FeatureInput {
     }
 }
 
+impl FeatureInput {
+    /// Each raw key the input reads with the `sep` a CSV cell of it is
+    /// split by (see [`CategoricalColumn::key_seps`]; numeric keys `None`).
+    pub fn key_seps(&self) -> Vec<(String, Option<Sep>)> {
+        let mut out = Vec::new();
+        match self {
+            FeatureInput::Ids { column, .. }
+            | FeatureInput::Weights { column, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Categorical(column),
+                ..
+            } => column.key_seps(&mut out),
+            other => out.extend(other.raw_keys().into_iter().map(|k| (k, None))),
+        }
+        out
+    }
+}
+
 impl CrossKey {
     /// The name TF sorts and joins a cross's keys by.
     pub fn name(&self) -> String {
@@ -321,6 +356,35 @@ impl CategoricalColumn {
             } => {
                 categorical.raw_keys(keys);
                 add(keys, weight_feature_key);
+            }
+        }
+    }
+
+    /// Appends each raw key the column reads with the `sep` it splits a
+    /// CSV cell of it by (`None`: a cell is one value), in the order of
+    /// [`CategoricalColumn::raw_keys`] (a key may come twice).
+    pub fn key_seps(&self, out: &mut Vec<(String, Option<Sep>)>) {
+        match self {
+            CategoricalColumn::HashBucket { key, values, .. }
+            | CategoricalColumn::Identity { key, values, .. }
+            | CategoricalColumn::Vocabulary { key, values, .. } => {
+                out.push((key.clone(), values.sep.clone()))
+            }
+            CategoricalColumn::Bucketized { source, .. } => out.push((source.key.clone(), None)),
+            CategoricalColumn::Crossed { keys, .. } => {
+                for k in keys {
+                    match k {
+                        CrossKey::Raw { key, sep, .. } => out.push((key.clone(), sep.clone())),
+                        CrossKey::Column(c) => c.key_seps(out),
+                    }
+                }
+            }
+            CategoricalColumn::Weighted {
+                categorical,
+                weight_feature_key,
+            } => {
+                categorical.key_seps(out);
+                out.push((weight_feature_key.clone(), None));
             }
         }
     }

@@ -71,7 +71,7 @@ fn categorical_specs(c: &CategoricalColumn, out: &mut Vec<(String, FeatureSpec)>
         CategoricalColumn::Crossed { keys, .. } => {
             for k in keys {
                 match k {
-                    CrossKey::Raw { key, dtype: d } => {
+                    CrossKey::Raw { key, dtype: d, .. } => {
                         out.push((key.clone(), FeatureSpec::VarLen { dtype: dtype(*d) }))
                     }
                     CrossKey::Column(c) => categorical_specs(c, out),
@@ -289,6 +289,7 @@ mod tests {
                 key: "x".into(),
                 num_buckets: 3,
                 default_value: None,
+                values: Default::default(),
             },
             max_values: 1,
             check_range: false,

@@ -5,6 +5,10 @@
 //! - a CSV text cell is one value of a dense column (its bytes untrimmed for
 //!   strings; trimmed and parsed for int64s, where an empty cell is no
 //!   value; whitespace-separated numbers for a numeric column of shape k);
+//! - a CSV text cell of a base column with `sep` is the SparseTensor of its
+//!   pieces (`tf.strings.split`, module `split`; int64 pieces trimmed and
+//!   parsed each), none dropped; an empty cell (a blank one for int64s) has
+//!   no values, the missing value TF drops from a dense column;
 //! - a `tf.train.Example` feature is the SparseTensor `VarLenFeature` gives
 //!   (every value of its list, in order), unless the transform is told its
 //!   features are dense rows (TF's dense feature dict);
@@ -13,6 +17,7 @@
 //! Invariants: nothing here allocates; a value of the wrong kind is an error
 //! saying what was expected and what was found, never a panic.
 
+use super::split::{self, KeyValues};
 use crate::data::columns::{parse_text, Cell};
 use crate::io::example::Feature;
 
@@ -119,16 +124,12 @@ pub(crate) fn ints(cell: Cell<'_>) -> Result<Ints<'_>, String> {
             if t.is_empty() {
                 return Ok(Ints::None);
             }
-            std::str::from_utf8(t)
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok())
-                .map(Ints::One)
-                .ok_or_else(|| {
-                    format!(
-                        "cannot parse {:?} as an int64",
-                        String::from_utf8_lossy(t).as_ref()
-                    )
-                })
+            parse_i64(t).map(Ints::One).ok_or_else(|| {
+                format!(
+                    "cannot parse {:?} as an int64",
+                    String::from_utf8_lossy(t).as_ref()
+                )
+            })
         }
         Cell::Number(x) => {
             // 2^63 is exactly representable: `x < 2^63` keeps `as` exact.
@@ -142,6 +143,90 @@ pub(crate) fn ints(cell: Cell<'_>) -> Result<Ints<'_>, String> {
         Cell::Feature(Some(Feature::Int64List(v))) => Ok(Ints::Many(v)),
         Cell::Feature(Some(f)) => Err(wrong_kind("int64s (an int64_list)", f)),
     }
+}
+
+/// The string values of a base column's key in `cell` as TF's column sees
+/// them, read by `values` (its `sep` and truncation): calls `f(p, s)` for
+/// each value the column keeps, `p` its slot (TF's SparseTensor index);
+/// returns how many values the key gave, those TF drops (a dense `''`)
+/// included, since they keep their slot; at most `values.truncate`.
+#[inline]
+pub(crate) fn each_string(
+    cell: Cell<'_>,
+    values: &KeyValues,
+    dense_features: bool,
+    mut f: impl FnMut(usize, &[u8]),
+) -> Result<usize, String> {
+    let limit = values.truncate.unwrap_or(usize::MAX);
+    if let (Cell::Text(b), Some(sep)) = (cell, &values.sep) {
+        if b.is_empty() {
+            return Ok(0);
+        }
+        let mut n = 0;
+        for s in split::pieces(b, sep).take(limit) {
+            f(n, s);
+            n += 1;
+        }
+        return Ok(n);
+    }
+    let dense = form(cell, dense_features) == Form::Dense;
+    let v = strings(cell)?;
+    let n = v.len().min(limit);
+    for p in 0..n {
+        let s = v.get(p);
+        if !(dense && s.is_empty()) {
+            f(p, s);
+        }
+    }
+    Ok(n)
+}
+
+/// The int64 values of a base column's key in `cell`, as [`each_string`]
+/// gives strings (TF drops a dense `-1`); a piece of a split cell that is
+/// not an int64 is an error naming it and its place.
+#[inline]
+pub(crate) fn each_int(
+    cell: Cell<'_>,
+    values: &KeyValues,
+    dense_features: bool,
+    mut f: impl FnMut(usize, i64),
+) -> Result<usize, String> {
+    let limit = values.truncate.unwrap_or(usize::MAX);
+    if let (Cell::Text(b), Some(sep)) = (cell, &values.sep) {
+        if b.trim_ascii().is_empty() {
+            return Ok(0);
+        }
+        let mut n = 0;
+        for s in split::pieces(b, sep).take(limit) {
+            let x = parse_i64(s).ok_or_else(|| {
+                format!(
+                    "cannot parse {:?} (value {} of the cell split by sep = {}) as an int64",
+                    String::from_utf8_lossy(s).as_ref(),
+                    n + 1,
+                    sep.spec_text()
+                )
+            })?;
+            f(n, x);
+            n += 1;
+        }
+        return Ok(n);
+    }
+    let dense = form(cell, dense_features) == Form::Dense;
+    let v = ints(cell)?;
+    let n = v.len().min(limit);
+    for p in 0..n {
+        let x = v.get(p);
+        if !(dense && x == -1) {
+            f(p, x);
+        }
+    }
+    Ok(n)
+}
+
+/// A decimal int64, surrounding ASCII whitespace trimmed (as a CSV int64
+/// cell is read).
+fn parse_i64(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b.trim_ascii()).ok()?.parse().ok()
 }
 
 /// Calls `f(i, x)` for each number of a cell, in order; returns how many

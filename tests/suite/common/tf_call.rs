@@ -336,6 +336,7 @@ pub fn categorical_column(v: &Py, raw_dtype: &dyn Fn(&str) -> KeyDType) -> Categ
             key: v.arg(0, "key").expect("key").str().to_string(),
             hash_bucket_size: nonzero(v.arg(1, "hash_bucket_size").expect("size")),
             dtype: key_dtype(v.arg(2, "dtype")).unwrap_or(KeyDType::String),
+            values: Default::default(),
         },
         "categorical_column_with_identity" => CategoricalColumn::Identity {
             key: v.arg(0, "key").expect("key").str().to_string(),
@@ -344,6 +345,7 @@ pub fn categorical_column(v: &Py, raw_dtype: &dyn Fn(&str) -> KeyDType) -> Categ
                 .arg(2, "default_value")
                 .filter(|d| !d.is_none())
                 .map(Py::int),
+            values: Default::default(),
         },
         "categorical_column_with_vocabulary_list" => {
             let list = v.arg(1, "vocabulary_list").expect("vocabulary_list").list();
@@ -363,6 +365,7 @@ pub fn categorical_column(v: &Py, raw_dtype: &dyn Fn(&str) -> KeyDType) -> Categ
                 vocabulary_file: None,
                 num_oov_buckets: v.arg(4, "num_oov_buckets").map_or(0, |n| n.int() as u64),
                 default_value: v.arg(3, "default_value").map_or(-1, Py::int),
+                values: Default::default(),
             }
         }
         "bucketized_column" => CategoricalColumn::Bucketized {
@@ -385,6 +388,7 @@ pub fn categorical_column(v: &Py, raw_dtype: &dyn Fn(&str) -> KeyDType) -> Categ
                     Py::Str(s) => CrossKey::Raw {
                         key: s.clone(),
                         dtype: raw_dtype(s),
+                        sep: None,
                     },
                     c => CrossKey::Column(Box::new(categorical_column(c, raw_dtype))),
                 })

@@ -171,6 +171,7 @@ fn feature_column_ids_stream_padding_and_check_their_range() {
         key: "c".into(),
         num_buckets: 4,
         default_value: None,
+        values: Default::default(),
     };
     let inputs = vec![
         InputSpec {

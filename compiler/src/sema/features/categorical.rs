@@ -3,7 +3,8 @@
 //! `categorical_column_with_vocabulary_list` and
 //! `categorical_column_with_vocabulary_file` (also the bases of the
 //! `sequence_categorical_column_with_*` columns), and
-//! `weighted_categorical_column`.
+//! `weighted_categorical_column`. The base columns take `sep` and
+//! `on_overflow` (module `split`).
 //!
 //! Invariants: a column's bucket count (with its OOV buckets) fits an int32
 //! id; a vocabulary (listed or read from a file, relative to the spec) is
@@ -20,6 +21,7 @@ use specc_grammar::{Code, Diagnostic};
 use specc_runtime::feature_column::{CategoricalColumn, KeyDType, Vocabulary};
 
 use super::sequence::sequence_refused;
+use super::split::key_values;
 use super::{bad, bucket_count, categorical, key, key_dtype, max_values, Categorical, Column};
 use crate::sema::args::{self, opt, req};
 use crate::sema::expr::R;
@@ -34,17 +36,21 @@ pub(super) fn hash_bucket(c: &Call) -> R<Column> {
             req("hash_bucket_size"),
             opt("dtype"),
             opt("max_values"),
+            opt("sep"),
+            opt("on_overflow"),
         ],
     )?;
     let key = key(b.req(0))?;
     let size = bucket_count(b.req(1), "hash_bucket_size")?;
+    let max_values = max_values(b.get(3))?;
     Ok(Column::Categorical(Categorical {
         column: CategoricalColumn::HashBucket {
             key,
             hash_bucket_size: nonzero(size),
             dtype: key_dtype(b.get(2))?,
+            values: key_values(b.get(4), b.get(5), max_values)?,
         },
-        max_values: max_values(b.get(3))?,
+        max_values,
         sequence: false,
     }))
 }
@@ -62,6 +68,8 @@ pub(super) fn identity(c: &Call) -> R<Column> {
             req("num_buckets"),
             opt("default_value"),
             opt("max_values"),
+            opt("sep"),
+            opt("on_overflow"),
         ],
     )?;
     let key = key(b.req(0))?;
@@ -81,13 +89,15 @@ pub(super) fn identity(c: &Call) -> R<Column> {
         }
         _ => None,
     };
+    let max_values = max_values(b.get(3))?;
     Ok(Column::Categorical(Categorical {
         column: CategoricalColumn::Identity {
             key,
             num_buckets: n,
             default_value,
+            values: key_values(b.get(4), b.get(5), max_values)?,
         },
-        max_values: max_values(b.get(3))?,
+        max_values,
         sequence: false,
     }))
 }
@@ -193,12 +203,15 @@ pub(super) fn vocabulary_list(c: &Call) -> R<Column> {
             opt("default_value"),
             opt("num_oov_buckets"),
             opt("max_values"),
+            opt("sep"),
+            opt("on_overflow"),
         ],
     )?;
     let key = key(b.req(0))?;
     let vocabulary = vocabulary(b.req(1), b.get(2))?;
     let (default_value, num_oov_buckets) = oov(b.get(3), b.get(4))?;
     check_buckets(c.span, vocabulary.len() as u64 + num_oov_buckets)?;
+    let max_values = max_values(b.get(5))?;
     Ok(Column::Categorical(Categorical {
         column: CategoricalColumn::Vocabulary {
             key,
@@ -206,8 +219,9 @@ pub(super) fn vocabulary_list(c: &Call) -> R<Column> {
             vocabulary_file: None,
             num_oov_buckets,
             default_value,
+            values: key_values(b.get(6), b.get(7), max_values)?,
         },
-        max_values: max_values(b.get(5))?,
+        max_values,
         sequence: false,
     }))
 }
@@ -236,6 +250,8 @@ pub(super) fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
             opt("default_value"),
             opt("dtype"),
             opt("max_values"),
+            opt("sep"),
+            opt("on_overflow"),
         ],
     )?;
     let key = key(b.req(0))?;
@@ -330,6 +346,7 @@ pub(super) fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
     }
     let (default_value, num_oov_buckets) = oov(b.get(4), b.get(3))?;
     check_buckets(c.span, vocabulary.len() as u64 + num_oov_buckets)?;
+    let max_values = max_values(b.get(6))?;
     Ok(Column::Categorical(Categorical {
         column: CategoricalColumn::Vocabulary {
             key,
@@ -337,8 +354,9 @@ pub(super) fn vocabulary_file(st: &mut State, c: &Call) -> R<Column> {
             vocabulary_file: Some(path),
             num_oov_buckets,
             default_value,
+            values: key_values(b.get(7), b.get(8), max_values)?,
         },
-        max_values: max_values(b.get(6))?,
+        max_values,
         sequence: false,
     }))
 }

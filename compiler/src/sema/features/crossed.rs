@@ -1,8 +1,11 @@
 //! `crossed_column`: TF's hashed cross of raw keys and categorical columns.
 //!
 //! In the list of keys a string is a raw key crossed as a string,
-//! `int64("k")` a raw key crossed as an int64, and an identifier a
-//! categorical column binding (crossed by its ids).
+//! `int64("k")` a raw key crossed as an int64 (`string("k")` as a string),
+//! and an identifier a categorical column binding (crossed by its ids).
+//! `string("k", sep = whitespace)` / `int64("k", sep = "|")` cross the
+//! pieces of a CSV cell (TF's `crossed_column` over the SparseTensor of
+//! `tf.strings.split`); such a cross gives its `max_values` explicitly.
 //!
 //! Invariants: a cross has at least 2 keys, none of them a weighted or a
 //! sequence column; its `max_values` (default: the product of its
@@ -14,6 +17,7 @@ use specc_runtime::feature_column::{CategoricalColumn, CrossKey, KeyDType};
 
 use super::categorical::nonzero;
 use super::sequence::sequence_refused;
+use super::split::key_values;
 use super::{bad, bucket_count, categorical, key, max_values, Categorical, Column};
 use crate::sema::args::{self, opt, req};
 use crate::sema::expr::R;
@@ -50,14 +54,21 @@ pub(super) fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
     }
     let mut keys = Vec::new();
     let mut product: usize = 1;
+    // The first raw key split by a `sep` (its count per row is unbounded).
+    let mut split_key = None;
     for it in items {
         match &it.kind {
             ExprKind::Str(s) if !s.is_empty() => keys.push(CrossKey::Raw {
                 key: s.clone(),
                 dtype: KeyDType::String,
+                sep: None,
             }),
             ExprKind::Call(k) if k.func.name == "int64" || k.func.name == "string" => {
-                let kb = args::bind(&k.func.name, k, &[req("key")])?;
+                let kb = args::bind(&k.func.name, k, &[req("key"), opt("sep")])?;
+                let sep = key_values(kb.get(1), None, 1)?.sep;
+                if sep.is_some() && split_key.is_none() {
+                    split_key = Some(it.span);
+                }
                 keys.push(CrossKey::Raw {
                     key: key(kb.req(0))?,
                     dtype: if k.func.name == "int64" {
@@ -65,6 +76,7 @@ pub(super) fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
                     } else {
                         KeyDType::String
                     },
+                    sep,
                 });
             }
             _ => {
@@ -94,9 +106,21 @@ pub(super) fn crossed_column(st: &mut State, c: &Call) -> R<Column> {
         .get(2)
         .map(|e| args::eval_count(e, "hash_key"))
         .transpose()?;
-    let max_values = match b.get(3) {
-        Some(e) => max_values(Some(e))?,
-        None => product,
+    let max_values = match (b.get(3), split_key) {
+        (Some(e), _) => max_values(Some(e))?,
+        (None, None) => product,
+        (None, Some(span)) => {
+            return Err(bad(
+                Code::MissingArgument,
+                span,
+                "a cross of a key split by `sep` needs `max_values`",
+                "split key",
+            )
+            .with_help(
+                "give the cross max_values = the most crosses one example has \
+                 (the product of its keys' value counts)",
+            ))
+        }
     };
     if max_values > 1 << 16 {
         return Err(bad(

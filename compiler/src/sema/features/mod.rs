@@ -23,6 +23,9 @@
 //! - a categorical column gives at most `max_values` ids per example (an
 //!   argument of the base columns, default 1): a cross the product of its
 //!   keys' (or its own `max_values`), a bucketized column its source's shape;
+//!   a base column's `sep` splits a CSV cell into its values, and
+//!   `on_overflow = "truncate"` keeps the first `max_values` (module
+//!   `split`);
 //! - sequence columns (`sequence_numeric_column`,
 //!   `sequence_categorical_column_with_*`) bound their steps with
 //!   `max_values` = T and go only in `sequence_input_layer` (TF's
@@ -63,7 +66,10 @@
 //! - `inputs`: the graph inputs of a column (created once per column);
 //! - `layers`: `input_layer` and `linear_model`, with their variables and
 //!   scopes;
-//! - `sequence`: the sequence columns and `sequence_input_layer`.
+//! - `sequence`: the sequence columns and `sequence_input_layer`;
+//! - `split`: `sep` and `on_overflow` of the base categorical columns (a
+//!   CSV cell split as `tf.strings.split` does, values past `max_values`
+//!   an error or truncated).
 
 use std::collections::HashMap;
 
@@ -84,6 +90,7 @@ mod inputs;
 mod layers;
 mod numeric;
 mod sequence;
+mod split;
 
 use categorical::{hash_bucket, identity, vocabulary_file, vocabulary_list, weighted};
 use crossed::crossed_column;
@@ -436,6 +443,13 @@ fn column(st: &mut State, e: &Expr) -> R<Spanned> {
             }
         }
         ExprKind::Call(c) => {
+            if !c.func.name.starts_with("categorical_column_with_")
+                && !c.func.name.starts_with("sequence_categorical_column_with_")
+            {
+                if let Some(d) = split::refused(c) {
+                    return Err(d);
+                }
+            }
             let col = match c.func.name.as_str() {
                 "numeric_column" => Column::Numeric(numeric_column(c)?),
                 "bucketized_column" => bucketized_column(st, c)?,

@@ -6,11 +6,13 @@
 //!
 //! Invariants: the ids and the weights of one column run the same code, so
 //! they agree slot by slot (but for `prune_nonpositive_weights`); a row
-//! over `max_values` is an error, never truncated; a slot without a usable
-//! id holds [`PADDING_ID`] with weight 0.
+//! over `max_values` is an error naming the count (a base column with
+//! `on_overflow = "truncate"` never gives more: its plan keeps the first
+//! `max_values`); a slot without a usable id holds [`PADDING_ID`] with
+//! weight 0.
 
 use super::ids::Plan;
-use super::{wrong_output, Fail};
+use super::wrong_output;
 use crate::abi::ElemType;
 use crate::data::columns::{CellError, CellRows, ColumnTransform, ValuesMut};
 use crate::feature_column::{CategoricalColumn, PADDING_ID};
@@ -101,9 +103,21 @@ impl CategoricalTransform {
         cells: &CellRows<'_>,
         row: usize,
     ) -> Result<usize, CellError> {
+        self.eval_row(cells, row, false)?;
+        Ok(self.entries.iter().map(|e| e.pos + 1).max().unwrap_or(0))
+    }
+
+    /// The row's values into `entries`; more than `max_values` of them is
+    /// an error naming the row, the column and the count.
+    fn eval_row(
+        &mut self,
+        cells: &CellRows<'_>,
+        row: usize,
+        need_ids: bool,
+    ) -> Result<(), CellError> {
         let ctx = Ctx {
             dense_features: &self.dense_features,
-            need_ids: false,
+            need_ids,
             limit: self.max_values,
         };
         self.entries.clear();
@@ -120,12 +134,13 @@ impl CategoricalTransform {
                 row,
                 column: self.plan.first_col(),
                 message: format!(
-                    "`{}` has {n} values, more than max_values = {}",
-                    self.name, self.max_values
+                    "`{}` has {n} values, more than max_values = {} \
+                     (on_overflow = \"truncate\" keeps the first {})",
+                    self.name, self.max_values, self.max_values
                 ),
             });
         }
-        Ok(self.entries.iter().map(|e| e.pos + 1).max().unwrap_or(0))
+        Ok(())
     }
 
     /// One row into `ids` / `weights` (`max_values` slots each, the one
@@ -137,31 +152,7 @@ impl CategoricalTransform {
         mut ids: Option<&mut [i32]>,
         mut weights: Option<&mut [f32]>,
     ) -> Result<(), CellError> {
-        let err = |f: Fail| CellError {
-            row,
-            column: f.column,
-            message: f.message,
-        };
-        let ctx = Ctx {
-            dense_features: &self.dense_features,
-            need_ids: ids.is_some(),
-            limit: self.max_values,
-        };
-        self.entries.clear();
-        let n = self
-            .plan
-            .eval(cells, row, ctx, &mut self.entries)
-            .map_err(err)?;
-        if n > self.max_values {
-            return Err(CellError {
-                row,
-                column: self.plan.first_col(),
-                message: format!(
-                    "`{}` has {n} values, more than max_values = {}",
-                    self.name, self.max_values
-                ),
-            });
-        }
+        self.eval_row(cells, row, ids.is_some())?;
         if let Some(ids) = ids.as_deref_mut() {
             ids.fill(PADDING_ID);
         }

@@ -2,8 +2,9 @@
 //! of its leaves' values (nested crosses flattened), each combination
 //! hashed with `FingerprintCat64` into the column's buckets.
 //!
-//! Invariants: sparse leaves (column ids, Example features) come before
-//! dense ones (text cells), each group in the order the keys were given;
+//! Invariants: sparse leaves (column ids, Example features, the pieces of
+//! a text cell a raw key splits by its `sep`) come before dense ones
+//! (whole text cells), each group in the order the keys were given;
 //! the product is enumerated last leaf fastest; a product over the
 //! `max_values` limit is an error before any value is hashed; the buffers
 //! live in the [`Cross`] and are reused across rows.
@@ -13,9 +14,9 @@ use std::num::NonZeroU64;
 use super::categorical::{Ctx, Entry};
 use super::ids::Plan;
 use super::{fail, Fail};
-use crate::data::columns::CellRows;
+use crate::data::columns::{Cell, CellRows};
 use crate::feature_column::raw::{self, Form};
-use crate::feature_column::{CategoricalColumn, CrossKey, KeyDType};
+use crate::feature_column::{CategoricalColumn, CrossKey, KeyDType, KeyValues};
 use crate::hash;
 
 #[derive(Clone, Debug)]
@@ -35,8 +36,16 @@ pub(super) struct Cross {
 
 #[derive(Clone, Debug)]
 pub(super) enum Leaf {
-    Raw { col: usize, dtype: KeyDType },
-    Column { plan: Plan, entries: Vec<Entry> },
+    /// A raw key; `values.sep` splits a text cell (never truncated).
+    Raw {
+        col: usize,
+        dtype: KeyDType,
+        values: KeyValues,
+    },
+    Column {
+        plan: Plan,
+        entries: Vec<Entry>,
+    },
 }
 
 /// A column's leaf-level cross keys, nested crosses flattened (TF's
@@ -82,7 +91,31 @@ impl Cross {
         for (i, (leaf, f)) in leaves.iter_mut().zip(fps.iter_mut()).enumerate() {
             f.clear();
             let form = match leaf {
-                Leaf::Raw { col, dtype } => {
+                Leaf::Raw {
+                    col,
+                    dtype,
+                    values: split @ KeyValues { sep: Some(_), .. },
+                } if matches!(cells.cell(row, *col), Cell::Text(_)) => {
+                    // The pieces of a split cell: a SparseTensor, every
+                    // value kept (TF's column drops nothing from it).
+                    let cell = cells.cell(row, *col);
+                    first_col = *col;
+                    match dtype {
+                        KeyDType::String => raw::each_string(cell, split, false, |_, s| {
+                            f.push(if ctx.need_ids {
+                                hash::fingerprint64(s)
+                            } else {
+                                0
+                            })
+                        }),
+                        KeyDType::Int64 => {
+                            raw::each_int(cell, split, false, |_, x| f.push(x as u64))
+                        }
+                    }
+                    .map_err(fail(*col))?;
+                    Form::Sparse
+                }
+                Leaf::Raw { col, dtype, .. } => {
                     let cell = cells.cell(row, *col);
                     first_col = *col;
                     match dtype {

@@ -21,6 +21,7 @@ use super::numeric::numeric_row;
 use super::Fail;
 use crate::data::columns::CellRows;
 use crate::feature_column::raw::{self, Form};
+use crate::feature_column::split::KeyValues;
 use crate::feature_column::{CategoricalColumn, CrossKey, KeyDType, NumericColumn, Vocabulary};
 use crate::hash;
 
@@ -32,11 +33,13 @@ pub(super) enum Plan {
         col: usize,
         dtype: KeyDType,
         buckets: NonZeroU64,
+        values: KeyValues,
     },
     Identity {
         col: usize,
         num_buckets: u64,
         default: Option<i64>,
+        values: KeyValues,
     },
     VocabStrings {
         col: usize,
@@ -44,6 +47,7 @@ pub(super) enum Plan {
         size: i64,
         oov: Option<NonZeroU64>,
         default: i64,
+        values: KeyValues,
     },
     VocabInts {
         col: usize,
@@ -51,6 +55,7 @@ pub(super) enum Plan {
         size: i64,
         oov: Option<NonZeroU64>,
         default: i64,
+        values: KeyValues,
     },
     Bucketized {
         col: usize,
@@ -86,25 +91,30 @@ impl Plan {
                 key,
                 hash_bucket_size,
                 dtype,
+                values,
             } => Plan::Hash {
                 col: key_index(keys, key),
                 dtype: *dtype,
                 buckets: *hash_bucket_size,
+                values: values.clone(),
             },
             CategoricalColumn::Identity {
                 key,
                 num_buckets,
                 default_value,
+                values,
             } => Plan::Identity {
                 col: key_index(keys, key),
                 num_buckets: *num_buckets,
                 default: *default_value,
+                values: values.clone(),
             },
             CategoricalColumn::Vocabulary {
                 key,
                 vocabulary,
                 num_oov_buckets,
                 default_value,
+                values,
                 ..
             } => {
                 let col = key_index(keys, key);
@@ -123,6 +133,7 @@ impl Plan {
                             size,
                             oov,
                             default,
+                            values: values.clone(),
                         }
                     }
                     Vocabulary::Ints(v) => {
@@ -136,6 +147,7 @@ impl Plan {
                             size,
                             oov,
                             default,
+                            values: values.clone(),
                         }
                     }
                 }
@@ -156,9 +168,13 @@ impl Plan {
                 let leaves: Vec<Leaf> = flat
                     .into_iter()
                     .map(|k| match k {
-                        CrossKey::Raw { key, dtype } => Leaf::Raw {
+                        CrossKey::Raw { key, dtype, sep } => Leaf::Raw {
                             col: key_index(keys, key),
                             dtype: *dtype,
+                            values: KeyValues {
+                                sep: sep.clone(),
+                                truncate: None,
+                            },
                         },
                         CrossKey::Column(c) => Leaf::Column {
                             plan: Plan::build(c, keys),
@@ -227,120 +243,82 @@ impl Plan {
                 weight: 1.0,
             })
         };
+        let cell = |col: usize| cells.cell(row, col);
+        let dense = |col: usize| ctx.dense_features[col];
         match self {
             Plan::Hash {
                 col,
                 dtype: KeyDType::String,
                 buckets,
-            } => {
-                let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
-                let v = raw::strings(cell).map_err(fail(*col))?;
-                for p in 0..v.len() {
-                    let s = v.get(p);
-                    if dense && s.is_empty() {
-                        continue;
-                    }
-                    let id = if ctx.need_ids {
-                        hash::hash_bucket(s, *buckets) as i64
-                    } else {
-                        0
-                    };
-                    push(p, id);
-                }
-                Ok(v.len())
-            }
+                values,
+            } => raw::each_string(cell(*col), values, dense(*col), |p, s| {
+                let id = if ctx.need_ids {
+                    hash::hash_bucket(s, *buckets) as i64
+                } else {
+                    0
+                };
+                push(p, id)
+            })
+            .map_err(fail(*col)),
             Plan::Hash {
                 col,
                 dtype: KeyDType::Int64,
                 buckets,
-            } => {
-                let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
-                let v = raw::ints(cell).map_err(fail(*col))?;
-                for p in 0..v.len() {
-                    let x = v.get(p);
-                    if dense && x == -1 {
-                        continue;
-                    }
-                    let id = if ctx.need_ids {
-                        hash::hash_bucket_i64(x, *buckets) as i64
-                    } else {
-                        0
-                    };
-                    push(p, id);
-                }
-                Ok(v.len())
-            }
+                values,
+            } => raw::each_int(cell(*col), values, dense(*col), |p, x| {
+                let id = if ctx.need_ids {
+                    hash::hash_bucket_i64(x, *buckets) as i64
+                } else {
+                    0
+                };
+                push(p, id)
+            })
+            .map_err(fail(*col)),
             Plan::Identity {
                 col,
                 num_buckets,
                 default,
-            } => {
-                let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
-                let v = raw::ints(cell).map_err(fail(*col))?;
-                for p in 0..v.len() {
-                    let x = v.get(p);
-                    if dense && x == -1 {
-                        continue;
-                    }
-                    let id = match default {
-                        Some(d) if x < 0 || x as u64 >= *num_buckets => *d,
-                        _ => x,
-                    };
-                    push(p, id);
-                }
-                Ok(v.len())
-            }
+                values,
+            } => raw::each_int(cell(*col), values, dense(*col), |p, x| {
+                let id = match default {
+                    Some(d) if x < 0 || x as u64 >= *num_buckets => *d,
+                    _ => x,
+                };
+                push(p, id)
+            })
+            .map_err(fail(*col)),
             Plan::VocabStrings {
                 col,
                 index,
                 size,
                 oov,
                 default,
-            } => {
-                let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
-                let v = raw::strings(cell).map_err(fail(*col))?;
-                for p in 0..v.len() {
-                    let s = v.get(p);
-                    if dense && s.is_empty() {
-                        continue;
-                    }
-                    let id = match (index.get(s), *oov) {
-                        (Some(&i), _) => i,
-                        (None, Some(n)) => *size + hash::hash_bucket(s, n) as i64,
-                        (None, None) => *default,
-                    };
-                    push(p, id);
-                }
-                Ok(v.len())
-            }
+                values,
+            } => raw::each_string(cell(*col), values, dense(*col), |p, s| {
+                let id = match (index.get(s), *oov) {
+                    (Some(&i), _) => i,
+                    (None, Some(n)) => *size + hash::hash_bucket(s, n) as i64,
+                    (None, None) => *default,
+                };
+                push(p, id)
+            })
+            .map_err(fail(*col)),
             Plan::VocabInts {
                 col,
                 index,
                 size,
                 oov,
                 default,
-            } => {
-                let cell = cells.cell(row, *col);
-                let dense = raw::form(cell, ctx.dense_features[*col]) == Form::Dense;
-                let v = raw::ints(cell).map_err(fail(*col))?;
-                for p in 0..v.len() {
-                    let x = v.get(p);
-                    if dense && x == -1 {
-                        continue;
-                    }
-                    let id = match (index.get(&x), *oov) {
-                        (Some(&i), _) => i,
-                        (None, Some(n)) => *size + hash::hash_bucket_i64(x, n) as i64,
-                        (None, None) => *default,
-                    };
-                    push(p, id);
-                }
-                Ok(v.len())
-            }
+                values,
+            } => raw::each_int(cell(*col), values, dense(*col), |p, x| {
+                let id = match (index.get(&x), *oov) {
+                    (Some(&i), _) => i,
+                    (None, Some(n)) => *size + hash::hash_bucket_i64(x, n) as i64,
+                    (None, None) => *default,
+                };
+                push(p, id)
+            })
+            .map_err(fail(*col)),
             Plan::Bucketized {
                 col,
                 source,

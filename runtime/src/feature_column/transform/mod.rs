@@ -23,6 +23,14 @@
 //! keeps with id -1 count, the `''`/`-1` it drops from dense CSV cells do
 //! not).
 //!
+//! Values of a key: a CSV cell is one value of a dense column, unless the
+//! base column has `sep`: then the cell's pieces (`tf.strings.split`, see
+//! [`crate::feature_column::split`]) are its values, a SparseTensor as an
+//! Example feature's list is (nothing dropped; an empty cell has none, an
+//! int64 piece is trimmed and parsed, an unparsable one an error naming
+//! it). An Example feature is never split (TF's feature columns split
+//! nothing; its list is the values).
+//!
 //! How ids are computed (per raw value of the key):
 //! - `categorical_column_with_hash_bucket`: `Fingerprint64(bytes) % size`
 //!   (an int64 through its decimal string);
@@ -57,7 +65,10 @@
 //!
 //! Invariants:
 //! - A row whose key gives more values than `max_values` is an error naming
-//!   the row and column and the limit, never truncated.
+//!   the row and column, the count and the limit; a base column with
+//!   `on_overflow = "truncate"` keeps its first `max_values` values instead
+//!   (of a CSV cell's pieces, or of an Example feature's list), so a
+//!   cross or sequence over it sees those only.
 //! - With `check_range`, an id `>= num_buckets` is an error (TF's embedding
 //!   lookup fails on it); without, it passes (an indicator ignores it).
 //! - The ids and weights transforms of one column agree slot by slot: they
@@ -90,6 +101,8 @@ mod ids;
 mod label;
 mod numeric;
 mod sequence;
+#[cfg(test)]
+mod split_tests;
 #[cfg(test)]
 mod tests;
 

@@ -16,6 +16,7 @@ fn hash_col(key: &str, size: u64) -> CategoricalColumn {
         key: key.into(),
         hash_bucket_size: NonZeroU64::new(size).unwrap(),
         dtype: KeyDType::String,
+        values: Default::default(),
     }
 }
 
@@ -24,6 +25,7 @@ fn identity(key: &str, n: u64) -> CategoricalColumn {
         key: key.into(),
         num_buckets: n,
         default_value: None,
+        values: Default::default(),
     }
 }
 
@@ -95,7 +97,10 @@ fn too_many_values_is_an_error_naming_the_limit() {
     let cells = [Cell::Feature(Some(&ok)), Cell::Feature(Some(&three))];
     let e = ids(&mut i, &CellRows::cells(&cells, 1)).unwrap_err();
     assert_eq!((e.row, e.column), (1, 0));
-    assert_eq!(e.message, "`city` has 3 values, more than max_values = 2");
+    assert_eq!(
+        e.message,
+        "`city` has 3 values, more than max_values = 2 (on_overflow = \"truncate\" keeps the first 2)"
+    );
 }
 
 #[test]
@@ -162,6 +167,7 @@ fn cross_takes_column_ids_before_raw_text_keys() {
             CrossKey::Raw {
                 key: "city".into(),
                 dtype: KeyDType::String,
+                sep: None,
             },
             CrossKey::Column(Box::new(bucketized)),
         ],
@@ -194,6 +200,7 @@ fn vocabulary_ids_oov_and_default() {
         vocabulary_file: None,
         num_oov_buckets: 0,
         default_value: 7,
+        values: Default::default(),
     };
     let [mut i, _] = pair(&c, 1);
     let cells: [&[u8]; 3] = [b"20", b" 10 ", b"30"];
@@ -334,6 +341,7 @@ fn sequence_categorical_length_counts_the_steps_tf_keeps() {
         vocabulary_file: None,
         num_oov_buckets: 0,
         default_value: -1,
+        values: Default::default(),
     };
     let [mut i, mut w] = pair(&col, 3);
     let mut l = SequenceLengthTransform::new(&SequenceColumn::Categorical(col.clone()), 3);
@@ -362,6 +370,10 @@ fn sequence_categorical_length_counts_the_steps_tf_keeps() {
     let e = lengths(&mut l, &rows).unwrap_err();
     assert_eq!(
         (e.row, e.message.as_str()),
-        (1, "`words` has 3 values, more than max_values = 2")
+        (
+            1,
+            "`words` has 3 values, more than max_values = 2 \
+             (on_overflow = \"truncate\" keeps the first 2)"
+        )
     );
 }
