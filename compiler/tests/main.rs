@@ -7,4 +7,5 @@ mod golden_gradients_interp;
 mod jit;
 mod math_accuracy;
 mod math_emit;
+mod runtime_math;
 mod tflite_export;

@@ -6,6 +6,9 @@
 //! - [`sgemm`]: the deterministic, allocation-free SGEMM behind it (AVX-512,
 //!   AVX2+FMA and scalar kernels with bit-identical results; dispatch, the
 //!   fused epilogue, the kernel contract, the blocked driver, packing).
+//! - [`rnn`]: the time loops of recurrent layers (`dynamic_rnn`'s LSTM, GRU
+//!   and basic cells), forward and back-propagation through time, over the
+//!   tapes the compiled step keeps, and their C entry points.
 //! - [`threads`]: the thread count and the worker running thread 1 of SPMD steps.
 //! - [`prng`]: splitmix64, the one random stream behind every seed in specc.
 //! - [`hash`]: TF's feature hashing (FarmHash `Fingerprint64`, `FingerprintCat64`
@@ -56,8 +59,8 @@ pub mod metrics;
 pub mod pipeline;
 pub mod predict;
 pub mod prng;
-pub mod rnn;
 pub mod profile;
+pub mod rnn;
 pub mod session;
 pub mod settings;
 pub mod sgemm;

@@ -18,6 +18,7 @@ mod image_stream_no_alloc;
 mod init;
 mod metrics;
 mod prng;
+mod rnn_no_alloc;
 mod sgemm_batched;
 mod sgemm_common;
 mod sgemm_correctness;

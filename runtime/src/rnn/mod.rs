@@ -49,8 +49,32 @@
 //!   algorithms of `compiler/src/codegen/math.rs`, without FMA), the same
 //!   bits on every CPU.
 
+//!
+//! # Code map
+//! - `real`: [`Real`] (f32, f64: arithmetic, `σ`, `tanh`, the activations
+//!   and their derivatives, the GEMM) and the activations as types.
+//! - `math`: f32 `exp`, `tanh`, `σ`: the compiled step's algorithms.
+//! - `pass`: a pointwise pass and the vector ISA it is compiled for.
+//! - `frame`: the addressing of one call (rows, lengths, tape slots).
+//! - `forward`, `backward`: the two time loops.
+//! - `code`: [`CellCode`], a cell as compiled code passes it.
+
+use std::ops::Range;
+
+mod backward;
 mod code;
+mod forward;
+mod frame;
+mod math;
+mod pass;
+mod real;
+#[cfg(test)]
+mod tests;
+
+pub use backward::backward;
 pub use code::CellCode;
+pub use forward::forward;
+pub use real::Real;
 
 /// A cell's nonlinearity (`activation`; the gates always use `σ`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -188,6 +212,34 @@ impl Cell {
             },
         }
     }
+
+    /// The gradient tape's layout ([`GradLayout`]): slot `t + 1` `[dz (G),
+    /// dproj (P, LSTM with num_proj)]`, slot 0 `[dh0 (P), dc0 (H, LSTM)]`
+    /// (the rest of slot 0 up to `private` is 0), then the private scratch
+    /// (every slot): `P` wide (basic, LSTM) plus `H` (LSTM with num_proj),
+    /// or `H` (GRU).
+    pub fn grad_tape(&self) -> GradLayout {
+        let h = self.units as usize;
+        let p = self.output_size();
+        let g = self.gate_width();
+        let lstm = self.kind == CellKind::Lstm;
+        let dproj = self.num_proj.filter(|_| lstm).map(|_| g);
+        // Slot t + 1's fields end at G (+ P); slot 0's at P (+ H) <= that.
+        let private = g + dproj.map_or(0, |_| p);
+        let scratch = match self.kind {
+            CellKind::Basic => p,
+            CellKind::Lstm => p + dproj.map_or(0, |_| h),
+            CellKind::Gru => h,
+        };
+        GradLayout {
+            width: private + scratch,
+            dz: 0,
+            dproj,
+            dh0: 0,
+            dc0: lstm.then_some(p),
+            private,
+        }
+    }
 }
 
 /// The operands of a forward pass; every buffer is row-major and
@@ -231,42 +283,48 @@ pub struct Backward<R> {
     pub grad: *mut R,
 }
 
-// ---- LEAD'S LOCAL STUBS (replaced by the helper's branch) ----
-/// Numbers the loops run on.
-pub trait Real: Copy {}
-impl Real for f32 {}
-impl Real for f64 {}
-
-impl Cell {
-    /// The gradient tape's layout.
-    pub fn grad_tape(&self) -> GradLayout {
-        let g = self.gate_width();
-        let p = self.output_size();
-        let h = self.units as usize;
-        let dproj = self.num_proj.map(|_| g);
-        let private = g + if dproj.is_some() { p } else { 0 };
-        GradLayout {
-            width: private.max(p + h) + 2 * h,
-            dz: 0,
-            dproj,
-            dh0: 0,
-            dc0: (self.kind == CellKind::Lstm).then_some(p),
-            private,
-        }
-    }
+/// [`forward`] over f32 for JIT code: rows `row_begin..row_end`.
+///
+/// # Safety
+/// `cell` and `a` point to valid values; `0 <= row_begin <= row_end`;
+/// otherwise as for [`forward`]. A code no cell has does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn specc_rnn_forward(
+    cell: *const CellCode,
+    a: *const Forward<f32>,
+    row_begin: i64,
+    row_end: i64,
+) {
+    // SAFETY: the caller's contract.
+    let Some(cell) = Cell::from_code(unsafe { &*cell }) else {
+        return;
+    };
+    // SAFETY: the caller's contract.
+    unsafe { forward(&cell, &*a, rows(row_begin, row_end)) }
 }
 
+/// [`backward`] over f32 for JIT code: rows `row_begin..row_end`.
+///
 /// # Safety
-/// stub
-pub unsafe fn forward<R: Real>(_cell: &Cell, _a: &Forward<R>, _rows: std::ops::Range<usize>) {}
-/// # Safety
-/// stub
-pub unsafe fn backward<R: Real>(_cell: &Cell, _a: &Backward<R>, _rows: std::ops::Range<usize>) {}
-/// # Safety
-/// stub
+/// `cell` and `a` point to valid values; `0 <= row_begin <= row_end`;
+/// otherwise as for [`backward`]. A code no cell has does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn specc_rnn_forward(_cell: *const CellCode, _a: *const Forward<f32>, _b: i64, _e: i64) {}
-/// # Safety
-/// stub
-#[no_mangle]
-pub unsafe extern "C" fn specc_rnn_backward(_cell: *const CellCode, _a: *const Backward<f32>, _b: i64, _e: i64) {}
+pub unsafe extern "C" fn specc_rnn_backward(
+    cell: *const CellCode,
+    a: *const Backward<f32>,
+    row_begin: i64,
+    row_end: i64,
+) {
+    // SAFETY: the caller's contract.
+    let Some(cell) = Cell::from_code(unsafe { &*cell }) else {
+        return;
+    };
+    // SAFETY: the caller's contract.
+    unsafe { backward(&cell, &*a, rows(row_begin, row_end)) }
+}
+
+/// The rows of a C call (negative bounds: none).
+fn rows(begin: i64, end: i64) -> Range<usize> {
+    let at = |v: i64| usize::try_from(v).unwrap_or(0);
+    at(begin)..at(end)
+}
