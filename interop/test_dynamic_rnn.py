@@ -75,8 +75,8 @@ def lstm(rng, h):
 
 def lstm_options(rng, h):
     p = int(rng.integers(1, h + 3))
-    cell_clip = float(np.float32(rng.uniform(0.2, 1.0)))
-    proj_clip = float(np.float32(rng.uniform(0.05, 0.4)))
+    cell_clip = float(np.float32(rng.uniform(0.15, 0.45)))
+    proj_clip = float(np.float32(rng.uniform(0.03, 0.2)))
     forget_bias = float(np.float32(rng.uniform(-1.0, 0.8)))
     seed = int(rng.integers(1, 1000))
     spec = (f"lstm_cell({h}, use_peepholes = true, cell_clip = {num(cell_clip)}, "
