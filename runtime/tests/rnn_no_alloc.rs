@@ -72,13 +72,14 @@ impl Buffers {
     fn run(&mut self) {
         let a = self.args();
         let cell = self.cell;
+        let code = cell.code();
         // SAFETY: every buffer has the shape `cell` and the sizes give.
         unsafe {
             forward(&cell, &a.forward, 0..BATCH);
             backward(&cell, &a, 0..BATCH);
-            specc_rnn_forward(&cell, &a.forward, 0, 3);
-            specc_rnn_forward(&cell, &a.forward, 3, BATCH as i64);
-            specc_rnn_backward(&cell, &a, 0, BATCH as i64);
+            specc_rnn_forward(&code, &a.forward, 0, 3);
+            specc_rnn_forward(&code, &a.forward, 3, BATCH as i64);
+            specc_rnn_backward(&code, &a, 0, BATCH as i64);
         }
     }
 }
