@@ -10,6 +10,9 @@
 //! definition, values and gradients; with the function output copied out of
 //! a transposed view (`output_reshaped_from_a_transposed_view`) they guard
 //! the planner's copies through reshapes (`plan::resolve`).
+//!
+//! `dynamic_rnn` (`recurrent`, one test per cell and option) is checked the
+//! same way, and its interpreter's own gradients against the differences too.
 
 use crate::common;
 
@@ -742,4 +745,5 @@ fn winograd_rewrite_replaces_the_direct_products() {
 }
 
 mod einsum;
+mod recurrent;
 mod tiled_pools;

@@ -57,7 +57,9 @@ fn work(k: &Kernel) -> u64 {
         Kernel::Rows(r) => r.n.eval(b) as u64 * r.row_len,
         Kernel::Window(w) => w.images.eval(b) as u64 * u64::from(w.window.patch_len()),
         Kernel::Winograd(w) => w.images.eval(b) as u64 * w.tiles() * w.groups(),
-        Kernel::Recurrence(r) => r.rows.eval(b) as u64 * u64::from(r.steps),
+        Kernel::Recurrence(r) => {
+            r.rows.eval(b) as u64 * u64::from(r.steps) * r.cell.gate_width() as u64
+        }
     }
 }
 
@@ -92,7 +94,6 @@ fn views(k: &Kernel) -> Vec<&View> {
             v
         }
         Kernel::Window(w) => vec![&w.src, &w.dst],
-        Kernel::Recurrence(r) => r.inputs.iter().chain([&r.dst]).collect(),
         Kernel::Winograd(w) => [
             Some(&w.x),
             w.u.as_ref(),
@@ -105,6 +106,7 @@ fn views(k: &Kernel) -> Vec<&View> {
         .into_iter()
         .flatten()
         .collect(),
+        Kernel::Recurrence(r) => r.inputs.iter().chain([&r.dst]).collect(),
     }
 }
 

@@ -47,7 +47,8 @@ enum Operand {
 }
 
 /// A candidate: an elementwise loop over a fixed shape whose every access is
-/// the whole of a buffer, row-major, and whose every store is a variable.
+/// the whole of a buffer (all its elements), row-major, and whose every
+/// store is a variable.
 struct Candidate {
     index: usize,
     sig: Signature,
@@ -60,7 +61,14 @@ fn candidate(g: &Graph, buffers: &[Buffer], index: usize, k: &LoopKernel) -> Opt
     if !k.reductions.is_empty() || k.domain.has_batch() {
         return None;
     }
-    let whole = |v: &View| v.offset.is_zero() && v.is_row_major(&k.domain);
+    // The whole buffer, not a leading part of a larger one (a slice of a
+    // concatenated gradient): a chain places each member in its variable's
+    // span only.
+    let whole = |v: &View| {
+        v.offset.is_zero()
+            && v.is_row_major(&k.domain)
+            && buffers[v.buf.0 as usize].shape.fixed_numel() == k.domain.fixed_numel()
+    };
     let mut local: HashMap<NodeId, usize> = HashMap::new();
     let mut sources = Vec::new();
     let mut bufs = Vec::new();
