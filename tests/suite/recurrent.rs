@@ -208,11 +208,7 @@ error_case!(
     "o = dynamic_rnn(gru_cell(3), seq)",
     "block-return"
 );
-error_case!(
-    a_cell_is_not_a_tensor,
-    "o = lstm_cell(3)",
-    "argument-type"
-);
+error_case!(a_cell_is_not_a_tensor, "o = lstm_cell(3)", "argument-type");
 error_case!(
     inputs_are_batches_of_sequences,
     "o, s = dynamic_rnn(gru_cell(3), x)",

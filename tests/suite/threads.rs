@@ -476,7 +476,6 @@ fn reads_writes(k: &Kernel) -> (Vec<BufId>, Vec<BufId>) {
                 .collect(),
             vec![r.dst.buf],
         ),
-        Kernel::Recurrence(r) => (r.inputs.iter().map(|v| v.buf).collect(), vec![r.dst.buf]),
     }
 }
 

@@ -23,8 +23,9 @@
 //!
 //! Invariant: the only call in generated code is to `specc_sgemm` (or, in
 //! the JIT, `specc_sgemm_ep`, the same with a bias/relu epilogue, and
-//! `specc_sgemm_batched`, a thread's share of a batched product's groups) and
-//! the runtime's `specc_winograd` (and, with `--profile`,
+//! `specc_sgemm_batched`, a thread's share of a batched product's groups),
+//! the runtime's `specc_winograd`, `specc_adam`, and the recurrent time
+//! loops `specc_rnn_forward`/`specc_rnn_backward` ([`recurrence`]) (and, with `--profile`,
 //! `specc_profile_mark`); checked on the machine code by
 //! [`relocation_targets`]. In an object file `specc_sgemm` is the object's
 //! own, and epilogues are loops after it.
@@ -264,22 +265,52 @@ fn has_batched(plans: &[&Plan]) -> bool {
     })
 }
 
+/// Which of the runtime's kernels the JIT imports (an object file: none).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RuntimeKernels {
+    /// `specc_adam`, when allowed.
+    pub adam: bool,
+    /// `specc_winograd`.
+    pub winograd: bool,
+    /// `specc_sgemm_ep`: some GEMM has an epilogue.
+    pub epilogues: bool,
+    /// `specc_sgemm_batched`: some GEMM is batched.
+    pub batched: bool,
+    /// `specc_rnn_forward` and `specc_rnn_backward`: some kernel is a recurrence.
+    pub recurrent: bool,
+}
+
+impl RuntimeKernels {
+    /// What `plans` call, with the runtime's Adam when `adam` allows it and
+    /// its Winograd transforms when `winograd` does.
+    pub(crate) fn for_plans(plans: &[&Plan], adam: bool, winograd: bool) -> RuntimeKernels {
+        RuntimeKernels {
+            adam,
+            winograd,
+            epilogues: has_epilogue(plans),
+            batched: has_batched(plans),
+            recurrent: has_recurrence(plans),
+        }
+    }
+}
+
 /// Declares the functions generated code calls: `specc_sgemm` with
 /// `gemm_linkage` (`Import` for the JIT, which registers the runtime's; the
 /// object file defines its own, `Local`), and, with `profile`, the profiler's mark.
-/// The JIT also imports the runtime kernels: with `runtime_winograd`
-/// `specc_winograd`, with `runtime_adam` `specc_adam`, with
-/// `epilogues` `specc_sgemm_ep`, and with `batched` `specc_sgemm_batched`.
+/// The JIT also imports the runtime kernels `runtime` names.
 pub(crate) fn imports<M: Module>(
     module: &mut M,
     profile: bool,
     gemm_linkage: Linkage,
-    runtime_adam: bool,
-    runtime_winograd: bool,
-    epilogues: bool,
-    batched: bool,
-    recurrent: bool,
+    runtime: RuntimeKernels,
 ) -> Result<Imports, String> {
+    let RuntimeKernels {
+        adam: runtime_adam,
+        winograd: runtime_winograd,
+        epilogues,
+        batched,
+        recurrent,
+    } = runtime;
     let cc = module.isa().default_call_conv();
     let gemm = module
         .declare_function("specc_sgemm", gemm_linkage, &emit::gemm_signature(cc))
@@ -388,11 +419,7 @@ pub fn compile(
         &mut module,
         profile,
         Linkage::Import,
-        runtime_adam,
-        runtime_winograd,
-        has_epilogue(plans),
-        has_batched(plans),
-        has_recurrence(plans),
+        RuntimeKernels::for_plans(plans, runtime_adam, runtime_winograd),
     )?;
     let sig = signature(&module);
     let mut ids = Vec::new();
@@ -494,11 +521,7 @@ fn text_module(plan: &Plan) -> Result<(JITModule, Imports), String> {
         &mut module,
         false,
         Linkage::Import,
-        adam::runtime_adam_from_env(),
-        true,
-        has_epilogue(&[plan]),
-        has_batched(&[plan]),
-        has_recurrence(&[plan]),
+        RuntimeKernels::for_plans(&[plan], adam::runtime_adam_from_env(), true),
     )?;
     Ok((module, imports))
 }
@@ -552,11 +575,7 @@ pub fn relocation_targets(g: &Graph, plan: &Plan) -> Result<Vec<String>, String>
         &mut module,
         false,
         Linkage::Import,
-        adam::runtime_adam_from_env(),
-        true,
-        has_epilogue(&[plan]),
-        has_batched(&[plan]),
-        has_recurrence(&[plan]),
+        RuntimeKernels::for_plans(&[plan], adam::runtime_adam_from_env(), true),
     )?;
     let mut ctx = Context::new();
     ctx.func = Function::with_name_signature(UserFuncName::user(0, 0), signature(&module));

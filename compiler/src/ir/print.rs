@@ -136,10 +136,16 @@ pub fn op_text(g: &Graph, op: &Op) -> String {
             )
         }
         Op::Recurrence { cell, operands } => {
-            format!("recurrence {}", super::recurrence::cell_text(cell, operands))
+            format!(
+                "recurrence {}",
+                super::recurrence::cell_text(cell, operands)
+            )
         }
         Op::RecurrenceGrad { cell, operands } => {
-            format!("recurrence_grad {}", super::recurrence::cell_text(cell, operands))
+            format!(
+                "recurrence_grad {}",
+                super::recurrence::cell_text(cell, operands)
+            )
         }
         Op::BatchMatMul { ta, tb, groups } => {
             let mut s = "batch_matmul".to_string();

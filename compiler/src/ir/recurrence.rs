@@ -99,7 +99,10 @@ impl RnnOperands {
 pub fn input_shapes(cell: &Cell, operands: RnnOperands, batch: Dim, steps: u32) -> Vec<Shape> {
     let f = |n: usize| Dim::Fixed(n as u32);
     let (h, p, g) = (cell.units as usize, cell.output_size(), cell.gate_width());
-    let mut v = vec![Shape(vec![batch, Dim::Fixed(steps), f(g)]), Shape(vec![f(p), f(g)])];
+    let mut v = vec![
+        Shape(vec![batch, Dim::Fixed(steps), f(g)]),
+        Shape(vec![f(p), f(g)]),
+    ];
     if cell.use_peepholes {
         v.push(Shape(vec![f(3), f(h)]));
     }

@@ -119,9 +119,7 @@ fn candidate(
         let Source::Load(v, DType::F32) = s else {
             return None;
         };
-        let Some(v) = as_matrix(v) else {
-            return None;
-        };
+        let v = as_matrix(v)?;
         if n == node && v == *c {
             reads_c = true;
         } else if bias.is_none() && v.strides[0].is_zero() {

@@ -22,9 +22,8 @@ use std::collections::{BTreeSet, HashSet};
 use super::units::{Class, Unit};
 use super::view::{self, BufId, Lin, View};
 use super::{
-    Buffer, Groups, Kernel, Loc, LoopKernel, Planner, RecurrenceKernel, Reduction, RowKernel, RowOp,
-    Source,
-    WindowKernel, WindowOp,
+    Buffer, Groups, Kernel, Loc, LoopKernel, Planner, RecurrenceKernel, Reduction, RowKernel,
+    RowOp, Source, WindowKernel, WindowOp,
 };
 use crate::ir::{DType, NodeId, Op, Shape, Window, WinogradTile};
 

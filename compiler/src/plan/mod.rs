@@ -101,8 +101,8 @@ use crate::layout::VarPlacement;
 use crate::verify::{self, in_pass};
 use fusion::Group;
 pub use kernel::{
-    Buffer, GemmEpilogue, Groups, Kernel, Loc, LoopKernel, RecurrenceKernel, Mode, Plan, Reduction, RowKernel, RowOp,
-    Source, WindowKernel, WindowOp, WinogradKernel,
+    Buffer, GemmEpilogue, Groups, Kernel, Loc, LoopKernel, Mode, Plan, RecurrenceKernel, Reduction,
+    RowKernel, RowOp, Source, WindowKernel, WindowOp, WinogradKernel,
 };
 pub(crate) use threads::syncs as threads_syncs;
 pub use threads::{scalar_operands, Syncs};

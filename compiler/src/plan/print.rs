@@ -148,7 +148,11 @@ pub fn print_plan(g: &Graph, p: &Plan) -> String {
                 .ok();
             }
             Kernel::Recurrence(r) => {
-                let name = if r.grad { "recurrence_grad" } else { "recurrence" };
+                let name = if r.grad {
+                    "recurrence_grad"
+                } else {
+                    "recurrence"
+                };
                 let ins: Vec<String> = r.inputs.iter().map(|v| v.to_string()).collect();
                 writeln!(
                     out,

@@ -45,12 +45,6 @@ struct CellSpec {
     span: Span,
 }
 
-/// A cell argument: one cell, or a stack (`multi_rnn_cell([...])`).
-enum CellTree {
-    One(CellSpec),
-    Stack(Vec<CellSpec>),
-}
-
 fn not_a_cell(e: &Expr) -> Diagnostic {
     Diagnostic::new(
         Code::ArgumentType,
@@ -62,7 +56,9 @@ fn not_a_cell(e: &Expr) -> Diagnostic {
 }
 
 /// Reads a cell expression.
-fn cell_tree(e: &Expr) -> R<CellTree> {
+/// A cell argument: its cells, and whether they are a stack
+/// (`multi_rnn_cell([...])`).
+fn cell_tree(e: &Expr) -> R<(Vec<CellSpec>, bool)> {
     let ExprKind::Call(c) = &e.kind else {
         return Err(not_a_cell(e));
     };
@@ -89,8 +85,8 @@ fn cell_tree(e: &Expr) -> R<CellTree> {
             let mut cells = Vec::with_capacity(items.len());
             for item in items {
                 match cell_tree(item)? {
-                    CellTree::One(s) => cells.push(s),
-                    CellTree::Stack(_) => {
+                    (mut one, false) => cells.append(&mut one),
+                    (_, true) => {
                         return Err(Diagnostic::new(
                             Code::ArgumentType,
                             item.span,
@@ -100,9 +96,9 @@ fn cell_tree(e: &Expr) -> R<CellTree> {
                     }
                 }
             }
-            Ok(CellTree::Stack(cells))
+            Ok((cells, true))
         }
-        "lstm_cell" | "gru_cell" | "basic_rnn_cell" => Ok(CellTree::One(one_cell(c)?)),
+        "lstm_cell" | "gru_cell" | "basic_rnn_cell" => Ok((vec![one_cell(c)?], false)),
         _ => Err(not_a_cell(e)),
     }
 }
@@ -306,16 +302,30 @@ fn layer(
     initial: &[NodeId],
 ) -> R<(NodeId, Vec<NodeId>)> {
     let cell = spec.cell;
-    let scope = st.blocks.open_scope(parent, spec.name.as_deref(), spec.base);
+    let scope = st
+        .blocks
+        .open_scope(parent, spec.name.as_deref(), spec.base);
     let xs = st.graph.shape(x).clone();
-    let (b, t, d) = (xs.0[0], xs.0[1].fixed().unwrap_or(0), xs.0[2].fixed().unwrap_or(0));
+    let (b, t, d) = (
+        xs.0[0],
+        xs.0[1].fixed().unwrap_or(0),
+        xs.0[2].fixed().unwrap_or(0),
+    );
     let (h, p) = (cell.units, cell.output_size() as u32);
     let g = cell.gate_width() as u32;
     let span = spec.span;
     let ki = spec.kernel_init.as_ref();
     let (xproj, wh, peepholes, proj) = match cell.kind {
         CellKind::Lstm | CellKind::Basic => {
-            let kernel = variable(st, &scope, "kernel", &[d + p, g], ki, "glorot_uniform", span)?;
+            let kernel = variable(
+                st,
+                &scope,
+                "kernel",
+                &[d + p, g],
+                ki,
+                "glorot_uniform",
+                span,
+            )?;
             let bias = variable(st, &scope, "bias", &[g], None, "zeros", span)?;
             let peepholes = if cell.use_peepholes {
                 let mut rows = Vec::new();
@@ -330,7 +340,15 @@ fn layer(
             let proj = match cell.num_proj {
                 Some(_) => {
                     let name = "projection/kernel";
-                    Some(variable(st, &scope, name, &[h, p], ki, "glorot_uniform", span)?)
+                    Some(variable(
+                        st,
+                        &scope,
+                        name,
+                        &[h, p],
+                        ki,
+                        "glorot_uniform",
+                        span,
+                    )?)
                 }
                 None => None,
             };
@@ -340,9 +358,25 @@ fn layer(
         }
         CellKind::Gru => {
             let bi = spec.bias_init.as_ref();
-            let gk = variable(st, &scope, "gates/kernel", &[d + h, 2 * h], ki, "glorot_uniform", span)?;
+            let gk = variable(
+                st,
+                &scope,
+                "gates/kernel",
+                &[d + h, 2 * h],
+                ki,
+                "glorot_uniform",
+                span,
+            )?;
             let gb = variable(st, &scope, "gates/bias", &[2 * h], bi, "ones", span)?;
-            let ck = variable(st, &scope, "candidate/kernel", &[d + h, h], ki, "glorot_uniform", span)?;
+            let ck = variable(
+                st,
+                &scope,
+                "candidate/kernel",
+                &[d + h, h],
+                ki,
+                "glorot_uniform",
+                span,
+            )?;
             let cb = variable(st, &scope, "candidate/bias", &[h], bi, "zeros", span)?;
             let xg = input_projection(st, x, gk, gb, d);
             let xc = input_projection(st, x, ck, cb, d);
@@ -376,7 +410,9 @@ fn layer(
         let col = st.graph.reshape(len, &Shape(vec![b, Dim::Fixed(1)]));
         let col = st.graph.broadcast_to(col, &Shape(vec![b, Dim::Fixed(t)]));
         let mask = st.graph.binary(BinaryOp::Lt, steps, col);
-        let mask = st.graph.reshape(mask, &Shape(vec![b, Dim::Fixed(t), Dim::Fixed(1)]));
+        let mask = st
+            .graph
+            .reshape(mask, &Shape(vec![b, Dim::Fixed(t), Dim::Fixed(1)]));
         let mask = st.graph.broadcast_to(mask, &out_shape);
         outputs = st.graph.mul(outputs, mask);
     }
@@ -413,10 +449,7 @@ fn state_shapes(cell: &Cell, b: Dim) -> Vec<Shape> {
 
 /// A cell argument as the list of cells it runs, and whether it is a stack.
 fn cells_of(e: &Expr) -> R<(Vec<CellSpec>, bool)> {
-    Ok(match cell_tree(e)? {
-        CellTree::One(s) => (vec![s], false),
-        CellTree::Stack(v) => (v, true),
-    })
+    cell_tree(e)
 }
 
 /// The inputs as `[B, T, D]` (transposed from `[T, B, D]` when time-major).
@@ -540,7 +573,7 @@ fn run_cells(
     for (i, spec) in cells.iter().enumerate() {
         let n = state_shapes(&spec.cell, batch).len();
         let init = if initial.is_empty() {
-            &initial[..]
+            initial
         } else {
             &initial[taken..taken + n]
         };
@@ -666,7 +699,9 @@ pub(crate) fn bidirectional_dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeI
         run_cells(st, &fw_cells, fw_stacked, &fw_scope, x, lengths, &init_fw)?;
     let bw_scope = st.blocks.open_scope(&scope, Some("bw"), "bw");
     let x_rev = reverse_sequence(st, x, lengths);
-    let (tmp, states_bw) = run_cells(st, &bw_cells, bw_stacked, &bw_scope, x_rev, lengths, &init_bw)?;
+    let (tmp, states_bw) = run_cells(
+        st, &bw_cells, bw_stacked, &bw_scope, x_rev, lengths, &init_bw,
+    )?;
     let mut out_bw = reverse_sequence(st, tmp, lengths);
     if time_major {
         out_fw = st.graph.transpose(out_fw, &[1, 0, 2]);

@@ -194,7 +194,11 @@ fn print_profile(program: &specc_compiler::driver::Program, steps: u64) {
             Kernel::ArgMax { node, .. } => format!("argmax {node}"),
             Kernel::Recurrence(r) => format!(
                 "{} {} rows={} steps={}",
-                if r.grad { "recurrence_grad" } else { "recurrence" },
+                if r.grad {
+                    "recurrence_grad"
+                } else {
+                    "recurrence"
+                },
                 r.node,
                 r.rows,
                 r.steps

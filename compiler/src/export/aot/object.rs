@@ -188,11 +188,7 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
         &mut module,
         false,
         Linkage::Local,
-        false,
-        false,
-        false,
-        false,
-        false,
+        codegen::RuntimeKernels::default(),
     )?;
     let sig = codegen::signature(&module);
     let fn_id = module

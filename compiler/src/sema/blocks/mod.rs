@@ -103,7 +103,12 @@ impl Blocks {
 
     /// Opens a scope under `parent`: `name` as given, else `default_name`
     /// made unique (TF's `variable_scope(name, default_name)`); its full name.
-    pub(crate) fn open_scope(&mut self, parent: &str, name: Option<&str>, default_name: &str) -> String {
+    pub(crate) fn open_scope(
+        &mut self,
+        parent: &str,
+        name: Option<&str>,
+        default_name: &str,
+    ) -> String {
         let local = name.map_or_else(|| self.scopes.unique(parent, default_name), str::to_string);
         let full = scope::join(parent, &local);
         self.scopes.open(&full);

@@ -632,7 +632,9 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
                 format!("`{name}` makes a recurrent cell, not a tensor"),
             )
             .with_label("a cell")
-            .with_help(format!("`{name}(...)` is the first argument of `dynamic_rnn`"));
+            .with_help(format!(
+                "`{name}(...)` is the first argument of `dynamic_rnn`"
+            ));
         } else if name == "dynamic_rnn" || name == "bidirectional_dynamic_rnn" {
             d = Diagnostic::new(
                 Code::BlockReturn,
