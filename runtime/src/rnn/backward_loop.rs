@@ -207,6 +207,9 @@ impl<R: Real> Grads<'_, '_, R> {
             }
         };
         let gemm = !active.is_empty();
+        // `dh_{-1}` only matters for a given initial `h`: without one, the
+        // last `dz @ W_hᵀ` is skipped (`dh0` then means nothing).
+        let dh_gemm = gemm && (t > 0 || !f.f.h0.is_null());
         let wh_t = (1, f.g);
         // SAFETY: the GEMMs read the active rows' fields of slot t + 1 and
         // write their scratch (or carry, in slot 0), and the weights.
@@ -214,7 +217,7 @@ impl<R: Real> Grads<'_, '_, R> {
             match f.kind {
                 CellKind::Basic => {
                     self.pass(t, all, Which::BasicDz);
-                    if gemm {
+                    if dh_gemm {
                         let (dz, dh) = (at(gl.dz, t + 1), target(self.prev));
                         f.gemm(&active, f.g, f.p, dz, s, f.f.wh, wh_t, false, dh, s);
                     }
@@ -228,7 +231,7 @@ impl<R: Real> Grads<'_, '_, R> {
                         }
                     }
                     self.pass(t, all, Which::LstmDz);
-                    if gemm {
+                    if dh_gemm {
                         let (dz, dh) = (at(gl.dz, t + 1), target(self.prev));
                         f.gemm(&active, f.g, f.p, dz, s, f.f.wh, wh_t, false, dh, s);
                     }
@@ -243,13 +246,13 @@ impl<R: Real> Grads<'_, '_, R> {
                     self.pass(t, all, Which::GruDzR);
                     // Adds to what `GruDzR` left: the carry, or the scratch
                     // the first GEMM wrote for every row it adds to.
-                    if gemm {
+                    if dh_gemm {
                         let (dz, dh) = (at(gl.dz, t + 1), target(self.mid));
                         f.gemm(&active, 2 * h, h, dz, s, f.f.wh, wh_t, true, dh, s);
                     }
                 }
             }
-            if !all {
+            if !all && dh_gemm {
                 self.pass(t, all, Which::CarryH);
             }
         }

@@ -145,7 +145,8 @@ pub struct GradLayout {
     /// Slot `t + 1`, LSTM with `num_proj`: `dL/d(m @ W_proj)` of step `t`
     /// (`P`; after the projection clip's mask), zero where inactive.
     pub dproj: Option<usize>,
-    /// Slot 0: `dL/dh_{-1}` (`P`), at 0.
+    /// Slot 0: `dL/dh_{-1}` (`P`), at 0 — only with a given `h0`: without
+    /// one its last product is skipped and the field means nothing.
     pub dh0: usize,
     /// Slot 0, LSTM: `dL/dc_{-1}` (`H`), at `P`.
     pub dc0: Option<usize>,

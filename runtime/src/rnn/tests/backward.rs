@@ -148,7 +148,15 @@ fn check_case(case: &Case, what: &str) {
             "forward: a null initial state is zeros ({what})"
         );
         let grad0 = zeros.backward(&cell, Isa::active(), &mut tape0, &loss.dstate(case), &rows);
-        let same = public_grad(&cell, &grad0) == public_grad(&cell, &grad);
+        // Everything but `dh0`, which a null `h0` does not compute.
+        let without_dh0 = |g: &[f64]| {
+            let mut v = public_grad(&cell, g);
+            for slot in v.chunks_mut(gl.private).step_by(steps + 1) {
+                slot[gl.dh0..gl.dh0 + p].fill(0.0);
+            }
+            v
+        };
+        let same = without_dh0(&grad0) == without_dh0(&grad);
         assert!(same, "backward: a null initial state is zeros ({what})");
         return;
     }
