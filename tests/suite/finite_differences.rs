@@ -16,7 +16,7 @@
 
 use crate::common;
 
-use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::driver::{compile_with, Functions, Options, Program, ProgramSession};
 use specc_compiler::ir::Op;
 use specc_compiler::ir::WinogradTile;
 use specc_compiler::passes::winograd::Winograd;
@@ -601,31 +601,15 @@ fn check_with(c: &Case, seed: u64, options: &Options) {
         format!("loss = reduce_sum(y * {})", literal(&dims, &wv))
     };
     let text = format!("{text}{loss}\n");
-    let src = SourceFile::new(format!("{}.spec", c.name), text.clone());
-    let program = compile_with(&src, Functions::ALL, options).unwrap_or_else(|d| {
-        panic!(
-            "{}: {:?}\n{text}",
-            c.name,
-            d.iter().map(|d| &d.message).collect::<Vec<_>>()
-        )
-    });
-    let model = &program.model;
+    let program = compile_case(c.name, &text, options);
     let ds = data(&mut rng);
-    let mut s = program.session().unwrap();
-    s.bind(&ds).unwrap();
-    let rows: Vec<u32> = (0..BATCH as u32).collect();
-    s.gather(&ds, &rows).unwrap();
-    let gf = s.function_index("grad").unwrap();
-    s.call(gf, BATCH).unwrap();
-
-    let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, BATCH);
-    let jit_loss = s.output(gf, "loss", BATCH).unwrap()[0] as f64;
-    let ref_loss = common::interp_loss(model, &inputs, &vars, BATCH);
-    assert!(
-        (jit_loss - ref_loss).abs() <= 1e-4 * ref_loss.abs().max(1.0),
-        "{}: compiled loss {jit_loss} vs reference {ref_loss}",
-        c.name
-    );
+    let GradRun {
+        model,
+        s,
+        gf,
+        inputs,
+        mut vars,
+    } = grad_run(&program, c.name, &text, &ds);
     for p in model.trainable_params() {
         let name = model.var_name(p).to_string();
         let grad = s
@@ -645,6 +629,58 @@ fn check_with(c: &Case, seed: u64, options: &Options) {
                 c.name
             );
         }
+    }
+}
+
+/// `text` compiled with every function.
+pub(super) fn compile_case(name: &str, text: &str, options: &Options) -> Program {
+    let src = SourceFile::new(format!("{name}.spec"), text.to_string());
+    compile_with(&src, Functions::ALL, options).unwrap_or_else(|d| {
+        panic!(
+            "{name}: {:?}\n{text}",
+            d.iter().map(|d| &d.message).collect::<Vec<_>>()
+        )
+    })
+}
+
+/// One call of a program's `grad` on the first `BATCH` rows of a data set,
+/// and the interpreter's leaves for the same rows.
+pub(super) struct GradRun<'p> {
+    pub model: &'p specc_compiler::model::Model,
+    pub s: ProgramSession<'p>,
+    pub gf: usize,
+    pub inputs: Vec<specc_compiler::interp::Tensor>,
+    pub vars: Vec<specc_compiler::interp::Tensor>,
+}
+
+/// Calls `grad` once on `ds`'s first `BATCH` rows and checks the compiled
+/// loss against the interpreter's.
+pub(super) fn grad_run<'p>(
+    program: &'p Program,
+    name: &str,
+    text: &str,
+    ds: &Dataset,
+) -> GradRun<'p> {
+    let model = &program.model;
+    let mut s = program.session().unwrap();
+    s.bind(ds).unwrap();
+    let rows: Vec<u32> = (0..BATCH as u32).collect();
+    s.gather(ds, &rows).unwrap();
+    let gf = s.function_index("grad").unwrap();
+    s.call(gf, BATCH).unwrap();
+    let (inputs, vars) = common::interp_leaves(model, ds, &s, BATCH);
+    let jit_loss = f64::from(s.output(gf, "loss", BATCH).unwrap()[0]);
+    let ref_loss = common::interp_loss(model, &inputs, &vars, BATCH);
+    assert!(
+        (jit_loss - ref_loss).abs() <= 1e-4 * ref_loss.abs().max(1.0),
+        "{name}: compiled loss {jit_loss} vs reference {ref_loss}\n{text}"
+    );
+    GradRun {
+        model,
+        s,
+        gf,
+        inputs,
+        vars,
     }
 }
 

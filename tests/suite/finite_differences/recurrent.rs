@@ -18,9 +18,8 @@
 use super::{literal, Rng};
 use crate::common;
 
-use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::driver::Options;
 use specc_compiler::interp;
-use specc_grammar::SourceFile;
 use specc_runtime::data::{Dataset, InputData, Values};
 
 /// Rows of the batch (odd: vector loops run their scalar tails).
@@ -172,30 +171,14 @@ fn spec_and_data(c: &Rnn, rng: &mut Rng) -> (String, Dataset) {
 fn check(c: &Rnn) {
     let mut rng = Rng(seed(c.name));
     let (text, ds) = spec_and_data(c, &mut rng);
-    let src = SourceFile::new(format!("{}.spec", c.name), text.clone());
-    let program = compile_with(&src, Functions::ALL, &Options::default()).unwrap_or_else(|d| {
-        panic!(
-            "{}: {:?}\n{text}",
-            c.name,
-            d.iter().map(|d| &d.message).collect::<Vec<_>>()
-        )
-    });
-    let model = &program.model;
-    let mut s = program.session().unwrap();
-    s.bind(&ds).unwrap();
-    let rows: Vec<u32> = (0..BATCH as u32).collect();
-    s.gather(&ds, &rows).unwrap();
-    let gf = s.function_index("grad").unwrap();
-    s.call(gf, BATCH).unwrap();
-
-    let (inputs, mut vars) = common::interp_leaves(model, &ds, &s, BATCH);
-    let jit_loss = f64::from(s.output(gf, "loss", BATCH).unwrap()[0]);
-    let ref_loss = common::interp_loss(model, &inputs, &vars, BATCH);
-    assert!(
-        (jit_loss - ref_loss).abs() <= 1e-4 * ref_loss.abs().max(1.0),
-        "{}: compiled loss {jit_loss} vs reference {ref_loss}\n{text}",
-        c.name
-    );
+    let program = super::compile_case(c.name, &text, &Options::default());
+    let super::GradRun {
+        model,
+        s,
+        gf,
+        inputs,
+        mut vars,
+    } = super::grad_run(&program, c.name, &text, &ds);
 
     // The interpreter's gradients: every `grad/NAME` output of the step.
     let grad_fn = model.functions.grad.as_ref().unwrap();
