@@ -6,7 +6,7 @@
 
 use crate::jit;
 
-use jit::{run, Emit, Jit, Mode, XorShift};
+use jit::{run, Emit, Jit, Mode};
 use specc_compiler::codegen::math;
 
 struct Case {
@@ -66,48 +66,11 @@ fn ulp_at(v: f64) -> f64 {
 }
 
 fn same(a: f32, b: f32) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    jit::same_bits(a, b)
 }
 
 fn inputs(case: &Case) -> Vec<f32> {
-    let mut v = Vec::new();
-    for &(lo, hi, n) in case.dense {
-        for i in 0..n {
-            v.push((lo + (hi - lo) * (i as f64 / (n - 1) as f64)) as f32);
-        }
-    }
-    for k in -149..=127 {
-        let p = 2f64.powi(k) as f32;
-        v.extend([p, -p]);
-    }
-    v.extend([
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        -f32::NAN,
-        f32::MAX,
-        -f32::MAX,
-        f32::MIN_POSITIVE,
-        -f32::MIN_POSITIVE,
-        f32::from_bits(1),
-        -f32::from_bits(1),
-    ]);
-    for &t in case.thresholds {
-        let (mut up, mut down) = (t, t);
-        v.push(t);
-        for _ in 0..WALK {
-            up = up.next_up();
-            down = down.next_down();
-            v.extend([up, down]);
-        }
-    }
-    let mut rng = XorShift(0x9E37_79B9);
-    v.extend((0..RANDOM).map(|_| f32::from_bits(rng.next_u32())));
-    v
+    jit::sweep(case.dense, case.thresholds, WALK, RANDOM, 0x9E37_79B9)
 }
 
 #[derive(Default)]

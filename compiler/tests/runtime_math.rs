@@ -7,63 +7,24 @@
 
 use crate::jit;
 
-use jit::{run, Emit, Jit, Mode, XorShift};
+use jit::{run, Emit, Jit, Mode};
 use specc_compiler::codegen::math;
 use specc_runtime::rnn::Real;
 
 /// Every f32 within this many steps of a threshold.
 const WALK: usize = 4096;
 
-fn inputs(thresholds: &[f32]) -> Vec<f32> {
-    let mut v: Vec<f32> = Vec::new();
-    let n = 200_000;
-    for (lo, hi) in [(-110.0f64, 95.0f64), (-2.0, 2.0)] {
-        v.extend((0..=n).map(|i| (lo + (hi - lo) * (i as f64 / n as f64)) as f32));
-    }
-    for k in -149..=127 {
-        let p = 2f64.powi(k) as f32;
-        v.extend([p, -p]);
-    }
-    v.extend([
-        0.0,
-        -0.0,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        f32::NAN,
-        -f32::NAN,
-        f32::MAX,
-        -f32::MAX,
-        f32::from_bits(1),
-        -f32::from_bits(1),
-    ]);
-    for &t in thresholds {
-        let (mut up, mut down) = (t, t);
-        v.push(t);
-        for _ in 0..WALK {
-            up = up.next_up();
-            down = down.next_down();
-            v.extend([up, down]);
-        }
-    }
-    let mut rng = XorShift(0x2545_F491);
-    v.extend((0..500_000).map(|_| f32::from_bits(rng.next_u32())));
-    v
-}
-
-fn same(a: f32, b: f32) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-}
-
 fn check(name: &str, emit: Emit, runtime: fn(f32) -> f32, thresholds: &[f32]) {
     let mut jit = Jit::native();
-    let xs = inputs(thresholds);
+    let dense = [(-110.0, 95.0, 200_001), (-2.0, 2.0, 200_001)];
+    let xs = jit::sweep(&dense, thresholds, WALK, 500_000, 0x2545_F491);
     for mode in [Mode::Vector, Mode::ScalarOnly] {
         let f = jit.compile_map(&format!("{name}_{mode:?}"), emit, mode);
         let ys = run(f, &xs);
         let bad: Vec<String> = xs
             .iter()
             .zip(&ys)
-            .filter(|(&x, &y)| !same(runtime(x), y))
+            .filter(|(&x, &y)| !jit::same_bits(runtime(x), y))
             .take(10)
             .map(|(&x, &y)| {
                 format!(

@@ -207,3 +207,59 @@ impl XorShift {
         x
     }
 }
+
+/// f32 inputs that probe a function everywhere it can go wrong: dense
+/// sweeps (`lo`, `hi`, `n` points, both ends included), every power of two
+/// and its negative, special values, every f32 within `walk` steps of each
+/// threshold, and `random` random bit patterns from `seed`.
+pub fn sweep(
+    dense: &[(f64, f64, usize)],
+    thresholds: &[f32],
+    walk: usize,
+    random: usize,
+    seed: u32,
+) -> Vec<f32> {
+    let mut v = Vec::new();
+    for &(lo, hi, n) in dense {
+        for i in 0..n {
+            v.push((lo + (hi - lo) * (i as f64 / (n - 1) as f64)) as f32);
+        }
+    }
+    for k in -149..=127 {
+        let p = 2f64.powi(k) as f32;
+        v.extend([p, -p]);
+    }
+    v.extend([
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+        f32::MAX,
+        -f32::MAX,
+        f32::MIN_POSITIVE,
+        -f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        -f32::from_bits(1),
+    ]);
+    for &t in thresholds {
+        let (mut up, mut down) = (t, t);
+        v.push(t);
+        for _ in 0..walk {
+            up = up.next_up();
+            down = down.next_down();
+            v.extend([up, down]);
+        }
+    }
+    let mut rng = XorShift(seed);
+    v.extend((0..random).map(|_| f32::from_bits(rng.next_u32())));
+    v
+}
+
+/// The same bits, or both NaN.
+pub fn same_bits(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
