@@ -603,6 +603,14 @@ fn scope_arg(e: Option<&Expr>, default: &str) -> R<String> {
 /// time_major = false, scope = None)`: the outputs, then the final state's
 /// tensors (see the module docs).
 pub(crate) fn dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
+    // The layer's nodes point at the call (diagnostics of later stages).
+    let saved = st.graph.current_span.replace(c.span);
+    let r = dynamic_rnn_at(st, c);
+    st.graph.current_span = saved;
+    r
+}
+
+fn dynamic_rnn_at(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
     let b = args::bind(
         "dynamic_rnn",
         c,
@@ -667,6 +675,13 @@ fn reverse_sequence(st: &mut State, x: NodeId, lengths: Option<NodeId>) -> NodeI
 /// reads each row's first `len` steps reversed, and its outputs are
 /// reversed back.
 pub(crate) fn bidirectional_dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
+    let saved = st.graph.current_span.replace(c.span);
+    let r = bidirectional_at(st, c);
+    st.graph.current_span = saved;
+    r
+}
+
+fn bidirectional_at(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
     let b = args::bind(
         "bidirectional_dynamic_rnn",
         c,

@@ -341,9 +341,14 @@ impl<'a> Lower<'a> {
                 ))
             }
             Op::Recurrence { .. } | Op::RecurrenceGrad { .. } => {
-                return Err(self.unsupported(
-                    id,
-                    "recurrent layers do not export to TF Lite yet (UNIDIRECTIONAL_SEQUENCE_LSTM is planned)",
+                return Err(Diagnostic::new(
+                    Code::TfliteUnsupported,
+                    self.g.span(id).unwrap_or_default(),
+                    "specc does not export recurrent layers (`dynamic_rnn`) to TensorFlow Lite yet",
+                )
+                .with_label("a recurrent layer")
+                .with_help(
+                    "TF Lite's UNIDIRECTIONAL_SEQUENCE_LSTM is planned; until then serve the model with `specc predict` (objects do not hold recurrent layers either)",
                 ))
             }
             Op::Patches { .. } => {
