@@ -6,7 +6,8 @@ proj_clip and a forget_bias other than 1; GRU; basic RNN with tanh and with
 relu; a `multi_rnn_cell` of two cells) with and without `sequence_length`,
 and a few with an `initial_state` or `time_major`; and an LSTM forward with
 a GRU backward in `bidirectional_dynamic_rnn` (plain, with lengths,
-time-major, with both initial states). A spec feeds the rows of
+time-major, with both initial states), and a stack forward with an LSTM
+with every option backward. A spec feeds the rows of
 a CSV (`x` plus a trainable `shift`, so the input's gradient is checked too,
 summed over the batch) through the layer and takes ONE step of plain SGD of
 rate 1 on `loss = sum(outputs * w_outputs) + sum_i sum(state_i * w_state_i)`
@@ -127,11 +128,18 @@ CASES = [(f"{name}{'_' + LENGTHS if lengths else ''}", name, {LENGTHS} if length
     ("lstm_options_time_major", "lstm_options", {LENGTHS, TIME_MAJOR}),
     ("gru_time_major_initial_state", "gru", {LENGTHS, INITIAL, TIME_MAJOR}),
 ]
+LSTM_GRU = {"bidirectional_rnn/fw/lstm_cell/kernel", "bidirectional_rnn/fw/lstm_cell/bias"} | {
+    f"bidirectional_rnn/bw/gru_cell/{part}/{v}" for part in ("gates", "candidate") for v in ("kernel", "bias")}
+# (test id, (fw cell, bw cell), options, some of TF's variable names).
 BIDIRECTIONAL_CASES = [
-    ("bidirectional", ("lstm", "gru"), set()),
-    ("bidirectional_lengths", ("lstm", "gru"), {LENGTHS}),
-    ("bidirectional_time_major", ("lstm", "gru"), {LENGTHS, TIME_MAJOR}),
-    ("bidirectional_initial_state", ("lstm", "gru"), {LENGTHS, INITIAL}),
+    ("bidirectional", ("lstm", "gru"), set(), LSTM_GRU),
+    ("bidirectional_lengths", ("lstm", "gru"), {LENGTHS}, LSTM_GRU),
+    ("bidirectional_time_major", ("lstm", "gru"), {LENGTHS, TIME_MAJOR}, LSTM_GRU),
+    ("bidirectional_initial_state", ("lstm", "gru"), {LENGTHS, INITIAL}, LSTM_GRU),
+    ("bidirectional_stacked", ("multi_rnn_cell", "lstm_options"), {LENGTHS, INITIAL, TIME_MAJOR},
+     {"bidirectional_rnn/fw/multi_rnn_cell/cell_0/lstm_cell/w_f_diag",
+      "bidirectional_rnn/fw/multi_rnn_cell/cell_1/gru_cell/candidate/kernel",
+      "bidirectional_rnn/bw/lstm_cell/projection/kernel"}),
 ]
 
 
@@ -356,19 +364,16 @@ def test_dynamic_rnn_equals_tf(specc, tmp_path, name, cell, options):
     check_equals_tf(specc, tmp_path, name, cell, options)
 
 
-@pytest.mark.parametrize("name,cells,options", BIDIRECTIONAL_CASES,
+@pytest.mark.parametrize("name,cells,options,some_names", BIDIRECTIONAL_CASES,
                          ids=[c[0] for c in BIDIRECTIONAL_CASES])
-def test_bidirectional_dynamic_rnn_equals_tf(specc, tmp_path, name, cells, options):
-    """`bidirectional_dynamic_rnn(lstm_cell, gru_cell, ..)` against TF's
+def test_bidirectional_dynamic_rnn_equals_tf(specc, tmp_path, name, cells, options, some_names):
+    """`bidirectional_dynamic_rnn(cell_fw, cell_bw, ..)` against TF's
     `bidirectional_dynamic_rnn`: the variables under TF's
     `bidirectional_rnn/fw/` and `bidirectional_rnn/bw/`, both outputs (the
     backward one reversed back within each row's length), both final
     states and the step's gradients."""
     names = check_equals_tf(specc, tmp_path, name, cells, options)
-    fw = {"bidirectional_rnn/fw/lstm_cell/kernel", "bidirectional_rnn/fw/lstm_cell/bias"}
-    bw = {f"bidirectional_rnn/bw/gru_cell/{part}/{v}"
-          for part in ("gates", "candidate") for v in ("kernel", "bias")}
-    assert fw | bw <= set(names)
+    assert some_names <= set(names)
 
 
 def test_a_trained_digits_lstm_restores_into_tf_by_name(specc, tmp_path):
