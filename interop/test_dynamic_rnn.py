@@ -6,15 +6,15 @@ proj_clip and a forget_bias other than 1; GRU; basic RNN with tanh and with
 relu; a `multi_rnn_cell` of two cells) with and without `sequence_length`,
 and a few with an `initial_state` or `time_major`; and an LSTM forward with
 a GRU backward in `bidirectional_dynamic_rnn` (plain, with lengths,
-time-major, with both initial states), and a stack forward with an LSTM
-with every option backward. A spec feeds the rows of
-a CSV (`x` plus a trainable `shift`, so the input's gradient is checked too,
-summed over the batch) through the layer and takes ONE step of plain SGD of
-rate 1 on `loss = sum(outputs * w_outputs) + sum_i sum(state_i * w_state_i)`
-(both outputs, fw and bw, weighted, for the bidirectional layer):
-the checkpoint after the step minus the one before is minus the gradient.
-The checkpoint before the step is the same spec's with every loss weight 0
-(its gradients are exactly 0, so its step leaves the initial values).
+time-major, with both initial states), and a stack forward with an LSTM with
+every option backward. A spec feeds the rows of a CSV (`x` plus a trainable
+`shift`, so the input's gradient is checked too, summed over the batch)
+through the layer and takes ONE step of plain SGD of rate 1 on `loss =
+sum(outputs * w_outputs) + sum_i sum(state_i * w_state_i)` (both outputs, fw
+and bw, weighted, for the bidirectional layer): the checkpoint after the
+step minus the one before is minus the gradient. The checkpoint before the
+step is the same spec's with every loss weight 0 (its gradients are exactly
+0, so its step leaves the initial values).
 
 TF builds the same graph in graph mode with the cells of
 `tf.compat.v1.nn.rnn_cell` (`LSTMCell`, `GRUCell`, `BasicRNNCell`,

@@ -2,33 +2,31 @@
 by `sep = whitespace`, fed to `dynamic_rnn`, against TF 2.21's.
 
 The spec reads a CSV column of sentences as a
-`sequence_categorical_column_with_vocabulary_list` (`sep = whitespace`,
-OOV buckets) or `_with_hash_bucket`, embeds it per step with
+`sequence_categorical_column_with_vocabulary_list` (`sep = whitespace`, OOV
+buckets) or `_with_hash_bucket`, embeds it per step with
 `sequence_input_layer(embedding_column(..))`, runs `dynamic_rnn(gru_cell(H),
 seq, sequence_length = sequence_length(seq))` (or a GRU each way in
 `bidirectional_dynamic_rnn`, the final states concatenated) and classifies
 the final state (`h @ W + b`, softmax cross-entropy, mean over the batch);
-it takes ONE
-step of plain SGD of rate 1, so the checkpoint after the step minus the one
-before is minus the gradient (the one before is the same spec's with the
-loss times 0).
+it takes ONE step of plain SGD of rate 1, so the checkpoint after the step
+minus the one before is minus the gradient (the one before is the same
+spec's with the loss times 0).
 
 TF's `SequenceFeatures` layer is Keras 2's and TF 2.21's Keras 3 has none,
 so TF builds the columns as TF1 contrib's `sequence_input_layer` did: the
 `tf.feature_column` sequence column's `_get_sequence_dense_tensor` over
-`tf.strings.split` of the same cells (runs of whitespace; an empty cell
-has no words), under the scopes `sequence_input_layer/text_embedding`,
-which gives the table's name, then `tf.compat.v1.nn.dynamic_rnn` (or
+`tf.strings.split` of the same cells (runs of whitespace; an empty cell has
+no words), under the scopes `sequence_input_layer/text_embedding`, which
+gives the table's name, then `tf.compat.v1.nn.dynamic_rnn` (or
 `bidirectional_dynamic_rnn`) with the legacy `GRUCell` and the same dense
-layer. It restores specc's checkpoint
-by name; its logits equal `specc predict`'s, and `tf.gradients` of the loss
-(the table's an `IndexedSlices`, summed per row) the step's deltas, to 1e-5
-relative. (TF pads to the batch's longest sentence, specc to `max_values`:
-the steps between are past every length in both.)
+layer. It restores specc's checkpoint by name; its logits equal `specc
+predict`'s, and `tf.gradients` of the loss (the table's an `IndexedSlices`,
+summed per row) the step's deltas, to 1e-5 relative. (TF pads to the batch's
+longest sentence, specc to `max_values`: the steps between are past every
+length in both.)
 
-Rows (sentences of 0 to T words, unknown words among them), the
-vocabulary, sizes and separators are drawn from SPECC_INTEROP_SEED (any
-seed passes).
+Rows (sentences of 0 to T words, unknown words among them), the vocabulary,
+sizes and separators are drawn from SPECC_INTEROP_SEED (any seed passes).
 """
 
 import csv
