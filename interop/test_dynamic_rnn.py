@@ -1,15 +1,20 @@
-"""specc's `dynamic_rnn` against TF 2.21's `tf.compat.v1.nn.dynamic_rnn`.
+"""specc's `dynamic_rnn` and `bidirectional_dynamic_rnn` against TF 2.21's
+`tf.compat.v1.nn.dynamic_rnn` and `tf.compat.v1.nn.bidirectional_dynamic_rnn`.
 
 Each case is a cell (LSTM plain; LSTM with peepholes, cell_clip, num_proj,
 proj_clip and a forget_bias other than 1; GRU; basic RNN with tanh and with
 relu; a `multi_rnn_cell` of two cells) with and without `sequence_length`,
-and a few with an `initial_state` or `time_major`. A spec feeds the rows of
-a CSV (`x` plus a trainable `shift`, so the input's gradient is checked too,
-summed over the batch) through the layer and takes ONE step of plain SGD of
-rate 1 on `loss = sum(outputs * w_out) + sum_i sum(state_i * w_state_i)`:
-the checkpoint after the step minus the one before is minus the gradient.
-The checkpoint before the step is the same spec's with every loss weight 0
-(its gradients are exactly 0, so its step leaves the initial values).
+and a few with an `initial_state` or `time_major`; and an LSTM forward with
+a GRU backward in `bidirectional_dynamic_rnn` (plain, with lengths,
+time-major, with both initial states), and a stack forward with an LSTM with
+every option backward. A spec feeds the rows of a CSV (`x` plus a trainable
+`shift`, so the input's gradient is checked too, summed over the batch)
+through the layer and takes ONE step of plain SGD of rate 1 on `loss =
+sum(outputs * w_outputs) + sum_i sum(state_i * w_state_i)` (both outputs, fw
+and bw, weighted, for the bidirectional layer): the checkpoint after the
+step minus the one before is minus the gradient. The checkpoint before the
+step is the same spec's with every loss weight 0 (its gradients are exactly
+0, so its step leaves the initial values).
 
 TF builds the same graph in graph mode with the cells of
 `tf.compat.v1.nn.rnn_cell` (`LSTMCell`, `GRUCell`, `BasicRNNCell`,
@@ -114,7 +119,8 @@ def multi(rng, h):
 CELLS = {"lstm": lstm, "lstm_options": lstm_options, "gru": gru,
          "basic_tanh": basic_tanh, "basic_relu": basic_relu, "multi_rnn_cell": multi}
 
-# (test id, cell, options).
+# (test id, cell, options); a pair of cells is `bidirectional_dynamic_rnn`'s
+# forward and backward cells.
 CASES = [(f"{name}{'_' + LENGTHS if lengths else ''}", name, {LENGTHS} if lengths else set())
          for name in CELLS for lengths in (False, True)] + [
     ("lstm_initial_state", "lstm", {LENGTHS, INITIAL}),
@@ -122,17 +128,33 @@ CASES = [(f"{name}{'_' + LENGTHS if lengths else ''}", name, {LENGTHS} if length
     ("lstm_options_time_major", "lstm_options", {LENGTHS, TIME_MAJOR}),
     ("gru_time_major_initial_state", "gru", {LENGTHS, INITIAL, TIME_MAJOR}),
 ]
+LSTM_GRU = {"bidirectional_rnn/fw/lstm_cell/kernel", "bidirectional_rnn/fw/lstm_cell/bias"} | {
+    f"bidirectional_rnn/bw/gru_cell/{part}/{v}" for part in ("gates", "candidate") for v in ("kernel", "bias")}
+# (test id, (fw cell, bw cell), options, some of TF's variable names).
+BIDIRECTIONAL_CASES = [
+    ("bidirectional", ("lstm", "gru"), set(), LSTM_GRU),
+    ("bidirectional_lengths", ("lstm", "gru"), {LENGTHS}, LSTM_GRU),
+    ("bidirectional_time_major", ("lstm", "gru"), {LENGTHS, TIME_MAJOR}, LSTM_GRU),
+    ("bidirectional_initial_state", ("lstm", "gru"), {LENGTHS, INITIAL}, LSTM_GRU),
+    ("bidirectional_stacked", ("multi_rnn_cell", "lstm_options"), {LENGTHS, INITIAL, TIME_MAJOR},
+     {"bidirectional_rnn/fw/multi_rnn_cell/cell_0/lstm_cell/w_f_diag",
+      "bidirectional_rnn/fw/multi_rnn_cell/cell_1/gru_cell/candidate/kernel",
+      "bidirectional_rnn/bw/lstm_cell/projection/kernel"}),
+]
 
 
 class Problem:
-    """One case's sizes, data and loss weights."""
+    """One case's sizes, data and loss weights. `cells` is one cell's name
+    (`dynamic_rnn`) or a pair (`bidirectional_dynamic_rnn`'s fw and bw)."""
 
-    def __init__(self, name, cell_name, options):
+    def __init__(self, name, cells, options):
         rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])
         self.b = int(rng.integers(3, 10))
         self.t = int(rng.integers(2, 7))
         self.d = int(rng.integers(1, 6))
-        self.cell = CELLS[cell_name](rng, int(rng.integers(1, 7)))
+        self.bidirectional = not isinstance(cells, str)
+        names = cells if self.bidirectional else [cells]
+        self.cells = [CELLS[c](rng, int(rng.integers(1, 7))) for c in names]
         self.time_major = TIME_MAJOR in options
         self.x = rng.normal(size=(self.b, self.t * self.d)).astype(np.float32)
         self.lengths = None
@@ -140,13 +162,17 @@ class Problem:
             lengths = rng.integers(0, self.t + 1, self.b)
             lengths[:2] = [0, self.t]
             self.lengths = rng.permutation(lengths)
+        # Every state tensor's width, in `tf.nest.flatten` order (fw's, then bw's).
+        self.widths = [w for c in self.cells for w in c.widths]
         self.initial = None
         if INITIAL in options:
             self.initial = [rng.normal(size=(self.b, w)).astype(np.float32)
-                            for w in self.cell.widths]
-        self.p = self.cell.widths[-1]  # the outputs' width: the last h
-        self.w_out = rng.uniform(-1, 1, (self.t, self.p)).astype(np.float32)
-        self.w_states = [rng.uniform(-1, 1, w).astype(np.float32) for w in self.cell.widths]
+                            for w in self.widths]
+        # One output per cell (fw, bw), each as wide as the cell's last h.
+        self.outputs = ["outputs_fw", "outputs_bw"] if self.bidirectional else ["outputs"]
+        self.w_outs = [rng.uniform(-1, 1, (self.t, c.widths[-1])).astype(np.float32)
+                       for c in self.cells]
+        self.w_states = [rng.uniform(-1, 1, w).astype(np.float32) for w in self.widths]
 
     def write_csv(self, path):
         heads = [f"x{i}" for i in range(self.t * self.d)]
@@ -155,8 +181,7 @@ class Problem:
             heads.append("n")
             cols.append(self.lengths[:, None].astype(np.float32))
         if self.initial is not None:
-            k = sum(self.cell.widths)
-            heads += [f"s{i}" for i in range(k)]
+            heads += [f"s{i}" for i in range(sum(self.widths))]
             cols += self.initial
         rows = np.concatenate(cols, 1)
         with open(path, "w") as f:
@@ -166,37 +191,44 @@ class Problem:
 
     def spec(self, weighted):
         """The spec; `weighted = False` zeroes every loss weight."""
-        t, d, k = self.t, self.d, len(self.cell.widths)
+        t, d, k = self.t, self.d, len(self.widths)
         scale = 1.0 if weighted else 0.0
         features = [f"  x = numeric(x0..x{t * d - 1})"]
         params = [f"  shift: [{t}, {d}] = zeros"]
-        w_out = self.w_out * scale + 0.0  # no -0.0
-        if self.time_major:
-            w_out = w_out[:, None, :]
-        params.append(f"  w_out: {list(w_out.shape)} = constant(value = {literal(w_out)}), trainable = false")
+        for out, w in zip(self.outputs, self.w_outs):
+            w = w * scale + 0.0  # no -0.0
+            if self.time_major:
+                w = w[:, None, :]
+            params.append(f"  w_{out}: {list(w.shape)} = constant(value = {literal(w)}), trainable = false")
         for i, w in enumerate(self.w_states):
             params.append(f"  w_state_{i}: [{len(w)}] = constant(value = {literal(w * scale + 0.0)}), trainable = false")
-        args = [self.cell.spec, "xs"]
+        args = [c.spec for c in self.cells] + ["xs"]
         if self.lengths is not None:
             features.append("  n = numeric(n)")
             args.append("sequence_length = reshape(n, [B])")
         if self.initial is not None:
             at, states = 0, []
-            for i, w in enumerate(self.cell.widths):
+            for i, w in enumerate(self.widths):
                 cols = f"s{at}" if w == 1 else f"s{at}..s{at + w - 1}"
                 features.append(f"  s_{i} = numeric({cols})")
                 params.append(f"  state_shift_{i}: [{w}] = zeros")
                 states.append(f"s_{i} + state_shift_{i}")
                 at += w
-            args.append(f"initial_state = [{', '.join(states)}]")
+            if self.bidirectional:
+                fw = len(self.cells[0].widths)
+                args.append(f"initial_state_fw = [{', '.join(states[:fw])}]")
+                args.append(f"initial_state_bw = [{', '.join(states[fw:])}]")
+            else:
+                args.append(f"initial_state = [{', '.join(states)}]")
         xs = f"reshape(x, [B, {t}, {d}]) + shift"
         if self.time_major:
             xs = f"transpose({xs}, [1, 0, 2])"
             args.append("time_major = true")
         names = [f"st{i}" for i in range(k)]
-        loss = " + ".join(["reduce_sum(outputs * w_out)"]
+        layer = "bidirectional_dynamic_rnn" if self.bidirectional else "dynamic_rnn"
+        loss = " + ".join([f"reduce_sum({o} * w_{o})" for o in self.outputs]
                           + [f"reduce_sum({n} * w_state_{i})" for i, n in enumerate(names)])
-        shown = "transpose(outputs, [1, 0, 2])" if self.time_major else "outputs"
+        shown = [f"transpose({o}, [1, 0, 2])" if self.time_major else o for o in self.outputs]
         nl = "\n"
         return f"""model rnn
 data csv("train.csv")
@@ -207,45 +239,55 @@ params {{
 {nl.join(params)}
 }}
 xs = {xs}
-outputs, {', '.join(names)} = dynamic_rnn({', '.join(args)})
+{', '.join(self.outputs + names)} = {layer}({', '.join(args)})
 loss = {loss}
 optimizer gradient_descent(learning_rate = 1.0)
 train {{ batch = {self.b}, steps = 1, eval_fraction = 0 }}
 outputs {{
-  outputs = {shown}
+{nl.join(f'  {o} = {v}' for o, v in zip(self.outputs, shown))}
 {nl.join(f'  {n} = {n}' for n in names)}
 }}
 """
 
     def tf_reference(self, prefix):
-        """TF's outputs (batch-major), flattened final state, and gradients
-        by variable name, from the variables of the checkpoint `prefix`
-        (restored by name); and TF's variable names."""
+        """TF's outputs (batch-major, one per cell), flattened final state,
+        and gradients by variable name, from the variables of the checkpoint
+        `prefix` (restored by name); and TF's variable names."""
         g = tf.Graph()
         with g.as_default():
             zeros = tf.compat.v1.zeros_initializer()
             shift = tf.compat.v1.get_variable("shift", [self.t, self.d], initializer=zeros)
             xs = tf.constant(self.x.reshape(self.b, self.t, self.d)) + shift
-            w_out = tf.constant(self.w_out)
+            w_outs = [tf.constant(w) for w in self.w_outs]
             if self.time_major:
                 xs = tf.transpose(xs, [1, 0, 2])
-                w_out = w_out[:, None, :]
-            cell = self.cell.tf_cell()
+                w_outs = [w[:, None, :] for w in w_outs]
+            cells = [c.tf_cell() for c in self.cells]
             kwargs = {"dtype": tf.float32, "time_major": self.time_major}
             if self.lengths is not None:
                 kwargs["sequence_length"] = tf.constant(self.lengths, tf.int32)
+            initial = None
             if self.initial is not None:
-                flat = [tf.constant(s) + tf.compat.v1.get_variable(f"state_shift_{i}", [s.shape[1]],
-                                                                   initializer=zeros)
-                        for i, s in enumerate(self.initial)]
-                kwargs["initial_state"] = tf.nest.pack_sequence_as(cell.state_size, flat)
-            outputs, state = tf.compat.v1.nn.dynamic_rnn(cell, xs, **kwargs)
+                initial = [tf.constant(s) + tf.compat.v1.get_variable(
+                    f"state_shift_{i}", [s.shape[1]], initializer=zeros)
+                    for i, s in enumerate(self.initial)]
+            if self.bidirectional:
+                if initial is not None:
+                    fw = len(self.cells[0].widths)
+                    kwargs["initial_state_fw"] = tf.nest.pack_sequence_as(cells[0].state_size, initial[:fw])
+                    kwargs["initial_state_bw"] = tf.nest.pack_sequence_as(cells[1].state_size, initial[fw:])
+                outputs, state = tf.compat.v1.nn.bidirectional_dynamic_rnn(*cells, xs, **kwargs)
+            else:
+                if initial is not None:
+                    kwargs["initial_state"] = tf.nest.pack_sequence_as(cells[0].state_size, initial)
+                outputs, state = tf.compat.v1.nn.dynamic_rnn(cells[0], xs, **kwargs)
+                outputs = (outputs,)
             states = tf.nest.flatten(state)
-            assert [s.shape[1] for s in states] == self.cell.widths
-            loss = tf.reduce_sum(outputs * w_out) + tf.add_n(
-                [tf.reduce_sum(s * w) for s, w in zip(states, self.w_states)])
+            assert [s.shape[1] for s in states] == self.widths
+            loss = tf.add_n([tf.reduce_sum(o * w) for o, w in zip(outputs, w_outs)]
+                            + [tf.reduce_sum(s * w) for s, w in zip(states, self.w_states)])
             if self.time_major:
-                outputs = tf.transpose(outputs, [1, 0, 2])
+                outputs = [tf.transpose(o, [1, 0, 2]) for o in outputs]
             variables = tf.compat.v1.global_variables()
             grads = tf.gradients(loss, variables)
 
@@ -255,7 +297,7 @@ outputs {{
                 assert shapes[v.op.name] == v.shape.as_list(), v.op.name
             with tf.compat.v1.Session(graph=g) as s:
                 tf.compat.v1.train.Saver(var_list=variables).restore(s, prefix)
-                out, st, gr = s.run([outputs, states, grads])
+                out, st, gr = s.run([list(outputs), states, grads])
             names = [v.op.name for v in variables]
             return out, st, dict(zip(names, gr)), names
 
@@ -274,9 +316,10 @@ def run(specc, cwd, *args):
     return r.stdout
 
 
-@pytest.mark.parametrize("name,cell,options", CASES, ids=[c[0] for c in CASES])
-def test_dynamic_rnn_equals_tf(specc, tmp_path, name, cell, options):
-    pr = Problem(name, cell, options)
+def check_equals_tf(specc, tmp_path, name, cells, options):
+    """Runs the case's two specs and `predict`, and compares specc's
+    variable names, outputs, final state and one step's deltas with TF's."""
+    pr = Problem(name, cells, options)
     pr.write_csv(tmp_path / "train.csv")
     (tmp_path / "initial.spec").write_text(pr.spec(weighted=False))
     (tmp_path / "spec.spec").write_text(pr.spec(weighted=True))
@@ -290,17 +333,18 @@ def test_dynamic_rnn_equals_tf(specc, tmp_path, name, cell, options):
     outputs, states, grads, names = pr.tf_reference(tf.train.latest_checkpoint(str(tmp_path / "ckpt0")))
 
     # specc's trainable variables are TF's, by name.
-    constants = {"w_out"} | {f"w_state_{i}" for i in range(len(pr.cell.widths))}
+    constants = {f"w_{o}" for o in pr.outputs} | {f"w_state_{i}" for i in range(len(pr.widths))}
     ours = {n for n in before.get_variable_to_shape_map()
             if n != "global_step" and not n.startswith("specc/") and n not in constants}
     assert ours == set(names)
 
     rows = [json.loads(line) for line in (tmp_path / "predicted.jsonl").read_text().splitlines()]
     assert len(rows) == pr.b
-    assert_close(f"{name}: outputs", [r["outputs"] for r in rows], outputs)
-    if pr.lengths is not None:
-        past = np.arange(pr.t)[None, :] >= pr.lengths[:, None]
-        assert not np.any(np.array([r["outputs"] for r in rows])[past]), "outputs past the length are 0"
+    for o, want in zip(pr.outputs, outputs):
+        assert_close(f"{name}: {o}", [r[o] for r in rows], want)
+        if pr.lengths is not None:
+            past = np.arange(pr.t)[None, :] >= pr.lengths[:, None]
+            assert not np.any(np.array([r[o] for r in rows])[past]), f"{o} past the length are 0"
     for i, want in enumerate(states):
         assert_close(f"{name}: final state {i}", [r[f"st{i}"] for r in rows], want)
 
@@ -312,6 +356,24 @@ def test_dynamic_rnn_equals_tf(specc, tmp_path, name, cell, options):
         assert_close(f"{name}: gradient of {n}", w0.astype(np.float64) - w1, grads[n], floor=ulps)
         moved |= bool(np.any(w0 != w1))
     assert moved, "the step changed the weights"
+    return names
+
+
+@pytest.mark.parametrize("name,cell,options", CASES, ids=[c[0] for c in CASES])
+def test_dynamic_rnn_equals_tf(specc, tmp_path, name, cell, options):
+    check_equals_tf(specc, tmp_path, name, cell, options)
+
+
+@pytest.mark.parametrize("name,cells,options,some_names", BIDIRECTIONAL_CASES,
+                         ids=[c[0] for c in BIDIRECTIONAL_CASES])
+def test_bidirectional_dynamic_rnn_equals_tf(specc, tmp_path, name, cells, options, some_names):
+    """`bidirectional_dynamic_rnn(cell_fw, cell_bw, ..)` against TF's
+    `bidirectional_dynamic_rnn`: the variables under TF's
+    `bidirectional_rnn/fw/` and `bidirectional_rnn/bw/`, both outputs (the
+    backward one reversed back within each row's length), both final
+    states and the step's gradients."""
+    names = check_equals_tf(specc, tmp_path, name, cells, options)
+    assert some_names <= set(names)
 
 
 def test_a_trained_digits_lstm_restores_into_tf_by_name(specc, tmp_path):

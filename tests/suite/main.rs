@@ -85,6 +85,7 @@ mod sequence_feature_columns;
 mod sparse;
 mod sparse_first_occurrence;
 mod test_layout;
+mod text_rnn;
 mod tflite_cnn;
 mod tflite_predict;
 mod threads;

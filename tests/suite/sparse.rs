@@ -1,7 +1,9 @@
 //! Sparse gradients: the step of a model with a large embedding table. With a
 //! lazy optimizer no kernel of the step visits the whole table (the work is
 //! proportional to the ids in the batch); Adam is not lazy in TF, so its step
-//! has full-table loops. The numbers themselves are checked against TF in
+//! has full-table loops. The same holds when the table's rows are a
+//! sequence read by a recurrent layer (`dynamic_rnn` over
+//! `sequence_input_layer`). The numbers themselves are checked against TF in
 //! `golden_optimizers.rs` (sections `sparse*`).
 //!
 //! The test reads the plan's structure, not its text: the work of every kernel
@@ -193,6 +195,62 @@ fn assert_lazy(p: &Plan, what: &str) {
         })),
         "{what}: no row kernel writes the table:\n{}",
         describe(p)
+    );
+}
+
+/// A table of sequence embeddings (`sequence_input_layer` over a hash
+/// bucket column of words split by `sep = whitespace`) read by a GRU
+/// through `dynamic_rnn`: the gradient flows back through the recurrent
+/// layer and still reaches the table as rows. Only row kernels address the
+/// table and its slot, one of them writes it, and no kernel's work grows
+/// with the table (the recurrence and its products work on B·T rows).
+#[test]
+fn a_sequence_embedding_read_by_a_gru_updates_only_the_rows_of_the_batch() {
+    let spec = format!(
+        "model text_rnn\n\
+         data csv(\"data.csv\")\n\
+         label y: int\n\
+         features {{\n  \
+           words = sequence_categorical_column_with_hash_bucket(text, {ROWS}, sep = whitespace, max_values = 8)\n  \
+           seq = sequence_input_layer(embedding_column(words, dimension = {WIDTH}))\n  \
+           n = sequence_length(seq)\n\
+         }}\n\
+         params {{ W: [4, 2] = glorot_uniform(seed = 1) }}\n\
+         outputs, h = dynamic_rnn(gru_cell(4), seq, sequence_length = n)\n\
+         loss = mean(sparse_softmax_cross_entropy(y, h @ W))\n\
+         optimizer adagrad(learning_rate = 0.1)\n\
+         train {{ batch = {BATCH}, steps = 10 }}\n"
+    );
+    let planned = plan_model(&SourceFile::new("text_rnn.spec", spec), Functions::TRAIN)
+        .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+    let p = planned.plans.into_iter().next().unwrap();
+    assert_eq!(p.name, "step");
+    assert!(
+        p.kernels.iter().any(|k| matches!(k, Kernel::Recurrence(_))),
+        "the GRU runs as a recurrence:\n{}",
+        describe(&p)
+    );
+    for k in &p.kernels {
+        assert!(
+            work(k) < ROWS,
+            "a kernel works on {} elements:\n{}",
+            work(k),
+            describe(&p)
+        );
+    }
+    let on_table: Vec<&Kernel> = p.kernels.iter().filter(|k| touches_table(&p, k)).collect();
+    assert!(
+        !on_table.is_empty() && on_table.iter().all(|k| matches!(k, Kernel::Rows(_))),
+        "kernels on the table:\n{}",
+        describe(&p)
+    );
+    assert!(
+        on_table.iter().any(|k| matches!(k, Kernel::Rows(r) if {
+            let buf = p.buffer(r.dst.buf);
+            matches!(buf.loc, Loc::Arena { .. }) && buf.shape.numel(BATCH) == ROWS * WIDTH
+        })),
+        "no row kernel writes the table:\n{}",
+        describe(&p)
     );
 }
 
