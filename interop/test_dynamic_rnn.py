@@ -316,10 +316,11 @@ def run(specc, cwd, *args):
     return r.stdout
 
 
-def check_equals_tf(specc, tmp_path, name, cells, options):
-    """Runs the case's two specs and `predict`, and compares specc's
-    variable names, outputs, final state and one step's deltas with TF's."""
-    pr = Problem(name, cells, options)
+def one_sgd_step(specc, tmp_path, pr):
+    """Writes `pr`'s CSV and its two specs, trains each one step (the
+    unweighted spec's loss is 0, so its checkpoint holds the initial
+    values) and predicts with the first on the CSV. The initial
+    checkpoint's prefix, and readers of it and of the stepped one."""
     pr.write_csv(tmp_path / "train.csv")
     (tmp_path / "initial.spec").write_text(pr.spec(weighted=False))
     (tmp_path / "spec.spec").write_text(pr.spec(weighted=True))
@@ -327,10 +328,18 @@ def check_equals_tf(specc, tmp_path, name, cells, options):
     run(specc, tmp_path, "run", "spec.spec", "--checkpoint-dir", "ckpt1")
     run(specc, tmp_path, "predict", "initial.spec", "--checkpoint", "ckpt0", "--data", "train.csv",
         "--output", "predicted.jsonl")
-    before = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "ckpt0")))
+    prefix = tf.train.latest_checkpoint(str(tmp_path / "ckpt0"))
     after = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "ckpt1")))
+    return prefix, tf.train.load_checkpoint(prefix), after
 
-    outputs, states, grads, names = pr.tf_reference(tf.train.latest_checkpoint(str(tmp_path / "ckpt0")))
+
+def check_equals_tf(specc, tmp_path, name, cells, options):
+    """Runs the case's two specs and `predict`, and compares specc's
+    variable names, outputs, final state and one step's deltas with TF's."""
+    pr = Problem(name, cells, options)
+    prefix, before, after = one_sgd_step(specc, tmp_path, pr)
+
+    outputs, states, grads, names = pr.tf_reference(prefix)
 
     # specc's trainable variables are TF's, by name.
     constants = {f"w_{o}" for o in pr.outputs} | {f"w_state_{i}" for i in range(len(pr.widths))}

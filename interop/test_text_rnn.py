@@ -42,7 +42,7 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.python.feature_column import feature_column as fc_v1  # noqa: E402
 from tensorflow.python.keras.layers.legacy_rnn import rnn_cell_impl as rnn_cell  # noqa: E402
 
-from test_dynamic_rnn import assert_close, run  # noqa: E402
+from test_dynamic_rnn import assert_close, one_sgd_step  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
 SPACES = [" ", "  ", "\t", " \t ", "\x0b"]
@@ -176,16 +176,7 @@ def gru_names(scope):
 @pytest.mark.parametrize("name,hashed,bidirectional", CASES, ids=[c[0] for c in CASES])
 def test_text_through_a_gru_equals_tf(specc, tmp_path, name, hashed, bidirectional):
     pr = Problem(name, hashed, bidirectional)
-    pr.write_csv(tmp_path / "train.csv")
-    (tmp_path / "initial.spec").write_text(pr.spec(weighted=False))
-    (tmp_path / "spec.spec").write_text(pr.spec(weighted=True))
-    run(specc, tmp_path, "run", "initial.spec", "--checkpoint-dir", "ckpt0")
-    run(specc, tmp_path, "run", "spec.spec", "--checkpoint-dir", "ckpt1")
-    run(specc, tmp_path, "predict", "initial.spec", "--checkpoint", "ckpt0", "--data", "train.csv",
-        "--output", "predicted.jsonl")
-    prefix = tf.train.latest_checkpoint(str(tmp_path / "ckpt0"))
-    before = tf.train.load_checkpoint(prefix)
-    after = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "ckpt1")))
+    prefix, before, after = one_sgd_step(specc, tmp_path, pr)
 
     logits, grads, names = pr.tf_reference(prefix)
     table = "sequence_input_layer/text_embedding/embedding_weights"
