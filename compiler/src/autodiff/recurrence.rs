@@ -12,7 +12,7 @@
 
 use specc_runtime::rnn::{Cell, CellKind};
 
-use crate::ir::recurrence::{batch_and_steps, has_c, RnnInputs};
+use crate::ir::recurrence::{batch_and_steps, RnnInputs};
 use crate::ir::{Dim, Graph, Node, NodeId, Op, Shape};
 
 /// The cotangents of a recurrence's inputs (in input order), given its tape
@@ -49,7 +49,6 @@ pub fn vjp(g: &mut Graph, node: &Node, y: NodeId, ct: NodeId) -> Vec<Option<Node
     }
     if roles.c0.is_some() {
         let at = gl.dc0.expect("an LSTM's dc0");
-        debug_assert!(has_c(&cell));
         out.push(Some(slot0(g, gt, at, h)));
     }
     out
@@ -71,13 +70,8 @@ fn recurrent_kernel_grad(g: &mut Graph, cell: &Cell, y: NodeId, dz: NodeId, t: u
     if cell.kind != CellKind::Gru {
         return g.matmul(h_prev, dz, true, false);
     }
-    let b = g.shape(dz).0[0];
-    let part = |g: &mut Graph, from: u32, width: usize| {
-        let s = Shape(vec![b, Dim::Fixed(t), Dim::Fixed(width as u32)]);
-        g.slice(dz, &[0, 0, from], &s)
-    };
-    let dz_ru = part(g, 0, 2 * h);
-    let dz_cand = part(g, 2 * h as u32, h);
+    let dz_ru = g.tape_field(dz, 0, t, 0, 2 * h);
+    let dz_cand = g.tape_field(dz, 0, t, 2 * h, h);
     let rh = g.tape_field(y, 1, t, tl.rh.expect("a GRU's r·h"), h);
     let d_ru = g.matmul(h_prev, dz_ru, true, false);
     let d_cand = g.matmul(rh, dz_cand, true, false);
@@ -90,11 +84,7 @@ fn peephole_grad(g: &mut Graph, cell: &Cell, y: NodeId, dz: NodeId, t: u32) -> N
     let c_at = cell.tape().c.expect("an LSTM's c");
     let c_prev = g.tape_field(y, 0, t, c_at, h);
     let c_cur = g.tape_field(y, 1, t, c_at, h);
-    let b = g.shape(dz).0[0];
-    let gate = |g: &mut Graph, k: u32| {
-        let s = Shape(vec![b, Dim::Fixed(t), Dim::Fixed(h as u32)]);
-        g.slice(dz, &[0, 0, k * h as u32], &s)
-    };
+    let gate = |g: &mut Graph, k: usize| g.tape_field(dz, 0, t, k * h, h);
     // The gates' order is i, j, f, o.
     let (dzi, dzf, dzo) = (gate(g, 0), gate(g, 2), gate(g, 3));
     let row = |g: &mut Graph, d: NodeId, c: NodeId| {

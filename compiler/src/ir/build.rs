@@ -65,6 +65,19 @@ impl Graph {
         self.broadcast_to(s, shape)
     }
 
+    /// `tf.sequence_mask(lengths, maxlen)` of f32 `lengths`: `lengths`'s
+    /// shape and `[maxlen]`, 1.0 where the position is below the length.
+    pub fn sequence_mask(&mut self, lengths: NodeId, maxlen: u32) -> NodeId {
+        let s = self.shape(lengths).clone();
+        let mut dims = s.0.clone();
+        dims.push(Dim::Fixed(maxlen));
+        let positions = self.iota(s.rank(), &Shape(dims));
+        let mut column = s.0;
+        column.push(Dim::Fixed(1));
+        let lengths = self.reshape(lengths, &Shape(column));
+        self.binary(BinaryOp::Lt, positions, lengths)
+    }
+
     pub fn iota(&mut self, axis: usize, shape: &Shape) -> NodeId {
         self.intern(
             Op::Iota {

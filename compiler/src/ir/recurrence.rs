@@ -188,7 +188,8 @@ impl Graph {
     }
 
     /// Field `offset .. offset + width` of slots `first .. first + slots`
-    /// of a tape `[B, T + 1, W]`: `[B, slots, width]`.
+    /// of a tape `[B, T + 1, W]` (or of any `[B, steps, W]`, e.g. a slice
+    /// of one): `[B, slots, width]`.
     pub fn tape_field(
         &mut self,
         tape: NodeId,
@@ -201,11 +202,6 @@ impl Graph {
         let out = Shape(vec![b, Dim::Fixed(slots), Dim::Fixed(width as u32)]);
         self.slice(tape, &[0, first, offset as u32], &out)
     }
-}
-
-/// Whether the cell has a cell state `c` (LSTM).
-pub fn has_c(cell: &Cell) -> bool {
-    cell.kind == CellKind::Lstm
 }
 
 /// A cell and its operands as the IR dump prints them:

@@ -405,15 +405,10 @@ fn layer(
     let mut outputs = st.graph.tape_field(tape, 1, t, 0, p as usize);
     if let Some(len) = lengths {
         // Zero past each row's length: t < len[b].
-        let out_shape = st.graph.shape(outputs).clone();
-        let steps = st.graph.iota(1, &Shape(vec![b, Dim::Fixed(t)]));
-        let col = st.graph.reshape(len, &Shape(vec![b, Dim::Fixed(1)]));
-        let col = st.graph.broadcast_to(col, &Shape(vec![b, Dim::Fixed(t)]));
-        let mask = st.graph.binary(BinaryOp::Lt, steps, col);
+        let mask = st.graph.sequence_mask(len, t);
         let mask = st
             .graph
             .reshape(mask, &Shape(vec![b, Dim::Fixed(t), Dim::Fixed(1)]));
-        let mask = st.graph.broadcast_to(mask, &out_shape);
         outputs = st.graph.mul(outputs, mask);
     }
     let last = |st: &mut State, at: usize, width: u32| {
@@ -445,11 +440,6 @@ fn state_shapes(cell: &Cell, b: Dim) -> Vec<Shape> {
         CellKind::Lstm => vec![Shape(vec![b, Dim::Fixed(cell.units)]), h],
         _ => vec![h],
     }
-}
-
-/// A cell argument as the list of cells it runs, and whether it is a stack.
-fn cells_of(e: &Expr) -> R<(Vec<CellSpec>, bool)> {
-    cell_tree(e)
 }
 
 /// The inputs as `[B, T, D]` (transposed from `[T, B, D]` when time-major).
@@ -603,9 +593,18 @@ fn scope_arg(e: Option<&Expr>, default: &str) -> R<String> {
 /// time_major = false, scope = None)`: the outputs, then the final state's
 /// tensors (see the module docs).
 pub(crate) fn dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
-    // The layer's nodes point at the call (diagnostics of later stages).
+    at_call(st, c, dynamic_rnn_at)
+}
+
+/// `lower(st, c)` with the nodes it makes pointing at the call (for the
+/// diagnostics of later stages, e.g. export).
+fn at_call(
+    st: &mut State,
+    c: &Call,
+    lower: fn(&mut State, &Call) -> R<Vec<NodeId>>,
+) -> R<Vec<NodeId>> {
     let saved = st.graph.current_span.replace(c.span);
-    let r = dynamic_rnn_at(st, c);
+    let r = lower(st, c);
     st.graph.current_span = saved;
     r
 }
@@ -623,7 +622,7 @@ fn dynamic_rnn_at(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
             opt("scope"),
         ],
     )?;
-    let (cells, stacked) = cells_of(b.req(0))?;
+    let (cells, stacked) = cell_tree(b.req(0))?;
     let time_major = b.flag(4)?;
     let x = sequences(st, b.req(1), time_major, "dynamic_rnn")?;
     let batch = st.graph.shape(x).0[0];
@@ -675,10 +674,7 @@ fn reverse_sequence(st: &mut State, x: NodeId, lengths: Option<NodeId>) -> NodeI
 /// reads each row's first `len` steps reversed, and its outputs are
 /// reversed back.
 pub(crate) fn bidirectional_dynamic_rnn(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
-    let saved = st.graph.current_span.replace(c.span);
-    let r = bidirectional_at(st, c);
-    st.graph.current_span = saved;
-    r
+    at_call(st, c, bidirectional_at)
 }
 
 fn bidirectional_at(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
@@ -696,8 +692,8 @@ fn bidirectional_at(st: &mut State, c: &Call) -> R<Vec<NodeId>> {
             opt("scope"),
         ],
     )?;
-    let (fw_cells, fw_stacked) = cells_of(b.req(0))?;
-    let (bw_cells, bw_stacked) = cells_of(b.req(1))?;
+    let (fw_cells, fw_stacked) = cell_tree(b.req(0))?;
+    let (bw_cells, bw_stacked) = cell_tree(b.req(1))?;
     let time_major = b.flag(6)?;
     let x = sequences(st, b.req(2), time_major, "bidirectional_dynamic_rnn")?;
     let batch = st.graph.shape(x).0[0];

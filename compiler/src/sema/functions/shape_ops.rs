@@ -12,7 +12,7 @@
 use specc_grammar::ast::{Call, Expr, ExprKind, Span};
 use specc_grammar::{Code, Diagnostic};
 
-use crate::ir::{BinaryOp, Dim, NodeId, Shape};
+use crate::ir::{Dim, NodeId, Shape};
 use crate::sema::args::{self, Bound};
 use crate::sema::expr::{Lowerer, R};
 
@@ -198,15 +198,7 @@ pub(super) fn lower_sequence_mask(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<N
         )
         .with_label("bad maxlen"));
     }
-    let s = lw.g.shape(lengths).clone();
-    let mut dims = s.0.clone();
-    dims.push(Dim::Fixed(maxlen as u32));
-    let out = Shape(dims);
-    let positions = lw.g.iota(s.rank(), &out);
-    let mut column = s.0.clone();
-    column.push(Dim::Fixed(1));
-    let lengths = lw.g.reshape(lengths, &Shape(column));
-    Ok(lw.g.binary(BinaryOp::Lt, positions, lengths))
+    Ok(lw.g.sequence_mask(lengths, maxlen as u32))
 }
 
 /// The builtins that return tuples, bound by a tuple binding only.
