@@ -55,6 +55,13 @@ impl ModelBuilder {
         self.push_tensor(name, tensor_type, shape, 0, None)
     }
 
+    /// A variable tensor (an operator's state, zero at the start).
+    pub fn variable_tensor(&mut self, name: &str, tensor_type: TensorType, shape: &[i32]) -> i32 {
+        let t = self.push_tensor(name, tensor_type, shape, 0, None);
+        self.graph.tensors[t as usize].is_variable = true;
+        t
+    }
+
     /// A quantized activation tensor.
     pub fn quantized_tensor(
         &mut self,
@@ -104,6 +111,7 @@ impl ModelBuilder {
             buffer,
             name: name.to_string(),
             quantization,
+            is_variable: false,
         });
         (self.graph.tensors.len() - 1) as i32
     }

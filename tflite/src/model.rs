@@ -55,6 +55,9 @@ pub struct Tensor {
     pub buffer: u32,
     pub name: String,
     pub quantization: Option<Quantization>,
+    /// A variable tensor (`is_variable`): state an operator keeps across
+    /// time steps (the recurrent ops' `h` and `c`), zero at the start.
+    pub is_variable: bool,
 }
 
 /// `table QuantizationParameters`: `real = scale * (q - zero_point)`, per
@@ -172,6 +175,22 @@ pub enum BuiltinOptions {
     Shape {
         out_type: TensorType,
     },
+    /// `UnidirectionalSequenceLSTMOptions` (UNIDIRECTIONAL_SEQUENCE_LSTM):
+    /// `fused_activation_function` is the cell's activation (of the
+    /// candidate and of the cell state on output); a clip of 0 is none.
+    SequenceLstm {
+        fused_activation_function: ActivationFunctionType,
+        cell_clip: f32,
+        proj_clip: f32,
+        time_major: bool,
+        asymmetric_quantize_inputs: bool,
+    },
+    /// `SequenceRNNOptions` (UNIDIRECTIONAL_SEQUENCE_RNN).
+    SequenceRnn {
+        time_major: bool,
+        fused_activation_function: ActivationFunctionType,
+        asymmetric_quantize_inputs: bool,
+    },
     /// An options table without fields (`TransposeOptions`, `ExpOptions`,
     /// `MaximumMinimumOptions`, `PadOptions`, `SliceOptions`,
     /// `SelectV2Options`), by its union type code.
@@ -204,6 +223,8 @@ impl BuiltinOptions {
             BuiltinOptions::Pool2D { .. } => t::POOL_2D,
             BuiltinOptions::TransposeConv { .. } => t::TRANSPOSE_CONV,
             BuiltinOptions::Shape { .. } => t::SHAPE,
+            BuiltinOptions::SequenceLstm { .. } => t::UNIDIRECTIONAL_SEQUENCE_LSTM,
+            BuiltinOptions::SequenceRnn { .. } => t::SEQUENCE_RNN,
             BuiltinOptions::Empty(c) | BuiltinOptions::Other(c) => *c,
         }
     }
@@ -289,6 +310,22 @@ impl BuiltinOptions {
                 "padding={padding} stride_w={stride_w} stride_h={stride_h} fused_activation_function={a}"
             ),
             BuiltinOptions::Shape { out_type } => format!("out_type={out_type}"),
+            BuiltinOptions::SequenceLstm {
+                fused_activation_function: a,
+                cell_clip,
+                proj_clip,
+                time_major,
+                asymmetric_quantize_inputs,
+            } => format!(
+                "fused_activation_function={a} cell_clip={cell_clip} proj_clip={proj_clip} time_major={time_major} asymmetric_quantize_inputs={asymmetric_quantize_inputs}"
+            ),
+            BuiltinOptions::SequenceRnn {
+                time_major,
+                fused_activation_function: a,
+                asymmetric_quantize_inputs,
+            } => format!(
+                "fused_activation_function={a} time_major={time_major} asymmetric_quantize_inputs={asymmetric_quantize_inputs}"
+            ),
             BuiltinOptions::Other(c) => format!("(options type {c} not read)"),
         }
     }

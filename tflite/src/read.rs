@@ -307,6 +307,7 @@ fn read_tensor(t: &Table<'_>) -> Result<Tensor> {
         buffer: t.u32(x::BUFFER)?,
         name: t.string(x::NAME)?,
         quantization,
+        is_variable: t.bool(x::IS_VARIABLE)?,
     })
 }
 
@@ -407,6 +408,18 @@ fn read_options(kind: u8, t: &Table<'_>) -> Result<BuiltinOptions> {
         },
         ot::SHAPE => BuiltinOptions::Shape {
             out_type: TensorType::from_code(t.i8(f::FIRST)?),
+        },
+        ot::UNIDIRECTIONAL_SEQUENCE_LSTM => BuiltinOptions::SequenceLstm {
+            fused_activation_function: act(f::FIRST)?,
+            cell_clip: t.f32(f::SECOND, 0.0)?,
+            proj_clip: t.f32(f::THIRD, 0.0)?,
+            time_major: t.bool(f::FOURTH)?,
+            asymmetric_quantize_inputs: t.bool(f::FIFTH)?,
+        },
+        ot::SEQUENCE_RNN => BuiltinOptions::SequenceRnn {
+            time_major: t.bool(f::FIRST)?,
+            fused_activation_function: act(f::SECOND)?,
+            asymmetric_quantize_inputs: t.bool(f::THIRD)?,
         },
         ot::TRANSPOSE | ot::EXP | ot::MAXIMUM_MINIMUM | ot::PAD | ot::SLICE | ot::SELECT_V2 => {
             BuiltinOptions::Empty(kind)

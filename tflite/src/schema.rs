@@ -135,13 +135,16 @@ builtin_operators! {
     Softmax = 25 => "SOFTMAX",
     Tanh = 28 => "TANH",
     Pad = 34 => "PAD",
+    UnidirectionalSequenceRnn = 35 => "UNIDIRECTIONAL_SEQUENCE_RNN",
     Gather = 36 => "GATHER",
     Transpose = 39 => "TRANSPOSE",
     Mean = 40 => "MEAN",
     Sub = 41 => "SUB",
     Div = 42 => "DIV",
+    UnidirectionalSequenceLstm = 44 => "UNIDIRECTIONAL_SEQUENCE_LSTM",
     Exp = 47 => "EXP",
     LogSoftmax = 50 => "LOG_SOFTMAX",
+    BidirectionalSequenceLstm = 52 => "BIDIRECTIONAL_SEQUENCE_LSTM",
     Cast = 53 => "CAST",
     Maximum = 55 => "MAXIMUM",
     ArgMax = 56 => "ARG_MAX",
@@ -285,6 +288,7 @@ pub mod options_type {
     pub const TRANSPOSE: u8 = 26;
     pub const REDUCER: u8 = 27;
     pub const SUB: u8 = 28;
+    pub const SEQUENCE_RNN: u8 = 31;
     pub const DIV: u8 = 29;
     pub const EXP: u8 = 33;
     pub const CAST: u8 = 37;
@@ -293,6 +297,8 @@ pub mod options_type {
     pub const SLICE: u8 = 48;
     pub const TRANSPOSE_CONV: u8 = 49;
     pub const SHAPE: u8 = 55;
+    pub const BIDIRECTIONAL_SEQUENCE_LSTM: u8 = 69;
+    pub const UNIDIRECTIONAL_SEQUENCE_LSTM: u8 = 71;
     pub const SELECT_V2: u8 = 98;
     pub const BATCH_MATMUL: u8 = 101;
 }
@@ -321,6 +327,7 @@ pub mod field {
         pub const BUFFER: u16 = 8;
         pub const NAME: u16 = 10;
         pub const QUANTIZATION: u16 = 12;
+        pub const IS_VARIABLE: u16 = 14;
         pub const SHAPE_SIGNATURE: u16 = 18;
     }
     pub mod quantization {

@@ -195,6 +195,7 @@ fn tensor(b: &mut Fbb<'_>, t: &Tensor) -> WIPOffset<flatbuffers::TableFinishedWI
     if let Some(q) = quantization {
         b.push_slot_always(f::tensor::QUANTIZATION, q);
     }
+    b.push_slot::<bool>(f::tensor::IS_VARIABLE, t.is_variable, false);
     if let Some(s) = signature {
         b.push_slot_always(f::tensor::SHAPE_SIGNATURE, s);
     }
@@ -358,6 +359,28 @@ fn options(
             b.push_slot::<i8>(f::FOURTH, a.code(), 0);
         }
         BuiltinOptions::Shape { out_type } => b.push_slot::<i8>(f::FIRST, out_type.code(), 0),
+        BuiltinOptions::SequenceLstm {
+            fused_activation_function,
+            cell_clip,
+            proj_clip,
+            time_major,
+            asymmetric_quantize_inputs,
+        } => {
+            b.push_slot::<i8>(f::FIRST, fused_activation_function.code(), 0);
+            b.push_slot::<f32>(f::SECOND, *cell_clip, 0.0);
+            b.push_slot::<f32>(f::THIRD, *proj_clip, 0.0);
+            b.push_slot_always::<bool>(f::FOURTH, *time_major);
+            b.push_slot::<bool>(f::FIFTH, *asymmetric_quantize_inputs, false);
+        }
+        BuiltinOptions::SequenceRnn {
+            time_major,
+            fused_activation_function,
+            asymmetric_quantize_inputs,
+        } => {
+            b.push_slot_always::<bool>(f::FIRST, *time_major);
+            b.push_slot::<i8>(f::SECOND, fused_activation_function.code(), 0);
+            b.push_slot::<bool>(f::THIRD, *asymmetric_quantize_inputs, false);
+        }
     }
     Some(b.end_table(t))
 }

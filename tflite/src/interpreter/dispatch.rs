@@ -88,6 +88,9 @@ impl Interpreter<'_> {
         };
         let activation = act(&op.options);
         let v = match builtin {
+            B::UnidirectionalSequenceLstm | B::UnidirectionalSequenceRnn => {
+                return self.sequence(op, builtin, values)
+            }
             B::FullyConnected if !matches!(arg(1)?, Value::F32(_)) => {
                 let tensor = |i: usize| &g.tensors[op.inputs[i] as usize];
                 let out = &g.tensors[op.outputs[0] as usize];

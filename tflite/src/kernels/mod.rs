@@ -7,7 +7,8 @@
 //! QUANTIZE, DEQUANTIZE, SOFTMAX, LOGISTIC, ARG_MAX, and the hybrid
 //! FULLY_CONNECTED; [`conv_int8`]: the convolutions, pools and PAD) and
 //! hybrid ([`conv_hybrid`]: the convolutions with int8 filters and float
-//! activations).
+//! activations), and `recurrent` (the sequence LSTM and RNN, float or
+//! with int8 weights).
 //!
 //! Invariants: each kernel follows TFLite's reference kernel of its
 //! operator (the int8 and hybrid ones bit for bit, with the arithmetic of
@@ -20,4 +21,5 @@ pub mod conv_hybrid;
 pub mod conv_int8;
 pub(crate) mod float;
 pub mod int8;
+pub(crate) mod recurrent;
 pub(crate) mod shape;

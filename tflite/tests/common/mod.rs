@@ -34,5 +34,6 @@ pub fn int8_tensor(name: &str, scale: Vec<f32>, zero_point: Vec<i64>, axis: i32)
             quantized_dimension: axis,
             ..Quantization::default()
         }),
+        is_variable: false,
     }
 }

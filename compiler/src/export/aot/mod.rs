@@ -145,7 +145,7 @@ pub fn export_object(
     let p = plan::plan(g, &f, placement, 1);
     if crate::codegen::has_recurrence(&[&p]) {
         return Err(
-            "the exported outputs run a recurrent layer (`dynamic_rnn`), which neither object files nor TF Lite models hold yet: use `specc predict`"
+            "the exported outputs run a recurrent layer (`dynamic_rnn`), which object files do not hold yet: export it as TF Lite (`--format tflite --batch N`) or use `specc predict`"
                 .to_string(),
         );
     }

@@ -279,6 +279,7 @@ impl<'a> Lower<'a> {
             Lowering::Pool { x, window, max } => self.emit_pool(id, x, window, max),
             Lowering::Softmax { x, log } => self.emit_softmax(id, x, log),
             Lowering::Mean { x } => self.emit_mean(id, x),
+            Lowering::Sequence { .. } => self.emit_sequence(id, l),
             Lowering::Plain => self.plain(id),
         }
     }
@@ -309,6 +310,9 @@ impl<'a> Lower<'a> {
             Op::Reshape(to) => self.reshape(id, to)?,
             Op::Transpose(perm) => self.transpose(id, perm)?,
             Op::Concat { axis } => self.concatenation(id, axis)?,
+            Op::Slice { begin, .. } if matches!(g.op(ins[0]), Op::Recurrence { .. }) => {
+                self.tape_slice(id, ins[0], &begin)?
+            }
             Op::Slice { begin, shape } => self.slice(id, begin, shape)?,
             Op::Pad { before, shape } => self.pad(id, before, shape)?,
             Op::Gather => self.gather(id)?,
@@ -341,15 +345,7 @@ impl<'a> Lower<'a> {
                 ))
             }
             Op::Recurrence { .. } | Op::RecurrenceGrad { .. } => {
-                return Err(Diagnostic::new(
-                    Code::TfliteUnsupported,
-                    self.g.span(id).unwrap_or_default(),
-                    "specc does not export recurrent layers (`dynamic_rnn`) to TensorFlow Lite yet",
-                )
-                .with_label("a recurrent layer")
-                .with_help(
-                    "TF Lite's UNIDIRECTIONAL_SEQUENCE_LSTM is planned; until then serve the model with `specc predict` (objects do not hold recurrent layers either)",
-                ))
+                return Err(self.refuse_recurrence(id))
             }
             Op::Patches { .. } => {
                 return Err(self.unsupported(

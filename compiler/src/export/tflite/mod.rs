@@ -20,7 +20,10 @@
 //!   AVERAGE_POOL_2D, each with the kernel laid out as TFLite's filter; a
 //!   bias and a following `relu`/`relu6` fuse into FULLY_CONNECTED and the
 //!   convolutions; sema's softmax and log-softmax over the last axis are
-//!   SOFTMAX and LOG_SOFTMAX; `reduce_sum / count` (sema's mean) is MEAN.
+//!   SOFTMAX and LOG_SOFTMAX; `reduce_sum / count` (sema's mean) is MEAN;
+//!   an LSTM or basic recurrent layer is UNIDIRECTIONAL_SEQUENCE_LSTM or
+//!   UNIDIRECTIONAL_SEQUENCE_RNN, the slices of its tape slices of the
+//!   operator's outputs (`recurrent`).
 //!   A window whose placement is TF's VALID or SAME arithmetic has that
 //!   padding; any other (explicit) padding of a convolution is a PAD operator
 //!   before a VALID one.
@@ -49,8 +52,9 @@
 //! one), `pool` (MAX_POOL_2D, AVERAGE_POOL_2D), `softmax` (SOFTMAX,
 //! LOG_SOFTMAX), `reduce` (MEAN, SUM, REDUCE_MAX, ARG_MAX), `elementwise`
 //! (unary and binary operators, comparisons, SELECT_V2, CAST, BROADCAST_TO)
-//! and `shape` (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, PAD, GATHER, and
-//! indices as constants). The quantization of the model written here is
+//! `shape` (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, PAD, GATHER, and
+//! indices as constants) and `recurrent` (the sequence operators and the
+//! slices of their tapes). The quantization of the model written here is
 //! `specc_tflite::quantize`'s.
 
 mod conv;
@@ -59,6 +63,7 @@ mod elementwise;
 mod lower;
 mod patterns;
 mod pool;
+mod recurrent;
 mod reduce;
 mod shape;
 mod softmax;

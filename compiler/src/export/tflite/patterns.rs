@@ -11,6 +11,7 @@
 use specc_tflite::ActivationFunctionType as Act;
 
 use super::lower::Lower;
+use crate::ir::recurrence::RnnInputs;
 use crate::ir::{BinaryOp, NodeId, Op, ReduceKind, UnaryOp, Window};
 
 /// How one needed node becomes operators.
@@ -67,6 +68,14 @@ pub(super) enum Lowering {
     },
     Mean {
         x: NodeId,
+    },
+    /// UNIDIRECTIONAL_SEQUENCE_LSTM or _RNN of the recurrence, reading `x`
+    /// through the constant input weights `wx` and `bias` (both `None`:
+    /// `x` is the recurrence's `xproj`; see `recurrent`).
+    Sequence {
+        x: NodeId,
+        wx: Option<NodeId>,
+        bias: Option<NodeId>,
     },
     /// One operator for the node itself.
     Plain,
@@ -127,6 +136,8 @@ impl Lower<'_> {
     /// | `relu(·)`, sema's `relu6(·)` of the first three          | fused activation  |
     /// | sema's softmax and log-softmax over the last axis        | SOFTMAX, LOG_SOFTMAX |
     /// | `reduce_sum(x, axes) / count`                            | MEAN              |
+    /// | `recurrence(x @ W + b, W_h, ...)` of an LSTM / basic cell | UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN |
+    /// | a slice of its tape's `h` (outputs, final state)         | its outputs (SLICE; with lengths a one-hot BATCH_MATMUL) |
     ///
     /// `taps(x)` is `reshape(patches(x))` to `[N, OH, OW, KH·KW, C]`, or
     /// for windows tiling the image the view `reshape(transpose(reshape(x)))`.
@@ -151,6 +162,16 @@ impl Lower<'_> {
                 .or_else(|| self.softmax(id))
                 .or_else(|| self.mean(id)),
             Op::Binary(BinaryOp::Sub) => self.log_softmax(id),
+            Op::Recurrence { .. } => self.sequence(id),
+            Op::Slice { .. } => {
+                let Op::Recurrence { cell, operands } = g.op(ins[0]) else {
+                    return None;
+                };
+                let r = RnnInputs::from_slice(cell, *operands, g.inputs_of(ins[0]));
+                let mut reads = vec![ins[0]];
+                reads.extend(r.lengths);
+                Some((Lowering::Plain, reads))
+            }
             _ => None,
         }
     }
