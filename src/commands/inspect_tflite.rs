@@ -67,7 +67,9 @@ pub fn run(path: &Path, json_out: bool) -> Result<(), Failure> {
         println!("tensors:");
         let width = g.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for (i, t) in g.tensors.iter().enumerate() {
-            let constant = if model.buffers[t.buffer as usize].data.is_empty() {
+            let constant = if t.is_variable {
+                " variable"
+            } else if model.buffers[t.buffer as usize].data.is_empty() {
                 ""
             } else {
                 " const"

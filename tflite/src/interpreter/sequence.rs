@@ -50,6 +50,23 @@ impl Interpreter<'_> {
                 Some(v) => return Err(format!("weights of type {}", v.type_name())),
             })
         };
+        // A peephole: float, or int8 dequantized (the hybrid kernel's).
+        let vector = |i: usize| -> Result<Option<ndarray::ArrayD<f32>>> {
+            Ok(match operand(i)? {
+                None => None,
+                Some(Value::F32(v)) => Some(v.clone()),
+                Some(Value::I8(v)) => {
+                    let t = &g.tensors[op.inputs[i] as usize];
+                    let scale = t
+                        .quantization
+                        .as_ref()
+                        .and_then(|q| q.scale.first().copied())
+                        .ok_or_else(|| format!("int8 `{}` without a scale", t.name))?;
+                    Some(v.mapv(|q| f32::from(q) * scale))
+                }
+                Some(v) => return Err(format!("a peephole of type {}", v.type_name())),
+            })
+        };
         let x = float(0)?.ok_or("the input is absent")?;
         match (builtin, &op.options) {
             (
@@ -70,7 +87,7 @@ impl Interpreter<'_> {
                 let w = LstmOperands {
                     input_to: [weights(1)?, weights(2)?, weights(3)?, weights(4)?],
                     recurrent_to: [weights(5)?, weights(6)?, weights(7)?, weights(8)?],
-                    cell_to: [float(9)?, float(10)?, float(11)?],
+                    cell_to: [vector(9)?, vector(10)?, vector(11)?],
                     bias: [float(12)?, float(13)?, float(14)?, float(15)?],
                     projection: weights(16)?,
                     projection_bias: float(17)?,

@@ -83,7 +83,7 @@ pub(crate) struct LstmOperands<'a> {
     pub input_to: [Option<Weights<'a>>; 4],
     pub recurrent_to: [Option<Weights<'a>>; 4],
     /// Peepholes `[H]` of the input, forget and output gates.
-    pub cell_to: [Option<&'a ArrayD<f32>>; 3],
+    pub cell_to: [Option<ArrayD<f32>>; 3],
     pub bias: [Option<&'a ArrayD<f32>>; 4],
     pub projection: Option<Weights<'a>>,
     pub projection_bias: Option<&'a ArrayD<f32>>,
@@ -204,7 +204,7 @@ pub(crate) fn sequence_lstm(
             gates.push(Some(z));
         }
         let peephole = |z: &mut Array2<f32>, k: usize, c: &Array2<f32>| -> Result<()> {
-            if let Some(wc) = w.cell_to[k] {
+            if let Some(wc) = &w.cell_to[k] {
                 if wc.len() != units {
                     return Err(format!(
                         "a peephole of {} values for {units} units",

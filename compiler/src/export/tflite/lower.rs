@@ -31,6 +31,8 @@ pub(super) struct Lower<'a> {
     pub(super) lowering: Vec<Option<Lowering>>,
     pub(super) folded: HashMap<NodeId, interp::Tensor>,
     pub(super) tensors: HashMap<NodeId, i32>,
+    /// The state tensor of every slot of an unrolled recurrence (`gru`).
+    pub(super) states: HashMap<NodeId, Vec<i32>>,
     pub(super) m: ModelBuilder,
 }
 
@@ -57,6 +59,7 @@ impl<'a> Lower<'a> {
             lowering: vec![None; g.len()],
             folded: HashMap::new(),
             tensors: HashMap::new(),
+            states: HashMap::new(),
             m: ModelBuilder::new(),
         })
     }
@@ -280,6 +283,7 @@ impl<'a> Lower<'a> {
             Lowering::Softmax { x, log } => self.emit_softmax(id, x, log),
             Lowering::Mean { x } => self.emit_mean(id, x),
             Lowering::Sequence { .. } => self.emit_sequence(id, l),
+            Lowering::UnrolledGru => self.emit_unrolled_gru(id),
             Lowering::Plain => self.plain(id),
         }
     }

@@ -23,7 +23,8 @@
 //!   SOFTMAX and LOG_SOFTMAX; `reduce_sum / count` (sema's mean) is MEAN;
 //!   an LSTM or basic recurrent layer is UNIDIRECTIONAL_SEQUENCE_LSTM or
 //!   UNIDIRECTIONAL_SEQUENCE_RNN, the slices of its tape slices of the
-//!   operator's outputs (`recurrent`).
+//!   operator's outputs (`recurrent`); a GRU is unrolled into builtins
+//!   (`gru`).
 //!   A window whose placement is TF's VALID or SAME arithmetic has that
 //!   padding; any other (explicit) padding of a convolution is a PAD operator
 //!   before a VALID one.
@@ -53,13 +54,14 @@
 //! LOG_SOFTMAX), `reduce` (MEAN, SUM, REDUCE_MAX, ARG_MAX), `elementwise`
 //! (unary and binary operators, comparisons, SELECT_V2, CAST, BROADCAST_TO)
 //! `shape` (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, PAD, GATHER, and
-//! indices as constants) and `recurrent` (the sequence operators and the
-//! slices of their tapes). The quantization of the model written here is
+//! indices as constants), `recurrent` (the sequence operators and the
+//! slices of their tapes) and `gru` (a GRU's steps as builtins). The quantization of the model written here is
 //! `specc_tflite::quantize`'s.
 
 mod conv;
 mod dense;
 mod elementwise;
+mod gru;
 mod lower;
 mod patterns;
 mod pool;

@@ -77,6 +77,8 @@ pub(super) enum Lowering {
         wx: Option<NodeId>,
         bias: Option<NodeId>,
     },
+    /// A GRU recurrence unrolled into builtins (see `gru`).
+    UnrolledGru,
     /// One operator for the node itself.
     Plain,
 }
@@ -138,6 +140,7 @@ impl Lower<'_> {
     /// | `reduce_sum(x, axes) / count`                            | MEAN              |
     /// | `recurrence(x @ W + b, W_h, ...)` of an LSTM / basic cell | UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN |
     /// | a slice of its tape's `h` (outputs, final state)         | its outputs (SLICE; with lengths a one-hot BATCH_MATMUL) |
+    /// | `recurrence` of a GRU                                    | builtins, unrolled over T |
     ///
     /// `taps(x)` is `reshape(patches(x))` to `[N, OH, OW, KH·KW, C]`, or
     /// for windows tiling the image the view `reshape(transpose(reshape(x)))`.

@@ -16,11 +16,13 @@
 //! (zero when that is -1): a one-hot `[B, n, T]` of those steps times `Y`
 //! (BATCH_MATMUL, exact), which is TF's copy-through of the final state.
 //!
+//! A GRU has no TF Lite operator: `gru` unrolls it into builtins.
+//!
 //! Invariants: the state is two variable tensors of a fixed batch (TF
 //! Lite's sequence kernels keep their state there, sized at allocation),
 //! so an export with a recurrent layer needs `--batch`; what TF Lite's
-//! operators cannot express (a GRU, an initial state, the LSTM's cell
-//! state `c` as a value, a sigmoid activation) is a `tflite-unsupported`
+//! operators cannot express (an LSTM's or basic cell's initial state, the
+//! LSTM's cell state `c` as a value, a sigmoid activation) is a `tflite-unsupported`
 //! diagnostic at the `dynamic_rnn` call.
 
 use specc_grammar::{Code, Diagnostic};
@@ -50,6 +52,12 @@ impl Lower<'_> {
             return None;
         }
         let r = RnnInputs::from_slice(cell, *operands, g.inputs_of(id));
+        if cell.kind == CellKind::Gru {
+            let mut reads = vec![r.xproj, r.wh];
+            reads.extend(r.lengths);
+            reads.extend(r.h0);
+            return Some((Lowering::UnrolledGru, reads));
+        }
         let (x, wx, bias) = self.input_projection(r.xproj, cell);
         let mut reads = vec![x, r.wh];
         reads.extend([wx, bias, r.peepholes, r.proj].into_iter().flatten());
@@ -67,11 +75,10 @@ impl Lower<'_> {
             .into_iter()
             .flatten()
             .all(|w| self.foldable[w.index()]);
-        Some(if cell.kind == CellKind::Gru {
-            "TF Lite has no GRU operator and specc does not unroll one into builtins yet"
-        } else if operands.h0 || operands.c0 {
-            "TF Lite's sequence operators start from a zero state: an `initial_state` cannot be exported"
-        } else if activation(cell).is_none() {
+        let gru = cell.kind == CellKind::Gru;
+        Some(if !gru && (operands.h0 || operands.c0) {
+            "TF Lite's sequence operators (LSTM, basic RNN) start from a zero state: an `initial_state` cannot be exported"
+        } else if !gru && activation(cell).is_none() {
             "TF Lite's sequence operators take a tanh, relu or linear activation, not a sigmoid"
         } else if !constant {
             "the recurrent weights are not constants of the model"
@@ -136,11 +143,11 @@ impl Lower<'_> {
             format!("this recurrent layer cannot be exported to TensorFlow Lite: {why}"),
         )
         .with_label("a recurrent layer")
-        .with_help("LSTM and basic cells without an initial state export (UNIDIRECTIONAL_SEQUENCE_LSTM, UNIDIRECTIONAL_SEQUENCE_RNN); `specc predict` runs any")
+        .with_help("LSTM and basic cells without an initial state export (UNIDIRECTIONAL_SEQUENCE_LSTM, UNIDIRECTIONAL_SEQUENCE_RNN), a GRU as builtins; `specc predict` runs any")
     }
 
     /// A constant's folded values as f32, row-major.
-    fn values(&self, id: NodeId) -> R<Vec<f32>> {
+    pub(super) fn values_of(&self, id: NodeId) -> R<Vec<f32>> {
         self.folded
             .get(&id)
             .map(|t| t.data.iter().map(|&v| v as f32).collect())
@@ -177,16 +184,16 @@ impl Lower<'_> {
         };
         // W_x [D, G] (identity selectors when x is xproj itself) and W_h [P, G].
         let wx_values = match wx {
-            Some(w) => self.values(w)?,
+            Some(w) => self.values_of(w)?,
             None => {
                 let mut eye = vec![0.0f32; width * width];
                 (0..width).for_each(|i| eye[i * width + i] = 1.0);
                 eye
             }
         };
-        let wh_values = self.values(r.wh)?;
+        let wh_values = self.values_of(r.wh)?;
         let mut bias_values = match bias {
-            Some(b) => self.values(b)?,
+            Some(b) => self.values_of(b)?,
             None => vec![0.0; width],
         };
         let gates = if cell.kind == CellKind::Lstm { 4 } else { 1 };
@@ -252,7 +259,7 @@ impl Lower<'_> {
         }
         let peepholes = match r.peepholes {
             Some(pp) => {
-                let v = self.values(pp)?;
+                let v = self.values_of(pp)?;
                 // Rows w_i_diag, w_f_diag, w_o_diag.
                 ["input", "forget", "output"]
                     .iter()
@@ -271,7 +278,7 @@ impl Lower<'_> {
         let projection = match r.proj {
             Some(pw) => {
                 // [H, P] to TF Lite's [P, H].
-                let v = self.values(pw)?;
+                let v = self.values_of(pw)?;
                 let mut t = Vec::with_capacity(units * p);
                 for j in 0..p {
                     for u in 0..units {
@@ -363,6 +370,9 @@ impl Lower<'_> {
         }
         if s0 == 0 {
             return Err(self.unsupported(id, "the initial state is not a value of the model"));
+        }
+        if cell.kind == CellKind::Gru {
+            return self.stacked_states(id, rnn, s0 as usize, n);
         }
         let yt = self.tensor(rnn)?;
         let name = self.name(id);
