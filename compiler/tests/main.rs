@@ -9,3 +9,4 @@ mod math_accuracy;
 mod math_emit;
 mod runtime_math;
 mod tflite_export;
+mod tflite_recurrent;

@@ -260,33 +260,6 @@ fn unsupported_ops_are_diagnostics_at_their_span() {
 }
 
 /// A recurrent layer is refused (for now) at the `dynamic_rnn` call.
-#[test]
-fn a_recurrent_layer_is_refused_at_its_call() {
-    let c = case(
-        "outs, c, h = dynamic_rnn(lstm_cell(4), reshape(x, [B, 3, 2]))\nlogits = h @ W",
-        &[("W", &[4, 3])],
-    );
-    let node = c.model.bindings.iter().find(|b| b.0 == "logits").unwrap().1;
-    let mut params = c.params.clone();
-    for (name, dims) in [("kernel", &[2 + 4, 16][..]), ("bias", &[16][..])] {
-        params.insert(format!("rnn/lstm_cell/{name}"), ArrayD::zeros(IxDyn(dims)));
-    }
-    let e = export_tflite(&TfliteExport {
-        graph: &c.model.graph,
-        params: &params,
-        inputs: &["x".to_string()],
-        outputs: &[("logits".to_string(), node)],
-        batch: None,
-    })
-    .unwrap_err();
-    assert_eq!(e.code, Code::TfliteUnsupported, "{}", e.message);
-    assert!(e.message.contains("recurrent layers"), "{}", e.message);
-    assert_eq!(
-        &c.text[e.span.start as usize..e.span.end as usize],
-        "dynamic_rnn(lstm_cell(4), reshape(x, [B, 3, 2]))"
-    );
-}
-
 // Convolutions and pools: sema's im2col lowerings back to TFLite's
 // operators, every value against the reference interpreter.
 
