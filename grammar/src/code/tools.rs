@@ -8,6 +8,10 @@ pub(super) const TFLITE_UNSUPPORTED: Explanation = Explanation {
 TensorFlow Lite: an operation without a TFLite builtin specc writes, or a
 fetch that is not computed from the exported inputs (`--fetch` names a
 binding the inputs do not determine, or an input that is not exported).
+A recurrent layer (`dynamic_rnn`) exports only with a fixed batch
+(`--batch N`: TF Lite's sequence operators keep their state in variable
+tensors of that size), and an LSTM or basic cell only without an
+`initial_state`, a sigmoid activation or its cell state `c` as a value.
 The caret shows the operation; export another binding with `--fetch`, or
 the model as a native object with `--format object`.",
     example: None,
