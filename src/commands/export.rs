@@ -50,7 +50,7 @@ pub enum Quantize<'a> {
 
 pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     let src = read_spec(spec)?;
-    let model = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
+    let mut model = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
     // The spec's `outputs` item, or the bindings `--fetch` names.
     let spec_outputs: Vec<(String, specc_compiler::ir::NodeId)> = match &model.functions.predict {
         Some(p) if o.outputs.is_empty() => {
@@ -86,6 +86,25 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
         };
         outputs.push((name.clone(), node));
     }
+    // The outputs as the inference function, simplified as the compiled
+    // `predict` is: the training flag 0 (dropout and batch normalization
+    // keep their inference branch), constants folded.
+    let mut predict = specc_compiler::ir::Function::new("predict");
+    predict.outputs = outputs
+        .iter()
+        .map(|(name, node)| specc_compiler::ir::Output {
+            name: name.clone(),
+            node: *node,
+        })
+        .collect();
+    model.functions.predict = Some(predict);
+    specc_compiler::passes::optimize(&mut model);
+    let outputs: Vec<(String, specc_compiler::ir::NodeId)> = model
+        .functions
+        .predict
+        .as_ref()
+        .map(|p| p.outputs.iter().map(|o| (o.name.clone(), o.node)).collect())
+        .unwrap_or_default();
     let g = &model.graph;
     let roots: Vec<_> = outputs.iter().map(|o| o.1).collect();
     let live = g.reachable(&roots);

@@ -7,7 +7,8 @@
 //! quantization makes it TF Lite's hybrid LSTM (every weight int8 per
 //! tensor, version 4), within a point of the float model's accuracy. An
 //! export without `--batch` is refused at the layer's call and writes no
-//! file. (Each cell and option against the reference interpreter:
+//! file. text_lstm (embeddings, dropout, lengths) exports and predicts as
+//! the compiled function does. (Each cell and option against the reference interpreter:
 //! `compiler/tests/tflite_recurrent.rs`; in LiteRT:
 //! `interop/test_tflite_rnn.py`.)
 
@@ -164,4 +165,62 @@ fn a_recurrent_export_without_a_batch_is_refused_at_the_call() {
         assert!(err.contains(want), "{want} not in\n{err}");
     }
     assert!(!dir.join("model.tflite").exists(), "no file is written");
+}
+
+/// The rows of a `predict` CSV as numbers (after its header).
+fn rows(path: &Path) -> Vec<Vec<f64>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect()
+}
+
+/// text_lstm (hashed words, embeddings, dropout, an LSTM over each
+/// snippet's length, a mean over its steps) trained a few steps: exported
+/// with the inference branch of its dropout, its predictions of every
+/// snippet equal the compiled `predict` function's (1e-5 relative, the
+/// classes exactly).
+#[test]
+fn text_lstm_with_dropout_and_lengths_exports_as_it_predicts() {
+    let dir = cli::workdir(SUITE, "text_lstm");
+    let _ = std::fs::remove_dir_all(dir.join("ckpt"));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let spec = root.join("specs/text_lstm.spec");
+    let data = root.join("specs/data/rotten_tomatoes.csv");
+    let (spec, data) = (spec.to_str().unwrap(), data.to_str().unwrap());
+    let (code, _, err) = specc(
+        &dir,
+        &["run", spec, "--steps", "20", "--checkpoint-dir", "ckpt"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = export_tflite(&dir, spec, "model.tflite", &["--batch", "32"]);
+    assert_eq!(code, 0, "{err}");
+    for (args, out) in [
+        (["--checkpoint", "ckpt"], "compiled.csv"),
+        (["--tflite", "model.tflite"], "tflite.csv"),
+    ] {
+        let mut all = vec!["predict", spec, "--data", data, "-o", out];
+        all.extend(args);
+        let (code, _, err) = specc(&dir, &all);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (compiled, tflite) = (
+        rows(&dir.join("compiled.csv")),
+        rows(&dir.join("tflite.csv")),
+    );
+    assert_eq!(compiled.len(), 4863);
+    assert_eq!(tflite.len(), compiled.len());
+    for (r, (t, c)) in tflite.iter().zip(&compiled).enumerate() {
+        assert_eq!(t.len(), 3, "probs_0, probs_1, class");
+        for k in 0..2 {
+            assert!(
+                (t[k] - c[k]).abs() <= 1e-5 * c[k].abs().max(1e-6),
+                "row {r} probs_{k}: tflite {} vs compiled {}",
+                t[k],
+                c[k]
+            );
+        }
+        assert_eq!(t[2], c[2], "row {r}: class");
+    }
 }
