@@ -259,7 +259,6 @@ fn unsupported_ops_are_diagnostics_at_their_span() {
     );
 }
 
-/// A recurrent layer is refused (for now) at the `dynamic_rnn` call.
 // Convolutions and pools: sema's im2col lowerings back to TFLite's
 // operators, every value against the reference interpreter.
 
