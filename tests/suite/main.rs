@@ -70,6 +70,7 @@ mod layer_library;
 mod layers;
 mod library_api;
 mod long_sums;
+mod math_predicates;
 mod normalization_errors;
 mod optimizer_groups;
 mod pipeline;

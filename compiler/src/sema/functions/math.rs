@@ -1,4 +1,5 @@
 //! The math builtins: elementwise binaries (`maximum`, `minimum`, `pow`),
+//! the predicates `is_nan`, `is_inf`, `is_finite` and `zero_fraction`,
 //! `where`, `matmul`, `bias_add`, the reductions (`reduce_sum`,
 //! `reduce_mean`, `reduce_max`), `argmax`, and `softmax` (with Keras's
 //! mask) / `log_softmax`.
@@ -21,6 +22,40 @@ pub(super) fn elementwise2(lw: &mut Lowerer, b: &Bound, c: &Call, op: BinaryOp) 
     let y = lw.float(eb)?;
     lw.check_broadcast(x, y, ea.span, eb.span, c.span, c.func.name.as_str())?;
     Ok(lw.g.binary(op, x, y))
+}
+
+/// `tf.math.is_nan(x)`: 1 where `x` is NaN (`x != x`, the only value
+/// unequal to itself), else 0 — as float, like the comparisons.
+pub(super) fn is_nan(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    Ok(lw.g.binary(BinaryOp::Ne, x, x))
+}
+
+/// `tf.math.is_inf(x)`: 1 where `|x|` is infinite.
+pub(super) fn is_inf(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    let a = lw.g.unary(UnaryOp::Abs, x);
+    let inf = lw.g.scalar(f32::INFINITY);
+    Ok(lw.g.binary(BinaryOp::Eq, a, inf))
+}
+
+/// `tf.math.is_finite(x)`: 1 where `|x| < ∞` (0 for NaN, which compares
+/// false).
+pub(super) fn is_finite(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    let a = lw.g.unary(UnaryOp::Abs, x);
+    let inf = lw.g.scalar(f32::INFINITY);
+    Ok(lw.g.binary(BinaryOp::Lt, a, inf))
+}
+
+/// `tf.math.zero_fraction(value)`: the fraction of its elements equal to
+/// 0, a scalar (the mean of `value == 0` over every axis, the batch's too).
+pub(super) fn zero_fraction(lw: &mut Lowerer, b: &Bound, _c: &Call) -> R<NodeId> {
+    let x = lw.float(b.req(0))?;
+    let zero = lw.g.scalar(0.0);
+    let is_zero = lw.g.binary(BinaryOp::Eq, x, zero);
+    let axes: Vec<usize> = (0..lw.g.shape(x).rank()).collect();
+    Ok(lw.g.reduce_mean(is_zero, &axes))
 }
 
 pub(super) fn lower_where(lw: &mut Lowerer, b: &Bound, c: &Call) -> R<NodeId> {

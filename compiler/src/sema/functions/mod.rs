@@ -194,6 +194,26 @@ pub const BUILTINS: &[Builtin] = &[
         lower: normalization::local_response_normalization,
     },
     Builtin {
+        name: "is_nan",
+        params: &[req("x")],
+        lower: math::is_nan,
+    },
+    Builtin {
+        name: "is_inf",
+        params: &[req("x")],
+        lower: math::is_inf,
+    },
+    Builtin {
+        name: "is_finite",
+        params: &[req("x")],
+        lower: math::is_finite,
+    },
+    Builtin {
+        name: "zero_fraction",
+        params: &[req("value")],
+        lower: math::zero_fraction,
+    },
+    Builtin {
         name: "maximum",
         params: &[req("x"), req("y")],
         lower: |lw, b, c| elementwise2(lw, b, c, BinaryOp::Max),
