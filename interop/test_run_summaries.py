@@ -5,7 +5,8 @@ evaluation every 15 steps: TensorBoard's EventMultiplexer sees two runs, `.`
 (train: loss, learning_rate, accuracy, global_step/sec, a histogram per
 parameter) and `eval` (loss, accuracy) under the same tags, at the steps TF's
 hooks would write them, and the last eval values are the held-out numbers the
-run reports. TF's `tf.train.load_checkpoint` reads the checkpoint beside them.
+run reports; its Text tab holds the spec and the resolved configuration.
+TF's `tf.train.load_checkpoint` reads the checkpoint beside them.
 """
 
 import json
@@ -73,6 +74,16 @@ def test_tensorboard_reads_the_train_and_eval_runs_of_specc_run(specc, tmp_path)
     assert [e.step for e in mux.Scalars("eval", "loss")] == [15, 30, 40]
     assert mux.Scalars("eval", "loss")[-1].value == np.float32(result["eval"]["loss"])
     assert mux.Scalars("eval", "accuracy")[-1].value == np.float32(result["eval"]["accuracy"])
+
+    # TensorBoard's Text tab: the spec as written and the resolved
+    # configuration, as `tf.summary.text` writes them, at the first step.
+    assert {"spec", "config"} <= set(mux.PluginRunToTagToContent("text")["."]), mux.PluginRunToTagToContent("text")
+    spec_text = mux.Tensors(".", "spec")
+    assert [t.step for t in spec_text] == [1]
+    spec_md = tf.make_ndarray(spec_text[0].tensor_proto).item().decode()
+    assert spec_md == "```\n" + SPEC.rstrip() + "\n```"
+    config_md = tf.make_ndarray(mux.Tensors(".", "config")[0].tensor_proto).item().decode()
+    assert "  summaries:\n" in config_md and "    every_steps: 10\n" in config_md, config_md
 
     reader = tf.train.load_checkpoint(str(tmp_path / "ck"))
     assert reader.get_tensor("global_step") == 40

@@ -146,6 +146,13 @@ impl Prepared<'_> {
                 _ => None,
             }
         };
+        // The spec as written and the configuration the run resolved, for
+        // TensorBoard's Text tab (with the first summaries).
+        let config_text = super::settings::config_record(&resolved, &spec).config_yaml();
+        let texts = vec![
+            ("spec".to_string(), markdown_code(&resolved.original.text)),
+            ("config".to_string(), markdown_code(&config_text)),
+        ];
         let mut hooks = RunHooks::new(
             config,
             &model.metrics,
@@ -154,6 +161,7 @@ impl Prepared<'_> {
             saver,
             leader,
             &watch,
+            texts,
         )?;
         let t1 = Instant::now();
         let streamed = matches!(data, TrainingData::Stream(_));
@@ -286,4 +294,13 @@ fn failed(e: TrainError, src: &specc_grammar::SourceFile) -> Error {
             origin_unknown: None,
         })),
     }
+}
+
+/// `text` as a Markdown code block (TensorBoard renders text summaries as
+/// Markdown: a spec's `#` comments would become headings), fenced with
+/// more backticks than any run in it.
+fn markdown_code(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}\n{}\n{fence}", text.trim_end())
 }

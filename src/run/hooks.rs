@@ -104,7 +104,8 @@ impl<'a, 'o> RunHooks<'a, 'o> {
     /// The hooks of a run that ends at global step `last_step` with the
     /// settings `config`, the model's `metrics`, the evaluation set `eval`
     /// and the checkpoint saver `saver`; `leader`: this process writes and
-    /// reports.
+    /// reports; `texts` go to TensorBoard's Text tab with the first
+    /// summaries.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: &RunConfig,
@@ -114,6 +115,7 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         saver: Option<CheckpointSaverHook<'a>>,
         leader: bool,
         watch: &'a Watch<'o>,
+        texts: Vec<(String, String)>,
     ) -> Result<RunHooks<'a, 'o>, Error> {
         let divergence: Diverging<'a> = Box::new(move |first, now| {
             if leader {
@@ -139,7 +141,9 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         let every = sc.every_steps.unwrap_or(1);
         let summaries = writer.as_ref().map(|w| {
             (
-                SummarySaverHook::new(w.clone(), every, sc.histograms).with_metrics(metrics),
+                SummarySaverHook::new(w.clone(), every, sc.histograms)
+                    .with_metrics(metrics)
+                    .with_texts(texts),
                 StepCounterHook::new(w.clone(), every),
             )
         });

@@ -2,7 +2,8 @@
 //! files for TensorBoard in the checkpoint directory (train scalars, the
 //! metric of each batch, global_step/sec) and its `eval/` run (periodic
 //! held-out evaluations, the last equal to the run's reported held-out
-//! numbers), logged tensors, and `init_from_checkpoint`.
+//! numbers), the spec and its configuration as text, logged tensors, and
+//! `init_from_checkpoint`.
 
 use crate::cli;
 
@@ -104,6 +105,67 @@ fn summaries_hold_the_loss_learning_rate_metrics_and_evaluations() {
     assert_eq!(last_loss, json["eval"]["loss"].as_f64().unwrap() as f32);
     let last_acc = eval.iter().rfind(|s| s.1 == "accuracy").unwrap().2;
     assert_eq!(last_acc, json["eval"]["accuracy"].as_f64().unwrap() as f32);
+}
+
+/// TensorBoard's Text tab: the spec as written and the configuration the
+/// run resolved (an override among it), once, at the first summaries'
+/// step and after that step's session START (which would purge them).
+#[test]
+fn summaries_hold_the_spec_and_the_resolved_configuration_as_text() {
+    let dir = setup("texts", &spec());
+    run(
+        &dir,
+        &[
+            "--checkpoint-dir",
+            "ck",
+            "--set",
+            "summaries.every_steps=10",
+            "--set",
+            "train.batch=5",
+        ],
+    );
+    let files = event_files(&dir.join("ck")).unwrap();
+    let events = read_events(&files[0]).unwrap();
+    let mut texts = Vec::new();
+    let mut start = None;
+    for (k, e) in events.iter().enumerate() {
+        match &e.what {
+            What::SessionLog(l) if l.status == 1 => start = Some(k),
+            What::Summary(s) => {
+                for v in &s.values {
+                    if let Some(t) = v.as_text() {
+                        assert_eq!(v.plugin_name.as_deref(), Some("text"));
+                        texts.push((k, e.step, v.tag.clone(), t.to_string()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let tags: Vec<&str> = texts.iter().map(|t| t.2.as_str()).collect();
+    assert_eq!(tags, ["spec", "config"], "once each");
+    for (k, step, _, _) in &texts {
+        assert_eq!(*step, 1, "the first summaries' step");
+        assert!(Some(*k) > start, "after the session's START");
+    }
+    let spec_text = std::fs::read_to_string(dir.join("spec.spec")).unwrap();
+    let spec_md = &texts[0].3;
+    assert!(
+        spec_md.starts_with("```\n") && spec_md.ends_with("\n```"),
+        "{spec_md}"
+    );
+    assert_eq!(&spec_md[4..spec_md.len() - 4], spec_text.trim_end());
+    let config = &texts[1].3;
+    for want in [
+        "config:\n",
+        "  batch: 5\n",
+        "  summaries:\n    dir: ",
+        "    every_steps: 10\n",
+        "  optimizer:\n    name: \"adam\"\n",
+        "  - key: \"batch\"\n    value: \"5\"",
+    ] {
+        assert!(config.contains(want), "{want} not in\n{config}");
+    }
 }
 
 #[test]

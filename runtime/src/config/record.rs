@@ -111,17 +111,10 @@ impl RunRecord {
         }
     }
 
-    /// The record as YAML text.
-    pub fn to_yaml(&self) -> String {
-        let mut s = String::new();
-        s.push_str("# The run whose checkpoints are in this directory, written by specc.\n");
-        s.push_str("# A resume refuses a spec whose sha256 differs.\n");
-        writeln!(s, "specc_version: {}", yaml::quote(&self.specc_version)).ok();
-        s.push_str("spec:\n");
-        writeln!(s, "  path: {}", yaml::quote(&self.spec_path)).ok();
-        writeln!(s, "  sha256: {}", yaml::quote(&self.spec_sha256)).ok();
-        writeln!(s, "  text: {}", yaml::block(&self.spec_text, 2)).ok();
-        s.push_str("config:");
+    /// The `config` (nested by section) and `overrides` parts of
+    /// [`RunRecord::to_yaml`]: the configuration the run resolved.
+    pub fn config_yaml(&self) -> String {
+        let mut s = String::from("config:");
         write_nested(&mut s, &self.config);
         s.push_str("overrides:");
         if self.overrides.is_empty() {
@@ -138,6 +131,20 @@ impl RunRecord {
                 .ok();
             }
         }
+        s
+    }
+
+    /// The record as YAML text.
+    pub fn to_yaml(&self) -> String {
+        let mut s = String::new();
+        s.push_str("# The run whose checkpoints are in this directory, written by specc.\n");
+        s.push_str("# A resume refuses a spec whose sha256 differs.\n");
+        writeln!(s, "specc_version: {}", yaml::quote(&self.specc_version)).ok();
+        s.push_str("spec:\n");
+        writeln!(s, "  path: {}", yaml::quote(&self.spec_path)).ok();
+        writeln!(s, "  sha256: {}", yaml::quote(&self.spec_sha256)).ok();
+        writeln!(s, "  text: {}", yaml::block(&self.spec_text, 2)).ok();
+        s.push_str(&self.config_yaml());
         s.push_str("data:");
         if self.data.is_empty() {
             s.push_str(" []\n");

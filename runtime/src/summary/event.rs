@@ -96,6 +96,8 @@ pub struct TensorValue {
     pub shape: Vec<i64>,
     pub float_val: Vec<f32>,
     pub double_val: Vec<f64>,
+    /// `string_val` (a `DT_STRING` tensor: `tf.summary.text`).
+    pub string_val: Vec<Vec<u8>>,
     pub tensor_content: Vec<u8>,
 }
 
@@ -103,6 +105,8 @@ pub struct TensorValue {
 pub const DT_FLOAT: i32 = 1;
 /// TF's `DT_DOUBLE`.
 pub const DT_DOUBLE: i32 = 2;
+/// TF's `DT_STRING`.
+pub const DT_STRING: i32 = 7;
 
 impl TensorValue {
     /// The value of a float32 or float64 scalar tensor (`tf.summary.scalar`).
@@ -299,6 +303,30 @@ impl SummaryValue {
         }
     }
 
+    /// A text (what `tf.summary.text` writes: a scalar `DT_STRING` tensor
+    /// for TensorBoard's `text` plugin, which renders it as Markdown).
+    pub fn text(tag: &str, text: &str) -> SummaryValue {
+        SummaryValue {
+            tag: tag.to_string(),
+            plugin_name: Some("text".to_string()),
+            kind: ValueKind::Tensor(TensorValue {
+                dtype: DT_STRING,
+                string_val: vec![text.as_bytes().to_vec()],
+                ..TensorValue::default()
+            }),
+        }
+    }
+
+    /// The text of a `tf.summary.text` value.
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.kind {
+            ValueKind::Tensor(t) if t.dtype == DT_STRING && t.shape.is_empty() => {
+                std::str::from_utf8(t.string_val.first()?).ok()
+            }
+            _ => None,
+        }
+    }
+
     /// The value as a scalar: a `simple_value`, or a TF2 scalar tensor.
     pub fn as_scalar(&self) -> Option<f64> {
         match &self.kind {
@@ -325,7 +353,8 @@ impl SummaryValue {
                 }
             }),
             ValueKind::Histo(h) => e.message(5, |e| encode_histogram(h, e)),
-            ValueKind::Nothing | ValueKind::Tensor(_) | ValueKind::Other(_) => {}
+            ValueKind::Tensor(t) => e.message(8, |e| encode_tensor(t, e)),
+            ValueKind::Nothing | ValueKind::Other(_) => {}
         }
         if let Some(p) = &self.plugin_name {
             e.message(9, |e| e.message(1, |e| e.bytes(1, p.as_bytes())));
@@ -428,6 +457,34 @@ fn decode_image(buf: &[u8]) -> Result<Image, DecodeError> {
     Ok(i)
 }
 
+/// A `TensorProto`: its dtype, shape (a dim per size), and values.
+fn encode_tensor(t: &TensorValue, e: &mut Encoder) {
+    if t.dtype != 0 {
+        e.int64(1, i64::from(t.dtype));
+    }
+    e.message(2, |e| {
+        for &d in &t.shape {
+            e.message(2, |e| {
+                if d != 0 {
+                    e.int64(1, d);
+                }
+            });
+        }
+    });
+    if !t.tensor_content.is_empty() {
+        e.bytes(4, &t.tensor_content);
+    }
+    for &v in &t.float_val {
+        e.float(5, v);
+    }
+    for &v in &t.double_val {
+        e.double(6, v);
+    }
+    for v in &t.string_val {
+        e.bytes(8, v);
+    }
+}
+
 fn decode_tensor(buf: &[u8]) -> Result<TensorValue, DecodeError> {
     const M: &str = "TensorProto";
     let mut t = TensorValue::default();
@@ -450,6 +507,7 @@ fn decode_tensor(buf: &[u8]) -> Result<TensorValue, DecodeError> {
                 .map_err(|error| DecodeError { message: M, error })?,
             6 => proto::doubles(v, &mut t.double_val)
                 .map_err(|error| DecodeError { message: M, error })?,
+            8 => t.string_val.push(field_bytes(v, M)?.to_vec()),
             _ => {}
         }
         Ok(())

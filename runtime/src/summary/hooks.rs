@@ -78,6 +78,9 @@ pub struct SummarySaverHook {
     scalars: Vec<ScalarOutput>,
     params: Vec<String>,
     started: bool,
+    /// `(tag, Markdown)` written once as `tf.summary.text`, with the first
+    /// summaries (after the session's START, which would purge them).
+    texts: Vec<(String, String)>,
 }
 
 impl SummarySaverHook {
@@ -96,7 +99,15 @@ impl SummarySaverHook {
             scalars: Vec::new(),
             params: Vec::new(),
             started: false,
+            texts: Vec::new(),
         }
+    }
+
+    /// Texts (`(tag, Markdown)`, TensorBoard's Text tab) written once, at
+    /// the first write of the run: the spec, the run's configuration.
+    pub fn with_texts(mut self, texts: Vec<(String, String)>) -> SummarySaverHook {
+        self.texts = texts;
+        self
     }
 
     /// The model's metrics: a step output `metric/<m>/sum` is written as the
@@ -214,6 +225,16 @@ impl Hook for SummarySaverHook {
             self.writer
                 .add_session_start(v.global_step)
                 .map_err(hook_error)?;
+            if !self.texts.is_empty() {
+                let texts: Vec<(&str, &str)> = self
+                    .texts
+                    .iter()
+                    .map(|(t, x)| (t.as_str(), x.as_str()))
+                    .collect();
+                self.writer
+                    .add_texts(v.global_step, &texts)
+                    .map_err(hook_error)?;
+            }
             self.started = true;
         }
         self.timer.last = Some(v.global_step);

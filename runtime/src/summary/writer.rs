@@ -248,6 +248,22 @@ impl SummaryWriter {
         self.add(b)
     }
 
+    /// Queues `texts` (`(tag, Markdown)`) as `tf.summary.text` values of
+    /// one event at `step`, stamped now.
+    pub fn add_texts(&self, step: i64, texts: &[(&str, &str)]) -> Result<(), SummaryError> {
+        self.add_event(Event {
+            wall_time: wall_time(),
+            step,
+            what: What::Summary(Summary {
+                values: texts
+                    .iter()
+                    .map(|&(t, x)| SummaryValue::text(t, x))
+                    .collect(),
+            }),
+            source_writer: None,
+        })
+    }
+
     /// Queues any event.
     pub fn add_event(&self, event: Event) -> Result<(), SummaryError> {
         self.send(Msg::Event(event))

@@ -104,18 +104,25 @@ pub(super) fn effective_value(
     })
 }
 
-/// The record of a resolved run for `run.yaml`: the spec as written, the
-/// effective configuration, the overrides, and the data file (size and
-/// sha256; a synthetic source has none). `version` is specc's.
-pub fn record(resolved: &Resolved, spec_path: &Path, version: &str) -> Result<RunRecord, String> {
+/// [`record`] without the data file (nothing read): the spec as written,
+/// the effective configuration and the overrides.
+pub fn config_record(resolved: &Resolved, spec_path: &Path) -> RunRecord {
     let mut r = RunRecord::new(spec_path, &resolved.original.text);
-    r.specc_version = version.to_string();
     r.config = effective(&resolved.model, &resolved.config, &resolved.settings);
     r.overrides = resolved
         .settings
         .iter()
         .map(|s| (s.dotted(), s.value.yaml_text()))
         .collect();
+    r
+}
+
+/// The record of a resolved run for `run.yaml`: the spec as written, the
+/// effective configuration, the overrides, and the data file (size and
+/// sha256; a synthetic source has none). `version` is specc's.
+pub fn record(resolved: &Resolved, spec_path: &Path, version: &str) -> Result<RunRecord, String> {
+    let mut r = config_record(resolved, spec_path);
+    r.specc_version = version.to_string();
     let data = match (&resolved.config.data, &resolved.model.data.source) {
         (Some(p), _) => Some(p.clone()),
         (None, Source::Csv { path }) => {

@@ -48,7 +48,7 @@ mod effective;
 mod read;
 mod rewrite;
 
-pub use effective::{effective, record};
+pub use effective::{config_record, effective, record};
 use read::flag_settings;
 pub use read::{parse_set, read_config_file, MAX_CONFIG_BYTES};
 use rewrite::rewrite;
