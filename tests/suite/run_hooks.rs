@@ -124,7 +124,7 @@ fn summaries_hold_the_spec_and_the_resolved_configuration_as_text() {
             "train.batch=5",
         ],
     );
-    let files = event_files(&dir.join("ck")).unwrap();
+    let files = event_files(dir.join("ck")).unwrap();
     let events = read_events(&files[0]).unwrap();
     let mut texts = Vec::new();
     let mut start = None;
