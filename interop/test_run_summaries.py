@@ -3,7 +3,7 @@
 A run with summaries every 10 steps, parameter histograms and a held-out
 evaluation every 15 steps: TensorBoard's EventMultiplexer sees two runs, `.`
 (train: loss, learning_rate, accuracy, global_step/sec, a histogram per
-parameter) and `eval` (loss, accuracy) under the same tags, at the steps TF's
+parameter, of the activation `h` and of every gradient) and `eval` (loss, accuracy) under the same tags, at the steps TF's
 hooks would write them, and the last eval values are the held-out numbers the
 run reports; its Text tab holds the spec and the resolved configuration.
 TF's `tf.train.load_checkpoint` reads the checkpoint beside them.
@@ -32,7 +32,7 @@ loss   = mean(sparse_softmax_cross_entropy(y, logits))
 optimizer adam(learning_rate = 0.01)
 train { batch = 4, steps = 40, eval_fraction = 0.5 }
 metrics { accuracy(y, argmax(logits)) }
-summaries { every_steps = 10, histograms = true }
+summaries { every_steps = 10, histograms = true, histogram_tensors = [h], gradient_histograms = true }
 evaluate { every_steps = 15 }
 """
 
@@ -64,6 +64,13 @@ def test_tensorboard_reads_the_train_and_eval_runs_of_specc_run(specc, tmp_path)
     assert [e.value for e in mux.Scalars(".", "learning_rate")] == [np.float32(0.01)] * 4
     for p in ["W1", "b1", "W2", "b2"]:
         assert [h.step for h in mux.Histograms(".", p)] == [1, 11, 21, 31], p
+
+    # Opt-in histograms of an activation (the batch's h, 4 rows of 8) and
+    # of every gradient.
+    assert [h.histogram_value.num for h in mux.Histograms(".", "h")] == [32] * 4
+    for p, n in [("W1", 32), ("b1", 8), ("W2", 24), ("b2", 3)]:
+        hs = mux.Histograms(".", "gradients/" + p)
+        assert [h.step for h in hs] == [1, 11, 21, 31] and hs[0].histogram_value.num == n, p
 
     # The histogram of W2 at the last write has W2's element count.
     last = mux.Histograms(".", "W2")[-1].histogram_value

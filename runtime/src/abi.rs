@@ -97,6 +97,10 @@ pub fn exchange_peer_arena(replica: usize) -> String {
 
 /// The scalar output every `step` and `eval` function has: the loss.
 pub const OUTPUT_LOSS: &str = "loss";
+/// Outputs of the summary step named `histogram/<tag>` are written as a
+/// histogram under `<tag>` (`summaries { histogram_tensors,
+/// gradient_histograms }`).
+pub const HISTOGRAM_OUTPUT_PREFIX: &str = "histogram/";
 /// The step's learning rate (after its schedule), when the step has one.
 pub const OUTPUT_LEARNING_RATE: &str = "learning_rate";
 /// The gradients' global norm, when the spec asks for the `global_norm` metric.

@@ -168,6 +168,86 @@ fn summaries_hold_the_spec_and_the_resolved_configuration_as_text() {
     }
 }
 
+/// `histogram_tensors` and `gradient_histograms`: a histogram of a named
+/// tensor of the batch (here the features, whose values are the data's)
+/// and of every parameter's gradient, at every write.
+#[test]
+fn summaries_hold_histograms_of_named_tensors_and_gradients() {
+    let spec = cli::BASE.replace(
+        "metrics {",
+        "summaries { every_steps = 5, histogram_tensors = [x, h], gradient_histograms = true }\nmetrics {",
+    );
+    let dir = setup("tensor_histograms", &spec);
+    run(&dir, &["--checkpoint-dir", "ck"]);
+    let files = event_files(dir.join("ck")).unwrap();
+    let mut histograms = Vec::new();
+    for e in read_events(&files[0]).unwrap() {
+        if let What::Summary(s) = e.what {
+            for v in s.values {
+                if let ValueKind::Histo(h) = v.kind {
+                    histograms.push((e.step, v.tag, h));
+                }
+            }
+        }
+    }
+    let at = |step: i64, tag: &str| {
+        histograms
+            .iter()
+            .find(|(s, t, _)| *s == step && t == tag)
+            .map(|h| &h.2)
+            .unwrap_or_else(|| panic!("no histogram {tag} at step {step}"))
+    };
+    for step in [1, 6] {
+        for (tag, num) in [
+            ("x", 16.0),
+            ("h", 32.0),
+            ("gradients/W1", 32.0),
+            ("gradients/b1", 8.0),
+            ("gradients/W2", 24.0),
+            ("gradients/b2", 3.0),
+        ] {
+            assert_eq!(at(step, tag).num, num, "{tag} at step {step}");
+        }
+    }
+    // The first batch is the data's first four rows.
+    let x = at(1, "x");
+    let rows: [[f64; 4]; 4] = [
+        [1.0, 2.0, 3.0, 4.0],
+        [0.5, 1.0, 1.5, 2.0],
+        [-1.0, 0.0, 1.0, 2.0],
+        [3.0, 1.0, 4.0, 1.0],
+    ];
+    let flat: Vec<f64> = rows.concat();
+    assert_eq!(x.sum, flat.iter().sum::<f64>());
+    assert_eq!(x.min, -1.0);
+    assert_eq!(x.max, 4.0);
+    // relu's outputs are never negative.
+    assert!(at(1, "h").min >= 0.0);
+    // The softmax layer's bias gradient is the batch's mean of
+    // softmax - one-hot, whose classes sum to 0.
+    let b2 = at(1, "gradients/b2");
+    assert!(b2.sum.abs() < 1e-6, "{}", b2.sum);
+    assert!(b2.sum_squares > 0.0);
+}
+
+#[test]
+fn a_histogram_of_an_unknown_tensor_is_a_caret_error() {
+    let spec = cli::BASE.replace(
+        "metrics {",
+        "summaries { every_steps = 5, histogram_tensors = [hh] }\nmetrics {",
+    );
+    let dir = setup("tensor_histograms_unknown", &spec);
+    let (code, _, err) = specc(&dir, &["run", "spec.spec"]);
+    assert_eq!(code, 2, "{err}");
+    for want in [
+        "error[unknown-name]: unknown tensor `hh` in `summaries`' histogram_tensors",
+        "spec.spec:18:51",
+        "did you mean `h`?",
+    ] {
+        assert!(err.contains(want), "{want} not in\n{err}");
+    }
+}
+
 #[test]
 fn logged_tensors_print_the_spec_names_at_their_steps() {
     let dir = setup("logging", &spec());

@@ -313,19 +313,34 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         g.current_span = None;
     }
 
-    model.functions.grad = Some(grad_fn);
     // The summary step: the same step, also returning what the run's hooks
     // read; the plain step stays as it was.
-    if !model.step_outputs.is_empty() {
+    // With `gradient_histograms`, each parameter's gradient of the loss
+    // (dense, before clipping) as `histogram/gradients/<name>`.
+    let mut extra = model.step_outputs.clone();
+    if model.summaries.gradient_histograms {
+        for (&p, o) in params.iter().zip(grad_fn.outputs.iter().skip(1)) {
+            extra.push(Output {
+                name: format!(
+                    "{}gradients/{}",
+                    specc_runtime::abi::HISTOGRAM_OUTPUT_PREFIX,
+                    model.var_name(p)
+                ),
+                node: o.node,
+            });
+        }
+    }
+    if !extra.is_empty() {
         let mut summary = step.clone();
         summary.name = SUMMARY_STEP.into();
-        for o in &model.step_outputs {
+        for o in &extra {
             if !summary.outputs.iter().any(|e| e.name == o.name) {
                 summary.outputs.push(o.clone());
             }
         }
         model.functions.summary_step = Some(summary);
     }
+    model.functions.grad = Some(grad_fn);
     model.functions.step = Some(step);
     Ok(())
 }

@@ -94,7 +94,9 @@ pub(crate) struct State {
     /// Values of the constant expressions lowered so far (see `Lowerer::constants`).
     pub constants: HashMap<NodeId, expr::Known>,
     pub checkpoint: Option<(CheckpointConfig, Span)>,
-    pub summaries: Option<(SummaryConfig, Span)>,
+    /// `summaries { .. }`, its keyword and the spans of its
+    /// `histogram_tensors`.
+    pub summaries: Option<(SummaryConfig, Span, Vec<Span>)>,
     /// The logging settings and the spans of the tensor names (checked at the end).
     pub logging: Option<(LoggingConfig, Span, Vec<Span>)>,
     pub evaluate: Option<(EvaluateConfig, Span)>,
@@ -236,10 +238,11 @@ impl State {
                 Ok(())
             }
             Item::Summaries(block) => {
-                if let Some((_, prev)) = &self.summaries {
+                if let Some((_, prev, _)) = &self.summaries {
                     return Err(duplicate_item("summaries", block.keyword, *prev));
                 }
-                self.summaries = Some((run::summaries(block)?, block.keyword));
+                let (s, spans) = run::summaries(block)?;
+                self.summaries = Some((s, block.keyword, spans));
                 Ok(())
             }
             Item::Logging(block) => {
@@ -514,10 +517,26 @@ fn run_step_outputs(st: &State) -> Vec<Output> {
     };
     // Summaries go to the checkpoint directory when they have none (TF's
     // MonitoredTrainingSession).
-    let summaries = st.summaries.as_ref().is_some_and(|(s, _)| s.dir.is_some())
+    let summaries = st
+        .summaries
+        .as_ref()
+        .is_some_and(|(s, _, _)| s.dir.is_some())
         || st.checkpoint.as_ref().is_some_and(|(c, _)| c.dir.is_some());
     if summaries {
         st.metrics.iter().flat_map(summed).for_each(&mut add);
+        // `histogram_tensors`: each named value, for its histogram.
+        let named = st
+            .summaries
+            .iter()
+            .flat_map(|(s, _, _)| &s.histogram_tensors);
+        for name in named {
+            if let Some(node) = st.env.entries.get(name).and_then(|e| e.value) {
+                add(&Output {
+                    name: format!("{}{name}", specc_runtime::abi::HISTOGRAM_OUTPUT_PREFIX),
+                    node,
+                });
+            }
+        }
     }
     if let Some((l, _, _)) = &st.logging {
         let fixed = [
@@ -570,6 +589,31 @@ fn check_run_names(st: &mut State) {
                 );
             }
             st.errors.push(d);
+        }
+    }
+    if let Some((s, _, spans)) = &st.summaries {
+        for (name, span) in s.histogram_tensors.iter().zip(spans) {
+            if st.env.entries.get(name).is_some_and(|e| e.value.is_some()) {
+                continue;
+            }
+            let known = st.env.entries.contains_key(name);
+            let candidates: Vec<&str> = st.env.entries.keys().map(|k| k.as_str()).collect();
+            let mut d = Diagnostic::new(
+                Code::UnknownName,
+                *span,
+                format!("unknown tensor `{name}` in `summaries`' histogram_tensors"),
+            )
+            .with_label(if known { "has no value" } else { "not defined" });
+            if let Some(s) = args::suggest(name, candidates.iter().copied()) {
+                d = d.with_help(format!("did you mean `{s}`?"));
+            } else {
+                d = d.with_help(
+                    "histogram_tensors names values the spec defines: a binding, a feature or a parameter",
+                );
+            }
+            if !known {
+                st.errors.push(d);
+            }
         }
     }
     if let Some((_, item)) = &st.warm_start {

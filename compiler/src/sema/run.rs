@@ -109,6 +109,8 @@ pub const SUMMARIES_KEYS: &[Key] = &[
     key("dir", Ty::Path),
     key("every_steps", Ty::Int),
     key("histograms", Ty::Bool),
+    key("gradient_histograms", Ty::Bool),
+    key("histogram_tensors", Ty::Names),
 ];
 pub const LOGGING_KEYS: &[Key] = &[
     key("every_steps", Ty::Int),
@@ -236,18 +238,49 @@ pub(crate) fn checkpoint(block: &Block<Arg>) -> R<CheckpointConfig> {
     Ok(c)
 }
 
-pub(crate) fn summaries(block: &Block<Arg>) -> R<SummaryConfig> {
+/// `summaries { .. }` and the spans of its `histogram_tensors` names
+/// (checked at the end, as logged tensors are).
+pub(crate) fn summaries(block: &Block<Arg>) -> R<(SummaryConfig, Vec<Span>)> {
     let mut s = SummaryConfig::default();
+    let mut spans = Vec::new();
     entries(block, "summaries", SUMMARIES_KEYS, |key, v| {
         match key {
             "dir" => s.dir = Some(dir(v)?),
             "every_steps" => s.every_steps = steps(v, "every_steps")?,
             "histograms" => s.histograms = args::eval_bool(v)?,
+            "gradient_histograms" => s.gradient_histograms = args::eval_bool(v)?,
+            "histogram_tensors" => {
+                for (name, span) in names(v, "e.g. histogram_tensors = [h1, logits]")? {
+                    s.histogram_tensors.push(name);
+                    spans.push(span);
+                }
+            }
             _ => {}
         }
         Ok(())
     })?;
-    Ok(s)
+    Ok((s, spans))
+}
+
+/// A name or a list of names (`tensors = [loss, h1]`), with their spans.
+fn names(v: &Expr, example: &str) -> R<Vec<(String, Span)>> {
+    let items: Vec<&Expr> = match &v.kind {
+        ExprKind::List(items) => items.iter().collect(),
+        _ => vec![v],
+    };
+    items
+        .into_iter()
+        .map(|e| match &e.kind {
+            ExprKind::Ident(name) => Ok((name.clone(), e.span)),
+            _ => Err(Diagnostic::new(
+                Code::BadSetting,
+                e.span,
+                format!("expected the name of a tensor, found {}", args::describe(e)),
+            )
+            .with_label("not a name")
+            .with_help(example.to_string())),
+        })
+        .collect()
 }
 
 /// `logging { .. }` and the spans of its tensor names (checked at the end).
@@ -266,22 +299,9 @@ pub(crate) fn logging(block: &Block<Arg>) -> R<(LoggingConfig, Vec<Span>)> {
                 period_given = true;
             }
             "tensors" => {
-                let items: Vec<&Expr> = match &v.kind {
-                    ExprKind::List(items) => items.iter().collect(),
-                    _ => vec![v],
-                };
-                for e in items {
-                    let ExprKind::Ident(name) = &e.kind else {
-                        return Err(Diagnostic::new(
-                            Code::BadSetting,
-                            e.span,
-                            format!("expected the name of a tensor, found {}", args::describe(e)),
-                        )
-                        .with_label("not a name")
-                        .with_help("e.g. tensors = [loss, h1, accuracy]"));
-                    };
-                    l.tensors.push(name.clone());
-                    spans.push(e.span);
+                for (name, span) in names(v, "e.g. tensors = [loss, h1, accuracy]")? {
+                    l.tensors.push(name);
+                    spans.push(span);
                 }
             }
             _ => {}

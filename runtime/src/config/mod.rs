@@ -73,6 +73,12 @@ pub struct SummaryConfig {
     pub every_steps: Option<u64>,
     /// Histograms of the parameters too.
     pub histograms: bool,
+    /// Histograms of every trainable parameter's gradient too
+    /// (`gradients/<name>`, as `optimize_loss(summaries=["gradients"])`).
+    pub gradient_histograms: bool,
+    /// Histograms of these tensors of the step (bindings, features) by
+    /// their names: activations.
+    pub histogram_tensors: Vec<String>,
 }
 
 impl Default for SummaryConfig {
@@ -81,6 +87,8 @@ impl Default for SummaryConfig {
             dir: None,
             every_steps: Some(DEFAULT_SUMMARY_STEPS),
             histograms: false,
+            gradient_histograms: false,
+            histogram_tensors: Vec::new(),
         }
     }
 }

@@ -68,7 +68,9 @@ struct ScalarOutput {
 /// Writes the step's scalar outputs (and opt-in the parameters' histograms)
 /// every `every_steps` global steps: TF's `SummarySaverHook(save_steps)`
 /// over `tf.compat.v1.summary.scalar` of each output and
-/// `tf.compat.v1.summary.histogram(var.op.name, var)` of each parameter.
+/// `tf.compat.v1.summary.histogram(var.op.name, var)` of each parameter;
+/// and a histogram of each `histogram/<tag>` output of the summary step
+/// (named activations, gradients) under `<tag>`.
 pub struct SummarySaverHook {
     writer: SummaryWriter,
     timer: StepTimer,
@@ -77,6 +79,9 @@ pub struct SummarySaverHook {
     step_fn: usize,
     scalars: Vec<ScalarOutput>,
     params: Vec<String>,
+    /// `(tag, output index)` of the summary step's `histogram/<tag>`
+    /// outputs (named tensors, gradients).
+    output_histograms: Vec<(String, usize)>,
     started: bool,
     /// `(tag, Markdown)` written once as `tf.summary.text`, with the first
     /// summaries (after the session's START, which would purge them).
@@ -98,6 +103,7 @@ impl SummarySaverHook {
             step_fn: 0,
             scalars: Vec::new(),
             params: Vec::new(),
+            output_histograms: Vec::new(),
             started: false,
             texts: Vec::new(),
         }
@@ -139,6 +145,21 @@ impl SummarySaverHook {
             };
             batch.scalars.push((s.tag.clone(), x));
         }
+        for (tag, index) in &self.output_histograms {
+            let Some(values) = session.output_at(self.step_fn, *index, v.rows) else {
+                continue;
+            };
+            if let Some(i) = values.iter().position(|x| !x.is_finite()) {
+                return Err(TrainError::Hook(format!(
+                    "NaN in summary histogram for: {tag} (element {i} is {}) at global step {}; \
+                     event file {}",
+                    values[i],
+                    v.global_step,
+                    self.writer.path().display()
+                )));
+            }
+            batch.histograms.push((tag.clone(), values.to_vec()));
+        }
         for p in &self.params {
             let Some(values) = session.var(p) else {
                 continue;
@@ -165,12 +186,19 @@ impl Hook for SummarySaverHook {
         self.step_fn = ctx.summary_function();
         let session = ctx.session();
         self.scalars.clear();
+        self.output_histograms.clear();
         for (index, o) in session
             .function_layout(self.step_fn)
             .outputs
             .iter()
             .enumerate()
         {
+            if let Some(tag) = o.name.strip_prefix(crate::abi::HISTOGRAM_OUTPUT_PREFIX) {
+                if o.elem == ElemType::F32 {
+                    self.output_histograms.push((tag.to_string(), index));
+                }
+                continue;
+            }
             if o.elem != ElemType::F32 || o.batched || o.per_example != 1 {
                 continue;
             }
