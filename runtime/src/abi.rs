@@ -101,6 +101,10 @@ pub const OUTPUT_LOSS: &str = "loss";
 /// histogram under `<tag>` (`summaries { histogram_tensors,
 /// gradient_histograms }`).
 pub const HISTOGRAM_OUTPUT_PREFIX: &str = "histogram/";
+/// Outputs of the summary step named `image/<name>` (a batch of images
+/// `[B, H, W, C]`) are written as image summaries (`summaries {
+/// image_tensors }`).
+pub const IMAGE_OUTPUT_PREFIX: &str = "image/";
 /// The step's learning rate (after its schedule), when the step has one.
 pub const OUTPUT_LEARNING_RATE: &str = "learning_rate";
 /// The gradients' global norm, when the spec asks for the `global_norm` metric.

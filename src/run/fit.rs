@@ -23,7 +23,7 @@ use specc_runtime::train::{
 };
 
 use super::data::{EvalData, TrainingData};
-use super::hooks::{RunHooks, Watch};
+use super::hooks::{RunHooks, SummaryExtras, Watch};
 use super::observer::Observer;
 use super::outcome::{Outcome, ReplicaInfo};
 use super::prepare::Prepared;
@@ -161,7 +161,10 @@ impl Prepared<'_> {
             saver,
             leader,
             &watch,
-            texts,
+            SummaryExtras {
+                texts,
+                images: image_summaries(model),
+            },
         )?;
         let t1 = Instant::now();
         let streamed = matches!(data, TrainingData::Stream(_));
@@ -303,4 +306,32 @@ fn markdown_code(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     format!("{fence}\n{}\n{fence}", text.trim_end())
+}
+
+/// Each `image/<name>` output of the summary step (`summaries {
+/// image_tensors }`): its name and its images' `[H, W, C]`.
+fn image_summaries(model: &specc_compiler::Model) -> Vec<(String, [usize; 3])> {
+    let Some(f) = model.functions.summary_step.as_ref() else {
+        return Vec::new();
+    };
+    f.outputs
+        .iter()
+        .filter_map(|o| {
+            let name = o
+                .name
+                .strip_prefix(specc_runtime::abi::IMAGE_OUTPUT_PREFIX)?;
+            let dims = &model.graph.shape(o.node).0;
+            let [_, h, w, c] = dims[..] else {
+                return None;
+            };
+            Some((
+                name.to_string(),
+                [
+                    h.fixed()? as usize,
+                    w.fixed()? as usize,
+                    c.fixed()? as usize,
+                ],
+            ))
+        })
+        .collect()
 }

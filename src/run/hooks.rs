@@ -84,6 +84,15 @@ type Diverging<'a> = Box<dyn FnMut(&StepValues, &StepValues) + 'a>;
 /// Where [`TensorLogHook`] prints a line.
 type Print<'a> = Box<dyn FnMut(&str) + 'a>;
 
+/// What the summaries need from the run besides its settings.
+#[derive(Default)]
+pub struct SummaryExtras {
+    /// `(tag, Markdown)` for TensorBoard's Text tab, written once.
+    pub texts: Vec<(String, String)>,
+    /// Each of `image_tensors` with its images' `[H, W, C]`.
+    pub images: Vec<(String, [usize; 3])>,
+}
+
 /// The hooks of a run (see the module doc), built for its settings.
 pub struct RunHooks<'a, 'o> {
     stop: StopAtStepHook,
@@ -104,8 +113,7 @@ impl<'a, 'o> RunHooks<'a, 'o> {
     /// The hooks of a run that ends at global step `last_step` with the
     /// settings `config`, the model's `metrics`, the evaluation set `eval`
     /// and the checkpoint saver `saver`; `leader`: this process writes and
-    /// reports; `texts` go to TensorBoard's Text tab with the first
-    /// summaries.
+    /// reports; `extras` are what the summaries need besides the settings.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: &RunConfig,
@@ -115,7 +123,7 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         saver: Option<CheckpointSaverHook<'a>>,
         leader: bool,
         watch: &'a Watch<'o>,
-        texts: Vec<(String, String)>,
+        extras: SummaryExtras,
     ) -> Result<RunHooks<'a, 'o>, Error> {
         let divergence: Diverging<'a> = Box::new(move |first, now| {
             if leader {
@@ -143,7 +151,8 @@ impl<'a, 'o> RunHooks<'a, 'o> {
             (
                 SummarySaverHook::new(w.clone(), every, sc.histograms)
                     .with_metrics(metrics)
-                    .with_texts(texts),
+                    .with_texts(extras.texts)
+                    .with_images(extras.images, sc.max_images as usize),
                 StepCounterHook::new(w.clone(), every),
             )
         });

@@ -248,6 +248,76 @@ fn a_histogram_of_an_unknown_tensor_is_a_caret_error() {
     }
 }
 
+/// `image_tensors`: the first `max_images` images of the batch as PNG
+/// image summaries under TF's tags, each normalized as TF's `ImageSummary`
+/// does (non-negative: the maximum to 255; signed: 0 at 128, the largest
+/// magnitude to 1 or 255), here 2×2 gray images of the data's first rows.
+#[test]
+fn summaries_hold_images_of_the_batch_as_tf_normalizes_them() {
+    let spec = cli::BASE.replace(
+        "metrics {",
+        "img = reshape(x, [B, 2, 2, 1])\nsummaries { every_steps = 5, image_tensors = [img], max_images = 3 }\nmetrics {",
+    );
+    let dir = setup("images", &spec);
+    run(&dir, &["--checkpoint-dir", "ck"]);
+    let files = event_files(dir.join("ck")).unwrap();
+    let mut images = Vec::new();
+    for e in read_events(&files[0]).unwrap() {
+        if let What::Summary(s) = e.what {
+            for v in s.values {
+                if let ValueKind::Image(i) = v.kind {
+                    images.push((e.step, v.tag, i));
+                }
+            }
+        }
+    }
+    let first: Vec<&str> = images
+        .iter()
+        .filter(|i| i.0 == 1)
+        .map(|i| i.1.as_str())
+        .collect();
+    assert_eq!(first, ["img/image/0", "img/image/1", "img/image/2"]);
+    // Rows 1, 2, 3 of data.csv: [1, 2, 3, 4] and [0.5, 1, 1.5, 2] scale
+    // their maximum to 255; [-1, 0, 1, 2] maps v to v · 127 / 2 + 128.
+    let want: [[u8; 4]; 3] = [
+        [63, 127, 191, 255],
+        [63, 127, 191, 255],
+        [64, 128, 191, 255],
+    ];
+    for ((_, tag, image), want) in images.iter().zip(want) {
+        assert_eq!(
+            (image.height, image.width, image.colorspace),
+            (2, 2, 1),
+            "{tag}"
+        );
+        let decoded =
+            specc_image::codec::decode_png(&image.encoded, 0, specc_image::codec::DecodeDType::U8)
+                .unwrap();
+        let specc_image::Image::U8(px) = decoded else {
+            panic!("{tag}: not 8-bit");
+        };
+        assert_eq!(px.shape(), [2, 2, 1]);
+        assert_eq!(px.iter().copied().collect::<Vec<u8>>(), want, "{tag}");
+    }
+}
+
+#[test]
+fn image_tensors_must_be_a_batch_of_images() {
+    let spec = cli::BASE.replace(
+        "metrics {",
+        "summaries { every_steps = 5, image_tensors = [h] }\nmetrics {",
+    );
+    let dir = setup("images_not_images", &spec);
+    let (code, _, err) = specc(&dir, &["run", "spec.spec"]);
+    assert_eq!(code, 2, "{err}");
+    for want in [
+        "`h` is f32 [B, 8], not a batch of images [B, H, W, C] with 1, 3 or 4 channels",
+        "spec.spec:18:47",
+    ] {
+        assert!(err.contains(want), "{want} not in\n{err}");
+    }
+}
+
 #[test]
 fn logged_tensors_print_the_spec_names_at_their_steps() {
     let dir = setup("logging", &spec());

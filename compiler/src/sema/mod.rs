@@ -95,7 +95,7 @@ pub(crate) struct State {
     pub constants: HashMap<NodeId, expr::Known>,
     pub checkpoint: Option<(CheckpointConfig, Span)>,
     /// `summaries { .. }`, its keyword and the spans of its
-    /// `histogram_tensors`.
+    /// `histogram_tensors` then `image_tensors`.
     pub summaries: Option<(SummaryConfig, Span, Vec<Span>)>,
     /// The logging settings and the spans of the tensor names (checked at the end).
     pub logging: Option<(LoggingConfig, Span, Vec<Span>)>,
@@ -524,17 +524,22 @@ fn run_step_outputs(st: &State) -> Vec<Output> {
         || st.checkpoint.as_ref().is_some_and(|(c, _)| c.dir.is_some());
     if summaries {
         st.metrics.iter().flat_map(summed).for_each(&mut add);
-        // `histogram_tensors`: each named value, for its histogram.
-        let named = st
-            .summaries
-            .iter()
-            .flat_map(|(s, _, _)| &s.histogram_tensors);
-        for name in named {
-            if let Some(node) = st.env.entries.get(name).and_then(|e| e.value) {
-                add(&Output {
-                    name: format!("{}{name}", specc_runtime::abi::HISTOGRAM_OUTPUT_PREFIX),
-                    node,
-                });
+        // `histogram_tensors`, `image_tensors`: each named value, for its
+        // histogram or its images.
+        use specc_runtime::abi::{HISTOGRAM_OUTPUT_PREFIX, IMAGE_OUTPUT_PREFIX};
+        if let Some((s, _, _)) = &st.summaries {
+            let named = (s
+                .histogram_tensors
+                .iter()
+                .map(|n| (HISTOGRAM_OUTPUT_PREFIX, n)))
+            .chain(s.image_tensors.iter().map(|n| (IMAGE_OUTPUT_PREFIX, n)));
+            for (prefix, name) in named {
+                if let Some(node) = st.env.entries.get(name).and_then(|e| e.value) {
+                    add(&Output {
+                        name: format!("{prefix}{name}"),
+                        node,
+                    });
+                }
             }
         }
     }
@@ -592,8 +597,30 @@ fn check_run_names(st: &mut State) {
         }
     }
     if let Some((s, _, spans)) = &st.summaries {
-        for (name, span) in s.histogram_tensors.iter().zip(spans) {
-            if st.env.entries.get(name).is_some_and(|e| e.value.is_some()) {
+        let named = s.histogram_tensors.iter().chain(&s.image_tensors);
+        let images = s.histogram_tensors.len();
+        for (k, (name, span)) in named.zip(spans).enumerate() {
+            if let Some(node) = st.env.entries.get(name).and_then(|e| e.value) {
+                let shape = st.graph.shape(node);
+                let channels = shape.0.last().and_then(|d| d.fixed());
+                let is_images = shape.rank() == 4
+                    && shape.0[0] == crate::ir::Dim::Batch
+                    && matches!(channels, Some(1 | 3 | 4))
+                    && st.graph.dtype(node) == crate::ir::DType::F32;
+                if k >= images && !is_images {
+                    st.errors.push(
+                        Diagnostic::new(
+                            Code::BadSetting,
+                            *span,
+                            format!(
+                                "`{name}` is {} {shape}, not a batch of images [B, H, W, C] with 1, 3 or 4 channels",
+                                st.graph.dtype(node)
+                            ),
+                        )
+                        .with_label("not images")
+                        .with_help("image_tensors names float images of the batch: an `image(...)` feature, or e.g. `reshape(x, [B, H, W, C])`"),
+                    );
+                }
                 continue;
             }
             let known = st.env.entries.contains_key(name);
@@ -601,14 +628,21 @@ fn check_run_names(st: &mut State) {
             let mut d = Diagnostic::new(
                 Code::UnknownName,
                 *span,
-                format!("unknown tensor `{name}` in `summaries`' histogram_tensors"),
+                format!(
+                    "unknown tensor `{name}` in `summaries`' {}",
+                    if k >= images {
+                        "image_tensors"
+                    } else {
+                        "histogram_tensors"
+                    }
+                ),
             )
             .with_label(if known { "has no value" } else { "not defined" });
             if let Some(s) = args::suggest(name, candidates.iter().copied()) {
                 d = d.with_help(format!("did you mean `{s}`?"));
             } else {
                 d = d.with_help(
-                    "histogram_tensors names values the spec defines: a binding, a feature or a parameter",
+                    "these name values the spec defines: a binding, a feature or a parameter",
                 );
             }
             if !known {

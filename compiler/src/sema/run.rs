@@ -111,6 +111,8 @@ pub const SUMMARIES_KEYS: &[Key] = &[
     key("histograms", Ty::Bool),
     key("gradient_histograms", Ty::Bool),
     key("histogram_tensors", Ty::Names),
+    key("image_tensors", Ty::Names),
+    key("max_images", Ty::Int),
 ];
 pub const LOGGING_KEYS: &[Key] = &[
     key("every_steps", Ty::Int),
@@ -238,11 +240,13 @@ pub(crate) fn checkpoint(block: &Block<Arg>) -> R<CheckpointConfig> {
     Ok(c)
 }
 
-/// `summaries { .. }` and the spans of its `histogram_tensors` names
-/// (checked at the end, as logged tensors are).
+/// `summaries { .. }` and the spans of its `histogram_tensors` and
+/// `image_tensors` names, in that order (checked at the end, as logged
+/// tensors are).
 pub(crate) fn summaries(block: &Block<Arg>) -> R<(SummaryConfig, Vec<Span>)> {
     let mut s = SummaryConfig::default();
     let mut spans = Vec::new();
+    let mut image_spans = Vec::new();
     entries(block, "summaries", SUMMARIES_KEYS, |key, v| {
         match key {
             "dir" => s.dir = Some(dir(v)?),
@@ -255,10 +259,29 @@ pub(crate) fn summaries(block: &Block<Arg>) -> R<(SummaryConfig, Vec<Span>)> {
                     spans.push(span);
                 }
             }
+            "image_tensors" => {
+                for (name, span) in names(v, "e.g. image_tensors = [images]")? {
+                    s.image_tensors.push(name);
+                    image_spans.push(span);
+                }
+            }
+            "max_images" => {
+                let n = args::eval_int(v)?;
+                if !(1..=i64::from(u32::MAX)).contains(&n) {
+                    return Err(Diagnostic::new(
+                        Code::BadSetting,
+                        v.span,
+                        format!("max_images must be at least 1, got {n}"),
+                    )
+                    .with_label("not a count"));
+                }
+                s.max_images = n as u32;
+            }
             _ => {}
         }
         Ok(())
     })?;
+    spans.extend(image_spans);
     Ok((s, spans))
 }
 

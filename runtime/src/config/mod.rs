@@ -79,6 +79,11 @@ pub struct SummaryConfig {
     /// Histograms of these tensors of the step (bindings, features) by
     /// their names: activations.
     pub histogram_tensors: Vec<String>,
+    /// Image summaries of these batches of images `[B, H, W, C]` by name
+    /// (the input after augmentation): TF's `summary.image`.
+    pub image_tensors: Vec<String>,
+    /// Images per write of each (`max_outputs`, TF's default 3).
+    pub max_images: u32,
 }
 
 impl Default for SummaryConfig {
@@ -89,6 +94,8 @@ impl Default for SummaryConfig {
             histograms: false,
             gradient_histograms: false,
             histogram_tensors: Vec::new(),
+            image_tensors: Vec::new(),
+            max_images: 3,
         }
     }
 }

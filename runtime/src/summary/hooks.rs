@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::writer::{SummaryBatch, SummaryWriter};
+use super::writer::{ImageBatch, SummaryBatch, SummaryWriter};
 use super::SummaryError;
 use crate::abi::{ElemType, VarRole};
 use crate::metrics::{Metric, MetricOutput};
@@ -82,6 +82,11 @@ pub struct SummarySaverHook {
     /// `(tag, output index)` of the summary step's `histogram/<tag>`
     /// outputs (named tensors, gradients).
     output_histograms: Vec<(String, usize)>,
+    /// The image batches to write: `(name, [H, W, C])`, given by the
+    /// run, and each one's output index (found in `begin`).
+    images: Vec<(String, [usize; 3])>,
+    image_outputs: Vec<(usize, usize)>,
+    max_images: usize,
     started: bool,
     /// `(tag, Markdown)` written once as `tf.summary.text`, with the first
     /// summaries (after the session's START, which would purge them).
@@ -104,9 +109,21 @@ impl SummarySaverHook {
             scalars: Vec::new(),
             params: Vec::new(),
             output_histograms: Vec::new(),
+            images: Vec::new(),
+            image_outputs: Vec::new(),
+            max_images: 3,
             started: false,
             texts: Vec::new(),
         }
+    }
+
+    /// Image summaries of the summary step's `image/<name>` outputs, each
+    /// a batch of images `[H, W, C]` (`(name, [H, W, C])`), up to
+    /// `max_images` of each per write (TF's `summary.image(max_outputs)`).
+    pub fn with_images(mut self, images: Vec<(String, [usize; 3])>, max_images: usize) -> Self {
+        self.images = images;
+        self.max_images = max_images.max(1);
+        self
     }
 
     /// Texts (`(tag, Markdown)`, TensorBoard's Text tab) written once, at
@@ -160,6 +177,21 @@ impl SummarySaverHook {
             }
             batch.histograms.push((tag.clone(), values.to_vec()));
         }
+        for &(k, index) in &self.image_outputs {
+            let Some(values) = session.output_at(self.step_fn, index, v.rows) else {
+                continue;
+            };
+            let (name, hwc) = &self.images[k];
+            let per: usize = hwc.iter().product();
+            let rows = v.rows.min(self.max_images);
+            batch.images.push(ImageBatch {
+                name: name.clone(),
+                values: values[..(rows * per).min(values.len())].to_vec(),
+                rows,
+                hwc: *hwc,
+                max_images: self.max_images,
+            });
+        }
         for p in &self.params {
             let Some(values) = session.var(p) else {
                 continue;
@@ -187,12 +219,19 @@ impl Hook for SummarySaverHook {
         let session = ctx.session();
         self.scalars.clear();
         self.output_histograms.clear();
+        self.image_outputs.clear();
         for (index, o) in session
             .function_layout(self.step_fn)
             .outputs
             .iter()
             .enumerate()
         {
+            if let Some(name) = o.name.strip_prefix(crate::abi::IMAGE_OUTPUT_PREFIX) {
+                if let Some(k) = self.images.iter().position(|(n, _)| n == name) {
+                    self.image_outputs.push((k, index));
+                }
+                continue;
+            }
             if let Some(tag) = o.name.strip_prefix(crate::abi::HISTOGRAM_OUTPUT_PREFIX) {
                 if o.elem == ElemType::F32 {
                     self.output_histograms.push((tag.to_string(), index));

@@ -4,7 +4,8 @@
 //!
 //! Owns: [`event`] (the `Event` / `Summary` / `HistogramProto` messages and
 //! their protobuf encoding), [`histogram`] (TF's `Histogram` with its default
-//! exponential buckets), [`writer`] ([`SummaryWriter`]: one
+//! exponential buckets), [`image`] (TF's `ImageSummary`: images normalized
+//! to uint8 and PNG-encoded), [`writer`] ([`SummaryWriter`]: one
 //! `events.out.tfevents.<secs>.<host>` file per writer, written by a
 //! background thread), [`reader`] (any event file, every CRC checked),
 //! [`hooks`] ([`SummarySaverHook`], [`StepCounterHook`],
@@ -20,6 +21,7 @@
 pub mod event;
 pub mod histogram;
 pub mod hooks;
+pub mod image;
 pub mod reader;
 pub mod writer;
 
@@ -30,7 +32,7 @@ pub use event::{Event, Summary, SummaryValue, ValueKind, What};
 pub use histogram::{default_bucket_limits, Histogram, HistogramProto};
 pub use hooks::{write_evaluation, EvaluationSummaryHook, StepCounterHook, SummarySaverHook};
 pub use reader::{event_files, read_events, EventFileReader};
-pub use writer::{SummaryBatch, SummaryWriter};
+pub use writer::{ImageBatch, SummaryBatch, SummaryWriter};
 
 use crate::io::tfrecord::RecordError;
 

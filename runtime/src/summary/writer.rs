@@ -82,6 +82,20 @@ pub struct SummaryBatch {
     pub scalars: Vec<(String, f32)>,
     /// `(tag, values)`: each becomes a histogram with TF's default buckets.
     pub histograms: Vec<(String, Vec<f32>)>,
+    /// Images of a batch: each becomes up to `max_images` PNG image
+    /// summaries (TF's `ImageSummary`), normalized and encoded on the
+    /// writer thread.
+    pub images: Vec<ImageBatch>,
+}
+
+/// A batch of float images `[rows, H, W, C]` for an image summary.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImageBatch {
+    pub name: String,
+    pub values: Vec<f32>,
+    pub rows: usize,
+    pub hwc: [usize; 3],
+    pub max_images: usize,
 }
 
 impl SummaryBatch {
@@ -92,6 +106,7 @@ impl SummaryBatch {
             wall_time: wall_time(),
             scalars: Vec::new(),
             histograms: Vec::new(),
+            images: Vec::new(),
         }
     }
 
@@ -332,10 +347,13 @@ fn run(mut out: BufWriter<File>, rx: Receiver<Msg>, shared: &Shared) {
     while let Ok(mut msg) = rx.recv() {
         loop {
             match msg {
-                Msg::Batch(b) => {
-                    let ev = b.into_event(&mut w.histogram);
-                    w.write(&mut out, &ev, &fail);
-                }
+                Msg::Batch(b) => match b.into_event(&mut w.histogram) {
+                    Ok(ev) => w.write(&mut out, &ev, &fail),
+                    Err(e) => {
+                        w.failed = true;
+                        fail(std::io::Error::other(e), "encode a summary");
+                    }
+                },
                 Msg::Event(ev) => w.write(&mut out, &ev, &fail),
                 Msg::Flush(ack) => {
                     w.flush(&mut out, &fail);
@@ -399,7 +417,7 @@ impl Worker {
 
 impl SummaryBatch {
     /// The event this batch becomes (histograms computed with `h`).
-    fn into_event(self, h: &mut Histogram) -> Event {
+    fn into_event(self, h: &mut Histogram) -> Result<Event, String> {
         let mut values: Vec<SummaryValue> = self
             .scalars
             .iter()
@@ -412,12 +430,21 @@ impl SummaryBatch {
             }
             values.push(SummaryValue::histogram(tag, h.to_proto()));
         }
-        Event {
+        for b in &self.images {
+            values.extend(super::image::image_values(
+                &b.name,
+                &b.values,
+                b.rows,
+                b.hwc,
+                b.max_images,
+            )?);
+        }
+        Ok(Event {
             wall_time: self.wall_time,
             step: self.step,
             what: What::Summary(Summary { values }),
             source_writer: None,
-        }
+        })
     }
 }
 

@@ -97,6 +97,8 @@ pub(super) fn effective_value(
         ("summaries", "histograms") => s.histograms.to_string(),
         ("summaries", "gradient_histograms") => s.gradient_histograms.to_string(),
         ("summaries", "histogram_tensors") => format!("[{}]", s.histogram_tensors.join(", ")),
+        ("summaries", "image_tensors") => format!("[{}]", s.image_tensors.join(", ")),
+        ("summaries", "max_images") => s.max_images.to_string(),
         ("logging", "every_steps") => opt(l.every_steps.map(|x| x.to_string())),
         ("logging", "every_secs") => opt(l.every_secs.map(|x| format!("{x:?}"))),
         ("logging", "tensors") => format!("[{}]", l.tensors.join(", ")),
