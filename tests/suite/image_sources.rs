@@ -685,3 +685,72 @@ train { batch = 8, steps = 10 }
         assert!(err.contains('^'), "{transforms}: a caret\n{err}");
     }
 }
+
+/// `summaries { image_tensors = [image] }` on an augmented image source:
+/// the batch the step trains on (resized, randomly cropped, brightened),
+/// `max_images` of it per write, as 8×8 gray PNGs that decode to 8-bit
+/// pixels spanning TF's normalized range (the brightest pixel of a
+/// non-negative image is 255).
+#[test]
+fn image_summaries_show_the_augmented_batch() {
+    let dir = scratch("augmented_summaries");
+    write_folder(&dir.join("digits"), &digits());
+    let spec = dir.join("aug.spec");
+    std::fs::write(
+        &spec,
+        format!(
+            "model digits_augmented\n\
+             data image_dataset_from_directory(\"digits\", seed = 3)\n\
+             label label: int\nfeatures {{\n  image = image(decode_image(channels = 1), \
+             resize([10, 10]), random_crop([8, 8, 1]), random_brightness(8.0))\n}}\n{}\n\
+             summaries {{ every_steps = 2, image_tensors = [image], max_images = 2 }}\n\
+             checkpoint {{ dir = \"ck\" }}\n",
+            MLP.replace("steps = 1500", "steps = 3")
+        ),
+    )
+    .expect("spec");
+    let (code, out, err) = Command::new(env!("CARGO_BIN_EXE_specc"))
+        .args(["run", "aug.spec"])
+        .current_dir(&dir)
+        .output()
+        .map(|o| {
+            (
+                o.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .expect("run specc");
+    assert_eq!(code, 0, "{out}\n{err}");
+    let files = specc_runtime::summary::event_files(dir.join("ck")).unwrap();
+    let mut seen = Vec::new();
+    for e in specc_runtime::summary::read_events(&files[0]).unwrap() {
+        let specc_runtime::summary::What::Summary(s) = e.what else {
+            continue;
+        };
+        for v in s.values {
+            if let specc_runtime::summary::ValueKind::Image(i) = v.kind {
+                let decoded = specc_image::codec::decode_png(
+                    &i.encoded,
+                    0,
+                    specc_image::codec::DecodeDType::U8,
+                )
+                .unwrap();
+                let specc_image::Image::U8(px) = decoded else {
+                    panic!("not 8-bit");
+                };
+                assert_eq!(px.shape(), [8, 8, 1]);
+                assert!(px.iter().any(|&p| p >= 128), "{}: a visible digit", v.tag);
+                seen.push((e.step, v.tag));
+            }
+        }
+    }
+    let tags = |step: i64| -> Vec<&str> {
+        seen.iter()
+            .filter(|s| s.0 == step)
+            .map(|s| s.1.as_str())
+            .collect()
+    };
+    assert_eq!(tags(1), ["image/image/0", "image/image/1"]);
+    assert_eq!(tags(3), ["image/image/0", "image/image/1"]);
+}
