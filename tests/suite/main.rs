@@ -39,6 +39,7 @@ mod example_run_spec;
 mod example_train_digits;
 mod explain;
 mod export_features;
+mod fake_quant;
 mod feature_column_gradients;
 mod feature_column_padding;
 mod feature_column_specs;

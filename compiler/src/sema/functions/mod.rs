@@ -34,6 +34,7 @@ mod gather;
 pub(crate) use gather::select_gather;
 mod losses;
 mod math;
+mod quantization;
 mod shape_ops;
 
 pub(crate) use shape_ops::tuple_builtin;
@@ -192,6 +193,39 @@ pub const BUILTINS: &[Builtin] = &[
             opt("beta"),
         ],
         lower: normalization::local_response_normalization,
+    },
+    Builtin {
+        name: "fake_quant_with_min_max_vars",
+        params: &[
+            req("inputs"),
+            req("min"),
+            req("max"),
+            opt("num_bits"),
+            opt("narrow_range"),
+        ],
+        lower: quantization::with_min_max_vars,
+    },
+    Builtin {
+        name: "fake_quant_with_min_max_vars_per_channel",
+        params: &[
+            req("inputs"),
+            req("min"),
+            req("max"),
+            opt("num_bits"),
+            opt("narrow_range"),
+        ],
+        lower: quantization::with_min_max_vars_per_channel,
+    },
+    Builtin {
+        name: "fake_quant_with_min_max_args",
+        params: &[
+            req("inputs"),
+            opt("min"),
+            opt("max"),
+            opt("num_bits"),
+            opt("narrow_range"),
+        ],
+        lower: quantization::with_min_max_args,
     },
     Builtin {
         name: "is_nan",
