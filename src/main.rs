@@ -489,7 +489,7 @@ fn main() -> ExitCode {
         } => match format {
             ExportFormat::Tflite => {
                 use commands::export::Quantize;
-                let interface = commands::export::interface(
+                let interface = commands::tflite_boundary::interface(
                     quantize.map(|q| matches!(q, QuantizeMode::Int8)),
                     inference_input_type.map(InferenceTypeArg::to_tflite),
                     inference_output_type.map(InferenceTypeArg::to_tflite),

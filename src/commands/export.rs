@@ -9,8 +9,8 @@
 //! (`--quantize dynamic|int8`: `specc_tflite::quantize`, the
 //! calibration rows `calibrate`; `--inference-input-type` and
 //! `--inference-output-type`, the types of a full-integer model's
-//! boundary), and `<file>.features.json` (with each input's and output's
-//! type, scale and zero point for TF Lite). The lowering is `specc_compiler::export::tflite`,
+//! boundary, `tflite_boundary`), and `<file>.features.json` (with each
+//! input's and output's type, scale and zero point for TF Lite). The lowering is `specc_compiler::export::tflite`,
 //! the format `specc_tflite`.
 
 use std::collections::HashMap;
@@ -24,7 +24,7 @@ use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::io::atomic::write_atomic;
 use specc_tflite::quantize::{quantize_dynamic, quantize_int8, set_inference_types, InferenceType};
 
-use super::report;
+use super::{report, tflite_boundary};
 use crate::Failure;
 use specc::spec::read_spec;
 
@@ -55,37 +55,6 @@ pub enum Quantize<'a> {
         samples: usize,
         interface: (InferenceType, InferenceType),
     },
-}
-
-/// `--inference-input-type` and `--inference-output-type` (default float32)
-/// for `--quantize` (`Some(true)`: int8, `Some(false)`: dynamic): the types
-/// of a full-integer model's boundary, an error with any other
-/// quantization.
-pub fn interface(
-    int8: Option<bool>,
-    input: Option<InferenceType>,
-    output: Option<InferenceType>,
-) -> Result<(InferenceType, InferenceType), Failure> {
-    if int8 != Some(true) {
-        if let Some((flag, t)) = [("input", input), ("output", output)]
-            .into_iter()
-            .find_map(|(f, t)| Some((f, t?)))
-        {
-            let with = match int8 {
-                Some(_) => "--quantize dynamic keeps float activations",
-                None => "a float model's inputs and outputs are float32",
-            };
-            return Err(format!(
-                "--inference-{flag}-type {} is for --quantize int8 (full-integer quantization); {with}",
-                t.name()
-            )
-            .into());
-        }
-    }
-    Ok((
-        input.unwrap_or(InferenceType::Float32),
-        output.unwrap_or(InferenceType::Float32),
-    ))
 }
 
 pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
@@ -281,7 +250,7 @@ pub(crate) fn write_features(
                 info.map_or(&[][..], |i| &i.spec.columns),
             );
             if let (Some(b), Some(o)) = (
-                tflite.and_then(|m| boundary(m, name, true)),
+                tflite.and_then(|m| tflite_boundary::describe(m, name, true)),
                 d.as_object_mut(),
             ) {
                 o.insert("tflite".into(), b);
@@ -295,18 +264,7 @@ pub(crate) fn write_features(
         "inputs": described,
     });
     if let Some(m) = tflite {
-        let outputs: Vec<serde_json::Value> = signature(m)
-            .map(|s| {
-                s.outputs
-                    .iter()
-                    .filter_map(|t| {
-                        let b = boundary(m, &t.name, false)?;
-                        Some(serde_json::json!({ "name": t.name, "tflite": b }))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        doc["outputs"] = outputs.into();
+        doc["outputs"] = tflite_boundary::outputs(m).into();
     }
     let mut name = exported.as_os_str().to_owned();
     name.push(".features.json");
@@ -317,36 +275,6 @@ pub(crate) fn write_features(
             .map_err(|e| cannot_write(&path, e))
     })?;
     Ok(path)
-}
-
-/// The model's `serving_default` signature (or its first).
-fn signature(m: &specc_tflite::Model) -> Option<&specc_tflite::SignatureDef> {
-    m.signature_defs
-        .iter()
-        .find(|s| s.signature_key == specc_tflite::SERVING_DEFAULT)
-        .or(m.signature_defs.first())
-}
-
-/// The type of the signature's input (or output) `name`, and its scale and
-/// zero point when it is quantized: what a caller converts its values with.
-fn boundary(m: &specc_tflite::Model, name: &str, input: bool) -> Option<serde_json::Value> {
-    let s = signature(m)?;
-    let maps = if input { &s.inputs } else { &s.outputs };
-    let index = maps.iter().find(|t| t.name == name)?.tensor_index;
-    let t = m
-        .subgraphs
-        .get(s.subgraph_index as usize)?
-        .tensors
-        .get(index as usize)?;
-    let dtype = t.tensor_type.to_string().to_lowercase();
-    Some(match &t.quantization {
-        Some(q) if q.scale.len() == 1 => serde_json::json!({
-            "dtype": dtype,
-            "scale": q.scale[0],
-            "zero_point": q.zero_point.first().copied().unwrap_or(0),
-        }),
-        _ => serde_json::json!({ "dtype": dtype }),
-    })
 }
 
 /// The error of a write to the file `path` is written to.

@@ -84,41 +84,41 @@ pub fn set_inference_types(
             continue;
         }
         let name = &g.tensors[x as usize].name;
-        let [k] = consumers(x)[..] else {
-            return Err(format!(
-                "input `{name}` is not read by one QUANTIZE; a full-integer model's float input is"
-            ));
+        let quantize = match consumers(x)[..] {
+            [k] => match (model.builtin(&g.operators[k]), &g.operators[k].outputs[..]) {
+                (Some(B::Quantize), &[q])
+                    if g.tensors[q as usize].tensor_type == TensorType::Int8 =>
+                {
+                    Some((k, q))
+                }
+                _ => None,
+            },
+            _ => None,
         };
-        let op = &g.operators[k];
-        let q = op.outputs[0];
-        let qt = &g.tensors[q as usize];
-        if model.builtin(op) != Some(B::Quantize) || qt.tensor_type != TensorType::Int8 {
+        let Some((k, q)) = quantize else {
             return Err(format!(
                 "input `{name}` is not read by one QUANTIZE to INT8; a full-integer model's float input is"
             ));
-        }
+        };
+        let qt = &g.tensors[q as usize];
         let (s, zp) = per_tensor_of(qt)?;
-        match input {
-            InferenceType::Float32 => unreachable!("float32 inputs are skipped above"),
-            InferenceType::Int8 => {
-                dead_ops[k] = true;
-                dead_tensors[q as usize] = true;
-                for o in &mut m.subgraphs[0].operators {
-                    for i in &mut o.inputs {
-                        if *i == q {
-                            *i = x;
-                        }
+        if input == InferenceType::Int8 {
+            dead_ops[k] = true;
+            dead_tensors[q as usize] = true;
+            for o in &mut m.subgraphs[0].operators {
+                for i in &mut o.inputs {
+                    if *i == q {
+                        *i = x;
                     }
                 }
-                let t = &mut m.subgraphs[0].tensors[x as usize];
-                t.tensor_type = TensorType::Int8;
-                t.quantization = Some(per_tensor(s, zp));
             }
-            InferenceType::Uint8 => {
-                let t = &mut m.subgraphs[0].tensors[x as usize];
-                t.tensor_type = TensorType::Uint8;
-                t.quantization = Some(per_tensor(s, zp + UINT8_SHIFT));
-            }
+            let t = &mut m.subgraphs[0].tensors[x as usize];
+            t.tensor_type = TensorType::Int8;
+            t.quantization = Some(per_tensor(s, zp));
+        } else {
+            let t = &mut m.subgraphs[0].tensors[x as usize];
+            t.tensor_type = TensorType::Uint8;
+            t.quantization = Some(per_tensor(s, zp + UINT8_SHIFT));
         }
     }
     for (position, &y) in g.outputs.iter().enumerate() {
@@ -128,14 +128,17 @@ pub fn set_inference_types(
             continue;
         }
         let name = &g.tensors[y as usize].name;
-        let k = producer(y)
-            .filter(|&k| model.builtin(&g.operators[k]) == Some(B::Dequantize))
-            .ok_or_else(|| {
-                format!(
-                    "output `{name}` is not computed by a DEQUANTIZE; a full-integer model's float output is"
-                )
-            })?;
-        let q = g.operators[k].inputs[0];
+        let dequantize = producer(y).and_then(|k| {
+            match (model.builtin(&g.operators[k]), &g.operators[k].inputs[..]) {
+                (Some(B::Dequantize), &[q]) if q >= 0 => Some((k, q)),
+                _ => None,
+            }
+        });
+        let Some((k, q)) = dequantize else {
+            return Err(format!(
+                "output `{name}` is not computed by a DEQUANTIZE; a full-integer model's float output is"
+            ));
+        };
         let qt = &g.tensors[q as usize];
         if qt.tensor_type != TensorType::Int8 {
             return Err(format!(
@@ -144,36 +147,32 @@ pub fn set_inference_types(
             ));
         }
         let (s, zp) = per_tensor_of(qt)?;
-        match output {
-            InferenceType::Float32 => unreachable!("float32 outputs are skipped above"),
-            InferenceType::Int8 => {
-                if g.outputs.contains(&q) {
-                    return Err(format!(
-                        "output `{name}` is the DEQUANTIZE of another output, `{}`",
-                        qt.name
-                    ));
-                }
-                dead_ops[k] = true;
-                dead_tensors[y as usize] = true;
-                let sub = &mut m.subgraphs[0];
-                sub.tensors[q as usize].name = name.clone();
-                sub.outputs[position] = q;
-                for sig in &mut m.signature_defs {
-                    for t in &mut sig.outputs {
-                        if t.tensor_index == y as u32 {
-                            t.tensor_index = q as u32;
-                        }
+        if output == InferenceType::Int8 {
+            if g.outputs.contains(&q) {
+                return Err(format!(
+                    "output `{name}` is the DEQUANTIZE of another output, `{}`",
+                    qt.name
+                ));
+            }
+            dead_ops[k] = true;
+            dead_tensors[y as usize] = true;
+            let sub = &mut m.subgraphs[0];
+            sub.tensors[q as usize].name = name.clone();
+            sub.outputs[position] = q;
+            for sig in &mut m.signature_defs {
+                for t in &mut sig.outputs {
+                    if t.tensor_index == y as u32 {
+                        t.tensor_index = q as u32;
                     }
                 }
             }
-            InferenceType::Uint8 => {
-                let code = opcode(&mut m, B::Quantize, 1);
-                let sub = &mut m.subgraphs[0];
-                sub.operators[k].opcode_index = code;
-                let t = &mut sub.tensors[y as usize];
-                t.tensor_type = TensorType::Uint8;
-                t.quantization = Some(per_tensor(s, zp + UINT8_SHIFT));
-            }
+        } else {
+            let code = opcode(&mut m, B::Quantize, 1);
+            let sub = &mut m.subgraphs[0];
+            sub.operators[k].opcode_index = code;
+            let t = &mut sub.tensors[y as usize];
+            t.tensor_type = TensorType::Uint8;
+            t.quantization = Some(per_tensor(s, zp + UINT8_SHIFT));
         }
     }
     let mut k = 0;
