@@ -188,6 +188,14 @@ enum Command {
         /// `--quantize int8`: calibrate on the first N rows of --representative-data.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
         samples: u64,
+        /// `--quantize int8`: the type of the model's inputs (TF's `inference_input_type`):
+        /// float32 (a QUANTIZE in the model), int8 or uint8 (the caller quantizes).
+        #[arg(long, value_enum, value_name = "TYPE")]
+        inference_input_type: Option<InferenceTypeArg>,
+        /// `--quantize int8`: the type of the model's float outputs (TF's
+        /// `inference_output_type`): float32 (a DEQUANTIZE in the model), int8 or uint8.
+        #[arg(long, value_enum, value_name = "TYPE")]
+        inference_output_type: Option<InferenceTypeArg>,
         /// `object`: the C function's name.
         #[arg(long, default_value = "specc_predict")]
         symbol: String,
@@ -269,6 +277,25 @@ enum Command {
 pub enum QuantizeMode {
     Dynamic,
     Int8,
+}
+
+/// `specc export --inference-input-type`, `--inference-output-type`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum InferenceTypeArg {
+    Float32,
+    Int8,
+    Uint8,
+}
+
+impl InferenceTypeArg {
+    fn to_tflite(self) -> specc_tflite::quantize::InferenceType {
+        use specc_tflite::quantize::InferenceType as T;
+        match self {
+            InferenceTypeArg::Float32 => T::Float32,
+            InferenceTypeArg::Int8 => T::Int8,
+            InferenceTypeArg::Uint8 => T::Uint8,
+        }
+    }
 }
 
 /// The text format of `specc predict`.
@@ -456,21 +483,30 @@ fn main() -> ExitCode {
             quantize,
             representative_data,
             samples,
+            inference_input_type,
+            inference_output_type,
             symbol,
         } => match format {
             ExportFormat::Tflite => {
                 use commands::export::Quantize;
-                let quantize = match (quantize, representative_data.as_deref()) {
-                    (None, None) => Ok(Quantize::None),
-                    (Some(QuantizeMode::Dynamic), None) => Ok(Quantize::Dynamic),
-                    (Some(QuantizeMode::Int8), Some(data)) => Ok(Quantize::Int8 {
+                let interface = commands::tflite_boundary::interface(
+                    quantize.map(|q| matches!(q, QuantizeMode::Int8)),
+                    inference_input_type.map(InferenceTypeArg::to_tflite),
+                    inference_output_type.map(InferenceTypeArg::to_tflite),
+                );
+                let quantize = match (quantize, representative_data.as_deref(), interface) {
+                    (_, _, Err(e)) => Err(e),
+                    (None, None, _) => Ok(Quantize::None),
+                    (Some(QuantizeMode::Dynamic), None, _) => Ok(Quantize::Dynamic),
+                    (Some(QuantizeMode::Int8), Some(data), Ok(interface)) => Ok(Quantize::Int8 {
                         data,
                         samples: samples as usize,
+                        interface,
                     }),
-                    (Some(QuantizeMode::Int8), None) => Err(Failure::from(
+                    (Some(QuantizeMode::Int8), None, _) => Err(Failure::from(
                         "--quantize int8 needs --representative-data FILE (rows to calibrate on)",
                     )),
-                    (_, Some(_)) => Err(Failure::from(
+                    (_, Some(_), _) => Err(Failure::from(
                         "--representative-data is for --quantize int8",
                     )),
                 };
@@ -489,6 +525,13 @@ fn main() -> ExitCode {
             }
             ExportFormat::Object if quantize.is_some() => {
                 Err(Failure::from("--quantize is for --format tflite"))
+            }
+            ExportFormat::Object
+                if inference_input_type.is_some() || inference_output_type.is_some() =>
+            {
+                Err(Failure::from(
+                    "--inference-input-type and --inference-output-type are for --format tflite --quantize int8",
+                ))
             }
             ExportFormat::Object => commands::export_object::run(
                 &spec,

@@ -7,7 +7,10 @@
 //! parameters from the checkpoint, and writing the file (a temporary file
 //! renamed into place), and the post-training quantization asked for
 //! (`--quantize dynamic|int8`: `specc_tflite::quantize`, the
-//! calibration rows `calibrate`). The lowering is `specc_compiler::export::tflite`,
+//! calibration rows `calibrate`; `--inference-input-type` and
+//! `--inference-output-type`, the types of a full-integer model's
+//! boundary, `tflite_boundary`), and `<file>.features.json` (with each
+//! input's and output's type, scale and zero point for TF Lite). The lowering is `specc_compiler::export::tflite`,
 //! the format `specc_tflite`.
 
 use std::collections::HashMap;
@@ -19,9 +22,9 @@ use specc_compiler::export::tflite::{export_tflite, TfliteExport};
 use specc_compiler::model::InputRole;
 use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::io::atomic::write_atomic;
-use specc_tflite::quantize::{quantize_dynamic, quantize_int8};
+use specc_tflite::quantize::{quantize_dynamic, quantize_int8, set_inference_types, InferenceType};
 
-use super::report;
+use super::{report, tflite_boundary};
 use crate::Failure;
 use specc::spec::read_spec;
 
@@ -44,8 +47,14 @@ pub enum Quantize<'a> {
     None,
     /// Dynamic-range: int8 FULLY_CONNECTED weights, float activations.
     Dynamic,
-    /// Full-integer int8, calibrated on the first `samples` rows of `data`.
-    Int8 { data: &'a Path, samples: usize },
+    /// Full-integer int8, calibrated on the first `samples` rows of `data`,
+    /// its inputs and float outputs of the types `interface` names
+    /// (`--inference-input-type`, `--inference-output-type`).
+    Int8 {
+        data: &'a Path,
+        samples: usize,
+        interface: (InferenceType, InferenceType),
+    },
 }
 
 pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
@@ -178,16 +187,23 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
             );
             m
         }
-        Quantize::Int8 { data, samples } => {
+        Quantize::Int8 {
+            data,
+            samples,
+            interface: (input, output),
+        } => {
             let calibration = super::calibrate::calibrate(&src, &tflite, data, samples)?;
             let m = quantize_int8(&tflite, &calibration)
+                .and_then(|m| set_inference_types(&m, input, output))
                 .map_err(|e| format!("{}: {e}", o.output.display()))?;
             println!(
-                "{}: int8 quantization calibrated on {} row{} of {}",
+                "{}: int8 quantization calibrated on {} row{} of {}; {} inputs, {} outputs",
                 o.output.display(),
                 calibration.rows(),
                 if calibration.rows() == 1 { "" } else { "s" },
-                data.display()
+                data.display(),
+                input.name(),
+                output.name()
             );
             m
         }
@@ -196,7 +212,7 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     write_atomic(o.output, |f| {
         f.write_all(&bytes).map_err(|e| cannot_write(o.output, e))
     })?;
-    write_features(&model, spec, &inputs, o.output)?;
+    write_features(&model, spec, &inputs, o.output, Some(&tflite))?;
     let g0 = &tflite.subgraphs[0];
     println!(
         "{}: {} operators, {} tensors; inputs {}; outputs {}",
@@ -212,30 +228,44 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
 /// The preprocessing an exported model leaves to its caller, next to it as
 /// `<file>.features.json`: per model input the exported model reads (in
 /// its order), the TF feature column that makes it
-/// (`specc_runtime::feature_column::describe_input`). Written to a
-/// temporary file and renamed.
+/// (`specc_runtime::feature_column::describe_input`); for a TF Lite model,
+/// each input's and output's type at the model's boundary (`"tflite":
+/// {"dtype", "scale", "zero_point"}`, the last two for a quantized one) and
+/// the outputs in the signature's order. Written to a temporary file and
+/// renamed.
 pub(crate) fn write_features(
     model: &specc_compiler::Model,
     spec: &Path,
     inputs: &[String],
     exported: &Path,
+    tflite: Option<&specc_tflite::Model>,
 ) -> Result<std::path::PathBuf, Failure> {
     let described: Vec<serde_json::Value> = inputs
         .iter()
         .map(|name| {
             let info = model.inputs.iter().find(|i| &i.spec.name == name);
-            specc_runtime::feature_column::describe_input(
+            let mut d = specc_runtime::feature_column::describe_input(
                 name,
                 info.and_then(|i| i.spec.feature.as_ref()),
                 info.map_or(&[][..], |i| &i.spec.columns),
-            )
+            );
+            if let (Some(b), Some(o)) = (
+                tflite.and_then(|m| tflite_boundary::describe(m, name, true)),
+                d.as_object_mut(),
+            ) {
+                o.insert("tflite".into(), b);
+            }
+            d
         })
         .collect();
-    let doc = serde_json::json!({
+    let mut doc = serde_json::json!({
         "spec": spec.display().to_string(),
         "model": model.name,
         "inputs": described,
     });
+    if let Some(m) = tflite {
+        doc["outputs"] = tflite_boundary::outputs(m).into();
+    }
     let mut name = exported.as_os_str().to_owned();
     name.push(".features.json");
     let path = std::path::PathBuf::from(name);

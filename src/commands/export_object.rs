@@ -72,7 +72,7 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
     write_atomically(opts.output, &exported.object)?;
     write_atomically(&header, exported.header.as_bytes())?;
     let inputs: Vec<String> = exported.inputs.iter().map(|f| f.name.clone()).collect();
-    super::export::write_features(&program.model, spec, &inputs, opts.output)?;
+    super::export::write_features(&program.model, spec, &inputs, opts.output, None)?;
     println!(
         "wrote {} ({} bytes) and {}: {}(in[rows][{}], out[rows][{}], rows), {} rows per chunk",
         opts.output.display(),

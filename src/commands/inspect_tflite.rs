@@ -3,8 +3,10 @@
 //! Owns: recognising a TFLite file (identifier `TFL3` at byte 4, whatever its
 //! name) and printing its tensors (index, name, type, shape with -1 for a
 //! dynamic dimension, constant or not, quantization), operators (builtin
-//! name, inputs, outputs, options), signature defs and metadata, as text or
-//! one JSON object.
+//! name, inputs, outputs, options), signature defs (each input and output
+//! with its type, and for an integer-only model's `INT8` or `UINT8`
+//! boundary its scale and zero point and how a caller converts its values)
+//! and metadata, as text or one JSON object.
 
 use std::path::Path;
 
@@ -108,6 +110,19 @@ pub fn run(path: &Path, json_out: bool) -> Result<(), Failure> {
             maps(&sig.inputs),
             maps(&sig.outputs)
         );
+        let Some(g) = model.subgraphs.get(sig.subgraph_index as usize) else {
+            continue;
+        };
+        for (kind, m) in sig
+            .inputs
+            .iter()
+            .map(|m| ("input", m))
+            .chain(sig.outputs.iter().map(|m| ("output", m)))
+        {
+            if let Some(t) = g.tensors.get(m.tensor_index as usize) {
+                println!("  {kind} {}: {}", m.name, boundary(t, kind == "input"));
+            }
+        }
     }
     Ok(())
 }
@@ -148,9 +163,19 @@ fn to_json(model: &Model) -> Value {
         .signature_defs
         .iter()
         .map(|s| {
+            let g = model.subgraphs.get(s.subgraph_index as usize);
             let maps = |m: &[specc_tflite::TensorMap]| -> Vec<Value> {
                 m.iter()
-                    .map(|m| json!({"name": m.name, "tensor": m.tensor_index}))
+                    .map(|m| {
+                        let t = g.and_then(|g| g.tensors.get(m.tensor_index as usize));
+                        let q = t
+                            .and_then(|t| t.quantization.as_ref())
+                            .filter(|q| q.scale.len() == 1);
+                        json!({"name": m.name, "tensor": m.tensor_index,
+                               "type": t.map(|t| t.tensor_type.to_string()),
+                               "scale": q.map(|q| q.scale[0]),
+                               "zero_point": q.map(|q| q.zero_point.first().copied().unwrap_or(0))})
+                    })
                     .collect()
             };
             json!({"key": s.signature_key, "subgraph": s.subgraph_index,
@@ -159,6 +184,30 @@ fn to_json(model: &Model) -> Value {
         .collect();
     json!({"version": model.version, "subgraphs": subgraphs, "signature_defs": signatures,
            "min_runtime_version": model.metadata_string("min_runtime_version")})
+}
+
+/// A signature tensor as a caller sees it: its type and shape, and for a
+/// quantized `INT8` or `UINT8` one its scale and zero point and what to do
+/// with them (an input: quantize the values; an output: dequantize them).
+fn boundary(t: &Tensor, input: bool) -> String {
+    let head = format!("{} {:?}", t.tensor_type, shape(t));
+    let range = match t.tensor_type {
+        specc_tflite::TensorType::Int8 => "[-128, 127]",
+        specc_tflite::TensorType::Uint8 => "[0, 255]",
+        _ => return head,
+    };
+    match &t.quantization {
+        Some(q) if q.scale.len() == 1 => {
+            let (scale, zero_point) = (q.scale[0], q.zero_point.first().copied().unwrap_or(0));
+            let rule = if input {
+                format!("q = round(x / scale) + zero_point, clamped to {range}")
+            } else {
+                "x = scale * (q - zero_point)".to_string()
+            };
+            format!("{head} scale={scale:?} zero_point={zero_point} ({rule})")
+        }
+        _ => head,
+    }
 }
 
 /// The operator's version (its operator code's).

@@ -18,6 +18,7 @@ pub mod library;
 pub mod predict;
 pub mod predict_tflite;
 pub mod run;
+pub mod tflite_boundary;
 
 use std::io::IsTerminal;
 

@@ -100,6 +100,13 @@ impl TflitePredictor {
             let l = &layout.inputs[input];
             let int = match (t.tensor_type, l.elem) {
                 (TensorType::Float32, ElemType::F32) => false,
+                // An integer-only model (`--inference-input-type int8|uint8`):
+                // the values quantized with the input's scale and zero point.
+                (TensorType::Int8 | TensorType::Uint8, ElemType::F32) => {
+                    quantized(t)
+                        .map_err(|e| format!("{file}: the model's input `{}`: {e}", m.name))?;
+                    false
+                }
                 (TensorType::Int32, ElemType::I32) => true,
                 (tt, _) => {
                     return Err(format!(
@@ -158,14 +165,17 @@ impl TflitePredictor {
                         m.name
                     )
                 })?;
-            if !matches!(
-                t.tensor_type,
-                TensorType::Float32 | TensorType::Int32 | TensorType::Int64
-            ) {
-                return Err(format!(
-                    "{file}: the model's output `{}` is {}; predict writes FLOAT32 and integer outputs",
-                    m.name, t.tensor_type
-                ));
+            match t.tensor_type {
+                TensorType::Float32 | TensorType::Int32 | TensorType::Int64 => {}
+                // Dequantized (`--inference-output-type int8|uint8`).
+                TensorType::Int8 | TensorType::Uint8 => quantized(t)
+                    .map_err(|e| format!("{file}: the model's output `{}`: {e}", m.name))?,
+                other => {
+                    return Err(format!(
+                        "{file}: the model's output `{}` is {other}; predict writes FLOAT32, integer and quantized INT8 or UINT8 outputs",
+                        m.name
+                    ))
+                }
             }
             let dims = t.shape.iter().skip(1).map(|&d| d.max(0) as usize).collect();
             outputs.push((
@@ -234,7 +244,10 @@ impl TflitePredictor {
                     .ok_or("a float input was not filled")?
                     .to_vec();
                 x.resize(run_rows * f.per_row, 0.0);
-                Value::F32(ArrayD::from_shape_vec(IxDyn(&shape), x).map_err(|e| e.to_string())?)
+                let x = ArrayD::from_shape_vec(IxDyn(&shape), x).map_err(|e| e.to_string())?;
+                // Quantized for an INT8 or UINT8 input.
+                let g = &self.model.subgraphs[0];
+                Value::from_f32(x, &g.tensors[g.inputs[f.position] as usize])?
             };
             values[f.position] = Some(v);
         }
@@ -302,6 +315,14 @@ impl TflitePredictor {
                             flat(a.len())?;
                             Ok(Col::I32(a.iter().take(n).map(|&x| x as i32).collect()))
                         }
+                        Value::I8(_) | Value::U8(_) => {
+                            let g = &self.model.subgraphs[0];
+                            let a = v
+                                .dequantized(&g.tensors[g.outputs[*k] as usize])
+                                .map_err(|e| format!("{}: {e}", file.display()))?;
+                            flat(a.len())?;
+                            Ok(Col::F32(a.iter().take(n).copied().collect()))
+                        }
                         other => Err(format!(
                             "{}: the output `{}` is {}",
                             file.display(),
@@ -323,6 +344,18 @@ impl TflitePredictor {
             rows_done += rows as u64;
         }
         Ok(rows_done)
+    }
+}
+
+/// Whether `t` has the per-tensor scale and zero point of an integer
+/// boundary.
+fn quantized(t: &specc_tflite::Tensor) -> Result<(), String> {
+    match &t.quantization {
+        Some(q) if q.scale.len() == 1 => Ok(()),
+        _ => Err(format!(
+            "{} without a scale and zero point (specc predict quantizes and dequantizes INT8 and UINT8 inputs and outputs with them)",
+            t.tensor_type
+        )),
     }
 }
 

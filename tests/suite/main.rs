@@ -89,6 +89,7 @@ mod sparse_first_occurrence;
 mod test_layout;
 mod text_rnn;
 mod tflite_cnn;
+mod tflite_integer_io;
 mod tflite_lstm;
 mod tflite_predict;
 mod threads;

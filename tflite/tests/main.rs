@@ -5,4 +5,5 @@ mod common;
 mod conv_hybrid;
 mod conv_int8;
 mod format;
+mod interface;
 mod quantize;

@@ -159,14 +159,35 @@ impl Interpreter<'_> {
                 map_value(&y, |a| reshape(a, &shape))?
             }
             B::Quantize => {
+                let input = &g.tensors[op.inputs[0] as usize];
                 let out = &g.tensors[op.outputs[0] as usize];
-                Value::I8(int8::quantize(arg(0)?.f32()?, out)?)
+                const I8: (i32, i32) = (i8::MIN as i32, i8::MAX as i32);
+                const U8: (i32, i32) = (0, u8::MAX as i32);
+                match (arg(0)?, out.tensor_type) {
+                    (Value::F32(x), TensorType::Int8) => Value::I8(int8::quantize(x, out)?),
+                    (Value::F32(x), TensorType::Uint8) => Value::U8(int8::quantize_uint8(x, out)?),
+                    (Value::I8(x), TensorType::Int8) => {
+                        Value::I8(int8::requantize(x, input, out, I8)?.mapv(|q| q as i8))
+                    }
+                    (Value::I8(x), TensorType::Uint8) => {
+                        Value::U8(int8::requantize(x, input, out, U8)?.mapv(|q| q as u8))
+                    }
+                    (Value::U8(x), TensorType::Int8) => {
+                        Value::I8(int8::requantize(x, input, out, I8)?.mapv(|q| q as i8))
+                    }
+                    (Value::U8(x), TensorType::Uint8) => {
+                        Value::U8(int8::requantize(x, input, out, U8)?.mapv(|q| q as u8))
+                    }
+                    (x, t) => return Err(format!("from {} to {t}", x.type_name())),
+                }
             }
             B::Dequantize => {
-                let Value::I8(x) = arg(0)? else {
-                    return Err(format!("input of type {}", arg(0)?.type_name()));
-                };
-                Value::F32(int8::dequantize(x, &g.tensors[op.inputs[0] as usize])?)
+                let input = &g.tensors[op.inputs[0] as usize];
+                match arg(0)? {
+                    Value::I8(x) => Value::F32(int8::dequantize(x, input)?),
+                    Value::U8(x) => Value::F32(int8::dequantize_uint8(x, input)?),
+                    x => return Err(format!("input of type {}", x.type_name())),
+                }
             }
             B::Softmax | B::Logistic if matches!(arg(0)?, Value::I8(_)) => {
                 let Value::I8(x) = arg(0)? else {

@@ -37,8 +37,10 @@ pub struct Interpreter<'m> {
 }
 
 /// Runs the first subgraph of `model` on float inputs (in the subgraph's
-/// input order; an INT32 input takes the f32 values, which must be integers)
-/// and returns every output as f32.
+/// input order; an INT32 input takes the f32 values, which must be integers;
+/// an INT8 or UINT8 input quantizes them with its scale and zero point) and
+/// returns every output as f32 (an INT8 or UINT8 output dequantized):
+/// [`Value::from_f32`], [`Value::dequantized`].
 pub fn run(model: &Model, inputs: &[ArrayViewD<f32>]) -> Result<Vec<ArrayD<f32>>> {
     Interpreter::new(model)?.run(inputs)
 }
@@ -77,6 +79,9 @@ impl<'m> Interpreter<'m> {
                     ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b as i8).collect())
                         .map_err(bad)?,
                 ),
+                TensorType::Uint8 => Value::U8(
+                    ArrayD::from_shape_vec(IxDyn(&shape), data.to_vec()).map_err(bad)?,
+                ),
                 other => {
                     return Err(format!(
                         "tensor `{}`: constants of type {other} are not supported by specc's interpreter",
@@ -102,27 +107,13 @@ impl<'m> Interpreter<'m> {
         let values = inputs
             .iter()
             .zip(&g.inputs)
-            .map(|(x, &t)| {
-                let t = &g.tensors[t as usize];
-                match t.tensor_type {
-                    TensorType::Float32 => Ok(Value::F32(x.to_owned())),
-                    TensorType::Int32 => {
-                        if let Some(v) = x.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
-                            return Err(format!(
-                                "input `{}` is INT32, but a value given for it is {v}",
-                                t.name
-                            ));
-                        }
-                        Ok(Value::I32(x.mapv(|v| v as i32)))
-                    }
-                    other => Err(format!(
-                        "input `{}` is {other}; give it with `invoke`",
-                        t.name
-                    )),
-                }
-            })
+            .map(|(x, &t)| Value::from_f32(x.to_owned(), &g.tensors[t as usize]))
             .collect::<Result<Vec<_>>>()?;
-        Ok(self.invoke(values)?.iter().map(Value::to_f32).collect())
+        self.invoke(values)?
+            .iter()
+            .zip(&g.outputs)
+            .map(|(v, &t)| v.dequantized(&g.tensors[t as usize]))
+            .collect()
     }
 
     /// Runs the first subgraph on `inputs` (in its input order).
@@ -186,6 +177,7 @@ fn check_input(t: &crate::model::Tensor, v: &Value) -> Result<()> {
         (t.tensor_type, v),
         (TensorType::Float32, Value::F32(_))
             | (TensorType::Int8, Value::I8(_))
+            | (TensorType::Uint8, Value::U8(_))
             | (TensorType::Int32, Value::I32(_))
             | (TensorType::Int64, Value::I64(_))
             | (TensorType::Bool, Value::Bool(_))

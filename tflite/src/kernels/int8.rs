@@ -6,7 +6,8 @@
 //! scales), [`fully_connected_int8`] (the reference integer kernel:
 //! int32 accumulation of `(x - x_zp) * w`, the int32 bias, then
 //! `MultiplyByQuantizedMultiplier` per channel, the output zero point and
-//! the activation's clamp), [`quantize`], [`dequantize`],
+//! the activation's clamp), [`quantize`], [`dequantize`] (and their uint8
+//! forms and [`requantize`], int8 ↔ uint8, for a model's uint8 boundary),
 //! [`softmax_int8`] (TFLite's reference integer kernel in gemmlowp fixed
 //! point, `crate::quantize::softmax_row_int8`), [`logistic_int8`] (the
 //! sigmoid of the dequantized input in float, requantized: TFLite's
@@ -21,8 +22,9 @@ use ndarray::{ArrayD, Axis, IxDyn};
 
 use crate::model::{Quantization, Tensor};
 use crate::quantize::{
-    asymmetric_quantize_row, dequantize_value, multiply_by_quantized_multiplier,
-    quantize_multiplier, quantize_value, round_half_away, softmax_params, softmax_row_int8,
+    asymmetric_quantize_row, dequantize_int, dequantize_value, multiply_by_quantized_multiplier,
+    multiply_double_rounding, quantize_multiplier, quantize_value, quantize_value_uint8,
+    round_half_away, softmax_params, softmax_row_int8,
 };
 use crate::schema::ActivationFunctionType;
 
@@ -184,6 +186,44 @@ pub fn quantize(x: &ArrayD<f32>, out: &Tensor) -> Result<ArrayD<i8>> {
 pub fn dequantize(x: &ArrayD<i8>, input: &Tensor) -> Result<ArrayD<f32>> {
     let (s, zp) = per_tensor(input)?;
     Ok(x.mapv(|q| dequantize_value(q, s, zp)))
+}
+
+/// QUANTIZE float to uint8 with the output's parameters.
+pub fn quantize_uint8(x: &ArrayD<f32>, out: &Tensor) -> Result<ArrayD<u8>> {
+    let (s, zp) = per_tensor(out)?;
+    Ok(x.mapv(|v| quantize_value_uint8(v, s, zp)))
+}
+
+/// DEQUANTIZE uint8 to float with the input's parameters.
+pub fn dequantize_uint8(x: &ArrayD<u8>, input: &Tensor) -> Result<ArrayD<f32>> {
+    let (s, zp) = per_tensor(input)?;
+    Ok(x.mapv(|q| dequantize_int(i32::from(q), s, zp)))
+}
+
+/// QUANTIZE of 8-bit integers to 8-bit integers (int8 ↔ uint8 at a
+/// model's boundary): TFLite's reference `Requantize`,
+/// `MultiplyByQuantizedMultiplier(q - input_zp, input_scale / output_scale)
+/// + output_zp` clamped to `range` (the output type's), with the common
+/// `MultiplyByQuantizedMultiplier` LiteRT's build compiles (double
+/// rounding, as its convolutions); with equal scales this is `q - input_zp
+/// + output_zp` exactly (the multiplier 2^30, shift 1), which TFLite's
+/// fast path for a zero point moved by 128 (`q ^ 0x80`) computes too.
+/// (With other scales LiteRT's optimized kernel rounds otherwise; its
+/// reference kernel, `BUILTIN_REF`, is this one bit for bit.)
+pub fn requantize<I: Copy + Into<i32>>(
+    x: &ArrayD<I>,
+    input: &Tensor,
+    out: &Tensor,
+    range: (i32, i32),
+) -> Result<ArrayD<i32>> {
+    let (si, zi) = per_tensor(input)?;
+    let (so, zo) = per_tensor(out)?;
+    let (m, shift) = quantize_multiplier(f64::from(si) / f64::from(so));
+    Ok(
+        x.mapv(|q| {
+            (multiply_double_rounding(q.into() - zi, m, shift) + zo).clamp(range.0, range.1)
+        }),
+    )
 }
 
 /// SOFTMAX on int8 along the last axis: TFLite's reference integer kernel

@@ -23,6 +23,7 @@ pub(crate) fn map_value(
     match v {
         Value::F32(a) => f(a).map(Value::F32),
         Value::I8(a) => f(&a.mapv(f32::from)).map(|r| Value::I8(r.mapv(|x| x as i8))),
+        Value::U8(a) => f(&a.mapv(f32::from)).map(|r| Value::U8(r.mapv(|x| x as u8))),
         Value::I32(a) => f(&a.mapv(|x| x as f32)).map(|r| Value::I32(r.mapv(|x| x as i32))),
         other => Err(format!(
             "{} tensors are not supported by this operator",

@@ -14,20 +14,25 @@
 //! quantization: [`Calibration`] (`calibration`: activation ranges from the
 //! float interpreter), [`quantize_dynamic`] (`dynamic_range`: int8 weights,
 //! float activations, TFLite's hybrid kernels), [`quantize_int8`]
-//! (`full_integer`: int8 activations from the calibrated ranges), and the
-//! edits of a model they share (`rewrite`).
+//! (`full_integer`: int8 activations from the calibrated ranges),
+//! [`set_inference_types`] (`interface`: a full-integer model's inputs and
+//! outputs `INT8` or `UINT8`, TF's `inference_input_type` and
+//! `inference_output_type`), and the edits of a model they share
+//! (`rewrite`).
 //!
 //! Invariants: rounding is TFLite's (`TfLiteRound`: half away from zero)
 //! and every intermediate has TFLite's type (f32 where TFLite computes in
 //! float, f64 where it computes in double), so the same inputs give the
-//! same bits; a quantized model keeps the float model's signature, and its
-//! operators' versions are those TF's converter writes for the same
+//! same bits; a quantized model keeps the float model's signature (its
+//! names; its inputs and outputs float unless [`set_inference_types`]
+//! makes them integer), and its operators' versions are those TF's converter writes for the same
 //! kernels.
 
 mod calibration;
 mod dynamic_range;
 mod fixed_point;
 mod full_integer;
+mod interface;
 mod params;
 mod rewrite;
 mod rows;
@@ -42,9 +47,10 @@ pub use fixed_point::{
     SOFTMAX_SCALED_DIFF_INTEGER_BITS,
 };
 pub use full_integer::{quantize_int8, COVERED};
+pub use interface::{set_inference_types, InferenceType};
 pub use params::{
-    asymmetric_params, dequantize_value, quantize_bias, quantize_value, round_half_away,
-    symmetric_per_axis, symmetric_per_channel, QMAX, QMIN,
+    asymmetric_params, dequantize_int, dequantize_value, quantize_bias, quantize_value,
+    quantize_value_uint8, round_half_away, symmetric_per_axis, symmetric_per_channel, QMAX, QMIN,
 };
 pub use rows::{asymmetric_quantize_row, round_vector_lane, symmetric_quantize_row};
 

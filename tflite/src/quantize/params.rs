@@ -104,10 +104,22 @@ pub fn quantize_value(x: f32, scale: f32, zero_point: i32) -> i8 {
     q.clamp(i64::from(QMIN), i64::from(QMAX)) as i8
 }
 
+/// A float as uint8 with `scale` and `zero_point` (QUANTIZE to UINT8: the
+/// same rounding, clamped to [0, 255]).
+pub fn quantize_value_uint8(x: f32, scale: f32, zero_point: i32) -> u8 {
+    let q = round_half_away(f64::from(x / scale)) as i64 + i64::from(zero_point);
+    q.clamp(0, 255) as u8
+}
+
 /// An int8 value as float (DEQUANTIZE: `scale * (q - zero_point)`).
 pub fn dequantize_value(q: i8, scale: f32, zero_point: i32) -> f32 {
+    dequantize_int(i32::from(q), scale, zero_point)
+}
+
+/// An int8 or uint8 value (as i32) as float.
+pub fn dequantize_int(q: i32, scale: f32, zero_point: i32) -> f32 {
     // TFLite's DEQUANTIZE computes in double.
-    (f64::from(scale) * f64::from(i32::from(q) - zero_point)) as f32
+    (f64::from(scale) * f64::from(q - zero_point)) as f32
 }
 
 /// A float bias as int32 with scale `input_scale * weight_scale[c]` per
