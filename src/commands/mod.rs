@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_adam;
 pub mod calibrate;
 pub mod check;
+pub mod evaluate;
 pub mod compile;
 pub mod convert;
 pub mod explain;
