@@ -72,15 +72,9 @@ pub fn run(spec: &Path, opts: &EvaluateOptions<'_>) -> Result<(), Failure> {
                     }
                     EvalData::Stream(s) => {
                         let (inputs, layout) = (model.input_specs(), session.layout.clone());
-                        let mut batches = StreamingBatches::new(
-                            &s,
-                            &inputs,
-                            &layout,
-                            session.max_batch(),
-                            0,
-                            0,
-                        )
-                        .map_err(|e| format!("{name}: {e}"))?;
+                        let mut batches =
+                            StreamingBatches::new(&s, &inputs, &layout, session.max_batch(), 0, 0)
+                                .map_err(|e| format!("{name}: {e}"))?;
                         evaluate(&mut session, &mut batches, metrics)?
                     }
                 };

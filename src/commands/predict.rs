@@ -178,9 +178,11 @@ fn run_tflite(
         .into());
     }
     if opts.use_averages == Some(true) {
-        return Err("--tflite runs the model's own weights; export it with --use-averages \
+        return Err(
+            "--tflite runs the model's own weights; export it with --use-averages \
                     to serve the moving averages"
-            .into());
+                .into(),
+        );
     }
     let mut batch = opts
         .batch
