@@ -8,7 +8,8 @@
 //! against the model's math computed here from the checkpoint's tensors —
 //! each averaged parameter's `W/ExponentialMovingAverage`, every other
 //! parameter's own tensor (TF's `variables_to_restore`) — and the trained
-//! values without the flag. Then the errors: averages of a spec without
+//! values without the flag; `evaluate` without `--data` gives `specc run`'s
+//! held-out numbers (with and without the averages). Then the errors: averages of a spec without
 //! `ema`, a checkpoint without an average the spec asks for (naming the
 //! variable and the checkpoint; nothing written), `--tflite` with the
 //! flag, and the `ema` item's diagnostics (snapshotted).
@@ -400,6 +401,60 @@ fn evaluate_reports_the_loss_of_the_averages() {
             &format!("{flag} accuracy"),
         );
     }
+}
+
+/// Without `--data` and `eval_data`, `evaluate` takes the rows `specc run`
+/// holds out: its numbers are the run's `held-out` and `held-out ema` ones.
+#[test]
+fn evaluate_without_data_gives_the_runs_held_out_numbers() {
+    let (dir, _) = trained("held_out", "ema 0.9");
+    let _ = std::fs::remove_dir_all(dir.join("ckpt"));
+    let (code, out, err) = cli::specc(
+        &dir,
+        &[
+            "run",
+            "linear.spec",
+            "--checkpoint-dir",
+            "ckpt",
+            "--eval-with-averages",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let run: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    for (flag, key) in [
+        ("--use-averages=false", "eval"),
+        ("--use-averages", "eval_averages"),
+    ] {
+        let args = [
+            "evaluate",
+            "linear.spec",
+            "--checkpoint",
+            "ckpt",
+            "--json",
+            flag,
+        ];
+        let (code, out, err) = cli::specc(&dir, &args);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("train.csv (held-out rows)"), "{err}");
+        let j: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        let want = &run[key];
+        assert_eq!(j["eval"]["rows"], want["rows"], "{key}");
+        assert!(want["rows"].as_u64().unwrap() > 0, "{run}");
+        for m in ["loss", "accuracy"] {
+            let (got, want) = (j["eval"][m].as_f64().unwrap(), want[m].as_f64().unwrap());
+            close(got, want, &format!("{key} {m}"));
+        }
+    }
+    // No held-out rows: nothing to evaluate without --data.
+    let no_split = spec("ema 0.9").replace("seed = 1 }", "seed = 1, eval_fraction = 0 }");
+    std::fs::write(dir.join("linear.spec"), no_split).unwrap();
+    refused(
+        &dir,
+        &["evaluate", "linear.spec", "--checkpoint", "ckpt"],
+        &["nothing to evaluate", "--data FILE"],
+        &[],
+    );
 }
 
 /// `specc ARGS` must fail with exit 1 and a message holding every one of
