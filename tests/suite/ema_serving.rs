@@ -9,10 +9,11 @@
 //! each averaged parameter's `W/ExponentialMovingAverage`, every other
 //! parameter's own tensor (TF's `variables_to_restore`) — and the trained
 //! values without the flag; `evaluate` without `--data` gives `specc run`'s
-//! held-out numbers (with and without the averages). Then the errors: averages of a spec without
-//! `ema`, a checkpoint without an average the spec asks for (naming the
-//! variable and the checkpoint; nothing written), `--tflite` with the
-//! flag, and the `ema` item's diagnostics (snapshotted).
+//! held-out numbers (with and without the averages). Then the errors:
+//! averages of a spec without `ema`, a checkpoint without an average the
+//! spec asks for (naming the variable and the checkpoint; nothing written),
+//! `--tflite` with the flag, and the `ema` item's diagnostics
+//! (snapshotted).
 
 use crate::cli;
 
