@@ -21,7 +21,8 @@
 //! `examples/run_spec.rs`).
 //!
 //! Owns: [`Model`] (a compiled spec and its session: the trained state),
-//! [`Error`], [`run`] (a training run) and [`spec`] (reading a spec file).
+//! [`Error`], [`run`] (a training run), [`averages`] (serving with the
+//! moving averages) and [`spec`] (reading a spec file).
 //! Arrays cross the API as [`ndarray`] arrays: `ArrayViewD<f32>`
 //! in (an int32 input — class labels, ids — takes whole numbers as f32),
 //! `ArrayD<f32>` out; the first axis is the batch. The crates underneath
@@ -37,6 +38,7 @@
 #![deny(missing_docs)]
 
 mod api;
+pub mod averages;
 pub mod run;
 pub mod spec;
 

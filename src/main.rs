@@ -199,6 +199,11 @@ enum Command {
         /// `object`: the C function's name.
         #[arg(long, default_value = "specc_predict")]
         symbol: String,
+        /// Restore each parameter the spec's `ema` averages from its moving average (TF's
+        /// `ExponentialMovingAverage.variables_to_restore`); `=false`: the trained values, also when
+        /// the spec's `ema` says `use_averages = true`.
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+        use_averages: Option<bool>,
     },
     /// Convert a CSV file to a TFRecord file of tf.train.Example under the spec's parse spec, or
     /// (with `-o X.csv`) a TFRecord file back to CSV.
@@ -240,6 +245,31 @@ enum Command {
         /// Rows per call of the compiled function (default: the larger of 1024 and the spec's batch).
         #[arg(long, allow_negative_numbers = true, value_parser = positive_batch)]
         batch: Option<u32>,
+        /// Restore each parameter the spec's `ema` averages from its moving average (TF's
+        /// `ExponentialMovingAverage.variables_to_restore`); `=false`: the trained values, also when
+        /// the spec's `ema` says `use_averages = true`.
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+        use_averages: Option<bool>,
+    },
+    /// The loss and metrics of a trained checkpoint on the spec's `eval_data`, its held-out rows,
+    /// or --data.
+    Evaluate {
+        spec: PathBuf,
+        /// A checkpoint directory (its latest checkpoint) or a checkpoint prefix (DIR/model.ckpt-100).
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// Evaluate on this CSV (for an image model, a directory, CSV or TFRecord file of images)
+        /// instead of the spec's `eval_data` or the held-out rows of its data.
+        #[arg(long, value_name = "FILE")]
+        data: Option<PathBuf>,
+        /// Restore each parameter the spec's `ema` averages from its moving average (TF's
+        /// `ExponentialMovingAverage.variables_to_restore`); `=false`: the trained values, also when
+        /// the spec's `ema` says `use_averages = true`.
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+        use_averages: Option<bool>,
+        /// Also print one JSON object with the results as the last line of stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// Explain a diagnostic code, as printed in `error[CODE]` (e.g. `specc explain
     /// argument-out-of-range`); without a code, list every code.
@@ -486,6 +516,7 @@ fn main() -> ExitCode {
             inference_input_type,
             inference_output_type,
             symbol,
+            use_averages,
         } => match format {
             ExportFormat::Tflite => {
                 use commands::export::Quantize;
@@ -519,6 +550,7 @@ fn main() -> ExitCode {
                             outputs: &fetch,
                             batch,
                             quantize,
+                            use_averages,
                         },
                     )
                 })
@@ -540,6 +572,7 @@ fn main() -> ExitCode {
                     output: &output,
                     fetch: &fetch,
                     symbol: &symbol,
+                    use_averages,
                 },
             ),
         },
@@ -558,6 +591,7 @@ fn main() -> ExitCode {
             output,
             format,
             batch,
+            use_averages,
         } => commands::predict::run(
             &spec,
             &commands::predict::PredictOptions {
@@ -570,6 +604,22 @@ fn main() -> ExitCode {
                     PredictFormat::Jsonl => specc_runtime::predict::OutputFormat::JsonLines,
                 }),
                 batch,
+                use_averages,
+            },
+        ),
+        Command::Evaluate {
+            spec,
+            checkpoint,
+            data,
+            use_averages,
+            json,
+        } => commands::evaluate::run(
+            &spec,
+            &commands::evaluate::EvaluateOptions {
+                checkpoint: &checkpoint,
+                data: data.as_deref(),
+                use_averages,
+                json,
             },
         ),
         Command::Inspect {

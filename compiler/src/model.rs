@@ -238,13 +238,27 @@ pub struct ClipSpec {
     pub span: Span,
 }
 
-/// `tf.train.ExponentialMovingAverage` of every trainable parameter.
+/// `tf.train.ExponentialMovingAverage` of the trainable parameters
+/// (`ema.apply(var_list)`), and whether inference uses the averages.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EmaSpec {
     pub decay: f32,
     /// Use the global step as `num_updates`: decay = min(decay, (1+n)/(10+n)).
     pub num_updates: bool,
+    /// The parameters averaged (`apply(var_list)`); `None`: every
+    /// trainable parameter.
+    pub var_list: Option<VarList>,
+    /// `use_averages = true`: `predict`, `evaluate` and `export` restore
+    /// each averaged parameter from its shadow unless told otherwise
+    /// (`--use-averages=false`).
+    pub use_averages: bool,
     pub span: Span,
+}
+
+/// The checkpoint name of `var`'s moving average (TF's
+/// `ExponentialMovingAverage.average_name`: `W/ExponentialMovingAverage`).
+pub fn average_name(var: &str) -> String {
+    format!("{var}/ExponentialMovingAverage")
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -523,6 +537,23 @@ impl Model {
             .enumerate()
             .filter(|(_, v)| matches!(v.kind, VarKind::Param { trainable: true }))
             .map(|(i, _)| i as u32)
+            .collect()
+    }
+
+    /// The parameters with a moving average, in declaration order: the
+    /// trainable parameters the `ema` item's `var_list` holds (all of
+    /// them without one); none without an `ema` item.
+    pub fn averaged_params(&self) -> Vec<u32> {
+        let Some(ema) = &self.ema else {
+            return Vec::new();
+        };
+        self.trainable_params()
+            .into_iter()
+            .filter(|&p| {
+                ema.var_list
+                    .as_ref()
+                    .is_none_or(|l| l.contains(self.var_name(p)))
+            })
             .collect()
     }
 

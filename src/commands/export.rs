@@ -4,7 +4,8 @@
 //! Owns: choosing what is exported (the spec's `outputs` item, or the
 //! bindings `--fetch` names; the feature inputs they need, in the spec's
 //! order), reading the
-//! parameters from the checkpoint, and writing the file (a temporary file
+//! parameters from the checkpoint (each averaged one from its moving
+//! average with `--use-averages`, `specc::averages`), and writing the file (a temporary file
 //! renamed into place), and the post-training quantization asked for
 //! (`--quantize dynamic|int8`: `specc_tflite::quantize`, the
 //! calibration rows `calibrate`; `--inference-input-type` and
@@ -38,6 +39,8 @@ pub struct ExportOptions<'a> {
     pub batch: Option<u32>,
     /// Post-training quantization.
     pub quantize: Quantize<'a>,
+    /// `--use-averages[=BOOL]` (`None`: the spec's `ema ..., use_averages`).
+    pub use_averages: Option<bool>,
 }
 
 /// `--quantize`: what `tf.lite.Optimize.DEFAULT` does.
@@ -141,8 +144,11 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
         .map(|&i| g.inputs[i as usize].name.clone())
         .collect();
 
+    // Each averaged parameter from its moving average with --use-averages.
+    let serving = specc::averages::Serving::resolve(&model, o.use_averages, spec)?;
     let prefix = specc::run::restore::checkpoint_prefix(o.checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
+    serving.check(&reader)?;
     let stored = reader.list_variables();
     let mut params = HashMap::new();
     for (id, n) in g.nodes() {
@@ -153,16 +159,17 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
             continue;
         }
         let name = &g.vars[v as usize].name;
-        let Some((_, _, shape)) = stored.iter().find(|(s, _, _)| s == name) else {
+        let tensor = serving.tensor(name);
+        let Some((_, _, shape)) = stored.iter().find(|(s, _, _)| *s == tensor) else {
             return Err(format!(
-                "{}: no variable `{name}`, which the model needs",
+                "{}: no variable `{tensor}`, which the model needs",
                 reader.index_file().display()
             )
             .into());
         };
         let mut values = vec![0f32; shape.iter().product()];
         reader
-            .load_f32_into(name, &mut values)
+            .load_f32_into(&tensor, &mut values)
             .map_err(|e| e.to_string())?;
         let array = ArrayD::from_shape_vec(IxDyn(shape), values).map_err(|e| e.to_string())?;
         params.insert(name.clone(), array);
@@ -215,12 +222,13 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     write_features(&model, spec, &inputs, o.output, Some(&tflite))?;
     let g0 = &tflite.subgraphs[0];
     println!(
-        "{}: {} operators, {} tensors; inputs {}; outputs {}",
+        "{}: {} operators, {} tensors; inputs {}; outputs {}{}",
         o.output.display(),
         g0.operators.len(),
         g0.tensors.len(),
         inputs.join(", "),
-        names.join(", ")
+        names.join(", "),
+        serving.note()
     );
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! model as a relocatable object file with its C header.
 //!
 //! Owns: the command's plumbing — compiling the spec, restoring the
-//! checkpoint into a session, [`specc_compiler::export::aot::export_object`], and
+//! checkpoint into a session (each averaged parameter from its moving
+//! average with `--use-averages`, `specc::averages`), [`specc_compiler::export::aot::export_object`], and
 //! writing `model.o` and its header (`-o` with the extension `.h`), each to a
 //! temporary file renamed into place, so a failure leaves neither half-written.
 //! Invariant: every error names the file or the flag it is about.
@@ -26,6 +27,8 @@ pub struct ObjectOptions<'a> {
     pub fetch: &'a [String],
     /// The C function's name.
     pub symbol: &'a str,
+    /// `--use-averages[=BOOL]` (`None`: the spec's `ema ..., use_averages`).
+    pub use_averages: Option<bool>,
 }
 
 /// The header written next to the object: `-o`'s path with the extension `.h`.
@@ -43,10 +46,15 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
         predict: true,
     };
     let program = compile(&src, which).map_err(|d| report(&d, &src))?;
+    let serving = specc::averages::Serving::resolve(&program.model, opts.use_averages, spec)?;
     let prefix = specc::run::restore::checkpoint_prefix(opts.checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
-    session.restore(&reader).map_err(|e| e.to_string())?;
+    if serving.uses_averages() {
+        serving.restore(&mut session, &reader)?;
+    } else {
+        session.restore(&reader).map_err(|e| e.to_string())?;
+    }
     let spec_name = spec.file_name().map_or_else(
         || spec.display().to_string(),
         |n| n.to_string_lossy().into(),
@@ -74,14 +82,15 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
     let inputs: Vec<String> = exported.inputs.iter().map(|f| f.name.clone()).collect();
     super::export::write_features(&program.model, spec, &inputs, opts.output, None)?;
     println!(
-        "wrote {} ({} bytes) and {}: {}(in[rows][{}], out[rows][{}], rows), {} rows per chunk",
+        "wrote {} ({} bytes) and {}: {}(in[rows][{}], out[rows][{}], rows), {} rows per chunk{}",
         opts.output.display(),
         exported.object.len(),
         header.display(),
         opts.symbol,
         exported.in_width,
         exported.out_width,
-        exported.max_batch
+        exported.max_batch,
+        serving.note()
     );
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compile;
 pub mod convert;
+pub mod evaluate;
 pub mod explain;
 pub mod export;
 pub mod export_object;

@@ -6,7 +6,8 @@
 //! gradients, no optimizer state) for batches of `--batch` rows (default
 //! the larger of 1024 and the spec's batch); the checkpoint resolved as
 //! `specc inspect` does (a directory's latest checkpoint, or a prefix) and
-//! only its parameters restored; the data streamed through the spec's
+//! only its parameters restored (each averaged one from its moving average
+//! with `--use-averages`, `specc::averages`); the data streamed through the spec's
 //! feature columns by the input pipeline in file order, one pass, reading
 //! only the inputs `predict` needs (no label column); CSV unless the file is
 //! not named `.csv`/`.csv.gz` and its first bytes are a TFRecord's; the
@@ -20,7 +21,7 @@ use std::path::Path;
 use specc_compiler::driver::{compile_with, Functions, Options};
 use specc_compiler::ir::Dim;
 use specc_grammar::{ast::Span, Code, Diagnostic};
-use specc_runtime::checkpoint::{BundleReader, Selection};
+use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::data::{images, Source};
 use specc_runtime::io::atomic::write_atomic;
 use specc_runtime::pipeline::Format;
@@ -31,6 +32,7 @@ use specc_runtime::predict::{
 use super::predict_tflite::TflitePredictor;
 use super::report;
 use crate::Failure;
+use specc::averages::Serving;
 use specc::run::data::open_prediction_source;
 use specc::run::restore::checkpoint_prefix;
 use specc::spec::read_spec;
@@ -49,6 +51,8 @@ pub struct PredictOptions<'a> {
     /// `None`: from the output's name (`.jsonl`, `.json`: JSON lines), else CSV.
     pub format: Option<OutputFormat>,
     pub batch: Option<u32>,
+    /// `--use-averages[=BOOL]` (`None`: the spec's `ema ..., use_averages`).
+    pub use_averages: Option<bool>,
 }
 
 pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
@@ -82,13 +86,12 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
     let program = compile_with(&src, Functions::PREDICT, &options).map_err(|d| report(&d, &src))?;
     let model = &program.model;
     let function = model.functions.predict.as_ref().expect("checked above");
+    let serving = Serving::resolve(model, opts.use_averages, spec)?;
 
     let prefix = checkpoint_prefix(checkpoint)?;
     let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
-    session
-        .restore_selected(&reader, Selection::Parameters)
-        .map_err(|e| e.to_string())?;
+    serving.restore(&mut session, &reader)?;
 
     // Only the inputs `predict` reads come from the file.
     let read = model.graph.inputs_read(&function.roots());
@@ -154,7 +157,8 @@ pub fn run(spec: &Path, opts: &PredictOptions<'_>) -> Result<(), Failure> {
             predict::run(&mut session, f, &mut source, w).map_err(|e| e.to_string())
         })?
     };
-    finished(rows, &prefix, opts.output);
+    let from = format!("{}{}", prefix.display(), serving.note());
+    finished(rows, Path::new(&from), opts.output);
     Ok(())
 }
 
@@ -172,6 +176,13 @@ fn run_tflite(
             c.display()
         )
         .into());
+    }
+    if opts.use_averages == Some(true) {
+        return Err(
+            "--tflite runs the model's own weights; export it with --use-averages \
+                    to serve the moving averages"
+                .into(),
+        );
     }
     let mut batch = opts
         .batch

@@ -345,7 +345,7 @@ fn log_line(v: &StepValues, steps: u64, steps_per_s: f64) -> String {
     s
 }
 
-fn line(what: &str, e: &Evaluation) -> String {
+pub(crate) fn line(what: &str, e: &Evaluation) -> String {
     let mut s = format!("{what:>12}: loss {:.4}", e.loss);
     for (n, v) in &e.metrics {
         s.push_str(&format!("  {n} {v:.4}"));
@@ -354,7 +354,7 @@ fn line(what: &str, e: &Evaluation) -> String {
     s
 }
 
-fn eval_json(e: &Evaluation) -> serde_json::Value {
+pub(crate) fn eval_json(e: &Evaluation) -> serde_json::Value {
     let mut o = serde_json::Map::new();
     o.insert("rows".into(), e.rows.into());
     o.insert(OUTPUT_LOSS.into(), e.loss.into());

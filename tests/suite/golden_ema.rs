@@ -8,6 +8,11 @@
 //! incremented step, which is the same computation (`num_updates_at_apply`
 //! is compared with specc's global step).
 //!
+//! A case's `ema.apply([w, b])` is also run as `apply([v])` for each of its
+//! variables `v` (the `ema` item's `var_list = "v"`): `v`'s shadow follows
+//! only `v`, so it takes the file's values, and the other variables have no
+//! shadow (the file's variable list without theirs).
+//!
 //! Every case is its own test, plus one test of any case the list lacks; the
 //! decay, the options and the problem come from the files, the learning rate
 //! from TF's first step (see [`learning_rate`]; the file states it only in
@@ -97,15 +102,32 @@ fn ema_item(kwargs: &serde_json::Value) -> String {
 }
 
 fn check_case(name: &str, case: &serde_json::Value) {
+    check_averaging(name, case, None);
+}
+
+/// Each variable of the case averaged alone (`apply([v])`).
+fn check_var_lists(name: &str, case: &serde_json::Value) {
+    let vars: Vec<&String> = case["average_name"].as_object().unwrap().keys().collect();
+    assert!(vars.len() > 1, "{name}: one variable: no subset to choose");
+    for v in vars {
+        check_averaging(&format!("{name} var_list {v}"), case, Some(v));
+    }
+}
+
+/// The case with the shadows of `only`'s variable (`None`: of every
+/// variable the case averages).
+fn check_averaging(name: &str, case: &serde_json::Value, only: Option<&str>) {
     let opt = golden("optimizers.json");
     let problem = &opt["_meta"]["problem_dense"];
     let lr = learning_rate(case, problem);
+    let var_list = only.map_or_else(String::new, |v| format!(", var_list = \"{v}\""));
     let items = format!(
-        "optimizer gradient_descent(learning_rate = {lr:e})\n{}",
+        "optimizer gradient_descent(learning_rate = {lr:e})\n{}{var_list}",
         ema_item(&case["kwargs"])
     );
+    let averaged = |var: &str| only.is_none_or(|o| o == var);
     let text = dense_spec(problem, &items);
-    let src = SourceFile::new(format!("{name}.spec"), text.clone());
+    let src = SourceFile::new(format!("{}.spec", name.replace(' ', "_")), text.clone());
     let program = compile(&src, Functions::TRAIN).unwrap_or_else(|d| {
         panic!(
             "{name}: {:?}\n{text}",
@@ -119,13 +141,21 @@ fn check_case(name: &str, case: &serde_json::Value) {
     s.gather(&data, &rows).unwrap();
     let step = s.function_index("step").unwrap();
 
-    // The variables TF creates, by name (specc keeps the global step apart).
+    // The variables TF creates, by name (specc keeps the global step apart),
+    // without the shadows of variables not averaged.
+    let not_averaged: Vec<&str> = case["average_name"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(var, _)| !averaged(var))
+        .map(|(_, shadow)| shadow.as_str().unwrap())
+        .collect();
     let mut want_vars: Vec<String> = case["all_global_variables"]
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_str().unwrap().to_string())
-        .filter(|v| v != "global_step")
+        .filter(|v| v != "global_step" && !not_averaged.contains(&v.as_str()))
         .collect();
     let mut got_vars: Vec<String> = s.layout.vars.iter().map(|v| v.name.clone()).collect();
     want_vars.sort();
@@ -157,6 +187,9 @@ fn check_case(name: &str, case: &serde_json::Value) {
             assert_all_close(&format!("{at} {var}"), got, &want, t);
         }
         for (var, want) in state["shadow"].as_object().unwrap() {
+            if !averaged(var) {
+                continue;
+            }
             let shadow = case["average_name"][var].as_str().unwrap();
             let got = s
                 .var(shadow)
@@ -173,6 +206,24 @@ fn run(case_name: &str) {
     let case = &g["cases"][case_name];
     assert!(!case.is_null(), "no ema case {case_name}");
     check_case(case_name, case);
+}
+
+/// The case with each of its variables averaged alone.
+fn run_var_lists(case_name: &str) {
+    let g = golden("ema.json");
+    let case = &g["cases"][case_name];
+    assert!(!case.is_null(), "no ema case {case_name}");
+    check_var_lists(case_name, case);
+}
+
+#[test]
+fn var_list_decay() {
+    run_var_lists("decay0.9");
+}
+
+#[test]
+fn var_list_decay_with_num_updates() {
+    run_var_lists("decay0.9_num_updates");
 }
 
 /// The cases of the file without a test of their own (a regenerated file

@@ -33,6 +33,7 @@ mod cli_run_unattended;
 mod convolution_errors;
 mod docs;
 mod einsum_errors;
+mod ema_serving;
 mod emit_snapshots;
 mod eval_data;
 mod example_run_spec;

@@ -278,11 +278,14 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     g.current_span = None;
 
     // Moving averages of the new parameter values (TF's ExponentialMovingAverage.apply
-    // after the training op): shadow -= (shadow - var) * (1 - decay).
+    // after the training op): shadow -= (shadow - var) * (1 - decay), for
+    // the parameters of the `ema` item's var_list (TF's `apply(var_list)`).
     if let Some(ema) = model.ema.clone() {
+        let averaged = model.averaged_params();
+        new_params.retain(|(p, _)| averaged.contains(p));
         let mut shadows = Vec::new();
         for &(p, _) in &new_params {
-            let name = format!("{}/ExponentialMovingAverage", model.var_name(p));
+            let name = crate::model::average_name(model.var_name(p));
             let shape = model.graph.vars[p as usize].shape.clone();
             let init = model.vars[p as usize].init.clone();
             shadows.push(model.add_var(&name, shape, VarKind::Average { param: p }, init));

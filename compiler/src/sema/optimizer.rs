@@ -2,7 +2,8 @@
 //! against its entry in the optimizer table ([`crate::optim::table`]), and
 //! the `var_list` of each (TF's `minimize(var_list = ...)`: one optimizer
 //! per part of the model, `check_groups` making sure they divide the
-//! trainable variables).
+//! trainable variables, and that every pattern of an optimizer's, a clip's
+//! or `ema`'s `var_list` matches one).
 //!
 //! Owns: the `unknown-optimizer` diagnostic, and the checks of the entry's
 //! arguments: a schedulable argument is lowered as a float32 scalar
@@ -44,6 +45,12 @@ pub(crate) fn split_var_list(call: &Call) -> R<(Call, Option<VarList>)> {
         return Ok((rest, None));
     };
     let arg = rest.args.remove(i);
+    Ok((rest, Some(var_list(&arg)?)))
+}
+
+/// A `var_list = ...` argument (of an optimizer, a clip or `ema`): a
+/// pattern or a non-empty list of patterns over TF names.
+pub(crate) fn var_list(arg: &specc_grammar::ast::Arg) -> R<VarList> {
     let e = &arg.value;
     let items: Vec<&Expr> = match &e.kind {
         ExprKind::List(items) => items.iter().collect(),
@@ -77,13 +84,10 @@ pub(crate) fn split_var_list(call: &Call) -> R<(Call, Option<VarList>)> {
                 .with_label("no variables"),
         );
     }
-    Ok((
-        rest,
-        Some(VarList {
-            patterns,
-            span: arg.span,
-        }),
-    ))
+    Ok(VarList {
+        patterns,
+        span: arg.span,
+    })
 }
 
 pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
@@ -201,7 +205,7 @@ fn hyper(st: &mut State, e: &Expr, name: &str, positive: bool) -> R<NodeId> {
     Ok(v)
 }
 
-/// The optimizers' and clips' `var_list`s against the trainable variables:
+/// The optimizers', clips' and `ema`'s `var_list`s against the trainable variables:
 /// with several optimizers each names its `var_list`; every trainable
 /// variable is in exactly one optimizer's; every pattern matches some
 /// trainable variable.
@@ -235,7 +239,8 @@ pub(crate) fn check_groups(st: &mut State) {
         .optimizers
         .iter()
         .filter_map(|g| g.var_list.as_ref())
-        .chain(st.clips.iter().filter_map(|c| c.var_list.as_ref()));
+        .chain(st.clips.iter().filter_map(|c| c.var_list.as_ref()))
+        .chain(st.ema.iter().filter_map(|e| e.var_list.as_ref()));
     for list in lists {
         for (p, span) in &list.patterns {
             if !trainable.iter().any(|(n, _)| crate::model::glob(p, n)) {

@@ -266,18 +266,39 @@ pub(crate) fn ema(decl: &EmaDecl) -> R<EmaSpec> {
         )
         .with_label("out of range"));
     }
+    // `var_list = ...` (TF's `apply(var_list)`); the rest are flags.
+    let (lists, options): (Vec<&Arg>, Vec<&Arg>) = decl
+        .options
+        .iter()
+        .partition(|o| o.name.as_ref().is_some_and(|n| n.name == "var_list"));
+    let var_list = match lists.as_slice() {
+        [] => None,
+        [one] => Some(super::optimizer::var_list(one)?),
+        [first, second, ..] => {
+            return Err(Diagnostic::new(
+                Code::DuplicateArgument,
+                second.span,
+                "`ema` has two var_lists",
+            )
+            .with_label("second var_list")
+            .with_secondary(first.span, "first var_list")
+            .with_help("list every pattern in one: var_list = [\"dnn/*\", \"bias\"]"))
+        }
+    };
+    let options: Vec<Arg> = options.into_iter().cloned().collect();
     // Shadows of variables start at the variable's value: zero_debias has no
     // effect on them (as in TF), but is accepted.
     let flags = args::flag_options(
-        &decl.options,
-        &["num_updates", "zero_debias"],
+        &options,
+        &["num_updates", "zero_debias", "use_averages"],
         "`ema` has",
-        "ema DECAY, num_updates = true|false, zero_debias = true|false",
+        "ema DECAY, var_list = \"PATTERN\"|[..], num_updates = true|false, zero_debias = true|false, use_averages = true|false",
     )?;
-    let num_updates = flags.get("num_updates", false);
     Ok(EmaSpec {
         decay: decay as f32,
-        num_updates,
+        num_updates: flags.get("num_updates", false),
+        var_list,
+        use_averages: flags.get("use_averages", false),
         span: decl.span,
     })
 }

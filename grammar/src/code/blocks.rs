@@ -123,7 +123,10 @@ deep part with Adagrad: each `optimizer` then names the variables it trains,
 `var_list = \"dnn/*\"` or a list of patterns over TF names (`*` matches any
 text). Every trainable variable must be in exactly one optimizer's
 `var_list`, each pattern must match some trainable variable, and with
-several optimizers none may leave out its `var_list`.",
+several optimizers none may leave out its `var_list`. The patterns of a
+`clip`'s or an `ema`'s `var_list` (`ema 0.999, var_list = \"dnn/*\"`, TF's
+`ExponentialMovingAverage.apply(var_list)`) must match some trainable
+variable too.",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")

@@ -130,7 +130,7 @@ codes! {
         "a variable under a block call's scope already exists, or is missing for `reuse`",
         blocks::VARIABLE_SCOPE;
     VarList = "var-list",
-        "the optimizers' `var_list`s leave a trainable variable out, name it twice, or match nothing",
+        "the optimizers' `var_list`s leave a trainable variable out, name it twice, or a `var_list` matches nothing",
         blocks::VAR_LIST;
     ExpansionTooLarge = "expansion-too-large",
         "loops and block calls expand the spec beyond what specc checks",
