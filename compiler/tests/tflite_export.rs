@@ -13,7 +13,7 @@ use specc_tflite::BuiltinOperator as B;
 const BATCH: usize = 5;
 
 /// Deterministic values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {
@@ -146,7 +146,7 @@ fn check(c: &Case, outputs: &[&str], batch: Option<u32>) -> specc_tflite::Model 
     model
 }
 
-fn builtins(m: &specc_tflite::Model) -> Vec<B> {
+pub(crate) fn builtins(m: &specc_tflite::Model) -> Vec<B> {
     m.subgraphs[0]
         .operators
         .iter()

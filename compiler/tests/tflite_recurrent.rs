@@ -15,24 +15,13 @@ use specc_compiler::interp::{self, Tensor};
 use specc_grammar::{Code, Diagnostic, SourceFile};
 use specc_tflite::BuiltinOperator as B;
 
+use crate::tflite_export::{builtins, values};
+
 const BATCH: usize = 6;
 const STEPS: usize = 4;
 const DEPTH: usize = 3;
 /// Each row's length: 0 and T among them.
 const LENGTHS: [f32; BATCH] = [2.0, 0.0, 4.0, 1.0, 3.0, 4.0];
-
-/// Deterministic values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 struct Case {
     text: String,
@@ -183,14 +172,6 @@ fn check(c: &Case, outputs: &[&str]) -> specc_tflite::Model {
         }
     }
     model
-}
-
-fn builtins(m: &specc_tflite::Model) -> Vec<B> {
-    m.subgraphs[0]
-        .operators
-        .iter()
-        .map(|op| m.builtin(op).unwrap())
-        .collect()
 }
 
 fn count(m: &specc_tflite::Model, op: B) -> usize {

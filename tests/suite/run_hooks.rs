@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use cli::specc;
 use specc_runtime::checkpoint::{latest_checkpoint, BundleReader, Tensor};
-use specc_runtime::summary::event::{ValueKind, What};
+use specc_runtime::summary::event::{SummaryValue, ValueKind, What};
 use specc_runtime::summary::{event_files, read_events};
 
 fn setup(name: &str, spec: &str) -> PathBuf {
@@ -36,21 +36,28 @@ fn run(dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
     )
 }
 
-/// `(step, tag, value)` of every scalar in the event files of `dir`.
-fn scalars(dir: &Path) -> Vec<(i64, String, f32)> {
+/// `(step, value)` of every summary value in the one event file of `dir`.
+fn summary_values(dir: &Path) -> Vec<(i64, SummaryValue)> {
     let files = event_files(dir).unwrap();
     assert_eq!(files.len(), 1, "{files:?}");
     let mut out = Vec::new();
     for e in read_events(&files[0]).unwrap() {
         if let What::Summary(s) = e.what {
-            for v in s.values {
-                if let ValueKind::SimpleValue(x) = v.kind {
-                    out.push((e.step, v.tag, x));
-                }
-            }
+            out.extend(s.values.into_iter().map(|v| (e.step, v)));
         }
     }
     out
+}
+
+/// `(step, tag, value)` of every scalar in the event files of `dir`.
+fn scalars(dir: &Path) -> Vec<(i64, String, f32)> {
+    summary_values(dir)
+        .into_iter()
+        .filter_map(|(step, v)| match v.kind {
+            ValueKind::SimpleValue(x) => Some((step, v.tag, x)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn steps_of(s: &[(i64, String, f32)], tag: &str) -> Vec<i64> {
@@ -179,17 +186,13 @@ fn summaries_hold_histograms_of_named_tensors_and_gradients() {
     );
     let dir = setup("tensor_histograms", &spec);
     run(&dir, &["--checkpoint-dir", "ck"]);
-    let files = event_files(dir.join("ck")).unwrap();
-    let mut histograms = Vec::new();
-    for e in read_events(&files[0]).unwrap() {
-        if let What::Summary(s) = e.what {
-            for v in s.values {
-                if let ValueKind::Histo(h) = v.kind {
-                    histograms.push((e.step, v.tag, h));
-                }
-            }
-        }
-    }
+    let histograms: Vec<_> = summary_values(&dir.join("ck"))
+        .into_iter()
+        .filter_map(|(step, v)| match v.kind {
+            ValueKind::Histo(h) => Some((step, v.tag, h)),
+            _ => None,
+        })
+        .collect();
     let at = |step: i64, tag: &str| {
         histograms
             .iter()
@@ -260,17 +263,13 @@ fn summaries_hold_images_of_the_batch_as_tf_normalizes_them() {
     );
     let dir = setup("images", &spec);
     run(&dir, &["--checkpoint-dir", "ck"]);
-    let files = event_files(dir.join("ck")).unwrap();
-    let mut images = Vec::new();
-    for e in read_events(&files[0]).unwrap() {
-        if let What::Summary(s) = e.what {
-            for v in s.values {
-                if let ValueKind::Image(i) = v.kind {
-                    images.push((e.step, v.tag, i));
-                }
-            }
-        }
-    }
+    let images: Vec<_> = summary_values(&dir.join("ck"))
+        .into_iter()
+        .filter_map(|(step, v)| match v.kind {
+            ValueKind::Image(i) => Some((step, v.tag, i)),
+            _ => None,
+        })
+        .collect();
     let first: Vec<&str> = images
         .iter()
         .filter(|i| i.0 == 1)

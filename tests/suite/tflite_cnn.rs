@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use cli::specc;
 use specc_tflite::{BuiltinOperator as B, TensorType};
-use tflite_digits::{assert_same, export_tflite, predict_rows};
+use tflite_digits::{accuracy, assert_same, export_tflite, labels, predict_rows};
 
 const SUITE: &str = "tflite_cnn";
 
@@ -139,22 +139,6 @@ fn exported_int8(name: &str, steps: &str) -> PathBuf {
     dir
 }
 
-/// The digits labels, in file order.
-fn labels() -> Vec<f64> {
-    let text = std::fs::read_to_string(data()).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = header.iter().position(|&h| h == "label").unwrap();
-    lines
-        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
-        .collect()
-}
-
-fn accuracy(rows: &[Vec<f64>], labels: &[f64]) -> f64 {
-    let right = rows.iter().zip(labels).filter(|(r, &l)| r[10] == l).count();
-    right as f64 / rows.len() as f64
-}
-
 /// The predictions of every digits row by the float `model.tflite` and the
 /// quantized `NAME.tflite` in `dir`, after checking that the float model is
 /// trained (over 95% right) and that the quantized model's accuracy is its
@@ -163,7 +147,7 @@ fn float_and_quantized(dir: &Path, name: &str) -> (Vec<Vec<f64>>, Vec<Vec<f64>>)
     let float = predict(dir, &["--tflite", "model.tflite"], "float.csv");
     let model = format!("{name}.tflite");
     let quantized = predict(dir, &["--tflite", &model], &format!("{name}.csv"));
-    let labels = labels();
+    let labels = labels(&data());
     assert_eq!(quantized.len(), labels.len());
     let (af, aq) = (accuracy(&float, &labels), accuracy(&quantized, &labels));
     let held = 1438..;

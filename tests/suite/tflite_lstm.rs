@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use cli::specc;
 use specc_tflite::{BuiltinOperator as B, TensorType};
-use tflite_digits::{assert_same, export_tflite, predict_rows};
+use tflite_digits::{accuracy, assert_same, export_tflite, labels, predict_rows};
 
 const SUITE: &str = "tflite_lstm";
 
@@ -99,21 +99,6 @@ fn digits_lstm_is_one_unidirectional_sequence_lstm() {
     }
 }
 
-fn labels() -> Vec<f64> {
-    let text = std::fs::read_to_string(data()).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = header.iter().position(|&h| h == "label").unwrap();
-    lines
-        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
-        .collect()
-}
-
-fn accuracy(rows: &[Vec<f64>], labels: &[f64]) -> f64 {
-    let right = rows.iter().zip(labels).filter(|(r, &l)| r[10] == l).count();
-    right as f64 / rows.len() as f64
-}
-
 /// digits_lstm after 500 steps (over 90% right; measured 95.4%), quantized: the hybrid
 /// LSTM's accuracy is the float model's within one point (18 of 1,797
 /// rows; measured: the same 95.4%); every weight is int8 with one scale.
@@ -135,7 +120,7 @@ fn digits_lstm_dynamic_range_quantization_keeps_the_float_accuracy() {
     }
     let float = predict(&dir, &["--tflite", "model.tflite"], "float.csv");
     let hybrid = predict(&dir, &["--tflite", "dynamic.tflite"], "dynamic.csv");
-    let labels = labels();
+    let labels = labels(&data());
     let (af, aq) = (accuracy(&float, &labels), accuracy(&hybrid, &labels));
     eprintln!("digits_lstm accuracy: float {af:.4} dynamic {aq:.4}");
     assert!(af > 0.9, "float accuracy {af}");

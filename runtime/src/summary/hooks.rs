@@ -145,6 +145,19 @@ impl SummarySaverHook {
         self.scalars.iter().map(|s| s.tag.as_str())
     }
 
+    /// TF's "Nan in summary histogram" for a non-finite value of `tag`.
+    fn check_finite(&self, tag: &str, values: &[f32], step: i64) -> Result<(), TrainError> {
+        match values.iter().position(|x| !x.is_finite()) {
+            None => Ok(()),
+            Some(i) => Err(TrainError::Hook(format!(
+                "NaN in summary histogram for: {tag} (element {i} is {}) at global step {step}; \
+                 event file {}",
+                values[i],
+                self.writer.path().display()
+            ))),
+        }
+    }
+
     fn write(&mut self, ctx: &RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
         let session = ctx.session();
         let mut batch = SummaryBatch::new(v.global_step);
@@ -166,15 +179,7 @@ impl SummarySaverHook {
             let Some(values) = session.output_at(self.step_fn, *index, v.rows) else {
                 continue;
             };
-            if let Some(i) = values.iter().position(|x| !x.is_finite()) {
-                return Err(TrainError::Hook(format!(
-                    "NaN in summary histogram for: {tag} (element {i} is {}) at global step {}; \
-                     event file {}",
-                    values[i],
-                    v.global_step,
-                    self.writer.path().display()
-                )));
-            }
+            self.check_finite(tag, values, v.global_step)?;
             batch.histograms.push((tag.clone(), values.to_vec()));
         }
         for &(k, index) in &self.image_outputs {
@@ -196,15 +201,7 @@ impl SummarySaverHook {
             let Some(values) = session.var(p) else {
                 continue;
             };
-            if let Some(i) = values.iter().position(|x| !x.is_finite()) {
-                return Err(TrainError::Hook(format!(
-                    "NaN in summary histogram for: {p} (element {i} is {}) at global step {}; \
-                     event file {}",
-                    values[i],
-                    v.global_step,
-                    self.writer.path().display()
-                )));
-            }
+            self.check_finite(p, values, v.global_step)?;
             batch.histograms.push((p.clone(), values.to_vec()));
         }
         self.writer.add(batch).map_err(hook_error)

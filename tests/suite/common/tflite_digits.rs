@@ -77,3 +77,20 @@ pub fn assert_same(tflite: &[Vec<f64>], compiled: &[Vec<f64>]) {
     let first = compiled[0][10];
     assert!(compiled.iter().any(|c| c[10] != first));
 }
+
+/// The labels of `data` (a digits CSV with a `label` column), in file order.
+pub fn labels(data: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(data).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = header.iter().position(|&h| h == "label").unwrap();
+    lines
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// The fraction of `rows` (`probs_0..probs_9,class`) whose class is the label.
+pub fn accuracy(rows: &[Vec<f64>], labels: &[f64]) -> f64 {
+    let right = rows.iter().zip(labels).filter(|(r, &l)| r[10] == l).count();
+    right as f64 / rows.len() as f64
+}
