@@ -53,6 +53,7 @@
 pub mod data;
 mod error;
 mod fit;
+pub mod checkpoints_iterator;
 pub mod hooks;
 mod observer;
 mod outcome;
