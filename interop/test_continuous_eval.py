@@ -1,7 +1,7 @@
 """TensorBoard reads what `specc evaluate --checkpoint-dir` writes.
 
 A linear softmax model is trained for 30 steps with a checkpoint every 10
-(all kept); `specc evaluate --checkpoint-dir ck --eval-data eval.csv --json`
+(all kept, no held-out rows, so `specc run` writes no evaluation of its own); `specc evaluate --checkpoint-dir ck --eval-data eval.csv --json`
 evaluates each checkpoint once. TensorBoard's EventMultiplexer finds the
 `eval` run beside the training run with one point per checkpoint at its
 global step, its `loss` and `accuracy` the float32 of specc's JSON; and each
@@ -52,7 +52,7 @@ def test_tensorboard_reads_one_eval_point_per_checkpoint(specc, tmp_path):
     (tmp_path / "linear.spec").write_text(SPEC)
     subprocess.run(
         [specc, "run", "linear.spec", "--checkpoint-dir", "ck",
-         "--checkpoint-every-steps", "10", "--keep", "0"],
+         "--checkpoint-every-steps", "10", "--keep", "0", "--eval-fraction", "0"],
         cwd=tmp_path, check=True, capture_output=True, text=True,
     )
     out = subprocess.run(

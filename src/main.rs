@@ -256,7 +256,11 @@ enum Command {
     Evaluate {
         spec: PathBuf,
         /// A checkpoint directory (its latest checkpoint) or a checkpoint prefix (DIR/model.ckpt-100).
-        #[arg(long, required_unless_present = "checkpoint_dir", conflicts_with = "checkpoint_dir")]
+        #[arg(
+            long,
+            required_unless_present = "checkpoint_dir",
+            conflicts_with_all = ["checkpoint_dir", "watch", "timeout"]
+        )]
         checkpoint: Option<PathBuf>,
         /// Evaluate every checkpoint of DIR once, in step order, writing the results to DIR/eval/
         /// (TF's checkpoints_iterator).
@@ -267,7 +271,7 @@ enum Command {
         #[arg(long, requires = "checkpoint_dir")]
         watch: bool,
         /// With --watch: stop when no new checkpoint appears for S seconds.
-        #[arg(long, value_name = "S", requires = "watch", value_parser = seconds)]
+        #[arg(long, value_name = "S", value_parser = seconds)]
         timeout: Option<f64>,
         /// Evaluate on this CSV (for an image model, a directory, CSV or TFRecord file of images)
         /// instead of the spec's `eval_data` or the held-out rows of its data.

@@ -131,6 +131,9 @@ impl Evaluator<'_> {
 }
 
 pub fn run(spec: &Path, opts: &EvaluateOptions<'_>) -> Result<(), Failure> {
+    if opts.timeout.is_some() && !opts.watch {
+        return Err("--timeout S is how long --watch waits for a new checkpoint: give --watch".into());
+    }
     let src = read_spec(spec)?;
     let which = Functions {
         step: false,

@@ -100,10 +100,10 @@ fn losses(out: &str) -> Vec<(i64, f64)> {
         .collect()
 }
 
-/// The `loss` scalars of the event files in `dir`, as (step, value).
-fn event_losses(dir: &Path) -> Vec<(i64, f64)> {
+/// The `loss` scalars of the event files `files`, as (step, value).
+fn event_losses(files: &[PathBuf]) -> Vec<(i64, f64)> {
     let mut out = Vec::new();
-    for f in event_files(dir).unwrap() {
+    for f in files {
         for e in read_events(&f).unwrap() {
             if let What::Summary(s) = &e.what {
                 for v in &s.values {
@@ -137,6 +137,9 @@ fn copy_until(from: &Path, to: &Path, last: u64) {
 #[test]
 fn every_checkpoint_is_evaluated_once_as_evaluate_checkpoint_does() {
     let dir = trained("every");
+    // `specc run` wrote its held-out evaluation at the last step there too.
+    let eval_dir = dir.join("ckpt/eval");
+    let before = event_files(&eval_dir).unwrap_or_default();
     let (code, out, err) = cli::specc(
         &dir,
         &["evaluate", "linear.spec", "--checkpoint-dir", "ckpt", "--json"],
@@ -158,7 +161,13 @@ fn every_checkpoint_is_evaluated_once_as_evaluate_checkpoint_does() {
     // The losses differ from checkpoint to checkpoint (training moved them).
     assert!(got.windows(2).all(|w| w[0].1 != w[1].1), "{got:?}");
     // Written at their global steps to ckpt/eval, as float32.
-    let events = event_losses(&dir.join("ckpt/eval"));
+    let new: Vec<PathBuf> = event_files(&eval_dir)
+        .unwrap()
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    assert_eq!(new.len(), 1, "{new:?}");
+    let events = event_losses(&new);
     let want: Vec<(i64, f64)> = got
         .iter()
         .map(|(s, l)| (*s, f64::from(*l as f32)))
@@ -266,7 +275,11 @@ fn the_flags_are_checked() {
         (&["evaluate", "linear.spec"][..], "--checkpoint"),
         (
             &["evaluate", "linear.spec", "--checkpoint", "ckpt", "--watch"][..],
-            "--checkpoint-dir",
+            "cannot be used with",
+        ),
+        (
+            &["evaluate", "linear.spec", "--checkpoint", "ckpt", "--timeout", "1"][..],
+            "cannot be used with",
         ),
         (
             &["evaluate", "linear.spec", "--checkpoint", "ckpt", "--checkpoint-dir", "ckpt"][..],
@@ -277,6 +290,12 @@ fn the_flags_are_checked() {
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(what), "{args:?}: {err}");
     }
+    let (code, _, err) = cli::specc(
+        &dir,
+        &["evaluate", "linear.spec", "--checkpoint-dir", "ckpt", "--timeout", "1"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("give --watch"), "{err}");
     let (code, _, err) = cli::specc(
         &dir,
         &["evaluate", "linear.spec", "--checkpoint-dir", "nothing"],
