@@ -74,7 +74,7 @@ def test_tensorboard_reads_one_eval_point_per_checkpoint(specc, tmp_path):
         assert [np.float32(p.value) for p in points] == want, tag
 
     for r in results:
-        ckpt = tf.train.load_checkpoint(r["checkpoint"])
+        ckpt = tf.train.load_checkpoint(str(tmp_path / r["checkpoint"]))
         assert ckpt.get_tensor("global_step") == r["global_step"]
         W = ckpt.get_tensor("W").astype(np.float64)
         b = ckpt.get_tensor("b").astype(np.float64)
