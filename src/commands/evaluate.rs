@@ -99,7 +99,9 @@ impl Evaluator<'_> {
                 evaluate(session, &mut batches, metrics)?
             }
             Rows::HeldOut(training, held_out) => {
-                let d = training.dataset().expect("held-out rows come from a dataset");
+                let d = training
+                    .dataset()
+                    .expect("held-out rows come from a dataset");
                 evaluate_rows(session, d, held_out, metrics)?
             }
         };
@@ -132,7 +134,9 @@ impl Evaluator<'_> {
 
 pub fn run(spec: &Path, opts: &EvaluateOptions<'_>) -> Result<(), Failure> {
     if opts.timeout.is_some() && !opts.watch {
-        return Err("--timeout S is how long --watch waits for a new checkpoint: give --watch".into());
+        return Err(
+            "--timeout S is how long --watch waits for a new checkpoint: give --watch".into(),
+        );
     }
     let src = read_spec(spec)?;
     let which = Functions {
@@ -236,7 +240,10 @@ fn evaluate_dir(
             "specc: watching {} for checkpoints{}{}",
             dir.display(),
             last.map_or_else(
-                || format!(" (the last step is unknown: {} trains for epochs)", spec.display()),
+                || format!(
+                    " (the last step is unknown: {} trains for epochs)",
+                    spec.display()
+                ),
                 |s| format!(" until global step {s}")
             ),
             opts.timeout
@@ -316,10 +323,7 @@ fn evaluate_dir(
             let still = if unreadable.is_empty() {
                 String::new()
             } else {
-                format!(
-                    "; still not readable:{}",
-                    unreadable_note(&unreadable)
-                )
+                format!("; still not readable:{}", unreadable_note(&unreadable))
             };
             let short = match (last, it.yielded()) {
                 (Some(l), Some(y)) => format!(" before the run's last step {l} (reached {y})"),

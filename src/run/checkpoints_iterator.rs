@@ -296,7 +296,11 @@ mod tests {
         for s in [9, 10, 3] {
             save(&d, s);
         }
-        let mut clock = Fake { now: Instant::now(), sleeps: 0, on_sleep: |_| {} };
+        let mut clock = Fake {
+            now: Instant::now(),
+            sleeps: 0,
+            on_sleep: |_| {},
+        };
         let mut it = CheckpointsIterator::new(&d, false, None, None);
         let got: Vec<_> = (0..4).map(|_| step(&it.next(&mut clock))).collect();
         assert_eq!(got, [Some(3), Some(9), Some(10), None]);
@@ -340,21 +344,30 @@ mod tests {
         save(&d, 1);
         let p2 = save(&d, 2);
         std::fs::remove_file(data(&p2)).unwrap();
-        let mut clock = Fake { now: Instant::now(), sleeps: 0, on_sleep: |_| {} };
+        let mut clock = Fake {
+            now: Instant::now(),
+            sleeps: 0,
+            on_sleep: |_| {},
+        };
         let mut it = CheckpointsIterator::new(&d, true, Some(Duration::from_secs(3)), Some(100));
         assert_eq!(step(&it.next(&mut clock)), Some(1));
         match it.next(&mut clock) {
             Next::TimedOut { unreadable } => {
                 assert_eq!(unreadable.len(), 1);
                 assert_eq!(unreadable[0].step, 2);
-                assert!(unreadable[0].error.contains("missing data shard"), "{unreadable:?}");
+                assert!(
+                    unreadable[0].error.contains("missing data shard"),
+                    "{unreadable:?}"
+                );
             }
             _ => panic!("expected the timeout"),
         }
         assert_eq!(clock.sleeps, 3);
         save(&d, 3);
         match it.next(&mut clock) {
-            Next::Checkpoint { step, passed_over, .. } => {
+            Next::Checkpoint {
+                step, passed_over, ..
+            } => {
                 assert_eq!(step, 3);
                 assert_eq!(passed_over.len(), 1);
                 assert_eq!(passed_over[0].step, 2);

@@ -50,10 +50,10 @@
 //! reports; nothing reads the data before the spec and the settings are
 //! checked and the session fits in memory.
 
+pub mod checkpoints_iterator;
 pub mod data;
 mod error;
 mod fit;
-pub mod checkpoints_iterator;
 pub mod hooks;
 mod observer;
 mod outcome;

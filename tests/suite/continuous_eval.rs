@@ -42,7 +42,8 @@ metrics { accuracy(y, argmax(logits, 1)) }
 fn rows() -> String {
     let mut text = String::from("x0,x1,x2,y\n");
     for r in 0..60u64 {
-        let x: [f64; 3] = std::array::from_fn(|j| (((r * 7 + j as u64 * 13) % 17) as f64) / 4.0 - 2.0);
+        let x: [f64; 3] =
+            std::array::from_fn(|j| (((r * 7 + j as u64 * 13) % 17) as f64) / 4.0 - 2.0);
         let y = if x[0] > x[1] {
             0
         } else if x[1] > x[2] {
@@ -142,7 +143,13 @@ fn every_checkpoint_is_evaluated_once_as_evaluate_checkpoint_does() {
     let before = event_files(&eval_dir).unwrap_or_default();
     let (code, out, err) = cli::specc(
         &dir,
-        &["evaluate", "linear.spec", "--checkpoint-dir", "ckpt", "--json"],
+        &[
+            "evaluate",
+            "linear.spec",
+            "--checkpoint-dir",
+            "ckpt",
+            "--json",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     let got = losses(&out);
@@ -236,7 +243,9 @@ fn a_watch_whose_last_step_never_comes_ends_on_the_timeout() {
     let steps: Vec<i64> = losses(&out).iter().map(|(s, _)| *s).collect();
     assert_eq!(steps, [10, 20]);
     assert!(
-        err.contains("no new checkpoint in 1 s (--timeout) before the run's last step 40 (reached 20)"),
+        err.contains(
+            "no new checkpoint in 1 s (--timeout) before the run's last step 40 (reached 20)"
+        ),
         "{err}"
     );
 }
@@ -250,7 +259,13 @@ fn a_truncated_checkpoint_is_an_error_of_a_pass_and_retried_by_a_watch() {
     let bytes = std::fs::read(&data).unwrap();
     std::fs::write(&data, &bytes[..bytes.len() / 2]).unwrap();
 
-    let args = ["evaluate", "linear.spec", "--checkpoint-dir", "part", "--json"];
+    let args = [
+        "evaluate",
+        "linear.spec",
+        "--checkpoint-dir",
+        "part",
+        "--json",
+    ];
     let (code, out, err) = cli::specc(&dir, &args);
     assert_eq!(code, 1, "{err}");
     assert_eq!(json_lines(&out).len(), 3);
@@ -278,11 +293,25 @@ fn the_flags_are_checked() {
             "cannot be used with",
         ),
         (
-            &["evaluate", "linear.spec", "--checkpoint", "ckpt", "--timeout", "1"][..],
+            &[
+                "evaluate",
+                "linear.spec",
+                "--checkpoint",
+                "ckpt",
+                "--timeout",
+                "1",
+            ][..],
             "cannot be used with",
         ),
         (
-            &["evaluate", "linear.spec", "--checkpoint", "ckpt", "--checkpoint-dir", "ckpt"][..],
+            &[
+                "evaluate",
+                "linear.spec",
+                "--checkpoint",
+                "ckpt",
+                "--checkpoint-dir",
+                "ckpt",
+            ][..],
             "cannot be used with",
         ),
     ] {
@@ -292,7 +321,14 @@ fn the_flags_are_checked() {
     }
     let (code, _, err) = cli::specc(
         &dir,
-        &["evaluate", "linear.spec", "--checkpoint-dir", "ckpt", "--timeout", "1"],
+        &[
+            "evaluate",
+            "linear.spec",
+            "--checkpoint-dir",
+            "ckpt",
+            "--timeout",
+            "1",
+        ],
     );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("give --watch"), "{err}");
