@@ -105,7 +105,7 @@ fn losses(out: &str) -> Vec<(i64, f64)> {
 fn event_losses(files: &[PathBuf]) -> Vec<(i64, f64)> {
     let mut out = Vec::new();
     for f in files {
-        for e in read_events(&f).unwrap() {
+        for e in read_events(f).unwrap() {
             if let What::Summary(s) = &e.what {
                 for v in &s.values {
                     if v.tag == "loss" {
