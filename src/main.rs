@@ -256,11 +256,26 @@ enum Command {
     Evaluate {
         spec: PathBuf,
         /// A checkpoint directory (its latest checkpoint) or a checkpoint prefix (DIR/model.ckpt-100).
-        #[arg(long)]
-        checkpoint: PathBuf,
+        #[arg(
+            long,
+            required_unless_present = "checkpoint_dir",
+            conflicts_with_all = ["checkpoint_dir", "watch", "timeout"]
+        )]
+        checkpoint: Option<PathBuf>,
+        /// Evaluate every checkpoint of DIR once, in step order, writing the results to DIR/eval/
+        /// (TF's checkpoints_iterator).
+        #[arg(long, value_name = "DIR")]
+        checkpoint_dir: Option<PathBuf>,
+        /// With --checkpoint-dir: keep evaluating new checkpoints as they are written, until the
+        /// run's last step (or --timeout).
+        #[arg(long, requires = "checkpoint_dir")]
+        watch: bool,
+        /// With --watch: stop when no new checkpoint appears for S seconds.
+        #[arg(long, value_name = "S", value_parser = seconds)]
+        timeout: Option<f64>,
         /// Evaluate on this CSV (for an image model, a directory, CSV or TFRecord file of images)
         /// instead of the spec's `eval_data` or the held-out rows of its data.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", visible_alias = "eval-data")]
         data: Option<PathBuf>,
         /// Restore each parameter the spec's `ema` averages from its moving average (TF's
         /// `ExponentialMovingAverage.variables_to_restore`); `=false`: the trained values, also when
@@ -610,13 +625,19 @@ fn main() -> ExitCode {
         Command::Evaluate {
             spec,
             checkpoint,
+            checkpoint_dir,
+            watch,
+            timeout,
             data,
             use_averages,
             json,
         } => commands::evaluate::run(
             &spec,
             &commands::evaluate::EvaluateOptions {
-                checkpoint: &checkpoint,
+                checkpoint: checkpoint.as_deref(),
+                checkpoint_dir: checkpoint_dir.as_deref(),
+                watch,
+                timeout,
                 data: data.as_deref(),
                 use_averages,
                 json,

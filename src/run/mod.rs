@@ -50,6 +50,7 @@
 //! reports; nothing reads the data before the spec and the settings are
 //! checked and the session fits in memory.
 
+pub mod checkpoints_iterator;
 pub mod data;
 mod error;
 mod fit;

@@ -30,6 +30,7 @@ mod cli_inspect;
 mod cli_memory;
 mod cli_predict;
 mod cli_run_unattended;
+mod continuous_eval;
 mod convolution_errors;
 mod docs;
 mod einsum_errors;
