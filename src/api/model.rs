@@ -319,8 +319,18 @@ impl Model {
             .filter(|i| label || i.role != InputRole::Label)
             .map(|i| i.spec.clone())
             .collect();
+        // The spec's CSV options, but its filter: one row out per row in.
+        let options = self
+            .program
+            .model
+            .data
+            .source
+            .csv_options()
+            .map(|o| o.without_filter())
+            .unwrap_or_default();
         let source = Source::Csv {
             path: path.as_ref().to_path_buf(),
+            options,
         };
         let data = load(&source, &specs).map_err(|e| Error::Input(e.to_string()))?;
         data.inputs
