@@ -31,6 +31,7 @@ mod cli_memory;
 mod cli_predict;
 mod cli_run_unattended;
 mod convolution_errors;
+mod csv_options;
 mod docs;
 mod einsum_errors;
 mod emit_snapshots;
