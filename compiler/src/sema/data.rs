@@ -7,7 +7,7 @@
 //! `block_length`, `threads`, `on_bad_record`, `cache`, `stream`,
 //! `shuffle_files`, and `compression` for TFRecord), and their
 //! diagnostics; a CSV source's reading options (TF's `make_csv_dataset`
-//! arguments) are [`super::csv`]'s. A source streams ([`Source::Stream`],
+//! arguments) are `sema::csv`'s. A source streams ([`Source::Stream`],
 //! `runtime::pipeline`) when it is a TFRecord, a glob pattern, or has any
 //! pipeline option; a single CSV file without one is loaded into memory,
 //! whatever its reading options. The image sources
