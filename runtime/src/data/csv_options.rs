@@ -428,3 +428,104 @@ fn suggestion_distance(a: &str, b: &str) -> usize {
         edit_distance(a, b)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::csv_filter::{CmpOp, FilterValue};
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn record(fields: &[&str]) -> csv::ByteRecord {
+        csv::ByteRecord::from(fields.to_vec())
+    }
+
+    #[test]
+    fn what_only_the_file_can_say_is_an_error_naming_it() {
+        let header = names(&["a", "b", "c"]);
+        let resolve = |o: &CsvReadOptions| CsvColumns::resolve(o, header.clone(), Some(1), "f.csv");
+        let o = CsvReadOptions {
+            select_columns: Some(vec![ColumnRef::Index(3)]),
+            ..CsvReadOptions::default()
+        };
+        let e = resolve(&o).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("f.csv: select_columns has column 3"),
+            "{e}"
+        );
+        let o = CsvReadOptions {
+            column_defaults: Some(vec![RecordDefault::Int32(0); 2]),
+            ..CsvReadOptions::default()
+        };
+        let e = resolve(&o).unwrap_err();
+        assert!(
+            e.message
+                .contains("column_defaults has 2 values but the file has 3 columns"),
+            "{e}"
+        );
+        let o = CsvReadOptions {
+            filter: Some(RowFilter::Compare {
+                column: "bb".into(),
+                op: CmpOp::Eq,
+                value: FilterValue::Number(1.0),
+                dtype: CsvType::Float64,
+            }),
+            ..CsvReadOptions::default()
+        };
+        let e = resolve(&o).unwrap_err();
+        assert_eq!(e.column.as_deref(), Some("bb"));
+        assert!(
+            e.message
+                .starts_with("filter: not found in the header; did you mean `b`?"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn na_values_and_defaults_rewrite_a_record_and_required_fields_fail() {
+        let o = CsvReadOptions {
+            na_value: Some("NA".into()),
+            header: false,
+            column_names: Some(names(&["a", "b", "c"])),
+            column_defaults: Some(vec![
+                RecordDefault::Float32(0.5),
+                RecordDefault::String(b"d".to_vec()),
+                RecordDefault::Required(CsvType::Int64),
+            ]),
+            ..CsvReadOptions::default()
+        };
+        let cols = CsvColumns::resolve(&o, names(&["a", "b", "c"]), None, "f.csv").unwrap();
+        let mut scratch = csv::ByteRecord::new();
+        let mut r = record(&["NA", "", "7"]);
+        assert_eq!(cols.prepare(&mut r, &mut scratch), Ok(true));
+        assert_eq!(r, record(&["0.5", "d", "7"]));
+        let mut r = record(&["1", "x", "NA"]);
+        let e = cols.prepare(&mut r, &mut scratch).unwrap_err();
+        assert_eq!(e.0, 2);
+        assert!(e.1.contains("no default int64 value"), "{}", e.1);
+        // Without a default a missing field stays empty for its input.
+        let plain = CsvReadOptions {
+            na_value: Some("NA".into()),
+            ..CsvReadOptions::default()
+        };
+        let cols = CsvColumns::resolve(&plain, names(&["a", "b"]), Some(1), "f.csv").unwrap();
+        let mut r = record(&["NA", "\"NA\""]);
+        assert_eq!(cols.prepare(&mut r, &mut scratch), Ok(true));
+        // Quotes here are data (the reader has removed any quoting).
+        assert_eq!(r, record(&["", "\"NA\""]));
+        let e = cols.check_fields("f.csv", 4, 3).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.csv:4: the row has 3 fields but the header has 2"
+        );
+        let named = CsvColumns::resolve(&o, names(&["a", "b", "c"]), None, "f.csv").unwrap();
+        let e = named.check_fields("f.csv", 2, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.csv:2: the row has 1 fields but column_names names 3"
+        );
+    }
+}
