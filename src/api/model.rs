@@ -304,8 +304,10 @@ impl Model {
     /// Reads a CSV file through the spec's columns, normalizers and feature
     /// columns into one array per model input (`[rows, ...]`, ids as whole
     /// numbers), ready for [`Model::train_step`], [`Model::evaluate`] or
-    /// [`Model::predict`]. With `label = false` the label column need not
-    /// exist (rows to predict).
+    /// [`Model::predict`]. The file is read with the CSV options of the
+    /// spec's `data` item (delimiter, header, defaults, ...) but its
+    /// `filter`: every row comes out. With `label = false` the label column
+    /// need not exist (rows to predict).
     pub fn read_csv(
         &self,
         path: impl AsRef<Path>,
