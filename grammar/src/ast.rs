@@ -297,6 +297,9 @@ pub enum BinOp {
     Le,
     Gt,
     Ge,
+    /// `and`, `or`: conditions (a data source's `filter`, a static `if`).
+    And,
+    Or,
 }
 
 impl BinOp {
@@ -315,6 +318,8 @@ impl BinOp {
             BinOp::Le => "<=",
             BinOp::Gt => ">",
             BinOp::Ge => ">=",
+            BinOp::And => "and",
+            BinOp::Or => "or",
         }
     }
 }

@@ -108,6 +108,8 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         Rule::map_entry => (Start, "an entry `\"CHECKPOINT NAME\": \"PARAMETER\"`"),
         Rule::shape => (Start, "a shape `[d0, d1, ...]`"),
         Rule::expr
+        | Rule::disjunction
+        | Rule::conjunction
         | Rule::comparison
         | Rule::sum
         | Rule::product
@@ -125,7 +127,9 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         Rule::call | Rule::call_open => (Continuation, "`(`"),
         Rule::arg => (Start, "an argument"),
         Rule::ident | Rule::callee => (Start, "a name"),
-        Rule::cmp_op | Rule::add_op | Rule::mul_op => (Continuation, "an operator"),
+        Rule::cmp_op | Rule::add_op | Rule::mul_op | Rule::and_op | Rule::or_op => {
+            (Continuation, "an operator")
+        }
         Rule::dotdot => (Continuation, "`..`"),
         Rule::tuple_comma => (Continuation, "`,`"),
         Rule::arg_eq => (Continuation, "`=`"),

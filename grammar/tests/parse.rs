@@ -200,6 +200,20 @@ fn precedence_and_associativity() {
 }
 
 #[test]
+fn and_binds_tighter_than_or_and_looser_than_comparisons() {
+    assert_eq!(expr("a > 0 and b == \"x\""), "(and (> a 0) (== b \"x\"))");
+    assert_eq!(
+        expr("a > 0 or b < 1 and c != 2"),
+        "(or (> a 0) (and (< b 1) (!= c 2)))"
+    );
+    assert_eq!(expr("(a or b) and c"), "(and (or a b) c)");
+    assert_eq!(expr("a and b and c"), "(and (and a b) c)");
+    // Not reserved: a name that starts with a keyword, or is one.
+    assert_eq!(expr("android + order"), "(+ android order)");
+    assert_eq!(expr("f(and, or)"), "f(and, or)");
+}
+
+#[test]
 fn parenthesized_spans_include_the_parentheses() {
     let src = "x = (a + b) * c";
     let f = parse_ok(src);

@@ -34,7 +34,7 @@ fn class_input(name: &str, col: &str, num_classes: Option<u32>) -> InputSpec {
 }
 
 fn csv(path: impl Into<std::path::PathBuf>) -> Source {
-    Source::Csv { path: path.into() }
+    Source::csv(path)
 }
 
 fn div16() -> Normalizer {

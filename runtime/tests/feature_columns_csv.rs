@@ -119,7 +119,7 @@ fn csv_feature_columns_load() {
         "fc.csv",
         "city,price,ids,w,label\nparis,0.5,3,2.0,yes\n,,,1.0,no\ntokyo,-1,1,0.5,yes\n",
     );
-    let d = load(&Source::Csv { path: p }, &specs()).unwrap();
+    let d = load(&Source::csv(p), &specs()).unwrap();
     assert_eq!(d.rows, 3);
     let n = NonZeroU64::new(10).unwrap();
     let h = |s: &[u8]| hash_bucket(s, n) as i32;
@@ -139,7 +139,7 @@ fn csv_feature_column_errors_name_file_line_and_column() {
         "fc_bad.csv",
         "city,price,ids,w,label\nparis,0.5,3,2.0,yes\nrome,1,1,1,maybe\n",
     );
-    let e = load(&Source::Csv { path: p.clone() }, &specs()).unwrap_err();
+    let e = load(&Source::csv(p.clone()), &specs()).unwrap_err();
     assert_eq!(e.row, Some(3));
     assert_eq!(e.column.as_deref(), Some("label"));
     assert!(e.to_string().starts_with(&p.display().to_string()), "{e}");
@@ -149,7 +149,7 @@ fn csv_feature_column_errors_name_file_line_and_column() {
         "fc_range.csv",
         "city,price,ids,w,label\nparis,0.5,7,2.0,yes\n",
     );
-    let e = load(&Source::Csv { path: p }, &specs()).unwrap_err();
+    let e = load(&Source::csv(p), &specs()).unwrap_err();
     assert_eq!((e.row, e.column.as_deref()), (Some(2), Some("ids")));
     assert_eq!(
         e.message,
@@ -165,13 +165,13 @@ fn feature_specs_must_read_the_columns_keys() {
     );
     let mut s = specs();
     s[3].columns = vec!["ids".into()];
-    let e = load(&Source::Csv { path: p.clone() }, &s).unwrap_err();
+    let e = load(&Source::csv(p.clone()), &s).unwrap_err();
     assert!(
         e.message.contains("input `ids`") && e.message.contains("\"w\""),
         "{e}"
     );
     let mut s = specs();
     s[1].kind = InputKind::ClassId { num_classes: None };
-    let e = load(&Source::Csv { path: p }, &s).unwrap_err();
+    let e = load(&Source::csv(p), &s).unwrap_err();
     assert!(e.message.contains("input `city_weights`"), "{e}");
 }

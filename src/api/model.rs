@@ -304,8 +304,10 @@ impl Model {
     /// Reads a CSV file through the spec's columns, normalizers and feature
     /// columns into one array per model input (`[rows, ...]`, ids as whole
     /// numbers), ready for [`Model::train_step`], [`Model::evaluate`] or
-    /// [`Model::predict`]. With `label = false` the label column need not
-    /// exist (rows to predict).
+    /// [`Model::predict`]. The file is read with the CSV options of the
+    /// spec's `data` item (delimiter, header, defaults, ...) but its
+    /// `filter`: every row comes out. With `label = false` the label column
+    /// need not exist (rows to predict).
     pub fn read_csv(
         &self,
         path: impl AsRef<Path>,
@@ -319,8 +321,18 @@ impl Model {
             .filter(|i| label || i.role != InputRole::Label)
             .map(|i| i.spec.clone())
             .collect();
+        // The spec's CSV options, but its filter: one row out per row in.
+        let options = self
+            .program
+            .model
+            .data
+            .source
+            .csv_options()
+            .map(|o| o.without_filter())
+            .unwrap_or_default();
         let source = Source::Csv {
             path: path.as_ref().to_path_buf(),
+            options,
         };
         let data = load(&source, &specs).map_err(|e| Error::Input(e.to_string()))?;
         data.inputs

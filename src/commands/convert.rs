@@ -13,10 +13,11 @@
 //!
 //! CSV → TFRecord: one Example per data row, with one feature per key of
 //! the parse spec; a missing cell (empty, `""`, the spec's `na_value`, or
-//! blank for a number) is left out of the Example, so TF's defaults apply
-//! when it is parsed. The file is read by the runtime's one CSV reader
-//! (`data::csv_file`: header, quoting, gzip, blank lines, field counts as
-//! `specc run` reads them) and each cell by the rule of the input that
+//! blank for a number, and no value in `column_defaults`) is left out of the
+//! Example, so TF's defaults apply when it is parsed. The file is read by
+//! the runtime's one CSV reader under the `data` item's CSV options
+//! (`data::csv_file`: header, quoting, gzip, blank lines, field counts,
+//! `column_defaults` and `filter` as `specc run` reads them) and each cell by the rule of the input that
 //! reads its key (`data::text::TextRule`: a numeric column of shape k
 //! gives k floats, a class id may be written `2.0`); the Example is
 //! encoded by the runtime's one encoder (`io::example::encode_example_into`).
@@ -42,118 +43,19 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use specc_compiler::model::Model;
-use specc_runtime::data::csv_file::{wrong_field_count, ByteRecord, CsvFile};
+use specc_runtime::data::csv_file::{ByteRecord, CsvFile};
 use specc_runtime::data::text::{TextRule, TextValues};
-use specc_runtime::data::{DataError, InputKind, InputSpec};
-use specc_runtime::feature_column::{make_parse_example_spec, FeatureInput, Sep};
+use specc_runtime::data::{CsvReadOptions, DataError};
+use specc_runtime::feature_column::Sep;
 use specc_runtime::io::atomic::{write_atomic, AtomicFile};
-use specc_runtime::io::example::FeatureSpec;
 use specc_runtime::io::example::{encode_example_into, DType, Example, Feature, FeatureRef};
 use specc_runtime::io::tfrecord::{open_reader, Compression, RecordReader, RecordWriter};
+
+use specc_runtime::data::text::{parse_spec, ParseKey};
 
 use super::report;
 use crate::Failure;
 use specc::spec::read_spec;
-
-/// One raw feature key of the parse spec: its type, the rule a CSV cell
-/// of it is read by (that of the first input that reads it), and the `sep`
-/// its columns split a cell by (the Example then holds the pieces).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseKey {
-    pub key: String,
-    pub dtype: DType,
-    pub rule: TextRule,
-    pub sep: Option<Sep>,
-}
-
-/// How a spec writes a key's `sep` in a message.
-fn sep_text(sep: &Option<Sep>) -> String {
-    match sep {
-        None => "whole (no sep)".to_string(),
-        Some(s) => format!("split by sep = {}", s.spec_text()),
-    }
-}
-
-/// The keys a model's inputs read, in the order the inputs first name them,
-/// each once. A key read as two types, or split by two `sep`s (or split
-/// and whole), is an error: an Example holds one list for it.
-///
-/// This is the `make_parse_example_spec` of the inputs (every key one value,
-/// `FixedLenFeature([1])`-like); a multi-valued column's keys are the same.
-pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
-    let mut keys: Vec<ParseKey> = Vec::new();
-    let mut add = |key: &str, dtype: DType, rule: TextRule, sep: Option<Sep>| match keys
-        .iter()
-        .find(|k| k.key == key)
-    {
-        Some(k) if k.dtype != dtype => Err(format!(
-            "the spec reads the feature '{key}' both as {} and as {}",
-            k.dtype.tf_name(),
-            dtype.tf_name()
-        )),
-        Some(k) if k.sep != sep => Err(format!(
-            "the spec reads the feature '{key}' both {} and {}: \
-                 a tf.train.Example holds one list of its values",
-            sep_text(&k.sep),
-            sep_text(&sep)
-        )),
-        Some(_) => Ok(()),
-        None => {
-            keys.push(ParseKey {
-                key: key.to_string(),
-                dtype,
-                rule,
-                sep,
-            });
-            Ok(())
-        }
-    };
-    // Keys in the order of the inputs; a feature column's by TF's parse spec
-    // (`make_parse_example_spec`, one definition in the runtime), the other
-    // inputs' by their element type.
-    for input in inputs {
-        match &input.feature {
-            None => {
-                let (dtype, rule) = match input.kind {
-                    InputKind::Float => (DType::Float32, TextRule::Number),
-                    InputKind::ClassId { .. } => (DType::Int64, TextRule::ClassId),
-                };
-                for c in &input.columns {
-                    add(c, dtype, rule, None)?;
-                }
-            }
-            Some(FeatureInput::LabelVocabulary { .. }) => {
-                for c in &input.columns {
-                    add(c, DType::String, TextRule::String, None)?;
-                }
-            }
-            Some(column) => {
-                let seps = column.key_seps();
-                for (key, spec) in make_parse_example_spec(std::slice::from_ref(column))? {
-                    let dtype = match spec {
-                        FeatureSpec::FixedLen { dtype, .. }
-                        | FeatureSpec::VarLen { dtype }
-                        | FeatureSpec::FixedLenSequence { dtype, .. }
-                        | FeatureSpec::Sparse { dtype, .. } => dtype,
-                    };
-                    let rule = match dtype {
-                        DType::Float32 => TextRule::Numbers,
-                        DType::Int64 => TextRule::Int64,
-                        DType::String => TextRule::String,
-                    };
-                    let mut read = seps.iter().filter(|(k, _)| *k == key).peekable();
-                    if read.peek().is_none() {
-                        add(&key, dtype, rule, None)?;
-                    }
-                    for (_, sep) in read {
-                        add(&key, dtype, rule, sep.clone())?;
-                    }
-                }
-            }
-        }
-    }
-    Ok(keys)
-}
 
 /// The options of `specc convert`.
 pub struct ConvertOptions<'a> {
@@ -194,14 +96,8 @@ pub fn run(spec: &Path, opts: &ConvertOptions<'_>) -> Result<(), Failure> {
             tfrecord_to_csv(opts.data, compression, tmp, out, &keys)
         } else {
             let compression = compression.unwrap_or_else(|| Compression::from_path(out));
-            let na_value = csv_na_value(&model);
-            csv_to_tfrecord(
-                opts.data,
-                tmp,
-                compression,
-                &keys,
-                na_value.as_deref().map(str::as_bytes),
-            )
+            let csv = model.data.source.csv_options().cloned().unwrap_or_default();
+            csv_to_tfrecord(opts.data, tmp, compression, &keys, &csv)
         }
     })?;
     eprintln!(
@@ -213,35 +109,24 @@ pub fn run(spec: &Path, opts: &ConvertOptions<'_>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The spec's CSV `na_value` (its streamed CSV source's), which `specc run`
-/// and `specc predict` read as an empty cell.
-fn csv_na_value(model: &Model) -> Option<String> {
-    match &model.data.source {
-        specc_runtime::data::Source::Stream(spec) => match &spec.format {
-            specc_runtime::pipeline::Format::Csv { na_value } => na_value.clone(),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// CSV → TFRecord; the number of records written. The file is read by the
-/// runtime's one CSV reader and each key's cell typed by the rule of the
-/// input that reads it ([`TextRule`]), as `specc run` reads it.
+/// runtime's one CSV reader under the `data` item's CSV options (`na_value`,
+/// `column_defaults`, `filter`, ...: the rows `specc run` trains on) and
+/// each key's cell typed by the rule of the input that reads it
+/// ([`TextRule`]), as `specc run` reads it.
 fn csv_to_tfrecord(
     data: &Path,
     out: &mut AtomicFile,
     compression: Compression,
     keys: &[ParseKey],
-    na_value: Option<&[u8]>,
+    options: &CsvReadOptions,
 ) -> Result<u64, String> {
     let file = data.display().to_string();
-    let mut csv = CsvFile::open(data, &file).map_err(|e| e.to_string())?;
+    let mut csv = CsvFile::open(data, &file, options).map_err(|e| e.to_string())?;
     let plan = csv
         .plan(&file, keys.iter().map(|k| std::slice::from_ref(&k.key)))
         .map_err(|e| e.to_string())?;
     let columns: Vec<usize> = plan.iter().map(|p| p[0]).collect();
-    let fields = csv.header.len();
     let dest = out.path().to_path_buf();
     let tmp = dest.as_path();
     let mut writer = RecordWriter::new(out, compression);
@@ -253,21 +138,17 @@ fn csv_to_tfrecord(
     let mut strings: Vec<Vec<Vec<u8>>> = vec![Vec::new(); keys.len()];
     let mut kinds: Vec<(usize, Kind)> = Vec::with_capacity(keys.len());
     let mut record = ByteRecord::new();
+    let mut scratch = ByteRecord::new();
     let mut bytes = Vec::new();
     let mut count = 0u64;
-    while let Some(line) = csv.read(&file, &mut record).map_err(|e| e.to_string())? {
-        if record.len() != fields {
-            return Err(wrong_field_count(&file, line, record.len(), fields).to_string());
-        }
+    while let Some(line) = csv
+        .read_kept(&file, &mut record, &mut scratch)
+        .map_err(|e| e.to_string())?
+    {
         kinds.clear();
         for &j in &order {
             let k = &keys[j];
             let cell = record.get(columns[j]).unwrap_or(b"");
-            let cell = if na_value == Some(cell) {
-                &b""[..]
-            } else {
-                cell
-            };
             let v = match &k.sep {
                 None => k.rule.read(cell, &mut floats[j], &mut ints[j]),
                 Some(sep) => k.rule.read_split(cell, sep, &mut strings[j], &mut ints[j]),
@@ -494,156 +375,4 @@ fn joined(f: &Feature, sep: &Sep) -> Result<Vec<u8>, String> {
         ));
     }
     Ok(cell)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::num::NonZeroU64;
-
-    use specc_runtime::data::Normalizer;
-    use specc_runtime::feature_column::NumericColumn;
-    use specc_runtime::feature_column::{CategoricalColumn, CrossKey, KeyDType, Vocabulary};
-
-    use super::*;
-
-    fn input(columns: &[&str], kind: InputKind, feature: Option<FeatureInput>) -> InputSpec {
-        InputSpec {
-            name: "in".into(),
-            columns: columns.iter().map(|c| c.to_string()).collect(),
-            kind,
-            normalizer: Normalizer::None,
-            feature,
-        }
-    }
-
-    fn numeric(key: &str) -> NumericColumn {
-        NumericColumn {
-            key: key.into(),
-            shape: 1,
-            default_value: None,
-            normalizer: None,
-        }
-    }
-
-    fn keys(inputs: &[InputSpec]) -> Vec<(String, &'static str)> {
-        parse_spec(inputs)
-            .unwrap()
-            .into_iter()
-            .map(|k| (k.key, k.dtype.tf_name()))
-            .collect()
-    }
-
-    fn k(key: &str, dtype: &'static str) -> (String, &'static str) {
-        (key.to_string(), dtype)
-    }
-
-    #[test]
-    fn plain_inputs_are_float32_and_ids_int64_each_key_once() {
-        let inputs = [
-            input(&["y"], InputKind::ClassId { num_classes: None }, None),
-            input(&["a", "b"], InputKind::Float, None),
-            input(&["b", "a"], InputKind::Float, None),
-        ];
-        assert_eq!(
-            keys(&inputs),
-            [k("y", "int64"), k("a", "float32"), k("b", "float32")]
-        );
-    }
-
-    #[test]
-    fn feature_columns_read_their_raw_keys_with_tfs_types() {
-        let size = NonZeroU64::new(10).unwrap();
-        let hashed = CategoricalColumn::HashBucket {
-            key: "city".into(),
-            hash_bucket_size: size,
-            dtype: KeyDType::String,
-            values: Default::default(),
-        };
-        let crossed = CategoricalColumn::Crossed {
-            keys: vec![
-                CrossKey::Raw {
-                    key: "ad".into(),
-                    dtype: KeyDType::Int64,
-                    sep: None,
-                },
-                CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
-                    source: numeric("age"),
-                    boundaries: vec![18.0, 65.0],
-                })),
-            ],
-            hash_bucket_size: size,
-            hash_key: None,
-        };
-        let weighted = CategoricalColumn::Weighted {
-            categorical: Box::new(CategoricalColumn::Vocabulary {
-                key: "tag".into(),
-                vocabulary: Vocabulary::Ints(vec![3, 4]),
-                vocabulary_file: None,
-                num_oov_buckets: 0,
-                default_value: -1,
-                values: Default::default(),
-            }),
-            weight_feature_key: "tag_w".into(),
-        };
-        let identity = CategoricalColumn::Identity {
-            key: "id".into(),
-            num_buckets: 5,
-            default_value: None,
-            values: Default::default(),
-        };
-        let ids = |c: &CategoricalColumn| FeatureInput::Ids {
-            column: c.clone(),
-            max_values: 1,
-            check_range: false,
-            prune_nonpositive_weights: false,
-        };
-        let float = InputKind::Float;
-        let inputs = [
-            input(
-                &["label"],
-                InputKind::ClassId {
-                    num_classes: Some(2),
-                },
-                Some(FeatureInput::LabelVocabulary {
-                    vocabulary: vec![b"No".to_vec(), b"Yes".to_vec()],
-                }),
-            ),
-            input(&["x"], float, Some(FeatureInput::Dense(numeric("x")))),
-            input(&["city"], float, Some(ids(&hashed))),
-            input(
-                &["city"],
-                float,
-                Some(FeatureInput::Weights {
-                    column: hashed.clone(),
-                    max_values: 1,
-                }),
-            ),
-            input(&["ad", "age"], float, Some(ids(&crossed))),
-            input(&["tag", "tag_w"], float, Some(ids(&weighted))),
-            input(&["id"], float, Some(ids(&identity))),
-        ];
-        assert_eq!(
-            keys(&inputs),
-            [
-                k("label", "string"),
-                k("x", "float32"),
-                k("city", "string"),
-                k("ad", "int64"),
-                k("age", "float32"),
-                k("tag", "int64"),
-                k("tag_w", "float32"),
-                k("id", "int64"),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_key_read_as_two_types_is_an_error() {
-        let inputs = [
-            input(&["a"], InputKind::Float, None),
-            input(&["a"], InputKind::ClassId { num_classes: None }, None),
-        ];
-        let e = parse_spec(&inputs).unwrap_err();
-        assert!(e.contains("'a' both as float32 and as int64"), "{e}");
-    }
 }

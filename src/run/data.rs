@@ -39,7 +39,9 @@ use super::Error;
 /// Where a model's data comes from: `--data`, else the spec's source (relative to the spec).
 /// For an image source `--data` replaces the source's directory, CSV or
 /// TFRecord path or pattern and keeps its options ([`image_source_at`]);
-/// for any other source it is a CSV file.
+/// for any other source it is a CSV file, loaded into memory and read with
+/// the spec's CSV options (`column_names`, `column_defaults`, `filter`...)
+/// when its `data` is CSV.
 pub fn data_source(
     model: &Model,
     spec: &Path,
@@ -49,9 +51,11 @@ pub fn data_source(
     let Some(p) = data_override else {
         return Ok(source);
     };
+    let options = source.csv_options().cloned().unwrap_or_default();
     Ok(
         image_source_at(source, p, "--data")?.unwrap_or_else(|| Source::Csv {
             path: p.to_path_buf(),
+            options,
         }),
     )
 }
@@ -60,7 +64,9 @@ pub fn data_source(
 /// an image model `--eval-data` replaces the path of the spec's image
 /// `eval_data`, else of its data source in the evaluation form (streamed,
 /// without the random transforms, as an image `eval_data` always is); for
-/// any other model it is a CSV file.
+/// any other model it is a CSV file, read with the CSV options of the
+/// spec's `eval_data`, else with the `data` item's but its `filter` (the
+/// training rows' selection).
 pub fn eval_data_source(
     model: &Model,
     spec: &Path,
@@ -84,12 +90,18 @@ pub fn eval_data_source(
             },
             _ => None,
         });
+    let options = match model.eval_data_source(dir) {
+        Some(e) => e.csv_options().cloned(),
+        None => model.data.source.csv_options().map(|o| o.without_filter()),
+    }
+    .unwrap_or_default();
     let image = match base {
         Some(b) => image_source_at(b, p, "--eval-data")?,
         None => None,
     };
     Ok(Some(image.unwrap_or_else(|| Source::Csv {
         path: p.to_path_buf(),
+        options,
     })))
 }
 
@@ -355,7 +367,7 @@ impl EvalData {
 /// How a source is named in messages: its file, pattern or directory.
 pub fn source_name(source: &Source) -> String {
     match source {
-        Source::Csv { path } => display_path(path),
+        Source::Csv { path, .. } => display_path(path),
         Source::Synthetic(s) => format!("synthetic({} x {})", s.rows, s.features),
         Source::Stream(s) => stream_name(s),
         Source::Images(s) => s.source.display(),
@@ -449,9 +461,11 @@ pub fn looks_like_tfrecord(path: &Path) -> Option<Compression> {
 }
 
 /// How rows to predict (`specc predict --data`, calibration rows) are read:
-/// CSV (the spec's `na_value` when it streams CSV), or TFRecord of Examples
-/// when the file is not named `.csv`/`.csv.gz` and begins like one; one
-/// pass in file order, bad records are errors.
+/// CSV (with the CSV options of the spec's `data` — `na_value`,
+/// `column_names`, `column_defaults`... — but its `filter`, so there is one
+/// prediction per row), or TFRecord of Examples when the file is not named
+/// `.csv`/`.csv.gz` and begins like one; one pass in file order, bad
+/// records are errors.
 pub fn prediction_stream(model: &Model, data: &Path) -> StreamSpec {
     let name = data.to_string_lossy().to_ascii_lowercase();
     let named_csv = name.ends_with(".csv") || name.ends_with(".csv.gz");
@@ -462,15 +476,14 @@ pub fn prediction_stream(model: &Model, data: &Path) -> StreamSpec {
     };
     let format = match tfrecord {
         Some(compression) => Format::TfRecord { compression },
-        None => match &model.data.source {
-            Source::Stream(spec) => match &spec.format {
-                Format::Csv { na_value } => Format::Csv {
-                    na_value: na_value.clone(),
-                },
-                Format::TfRecord { .. } | Format::Images(_) => Format::Csv { na_value: None },
-            },
-            _ => Format::Csv { na_value: None },
-        },
+        None => Format::Csv(Box::new(
+            model
+                .data
+                .source
+                .csv_options()
+                .map(|o| o.without_filter())
+                .unwrap_or_default(),
+        )),
     };
     let mut s = StreamSpec::new(format, vec![data.to_path_buf()]);
     s.num_epochs = Some(1);

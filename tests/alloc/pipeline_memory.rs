@@ -72,7 +72,7 @@ fn streaming_a_large_file_keeps_memory_bounded() {
         ],
         max_batch: batch,
     };
-    let mut spec = StreamSpec::new(Format::Csv { na_value: None }, vec![path.clone()]);
+    let mut spec = StreamSpec::new(Format::csv(), vec![path.clone()]);
     spec.num_epochs = Some(1);
     spec.threads = 2;
     spec.block_length = 256;

@@ -228,6 +228,42 @@ loss = mean(sparse_softmax_cross_entropy(label, a[:, 0:3] + b[:, 0:3] + c[:, 0:3
     );
 }
 
+/// `and` / `or` join static conditions: each block call takes the branch
+/// its arguments select (the variables' shapes say which).
+#[test]
+fn static_conditions_join_with_and_and_or() {
+    let spec = format!(
+        "{HEAD}
+block pick(x, a, b) {{
+  if a > 1 and b > 1 or a == 0 {{
+    params {{ W: [4, 5] = ones }}
+  }} else {{
+    params {{ W: [4, 6] = ones }}
+  }}
+  return x @ W
+}}
+p = pick(x, 2, 2)
+q = pick(x, 2, 1)
+r = pick(x, 0, 1)
+loss = mean(sparse_softmax_cross_entropy(label, p[:, 0:3] + q[:, 0:3] + r[:, 0:3]))
+{TAIL}"
+    );
+    let m = model(&spec);
+    let shapes: Vec<_> = m
+        .variables()
+        .into_iter()
+        .filter(|(n, _)| n.ends_with("/W"))
+        .collect();
+    assert_eq!(
+        shapes,
+        [
+            ("pick/W".to_string(), vec![4, 5]),
+            ("pick_1/W".to_string(), vec![4, 6]),
+            ("pick_2/W".to_string(), vec![4, 5]),
+        ]
+    );
+}
+
 /// An optional tensor argument (`y = None`) is tested with `y != None`
 /// (Python's `is not None`): given, the block adds it; not given, it does
 /// not; the same bits as the model written out.

@@ -22,9 +22,7 @@ fn program(spec: &str) -> (Program, Dataset) {
     let text = std::fs::read_to_string(format!("{root}/specs/{spec}")).unwrap();
     let program = compile(&SourceFile::new(spec, text), Functions::TRAIN).unwrap();
     let ds = data::load(
-        &Source::Csv {
-            path: format!("{root}/specs/data/digits.csv").into(),
-        },
+        &Source::csv(format!("{root}/specs/data/digits.csv")),
         &program.model.input_specs(),
     )
     .unwrap();

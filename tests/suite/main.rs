@@ -32,6 +32,7 @@ mod cli_predict;
 mod cli_run_unattended;
 mod continuous_eval;
 mod convolution_errors;
+mod csv_options;
 mod docs;
 mod einsum_errors;
 mod ema_serving;

@@ -45,9 +45,7 @@ fn build(text: &str) -> (Program, data::Dataset) {
     let program = compile(&SourceFile::new("d.spec", text), Functions::TRAIN)
         .unwrap_or_else(|d| panic!("{d:?}"));
     let ds = data::load(
-        &Source::Csv {
-            path: format!("{ROOT}/specs/data/digits.csv").into(),
-        },
+        &Source::csv(format!("{ROOT}/specs/data/digits.csv")),
         &program.model.input_specs(),
     )
     .unwrap();

@@ -46,11 +46,7 @@ fn read_spec(name: &str) -> String {
 /// A data file of `specs/data/` loaded for a compiled program's inputs.
 fn load_csv(program: &specc_compiler::driver::Program, file: &str) -> data::Dataset {
     let path = format!("{}/specs/data/{file}", env!("CARGO_MANIFEST_DIR"));
-    data::load(
-        &Source::Csv { path: path.into() },
-        &program.model.input_specs(),
-    )
-    .unwrap()
+    data::load(&Source::csv(path), &program.model.input_specs()).unwrap()
 }
 
 /// digits_mlp (the W1 workload, unchanged) trained three times as long: at

@@ -4,11 +4,13 @@
 //! `synthetic(rows = .., features = ..)` into the model's [`DataItem`] (the
 //! runtime's [`Source`] and its span),
 //! the input pipeline's options (`num_epochs`, `cycle_length`,
-//! `block_length`, `threads`, `on_bad_record`, `na_value`, `cache`,
-//! `stream`, and `compression` for TFRecord), and their diagnostics.
-//! A source streams ([`Source::Stream`], `runtime::pipeline`) when it
-//! is a TFRecord, a glob pattern, or has any pipeline option; a single CSV
-//! file without options is loaded into memory as before. The image sources
+//! `block_length`, `threads`, `on_bad_record`, `cache`, `stream`,
+//! `shuffle_files`, and `compression` for TFRecord), and their
+//! diagnostics; a CSV source's reading options (TF's `make_csv_dataset`
+//! arguments) are `sema::csv`'s. A source streams ([`Source::Stream`],
+//! `runtime::pipeline`) when it is a TFRecord, a glob pattern, or has any
+//! pipeline option; a single CSV file without one is loaded into memory,
+//! whatever its reading options. The image sources
 //! (`sema::images`) follow the same rules; an `eval_data` may be one.
 //! Invariant: a spec has at most one data source; a path is not empty
 //! (it is resolved against the spec's directory when loaded); synthetic
@@ -38,7 +40,11 @@ pub(crate) fn data(st: &mut State, call: &Call) -> R<()> {
         .with_secondary(*prev, "first one here"));
     }
     let source = match call.func.name.as_str() {
-        "csv" | "tfrecord" => stream_source(call)?,
+        "csv" | "tfrecord" => {
+            let (item, spans) = stream_source(call)?;
+            st.data_csv = spans;
+            item
+        }
         n if super::images::handles_source(n) => super::images::source(call, false)?,
         "synthetic" => {
             let b = args::bind(
@@ -125,7 +131,11 @@ pub(crate) fn eval_data(st: &mut State, call: &Call) -> R<()> {
         .with_secondary(*prev, "first one here"));
     }
     let source = match call.func.name.as_str() {
-        "csv" | "tfrecord" => stream_source(call)?,
+        "csv" | "tfrecord" => {
+            let (item, spans) = stream_source(call)?;
+            st.eval_csv = spans;
+            item
+        }
         n if super::images::handles_source(n) => super::images::source(call, true)?,
         other => {
             return Err(Diagnostic::new(
@@ -157,8 +167,13 @@ fn positive(e: &Expr, what: &str) -> R<u64> {
     Ok(v)
 }
 
-/// `csv(path, ...)` or `tfrecord(path, ...)` with the pipeline's options.
-fn stream_source(call: &Call) -> R<DataItem> {
+/// The parameters of `csv(...)` and `tfrecord(...)` before the format's
+/// own: the path and the pipeline's options.
+const PIPELINE: usize = 9;
+
+/// `csv(path, ...)` or `tfrecord(path, ...)` with the pipeline's options
+/// (and a CSV source's reading options, with where they were written).
+fn stream_source(call: &Call) -> R<(DataItem, Option<super::csv::CsvSpans>)> {
     let tfrecord = call.func.name == "tfrecord";
     let mut params = vec![
         req("path"),
@@ -169,12 +184,14 @@ fn stream_source(call: &Call) -> R<DataItem> {
         opt("on_bad_record"),
         opt("cache"),
         opt("stream"),
+        opt("shuffle_files"),
     ];
-    params.push(if tfrecord {
-        opt("compression")
+    debug_assert_eq!(params.len(), PIPELINE);
+    if tfrecord {
+        params.push(opt("compression"));
     } else {
-        opt("na_value")
-    });
+        params.extend(super::csv::OPTIONS.iter().map(|n| opt(n)));
+    }
     let b = args::bind(&call.func.name, call, &params)?;
     let path_expr = b.req(0);
     let path = args::eval_string(path_expr)?;
@@ -219,8 +236,10 @@ fn stream_source(call: &Call) -> R<DataItem> {
     };
     let cache = b.get(6).map(args::eval_bool).transpose()?;
     let stream = b.get(7).map(args::eval_bool).transpose()?;
+    let shuffle_files = b.get(8).map(args::eval_bool).transpose()?;
+    let mut spans = None;
     let format = if tfrecord {
-        let compression = match b.get(8) {
+        let compression = match b.get(PIPELINE) {
             None => Compression::None,
             Some(e) => Compression::from_tf_name(args::eval_string(e)?).ok_or_else(|| {
                 Diagnostic::new(
@@ -233,20 +252,26 @@ fn stream_source(call: &Call) -> R<DataItem> {
         };
         Format::TfRecord { compression }
     } else {
-        let na_value = b
-            .get(8)
-            .map(|e| args::eval_string(e).map(str::to_string))
-            .transpose()?;
-        Format::Csv { na_value }
+        let (options, s) = super::csv::options(&b, PIPELINE)?;
+        spans = Some(s);
+        Format::Csv(Box::new(options))
     };
-    let any_option = (1..params.len()).any(|i| b.get(i).is_some());
+    let any_option = (1..PIPELINE).any(|i| b.get(i).is_some());
     let streams = tfrecord || files::is_pattern(path) || (any_option && stream != Some(false));
-    if !streams {
-        return Ok(DataItem {
-            source: Source::Csv { path: path.into() },
-            span: path_expr.span,
-        });
-    }
+    let format = match format {
+        // A single CSV file without pipeline options: in memory.
+        Format::Csv(options) if !streams => {
+            let item = DataItem {
+                source: Source::Csv {
+                    path: path.into(),
+                    options: *options,
+                },
+                span: path_expr.span,
+            };
+            return Ok((item, spans));
+        }
+        format => format,
+    };
     if stream == Some(false) {
         if let Some(e) = b.get(7) {
             return Err(Diagnostic::new(
@@ -276,10 +301,12 @@ fn stream_source(call: &Call) -> R<DataItem> {
         spec.on_bad_record = p;
     }
     spec.cache = cache.unwrap_or(false);
-    Ok(DataItem {
+    spec.shuffle_files = shuffle_files.unwrap_or(false);
+    let item = DataItem {
         source: Source::Stream(spec),
         span: path_expr.span,
-    })
+    };
+    Ok((item, spans))
 }
 
 /// A streaming source cannot give an input that needs every row before the

@@ -305,6 +305,23 @@ impl Lowerer<'_> {
     /// `x op b`, where `x` is the lowered left operand (the source text at
     /// `xs`) and `span` covers both operands.
     fn binary(&mut self, op: BinOp, x: NodeId, xs: Span, b: &Expr, span: Span) -> R<NodeId> {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            return Err(Diagnostic::new(
+                Code::UnsupportedArgument,
+                span,
+                format!(
+                    "`{}` joins the conditions of a data source's `filter` or of a static \
+                     `if`, not tensors",
+                    op.symbol()
+                ),
+            )
+            .with_label("an operand is a tensor")
+            .with_help(if op == BinOp::And {
+                "for 0/1 masks multiply them: (a > 0) * (b > 0)"
+            } else {
+                "for 0/1 masks take the larger: maximum(a > 0, b > 0)"
+            }));
+        }
         if matches!(op, BinOp::FloorDiv | BinOp::Mod) {
             return Err(Diagnostic::new(
                 Code::DtypeMismatch,

@@ -25,6 +25,7 @@ pub mod args;
 pub(crate) mod blocks;
 pub mod checks;
 pub mod convolution;
+pub(crate) mod csv;
 pub mod data;
 pub mod expr;
 pub mod features;
@@ -68,6 +69,10 @@ pub(crate) struct State {
     pub data: Option<(DataItem, Span)>,
     /// `eval_data`: what evaluations read instead of a held-out split.
     pub eval_data: Option<(DataItem, Span)>,
+    /// Where the CSV options of `data` and `eval_data` were written (see
+    /// [`csv::check_columns`]).
+    pub data_csv: Option<csv::CsvSpans>,
+    pub eval_csv: Option<csv::CsvSpans>,
     /// The image input's pipeline (`features { x = image(...) }`).
     pub image_input: Option<(specc_runtime::data::images::ImagePipeline, Span)>,
     /// An `image(...)` input was declared (even if it had an error).
@@ -326,6 +331,7 @@ pub fn check_in(
 
 fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     data::check_streaming(&mut st);
+    csv::check_columns(&mut st);
     data::check_eval_data(&mut st);
     images::check(&mut st);
     if st.data.is_none() && !st.attempted.contains(&"data") {

@@ -17,6 +17,7 @@
 mod arguments;
 mod blocks;
 mod checks;
+mod csv;
 mod model;
 mod names;
 mod shapes;
@@ -187,6 +188,16 @@ codes! {
     BadColumnRange = "bad-column-range",
         "a column range like `x0..x63` is empty or malformed",
         arguments::BAD_COLUMN_RANGE;
+    // A CSV source's columns.
+    UnknownColumn = "unknown-column",
+        "a CSV option, a `filter` or an input names a column the CSV source's `column_names` or `select_columns` leave out",
+        csv::UNKNOWN_COLUMN;
+    ColumnType = "column-type",
+        "a CSV column's default, or a `filter` comparison, does not fit the type the column is read as",
+        csv::COLUMN_TYPE;
+    BadFilter = "bad-filter",
+        "a data source's `filter` is not a condition on its columns",
+        csv::BAD_FILTER;
     // Shapes and dtypes.
     BadShape = "bad-shape",
         "a tensor or parameter has a shape the operation does not accept",

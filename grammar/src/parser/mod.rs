@@ -561,6 +561,8 @@ fn binop(pair: &Pair<'_, Rule>) -> Result<BinOp> {
         "<=" => BinOp::Le,
         ">" => BinOp::Gt,
         ">=" => BinOp::Ge,
+        "and" => BinOp::And,
+        "or" => BinOp::Or,
         _ => return Err(internal(span_of(pair), "an operator")),
     })
 }
@@ -574,7 +576,9 @@ fn binop(pair: &Pair<'_, Rule>) -> Result<BinOp> {
 fn expr_d(pair: Pair<'_, Rule>) -> Result<Built> {
     let pair = skip_wrappers(pair);
     match pair.as_rule() {
-        Rule::comparison | Rule::sum | Rule::product => binary_chain(pair),
+        Rule::disjunction | Rule::conjunction | Rule::comparison | Rule::sum | Rule::product => {
+            binary_chain(pair)
+        }
         Rule::unary => unary(pair),
         Rule::postfix => postfix(pair),
         Rule::call => call_expr(pair),
@@ -592,6 +596,8 @@ fn skip_wrappers(mut pair: Pair<'_, Rule>) -> Pair<'_, Rule> {
             pair.as_rule(),
             Rule::expr
                 | Rule::slice_bound
+                | Rule::disjunction
+                | Rule::conjunction
                 | Rule::comparison
                 | Rule::sum
                 | Rule::product

@@ -6,22 +6,29 @@
 //!
 //! Owns: [`CsvFile`] (open, header, the columns' field indices, records),
 //! the row-length limit (`RowLimit`), [`wrong_field_count`], and the
-//! in-memory loader `load`.
+//! in-memory loader `load`. What TF's CSV options make of the columns and
+//! the records is [`super::csv_options`]'s.
 //!
-//! The rules (the `csv` crate's reader, RFC 4180):
+//! The rules (the `csv` crate's reader, RFC 4180, under the source's
+//! [`CsvReadOptions`]):
 //! - gzip is recognised by its magic bytes (whatever the name) and
 //!   decompressed as it is read;
-//! - a header row is required; a UTF-8 BOM before it and whitespace around
-//!   each name are removed; a requested column must be in it exactly once
-//!   (a missing one is named with a "did you mean");
-//! - fields are split at `,`; a field that starts with `"` is quoted (`""`
-//!   inside is one `"`, and it may span lines); a quote elsewhere is data;
-//!   records end at `\n`, `\r\n` or `\r`; empty lines are skipped; no
-//!   comment lines;
-//! - a record must have as many fields as the header.
+//! - with `header = true` (the default) the first record is the header; a
+//!   UTF-8 BOM before it and whitespace around each name are removed; the
+//!   columns are named by it, or by `column_names`; a requested column must
+//!   be among them exactly once (a missing one is named with a "did you
+//!   mean");
+//! - fields are split at `field_delim` (`,`); with `use_quote_delim` (the
+//!   default) a field that starts with `"` is quoted (`""` inside is one
+//!   `"`, and it may span lines), a quote elsewhere is data; without it
+//!   quotes are data; records end at `\n`, `\r\n` or `\r`; empty lines
+//!   are skipped, and with `comment` the lines starting with it;
+//! - a record must have as many fields as there are columns (with
+//!   `select_columns`, the fields up to the last selected one).
 //!   `tf.io.decode_csv` ([`crate::io::csv`]) is stricter about quotes (a
 //!   quote inside an unquoted field, or text after a closing quote, is an
-//!   error there) and splits records at `\n` only.
+//!   error there) and splits records at `\n` only; TF's `CsvDataset`
+//!   refuses an empty line.
 //!
 //! Row numbers in errors are 1-based line numbers in the file (the line a
 //! record starts on).
@@ -39,14 +46,14 @@
 //! read is then checked against the limit exactly.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Read, Seek};
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
+use super::csv_options::{CsvColumns, CsvReadOptions};
 use super::{Builder, CellRows, DataError, Dataset, InputSpec, MAX_CSV_ROW_BYTES, MAX_ROWS};
-use crate::suggest::edit_distance;
 
 pub use ::csv::ByteRecord;
 
@@ -74,30 +81,45 @@ fn open(path: &Path, file: &str) -> Result<Box<dyn Read>, DataError> {
     })
 }
 
-/// An open CSV file: the parser over the row-limited bytes, the header's
-/// column names and line. Shared by `load` and the streaming pipeline
-/// (`crate::pipeline`), which read records the same way.
+/// An open CSV file: the parser over the row-limited bytes, and its
+/// columns under the source's options. Shared by `load`, the streaming
+/// pipeline (`crate::pipeline`), `specc convert` and the image listings,
+/// which read records the same way.
 pub struct CsvFile {
     pub(crate) rdr: ::csv::Reader<RowLimit<Box<dyn Read>>>,
     row_start: Rc<Cell<u64>>,
-    /// The header's column names (a leading BOM and whitespace around
-    /// each name removed).
-    pub header: Vec<String>,
-    /// The header's line (1-based).
-    pub header_line: usize,
+    /// The columns (the header's names, a leading BOM and whitespace
+    /// around each removed; or `column_names`) and what the options make
+    /// of a record.
+    pub columns: Arc<CsvColumns>,
 }
 
 impl CsvFile {
-    /// Opens `path` (gzip by its magic bytes) and reads its header.
-    pub fn open(path: &Path, file: &str) -> Result<CsvFile, DataError> {
+    /// Opens `path` (gzip by its magic bytes) and reads its header, if it
+    /// has one, under `opts`.
+    pub fn open(path: &Path, file: &str, opts: &CsvReadOptions) -> Result<CsvFile, DataError> {
         let f = open(path, file)?;
         let limit = RowLimit::new(f, MAX_CSV_ROW_BYTES as u64 + READ_AHEAD as u64);
         let row_start = limit.row_start();
         let mut rdr = ::csv::ReaderBuilder::new()
-            .has_headers(true)
+            .has_headers(opts.header)
             .flexible(true)
+            .delimiter(opts.field_delim)
+            .quoting(opts.use_quote_delim)
+            .comment(opts.comment)
             .buffer_capacity(READ_AHEAD)
             .from_reader(limit);
+        if !opts.header {
+            let names = opts.column_names.clone().ok_or_else(|| {
+                DataError::new(file, "a file without a header needs column_names")
+            })?;
+            let columns = CsvColumns::resolve(opts, names, None, file)?;
+            return Ok(CsvFile {
+                rdr,
+                row_start,
+                columns: Arc::new(columns),
+            });
+        }
 
         let (header, header_line): (Vec<String>, usize) = {
             let h = match rdr.byte_headers() {
@@ -136,61 +158,74 @@ impl CsvFile {
                 "the file is empty: a header row with the column names is required",
             ));
         }
+        let names = opts.column_names.clone().unwrap_or(header);
+        let columns = CsvColumns::resolve(opts, names, Some(header_line), file)?;
         Ok(CsvFile {
             rdr,
             row_start,
-            header,
-            header_line,
+            columns: Arc::new(columns),
         })
     }
 
     /// The field index of every column of every input (`columns[t]`: input
-    /// `t`'s columns): each must be in the header exactly once.
+    /// `t`'s columns): each must be among the file's columns exactly once,
+    /// and selected.
     pub fn plan<'c>(
         &self,
         file: &str,
         columns: impl IntoIterator<Item = &'c [String]>,
     ) -> Result<Vec<Vec<usize>>, DataError> {
-        let header = &self.header;
-        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::with_capacity(header.len());
-        for (i, h) in header.iter().enumerate() {
-            by_name.entry(h.as_str()).or_default().push(i);
-        }
         let mut plan: Vec<Vec<usize>> = Vec::new();
         for cols in columns {
             let mut idx = Vec::with_capacity(cols.len());
             for col in cols {
-                match by_name.get(col.as_str()).map(Vec::as_slice) {
-                    Some([i]) => idx.push(*i),
-                    Some(many) => {
-                        return Err(DataError::at(
-                            file,
-                            Some(self.header_line),
-                            Some(col),
-                            format!(
-                                "the header has {} columns with this name (fields {}); \
-                                 the column is ambiguous",
-                                many.len(),
-                                many.iter()
-                                    .map(|i| (i + 1).to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        ))
-                    }
-                    None => {
-                        return Err(DataError::at(
-                            file,
-                            None,
-                            Some(col),
-                            missing_column_message(col, header),
-                        ))
-                    }
-                }
+                let i = self
+                    .columns
+                    .field(col)
+                    .map_err(|(row, m)| DataError::at(file, row, Some(col), m))?;
+                idx.push(i);
             }
             plan.push(idx);
         }
         Ok(plan)
+    }
+
+    /// The columns' names, one per field.
+    pub fn names(&self) -> &[String] {
+        &self.columns.names
+    }
+
+    /// Reads the next record the source keeps into `rec`: its field count
+    /// checked, `na_value` and `column_defaults` applied, and the rows the
+    /// filter drops skipped (`scratch` is working space). `Ok(None)` at
+    /// the end of the file, else its line. Every error is the file's: the
+    /// in-memory loader, `specc convert` and the listings stop at it (the
+    /// streaming pipeline applies its bad-record policy instead, so it
+    /// reads with [`read`](Self::read) and prepares records on its workers).
+    pub fn read_kept(
+        &mut self,
+        file: &str,
+        rec: &mut ::csv::ByteRecord,
+        scratch: &mut ::csv::ByteRecord,
+    ) -> Result<Option<usize>, DataError> {
+        loop {
+            let Some(line) = self.read(file, rec)? else {
+                return Ok(None);
+            };
+            self.columns.check_fields(file, line, rec.len())?;
+            match self.columns.prepare(rec, scratch) {
+                Ok(true) => return Ok(Some(line)),
+                Ok(false) => continue,
+                Err((i, m)) => {
+                    return Err(DataError::at(
+                        file,
+                        Some(line),
+                        Some(self.columns.name(i)),
+                        m,
+                    ))
+                }
+            }
+        }
     }
 
     /// Reads the next record into `rec`: `Ok(None)` at the end of the file,
@@ -219,10 +254,15 @@ impl CsvFile {
     }
 }
 
-pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
-    let mut csv = CsvFile::open(path, file)?;
+pub(super) fn load(
+    path: &Path,
+    file: &str,
+    opts: &CsvReadOptions,
+    inputs: &[InputSpec],
+) -> Result<Dataset, DataError> {
+    let mut csv = CsvFile::open(path, file, opts)?;
     let plan = csv.plan(file, inputs.iter().map(|i| i.columns.as_slice()))?;
-    let header_len = csv.header.len();
+    let mut scratch = ::csv::ByteRecord::new();
     let mut builder = Builder::new(inputs);
     let mut records: Vec<::csv::ByteRecord> = Vec::new();
     let mut lines: Vec<Option<usize>> = Vec::new();
@@ -238,7 +278,7 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
                 lines.push(None);
             }
             let rec = &mut records[n];
-            let line = match csv.read(file, rec) {
+            let line = match csv.read_kept(file, rec, &mut scratch) {
                 Ok(Some(line)) => Some(line),
                 Ok(None) => {
                     eof = true;
@@ -249,15 +289,6 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
                     break;
                 }
             };
-            if rec.len() != header_len {
-                pending = Some(wrong_field_count(
-                    file,
-                    line.unwrap_or(0),
-                    rec.len(),
-                    header_len,
-                ));
-                break;
-            }
             if builder.rows() + n >= MAX_ROWS {
                 pending = Some(DataError::at(
                     file,
@@ -298,7 +329,13 @@ pub(super) fn load(path: &Path, file: &str, inputs: &[InputSpec]) -> Result<Data
     if rows == 0 {
         return Err(DataError::new(
             file,
-            "the file has a header but no data rows",
+            if opts.filter.is_some() {
+                "the filter keeps no row of the file"
+            } else if opts.header {
+                "the file has a header but no data rows"
+            } else {
+                "the file has no data rows"
+            },
         ));
     }
     let out = builder.finish(inputs).map_err(|(t, e)| {
@@ -449,41 +486,6 @@ fn read_error(file: &str, e: &::csv::Error, line: usize) -> DataError {
     )
 }
 
-/// "not found in the header; did you mean `X`? the header has N columns: a, b, ..."
-fn missing_column_message(col: &str, header: &[String]) -> String {
-    let mut msg = String::from("not found in the header");
-    let best = header
-        .iter()
-        .filter(|h| !h.is_empty())
-        .map(|h| (suggestion_distance(col, h), h))
-        .min_by_key(|(d, _)| *d);
-    if let Some((d, h)) = best {
-        let limit = (col.chars().count().max(h.chars().count()) / 3).max(2);
-        if d <= limit {
-            msg.push_str(&format!("; did you mean `{h}`?"));
-        }
-    }
-    const SHOW: usize = 8;
-    let shown: Vec<&str> = header.iter().take(SHOW).map(String::as_str).collect();
-    msg.push_str(&format!(
-        "; the header has {} column{}: {}{}",
-        header.len(),
-        if header.len() == 1 { "" } else { "s" },
-        shown.join(", "),
-        if header.len() > SHOW { ", ..." } else { "" }
-    ));
-    msg
-}
-
-/// Edit distance, with a case-only difference counting as an exact match.
-fn suggestion_distance(a: &str, b: &str) -> usize {
-    if a.eq_ignore_ascii_case(b) {
-        0
-    } else {
-        edit_distance(a, b)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,14 +494,14 @@ mod tests {
     fn lines(name: &str, text: &[u8]) -> (usize, Vec<usize>) {
         let p = std::env::temp_dir().join(format!("specc-csv-lines-{}-{name}", std::process::id()));
         std::fs::write(&p, text).unwrap();
-        let mut csv = CsvFile::open(&p, name).unwrap();
+        let mut csv = CsvFile::open(&p, name, &CsvReadOptions::default()).unwrap();
         let mut rec = ByteRecord::new();
         let mut got = Vec::new();
         while let Some(line) = csv.read(name, &mut rec).unwrap() {
             got.push(line);
         }
         let _ = std::fs::remove_file(&p);
-        (csv.header_line, got)
+        (csv.columns.header_line.unwrap_or(0), got)
     }
 
     #[test]

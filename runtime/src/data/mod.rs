@@ -31,15 +31,18 @@
 //!   than [`MAX_CSV_ROW_BYTES`] is an error, and so is a data set of more than
 //!   [`MAX_ROWS`] rows.
 //!
-//! CSV: a header row is required; cells are trimmed and parsed as f64 (Rust's
-//! `str::parse`, correctly rounded); an empty cell is a missing value, which is
-//! an error (there is no per-column default yet); a row with a different number
-//! of fields than the header is an error; zero data rows is an error.
+//! CSV: read under the source's options ([`CsvReadOptions`]: a header row by
+//! default); cells are trimmed and parsed as f64 (Rust's `str::parse`,
+//! correctly rounded); an empty cell is a missing value, which is an error
+//! unless `column_defaults` gives it a value; a row with a different number
+//! of fields than there are columns is an error; zero data rows is an error.
 //!
 //! Synthetic: columns `x0..x{features-1}` and `label`; see [`SyntheticSpec`].
 
 pub mod columns;
 pub mod csv_file;
+pub mod csv_filter;
+pub mod csv_options;
 pub mod images;
 pub mod norm;
 mod synthetic;
@@ -51,6 +54,7 @@ use std::path::PathBuf;
 use crate::abi::ElemType;
 
 pub use columns::{Cell, CellRows, ColumnTransform, ValuesMut};
+pub use csv_options::CsvReadOptions;
 pub use norm::{NormExpr, NormFunc};
 
 /// The longest row of a CSV file, in bytes (its line terminator included;
@@ -65,8 +69,11 @@ pub const MAX_ROWS: usize = u32::MAX as usize;
 /// Where the rows come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Source {
-    /// A CSV file with a header row.
-    Csv { path: PathBuf },
+    /// A CSV file, read under TF's CSV options (a header row by default).
+    Csv {
+        path: PathBuf,
+        options: CsvReadOptions,
+    },
     /// Seeded random data.
     Synthetic(SyntheticSpec),
     /// Files streamed by the input pipeline ([`crate::pipeline`]); [`load`]
@@ -79,13 +86,35 @@ pub enum Source {
 }
 
 impl Source {
+    /// A CSV file with TF's default options (a header row, `,`, quotes).
+    pub fn csv(path: impl Into<PathBuf>) -> Source {
+        Source::Csv {
+            path: path.into(),
+            options: CsvReadOptions::default(),
+        }
+    }
+
+    /// The CSV options of a CSV source, in memory or streamed (`None` for
+    /// any other source).
+    pub fn csv_options(&self) -> Option<&CsvReadOptions> {
+        match self {
+            Source::Csv { options, .. } => Some(options),
+            Source::Stream(s) => match &s.format {
+                crate::pipeline::Format::Csv(options) => Some(&**options),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The source with its relative paths (files, patterns, directories)
     /// taken under `dir`: a spec's source, whose paths are written relative
     /// to the spec's directory, made usable from the current directory.
     pub fn under(&self, dir: &std::path::Path) -> Source {
         match self {
-            Source::Csv { path } => Source::Csv {
+            Source::Csv { path, options } => Source::Csv {
                 path: dir.join(path),
+                options: options.clone(),
             },
             Source::Synthetic(s) => Source::Synthetic(s.clone()),
             Source::Stream(spec) => {
@@ -360,10 +389,10 @@ impl std::error::Error for DataError {}
 /// Load the requested inputs from `source`.
 pub fn load(source: &Source, inputs: &[InputSpec]) -> Result<Dataset, DataError> {
     match source {
-        Source::Csv { path } => {
+        Source::Csv { path, options } => {
             let file = path.display().to_string();
             check_specs(&file, inputs)?;
-            csv_file::load(path, &file, inputs)
+            csv_file::load(path, &file, options, inputs)
         }
         Source::Synthetic(spec) => {
             check_specs(synthetic::FILE, inputs)?;

@@ -4,7 +4,9 @@
 //!
 //! Owns: [`TextRule`], the rule of each kind of input for a text cell, and
 //! [`TextRule::read`] ([`TextRule::read_split`] for a key a column splits
-//! by its `sep`). `specc run` applies the same rules inside its column
+//! by its `sep`); [`parse_spec`], each raw key a model's inputs read with
+//! its TF type and rule (what `specc convert` writes, and the type a CSV
+//! option's default or filter compares a column as). `specc run` applies the same rules inside its column
 //! transforms ([`super::columns`] for plain inputs, the feature columns'
 //! raw readers for feature columns); `specc convert` applies them here to
 //! write the values `specc run` would read into a `tf.train.Example`, so a
@@ -19,7 +21,9 @@
 //! `nan`, `inf`), that an id be below the class count.
 
 use super::columns::{check_id, parse_number, read_text_number, Cell};
-use crate::feature_column::{raw, KeyValues, Sep};
+use super::{InputKind, InputSpec};
+use crate::feature_column::{make_parse_example_spec, raw, FeatureInput, KeyValues, Sep};
+use crate::io::example::{DType, FeatureSpec};
 
 /// The rule a text cell is read by: the rule of the input that reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +135,106 @@ impl TextRule {
     }
 }
 
+/// One raw feature key of the parse spec: its type, the rule a CSV cell
+/// of it is read by (that of the first input that reads it), and the `sep`
+/// its columns split a cell by (the Example then holds the pieces).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseKey {
+    pub key: String,
+    pub dtype: DType,
+    pub rule: TextRule,
+    pub sep: Option<Sep>,
+}
+
+/// How a spec writes a key's `sep` in a message.
+fn sep_text(sep: &Option<Sep>) -> String {
+    match sep {
+        None => "whole (no sep)".to_string(),
+        Some(s) => format!("split by sep = {}", s.spec_text()),
+    }
+}
+
+/// The keys a model's inputs read, in the order the inputs first name them,
+/// each once. A key read as two types, or split by two `sep`s (or split
+/// and whole), is an error: an Example holds one list for it.
+///
+/// This is the `make_parse_example_spec` of the inputs (every key one value,
+/// `FixedLenFeature([1])`-like); a multi-valued column's keys are the same.
+pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
+    let mut keys: Vec<ParseKey> = Vec::new();
+    let mut add = |key: &str, dtype: DType, rule: TextRule, sep: Option<Sep>| match keys
+        .iter()
+        .find(|k| k.key == key)
+    {
+        Some(k) if k.dtype != dtype => Err(format!(
+            "the spec reads the feature '{key}' both as {} and as {}",
+            k.dtype.tf_name(),
+            dtype.tf_name()
+        )),
+        Some(k) if k.sep != sep => Err(format!(
+            "the spec reads the feature '{key}' both {} and {}: \
+                 a tf.train.Example holds one list of its values",
+            sep_text(&k.sep),
+            sep_text(&sep)
+        )),
+        Some(_) => Ok(()),
+        None => {
+            keys.push(ParseKey {
+                key: key.to_string(),
+                dtype,
+                rule,
+                sep,
+            });
+            Ok(())
+        }
+    };
+    // Keys in the order of the inputs; a feature column's by TF's parse spec
+    // (`make_parse_example_spec`, one definition in the runtime), the other
+    // inputs' by their element type.
+    for input in inputs {
+        match &input.feature {
+            None => {
+                let (dtype, rule) = match input.kind {
+                    InputKind::Float => (DType::Float32, TextRule::Number),
+                    InputKind::ClassId { .. } => (DType::Int64, TextRule::ClassId),
+                };
+                for c in &input.columns {
+                    add(c, dtype, rule, None)?;
+                }
+            }
+            Some(FeatureInput::LabelVocabulary { .. }) => {
+                for c in &input.columns {
+                    add(c, DType::String, TextRule::String, None)?;
+                }
+            }
+            Some(column) => {
+                let seps = column.key_seps();
+                for (key, spec) in make_parse_example_spec(std::slice::from_ref(column))? {
+                    let dtype = match spec {
+                        FeatureSpec::FixedLen { dtype, .. }
+                        | FeatureSpec::VarLen { dtype }
+                        | FeatureSpec::FixedLenSequence { dtype, .. }
+                        | FeatureSpec::Sparse { dtype, .. } => dtype,
+                    };
+                    let rule = match dtype {
+                        DType::Float32 => TextRule::Numbers,
+                        DType::Int64 => TextRule::Int64,
+                        DType::String => TextRule::String,
+                    };
+                    let mut read = seps.iter().filter(|(k, _)| *k == key).peekable();
+                    if read.peek().is_none() {
+                        add(&key, dtype, rule, None)?;
+                    }
+                    for (_, sep) in read {
+                        add(&key, dtype, rule, sep.clone())?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +330,157 @@ mod tests {
         assert_eq!(e, "an id must be a non-negative integer, got 0.5");
         let e = read(TextRule::Int64, "1.5").unwrap_err();
         assert_eq!(e, "cannot parse \"1.5\" as an int64");
+    }
+}
+
+#[cfg(test)]
+mod parse_spec_tests {
+    use std::num::NonZeroU64;
+
+    use crate::data::Normalizer;
+    use crate::feature_column::NumericColumn;
+    use crate::feature_column::{CategoricalColumn, CrossKey, KeyDType, Vocabulary};
+
+    use super::*;
+
+    fn input(columns: &[&str], kind: InputKind, feature: Option<FeatureInput>) -> InputSpec {
+        InputSpec {
+            name: "in".into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            kind,
+            normalizer: Normalizer::None,
+            feature,
+        }
+    }
+
+    fn numeric(key: &str) -> NumericColumn {
+        NumericColumn {
+            key: key.into(),
+            shape: 1,
+            default_value: None,
+            normalizer: None,
+        }
+    }
+
+    fn keys(inputs: &[InputSpec]) -> Vec<(String, &'static str)> {
+        parse_spec(inputs)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.key, k.dtype.tf_name()))
+            .collect()
+    }
+
+    fn k(key: &str, dtype: &'static str) -> (String, &'static str) {
+        (key.to_string(), dtype)
+    }
+
+    #[test]
+    fn plain_inputs_are_float32_and_ids_int64_each_key_once() {
+        let inputs = [
+            input(&["y"], InputKind::ClassId { num_classes: None }, None),
+            input(&["a", "b"], InputKind::Float, None),
+            input(&["b", "a"], InputKind::Float, None),
+        ];
+        assert_eq!(
+            keys(&inputs),
+            [k("y", "int64"), k("a", "float32"), k("b", "float32")]
+        );
+    }
+
+    #[test]
+    fn feature_columns_read_their_raw_keys_with_tfs_types() {
+        let size = NonZeroU64::new(10).unwrap();
+        let hashed = CategoricalColumn::HashBucket {
+            key: "city".into(),
+            hash_bucket_size: size,
+            dtype: KeyDType::String,
+            values: Default::default(),
+        };
+        let crossed = CategoricalColumn::Crossed {
+            keys: vec![
+                CrossKey::Raw {
+                    key: "ad".into(),
+                    dtype: KeyDType::Int64,
+                    sep: None,
+                },
+                CrossKey::Column(Box::new(CategoricalColumn::Bucketized {
+                    source: numeric("age"),
+                    boundaries: vec![18.0, 65.0],
+                })),
+            ],
+            hash_bucket_size: size,
+            hash_key: None,
+        };
+        let weighted = CategoricalColumn::Weighted {
+            categorical: Box::new(CategoricalColumn::Vocabulary {
+                key: "tag".into(),
+                vocabulary: Vocabulary::Ints(vec![3, 4]),
+                vocabulary_file: None,
+                num_oov_buckets: 0,
+                default_value: -1,
+                values: Default::default(),
+            }),
+            weight_feature_key: "tag_w".into(),
+        };
+        let identity = CategoricalColumn::Identity {
+            key: "id".into(),
+            num_buckets: 5,
+            default_value: None,
+            values: Default::default(),
+        };
+        let ids = |c: &CategoricalColumn| FeatureInput::Ids {
+            column: c.clone(),
+            max_values: 1,
+            check_range: false,
+            prune_nonpositive_weights: false,
+        };
+        let float = InputKind::Float;
+        let inputs = [
+            input(
+                &["label"],
+                InputKind::ClassId {
+                    num_classes: Some(2),
+                },
+                Some(FeatureInput::LabelVocabulary {
+                    vocabulary: vec![b"No".to_vec(), b"Yes".to_vec()],
+                }),
+            ),
+            input(&["x"], float, Some(FeatureInput::Dense(numeric("x")))),
+            input(&["city"], float, Some(ids(&hashed))),
+            input(
+                &["city"],
+                float,
+                Some(FeatureInput::Weights {
+                    column: hashed.clone(),
+                    max_values: 1,
+                }),
+            ),
+            input(&["ad", "age"], float, Some(ids(&crossed))),
+            input(&["tag", "tag_w"], float, Some(ids(&weighted))),
+            input(&["id"], float, Some(ids(&identity))),
+        ];
+        assert_eq!(
+            keys(&inputs),
+            [
+                k("label", "string"),
+                k("x", "float32"),
+                k("city", "string"),
+                k("ad", "int64"),
+                k("age", "float32"),
+                k("tag", "int64"),
+                k("tag_w", "float32"),
+                k("id", "int64"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_read_as_two_types_is_an_error() {
+        let inputs = [
+            input(&["a"], InputKind::Float, None),
+            input(&["a"], InputKind::ClassId { num_classes: None }, None),
+        ];
+        let e = parse_spec(&inputs).unwrap_err();
+        assert!(e.contains("'a' both as float32 and as int64"), "{e}");
     }
 }

@@ -4,15 +4,16 @@
 //!
 //! Owns: [`Chunk`] (the raw records, their locations, the transformed
 //! values, the skipped records, a trailing error) and [`Transformer`] (one
-//! worker's column transforms: decoding Examples, `na_value`, the
-//! bad-record policy, the model's id ranges).
+//! worker's column transforms: decoding Examples, the CSV options'
+//! `na_value`, `column_defaults` and `filter`, the bad-record policy, the
+//! model's id ranges).
 //!
 //! Invariants: chunks are recycled (the training thread returns each one to
 //! the reader), so in steady state nothing is allocated for them; the
 //! transformed values of a chunk depend only on its records (transforms see
 //! no other state), which is what makes the stream the same whatever the
 //! number of workers; `good` rows are exactly the records that were not
-//! skipped, in file order; an `error` comes after the `good` rows (the first
+//! skipped nor dropped by the filter, in file order; an `error` comes after the `good` rows (the first
 //! bad record with `on_bad_record = "error"`, or a damaged file).
 
 use std::sync::Arc;
@@ -56,6 +57,9 @@ pub(crate) struct Chunk {
     pub(crate) file: Arc<str>,
     /// CSV: the field of every column of every input in this file.
     pub(crate) plan: Arc<Vec<Vec<usize>>>,
+    /// CSV: the file's columns under the source's options (defaults,
+    /// filter).
+    pub(crate) csv: Option<Arc<crate::data::csv_options::CsvColumns>>,
     /// CSV records (the first `rows`).
     pub(crate) records: Vec<csv::ByteRecord>,
     /// Serialized Examples (the first `rows`).
@@ -89,6 +93,7 @@ impl Chunk {
             ordinals: Vec::new(),
             file: Arc::from(""),
             plan: Arc::new(Vec::new()),
+            csv: None,
             records: Vec::new(),
             payloads: Vec::new(),
             locations: Vec::new(),
@@ -113,6 +118,7 @@ impl Chunk {
         self.kind = kind;
         self.rows = 0;
         self.good = 0;
+        self.csv = None;
         self.locations.clear();
         self.ordinals.clear();
         self.index_base = None;
@@ -160,7 +166,7 @@ pub(crate) fn located(
     message: impl Into<String>,
 ) -> DataError {
     match format {
-        Format::Csv { .. } => DataError::at(file, Some(location), column, message),
+        Format::Csv(_) => DataError::at(file, Some(location), column, message),
         Format::Images(f) if !matches!(f.records, ImageRecords::TfRecord { .. }) => {
             DataError::at(file, Some(location), column, message)
         }
@@ -277,20 +283,21 @@ impl Transformer {
             self.compact(chunk, n);
             return;
         }
-        // CSV `na_value`: a cell equal to it is missing (an empty cell).
-        if let Format::Csv {
-            na_value: Some(na), ..
-        } = &self.format
-        {
-            let na = na.as_bytes();
-            for rec in &mut chunk.records[..n] {
-                if rec.iter().any(|f| f == na) {
-                    self.scratch.clear();
-                    for f in rec.iter() {
-                        self.scratch.push_field(if f == na { b"" } else { f });
+        // CSV: `na_value` and `column_defaults` applied, the filter's
+        // rows dropped (not bad records), a required field missing or a
+        // field the filter cannot compare a bad record.
+        if let Some(columns) = chunk.csv.clone() {
+            for r in 0..n {
+                match columns.prepare(&mut chunk.records[r], &mut self.scratch) {
+                    Ok(true) => {}
+                    Ok(false) => self.keep[r] = false,
+                    Err((i, m)) => {
+                        let e = chunk.error_at(&self.format, r, Some(columns.name(i)), m);
+                        if self.bad(chunk, r, e) {
+                            n = r;
+                            break;
+                        }
                     }
-                    self.scratch.set_position(rec.position().cloned());
-                    std::mem::swap(rec, &mut self.scratch);
                 }
             }
         }
@@ -490,7 +497,7 @@ impl Transformer {
                 Values::I32(v) => ValuesMut::I32(&mut v[a * w..b * w]),
             };
             let result = match &self.format {
-                Format::Csv { .. } => transform.transform(
+                Format::Csv(_) => transform.transform(
                     &CellRows::records(&chunk.records[a..b], &chunk.plan[t]),
                     out,
                 ),

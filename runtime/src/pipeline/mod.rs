@@ -54,9 +54,10 @@ pub const DEFAULT_BLOCK_LENGTH: usize = 1024;
 /// The record format of a streaming source.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Format {
-    /// CSV files with a header row (each may be gzip); a cell equal to
-    /// `na_value` is missing (`tf.io.decode_csv(na_value=...)`).
-    Csv { na_value: Option<String> },
+    /// CSV files (each may be gzip) read under TF's CSV options (a header
+    /// row, `na_value`, `column_defaults`, `filter`, ...: see
+    /// [`crate::data::csv_options`]).
+    Csv(Box<crate::data::CsvReadOptions>),
     /// TFRecord files of `tf.train.Example`, compressed as `compression`
     /// (`TFRecordOptions.compression_type`).
     TfRecord { compression: Compression },
@@ -84,6 +85,10 @@ pub struct StreamSpec {
     pub on_bad_record: OnBadRecord,
     /// Keep the first epoch's rows in memory for the next epochs.
     pub cache: bool,
+    /// Read the files in a new random order every epoch (drawn from the
+    /// run's seed and the epoch), as `Dataset.list_files(shuffle=True)`
+    /// and `make_csv_dataset(shuffle=True)` do; `false`: sorted.
+    pub shuffle_files: bool,
     /// A replica's share of the data in a data-parallel run (`tf.data`'s
     /// `shard`): see [`Shard`].
     pub shard: Shard,
@@ -106,10 +111,17 @@ impl Default for Shard {
     }
 }
 
+impl Format {
+    /// CSV files with TF's default options.
+    pub fn csv() -> Format {
+        Format::Csv(Box::default())
+    }
+}
+
 impl StreamSpec {
     /// A spec with the defaults: endless, one file at a
     /// time, [`DEFAULT_BLOCK_LENGTH`], one worker, errors on bad records,
-    /// no cache.
+    /// no cache, files in sorted order.
     pub fn new(format: Format, paths: Vec<PathBuf>) -> StreamSpec {
         StreamSpec {
             format,
@@ -120,6 +132,7 @@ impl StreamSpec {
             threads: 1,
             on_bad_record: OnBadRecord::Error,
             cache: false,
+            shuffle_files: false,
             shard: Shard::default(),
         }
     }

@@ -1,9 +1,10 @@
 //! The readers: one open file of a streaming source, read a block of
 //! records at a time into a [`Chunk`] on the reader thread.
 //!
-//! Owns: [`FileReader`] — CSV (header required, gzip recognised by its magic
-//! bytes, the same record reading and row-length limit as the in-memory
-//! loader; a row with the wrong number of fields is a bad record) and
+//! Owns: [`FileReader`] — CSV (the source's CSV options, gzip recognised by
+//! its magic bytes, the same record reading and row-length limit as the
+//! in-memory loader; a row with the wrong number of fields is a bad record;
+//! the options' defaults and filter are applied by the workers) and
 //! TFRecord (plain, GZIP or ZLIB, both CRCs of every record checked; the
 //! Examples are decoded by the workers).
 //!
@@ -16,7 +17,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::data::csv_file::{wrong_field_count, CsvFile};
+use crate::data::csv_file::CsvFile;
 use crate::data::DataError;
 use crate::io::tfrecord::{self, RecordReader};
 
@@ -76,13 +77,9 @@ impl FileReader {
                     file: Arc::from(name),
                     shard,
                 }),
-                ImageRecords::Csv { .. } => FileReader::open(
-                    &Format::Csv { na_value: None },
-                    path,
-                    &f.csv_columns(),
-                    shard,
-                    None,
-                ),
+                ImageRecords::Csv { .. } => {
+                    FileReader::open(&Format::csv(), path, &f.csv_columns(), shard, None)
+                }
                 ImageRecords::TfRecord { compression, .. } => FileReader::open(
                     &Format::TfRecord {
                         compression: *compression,
@@ -96,8 +93,8 @@ impl FileReader {
         }
         match format {
             Format::Images(_) => Err(DataError::new(&name, "not an image format")),
-            Format::Csv { .. } => {
-                let csv = CsvFile::open(path, &name)?;
+            Format::Csv(options) => {
+                let csv = CsvFile::open(path, &name, options)?;
                 let plan = csv.plan(&name, columns.iter().map(Vec::as_slice))?;
                 Ok(FileReader::Csv {
                     csv: Box::new(csv),
@@ -154,7 +151,7 @@ impl FileReader {
             } => {
                 chunk.file = Arc::clone(file);
                 chunk.plan = Arc::clone(plan);
-                let fields = csv.header.len();
+                chunk.csv = Some(Arc::clone(&csv.columns));
                 while chunk.rows < block {
                     if chunk.records.len() == chunk.rows {
                         chunk.records.push(csv::ByteRecord::new());
@@ -172,8 +169,7 @@ impl FileReader {
                     if !mine(*shard, *seen - 1) {
                         continue;
                     }
-                    if rec.len() != fields {
-                        let e = wrong_field_count(file, line, rec.len(), fields);
+                    if let Err(e) = csv.columns.check_fields(file, line, rec.len()) {
                         match policy {
                             OnBadRecord::Error => {
                                 chunk.error = Some(e);

@@ -230,6 +230,7 @@ impl StreamingBatches {
             policy: spec.on_bad_record,
             block_length: spec.block_length.max(1),
             cycle_length: spec.cycle_length.max(1),
+            file_seed: spec.shuffle_files.then_some(seed),
         });
         Ok(StreamingBatches {
             map,

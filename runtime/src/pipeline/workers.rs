@@ -5,7 +5,9 @@
 //! Owns: [`Pipeline`]: the reader thread walks the files in the interleave
 //! order (`cycle_length` files open, `block_length` records from each in
 //! turn, a finished file replaced by the next one in its slot, as
-//! `Dataset.interleave`), numbering each chunk; workers transform chunks in
+//! `Dataset.interleave`), numbering each chunk; with `shuffle_files` the
+//! file list of each epoch is a permutation drawn from the seed and the
+//! epoch ([`file_order`]); workers transform chunks in
 //! any order; [`Pipeline::next`] hands them to the training thread in their
 //! numbered order; the training thread gives each chunk back
 //! ([`Pipeline::recycle`]) for the reader to fill again.
@@ -17,7 +19,8 @@
 //!   that holds a chunk.
 //! - Deterministic: the chunk order is the reader's, and a chunk's values
 //!   depend only on its records, so the stream is the same for any number
-//!   of workers.
+//!   of workers; an epoch's file order depends only on the seed and the
+//!   epoch, so a resumed run reads the files as the first run did.
 //! - A clean stop: dropping the pipeline closes its channels, the reader and
 //!   the workers see it at their next send or receive and end, and the drop
 //!   joins them (no thread outlives the source). An error (a damaged file, a
@@ -57,6 +60,27 @@ pub(crate) struct Shared {
     pub(crate) policy: OnBadRecord,
     pub(crate) block_length: usize,
     pub(crate) cycle_length: usize,
+    /// `shuffle_files`: the seed of every epoch's file order (`None`:
+    /// sorted).
+    pub(crate) file_seed: Option<u64>,
+}
+
+/// The order the files of epoch `epoch` (the run's, from 0) are read in:
+/// `0..n` without a seed; with one, a uniform permutation (Fisher–Yates)
+/// drawn from a stream of the seed and the epoch — a new order every
+/// epoch, as `Dataset.list_files(shuffle=True)` (`reshuffle_each_iteration`).
+pub(crate) fn file_order(n: usize, seed: Option<u64>, epoch: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    if let Some(seed) = seed {
+        // A stream of its own per epoch, apart from the shuffle buffer's.
+        let salt = crate::prng::mix(epoch.wrapping_add(0x6669_6c65_7321)); // "files!"
+        let mut rng = crate::prng::SplitMix64::new(crate::prng::mix(seed ^ salt));
+        for i in (1..n).rev() {
+            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+    }
+    order
 }
 
 /// The running threads of one pass over epochs `first..=last` (`None`:
@@ -190,6 +214,11 @@ fn reader(
         let mut epoch = 0u64;
         while epochs == 0 || epoch < epochs {
             epoch += 1;
+            let order = file_order(
+                shared.files.len(),
+                shared.file_seed,
+                first_epoch + epoch - 1,
+            );
             let mut index = 0u64;
             let mut slots: Vec<Option<FileReader>> =
                 (0..shared.cycle_length.max(1)).map(|_| None).collect();
@@ -210,7 +239,7 @@ fn reader(
                         };
                         match FileReader::open(
                             &shared.format,
-                            &shared.files[next_file],
+                            &shared.files[order[next_file]],
                             &columns,
                             shared.record_shard,
                             shared.listing.as_ref(),

@@ -65,7 +65,8 @@ pub fn run(
 
     // Timed: from before the file is opened to trained weights.
     let path = match data_source(model, spec, data)? {
-        Source::Csv { path } => Some(path),
+        // Rows are counted by lines: a file read with TF's default options.
+        Source::Csv { path, options } if options == Default::default() => Some(path),
         _ => None,
     };
     // Streamed: the time the training thread spent getting batches.
@@ -78,7 +79,7 @@ pub fn run(
             // a worker thread while this one trains.
             let rows = count_rows(p)?;
             let n_train = model.train_rows(rows);
-            let mut spec = StreamSpec::new(Format::Csv { na_value: None }, vec![p.clone()]);
+            let mut spec = StreamSpec::new(Format::csv(), vec![p.clone()]);
             spec.num_epochs = Some(1);
             let stream = StreamingBatches::new(
                 &spec,

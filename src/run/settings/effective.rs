@@ -129,7 +129,7 @@ pub fn record(resolved: &Resolved, spec_path: &Path, version: &str) -> Result<Ru
     r.specc_version = version.to_string();
     let data = match (&resolved.config.data, &resolved.model.data.source) {
         (Some(p), _) => Some(p.clone()),
-        (None, Source::Csv { path }) => {
+        (None, Source::Csv { path, .. }) => {
             Some(spec_path.parent().unwrap_or(Path::new("")).join(path))
         }
         (None, Source::Synthetic(_) | Source::Stream(_) | Source::Images(_)) => None,

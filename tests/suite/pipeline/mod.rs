@@ -134,7 +134,7 @@ pub(super) fn source(
 }
 
 pub(super) fn csv_spec(paths: Vec<PathBuf>) -> StreamSpec {
-    let mut s = StreamSpec::new(Format::Csv { na_value: None }, paths);
+    let mut s = StreamSpec::new(Format::csv(), paths);
     s.num_epochs = Some(1);
     s
 }
@@ -501,7 +501,7 @@ fn an_error_in_a_worker_ends_the_stream_without_a_hang() {
     drop(src);
 }
 
-fn resume_case(spec: &StreamSpec, shuffle: usize, stop: usize, total: usize) {
+pub(super) fn resume_case(spec: &StreamSpec, shuffle: usize, stop: usize, total: usize) {
     let straight = batches(&mut source(spec, 8, shuffle, 21), 8, total);
     let mut first = source(spec, 8, shuffle, 21);
     let head = batches(&mut first, 8, stop);
@@ -537,4 +537,5 @@ fn resume_continues_from_the_same_record() {
     assert!(e.contains("files"), "{e}");
 }
 
+mod csv_options;
 mod runs;

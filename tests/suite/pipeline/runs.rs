@@ -305,7 +305,7 @@ fn feature_columns_stream_as_they_load() {
     let session = program.session().unwrap();
     let layout = session.layout.clone();
     let batch = 8;
-    let loaded = load(&Source::Csv { path: csv.clone() }, &specs).unwrap();
+    let loaded = load(&Source::csv(csv.clone()), &specs).unwrap();
     assert_eq!(loaded.rows, rows);
     let mut stream =
         StreamingBatches::new(&csv_spec(vec![csv]), &specs, &layout, batch, 0, 1).unwrap();

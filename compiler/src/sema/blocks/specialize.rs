@@ -313,9 +313,29 @@ fn static_dim(x: &Expr, items: &[IndexItem], cx: &Cx) -> R<Option<ExprKind>> {
     }
 }
 
-/// A chain whose operands are all static integers (with `+ - * // %`), or a
-/// comparison of two numbers, folded; any other chain as it is.
+/// A chain whose operands are all static integers (with `+ - * // %`), a
+/// comparison of two numbers, or `and` / `or` of static booleans (a static
+/// `if`'s condition), folded; any other chain as it is.
 fn fold(first: Expr, rest: Vec<Operation>, span: Span) -> R<ExprKind> {
+    let boolean = |e: &Expr| match e.kind {
+        ExprKind::Bool(v) => Some(v),
+        _ => None,
+    };
+    if rest.iter().all(|o| matches!(o.op, BinOp::And | BinOp::Or)) {
+        if let Some(mut acc) = boolean(&first) {
+            let mut all = true;
+            for o in &rest {
+                match boolean(&o.rhs) {
+                    Some(v) if o.op == BinOp::And => acc &= v,
+                    Some(v) => acc |= v,
+                    None => all = false,
+                }
+            }
+            if all {
+                return Ok(ExprKind::Bool(acc));
+            }
+        }
+    }
     let int = |e: &Expr| match e.kind {
         ExprKind::Number {
             value,

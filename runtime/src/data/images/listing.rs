@@ -283,25 +283,18 @@ fn list_csv(
 ) -> Result<Vec<ImageExample>, DataError> {
     let file = path.display().to_string();
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut csv = crate::data::csv_file::CsvFile::open(path, &file)?;
+    let mut csv =
+        crate::data::csv_file::CsvFile::open(path, &file, &crate::data::CsvReadOptions::default())?;
     let columns: Vec<String> = std::iter::once(path_column)
         .chain(label_column)
         .map(str::to_string)
         .collect();
     let plan = csv.plan(&file, [columns.as_slice()])?;
     let (pi, li) = (plan[0][0], plan[0].get(1).copied());
-    let fields = csv.header.len();
     let mut record = crate::data::csv_file::ByteRecord::new();
+    let mut scratch = crate::data::csv_file::ByteRecord::new();
     let mut out = Vec::new();
-    while let Some(line) = csv.read(&file, &mut record)? {
-        if record.len() != fields {
-            return Err(crate::data::csv_file::wrong_field_count(
-                &file,
-                line,
-                record.len(),
-                fields,
-            ));
-        }
+    while let Some(line) = csv.read_kept(&file, &mut record, &mut scratch)? {
         let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or(b"")).into_owned();
         let p = text(pi);
         let p = p.trim();

@@ -49,7 +49,7 @@ mod numbers;
 
 pub use error::CsvError;
 use fields::extract_fields;
-use numbers::{parse_float, parse_float32, parse_int};
+pub(crate) use numbers::{parse_float, parse_float32, parse_int};
 
 /// A field's type (`record_defaults`' dtypes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ fn trim(b: &[u8]) -> &[u8] {
 
 /// A decimal integer with an optional sign and whitespace around it
 /// (`strings::safe_strto32/64`).
-pub(super) fn parse_int<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
+pub(crate) fn parse_int<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
     let t = std::str::from_utf8(trim(b)).ok()?;
     if !t
         .bytes()
@@ -47,12 +47,12 @@ fn parse_hex(t: &str) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
-pub(super) fn parse_float(b: &[u8]) -> Option<f64> {
+pub(crate) fn parse_float(b: &[u8]) -> Option<f64> {
     let t = std::str::from_utf8(trim(b)).ok()?;
     parse_hex(t).or_else(|| float_syntax(t).then(|| t.parse().ok()).flatten())
 }
 
-pub(super) fn parse_float32(b: &[u8]) -> Option<f32> {
+pub(crate) fn parse_float32(b: &[u8]) -> Option<f32> {
     let t = std::str::from_utf8(trim(b)).ok()?;
     match parse_hex(t) {
         Some(v) => Some(v as f32),
