@@ -118,14 +118,7 @@ fn check(c: &Case, outputs: &[&str], batch: Option<u32>) -> specc_tflite::Model 
             }
         })
         .collect();
-    let vars: Vec<Tensor> = g
-        .vars
-        .iter()
-        .map(|l| {
-            let v = &c.params[&l.name];
-            Tensor::new(v.shape().to_vec(), v.iter().map(|&x| x as f64).collect())
-        })
-        .collect();
+    let vars = param_tensors(g, &c.params);
     let env = interp::Env {
         inputs: &inputs,
         vars: &vars,
@@ -144,6 +137,21 @@ fn check(c: &Case, outputs: &[&str], batch: Option<u32>) -> specc_tflite::Model 
         }
     }
     model
+}
+
+/// The graph's variables as the reference interpreter's tensors, from
+/// `params` by name.
+pub(crate) fn param_tensors(
+    g: &specc_compiler::ir::Graph,
+    params: &HashMap<String, ArrayD<f32>>,
+) -> Vec<Tensor> {
+    g.vars
+        .iter()
+        .map(|l| {
+            let v = &params[&l.name];
+            Tensor::new(v.shape().to_vec(), v.iter().map(|&x| x as f64).collect())
+        })
+        .collect()
 }
 
 pub(crate) fn builtins(m: &specc_tflite::Model) -> Vec<B> {

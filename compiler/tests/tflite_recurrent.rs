@@ -15,7 +15,7 @@ use specc_compiler::interp::{self, Tensor};
 use specc_grammar::{Code, Diagnostic, SourceFile};
 use specc_tflite::BuiltinOperator as B;
 
-use crate::tflite_export::{builtins, values};
+use crate::tflite_export::{builtins, param_tensors, values};
 
 const BATCH: usize = 6;
 const STEPS: usize = 4;
@@ -139,14 +139,7 @@ fn check(c: &Case, outputs: &[&str]) -> specc_tflite::Model {
     }
     let views: Vec<_> = feeds.iter().map(|f| f.view()).collect();
     let got = specc_tflite::run(&model, &views).expect("runs");
-    let vars: Vec<Tensor> = g
-        .vars
-        .iter()
-        .map(|l| {
-            let v = &c.params[&l.name];
-            Tensor::new(v.shape().to_vec(), v.iter().map(|&x| x as f64).collect())
-        })
-        .collect();
+    let vars = param_tensors(g, &c.params);
     let env = interp::Env {
         inputs: &inputs,
         vars: &vars,
