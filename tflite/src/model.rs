@@ -191,6 +191,24 @@ pub enum BuiltinOptions {
         fused_activation_function: ActivationFunctionType,
         asymmetric_quantize_inputs: bool,
     },
+    /// `CallOnceOptions` (CALL_ONCE): the subgraph that runs once, before
+    /// the first invocation's later operators (TF's converter puts the
+    /// initialization of hash tables there).
+    CallOnce {
+        init_subgraph_index: i32,
+    },
+    /// `HashtableOptions` (HASHTABLE): the table's id (operators naming the
+    /// same id, in any subgraph, share one table) and its key and value
+    /// types (STRING to INT64, or INT64 to STRING).
+    Hashtable {
+        table_id: i32,
+        key_dtype: TensorType,
+        value_dtype: TensorType,
+    },
+    /// `BucketizeOptions` (BUCKETIZE): the sorted boundaries.
+    Bucketize {
+        boundaries: Vec<f32>,
+    },
     /// An options table without fields (`TransposeOptions`, `ExpOptions`,
     /// `MaximumMinimumOptions`, `PadOptions`, `SliceOptions`,
     /// `SelectV2Options`), by its union type code.
@@ -225,6 +243,9 @@ impl BuiltinOptions {
             BuiltinOptions::Shape { .. } => t::SHAPE,
             BuiltinOptions::SequenceLstm { .. } => t::UNIDIRECTIONAL_SEQUENCE_LSTM,
             BuiltinOptions::SequenceRnn { .. } => t::SEQUENCE_RNN,
+            BuiltinOptions::CallOnce { .. } => t::CALL_ONCE,
+            BuiltinOptions::Hashtable { .. } => t::HASHTABLE,
+            BuiltinOptions::Bucketize { .. } => t::BUCKETIZE,
             BuiltinOptions::Empty(c) | BuiltinOptions::Other(c) => *c,
         }
     }
@@ -326,6 +347,15 @@ impl BuiltinOptions {
             } => format!(
                 "fused_activation_function={a} time_major={time_major} asymmetric_quantize_inputs={asymmetric_quantize_inputs}"
             ),
+            BuiltinOptions::CallOnce {
+                init_subgraph_index,
+            } => format!("init_subgraph_index={init_subgraph_index}"),
+            BuiltinOptions::Hashtable {
+                table_id,
+                key_dtype,
+                value_dtype,
+            } => format!("table_id={table_id} key_dtype={key_dtype} value_dtype={value_dtype}"),
+            BuiltinOptions::Bucketize { boundaries } => format!("boundaries={boundaries:?}"),
             BuiltinOptions::Other(c) => format!("(options type {c} not read)"),
         }
     }
@@ -509,4 +539,43 @@ pub fn i64_values(data: &[u8]) -> Option<Vec<i64>> {
             .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
             .collect()
     })
+}
+
+/// A STRING tensor's buffer in TFLite's format (`string_util.h`): the
+/// count `n` (i32), `n + 1` offsets (i32, from the buffer's start; the
+/// last is its length), then the strings' bytes.
+pub fn string_bytes<S: AsRef<[u8]>>(strings: &[S]) -> Vec<u8> {
+    let n = strings.len();
+    let mut offset = 4 * (n + 2);
+    let mut out = Vec::with_capacity(offset + strings.iter().map(|s| s.as_ref().len()).sum::<usize>());
+    out.extend_from_slice(&(n as i32).to_le_bytes());
+    for s in strings {
+        out.extend_from_slice(&(offset as i32).to_le_bytes());
+        offset += s.as_ref().len();
+    }
+    out.extend_from_slice(&(offset as i32).to_le_bytes());
+    for s in strings {
+        out.extend_from_slice(s.as_ref());
+    }
+    out
+}
+
+/// The strings of a STRING tensor's buffer ([`string_bytes`]'s format;
+/// `None` when the count or an offset does not fit the buffer).
+pub fn string_values(data: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let word = |i: usize| -> Option<usize> {
+        let b = data.get(4 * i..4 * i + 4)?;
+        usize::try_from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()
+    };
+    let n = word(0)?;
+    if n.checked_add(2)?.checked_mul(4)? > data.len() {
+        return None;
+    }
+    (0..n)
+        .map(|i| {
+            let (start, end) = (word(1 + i)?, word(2 + i)?);
+            (start <= end).then_some(())?;
+            data.get(start..end).map(<[u8]>::to_vec)
+        })
+        .collect()
 }

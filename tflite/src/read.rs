@@ -421,6 +421,17 @@ fn read_options(kind: u8, t: &Table<'_>) -> Result<BuiltinOptions> {
             fused_activation_function: act(f::SECOND)?,
             asymmetric_quantize_inputs: t.bool(f::THIRD)?,
         },
+        ot::CALL_ONCE => BuiltinOptions::CallOnce {
+            init_subgraph_index: t.i32(f::FIRST, 0)?,
+        },
+        ot::HASHTABLE => BuiltinOptions::Hashtable {
+            table_id: t.i32(f::FIRST, 0)?,
+            key_dtype: TensorType::from_code(t.i8(f::SECOND)?),
+            value_dtype: TensorType::from_code(t.i8(f::THIRD)?),
+        },
+        ot::BUCKETIZE => BuiltinOptions::Bucketize {
+            boundaries: t.fixed::<4, f32>(f::FIRST, f32::from_le_bytes)?,
+        },
         ot::TRANSPOSE | ot::EXP | ot::MAXIMUM_MINIMUM | ot::PAD | ot::SLICE | ot::SELECT_V2 => {
             BuiltinOptions::Empty(kind)
         }

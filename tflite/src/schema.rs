@@ -24,6 +24,12 @@ pub enum TensorType {
     Bool,
     Int16,
     Int8,
+    /// Strings: a buffer of TFLite's string format (the count, the offsets,
+    /// the bytes; `model::string_bytes`).
+    String,
+    /// A resource handle (a hash table's, from HASHTABLE): no data in the
+    /// file.
+    Resource,
     /// A type specc does not handle, by its schema number.
     Other(i8),
 }
@@ -38,6 +44,8 @@ impl TensorType {
             TensorType::Bool => 6,
             TensorType::Int16 => 7,
             TensorType::Int8 => 9,
+            TensorType::String => 5,
+            TensorType::Resource => 13,
             TensorType::Other(c) => c,
         }
     }
@@ -51,18 +59,21 @@ impl TensorType {
             6 => TensorType::Bool,
             7 => TensorType::Int16,
             9 => TensorType::Int8,
+            5 => TensorType::String,
+            13 => TensorType::Resource,
             c => TensorType::Other(c),
         }
     }
 
-    /// Bytes of one element (`None` for types specc does not handle).
+    /// Bytes of one element (`None` for strings, resources and the types
+    /// specc does not handle).
     pub fn size(self) -> Option<usize> {
         match self {
             TensorType::Float32 | TensorType::Int32 => Some(4),
             TensorType::Int64 => Some(8),
             TensorType::Int16 => Some(2),
             TensorType::Uint8 | TensorType::Bool | TensorType::Int8 => Some(1),
-            TensorType::Other(_) => None,
+            TensorType::String | TensorType::Resource | TensorType::Other(_) => None,
         }
     }
 }
@@ -77,6 +88,8 @@ impl fmt::Display for TensorType {
             TensorType::Bool => f.write_str("BOOL"),
             TensorType::Int16 => f.write_str("INT16"),
             TensorType::Int8 => f.write_str("INT8"),
+            TensorType::String => f.write_str("STRING"),
+            TensorType::Resource => f.write_str("RESOURCE"),
             TensorType::Other(c) => write!(f, "TensorType({c})"),
         }
     }
@@ -173,7 +186,13 @@ builtin_operators! {
     Quantize = 114 => "QUANTIZE",
     SelectV2 = 123 => "SELECT_V2",
     BatchMatmul = 126 => "BATCH_MATMUL",
+    CallOnce = 129 => "CALL_ONCE",
     BroadcastTo = 130 => "BROADCAST_TO",
+    Hashtable = 136 => "HASHTABLE",
+    HashtableFind = 137 => "HASHTABLE_FIND",
+    HashtableImport = 138 => "HASHTABLE_IMPORT",
+    HashtableSize = 139 => "HASHTABLE_SIZE",
+    Bucketize = 147 => "BUCKETIZE",
     Sign = 158 => "SIGN",
 }
 
@@ -301,6 +320,12 @@ pub mod options_type {
     pub const UNIDIRECTIONAL_SEQUENCE_LSTM: u8 = 71;
     pub const SELECT_V2: u8 = 98;
     pub const BATCH_MATMUL: u8 = 101;
+    pub const CALL_ONCE: u8 = 103;
+    pub const HASHTABLE: u8 = 107;
+    pub const HASHTABLE_FIND: u8 = 108;
+    pub const HASHTABLE_IMPORT: u8 = 109;
+    pub const HASHTABLE_SIZE: u8 = 110;
+    pub const BUCKETIZE: u8 = 115;
 }
 
 /// Vtable offsets of the fields specc reads and writes, per table.

@@ -244,6 +244,10 @@ fn options(
         BuiltinOptions::Reshape { new_shape } => Some(b.create_vector(new_shape)),
         _ => None,
     };
+    let boundaries = match o {
+        BuiltinOptions::Bucketize { boundaries } => Some(b.create_vector(boundaries)),
+        _ => None,
+    };
     let t = b.start_table();
     match o {
         BuiltinOptions::None | BuiltinOptions::Other(_) | BuiltinOptions::Empty(_) => {}
@@ -280,6 +284,23 @@ fn options(
             if let Some(v) = new_shape {
                 b.push_slot_always(f::FIRST, v);
             }
+        }
+        BuiltinOptions::Bucketize { .. } => {
+            if let Some(v) = boundaries {
+                b.push_slot_always(f::FIRST, v);
+            }
+        }
+        BuiltinOptions::CallOnce {
+            init_subgraph_index,
+        } => b.push_slot::<i32>(f::FIRST, *init_subgraph_index, 0),
+        BuiltinOptions::Hashtable {
+            table_id,
+            key_dtype,
+            value_dtype,
+        } => {
+            b.push_slot::<i32>(f::FIRST, *table_id, 0);
+            b.push_slot::<i8>(f::SECOND, key_dtype.code(), 0);
+            b.push_slot::<i8>(f::THIRD, value_dtype.code(), 0);
         }
         BuiltinOptions::Gather { axis, batch_dims } => {
             b.push_slot::<i32>(f::FIRST, *axis, 0);

@@ -260,15 +260,59 @@ impl Interpreter<'_> {
                 }
             }
             B::Less | B::LessEqual | B::Greater | B::GreaterEqual | B::Equal | B::NotEqual => {
-                let f: fn(f32, f32) -> bool = match builtin {
-                    B::Less => |x, y| x < y,
-                    B::LessEqual => |x, y| x <= y,
-                    B::Greater => |x, y| x > y,
-                    B::GreaterEqual => |x, y| x >= y,
-                    B::Equal => |x, y| x == y,
-                    _ => |x, y| x != y,
+                match (arg(0)?, arg(1)?) {
+                    (Value::F32(a), Value::F32(b)) => {
+                        let f: fn(f32, f32) -> bool = match builtin {
+                            B::Less => |x, y| x < y,
+                            B::LessEqual => |x, y| x <= y,
+                            B::Greater => |x, y| x > y,
+                            B::GreaterEqual => |x, y| x >= y,
+                            B::Equal => |x, y| x == y,
+                            _ => |x, y| x != y,
+                        };
+                        Value::Bool(binary(a, b, f)?)
+                    }
+                    (a @ (Value::I32(_) | Value::I64(_)), b @ (Value::I32(_) | Value::I64(_))) => {
+                        let f: fn(i64, i64) -> bool = match builtin {
+                            B::Less => |x, y| x < y,
+                            B::LessEqual => |x, y| x <= y,
+                            B::Greater => |x, y| x > y,
+                            B::GreaterEqual => |x, y| x >= y,
+                            B::Equal => |x, y| x == y,
+                            _ => |x, y| x != y,
+                        };
+                        let wide = |v: &Value| match v {
+                            Value::I32(a) => a.mapv(i64::from),
+                            Value::I64(a) => a.clone(),
+                            _ => unreachable!("matched above"),
+                        };
+                        Value::Bool(binary(&wide(a), &wide(b), f)?)
+                    }
+                    (a, b) => {
+                        return Err(format!(
+                            "operands of types {} and {}",
+                            a.type_name(),
+                            b.type_name()
+                        ))
+                    }
+                }
+            }
+            B::Bucketize => {
+                let BuiltinOptions::Bucketize { boundaries } = &op.options else {
+                    return Err("BUCKETIZE without BucketizeOptions".into());
                 };
-                Value::Bool(binary(arg(0)?.f32()?, arg(1)?.f32()?, f)?)
+                if boundaries.windows(2).any(|w| !(w[0] <= w[1])) {
+                    return Err("the boundaries are not sorted".into());
+                }
+                // TF Lite's kernel: std::upper_bound, the index of the
+                // first boundary above x (a NaN is past every boundary).
+                let bucket = |x: f64| boundaries.partition_point(|&b| !(x < f64::from(b))) as i32;
+                match arg(0)? {
+                    Value::F32(a) => Value::I32(a.mapv(|x| bucket(f64::from(x)))),
+                    Value::I32(a) => Value::I32(a.mapv(|x| bucket(f64::from(x)))),
+                    Value::I64(a) => Value::I32(a.mapv(|x| bucket(x as f64))),
+                    v => return Err(format!("input of type {}", v.type_name())),
+                }
             }
             B::SelectV2 => {
                 let Value::Bool(c) = arg(0)? else {

@@ -19,13 +19,15 @@
 
 mod dispatch;
 mod sequence;
+mod tables;
 mod value;
 mod window;
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 pub use self::value::Value;
-use crate::model::{f32_values, i32_values, i64_values, Model};
+use self::tables::Tables;
+use crate::model::{f32_values, i32_values, i64_values, string_values, Model, Tensor};
 use crate::schema::TensorType;
 
 type Result<T> = std::result::Result<T, String>;
@@ -33,7 +35,8 @@ type Result<T> = std::result::Result<T, String>;
 /// A model ready to run: its constants decoded.
 pub struct Interpreter<'m> {
     model: &'m Model,
-    constants: Vec<Option<Value>>,
+    /// Per subgraph, each tensor's constant value (`None`: computed).
+    constants: Vec<Vec<Option<Value>>>,
 }
 
 /// Runs the first subgraph of `model` on float inputs (in the subgraph's
@@ -48,49 +51,14 @@ pub fn run(model: &Model, inputs: &[ArrayViewD<f32>]) -> Result<Vec<ArrayD<f32>>
 impl<'m> Interpreter<'m> {
     pub fn new(model: &'m Model) -> Result<Interpreter<'m>> {
         model.validate()?;
-        let g = model.subgraphs.first().ok_or("the model has no subgraph")?;
-        let mut constants = Vec::with_capacity(g.tensors.len());
-        for t in &g.tensors {
-            let data = &model.buffers[t.buffer as usize].data;
-            if data.is_empty() && t.shape.iter().product::<i32>() != 0 {
-                constants.push(None);
-                continue;
-            }
-            let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
-            let bad = |_| format!("tensor `{}`: constant data does not fit its shape", t.name);
-            let v = match t.tensor_type {
-                TensorType::Float32 => Value::F32(
-                    ArrayD::from_shape_vec(IxDyn(&shape), f32_values(data).unwrap_or_default())
-                        .map_err(bad)?,
-                ),
-                TensorType::Int32 => Value::I32(
-                    ArrayD::from_shape_vec(IxDyn(&shape), i32_values(data).unwrap_or_default())
-                        .map_err(bad)?,
-                ),
-                TensorType::Int64 => Value::I64(
-                    ArrayD::from_shape_vec(IxDyn(&shape), i64_values(data).unwrap_or_default())
-                        .map_err(bad)?,
-                ),
-                TensorType::Bool => Value::Bool(
-                    ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b != 0).collect())
-                        .map_err(bad)?,
-                ),
-                TensorType::Int8 => Value::I8(
-                    ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b as i8).collect())
-                        .map_err(bad)?,
-                ),
-                TensorType::Uint8 => Value::U8(
-                    ArrayD::from_shape_vec(IxDyn(&shape), data.to_vec()).map_err(bad)?,
-                ),
-                other => {
-                    return Err(format!(
-                        "tensor `{}`: constants of type {other} are not supported by specc's interpreter",
-                        t.name
-                    ))
-                }
-            };
-            constants.push(Some(v));
+        if model.subgraphs.is_empty() {
+            return Err("the model has no subgraph".into());
         }
+        let constants = model
+            .subgraphs
+            .iter()
+            .map(|g| g.tensors.iter().map(|t| constant(model, t)).collect())
+            .collect::<Result<Vec<_>>>()?;
         Ok(Interpreter { model, constants })
     }
 
@@ -136,26 +104,33 @@ impl<'m> Interpreter<'m> {
                 inputs.len()
             ));
         }
-        let mut values = self.constants.clone();
+        let mut values = self.constants[0].clone();
         for (v, &t) in inputs.into_iter().zip(&g.inputs) {
             let tensor = &g.tensors[t as usize];
             check_input(tensor, &v)?;
             observe(t as usize, &v);
             values[t as usize] = Some(v);
         }
+        // The hash tables of this invocation (`tables`), filled by the
+        // initialization subgraph CALL_ONCE runs.
+        let mut tables = Tables::default();
         for (k, op) in g.operators.iter().enumerate() {
-            let name = self
-                .model
-                .builtin(op)
-                .map_or("?".into(), |b| b.name().into_owned());
-            let result = self
-                .operator(op, &values)
-                .map_err(|e| format!("operator {k} ({name}): {e}"))?;
+            let builtin = self.model.builtin(op);
+            let name = builtin.map_or("?".into(), |b| b.name().into_owned());
+            let at = |e: String| format!("operator {k} ({name}): {e}");
+            if let Some(b) = builtin.filter(|&b| tables::is_stateful(b)) {
+                if let Some((out, v)) = self.stateful(0, b, op, &values, &mut tables).map_err(at)? {
+                    observe(out, &v);
+                    values[out] = Some(v);
+                }
+                continue;
+            }
+            let result = self.operator(op, &values).map_err(at)?;
             let [out] = op.outputs[..] else {
-                return Err(format!(
-                    "operator {k} ({name}): {} outputs; specc's interpreter runs operators with one",
+                return Err(at(format!(
+                    "{} outputs; specc's interpreter runs operators with one",
                     op.outputs.len()
-                ));
+                )));
             };
             observe(out as usize, &result);
             values[out as usize] = Some(result);
@@ -181,6 +156,7 @@ fn check_input(t: &crate::model::Tensor, v: &Value) -> Result<()> {
             | (TensorType::Int32, Value::I32(_))
             | (TensorType::Int64, Value::I64(_))
             | (TensorType::Bool, Value::Bool(_))
+            | (TensorType::String, Value::Str(_))
     );
     let ok_shape = want.len() == v.shape().len()
         && want
@@ -197,4 +173,55 @@ fn check_input(t: &crate::model::Tensor, v: &Value) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The constant value of tensor `t` (`None` for a tensor without data,
+/// which an input or an operator gives).
+fn constant(model: &Model, t: &Tensor) -> Result<Option<Value>> {
+    let data = &model.buffers[t.buffer as usize].data;
+    if t.tensor_type == TensorType::Resource
+        || (data.is_empty() && t.shape.iter().product::<i32>() != 0)
+    {
+        return Ok(None);
+    }
+    let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+    let bad = |_| format!("tensor `{}`: constant data does not fit its shape", t.name);
+    let v = match t.tensor_type {
+        TensorType::Float32 => Value::F32(
+            ArrayD::from_shape_vec(IxDyn(&shape), f32_values(data).unwrap_or_default())
+                .map_err(bad)?,
+        ),
+        TensorType::Int32 => Value::I32(
+            ArrayD::from_shape_vec(IxDyn(&shape), i32_values(data).unwrap_or_default())
+                .map_err(bad)?,
+        ),
+        TensorType::Int64 => Value::I64(
+            ArrayD::from_shape_vec(IxDyn(&shape), i64_values(data).unwrap_or_default())
+                .map_err(bad)?,
+        ),
+        TensorType::Bool => Value::Bool(
+            ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b != 0).collect())
+                .map_err(bad)?,
+        ),
+        TensorType::Int8 => Value::I8(
+            ArrayD::from_shape_vec(IxDyn(&shape), data.iter().map(|&b| b as i8).collect())
+                .map_err(bad)?,
+        ),
+        TensorType::Uint8 => {
+            Value::U8(ArrayD::from_shape_vec(IxDyn(&shape), data.to_vec()).map_err(bad)?)
+        }
+        TensorType::String => {
+            let strings = string_values(data).ok_or_else(|| {
+                format!("tensor `{}`: its string buffer is corrupt", t.name)
+            })?;
+            Value::Str(ArrayD::from_shape_vec(IxDyn(&shape), strings).map_err(bad)?)
+        }
+        other => {
+            return Err(format!(
+                "tensor `{}`: constants of type {other} are not supported by specc's interpreter",
+                t.name
+            ))
+        }
+    };
+    Ok(Some(v))
 }

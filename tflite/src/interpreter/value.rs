@@ -21,6 +21,8 @@ pub enum Value {
     I32(ArrayD<i32>),
     I64(ArrayD<i64>),
     Bool(ArrayD<bool>),
+    /// A STRING tensor: each element its bytes.
+    Str(ArrayD<Vec<u8>>),
 }
 
 impl Value {
@@ -32,6 +34,7 @@ impl Value {
             Value::I32(a) => a.shape(),
             Value::I64(a) => a.shape(),
             Value::Bool(a) => a.shape(),
+            Value::Str(a) => a.shape(),
         }
     }
 
@@ -43,11 +46,14 @@ impl Value {
             Value::I32(_) => "INT32",
             Value::I64(_) => "INT64",
             Value::Bool(_) => "BOOL",
+            Value::Str(_) => "STRING",
         }
     }
 
     /// The values as f32 (integers and booleans converted; int8 and uint8
-    /// values as the integers, not dequantized: [`Value::dequantized`]).
+    /// values as the integers, not dequantized: [`Value::dequantized`];
+    /// strings, which have no number, as NaN: no kernel takes a string
+    /// as a number, and `specc predict` refuses a STRING output).
     pub fn to_f32(&self) -> ArrayD<f32> {
         match self {
             Value::F32(a) => a.clone(),
@@ -56,6 +62,7 @@ impl Value {
             Value::I32(a) => a.mapv(|v| v as f32),
             Value::I64(a) => a.mapv(|v| v as f32),
             Value::Bool(a) => a.mapv(|v| if v { 1.0 } else { 0.0 }),
+            Value::Str(a) => a.map(|_| f32::NAN),
         }
     }
 
@@ -93,6 +100,7 @@ impl Value {
         match self {
             Value::I8(a) if quantized => int8::dequantize(a, t),
             Value::U8(a) if quantized => int8::dequantize_uint8(a, t),
+            Value::Str(_) => Err(format!("output `{}` is STRING, not a number", t.name)),
             v => Ok(v.to_f32()),
         }
     }

@@ -202,6 +202,12 @@ pub(crate) fn broadcast_to(x: &Value, dims: &[i64]) -> Result<Value> {
 }
 
 pub(crate) fn cast(v: &Value, to: TensorType) -> Result<Value> {
+    match (v, to) {
+        (Value::Str(_), _) => return Err("casts from STRING are not supported".into()),
+        (Value::I64(a), TensorType::Int32) => return Ok(Value::I32(a.mapv(|x| x as i32))),
+        (Value::I32(a), TensorType::Int64) => return Ok(Value::I64(a.mapv(i64::from))),
+        _ => {}
+    }
     let f = v.to_f32();
     Ok(match to {
         TensorType::Float32 => Value::F32(f),
