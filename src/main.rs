@@ -196,6 +196,11 @@ enum Command {
         /// `inference_output_type`): float32 (a DEQUANTIZE in the model), int8 or uint8.
         #[arg(long, value_enum, value_name = "TYPE")]
         inference_output_type: Option<InferenceTypeArg>,
+        /// `tflite`: the model takes the raw columns of a row (STRING for vocabulary columns,
+        /// FLOAT32 for numeric ones; "" or NaN a missing cell) and computes the feature columns
+        /// itself: vocabulary lookups, buckets, defaults and normalizers as TF Lite builtins.
+        #[arg(long)]
+        raw_inputs: bool,
         /// `object`: the C function's name.
         #[arg(long, default_value = "specc_predict")]
         symbol: String,
@@ -530,6 +535,7 @@ fn main() -> ExitCode {
             samples,
             inference_input_type,
             inference_output_type,
+            raw_inputs,
             symbol,
             use_averages,
         } => match format {
@@ -566,10 +572,14 @@ fn main() -> ExitCode {
                             batch,
                             quantize,
                             use_averages,
+                            raw_inputs,
                         },
                     )
                 })
             }
+            ExportFormat::Object if raw_inputs => Err(Failure::from(
+                "--raw-inputs is for --format tflite",
+            )),
             ExportFormat::Object if quantize.is_some() => {
                 Err(Failure::from("--quantize is for --format tflite"))
             }

@@ -19,6 +19,7 @@ use std::io::Write;
 use std::path::Path;
 
 use ndarray::{ArrayD, IxDyn};
+use specc_compiler::export::tflite::raw::{with_raw_inputs, RawSource, RAW_INPUTS_METADATA};
 use specc_compiler::export::tflite::{export_tflite, TfliteExport};
 use specc_compiler::model::InputRole;
 use specc_runtime::checkpoint::BundleReader;
@@ -41,6 +42,9 @@ pub struct ExportOptions<'a> {
     pub quantize: Quantize<'a>,
     /// `--use-averages[=BOOL]` (`None`: the spec's `ema ..., use_averages`).
     pub use_averages: Option<bool>,
+    /// `--raw-inputs`: the model takes the raw columns
+    /// (`specc_compiler::export::tflite::raw`).
+    pub raw_inputs: bool,
 }
 
 /// `--quantize`: what `tf.lite.Optimize.DEFAULT` does.
@@ -61,6 +65,20 @@ pub enum Quantize<'a> {
 }
 
 pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
+    if let Quantize::Int8 {
+        interface: (input, _),
+        ..
+    } = o.quantize
+    {
+        if o.raw_inputs && input != InferenceType::Float32 {
+            return Err(format!(
+                "--raw-inputs: the model takes raw strings and float32 values, so its inputs \
+                 cannot be {} (--inference-input-type); leave it float32",
+                input.name()
+            )
+            .into());
+        }
+    }
     let src = read_spec(spec)?;
     let mut model = specc_compiler::check(&src).map_err(|d| report(&d, &src))?;
     // The spec's `outputs` item, or the bindings `--fetch` names.
@@ -215,6 +233,29 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
             m
         }
     };
+    // The feature columns in front, after quantization: the calibration
+    // and the quantized operators see the dense inputs, as without.
+    let tflite = if o.raw_inputs {
+        let sources = inputs
+            .iter()
+            .map(|name| {
+                let info = model
+                    .inputs
+                    .iter()
+                    .find(|i| i.spec.name == *name)
+                    .ok_or_else(|| format!("{}: no input `{name}`", spec.display()))?;
+                Ok(RawSource {
+                    name,
+                    spec: &info.spec,
+                    span: info.span,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        specc_compiler::guard(|| with_raw_inputs(&tflite, &sources, o.batch).map_err(|d| vec![d]))
+            .map_err(|d| report(&d, &src))?
+    } else {
+        tflite
+    };
     let bytes = specc_tflite::to_bytes(&tflite);
     write_atomic(o.output, |f| {
         f.write_all(&bytes).map_err(|e| cannot_write(o.output, e))
@@ -239,7 +280,10 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
 /// (`specc_runtime::feature_column::describe_input`); for a TF Lite model,
 /// each input's and output's type at the model's boundary (`"tflite":
 /// {"dtype", "scale", "zero_point"}`, the last two for a quantized one) and
-/// the outputs in the signature's order. Written to a temporary file and
+/// the outputs in the signature's order. A raw-input model's `inputs` are
+/// its raw columns (`"raw_inputs": true`; each with its dtype and what a
+/// missing cell is: `""` or `NaN`), and the dense inputs it computes from
+/// them are `preprocessed`. Written to a temporary file and
 /// renamed.
 pub(crate) fn write_features(
     model: &specc_compiler::Model,
@@ -266,11 +310,43 @@ pub(crate) fn write_features(
             d
         })
         .collect();
-    let mut doc = serde_json::json!({
-        "spec": spec.display().to_string(),
-        "model": model.name,
-        "inputs": described,
-    });
+    let raw = tflite.and_then(|m| m.metadata_string(RAW_INPUTS_METADATA));
+    let mut doc =
+        match (raw, tflite) {
+            // A raw-input model: its inputs are the raw columns, and the
+            // dense inputs the model computes from them are "preprocessed".
+            (Some(columns), Some(m)) => {
+                let raw: Vec<serde_json::Value> = columns
+                .lines()
+                .map(|c| {
+                    let b = tflite_boundary::describe(m, c, true).unwrap_or_default();
+                    let missing = if b["dtype"] == "string" { "\"\"" } else { "NaN" };
+                    serde_json::json!({ "name": c, "column": c, "tflite": b, "missing": missing })
+                })
+                .collect();
+                let inside: Vec<serde_json::Value> = described
+                    .into_iter()
+                    .map(|mut d| {
+                        if let Some(o) = d.as_object_mut() {
+                            o.remove("tflite");
+                        }
+                        d
+                    })
+                    .collect();
+                serde_json::json!({
+                    "spec": spec.display().to_string(),
+                    "model": model.name,
+                    "raw_inputs": true,
+                    "inputs": raw,
+                    "preprocessed": inside,
+                })
+            }
+            _ => serde_json::json!({
+                "spec": spec.display().to_string(),
+                "model": model.name,
+                "inputs": described,
+            }),
+        };
     if let Some(m) = tflite {
         doc["outputs"] = tflite_boundary::outputs(m).into();
     }

@@ -17,6 +17,7 @@ pub mod inspect_tflite;
 pub mod inspect_tfrecord;
 pub mod library;
 pub mod predict;
+pub mod predict_raw;
 pub mod predict_tflite;
 pub mod run;
 pub mod tflite_boundary;

@@ -29,6 +29,7 @@ use specc_runtime::predict::{
     self, OutputColumn, OutputFormat, PredictionWriter, PREDICT_FUNCTION,
 };
 
+use super::predict_raw::RawPredictor;
 use super::predict_tflite::TflitePredictor;
 use super::report;
 use crate::Failure;
@@ -36,6 +37,8 @@ use specc::averages::Serving;
 use specc::run::data::open_prediction_source;
 use specc::run::restore::checkpoint_prefix;
 use specc::spec::read_spec;
+use specc_compiler::export::tflite::raw::RAW_INPUTS_METADATA;
+use specc_runtime::data::csv_file::CsvFile;
 
 /// The smallest batch `predict` runs by default.
 const DEFAULT_BATCH: u32 = 1024;
@@ -187,6 +190,10 @@ fn run_tflite(
     let mut batch = opts
         .batch
         .unwrap_or_else(|| DEFAULT_BATCH.max(checked.train.batch));
+    let model = specc_tflite::read_file(tflite)?;
+    if model.metadata_string(RAW_INPUTS_METADATA).is_some() {
+        return run_raw(checked, model, tflite, batch, opts);
+    }
     // A session for its input buffers and pipeline (nothing is called): the
     // spec's preprocessing without its parameters.
     let compile = |batch: u32| {
@@ -199,7 +206,7 @@ fn run_tflite(
     let mut program = compile(batch)?;
     let predictor = {
         let session = program.session()?;
-        TflitePredictor::open(tflite, &session)?
+        TflitePredictor::new(model, tflite, &session)?
     };
     if let Some(fixed) = predictor.fixed_batch() {
         if fixed as u32 != batch {
@@ -214,6 +221,33 @@ fn run_tflite(
     let format = opts.format.unwrap_or_else(|| format_of(opts.output));
     let rows = write_predictions(opts.output, format, predictor.columns(), None, |w| {
         predictor.run(tflite, &mut session, &mut source, w)
+    })?;
+    finished(rows, tflite, opts.output);
+    Ok(())
+}
+
+/// `--tflite` with a model exported with `--raw-inputs`: the file's raw
+/// cells fed to it (`predict_raw`), read with the spec's CSV options.
+fn run_raw(
+    checked: &specc_compiler::Model,
+    model: specc_tflite::Model,
+    tflite: &Path,
+    batch: u32,
+    opts: &PredictOptions<'_>,
+) -> Result<(), Failure> {
+    let mut predictor = RawPredictor::new(model, tflite)?;
+    let options = checked
+        .data
+        .source
+        .csv_options()
+        .map(|o| o.without_filter())
+        .unwrap_or_default();
+    let file = opts.data.display().to_string();
+    let csv = CsvFile::open(opts.data, &file, &options).map_err(|e| e.to_string())?;
+    let format = opts.format.unwrap_or_else(|| format_of(opts.output));
+    let columns = predictor.predictor().columns();
+    let rows = write_predictions(opts.output, format, columns, None, |w| {
+        predictor.run(tflite, opts.data, csv, batch as usize, w)
     })?;
     finished(rows, tflite, opts.output);
     Ok(())

@@ -23,7 +23,7 @@ use specc_runtime::abi::ElemType;
 use specc_runtime::predict::{OutputColumn, OutputValues, PredictionWriter};
 use specc_runtime::session::Session;
 use specc_runtime::source::BatchSource;
-use specc_tflite::{Interpreter, Model, TensorType, Value};
+use specc_tflite::{Interpreter, Model, SignatureDef, TensorType, Value};
 
 /// One signature input: the session's input it is fed from.
 struct Feed {
@@ -49,12 +49,6 @@ pub struct TflitePredictor {
 }
 
 impl TflitePredictor {
-    /// Reads `path` and binds its signature to the session's inputs.
-    pub fn open(path: &Path, session: &Session) -> Result<TflitePredictor, String> {
-        let model = specc_tflite::read_file(path)?;
-        TflitePredictor::new(model, path, session)
-    }
-
     /// Binds `model` (named `path` in errors) to the session's inputs.
     pub fn new(model: Model, path: &Path, session: &Session) -> Result<TflitePredictor, String> {
         let file = path.display();
@@ -62,14 +56,7 @@ impl TflitePredictor {
             .subgraphs
             .first()
             .ok_or_else(|| format!("{file}: the model has no subgraph"))?;
-        let sig = model
-            .signature_defs
-            .iter()
-            .find(|s| s.signature_key == specc_tflite::SERVING_DEFAULT)
-            .or(model.signature_defs.first())
-            .ok_or_else(|| {
-                format!("{file}: the model has no signature naming its inputs and outputs")
-            })?;
+        let sig = signature(&model, path)?;
         let layout = &session.layout;
         let mut feeds = Vec::new();
         let mut fixed_batch = None;
@@ -152,46 +139,25 @@ impl TflitePredictor {
                 g.inputs.len()
             ));
         }
-        let mut outputs = Vec::new();
-        for m in &sig.outputs {
-            let t = &g.tensors[m.tensor_index as usize];
-            let position = g
-                .outputs
-                .iter()
-                .position(|&i| i as u32 == m.tensor_index)
-                .ok_or_else(|| {
-                    format!(
-                        "{file}: the signature's output `{}` is not a subgraph output",
-                        m.name
-                    )
-                })?;
-            match t.tensor_type {
-                TensorType::Float32 | TensorType::Int32 | TensorType::Int64 => {}
-                // Dequantized (`--inference-output-type int8|uint8`).
-                TensorType::Int8 | TensorType::Uint8 => quantized(t)
-                    .map_err(|e| format!("{file}: the model's output `{}`: {e}", m.name))?,
-                other => {
-                    return Err(format!(
-                        "{file}: the model's output `{}` is {other}; predict writes FLOAT32, integer and quantized INT8 or UINT8 outputs",
-                        m.name
-                    ))
-                }
-            }
-            let dims = t.shape.iter().skip(1).map(|&d| d.max(0) as usize).collect();
-            outputs.push((
-                position,
-                OutputColumn {
-                    name: m.name.clone(),
-                    dims,
-                },
-            ));
-        }
+        let outputs = bind_outputs(&model, path)?;
         Interpreter::new(&model).map_err(|e| format!("{file}: {e}"))?;
         Ok(TflitePredictor {
             model,
             feeds,
             outputs,
             fixed_batch,
+        })
+    }
+
+    /// `model` bound by its outputs alone: a raw-input model, which
+    /// `predict_raw` feeds from the CSV's cells.
+    pub(super) fn outputs_only(model: Model, path: &Path) -> Result<TflitePredictor, String> {
+        let outputs = bind_outputs(&model, path)?;
+        Ok(TflitePredictor {
+            model,
+            feeds: Vec::new(),
+            outputs,
+            fixed_batch: None,
         })
     }
 
@@ -259,6 +225,74 @@ impl TflitePredictor {
         &self.model
     }
 
+    /// The outputs `out` of a batch of `rows` rows (padding rows after
+    /// them dropped) to `writer`.
+    pub(super) fn write_batch<W: std::io::Write>(
+        &self,
+        file: &Path,
+        out: &[Value],
+        rows: usize,
+        writer: &mut PredictionWriter<W>,
+    ) -> Result<(), String> {
+        let cols: Vec<Result<Col, String>> = self
+            .outputs
+            .iter()
+            .map(|(k, c)| {
+                let n = rows * c.per_row();
+                let v = &out[*k];
+                let flat = |len: usize| {
+                    if len < n {
+                        Err(format!(
+                            "{}: the output `{}` has {len} values for {rows} rows",
+                            file.display(),
+                            c.name
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                };
+                match v {
+                    Value::F32(a) => {
+                        flat(a.len())?;
+                        Ok(Col::F32(a.iter().take(n).copied().collect()))
+                    }
+                    Value::I32(a) => {
+                        flat(a.len())?;
+                        Ok(Col::I32(a.iter().take(n).copied().collect()))
+                    }
+                    Value::I64(a) => {
+                        flat(a.len())?;
+                        Ok(Col::I32(a.iter().take(n).map(|&x| x as i32).collect()))
+                    }
+                    Value::I8(_) | Value::U8(_) => {
+                        let g = &self.model.subgraphs[0];
+                        let a = v
+                            .dequantized(&g.tensors[g.outputs[*k] as usize])
+                            .map_err(|e| format!("{}: {e}", file.display()))?;
+                        flat(a.len())?;
+                        Ok(Col::F32(a.iter().take(n).copied().collect()))
+                    }
+                    other => Err(format!(
+                        "{}: the output `{}` is {}",
+                        file.display(),
+                        c.name,
+                        other.type_name()
+                    )),
+                }
+            })
+            .collect();
+        let cols = cols.into_iter().collect::<Result<Vec<Col>, String>>()?;
+        writer
+            .write_batch(rows, |c| {
+                Some(match &cols[c] {
+                    Col::F32(v) => OutputValues::F32(v),
+                    Col::I32(v) => OutputValues::I32(v),
+                })
+            })
+            .map_err(|e| writer.error(e).to_string())?;
+        Ok(())
+    }
+
     /// Every batch of `source` through the model, to `writer` (not
     /// finished). Returns the rows predicted.
     pub fn run<W: std::io::Write>(
@@ -285,66 +319,72 @@ impl TflitePredictor {
             let out = interpreter
                 .invoke(values)
                 .map_err(|e| format!("{}: {e}", file.display()))?;
-            let cols: Vec<Result<Col, String>> = self
-                .outputs
-                .iter()
-                .map(|(k, c)| {
-                    let n = rows * c.per_row();
-                    let v = &out[*k];
-                    let flat = |len: usize| {
-                        if len < n {
-                            Err(format!(
-                                "{}: the output `{}` has {len} values for {rows} rows",
-                                file.display(),
-                                c.name
-                            ))
-                        } else {
-                            Ok(())
-                        }
-                    };
-                    match v {
-                        Value::F32(a) => {
-                            flat(a.len())?;
-                            Ok(Col::F32(a.iter().take(n).copied().collect()))
-                        }
-                        Value::I32(a) => {
-                            flat(a.len())?;
-                            Ok(Col::I32(a.iter().take(n).copied().collect()))
-                        }
-                        Value::I64(a) => {
-                            flat(a.len())?;
-                            Ok(Col::I32(a.iter().take(n).map(|&x| x as i32).collect()))
-                        }
-                        Value::I8(_) | Value::U8(_) => {
-                            let g = &self.model.subgraphs[0];
-                            let a = v
-                                .dequantized(&g.tensors[g.outputs[*k] as usize])
-                                .map_err(|e| format!("{}: {e}", file.display()))?;
-                            flat(a.len())?;
-                            Ok(Col::F32(a.iter().take(n).copied().collect()))
-                        }
-                        other => Err(format!(
-                            "{}: the output `{}` is {}",
-                            file.display(),
-                            c.name,
-                            other.type_name()
-                        )),
-                    }
-                })
-                .collect();
-            let cols = cols.into_iter().collect::<Result<Vec<Col>, String>>()?;
-            writer
-                .write_batch(rows, |c| {
-                    Some(match &cols[c] {
-                        Col::F32(v) => OutputValues::F32(v),
-                        Col::I32(v) => OutputValues::I32(v),
-                    })
-                })
-                .map_err(|e| writer.error(e).to_string())?;
+            self.write_batch(file, &out, rows, writer)?;
             rows_done += rows as u64;
         }
         Ok(rows_done)
     }
+}
+
+/// The model's `serving_default` signature (or its first).
+pub(super) fn signature<'m>(model: &'m Model, path: &Path) -> Result<&'m SignatureDef, String> {
+    model
+        .signature_defs
+        .iter()
+        .find(|s| s.signature_key == specc_tflite::SERVING_DEFAULT)
+        .or(model.signature_defs.first())
+        .ok_or_else(|| {
+            format!(
+                "{}: the model has no signature naming its inputs and outputs",
+                path.display()
+            )
+        })
+}
+
+/// The signature's outputs: `(index in the subgraph's outputs, column)`,
+/// each of a type the writer prints.
+fn bind_outputs(model: &Model, path: &Path) -> Result<Vec<(usize, OutputColumn)>, String> {
+    let file = path.display();
+    let sig = signature(model, path)?;
+    let g = model
+        .subgraphs
+        .first()
+        .ok_or_else(|| format!("{file}: the model has no subgraph"))?;
+    let mut outputs = Vec::new();
+    for m in &sig.outputs {
+        let t = &g.tensors[m.tensor_index as usize];
+        let position = g
+            .outputs
+            .iter()
+            .position(|&i| i as u32 == m.tensor_index)
+            .ok_or_else(|| {
+                format!(
+                    "{file}: the signature's output `{}` is not a subgraph output",
+                    m.name
+                )
+            })?;
+        match t.tensor_type {
+            TensorType::Float32 | TensorType::Int32 | TensorType::Int64 => {}
+            // Dequantized (`--inference-output-type int8|uint8`).
+            TensorType::Int8 | TensorType::Uint8 => quantized(t)
+                .map_err(|e| format!("{file}: the model's output `{}`: {e}", m.name))?,
+            other => {
+                return Err(format!(
+                    "{file}: the model's output `{}` is {other}; predict writes FLOAT32, integer and quantized INT8 or UINT8 outputs",
+                    m.name
+                ))
+            }
+        }
+        let dims = t.shape.iter().skip(1).map(|&d| d.max(0) as usize).collect();
+        outputs.push((
+            position,
+            OutputColumn {
+                name: m.name.clone(),
+                dims,
+            },
+        ));
+    }
+    Ok(outputs)
 }
 
 /// Whether `t` has the per-tensor scale and zero point of an integer

@@ -547,7 +547,8 @@ pub fn i64_values(data: &[u8]) -> Option<Vec<i64>> {
 pub fn string_bytes<S: AsRef<[u8]>>(strings: &[S]) -> Vec<u8> {
     let n = strings.len();
     let mut offset = 4 * (n + 2);
-    let mut out = Vec::with_capacity(offset + strings.iter().map(|s| s.as_ref().len()).sum::<usize>());
+    let mut out =
+        Vec::with_capacity(offset + strings.iter().map(|s| s.as_ref().len()).sum::<usize>());
     out.extend_from_slice(&(n as i32).to_le_bytes());
     for s in strings {
         out.extend_from_slice(&(offset as i32).to_le_bytes());

@@ -25,8 +25,8 @@ mod window;
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
-pub use self::value::Value;
 use self::tables::Tables;
+pub use self::value::Value;
 use crate::model::{f32_values, i32_values, i64_values, string_values, Model, Tensor};
 use crate::schema::TensorType;
 
@@ -211,9 +211,8 @@ fn constant(model: &Model, t: &Tensor) -> Result<Option<Value>> {
             Value::U8(ArrayD::from_shape_vec(IxDyn(&shape), data.to_vec()).map_err(bad)?)
         }
         TensorType::String => {
-            let strings = string_values(data).ok_or_else(|| {
-                format!("tensor `{}`: its string buffer is corrupt", t.name)
-            })?;
+            let strings = string_values(data)
+                .ok_or_else(|| format!("tensor `{}`: its string buffer is corrupt", t.name))?;
             Value::Str(ArrayD::from_shape_vec(IxDyn(&shape), strings).map_err(bad)?)
         }
         other => {

@@ -95,7 +95,13 @@ impl Interpreter<'_> {
         let handle = |tables: &Tables| -> Result<i32> {
             let id = match arg(0)? {
                 Value::I32(a) if a.len() == 1 => a.iter().copied().next().unwrap_or_default(),
-                v => return Err(format!("the table handle is {} of shape {:?}", v.type_name(), v.shape())),
+                v => {
+                    return Err(format!(
+                        "the table handle is {} of shape {:?}",
+                        v.type_name(),
+                        v.shape()
+                    ))
+                }
             };
             if tables.tables.contains_key(&id) {
                 Ok(id)
@@ -114,7 +120,9 @@ impl Interpreter<'_> {
                 let i = usize::try_from(i)
                     .ok()
                     .filter(|&i| i < self.model.subgraphs.len() && i != 0)
-                    .ok_or_else(|| format!("init_subgraph_index {i} is not a subgraph after the first"))?;
+                    .ok_or_else(|| {
+                        format!("init_subgraph_index {i} is not a subgraph after the first")
+                    })?;
                 if !tables.called.contains(&i) {
                     tables.called.push(i);
                     self.initialize(i, tables)?;
@@ -132,7 +140,8 @@ impl Interpreter<'_> {
                 };
                 if !matches!(
                     (key_dtype, value_dtype),
-                    (TensorType::String, TensorType::Int64) | (TensorType::Int64, TensorType::String)
+                    (TensorType::String, TensorType::Int64)
+                        | (TensorType::Int64, TensorType::String)
                 ) {
                     return Err(format!(
                         "a table of {key_dtype} keys and {value_dtype} values (TF Lite's tables map STRING to INT64 or INT64 to STRING)"
@@ -223,7 +232,8 @@ impl Interpreter<'_> {
             B::HashtableSize => {
                 let id = handle(tables)?;
                 let n = tables.tables[&id].entries.as_ref().map_or(0, Entries::len);
-                let v = ArrayD::from_shape_vec(IxDyn(&[1]), vec![n as i64]).map_err(|e| e.to_string())?;
+                let v = ArrayD::from_shape_vec(IxDyn(&[1]), vec![n as i64])
+                    .map_err(|e| e.to_string())?;
                 Ok(Some((output()?, Value::I64(v))))
             }
             other => Err(format!("{} is not a table operator", other.name())),
@@ -240,7 +250,8 @@ impl Interpreter<'_> {
             let at = |e: String| format!("subgraph {sg}, operator {k} ({}): {e}", b.name());
             if !is_stateful(b) {
                 return Err(at(
-                    "specc's interpreter runs only table operators in an initialization subgraph".into(),
+                    "specc's interpreter runs only table operators in an initialization subgraph"
+                        .into(),
                 ));
             }
             if let Some((out, v)) = self.stateful(sg, b, op, &values, tables).map_err(at)? {

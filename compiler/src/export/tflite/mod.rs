@@ -65,6 +65,7 @@ mod gru;
 mod lower;
 mod patterns;
 mod pool;
+pub mod raw;
 mod recurrent;
 mod reduce;
 mod shape;
