@@ -95,5 +95,6 @@ mod tflite_cnn;
 mod tflite_integer_io;
 mod tflite_lstm;
 mod tflite_predict;
+mod tflite_raw_inputs;
 mod threads;
 mod training;
