@@ -6,8 +6,10 @@
 //! `flatbuffers` crate's builder and a bounds-checked reader: no generated
 //! code), [`build`] (a model operator by operator, with the
 //! `serving_default` signature) — [`interpreter`] (a model run operator by
-//! operator, so an exported file runs in Rust) and its [`kernels`] (float,
-//! int8 and hybrid, one module per family of operators) — and [`quantize`]
+//! operator, so an exported file runs in Rust, string tensors and the hash
+//! tables of CALL_ONCE's initialization subgraph included) and its
+//! [`kernels`] (float, int8 and hybrid, one module per family of
+//! operators) — and [`quantize`]
 //! (the arithmetic of int8 quantization — parameters, multipliers,
 //! rounding — which the kernels use, and the post-training quantization of
 //! a float model with it: dynamic range, or full integer with calibrated

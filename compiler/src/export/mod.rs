@@ -16,7 +16,8 @@
 //!
 //! Both start from the same place: the graph and the named outputs, the
 //! inputs they read (dense features after preprocessing, never strings or
-//! labels), and the weights by variable; each refuses what its target
+//! labels; a TF Lite model can then take the raw columns instead,
+//! `tflite::raw`), and the weights by variable; each refuses what its target
 //! cannot express with an error naming it, never a silently different model.
 
 pub mod aot;

@@ -10,7 +10,8 @@
 //! operand types: int8 when the input is INT8, hybrid when the weights are
 //! INT8 and the input float, an int8 TRANSPOSE_CONV an error), `window`
 //! (the options of the convolutions and pools, to their float, int8 and
-//! hybrid kernels), `sequence` (the recurrent operators' inputs by role).
+//! hybrid kernels), `sequence` (the recurrent operators' inputs by role),
+//! `tables` (the hash tables, CALL_ONCE and its initialization subgraph).
 //! Invariants: operators run in file order (TFLite's execution order) and
 //! follow TFLite's reference kernels' semantics (broadcasting binary ops,
 //! FULLY_CONNECTED's `[out, in]` weights, SOFTMAX's `beta`, GATHER failing on

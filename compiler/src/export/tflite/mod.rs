@@ -56,7 +56,9 @@
 //! `shape` (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, PAD, GATHER, and
 //! indices as constants), `recurrent` (the sequence operators and the
 //! slices of their tapes) and `gru` (a GRU's steps as builtins). The quantization of the model written here is
-//! `specc_tflite::quantize`'s.
+//! `specc_tflite::quantize`'s; `raw` rewrites an exported (and quantized)
+//! model to take the raw columns (`--raw-inputs`: the feature columns as
+//! hash tables, BUCKETIZE and elementwise operators in front).
 
 mod conv;
 mod dense;
