@@ -262,12 +262,17 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     })?;
     write_features(&model, spec, &inputs, o.output, Some(&tflite))?;
     let g0 = &tflite.subgraphs[0];
+    // The model's inputs: the dense ones, or the raw columns.
+    let taken: Vec<String> = match tflite.metadata_string(RAW_INPUTS_METADATA) {
+        Some(columns) => columns.lines().map(String::from).collect(),
+        None => inputs.clone(),
+    };
     println!(
         "{}: {} operators, {} tensors; inputs {}; outputs {}{}",
         o.output.display(),
         g0.operators.len(),
         g0.tensors.len(),
-        inputs.join(", "),
+        taken.join(", "),
         names.join(", "),
         serving.note()
     );

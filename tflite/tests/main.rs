@@ -7,3 +7,4 @@ mod conv_int8;
 mod format;
 mod interface;
 mod quantize;
+mod tables;

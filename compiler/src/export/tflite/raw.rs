@@ -738,10 +738,19 @@ impl Edit {
                 .collect();
         }
         // TF Lite 2.8 runs the table operators and BUCKETIZE builtins (the
-        // version TF's converter records for them).
-        let mut version = b"2.8.0".to_vec();
-        version.resize(16, 0);
-        self.set_metadata("min_runtime_version", version);
+        // version TF's converter records for them); a later one the model
+        // needs already stays.
+        let parse =
+            |v: &str| -> Vec<u32> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+        let have = self
+            .m
+            .metadata_string("min_runtime_version")
+            .unwrap_or_default();
+        if parse(&have) < vec![2, 8, 0] {
+            let mut version = b"2.8.0".to_vec();
+            version.resize(16, 0);
+            self.set_metadata("min_runtime_version", version);
+        }
         let names: Vec<&str> = raw.iter().map(|r| r.0.as_str()).collect();
         self.set_metadata(RAW_INPUTS_METADATA, names.join("\n").into_bytes());
         self.m
