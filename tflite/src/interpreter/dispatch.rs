@@ -301,12 +301,17 @@ impl Interpreter<'_> {
                 let BuiltinOptions::Bucketize { boundaries } = &op.options else {
                     return Err("BUCKETIZE without BucketizeOptions".into());
                 };
-                if boundaries.windows(2).any(|w| !(w[0] <= w[1])) {
+                if boundaries
+                    .windows(2)
+                    .any(|w| w[0].partial_cmp(&w[1]).is_none_or(|o| o.is_gt()))
+                {
                     return Err("the boundaries are not sorted".into());
                 }
                 // TF Lite's kernel: std::upper_bound, the index of the
                 // first boundary above x (a NaN is past every boundary).
-                let bucket = |x: f64| boundaries.partition_point(|&b| !(x < f64::from(b))) as i32;
+                let bucket = |x: f64| {
+                    boundaries.partition_point(|&b| f64::from(b) <= x || x.is_nan()) as i32
+                };
                 match arg(0)? {
                     Value::F32(a) => Value::I32(a.mapv(|x| bucket(f64::from(x)))),
                     Value::I32(a) => Value::I32(a.mapv(|x| bucket(f64::from(x)))),
