@@ -304,7 +304,7 @@ fn int8_raw_inputs_quantize_the_exported_operators() {
         assert!((g - w).abs() <= 1.0 / 256.0 + 1e-6, "row {r}: {g} vs {w}");
     }
     let same = raw.iter().zip(&dense).filter(|(g, w)| g == w).count();
-    assert!(same >= 1200, "{same} of 1309 probabilities equal");
+    assert!(same >= 1300, "{same} of 1309 probabilities equal");
 }
 
 #[test]
