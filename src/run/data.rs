@@ -461,7 +461,10 @@ pub fn prediction_stream(model: &Model, data: &Path) -> StreamSpec {
         looks_like_tfrecord(data)
     };
     let format = match tfrecord {
-        Some(compression) => Format::TfRecord { compression },
+        Some(compression) => Format::TfRecord {
+            compression,
+            feature_lists: model.feature_lists(),
+        },
         None => match &model.data.source {
             Source::Stream(spec) => match &spec.format {
                 Format::Csv { na_value } => Format::Csv {

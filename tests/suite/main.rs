@@ -82,6 +82,7 @@ mod run_config;
 mod run_hooks;
 mod run_settings;
 mod runtime_checks;
+mod sequence_examples;
 mod sequence_feature_columns;
 mod sparse;
 mod sparse_first_occurrence;

@@ -327,6 +327,7 @@ pub fn check_in(
 fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     data::check_streaming(&mut st);
     data::check_eval_data(&mut st);
+    data::resolve_feature_lists(&mut st);
     images::check(&mut st);
     if st.data.is_none() && !st.attempted.contains(&"data") {
         st.errors

@@ -50,6 +50,7 @@ use std::num::NonZeroU64;
 use crate::data::NormExpr;
 
 pub mod describe;
+pub mod feature_lists;
 mod parse_spec;
 pub(crate) mod raw;
 pub mod split;
@@ -57,6 +58,7 @@ pub mod transform;
 pub mod vocabulary;
 
 pub use describe::describe_input;
+pub use feature_lists::{feature_list_keys, KeyConflict};
 pub use parse_spec::{make_parse_example_spec, tf_repr};
 pub use split::{KeyValues, Sep};
 pub use transform::{
