@@ -23,12 +23,18 @@
 //! A key a column splits by `sep` is written as the cell's pieces (a
 //! `bytes_list`, or an `int64_list` of the parsed pieces: the values the
 //! column reads from the CSV cell), since a column never splits an Example
-//! feature; so the TFRecord file reads as the CSV file does.
+//! feature; so the TFRecord file reads as the CSV file does. A key a
+//! numeric column reads through `decode_raw` or `parse_tensor` is written
+//! as those bytes (`feature_column::BytesDecoder`: the cell's numbers, each
+//! as its `out_type` stores it, raw or as a serialized `TensorProto` of the
+//! column's shape), for the same reason.
 //! TFRecord → CSV: a header of the keys, one row per Example; a feature
 //! absent or empty is an empty cell; a feature with more than one value is
 //! an error (a CSV cell holds one value), unless its key is split by `sep`:
 //! then its values are joined by the separator (a space for `whitespace`),
-//! an error if they would not split back into the same values. Strings are quoted when they hold
+//! an error if they would not split back into the same values; a decoded
+//! key's bytes are decoded, their values written space-separated. Strings
+//! are quoted when they hold
 //! the delimiter, a quote or a line break.
 //!
 //! Invariants: both directions stream (one row or record in memory at a
@@ -42,10 +48,13 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use specc_compiler::model::Model;
+use specc_runtime::data::columns::Cell;
 use specc_runtime::data::csv_file::{wrong_field_count, ByteRecord, CsvFile};
 use specc_runtime::data::text::{TextRule, TextValues};
 use specc_runtime::data::{DataError, InputKind, InputSpec};
-use specc_runtime::feature_column::{make_parse_example_spec, FeatureInput, Sep};
+use specc_runtime::feature_column::{
+    make_parse_example_spec, value_text, BytesDecoder, FeatureInput, Sep,
+};
 use specc_runtime::io::atomic::{write_atomic, AtomicFile};
 use specc_runtime::io::example::FeatureSpec;
 use specc_runtime::io::example::{encode_example_into, DType, Example, Feature, FeatureRef};
@@ -64,6 +73,9 @@ pub struct ParseKey {
     pub dtype: DType,
     pub rule: TextRule,
     pub sep: Option<Sep>,
+    /// A numeric column reads the key's bytes (`decode_raw`,
+    /// `parse_tensor`), `shape` values: the Example holds them encoded.
+    pub decode: Option<(BytesDecoder, usize)>,
 }
 
 /// How a spec writes a key's `sep` in a message.
@@ -71,6 +83,14 @@ fn sep_text(sep: &Option<Sep>) -> String {
     match sep {
         None => "whole (no sep)".to_string(),
         Some(s) => format!("split by sep = {}", s.spec_text()),
+    }
+}
+
+/// How a spec writes a key's bytes decoder in a message.
+fn decode_text(d: &Option<(BytesDecoder, usize)>) -> String {
+    match d {
+        None => "as its values".to_string(),
+        Some((d, _)) => format!("through {}", d.function()),
     }
 }
 
@@ -82,32 +102,41 @@ fn sep_text(sep: &Option<Sep>) -> String {
 /// `FixedLenFeature([1])`-like); a multi-valued column's keys are the same.
 pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
     let mut keys: Vec<ParseKey> = Vec::new();
-    let mut add = |key: &str, dtype: DType, rule: TextRule, sep: Option<Sep>| match keys
-        .iter()
-        .find(|k| k.key == key)
-    {
-        Some(k) if k.dtype != dtype => Err(format!(
-            "the spec reads the feature '{key}' both as {} and as {}",
-            k.dtype.tf_name(),
-            dtype.tf_name()
-        )),
-        Some(k) if k.sep != sep => Err(format!(
-            "the spec reads the feature '{key}' both {} and {}: \
+    let mut add =
+        |key: &str,
+         dtype: DType,
+         rule: TextRule,
+         sep: Option<Sep>,
+         decode: Option<(BytesDecoder, usize)>| match keys.iter().find(|k| k.key == key) {
+            Some(k) if k.dtype != dtype => Err(format!(
+                "the spec reads the feature '{key}' both as {} and as {}",
+                k.dtype.tf_name(),
+                dtype.tf_name()
+            )),
+            Some(k) if k.sep != sep => Err(format!(
+                "the spec reads the feature '{key}' both {} and {}: \
                  a tf.train.Example holds one list of its values",
-            sep_text(&k.sep),
-            sep_text(&sep)
-        )),
-        Some(_) => Ok(()),
-        None => {
-            keys.push(ParseKey {
-                key: key.to_string(),
-                dtype,
-                rule,
-                sep,
-            });
-            Ok(())
-        }
-    };
+                sep_text(&k.sep),
+                sep_text(&sep)
+            )),
+            Some(k) if k.decode != decode => Err(format!(
+                "the spec reads the feature '{key}' both {} and {}: \
+                 a tf.train.Example holds one list of its values",
+                decode_text(&k.decode),
+                decode_text(&decode)
+            )),
+            Some(_) => Ok(()),
+            None => {
+                keys.push(ParseKey {
+                    key: key.to_string(),
+                    dtype,
+                    rule,
+                    sep,
+                    decode,
+                });
+                Ok(())
+            }
+        };
     // Keys in the order of the inputs; a feature column's by TF's parse spec
     // (`make_parse_example_spec`, one definition in the runtime), the other
     // inputs' by their element type.
@@ -119,16 +148,17 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                     InputKind::ClassId { .. } => (DType::Int64, TextRule::ClassId),
                 };
                 for c in &input.columns {
-                    add(c, dtype, rule, None)?;
+                    add(c, dtype, rule, None, None)?;
                 }
             }
             Some(FeatureInput::LabelVocabulary { .. }) => {
                 for c in &input.columns {
-                    add(c, DType::String, TextRule::String, None)?;
+                    add(c, DType::String, TextRule::String, None, None)?;
                 }
             }
             Some(column) => {
                 let seps = column.key_seps();
+                let decoded = column.decoded_columns();
                 for (key, spec) in make_parse_example_spec(std::slice::from_ref(column))? {
                     let dtype = match spec {
                         FeatureSpec::FixedLen { dtype, .. }
@@ -141,12 +171,16 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                         DType::Int64 => TextRule::Int64,
                         DType::String => TextRule::String,
                     };
+                    let decode = decoded
+                        .iter()
+                        .find(|c| c.key == key)
+                        .and_then(|c| Some((c.decode.clone()?, c.shape)));
                     let mut read = seps.iter().filter(|(k, _)| *k == key).peekable();
                     if read.peek().is_none() {
-                        add(&key, dtype, rule, None)?;
+                        add(&key, dtype, rule, None, decode.clone())?;
                     }
                     for (_, sep) in read {
-                        add(&key, dtype, rule, sep.clone())?;
+                        add(&key, dtype, rule, sep.clone(), decode.clone())?;
                     }
                 }
             }
@@ -251,6 +285,9 @@ fn csv_to_tfrecord(
     let mut floats: Vec<Vec<f32>> = vec![Vec::new(); keys.len()];
     let mut ints: Vec<Vec<i64>> = vec![Vec::new(); keys.len()];
     let mut strings: Vec<Vec<Vec<u8>>> = vec![Vec::new(); keys.len()];
+    // A decoded key's values, and their bytes.
+    let mut decoded: Vec<Vec<f64>> = vec![Vec::new(); keys.len()];
+    let mut encoded: Vec<Vec<u8>> = vec![Vec::new(); keys.len()];
     let mut kinds: Vec<(usize, Kind)> = Vec::with_capacity(keys.len());
     let mut record = ByteRecord::new();
     let mut bytes = Vec::new();
@@ -268,11 +305,18 @@ fn csv_to_tfrecord(
             } else {
                 cell
             };
+            let at = |e: String| DataError::at(&file, Some(line), Some(&k.key), e).to_string();
+            if let Some((d, shape)) = &k.decode {
+                let kind =
+                    encode_cell(d, *shape, cell, &mut decoded[j], &mut encoded[j]).map_err(at)?;
+                kinds.push((j, kind));
+                continue;
+            }
             let v = match &k.sep {
                 None => k.rule.read(cell, &mut floats[j], &mut ints[j]),
                 Some(sep) => k.rule.read_split(cell, sep, &mut strings[j], &mut ints[j]),
             }
-            .map_err(|e| DataError::at(&file, Some(line), Some(&k.key), e).to_string())?;
+            .map_err(at)?;
             kinds.push((j, Kind::of(v)));
         }
         let features = kinds.iter().filter_map(|&(j, kind)| {
@@ -282,6 +326,7 @@ fn csv_to_tfrecord(
                 Kind::Int64s => FeatureRef::Int64s(&ints[j]),
                 Kind::Bytes => FeatureRef::OneBytes(record.get(columns[j]).unwrap_or(b"")),
                 Kind::BytesList => FeatureRef::Bytes(&strings[j]),
+                Kind::Encoded => FeatureRef::OneBytes(&encoded[j]),
             };
             Some((keys[j].key.as_bytes(), f))
         });
@@ -297,6 +342,32 @@ fn csv_to_tfrecord(
     Ok(count)
 }
 
+/// A decoded key's cell as the bytes its column decodes: the numbers of the
+/// cell as the column reads them from CSV (each stored as `out_type`
+/// stores it), `shape` of them, encoded (`decode_raw`'s raw values,
+/// `serialize_tensor`'s TensorProto); missing when the cell is blank.
+fn encode_cell(
+    d: &BytesDecoder,
+    shape: usize,
+    cell: &[u8],
+    values: &mut Vec<f64>,
+    bytes: &mut Vec<u8>,
+) -> Result<Kind, String> {
+    values.clear();
+    let n = d.numbers(Cell::Text(cell), |_, x| {
+        values.push(x);
+        Ok(())
+    })?;
+    if n == 0 {
+        return Ok(Kind::Missing);
+    }
+    if n != shape {
+        return Err(format!("has {n} values, but the column's shape is {shape}"));
+    }
+    d.encode(values, bytes);
+    Ok(Kind::Encoded)
+}
+
 /// What a row's cell gave its key ([`TextValues`] without the borrow of
 /// the record, so the buffer of them is reused from row to row).
 #[derive(Clone, Copy, Debug)]
@@ -306,6 +377,8 @@ enum Kind {
     Int64s,
     Bytes,
     BytesList,
+    /// A decoded key's bytes (`decode_raw`, `serialize_tensor`).
+    Encoded,
 }
 
 impl Kind {
@@ -398,6 +471,19 @@ fn write_rows(
                 None | Some(Feature::Unset) => continue,
                 Some(f) => f,
             };
+            if let Some((d, _)) = &k.decode {
+                text.clear();
+                d.numbers(Cell::Feature(Some(f)), |i, x| {
+                    if i > 0 {
+                        text.push(' ');
+                    }
+                    value_text(d.out_type(), x, &mut text);
+                    Ok(())
+                })
+                .map_err(|e| at(k, e))?;
+                write_field(w, text.as_bytes()).map_err(wr)?;
+                continue;
+            }
             if let Some(sep) = &k.sep {
                 let cell = joined(f, sep).map_err(|e| at(k, e))?;
                 write_field(w, &cell).map_err(wr)?;
@@ -522,6 +608,7 @@ mod tests {
             shape: 1,
             default_value: None,
             normalizer: None,
+            decode: None,
         }
     }
 

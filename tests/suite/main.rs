@@ -19,6 +19,7 @@ mod all_in_one_step;
 mod aot_export;
 mod barriers;
 mod blocks;
+mod bytes_features;
 mod checkpoint_faults;
 mod checkpoint_manager;
 mod checkpoint_session;

@@ -103,6 +103,7 @@ mod tests {
             shape: 2,
             default_value: None,
             normalizer: None,
+            decode: None,
         };
         let mut inputs = vec![
             input("label", &["y"], None),

@@ -458,11 +458,11 @@ fn each_typed(v: Value<'_>, t: TensorDType, f: &mut impl FnMut(u64) -> bool) -> 
 
 /// `tf.io.parse_tensor(bytes, out_type)`: calls `f(i, value)` for each
 /// value of the tensor, row-major; returns the element count (see the
-/// module doc). `dims` receives the shape.
+/// module doc). `dims`, when given, receives the shape.
 pub fn parse_tensor_values<E: From<String>>(
     bytes: &[u8],
     out_type: TensorDType,
-    dims: &mut Vec<usize>,
+    mut dims: Option<&mut Vec<usize>>,
     mut f: impl FnMut(usize, f64) -> Result<(), E>,
 ) -> Result<usize, E> {
     let bad = || -> E {
@@ -472,13 +472,17 @@ pub fn parse_tensor_values<E: From<String>>(
     };
     let mut dtype = None;
     let mut content: &[u8] = &[];
-    dims.clear();
+    // The element count; repeated shape messages merge (their dims add up),
+    // as protobuf merges a repeated message field.
+    let mut n = Some(1usize);
+    if let Some(d) = dims.as_deref_mut() {
+        d.clear();
+    }
     for field in fields(bytes) {
-        let (n, v) = field.map_err(|_| bad())?;
-        match (n, v) {
+        let (k, v) = field.map_err(|_| bad())?;
+        match (k, v) {
             (1, Value::Varint(d)) => dtype = Some(d),
             (2, Value::Bytes(shape)) => {
-                dims.clear();
                 for field in fields(shape) {
                     match field.map_err(|_| bad())? {
                         (2, Value::Bytes(dim)) => {
@@ -488,7 +492,11 @@ pub fn parse_tensor_values<E: From<String>>(
                                     size = s as i64;
                                 }
                             }
-                            dims.push(usize::try_from(size).map_err(|_| bad())?);
+                            let size = usize::try_from(size).map_err(|_| bad())?;
+                            n = n.and_then(|n| n.checked_mul(size));
+                            if let Some(d) = dims.as_deref_mut() {
+                                d.push(size);
+                            }
                         }
                         (3, Value::Varint(u)) if u != 0 => return Err(bad()),
                         _ => {}
@@ -510,10 +518,7 @@ pub fn parse_tensor_values<E: From<String>>(
         )
         .into());
     }
-    let n = dims
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(bad)?;
+    let n = n.ok_or_else(bad)?;
     if !content.is_empty() {
         if n.checked_mul(out_type.size()) != Some(content.len()) {
             return Err(bad());
@@ -582,7 +587,7 @@ pub struct Tensor {
 pub fn parse_tensor(bytes: &[u8], out_type: TensorDType) -> Result<Tensor, String> {
     let mut dims = Vec::new();
     let mut values = Vec::new();
-    parse_tensor_values(bytes, out_type, &mut dims, |_, x| {
+    parse_tensor_values(bytes, out_type, Some(&mut dims), |_, x| {
         values.push(x);
         Ok::<(), String>(())
     })?;
