@@ -287,3 +287,30 @@ fn a_key_read_as_context_and_feature_list_is_a_caret_error() {
     let (code, _, err) = cli::specc(&d, &["check", "spec.spec"]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn inspect_tells_a_file_of_sequence_examples_by_its_feature_lists() {
+    let d = setup(
+        "inspect",
+        "tfrecord(\"seq.tfrecord\", sequence_example = true)",
+    );
+    let (code, out, err) = cli::specc(&d, &["inspect", "seq.tfrecord"]);
+    assert_eq!(code, 0, "{err}");
+    let ages = (0..ROWS).filter(|&i| record(i).1.is_some()).count();
+    let most = (0..ROWS).map(|i| record(i).2.len()).max().unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "seq.tfrecord: {ROWS} records of tf.train.SequenceExample (compression: none)\n\
+             context:\n\
+             age    float_list  in {ages} of {ROWS} records, 1 values\n\
+             y      int64_list  in {ROWS} of {ROWS} records, 1 values\n\
+             feature lists:\n\
+             temp   float_list  in {ROWS} of {ROWS} records, 0 to {most} steps, 2 values a step\n\
+             words  bytes_list  in {ROWS} of {ROWS} records, 0 to {most} steps, 1 values a step\n"
+        )
+    );
+    let (code, out, _) = cli::specc(&d, &["inspect", "ex.tfrecord"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with(&format!("ex.tfrecord: {ROWS} records of tf.train.Example")));
+}
