@@ -33,7 +33,7 @@ fn record(i: usize) -> (i64, Option<f32>, Vec<&'static str>, Vec<[f32; 2]>) {
         .map(|t| [(i as f32 - 10.0) * 0.25, (t as f32 + 1.0) * 0.5])
         .collect();
     let age = (i % 4 != 1).then_some(20.0 + i as f32);
-    (i64::from(i % 3 == 0), age, words, temps)
+    (i64::from(i.is_multiple_of(3)), age, words, temps)
 }
 
 fn bytes(s: &str) -> Feature {

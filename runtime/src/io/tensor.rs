@@ -318,14 +318,14 @@ pub fn decode_raw<E: From<String>>(
 ) -> Result<usize, E> {
     let size = out_type.size();
     let n = match fixed_length {
-        Some(l) if l % size != 0 => {
+        Some(l) if !l.is_multiple_of(size) => {
             return Err(format!(
                 "fixed_length ({l}) must be a multiple of the size of out_type ({size})"
             )
             .into())
         }
         Some(l) => l / size,
-        None if bytes.len() % size != 0 => {
+        None if !bytes.len().is_multiple_of(size) => {
             return Err(format!(
                 "Input to DecodeRaw has length {} that is not a multiple of {size}, the size of {}",
                 bytes.len(),
@@ -440,7 +440,7 @@ fn each_typed(v: Value<'_>, t: TensorDType, f: &mut impl FnMut(u64) -> bool) -> 
                 }
             }
         }
-        (Value::Bytes(b), w) if b.len() % w == 0 => {
+        (Value::Bytes(b), w) if b.len().is_multiple_of(w) => {
             for c in b.chunks_exact(w) {
                 let mut bits = 0u64;
                 for (k, &byte) in c.iter().enumerate() {

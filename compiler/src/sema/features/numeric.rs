@@ -179,7 +179,7 @@ fn numeric_key(e: &Expr, shape: usize, dims: Vec<usize>) -> R<(String, Option<By
         Some(fe) => {
             let l = args::eval_count(fe, "fixed_length")? as usize;
             let size = out_type.size();
-            if l % size != 0 {
+            if !l.is_multiple_of(size) {
                 return Err(bad(
                     Code::ArgumentOutOfRange,
                     fe.span,

@@ -34,6 +34,9 @@ use super::super::tfrecord::{self, Compression};
 use super::parse::{parse_features, ReadError};
 use super::{DType, ExampleError, Feature, FeatureSpec, Features, Parsed, SequenceExample, Values};
 
+/// Parsed values by feature name.
+pub type ParsedFeatures = BTreeMap<String, Parsed>;
+
 /// What [`parse_sequence_example`] returns: TF's `(context, feature_lists,
 /// feature_list_lengths)`.
 #[derive(Clone, Debug, PartialEq)]
@@ -272,7 +275,7 @@ pub fn parse_single_sequence_example(
     example: &SequenceExample,
     context: &BTreeMap<String, FeatureSpec>,
     sequence: &BTreeMap<String, FeatureSpec>,
-) -> Result<(BTreeMap<String, Parsed>, BTreeMap<String, Parsed>), ExampleError> {
+) -> Result<(ParsedFeatures, ParsedFeatures), ExampleError> {
     let batch = parse_sequence_example(std::slice::from_ref(example), context, sequence)?;
     let unbatch = |m: BTreeMap<String, Parsed>| {
         m.into_iter()
