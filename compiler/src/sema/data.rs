@@ -8,7 +8,7 @@
 //! `stream`, and `compression` and `sequence_example` for TFRecord), and
 //! their diagnostics. A SequenceExample source reads the sequence columns'
 //! keys from its feature lists and every other key from its context
-//! ([`resolve_feature_lists`], a key read both ways an error at the input).
+//! (`resolve_feature_lists`, a key read both ways an error at the input).
 //! A source streams ([`Source::Stream`], `runtime::pipeline`) when it
 //! is a TFRecord, a glob pattern, or has any pipeline option; a single CSV
 //! file without options is loaded into memory as before. The image sources

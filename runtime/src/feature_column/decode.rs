@@ -30,7 +30,7 @@ use super::raw::{text_words, NOT_A_LIST};
 /// How a numeric column's key holds its values as bytes.
 ///
 /// A CSV cell written back from the bytes (`specc convert` to CSV) is
-/// [`BytesDecoder::text`] of each value.
+/// [`value_text`] of each value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BytesDecoder {
     /// `tf.io.decode_raw(bytes, out_type, little_endian, fixed_length)`.
