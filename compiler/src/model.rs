@@ -485,6 +485,26 @@ impl Model {
     pub fn eval_data_source(&self, spec_dir: &std::path::Path) -> Option<Source> {
         self.eval_data.as_ref().map(|d| d.source.under(spec_dir))
     }
+
+    /// The feature-list keys when the spec's TFRecord sources hold
+    /// `tf.train.SequenceExample`s (`tfrecord(.., sequence_example =
+    /// true)`, as `data` or `eval_data`): other TFRecord files the model
+    /// reads (`specc predict --data`) are read the same way.
+    pub fn feature_lists(&self) -> Option<Vec<String>> {
+        [Some(&self.data), self.eval_data.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|d| match &d.source {
+                Source::Stream(s) => match &s.format {
+                    specc_runtime::pipeline::Format::TfRecord {
+                        feature_lists: Some(k),
+                        ..
+                    } => Some(k.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+    }
 }
 
 impl Model {

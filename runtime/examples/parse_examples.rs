@@ -1,16 +1,22 @@
 //! Runs specc's `tf.io.parse_example` (or `parse_single_example` of each
-//! record) over a TFRecord file of Examples, for the interop tests with
-//! TensorFlow (`interop/test_parse_example.py`).
+//! record) over a TFRecord file of Examples, or `parse_sequence_example`
+//! (`parse_single_sequence_example`) over one of SequenceExamples, for the
+//! interop tests with TensorFlow (`interop/test_parse_example.py`,
+//! `interop/test_sequence_example.py`).
 //!
 //! `parse_examples SPEC.json`, where SPEC.json is `{"path": FILE,
 //! "compression": "" | "GZIP" | "ZLIB", "single": false, "spec": {NAME:
 //! {"kind": "fixed", "shape": [..], "dtype": "float32" | "int64" | "string",
 //! "default": [..] or null} | {"kind": "varlen", "dtype": ..} | {"kind":
 //! "sparse", "index_keys": [..], "value_key": KEY, "dtype": .., "size": [..],
-//! "already_sorted": bool}}}`. Prints one JSON value: `{"ok": RESULT}` or
+//! "already_sorted": bool} | {"kind": "fixed_sequence", "shape": [..], "dtype":
+//! .., "allow_missing": bool}}}`. Prints one JSON value: `{"ok": RESULT}` or
 //! `{"ok": [RESULT per record]}` with `"single"`, where RESULT maps each
 //! name to `{"shape", "values"}` (dense) or `{"indices", "values",
-//! "dense_shape"}` (sparse); or `{"error": message}`. Floats are numbers
+//! "dense_shape"}` (sparse); or `{"error": message}`. With `"context"` and
+//! `"sequence"` specs instead of `"spec"`, the records are SequenceExamples
+//! and RESULT is `{"context": .., "feature_lists": .., "lengths": {NAME:
+//! [steps per record]}}` (`lengths` only without `"single"`). Floats are numbers
 //! (exact) or "nan"/"inf"/"-inf", bytes hex. Exit 1 when the description
 //! itself is bad.
 
@@ -20,7 +26,8 @@ use std::process::ExitCode;
 
 use serde_json::{json, Value as Json};
 use specc_runtime::io::example::{
-    parse_example, parse_single_example, read_examples, DType, FeatureSpec, Parsed, Values,
+    parse_example, parse_sequence_example, parse_single_example, parse_single_sequence_example,
+    read_examples, read_sequence_examples, DType, FeatureSpec, Parsed, Values,
 };
 use specc_runtime::io::tfrecord::Compression;
 
@@ -78,6 +85,12 @@ fn feature_spec(v: &Json) -> Result<FeatureSpec, String> {
                 Json::Null => None,
                 d => Some(values(dtype(&v["dtype"])?, d)?),
             },
+        },
+        Some("fixed_sequence") => FeatureSpec::FixedLenSequence {
+            shape: usizes(&v["shape"])?,
+            dtype: dtype(&v["dtype"])?,
+            allow_missing: v["allow_missing"].as_bool().unwrap_or(false),
+            default: None,
         },
         Some("varlen") => FeatureSpec::VarLen {
             dtype: dtype(&v["dtype"])?,
@@ -160,15 +173,44 @@ fn run() -> Result<(), String> {
     let j: Json = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let compression = Compression::from_tf_name(j["compression"].as_str().unwrap_or(""))
         .ok_or("bad compression")?;
-    let spec: BTreeMap<String, FeatureSpec> = j["spec"]
-        .as_object()
-        .ok_or("no spec")?
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), feature_spec(v)?)))
-        .collect::<Result<_, String>>()?;
+    let specs = |key: &str| -> Result<BTreeMap<String, FeatureSpec>, String> {
+        j[key]
+            .as_object()
+            .ok_or(format!("no {key}"))?
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), feature_spec(v)?)))
+            .collect()
+    };
     let file = j["path"].as_str().ok_or("no path")?;
+    let single = j["single"].as_bool().unwrap_or(false);
+    if j.get("sequence").is_some() {
+        let (context, sequence) = (specs("context")?, specs("sequence")?);
+        let examples =
+            read_sequence_examples(Path::new(file), compression).map_err(|e| e.to_string())?;
+        let out = if single {
+            examples
+                .iter()
+                .map(|ex| {
+                    parse_single_sequence_example(ex, &context, &sequence)
+                        .map(|(c, f)| json!({"context": result(&c), "feature_lists": result(&f)}))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Json::Array)
+        } else {
+            parse_sequence_example(&examples, &context, &sequence).map(|p| {
+                json!({
+                    "context": result(&p.context),
+                    "feature_lists": result(&p.feature_lists),
+                    "lengths": p.lengths,
+                })
+            })
+        };
+        print_result(out);
+        return Ok(());
+    }
+    let spec = specs("spec")?;
     let examples = read_examples(Path::new(file), compression).map_err(|e| e.to_string())?;
-    let out = if j["single"].as_bool().unwrap_or(false) {
+    let out = if single {
         examples
             .iter()
             .map(|ex| parse_single_example(ex, &spec).map(|p| result(&p)))
@@ -177,6 +219,11 @@ fn run() -> Result<(), String> {
     } else {
         parse_example(&examples, &spec).map(|p| result(&p))
     };
+    print_result(out);
+    Ok(())
+}
+
+fn print_result(out: Result<Json, specc_runtime::io::example::ExampleError>) {
     println!(
         "{}",
         match out {
@@ -184,7 +231,6 @@ fn run() -> Result<(), String> {
             Err(e) => json!({ "error": e.to_string() }),
         }
     );
-    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -75,6 +75,7 @@ fn specs() -> Vec<InputSpec> {
                 shape: 1,
                 default_value: Some(vec![0.25]),
                 normalizer: None,
+                decode: None,
             }),
             &["price"],
         ),

@@ -46,6 +46,7 @@ fn transforms_allocate_nothing_per_row() {
         shape: 1,
         default_value: Some(vec![0.0]),
         normalizer: None,
+        decode: None,
     };
     let mut columns: Vec<CategoricalColumn> = (0..8).map(|i| hashed(&format!("c{i}"))).collect();
     columns.push(CategoricalColumn::Crossed {

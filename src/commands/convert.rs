@@ -24,12 +24,18 @@
 //! A key a column splits by `sep` is written as the cell's pieces (a
 //! `bytes_list`, or an `int64_list` of the parsed pieces: the values the
 //! column reads from the CSV cell), since a column never splits an Example
-//! feature; so the TFRecord file reads as the CSV file does.
+//! feature; so the TFRecord file reads as the CSV file does. A key a
+//! numeric column reads through `decode_raw` or `parse_tensor` is written
+//! as those bytes (`feature_column::BytesDecoder`: the cell's numbers, each
+//! as its `out_type` stores it, raw or as a serialized `TensorProto` of the
+//! column's shape), for the same reason.
 //! TFRecord → CSV: a header of the keys, one row per Example; a feature
 //! absent or empty is an empty cell; a feature with more than one value is
 //! an error (a CSV cell holds one value), unless its key is split by `sep`:
 //! then its values are joined by the separator (a space for `whitespace`),
-//! an error if they would not split back into the same values. Strings are quoted when they hold
+//! an error if they would not split back into the same values; a decoded
+//! key's bytes are decoded, their values written space-separated. Strings
+//! are quoted when they hold
 //! the delimiter, a quote or a line break.
 //!
 //! Invariants: both directions stream (one row or record in memory at a
@@ -43,10 +49,11 @@ use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 use specc_compiler::model::Model;
+use specc_runtime::data::columns::Cell;
 use specc_runtime::data::csv_file::{ByteRecord, CsvFile};
 use specc_runtime::data::text::{TextRule, TextValues};
 use specc_runtime::data::{CsvReadOptions, DataError};
-use specc_runtime::feature_column::Sep;
+use specc_runtime::feature_column::{value_text, BytesDecoder, Sep};
 use specc_runtime::io::atomic::{write_atomic, AtomicFile};
 use specc_runtime::io::example::{encode_example_into, DType, Example, Feature, FeatureRef};
 use specc_runtime::io::tfrecord::{open_reader, Compression, RecordReader, RecordWriter};
@@ -136,6 +143,9 @@ fn csv_to_tfrecord(
     let mut floats: Vec<Vec<f32>> = vec![Vec::new(); keys.len()];
     let mut ints: Vec<Vec<i64>> = vec![Vec::new(); keys.len()];
     let mut strings: Vec<Vec<Vec<u8>>> = vec![Vec::new(); keys.len()];
+    // A decoded key's values, and their bytes.
+    let mut decoded: Vec<Vec<f64>> = vec![Vec::new(); keys.len()];
+    let mut encoded: Vec<Vec<u8>> = vec![Vec::new(); keys.len()];
     let mut kinds: Vec<(usize, Kind)> = Vec::with_capacity(keys.len());
     let mut record = ByteRecord::new();
     let mut scratch = ByteRecord::new();
@@ -149,11 +159,18 @@ fn csv_to_tfrecord(
         for &j in &order {
             let k = &keys[j];
             let cell = record.get(columns[j]).unwrap_or(b"");
+            let at = |e: String| DataError::at(&file, Some(line), Some(&k.key), e).to_string();
+            if let Some((d, shape)) = &k.decode {
+                let kind =
+                    encode_cell(d, *shape, cell, &mut decoded[j], &mut encoded[j]).map_err(at)?;
+                kinds.push((j, kind));
+                continue;
+            }
             let v = match &k.sep {
                 None => k.rule.read(cell, &mut floats[j], &mut ints[j]),
                 Some(sep) => k.rule.read_split(cell, sep, &mut strings[j], &mut ints[j]),
             }
-            .map_err(|e| DataError::at(&file, Some(line), Some(&k.key), e).to_string())?;
+            .map_err(at)?;
             kinds.push((j, Kind::of(v)));
         }
         let features = kinds.iter().filter_map(|&(j, kind)| {
@@ -163,6 +180,7 @@ fn csv_to_tfrecord(
                 Kind::Int64s => FeatureRef::Int64s(&ints[j]),
                 Kind::Bytes => FeatureRef::OneBytes(record.get(columns[j]).unwrap_or(b"")),
                 Kind::BytesList => FeatureRef::Bytes(&strings[j]),
+                Kind::Encoded => FeatureRef::OneBytes(&encoded[j]),
             };
             Some((keys[j].key.as_bytes(), f))
         });
@@ -178,6 +196,32 @@ fn csv_to_tfrecord(
     Ok(count)
 }
 
+/// A decoded key's cell as the bytes its column decodes: the numbers of the
+/// cell as the column reads them from CSV (each stored as `out_type`
+/// stores it), `shape` of them, encoded (`decode_raw`'s raw values,
+/// `serialize_tensor`'s TensorProto); missing when the cell is blank.
+fn encode_cell(
+    d: &BytesDecoder,
+    shape: usize,
+    cell: &[u8],
+    values: &mut Vec<f64>,
+    bytes: &mut Vec<u8>,
+) -> Result<Kind, String> {
+    values.clear();
+    let n = d.numbers(Cell::Text(cell), |_, x| {
+        values.push(x);
+        Ok(())
+    })?;
+    if n == 0 {
+        return Ok(Kind::Missing);
+    }
+    if n != shape {
+        return Err(format!("has {n} values, but the column's shape is {shape}"));
+    }
+    d.encode(values, bytes);
+    Ok(Kind::Encoded)
+}
+
 /// What a row's cell gave its key ([`TextValues`] without the borrow of
 /// the record, so the buffer of them is reused from row to row).
 #[derive(Clone, Copy, Debug)]
@@ -187,6 +231,8 @@ enum Kind {
     Int64s,
     Bytes,
     BytesList,
+    /// A decoded key's bytes (`decode_raw`, `serialize_tensor`).
+    Encoded,
 }
 
 impl Kind {
@@ -279,6 +325,19 @@ fn write_rows(
                 None | Some(Feature::Unset) => continue,
                 Some(f) => f,
             };
+            if let Some((d, _)) = &k.decode {
+                text.clear();
+                d.numbers(Cell::Feature(Some(f)), |i, x| {
+                    if i > 0 {
+                        text.push(' ');
+                    }
+                    value_text(d.out_type(), x, &mut text);
+                    Ok(())
+                })
+                .map_err(|e| at(k, e))?;
+                write_field(w, text.as_bytes()).map_err(wr)?;
+                continue;
+            }
             if let Some(sep) = &k.sep {
                 let cell = joined(f, sep).map_err(|e| at(k, e))?;
                 write_field(w, &cell).map_err(wr)?;

@@ -2,7 +2,11 @@
 //! holds — the compression (found from the bytes: gzip, zlib or none), the
 //! record count, and per feature its kind (`bytes_list`, `float_list`,
 //! `int64_list`), how many records have it and how many values a record
-//! gives (fixed or variable length: what a parse spec needs).
+//! gives (fixed or variable length: what a parse spec needs). A file whose
+//! records have feature lists is one of `tf.train.SequenceExample`s (an
+//! Example never has them, and reads as a SequenceExample's context): its
+//! context features as above, and per feature list its kinds, how many
+//! records have it, their steps and the values of a step.
 //!
 //! Owns: recognising a TFRecord file ([`looks_like_tfrecord`]) and the
 //! summary. Invariants: the file is streamed record by record (memory does
@@ -15,7 +19,7 @@ use std::io::BufReader;
 use std::path::Path;
 
 use serde_json::json;
-use specc_runtime::io::example::{Example, Feature};
+use specc_runtime::io::example::{Example, Feature, SequenceExample};
 use specc_runtime::io::tfrecord::{open_reader, Compression};
 
 use crate::Failure;
@@ -29,6 +33,31 @@ struct FeatureStats {
     records: u64,
     min_len: usize,
     max_len: usize,
+}
+
+impl FeatureStats {
+    /// One more record (or step) with `len` values of kind `k`.
+    fn add(&mut self, k: &'static str, len: usize) {
+        if !self.kinds.contains(&k) {
+            self.kinds.push(k);
+        }
+        self.min_len = if self.records == 0 {
+            len
+        } else {
+            self.min_len.min(len)
+        };
+        self.max_len = self.max_len.max(len);
+        self.records += 1;
+    }
+}
+
+/// `n` values, or `a to b values`.
+fn range(s: &FeatureStats, what: &str) -> String {
+    if s.min_len == s.max_len {
+        format!("{} {what}", s.min_len)
+    } else {
+        format!("{} to {} {what}", s.min_len, s.max_len)
+    }
 }
 
 fn kind(f: &Feature) -> (&'static str, usize) {
@@ -46,6 +75,8 @@ pub fn run(path: &Path, compression: Compression, json_out: bool) -> Result<(), 
     let mut record = Vec::new();
     let mut count = 0usize;
     let mut features: BTreeMap<String, FeatureStats> = BTreeMap::new();
+    // Per feature list: its kinds and values a step, and its steps.
+    let mut lists: BTreeMap<String, (FeatureStats, FeatureStats)> = BTreeMap::new();
     loop {
         let more = reader
             .read_into(&mut record)
@@ -53,20 +84,28 @@ pub fn run(path: &Path, compression: Compression, json_out: bool) -> Result<(), 
         if !more {
             break;
         }
-        let ex = Example::decode(&record, count).map_err(|e| format!("{}: {e}", path.display()))?;
-        for (name, f) in &ex.features {
-            let (k, len) = kind(f);
-            let s = features.entry(name.clone()).or_default();
-            if !s.kinds.contains(&k) {
-                s.kinds.push(k);
+        let ex = match SequenceExample::decode(&record, count) {
+            Ok(ex) => ex,
+            Err(_) => {
+                let ex = Example::decode(&record, count)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                SequenceExample {
+                    context: ex.features,
+                    feature_lists: BTreeMap::new(),
+                }
             }
-            s.min_len = if s.records == 0 {
-                len
-            } else {
-                s.min_len.min(len)
-            };
-            s.max_len = s.max_len.max(len);
-            s.records += 1;
+        };
+        for (name, f) in &ex.context {
+            let (k, len) = kind(f);
+            features.entry(name.clone()).or_default().add(k, len);
+        }
+        for (name, list) in &ex.feature_lists {
+            let (steps, values) = lists.entry(name.clone()).or_default();
+            steps.add("steps", list.len());
+            for f in list {
+                let (k, len) = kind(f);
+                values.add(k, len);
+            }
         }
         count += 1;
     }
@@ -83,26 +122,58 @@ pub fn run(path: &Path, compression: Compression, json_out: bool) -> Result<(), 
                        "min_values": s.min_len, "max_values": s.max_len})
             })
             .collect();
-        let out = json!({"file": path.to_string_lossy(), "compression": compression_name,
+        let mut out = json!({"file": path.to_string_lossy(), "compression": compression_name,
                          "records": count, "features": feats});
+        if !lists.is_empty() {
+            out["message"] = json!("tf.train.SequenceExample");
+            out["feature_lists"] = lists
+                .iter()
+                .map(|(n, (steps, values))| {
+                    json!({"name": n, "kinds": values.kinds, "records": steps.records,
+                           "min_steps": steps.min_len, "max_steps": steps.max_len,
+                           "min_values": values.min_len, "max_values": values.max_len})
+                })
+                .collect();
+        }
         println!("{out}");
         return Ok(());
     }
+    let message = if lists.is_empty() {
+        "tf.train.Example"
+    } else {
+        "tf.train.SequenceExample"
+    };
     println!(
-        "{}: {count} records of tf.train.Example (compression: {compression_name})",
+        "{}: {count} records of {message} (compression: {compression_name})",
         path.display()
     );
-    let width = features.keys().map(String::len).max().unwrap_or(0);
+    let width = features
+        .keys()
+        .chain(lists.keys())
+        .map(String::len)
+        .max()
+        .unwrap_or(0);
+    if !lists.is_empty() && !features.is_empty() {
+        println!("context:");
+    }
     for (n, s) in &features {
-        let values = if s.min_len == s.max_len {
-            format!("{} values", s.min_len)
-        } else {
-            format!("{} to {} values", s.min_len, s.max_len)
-        };
         println!(
-            "{n:width$}  {:10}  in {} of {count} records, {values}",
+            "{n:width$}  {:10}  in {} of {count} records, {}",
             s.kinds.join("|"),
-            s.records
+            s.records,
+            range(s, "values")
+        );
+    }
+    if !lists.is_empty() {
+        println!("feature lists:");
+    }
+    for (n, (steps, values)) in &lists {
+        println!(
+            "{n:width$}  {:10}  in {} of {count} records, {}, {} a step",
+            values.kinds.join("|"),
+            steps.records,
+            range(steps, "steps"),
+            range(values, "values")
         );
     }
     Ok(())

@@ -475,7 +475,10 @@ pub fn prediction_stream(model: &Model, data: &Path) -> StreamSpec {
         looks_like_tfrecord(data)
     };
     let format = match tfrecord {
-        Some(compression) => Format::TfRecord { compression },
+        Some(compression) => Format::TfRecord {
+            compression,
+            feature_lists: model.feature_lists(),
+        },
         None => Format::Csv(Box::new(
             model
                 .data

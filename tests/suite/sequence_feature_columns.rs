@@ -14,8 +14,8 @@
 //!
 //! The inputs are computed by the runtime's transforms
 //! (`feature_column::transform::transform_for`) from `tf.train.Example`
-//! features (or CSV cells split by `sep`), so the transforms and the
-//! lowering are tested together.
+//! features (or CSV cells split by `sep`, or `tf.train.SequenceExample`
+//! feature lists), so the transforms and the lowering are tested together.
 
 use crate::common;
 
@@ -268,6 +268,148 @@ fn csv_cells_split_by_sep_give_the_steps_of_example_lists() {
     let (want, lengths) = expected_layer(&rows());
     assert_close("seq", &got[0], &want);
     assert_eq!(int32(&got[1]), lengths);
+}
+
+/// A row's features as a `tf.train.SequenceExample`'s feature lists: one
+/// word a step, two temperatures a step.
+fn as_feature_lists(r: &Row) -> HashMap<&'static str, Vec<Feature>> {
+    let words = words_of(r).iter().map(|w| bytes(&[w])).collect();
+    let temps = temps_of(r)
+        .chunks(2)
+        .map(|c| Feature::FloatList(c.iter().map(|&x| x as f32).collect()))
+        .collect();
+    HashMap::from([("words", words), ("temp", temps)])
+}
+
+fn lists_dataset(
+    p: &Program,
+    lists: &[HashMap<&'static str, Vec<Feature>>],
+) -> Result<Dataset, String> {
+    cells_dataset(p, lists.len(), &|r, k| {
+        Cell::FeatureList(lists[r].get(k).map(Vec::as_slice))
+    })
+}
+
+/// SequenceExample feature lists (one step a `Feature`: TF's
+/// `VarLenFeature` in `sequence_features`, a `[steps, 1]` or `[steps, 2]`
+/// SparseTensor) give the steps the Example lists of `rows()` give.
+#[test]
+fn feature_lists_give_the_steps_of_example_lists() {
+    let features = format!(
+        "{FEATURES}  seq = sequence_input_layer(indicator_column(words), temp, \
+         embedding_column(words, dimension = 2, initializer = constant(value = {})))\n  \
+         seq_len = sequence_length(seq)\n",
+        table_literal()
+    );
+    let p = program(&features, "reduce_sum(seq)", "seq, seq_len");
+    let lists: Vec<_> = rows().iter().map(as_feature_lists).collect();
+    let data = lists_dataset(&p, &lists).expect("the transforms accept the lists");
+    let got = run_data(&p, &data, lists.len(), &["seq", "seq_len"]);
+    let (want, lengths) = expected_layer(&rows());
+    assert_close("seq", &got[0], &want);
+    assert_eq!(int32(&got[1]), lengths);
+}
+
+/// An empty step (or one without a kind) keeps its place: a zero embedding
+/// and one-hot, the numeric column's `default_value`; the length is the
+/// last step with values + 1 (TF's `sequence_length_from_sparse_tensor` of
+/// the rank-3 SparseTensor, `num_elements` 1): trailing empty steps do not
+/// count, one in the middle does.
+#[test]
+fn empty_steps_keep_their_place_and_trailing_ones_do_not_count() {
+    let features = format!(
+        "{FEATURES}  seq = sequence_input_layer(indicator_column(words), temp, \
+         embedding_column(words, dimension = 2, initializer = constant(value = {})))\n  \
+         seq_len = sequence_length(seq)\n  \
+         words_seq = sequence_input_layer(indicator_column(words))\n  \
+         words_len = sequence_length(words_seq)\n  \
+         temp_seq = sequence_input_layer(temp)\n  \
+         temp_len = sequence_length(temp_seq)\n",
+        table_literal()
+    );
+    let p = program(
+        &features,
+        "reduce_sum(seq)",
+        "seq, seq_len, words_len, temp_len",
+    );
+    let f = |v: &[f32]| Feature::FloatList(v.to_vec());
+    let lists = vec![
+        HashMap::from([
+            ("words", vec![bytes(&["c"]), Feature::Unset, bytes(&["a"])]),
+            ("temp", vec![f(&[1.0, 2.0]), f(&[]), f(&[3.0, 4.0])]),
+        ]),
+        HashMap::from([
+            ("words", vec![bytes(&["b"]), bytes(&[]), bytes(&[])]),
+            ("temp", vec![f(&[5.0, 6.0]), f(&[])]),
+        ]),
+    ];
+    let data = lists_dataset(&p, &lists).expect("the transforms accept the lists");
+    let got = run_data(&p, &data, 2, &["seq", "seq_len", "words_len", "temp_len"]);
+    // Per step: temp (2, normalized x * 2, default -1), embedding (2), one-hot (4).
+    let step = |temp: Option<[f64; 2]>, word: Option<usize>| {
+        let mut v: Vec<f64> = temp.map_or(vec![-1.0, -1.0], |t| vec![t[0] * 2.0, t[1] * 2.0]);
+        v.extend(word.map_or([0.0; 2], |i| TABLE[i]));
+        v.extend((0..4).map(|k| f64::from(u8::from(word == Some(k)))));
+        v
+    };
+    let want: Vec<f64> = [
+        step(Some([1.0, 2.0]), Some(2)),
+        step(None, None),
+        step(Some([3.0, 4.0]), Some(0)),
+        step(Some([5.0, 6.0]), Some(1)),
+        step(None, None),
+        step(None, None),
+    ]
+    .concat();
+    assert_close("seq", &got[0], &want);
+    assert_eq!(int32(&got[1]), [3.0, 1.0]);
+    assert_eq!(int32(&got[2]), [3.0, 1.0]);
+    assert_eq!(int32(&got[3]), [3.0, 1.0]);
+}
+
+/// A step with several values (TF would combine them per step, which
+/// specc's one-id-a-step columns do not), a numeric step of another width
+/// and a step of the wrong kind are errors naming the row and the step.
+#[test]
+fn a_step_specc_cannot_read_is_an_error_naming_it() {
+    let features =
+        format!("{FEATURES}  seq = sequence_input_layer(temp, indicator_column(words))\n");
+    let p = program(&features, "reduce_sum(seq)", "seq");
+    let f = |v: &[f32]| Feature::FloatList(v.to_vec());
+    let good = || -> HashMap<&'static str, Vec<Feature>> {
+        HashMap::from([
+            ("words", vec![bytes(&["a"])]),
+            ("temp", vec![f(&[1.0, 2.0])]),
+        ])
+    };
+    let mut lists = vec![good(), good()];
+    lists[1].insert("words", vec![bytes(&["a"]), bytes(&["b", "c"])]);
+    let e = lists_dataset(&p, &lists).unwrap_err();
+    assert!(
+        e.contains("row 1") && e.contains("step 1 of the feature list has 2 values"),
+        "{e}"
+    );
+    let mut lists = vec![good(), good()];
+    lists[1].insert("temp", vec![f(&[1.0, 2.0]), f(&[3.0])]);
+    let e = lists_dataset(&p, &lists).unwrap_err();
+    assert!(
+        e.contains("row 1") && e.contains("step 1 of the feature list has 1 values"),
+        "{e}"
+    );
+    let mut lists = vec![good(), good()];
+    lists[0].insert("words", vec![Feature::Int64List(vec![1])]);
+    let e = lists_dataset(&p, &lists).unwrap_err();
+    assert!(
+        e.contains("row 0") && e.contains("step 0 of the feature list: expected strings"),
+        "{e}"
+    );
+    let mut lists = vec![good(), good()];
+    lists[0].insert("words", vec![bytes(&["a"]); 4]);
+    let e = lists_dataset(&p, &lists).unwrap_err();
+    assert!(
+        e.contains("`words` has 4 values, more than max_values = 3"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -5,9 +5,12 @@
 //! runtime's [`Source`] and its span),
 //! the input pipeline's options (`num_epochs`, `cycle_length`,
 //! `block_length`, `threads`, `on_bad_record`, `cache`, `stream`,
-//! `shuffle_files`, and `compression` for TFRecord), and their
-//! diagnostics; a CSV source's reading options (TF's `make_csv_dataset`
-//! arguments) are `sema::csv`'s. A source streams ([`Source::Stream`],
+//! `shuffle_files`, and `compression` and `sequence_example` for
+//! TFRecord), and their diagnostics; a CSV source's reading options (TF's
+//! `make_csv_dataset` arguments) are `sema::csv`'s. A SequenceExample
+//! source reads the sequence columns' keys from its feature lists and every
+//! other key from its context (`resolve_feature_lists`, a key read both
+//! ways an error at the input). A source streams ([`Source::Stream`],
 //! `runtime::pipeline`) when it is a TFRecord, a glob pattern, or has any
 //! pipeline option; a single CSV file without one is loaded into memory,
 //! whatever its reading options. The image sources
@@ -21,6 +24,7 @@
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::{Code, Diagnostic};
 use specc_runtime::data::{Distribution, Normalizer, Source, SyntheticSpec};
+use specc_runtime::feature_column;
 use specc_runtime::io::tfrecord::Compression;
 use specc_runtime::pipeline::{files, Format, OnBadRecord, StreamSpec};
 
@@ -189,6 +193,7 @@ fn stream_source(call: &Call) -> R<(DataItem, Option<super::csv::CsvSpans>)> {
     debug_assert_eq!(params.len(), PIPELINE);
     if tfrecord {
         params.push(opt("compression"));
+        params.push(opt("sequence_example"));
     } else {
         params.extend(super::csv::OPTIONS.iter().map(|n| opt(n)));
     }
@@ -250,7 +255,13 @@ fn stream_source(call: &Call) -> R<(DataItem, Option<super::csv::CsvSpans>)> {
                 .with_label("unknown compression")
             })?,
         };
-        Format::TfRecord { compression }
+        // The feature-list keys are the sequence columns', known once every
+        // item is checked (`resolve_feature_lists`).
+        let sequence_example = b.get(PIPELINE + 1).map(args::eval_bool).transpose()?;
+        Format::TfRecord {
+            compression,
+            feature_lists: sequence_example.unwrap_or(false).then(Vec::new),
+        }
     } else {
         let (options, s) = super::csv::options(&b, PIPELINE)?;
         spans = Some(s);
@@ -338,6 +349,57 @@ pub(crate) fn check_eval_data(st: &mut State) {
         })
         .collect();
     st.errors.extend(bad);
+}
+
+/// A TFRecord source of SequenceExamples (`data` or `eval_data`): its
+/// feature-list keys are the sequence columns' (`feature_list_keys`); an
+/// input reading one of them as a context feature is an error.
+pub(crate) fn resolve_feature_lists(st: &mut State) {
+    let inputs: Vec<_> = st.inputs.iter().map(|i| i.spec.clone()).collect();
+    let mut reported = false;
+    for item in [st.data.as_mut(), st.eval_data.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        let (DataItem { source, span }, _) = item;
+        let Source::Stream(StreamSpec {
+            format:
+                Format::TfRecord {
+                    feature_lists: Some(keys),
+                    ..
+                },
+            ..
+        }) = source
+        else {
+            continue;
+        };
+        match feature_column::feature_list_keys(&inputs) {
+            Ok(k) => *keys = k,
+            Err(c) if !reported => {
+                reported = true;
+                let (seq, ctx) = (&st.inputs[c.sequence_input], &st.inputs[c.context_input]);
+                st.errors.push(
+                    Diagnostic::new(
+                        Code::FeatureListKey,
+                        ctx.span,
+                        format!(
+                            "`{}` reads the key `{}` as a context feature, but the sequence \
+                             column `{}` reads it as a feature list",
+                            ctx.spec.name, c.key, seq.spec.name
+                        ),
+                    )
+                    .with_label("a context feature")
+                    .with_secondary(seq.span, "a feature list")
+                    .with_secondary(*span, "this source holds tf.train.SequenceExamples")
+                    .with_help(
+                        "a SequenceExample key is a context feature or a feature list: \
+                         read another key here",
+                    ),
+                );
+            }
+            Err(_) => {}
+        }
+    }
 }
 
 pub(crate) fn check_streaming(st: &mut State) {

@@ -333,6 +333,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
     data::check_streaming(&mut st);
     csv::check_columns(&mut st);
     data::check_eval_data(&mut st);
+    data::resolve_feature_lists(&mut st);
     images::check(&mut st);
     if st.data.is_none() && !st.attempted.contains(&"data") {
         st.errors

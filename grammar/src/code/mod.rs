@@ -269,6 +269,9 @@ codes! {
     StreamingStandardize = "streaming-standardize",
         "a standardized feature with a streaming source, which has no statistics before training",
         model::STREAMING_STANDARDIZE;
+    FeatureListKey = "feature-list-key",
+        "a SequenceExample key read both as a feature list and as a context feature",
+        model::FEATURE_LIST_KEY;
     ImageEvalData = "image-eval-data",
         "the `eval_data` of an image model is not an image source",
         model::IMAGE_EVAL_DATA;

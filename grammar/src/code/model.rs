@@ -213,6 +213,34 @@ train { batch = 4, steps = 10 }
     }),
 };
 
+pub(super) const FEATURE_LIST_KEY: Explanation = Explanation {
+    text: "\
+The data is `tfrecord(.., sequence_example = true)`: records of
+`tf.train.SequenceExample`, whose sequence columns
+(`sequence_numeric_column`, `sequence_categorical_column_with_*`) read
+their keys from the record's feature lists and every other input (labels,
+plain inputs, the other feature columns) from its context. A key read both
+ways would need two parse specs for one name, as TF's
+`parse_sequence_example(context_features=.., sequence_features=..)` would:
+read the context value under another key.",
+    example: Some(Example {
+        wrong: "\
+data tfrecord(\"train.tfrecord\", sequence_example = true)
+label y: int
+features {
+  words = sequence_categorical_column_with_identity(w, num_buckets = 10, max_values = 5)
+  seq = sequence_input_layer(embedding_column(words, dimension = 4))
+  n = numeric(w)
+}
+params { W: [4, 2] = zeros }
+loss = mean(sparse_softmax_cross_entropy(y, reduce_sum(seq, 1) @ W + reduce_sum(n)))
+optimizer adam(learning_rate = 0.01)
+train { batch = 4, steps = 10 }
+",
+        fix: &[("numeric(w)", "numeric(w_count)")],
+    }),
+};
+
 pub(super) const IMAGE_EVAL_DATA: Explanation = Explanation {
     text: "\
 The `eval_data` of a model with an image input is not an image source. The

@@ -41,9 +41,13 @@ pub enum Cell<'a> {
     Text(&'a [u8]),
     /// A value from a typed source (synthetic data).
     Number(f64),
-    /// The values of a `tf.train.Example` feature (TFRecord sources);
-    /// `None` when the example does not have the feature.
+    /// The values of a `tf.train.Example` feature (TFRecord sources, and a
+    /// `SequenceExample`'s context); `None` when the example does not have
+    /// the feature.
     Feature(Option<&'a crate::io::example::Feature>),
+    /// The steps of a `tf.train.SequenceExample` feature list (a sequence
+    /// column's key); `None` when the example does not have the list.
+    FeatureList(Option<&'a [crate::io::example::Feature]>),
 }
 
 /// The cells of a transform's columns for `rows()` consecutive rows.
@@ -289,6 +293,7 @@ pub fn parse_number(cell: Cell<'_>) -> Result<f64, String> {
         Cell::Feature(None) => {
             return Err("missing feature and the column has no default".to_string())
         }
+        Cell::FeatureList(_) => return Err(crate::feature_column::raw::NOT_A_LIST.to_string()),
         Cell::Feature(Some(f)) => match f {
             Feature::FloatList(v) if v.len() == 1 => f64::from(v[0]),
             Feature::Int64List(v) if v.len() == 1 => v[0] as f64,

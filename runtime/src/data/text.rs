@@ -22,7 +22,9 @@
 
 use super::columns::{check_id, parse_number, read_text_number, Cell};
 use super::{InputKind, InputSpec};
-use crate::feature_column::{make_parse_example_spec, raw, FeatureInput, KeyValues, Sep};
+use crate::feature_column::{
+    make_parse_example_spec, raw, BytesDecoder, FeatureInput, KeyValues, Sep,
+};
 use crate::io::example::{DType, FeatureSpec};
 
 /// The rule a text cell is read by: the rule of the input that reads it.
@@ -144,6 +146,9 @@ pub struct ParseKey {
     pub dtype: DType,
     pub rule: TextRule,
     pub sep: Option<Sep>,
+    /// A numeric column reads the key's bytes (`decode_raw`,
+    /// `parse_tensor`), `shape` values: the Example holds them encoded.
+    pub decode: Option<(BytesDecoder, usize)>,
 }
 
 /// How a spec writes a key's `sep` in a message.
@@ -151,6 +156,14 @@ fn sep_text(sep: &Option<Sep>) -> String {
     match sep {
         None => "whole (no sep)".to_string(),
         Some(s) => format!("split by sep = {}", s.spec_text()),
+    }
+}
+
+/// How a spec writes a key's bytes decoder in a message.
+fn decode_text(d: &Option<(BytesDecoder, usize)>) -> String {
+    match d {
+        None => "as its values".to_string(),
+        Some((d, _)) => format!("through {}", d.function()),
     }
 }
 
@@ -162,32 +175,41 @@ fn sep_text(sep: &Option<Sep>) -> String {
 /// `FixedLenFeature([1])`-like); a multi-valued column's keys are the same.
 pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
     let mut keys: Vec<ParseKey> = Vec::new();
-    let mut add = |key: &str, dtype: DType, rule: TextRule, sep: Option<Sep>| match keys
-        .iter()
-        .find(|k| k.key == key)
-    {
-        Some(k) if k.dtype != dtype => Err(format!(
-            "the spec reads the feature '{key}' both as {} and as {}",
-            k.dtype.tf_name(),
-            dtype.tf_name()
-        )),
-        Some(k) if k.sep != sep => Err(format!(
-            "the spec reads the feature '{key}' both {} and {}: \
+    let mut add =
+        |key: &str,
+         dtype: DType,
+         rule: TextRule,
+         sep: Option<Sep>,
+         decode: Option<(BytesDecoder, usize)>| match keys.iter().find(|k| k.key == key) {
+            Some(k) if k.dtype != dtype => Err(format!(
+                "the spec reads the feature '{key}' both as {} and as {}",
+                k.dtype.tf_name(),
+                dtype.tf_name()
+            )),
+            Some(k) if k.sep != sep => Err(format!(
+                "the spec reads the feature '{key}' both {} and {}: \
                  a tf.train.Example holds one list of its values",
-            sep_text(&k.sep),
-            sep_text(&sep)
-        )),
-        Some(_) => Ok(()),
-        None => {
-            keys.push(ParseKey {
-                key: key.to_string(),
-                dtype,
-                rule,
-                sep,
-            });
-            Ok(())
-        }
-    };
+                sep_text(&k.sep),
+                sep_text(&sep)
+            )),
+            Some(k) if k.decode != decode => Err(format!(
+                "the spec reads the feature '{key}' both {} and {}: \
+                 a tf.train.Example holds one list of its values",
+                decode_text(&k.decode),
+                decode_text(&decode)
+            )),
+            Some(_) => Ok(()),
+            None => {
+                keys.push(ParseKey {
+                    key: key.to_string(),
+                    dtype,
+                    rule,
+                    sep,
+                    decode,
+                });
+                Ok(())
+            }
+        };
     // Keys in the order of the inputs; a feature column's by TF's parse spec
     // (`make_parse_example_spec`, one definition in the runtime), the other
     // inputs' by their element type.
@@ -199,16 +221,17 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                     InputKind::ClassId { .. } => (DType::Int64, TextRule::ClassId),
                 };
                 for c in &input.columns {
-                    add(c, dtype, rule, None)?;
+                    add(c, dtype, rule, None, None)?;
                 }
             }
             Some(FeatureInput::LabelVocabulary { .. }) => {
                 for c in &input.columns {
-                    add(c, DType::String, TextRule::String, None)?;
+                    add(c, DType::String, TextRule::String, None, None)?;
                 }
             }
             Some(column) => {
                 let seps = column.key_seps();
+                let decoded = column.decoded_columns();
                 for (key, spec) in make_parse_example_spec(std::slice::from_ref(column))? {
                     let dtype = match spec {
                         FeatureSpec::FixedLen { dtype, .. }
@@ -221,12 +244,16 @@ pub fn parse_spec(inputs: &[InputSpec]) -> Result<Vec<ParseKey>, String> {
                         DType::Int64 => TextRule::Int64,
                         DType::String => TextRule::String,
                     };
+                    let decode = decoded
+                        .iter()
+                        .find(|c| c.key == key)
+                        .and_then(|c| Some((c.decode.clone()?, c.shape)));
                     let mut read = seps.iter().filter(|(k, _)| *k == key).peekable();
                     if read.peek().is_none() {
-                        add(&key, dtype, rule, None)?;
+                        add(&key, dtype, rule, None, decode.clone())?;
                     }
                     for (_, sep) in read {
-                        add(&key, dtype, rule, sep.clone())?;
+                        add(&key, dtype, rule, sep.clone(), decode.clone())?;
                     }
                 }
             }
@@ -359,6 +386,7 @@ mod parse_spec_tests {
             shape: 1,
             default_value: None,
             normalizer: None,
+            decode: None,
         }
     }
 

@@ -72,13 +72,37 @@ pub fn describe_input(name: &str, feature: Option<&FeatureInput>, columns: &[Str
 }
 
 fn numeric(c: &NumericColumn) -> Value {
-    json!({
+    let mut v = json!({
         "type": "numeric_column",
         "key": c.key,
         "shape": c.shape,
         "default_value": c.default_value,
         "normalizer_fn": c.normalizer.as_ref().map(|n| n.to_string()),
-    })
+    });
+    if let (Some(d), Value::Object(o)) = (&c.decode, &mut v) {
+        o.insert("decode".into(), decode(d));
+    }
+    v
+}
+
+/// A key's bytes decoder in TF's argument names.
+fn decode(d: &super::BytesDecoder) -> Value {
+    match d {
+        super::BytesDecoder::DecodeRaw {
+            out_type,
+            little_endian,
+            fixed_length,
+        } => json!({
+            "function": "decode_raw",
+            "out_type": out_type.tf_name(),
+            "little_endian": little_endian,
+            "fixed_length": fixed_length,
+        }),
+        super::BytesDecoder::ParseTensor { out_type, .. } => json!({
+            "function": "parse_tensor",
+            "out_type": out_type.tf_name(),
+        }),
+    }
 }
 
 fn dtype(d: KeyDType) -> &'static str {

@@ -13,7 +13,8 @@
 //! How a column reaches the compiled step (the boundary between runtime and
 //! compiler):
 //! - a dense column (`numeric_column`) is one f32 input `[B, shape]`
-//!   ([`FeatureInput::Dense`]);
+//!   ([`FeatureInput::Dense`]); its key may hold the values as bytes
+//!   (`decode_raw`, `parse_tensor`: [`BytesDecoder`]);
 //! - a categorical column is two inputs of `[B, max_values]`: its ids (i32,
 //!   [`FeatureInput::Ids`]) and its weights (f32, [`FeatureInput::Weights`];
 //!   1 for a present id of an unweighted column, the weight feature's value
@@ -49,14 +50,18 @@ use std::num::NonZeroU64;
 
 use crate::data::NormExpr;
 
+mod decode;
 pub mod describe;
+pub mod feature_lists;
 mod parse_spec;
 pub(crate) mod raw;
 pub mod split;
 pub mod transform;
 pub mod vocabulary;
 
+pub use decode::{value_text, BytesDecoder};
 pub use describe::describe_input;
+pub use feature_lists::{feature_list_keys, KeyConflict};
 pub use parse_spec::{make_parse_example_spec, tf_repr};
 pub use split::{KeyValues, Sep};
 pub use transform::{
@@ -91,6 +96,9 @@ pub struct NumericColumn {
     pub default_value: Option<Vec<f64>>,
     /// `normalizer_fn` as an expression in `x`, applied after the default.
     pub normalizer: Option<NormExpr>,
+    /// The key holds the values as bytes: `decode_raw(key, ..)` or
+    /// `parse_tensor(key, ..)` (see [`BytesDecoder`]).
+    pub decode: Option<BytesDecoder>,
 }
 
 impl NumericColumn {
@@ -293,6 +301,42 @@ impl FeatureInput {
                 ..
             } => column.key_seps(&mut out),
             other => out.extend(other.raw_keys().into_iter().map(|k| (k, None))),
+        }
+        out
+    }
+}
+
+impl FeatureInput {
+    /// The numeric columns the input reads whose keys hold bytes
+    /// (`decode_raw`, `parse_tensor`): a dense column, or a bucketized
+    /// column's source (in a cross or a weighted column too).
+    pub fn decoded_columns(&self) -> Vec<&NumericColumn> {
+        fn categorical<'a>(c: &'a CategoricalColumn, out: &mut Vec<&'a NumericColumn>) {
+            match c {
+                CategoricalColumn::Bucketized { source, .. } if source.decode.is_some() => {
+                    out.push(source)
+                }
+                CategoricalColumn::Crossed { keys, .. } => {
+                    for k in keys {
+                        if let CrossKey::Column(c) = k {
+                            categorical(c, out);
+                        }
+                    }
+                }
+                CategoricalColumn::Weighted { categorical: c, .. } => categorical(c, out),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        match self {
+            FeatureInput::Dense(c) if c.decode.is_some() => out.push(c),
+            FeatureInput::Ids { column, .. }
+            | FeatureInput::Weights { column, .. }
+            | FeatureInput::SequenceLength {
+                column: SequenceColumn::Categorical(column),
+                ..
+            } => categorical(column, &mut out),
+            _ => {}
         }
         out
     }

@@ -6,7 +6,8 @@
 //! default_value=(0.5,))`).
 //!
 //! TF's rules: `numeric_column` → `FixedLenFeature(shape, float32,
-//! default_value)`; `bucketized_column` → its source's; hash-bucket and
+//! default_value)` (of a `decode_raw` / `parse_tensor` key:
+//! `FixedLenFeature([], string)`, the bytes an input function decodes); `bucketized_column` → its source's; hash-bucket and
 //! vocabulary columns → `VarLenFeature` of their dtype; identity →
 //! `VarLenFeature(int64)`; `crossed_column` → its column keys' specs and a
 //! `VarLenFeature` for each raw key; `weighted_categorical_column` → the
@@ -33,6 +34,14 @@ fn dtype(k: KeyDType) -> DType {
 }
 
 fn numeric_spec(c: &NumericColumn) -> FeatureSpec {
+    if c.decode.is_some() {
+        // The bytes `decode_raw` / `parse_tensor` read: one string.
+        return FeatureSpec::FixedLen {
+            shape: vec![],
+            dtype: DType::String,
+            default: None,
+        };
+    }
     FeatureSpec::FixedLen {
         shape: vec![c.shape],
         dtype: DType::Float32,
@@ -283,6 +292,7 @@ mod tests {
             shape: 1,
             default_value: None,
             normalizer: None,
+            decode: None,
         });
         let b = FeatureInput::Ids {
             column: CategoricalColumn::Identity {

@@ -12,7 +12,14 @@
 //! - a `tf.train.Example` feature is the SparseTensor `VarLenFeature` gives
 //!   (every value of its list, in order), unless the transform is told its
 //!   features are dense rows (TF's dense feature dict);
-//! - a number cell (synthetic data) is one value of a dense column.
+//! - a number cell (synthetic data) is one value of a dense column;
+//! - a `tf.train.SequenceExample` feature list is a sequence column's
+//!   steps (TF's `VarLenFeature` in `sequence_features`, a SparseTensor
+//!   `[steps, values in a step]`): a categorical column takes one value a
+//!   step ([`each_string`], [`each_int`]: step t's value at slot t; an empty
+//!   step, or one without a kind, is no value but keeps its slot), a
+//!   numeric column of shape d takes d values a step or none
+//!   ([`step_numbers`]); more values in a step is an error naming the step.
 //!
 //! Invariants: nothing here allocates; a value of the wrong kind is an error
 //! saying what was expected and what was found, never a panic.
@@ -30,12 +37,17 @@ pub(crate) enum Form {
     Sparse,
 }
 
-/// The form of a cell: text and numbers are dense; an Example feature is
-/// sparse unless `dense_features`.
+/// What a transform that is not a sequence column's says about a feature
+/// list (the sema check keeps feature-list keys to sequence columns).
+pub(crate) const NOT_A_LIST: &str =
+    "a feature list (the steps of a SequenceExample) where one feature is expected";
+
+/// The form of a cell: text and numbers are dense; an Example feature (or
+/// feature list) is sparse unless `dense_features`.
 #[inline(always)]
 pub(crate) fn form(cell: Cell<'_>, dense_features: bool) -> Form {
     match cell {
-        Cell::Feature(_) if !dense_features => Form::Sparse,
+        Cell::Feature(_) | Cell::FeatureList(_) if !dense_features => Form::Sparse,
         _ => Form::Dense,
     }
 }
@@ -111,6 +123,7 @@ pub(crate) fn strings(cell: Cell<'_>) -> Result<Strs<'_>, String> {
         Cell::Feature(Some(Feature::BytesList(v))) => Ok(Strs::Many(v)),
         Cell::Feature(Some(f)) => Err(wrong_kind("strings (a bytes_list)", f)),
         Cell::Number(x) => Err(format!("expected a string, found the number {x}")),
+        Cell::FeatureList(_) => Err(NOT_A_LIST.to_string()),
     }
 }
 
@@ -142,7 +155,35 @@ pub(crate) fn ints(cell: Cell<'_>) -> Result<Ints<'_>, String> {
         Cell::Feature(None) | Cell::Feature(Some(Feature::Unset)) => Ok(Ints::None),
         Cell::Feature(Some(Feature::Int64List(v))) => Ok(Ints::Many(v)),
         Cell::Feature(Some(f)) => Err(wrong_kind("int64s (an int64_list)", f)),
+        Cell::FeatureList(_) => Err(NOT_A_LIST.to_string()),
     }
+}
+
+/// Calls `f(t, value)` for the one value of each step `t` of a feature list
+/// that has one (`value` reads it from the step's `Feature`: `None` for an
+/// empty step); returns the steps, at most `limit`. A step with more than
+/// one value is an error naming it.
+fn each_step<'a, T>(
+    list: Option<&'a [Feature]>,
+    limit: usize,
+    value: impl Fn(&'a Feature) -> Result<Option<T>, String>,
+    mut f: impl FnMut(usize, T),
+) -> Result<usize, String> {
+    let list = list.unwrap_or_default();
+    let n = list.len().min(limit);
+    for (t, step) in list[..n].iter().enumerate() {
+        if step.len() > 1 {
+            return Err(format!(
+                "step {t} of the feature list has {} values; a sequence categorical column \
+                 takes one value a step",
+                step.len()
+            ));
+        }
+        if let Some(v) = value(step).map_err(|e| format!("step {t} of the feature list: {e}"))? {
+            f(t, v);
+        }
+    }
+    Ok(n)
 }
 
 /// The string values of a base column's key in `cell` as TF's column sees
@@ -158,6 +199,18 @@ pub(crate) fn each_string(
     mut f: impl FnMut(usize, &[u8]),
 ) -> Result<usize, String> {
     let limit = values.truncate.unwrap_or(usize::MAX);
+    if let Cell::FeatureList(list) = cell {
+        return each_step(
+            list,
+            limit,
+            |step| match step {
+                Feature::Unset => Ok(None),
+                Feature::BytesList(v) => Ok(v.first().map(Vec::as_slice)),
+                f => Err(wrong_kind("strings (a bytes_list)", f)),
+            },
+            f,
+        );
+    }
     if let (Cell::Text(b), Some(sep)) = (cell, &values.sep) {
         if b.is_empty() {
             return Ok(0);
@@ -192,6 +245,18 @@ pub(crate) fn each_int(
     mut f: impl FnMut(usize, i64),
 ) -> Result<usize, String> {
     let limit = values.truncate.unwrap_or(usize::MAX);
+    if let Cell::FeatureList(list) = cell {
+        return each_step(
+            list,
+            limit,
+            |step| match step {
+                Feature::Unset => Ok(None),
+                Feature::Int64List(v) => Ok(v.first().copied()),
+                f => Err(wrong_kind("int64s (an int64_list)", f)),
+            },
+            f,
+        );
+    }
     if let (Cell::Text(b), Some(sep)) = (cell, &values.sep) {
         if b.trim_ascii().is_empty() {
             return Ok(0);
@@ -254,24 +319,80 @@ pub(crate) fn numbers(
                 put(parse_text(word)?)?;
             }
         }
-        Cell::Feature(None) | Cell::Feature(Some(Feature::Unset)) => {}
-        Cell::Feature(Some(Feature::FloatList(v))) => {
+        Cell::Feature(None) => {}
+        Cell::Feature(Some(f)) => feature_numbers(f, &mut put)?,
+        Cell::FeatureList(_) => return Err(NOT_A_LIST.to_string()),
+    }
+    Ok(n)
+}
+
+/// Calls `put(x)` for each value of a feature: its floats or int64s, or
+/// its strings parsed.
+fn feature_numbers(
+    f: &Feature,
+    put: &mut impl FnMut(f64) -> Result<(), String>,
+) -> Result<(), String> {
+    match f {
+        Feature::Unset => {}
+        Feature::FloatList(v) => {
             for &x in v {
                 put(f64::from(x))?;
             }
         }
-        Cell::Feature(Some(Feature::Int64List(v))) => {
+        Feature::Int64List(v) => {
             for &x in v {
                 put(x as f64)?;
             }
         }
-        Cell::Feature(Some(Feature::BytesList(v))) => {
+        Feature::BytesList(v) => {
             for b in v {
                 put(parse_text(b)?)?;
             }
         }
     }
-    Ok(n)
+    Ok(())
+}
+
+/// The steps of a `sequence_numeric_column` of shape `d` in a feature list:
+/// calls `f(t * d + i, x)` for value i of each step t that has values;
+/// every step has `d` values or none (an empty step reads as the column's
+/// default, TF's `sparse_tensor_to_dense` of the `[steps, d]` SparseTensor).
+/// Returns the steps and the length (the last step with values + 1, TF's
+/// `sequence_length_from_sparse_tensor` of a rank-3 input). With `f` absent,
+/// only counts and checks.
+pub(crate) fn step_numbers(
+    list: Option<&[Feature]>,
+    d: usize,
+    mut f: Option<&mut dyn FnMut(usize, f64) -> Result<(), String>>,
+) -> Result<(usize, usize), String> {
+    let list = list.unwrap_or_default();
+    let mut length = 0;
+    for (t, step) in list.iter().enumerate() {
+        match step.len() {
+            0 => continue,
+            k if k != d => {
+                return Err(format!(
+                    "step {t} of the feature list has {k} values; a sequence_numeric_column \
+                     of shape {d} takes {d} a step (or none)"
+                ))
+            }
+            _ => {}
+        }
+        length = t + 1;
+        if let Some(f) = f.as_deref_mut() {
+            let mut i = 0;
+            feature_numbers(step, &mut |x| {
+                if !x.is_finite() {
+                    return Err(format!("value {x} is not a finite number"));
+                }
+                f(t * d + i, x)?;
+                i += 1;
+                Ok(())
+            })
+            .map_err(|e| format!("step {t} of the feature list: {e}"))?;
+        }
+    }
+    Ok((list.len(), length))
 }
 
 /// The whitespace-separated words of a text cell: the numbers of a numeric
@@ -287,6 +408,7 @@ pub(crate) fn count_numbers(cell: Cell<'_>) -> usize {
         Cell::Text(b) => text_words(b).count(),
         Cell::Feature(None) => 0,
         Cell::Feature(Some(f)) => f.len(),
+        Cell::FeatureList(l) => l.unwrap_or_default().iter().map(Feature::len).sum(),
     }
 }
 

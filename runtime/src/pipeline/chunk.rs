@@ -4,9 +4,10 @@
 //!
 //! Owns: [`Chunk`] (the raw records, their locations, the transformed
 //! values, the skipped records, a trailing error) and [`Transformer`] (one
-//! worker's column transforms: decoding Examples, the CSV options'
-//! `na_value`, `column_defaults` and `filter`, the bad-record policy, the
-//! model's id ranges).
+//! worker's column transforms: decoding Examples or SequenceExamples (a
+//! sequence column's key from the feature lists, every other key from the
+//! context), the CSV options' `na_value`, `column_defaults` and `filter`,
+//! the bad-record policy, the model's id ranges).
 //!
 //! Invariants: chunks are recycled (the training thread returns each one to
 //! the reader), so in steady state nothing is allocated for them; the
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use crate::abi::ElemType;
 use crate::data::{CellRows, ColumnTransform, DataError, InputSpec, Values, ValuesMut};
 use crate::feature_column::{CategoricalColumn, FeatureInput, PADDING_ID};
-use crate::io::example::Example;
+use crate::io::example::{Example, SequenceExample};
 
 use super::bad::{BadRecords, OnBadRecord};
 use super::images::{ImageInputs, ImageRecords, ImageRows, Listing, Record};
@@ -206,7 +207,13 @@ pub(crate) struct Transformer {
     names: Vec<String>,
     format: Format,
     policy: OnBadRecord,
-    examples: Vec<Example>,
+    /// A TFRecord chunk's records, decoded (an Example's features as the
+    /// context of a SequenceExample without feature lists).
+    examples: Vec<SequenceExample>,
+    /// Per transform, per column: read from the records' feature lists
+    /// (a SequenceExample source's sequence columns) rather than the
+    /// context.
+    lists: Vec<Vec<bool>>,
     keep: Vec<bool>,
     scratch: csv::ByteRecord,
 }
@@ -227,15 +234,32 @@ impl Transformer {
             )),
             _ => None,
         };
-        Transformer {
-            transforms: if images.is_some() {
-                Vec::new()
-            } else {
-                inputs
+        let transforms: Vec<Box<dyn ColumnTransform>> = if images.is_some() {
+            Vec::new()
+        } else {
+            inputs
+                .iter()
+                .map(crate::data::columns::transform_for)
+                .collect()
+        };
+        let lists = transforms
+            .iter()
+            .map(|t| {
+                t.columns()
                     .iter()
-                    .map(crate::data::columns::transform_for)
+                    .map(|c| match &format {
+                        Format::TfRecord {
+                            feature_lists: Some(keys),
+                            ..
+                        } => keys.contains(c),
+                        _ => false,
+                    })
                     .collect()
-            },
+            })
+            .collect();
+        Transformer {
+            transforms,
+            lists,
             widths: widths.to_vec(),
             images,
             listing,
@@ -301,20 +325,35 @@ impl Transformer {
                 }
             }
         }
-        // TFRecord: decode every Example first; one that does not decode is
-        // a bad record.
-        if matches!(self.format, Format::TfRecord { .. }) {
+        // TFRecord: decode every Example (SequenceExample) first; one that
+        // does not decode is a bad record.
+        if let Format::TfRecord { feature_lists, .. } = &self.format {
+            let sequence = feature_lists.is_some();
             self.examples.clear();
             for r in 0..n {
-                match Example::decode(&chunk.payloads[r], chunk.locations[r]) {
+                let (payload, record) = (&chunk.payloads[r], chunk.locations[r]);
+                let decoded = if sequence {
+                    SequenceExample::decode(payload, record)
+                } else {
+                    Example::decode(payload, record).map(|ex| SequenceExample {
+                        context: ex.features,
+                        feature_lists: Default::default(),
+                    })
+                };
+                match decoded {
                     Ok(ex) => self.examples.push(ex),
                     Err(e) => {
-                        self.examples.push(Example::default());
+                        self.examples.push(SequenceExample::default());
+                        let what = if sequence {
+                            "tf.train.SequenceExample"
+                        } else {
+                            "tf.train.Example"
+                        };
                         let err = chunk.error_at(
                             &self.format,
                             r,
                             None,
-                            format!("not a tf.train.Example: {}", e.what),
+                            format!("not a {what}: {}", e.what),
                         );
                         if self.bad(chunk, r, err) {
                             n = r;
@@ -505,8 +544,14 @@ impl Transformer {
                     cells.clear();
                     let cols = transform.columns().len();
                     for ex in &self.examples[a..b] {
-                        for c in transform.columns() {
-                            cells.push(crate::data::Cell::Feature(ex.features.get(c)));
+                        for (c, &list) in transform.columns().iter().zip(&self.lists[t]) {
+                            cells.push(if list {
+                                crate::data::Cell::FeatureList(
+                                    ex.feature_lists.get(c).map(Vec::as_slice),
+                                )
+                            } else {
+                                crate::data::Cell::Feature(ex.context.get(c))
+                            });
                         }
                     }
                     transform.transform(&CellRows::cells(&cells, cols), out)

@@ -59,8 +59,14 @@ pub enum Format {
     /// [`crate::data::csv_options`]).
     Csv(Box<crate::data::CsvReadOptions>),
     /// TFRecord files of `tf.train.Example`, compressed as `compression`
-    /// (`TFRecordOptions.compression_type`).
-    TfRecord { compression: Compression },
+    /// (`TFRecordOptions.compression_type`); with `feature_lists`, of
+    /// `tf.train.SequenceExample`: the keys `feature_lists` names are read
+    /// from its feature lists (a sequence column's steps), every other key
+    /// from its `context` ([`crate::feature_column::feature_list_keys`]).
+    TfRecord {
+        compression: Compression,
+        feature_lists: Option<Vec<String>>,
+    },
     /// Images: a directory's files, CSV rows of paths and labels, or
     /// TFRecord Examples of encoded bytes, decoded and transformed by the
     /// image input's pipeline on the workers ([`images`]).

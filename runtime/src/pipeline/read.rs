@@ -83,6 +83,7 @@ impl FileReader {
                 ImageRecords::TfRecord { compression, .. } => FileReader::open(
                     &Format::TfRecord {
                         compression: *compression,
+                        feature_lists: None,
                     },
                     path,
                     columns,
@@ -104,7 +105,7 @@ impl FileReader {
                     seen: 0,
                 })
             }
-            Format::TfRecord { compression } => {
+            Format::TfRecord { compression, .. } => {
                 let f = std::fs::File::open(path)
                     .map_err(|e| DataError::new(&name, format!("cannot open the file: {e}")))?;
                 let r = std::io::BufReader::with_capacity(64 << 10, f);

@@ -320,6 +320,7 @@ pub fn numeric_column(v: &Py) -> NumericColumn {
         shape,
         default_value,
         normalizer,
+        decode: None,
     }
 }
 

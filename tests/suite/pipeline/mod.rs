@@ -249,7 +249,10 @@ fn check_tfrecord(name: &str, compression: Compression) {
     write_tfrecord(&d.join("t-0.tfrecord"), 0..7, compression);
     write_tfrecord(&d.join("t-1.tfrecord"), 7..20, compression);
     let mut spec = StreamSpec::new(
-        Format::TfRecord { compression },
+        Format::TfRecord {
+            compression,
+            feature_lists: None,
+        },
         vec![d.join("t-*.tfrecord")],
     );
     spec.num_epochs = Some(1);
@@ -425,6 +428,7 @@ fn a_crc_flip_is_reported_even_when_skipping() {
     let mut spec = StreamSpec::new(
         Format::TfRecord {
             compression: Compression::None,
+            feature_lists: None,
         },
         vec![p.clone()],
     );

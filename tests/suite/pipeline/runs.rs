@@ -391,6 +391,7 @@ fn replicas_read_their_own_shard() {
     let mut tf = StreamSpec::new(
         Format::TfRecord {
             compression: Compression::None,
+            feature_lists: None,
         },
         vec![rec],
     );

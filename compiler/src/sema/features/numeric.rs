@@ -2,14 +2,21 @@
 //! float32 values per example, and its bucketization (a categorical column
 //! of `shape` ids, one per value).
 //!
+//! A numeric column's key may be `decode_raw(key, out_type, little_endian,
+//! fixed_length)` or `parse_tensor(key, out_type)`: its bytes hold the
+//! values (`feature_column::BytesDecoder`).
+//!
 //! Invariants: a numeric column has between 1 and 2^20 values, its
 //! `default_value` exactly `shape` of them (one number is repeated); a
+//! `decode_raw` `fixed_length` is a multiple of the type's size giving
+//! `shape` values; a
 //! bucketized column's boundaries are finite, sorted and distinct, and its
 //! source is a `numeric_column`.
 
-use specc_grammar::ast::{Call, ExprKind};
+use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::Code;
-use specc_runtime::feature_column::{CategoricalColumn, NumericColumn};
+use specc_runtime::feature_column::{BytesDecoder, CategoricalColumn, NumericColumn};
+use specc_runtime::io::tensor::TensorDType;
 
 use super::{bad, column, key, Categorical, Column};
 use crate::sema::args::{self, opt, req};
@@ -28,13 +35,13 @@ pub(super) fn numeric_column(c: &Call) -> R<NumericColumn> {
             opt("normalizer_fn"),
         ],
     )?;
-    let key = key(b.req(0))?;
+    let mut dims = vec![1];
     let shape = match b.get(1) {
         None => 1,
         Some(e) => {
-            let dims = args::eval_int_list(e)?;
+            let dims_of = args::eval_int_list(e)?;
             let mut n: u64 = 1;
-            for &d in &dims {
+            for &d in &dims_of {
                 if d <= 0 {
                     return Err(bad(
                         Code::ArgumentOutOfRange,
@@ -45,6 +52,7 @@ pub(super) fn numeric_column(c: &Call) -> R<NumericColumn> {
                 }
                 n = n.saturating_mul(d as u64);
             }
+            dims = dims_of.iter().map(|&d| d as usize).collect();
             if n > 1 << 20 {
                 return Err(bad(
                     Code::ArgumentOutOfRange,
@@ -96,12 +104,114 @@ pub(super) fn numeric_column(c: &Call) -> R<NumericColumn> {
         }
     };
     let normalizer = b.get(4).map(crate::sema::inputs::norm_expr).transpose()?;
+    let (key, decode) = numeric_key(b.req(0), shape, dims)?;
     Ok(NumericColumn {
         key,
         shape,
         default_value,
         normalizer,
+        decode,
     })
+}
+
+/// A numeric column's key: a feature key, or `decode_raw(key, out_type,
+/// little_endian = true, fixed_length = N)` / `parse_tensor(key,
+/// out_type)`, a key whose bytes hold the values (`dims`: the column's
+/// shape, which `parse_tensor`'s bytes are written with).
+fn numeric_key(e: &Expr, shape: usize, dims: Vec<usize>) -> R<(String, Option<BytesDecoder>)> {
+    let ExprKind::Call(c) = &e.kind else {
+        return Ok((key(e)?, None));
+    };
+    let name = c.func.name.as_str();
+    let raw = match name {
+        "decode_raw" => true,
+        "parse_tensor" => false,
+        _ => {
+            return Err(bad(
+                Code::ArgumentType,
+                e.span,
+                format!(
+                    "expected a feature key, decode_raw(key, out_type) or \
+                     parse_tensor(key, out_type), found a call of `{name}`"
+                ),
+                "not a feature key",
+            ))
+        }
+    };
+    let params: &[_] = if raw {
+        &[
+            req("key"),
+            req("out_type"),
+            opt("little_endian"),
+            opt("fixed_length"),
+        ]
+    } else {
+        &[req("key"), req("out_type")]
+    };
+    let b = args::bind(name, c, params)?;
+    let key = key(b.req(0))?;
+    let te = b.req(1);
+    let out_type = match &te.kind {
+        ExprKind::Ident(s) | ExprKind::Str(s) => TensorDType::from_tf_name(s),
+        _ => None,
+    }
+    .filter(|t| !raw || t.decode_raw_takes())
+    .ok_or_else(|| {
+        bad(
+            Code::UnknownChoice,
+            te.span,
+            format!("{} is not an out_type {name} takes", args::describe(te)),
+            if raw {
+                "expected float16, bfloat16, float32, float64, int8, uint8, int16, uint16, \
+                 int32, int64 or bool"
+            } else {
+                "expected float16, bfloat16, float32, float64, int8, uint8, int16, uint16, \
+                 int32, uint32, int64, uint64 or bool"
+            },
+        )
+    })?;
+    if !raw {
+        return Ok((key, Some(BytesDecoder::ParseTensor { out_type, dims })));
+    }
+    let little_endian = b.get(2).map(args::eval_bool).transpose()?.unwrap_or(true);
+    let fixed_length = match b.get(3) {
+        None => None,
+        Some(fe) => {
+            let l = args::eval_count(fe, "fixed_length")? as usize;
+            let size = out_type.size();
+            if !l.is_multiple_of(size) {
+                return Err(bad(
+                    Code::ArgumentOutOfRange,
+                    fe.span,
+                    format!(
+                        "fixed_length ({l}) must be a multiple of the size of out_type ({size})"
+                    ),
+                    "not a multiple",
+                ));
+            }
+            if l / size != shape {
+                return Err(bad(
+                    Code::ConflictingArguments,
+                    fe.span,
+                    format!(
+                        "fixed_length = {l} gives {} {} values, but the column's shape has {shape}",
+                        l / size,
+                        out_type.tf_name()
+                    ),
+                    "another number of values",
+                ));
+            }
+            Some(l)
+        }
+    };
+    Ok((
+        key,
+        Some(BytesDecoder::DecodeRaw {
+            out_type,
+            little_endian,
+            fixed_length,
+        }),
+    ))
 }
 
 pub(super) fn bucketized_column(st: &mut State, c: &Call) -> R<Column> {

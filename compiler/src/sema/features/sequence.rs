@@ -82,6 +82,17 @@ pub(super) fn sequence_numeric_column(c: &Call) -> R<Column> {
         ..c.clone()
     };
     let mut column = numeric_column(&base)?;
+    if let (Some(d), ExprKind::Call(k)) = (&column.decode, &b.req(0).kind) {
+        return Err(bad(
+            Code::UnsupportedArgument,
+            k.span,
+            format!(
+                "a sequence_numeric_column reads its steps' numbers, not {}",
+                d.function()
+            ),
+            "not supported in a sequence column",
+        ));
+    }
     let default = match b.get(2) {
         Some(e) => args::eval_number(e)?,
         None => 0.0,

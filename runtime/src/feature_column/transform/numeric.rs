@@ -1,5 +1,6 @@
 //! `numeric_column`: a row's float32 values (a text cell's
-//! whitespace-separated numbers, an Example feature's list), its
+//! whitespace-separated numbers, an Example feature's list, or its bytes
+//! through `decode_raw` / `parse_tensor`), its
 //! `default_value` when it has none, through its normalizer; the values a
 //! bucketized column buckets.
 //!
@@ -40,14 +41,36 @@ pub(super) fn numeric_value(col: &NumericColumn, x: f64) -> Result<f32, String> 
 }
 
 /// One example of a numeric column into `out` (`shape` values): the cell's
-/// values, or the default when it has none; then the normalizer.
+/// values (through the column's bytes decoder, if it has one), or the
+/// default when it has none; then the normalizer.
 pub(super) fn numeric_row(
     col: &NumericColumn,
     cell: Cell<'_>,
     out: &mut [f32],
 ) -> Result<(), String> {
     let shape = col.shape;
-    let n = raw::count_numbers(cell);
+    let mut put = |i: usize, x: f64| {
+        if let Some(o) = out.get_mut(i) {
+            *o = numeric_value(col, x)?;
+        }
+        Ok(())
+    };
+    let n = match &col.decode {
+        None => match raw::count_numbers(cell) {
+            0 => 0,
+            n if n != shape => n,
+            _ => raw::numbers(cell, &mut put)?,
+        },
+        // Every value is decoded (and checked) to count them; a row of
+        // another size is an error below.
+        Some(d) => d.numbers(cell, |i, x| {
+            if x.is_finite() {
+                put(i, x)
+            } else {
+                Err(format!("value {x} is not a finite number"))
+            }
+        })?,
+    };
     if n == 0 {
         let Some(d) = &col.default_value else {
             return Err("missing value and the column has no default_value".to_string());
@@ -66,12 +89,6 @@ pub(super) fn numeric_row(
     if n != shape || out.len() != shape {
         return Err(format!("has {n} values, but the column's shape is {shape}"));
     }
-    raw::numbers(cell, |i, x| {
-        if let Some(o) = out.get_mut(i) {
-            *o = numeric_value(col, x)?;
-        }
-        Ok(())
-    })?;
     Ok(())
 }
 

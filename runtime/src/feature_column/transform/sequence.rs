@@ -3,7 +3,9 @@
 //! [`SequenceLengthTransform`] (a sequence column's length, `[rows]`).
 //!
 //! Invariants: a numeric row is a whole number of steps of `shape` values,
-//! at most `max_steps`, padded with `default_value` past its length; a
+//! at most `max_steps`, padded with `default_value` past its length (a
+//! SequenceExample feature list: `shape` values a step or none, an empty
+//! step `default_value` too, the length its last step with values + 1); a
 //! categorical column's length is its last present value + 1 (TF's
 //! `sequence_length_from_sparse_tensor`), computed by the column's own
 //! [`CategoricalTransform`]; more steps than `max_steps` is an error naming
@@ -20,8 +22,18 @@ use crate::feature_column::{NumericColumn, SequenceColumn};
 /// The number of steps of a `sequence_numeric_column` in `cell`: its values
 /// divided by the shape (a whole number of steps, at most `max_steps`).
 fn numeric_steps(col: &NumericColumn, cell: Cell<'_>, max_steps: usize) -> Result<usize, String> {
-    let n = raw::count_numbers(cell);
     let d = col.shape.max(1);
+    if let Cell::FeatureList(list) = cell {
+        let (steps, length) = raw::step_numbers(list, d, None)?;
+        if steps > max_steps {
+            return Err(format!(
+                "`{}` has {steps} steps, more than max_values = {max_steps}",
+                col.name()
+            ));
+        }
+        return Ok(length);
+    }
+    let n = raw::count_numbers(cell);
     if !n.is_multiple_of(d) {
         return Err(format!(
             "`{}` has {n} values, not a whole number of steps of shape {d}",
@@ -69,6 +81,23 @@ impl SequenceDenseTransform {
     fn row(&self, cell: Cell<'_>, out: &mut [f32]) -> Result<(), String> {
         let steps = numeric_steps(&self.column, cell, self.max_steps)?;
         let d = self.padding.len();
+        if let Cell::FeatureList(list) = cell {
+            // Padding everywhere, then the steps that have values.
+            for step in out.chunks_mut(d) {
+                step.copy_from_slice(&self.padding[..step.len()]);
+            }
+            raw::step_numbers(
+                list,
+                d,
+                Some(&mut |i, x| {
+                    if let Some(o) = out.get_mut(i) {
+                        *o = numeric_value(&self.column, x)?;
+                    }
+                    Ok(())
+                }),
+            )?;
+            return Ok(());
+        }
         let (values, pad) = out.split_at_mut((steps * d).min(out.len()));
         raw::numbers(cell, |i, x| {
             if let Some(o) = values.get_mut(i) {

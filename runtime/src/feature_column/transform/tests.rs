@@ -158,6 +158,7 @@ fn cross_takes_column_ids_before_raw_text_keys() {
             shape: 1,
             default_value: None,
             normalizer: None,
+            decode: None,
         },
         boundaries: vec![0.0, 1.0],
     };
@@ -217,6 +218,7 @@ fn dense_values_defaults_and_errors() {
             Box::new(NormExpr::X),
             Box::new(NormExpr::Const(10.0)),
         )),
+        decode: None,
     };
     let mut t = DenseTransform::new(col.clone());
     let cells: [&[u8]; 2] = [b"1 2", b" "];
@@ -269,6 +271,7 @@ fn seq_numeric(shape: usize, default: f64) -> NumericColumn {
             Box::new(NormExpr::X),
             Box::new(NormExpr::Const(2.0)),
         )),
+        decode: None,
     }
 }
 

@@ -1,4 +1,5 @@
-//! `tf.train.Example` and `tf.train.SequenceExample`, and `tf.io.parse_example`.
+//! `tf.train.Example` and `tf.train.SequenceExample`, `tf.io.parse_example`
+//! and `tf.io.parse_sequence_example`.
 //!
 //! The protos (tensorflow/core/example/{example,feature}.proto) are a
 //! handful of small messages, so they are decoded and encoded by hand with
@@ -19,7 +20,10 @@
 //!   `specc convert` streams a row through);
 //! - `parse`: [`FeatureSpec`] and [`parse_example`] /
 //!   [`parse_single_example`] into plain Rust values ([`Parsed`]), and
-//!   [`read_examples`] (a TFRecord file of Examples).
+//!   [`read_examples`] (a TFRecord file of Examples);
+//! - `sequence`: [`parse_sequence_example`] /
+//!   [`parse_single_sequence_example`] (a SequenceExample's `context` and
+//!   `feature_lists`, [`ParsedSequence`]) and [`read_sequence_examples`].
 //!
 //! Invariants: decoding never panics on any bytes; every error says which
 //! record and which feature. Maps are `BTreeMap`s, so encoding writes map
@@ -32,10 +36,16 @@ use std::fmt;
 mod decode;
 mod encode;
 mod parse;
+#[cfg(test)]
+mod parse_tests;
+mod sequence;
 
 pub use encode::{encode_example_into, FeatureRef};
 pub use parse::{
     parse_example, parse_single_example, read_examples, FeatureSpec, Parsed, ReadError, Values,
+};
+pub use sequence::{
+    parse_sequence_example, parse_single_sequence_example, read_sequence_examples, ParsedSequence,
 };
 
 /// One feature: the `kind` oneof of `tf.train.Feature`.

@@ -17,7 +17,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::super::tfrecord::{self, Compression};
-use super::{DType, Example, ExampleError, Feature};
+use super::{DType, Example, ExampleError, Feature, Features};
 
 /// Values of one type, flat.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,7 +28,7 @@ pub enum Values {
 }
 
 impl Values {
-    fn empty(dtype: DType) -> Values {
+    pub(super) fn empty(dtype: DType) -> Values {
         match dtype {
             DType::Float32 => Values::Float32(Vec::new()),
             DType::Int64 => Values::Int64(Vec::new()),
@@ -57,7 +57,7 @@ impl Values {
     }
 
     /// Appends `n` zeros (empty strings).
-    fn pad(&mut self, n: usize) {
+    pub(super) fn pad(&mut self, n: usize) {
         match self {
             Values::Float32(v) => v.resize(v.len() + n, 0.0),
             Values::Int64(v) => v.resize(v.len() + n, 0),
@@ -211,7 +211,7 @@ impl Parsed {
     /// ([`parse_single_example`]): a dense tensor's shape loses its first
     /// dimension; a sparse one becomes a [`Parsed::SparseTensor`] whose
     /// indices and shape lose their first column.
-    fn unbatched(self) -> Parsed {
+    pub(super) fn unbatched(self) -> Parsed {
         match self {
             Parsed::Dense { mut shape, values } => {
                 if !shape.is_empty() {
@@ -272,6 +272,16 @@ pub fn parse_example(
     examples: &[Example],
     spec: &BTreeMap<String, FeatureSpec>,
 ) -> Result<BTreeMap<String, Parsed>, ExampleError> {
+    let features: Vec<&Features> = examples.iter().map(|e| &e.features).collect();
+    parse_features(&features, spec)
+}
+
+/// [`parse_example`] over each example's `Features` (an Example's, or a
+/// SequenceExample's `context`).
+pub(super) fn parse_features(
+    examples: &[&Features],
+    spec: &BTreeMap<String, FeatureSpec>,
+) -> Result<BTreeMap<String, Parsed>, ExampleError> {
     let mut out = BTreeMap::new();
     for (name, fs) in spec {
         let wrong_type = |record: usize, f: &Feature, dtype: DType| ExampleError {
@@ -305,7 +315,7 @@ pub fn parse_example(
                 }
                 let mut values = Values::empty(*dtype);
                 for (i, ex) in examples.iter().enumerate() {
-                    match ex.features.get(name) {
+                    match ex.get(name) {
                         Some(f) => {
                             if f.len() != n {
                                 return Err(ExampleError {
@@ -346,7 +356,7 @@ pub fn parse_example(
                 let mut values = Values::empty(*dtype);
                 let mut row_lengths = Vec::with_capacity(examples.len());
                 for (i, ex) in examples.iter().enumerate() {
-                    match ex.features.get(name) {
+                    match ex.get(name) {
                         Some(f) => {
                             if !values.extend_from_feature(f) {
                                 return Err(wrong_type(i, f, *dtype));
@@ -384,7 +394,7 @@ pub fn parse_example(
                 // Rows per example, checked first.
                 let mut rows = Vec::with_capacity(examples.len());
                 for (i, ex) in examples.iter().enumerate() {
-                    let count = match ex.features.get(name) {
+                    let count = match ex.get(name) {
                         Some(f) => f.len(),
                         None if *allow_missing => 0,
                         None => {
@@ -409,7 +419,7 @@ pub fn parse_example(
                 let max_rows = rows.iter().copied().max().unwrap_or(0);
                 let mut values = Values::empty(*dtype);
                 for (i, ex) in examples.iter().enumerate() {
-                    if let Some(f) = ex.features.get(name) {
+                    if let Some(f) = ex.get(name) {
                         if !values.extend_from_feature(f) {
                             return Err(wrong_type(i, f, *dtype));
                         }
@@ -466,7 +476,7 @@ pub fn parse_single_example(
 /// A `SparseFeature`: its index features and its value feature, merged
 /// into one SparseTensor `[batch, *size]`.
 fn parse_sparse_feature(
-    examples: &[Example],
+    examples: &[&Features],
     name: &str,
     index_keys: &[String],
     value_key: &str,
@@ -495,7 +505,7 @@ fn parse_sparse_feature(
     let mut order: Vec<usize> = Vec::new();
     let mut sorted_indices: Vec<usize> = Vec::new();
     for (i, ex) in examples.iter().enumerate() {
-        let value = ex.features.get(value_key);
+        let value = ex.get(value_key);
         if let Some(f) = value {
             if !Values::empty(dtype).extend_from_feature(&Feature::kind_of(f)) {
                 return Err(wrong_type_error(i, value_key, f, dtype));
@@ -505,7 +515,7 @@ fn parse_sparse_feature(
         let start = indices.len() / rank;
         indices.resize(indices.len() + n * rank, i);
         for (d, key) in index_keys.iter().enumerate() {
-            let ids: &[i64] = match ex.features.get(key) {
+            let ids: &[i64] = match ex.get(key) {
                 Some(Feature::Int64List(v)) => v,
                 Some(Feature::Unset) | None => &[],
                 Some(f) => {
@@ -632,233 +642,4 @@ pub fn read_examples(path: &Path, compression: Compression) -> Result<Vec<Exampl
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::testdata::example;
-    use super::*;
-
-    #[test]
-    fn parse_example_errors_name_record_and_feature() {
-        let exs = [example(), Example::default()];
-        let spec = |fs| BTreeMap::from([("f".to_string(), fs)]);
-        let fixed = |n, default| FeatureSpec::FixedLen {
-            shape: vec![n],
-            dtype: DType::Float32,
-            default,
-        };
-        let e = parse_example(&exs, &spec(fixed(2, None))).unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (Some(1), Some("f")));
-        let e = parse_example(&exs, &spec(fixed(3, None))).unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("f")));
-        let got =
-            parse_example(&exs, &spec(fixed(2, Some(Values::Float32(vec![7.0, 8.0]))))).unwrap();
-        assert_eq!(
-            got["f"],
-            Parsed::Dense {
-                shape: vec![2, 2],
-                values: Values::Float32(vec![1.5, -2.0, 7.0, 8.0])
-            }
-        );
-        let e = parse_example(
-            &exs,
-            &spec(FeatureSpec::VarLen {
-                dtype: DType::Int64,
-            }),
-        )
-        .unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("f")));
-        let seq = FeatureSpec::FixedLenSequence {
-            shape: vec![],
-            dtype: DType::Float32,
-            allow_missing: true,
-            default: Some(Values::Float32(vec![-1.0])),
-        };
-        assert_eq!(
-            parse_example(&exs, &spec(seq)).unwrap()["f"],
-            Parsed::Dense {
-                shape: vec![2, 2],
-                values: Values::Float32(vec![1.5, -2.0, -1.0, -1.0])
-            }
-        );
-    }
-
-    fn sparse_spec(keys: &[&str], size: &[usize], sorted: bool) -> BTreeMap<String, FeatureSpec> {
-        BTreeMap::from([(
-            "sp".to_string(),
-            FeatureSpec::Sparse {
-                index_keys: keys.iter().map(|k| k.to_string()).collect(),
-                value_key: "val".into(),
-                dtype: DType::Float32,
-                size: size.to_vec(),
-                already_sorted: sorted,
-            },
-        )])
-    }
-
-    fn ex(features: &[(&str, Feature)]) -> Example {
-        Example {
-            features: features
-                .iter()
-                .map(|(k, f)| (k.to_string(), f.clone()))
-                .collect(),
-        }
-    }
-
-    fn sparse(indices: &[usize], values: &[f32], dense_shape: &[usize]) -> Parsed {
-        Parsed::SparseTensor {
-            indices: indices.to_vec(),
-            values: Values::Float32(values.to_vec()),
-            dense_shape: dense_shape.to_vec(),
-        }
-    }
-
-    // The expected values below are what TF 2.21's `tf.io.parse_example`
-    // returned for the same Examples and SparseFeatures (run by hand;
-    // examples.json has no SparseFeature).
-    #[test]
-    fn sparse_feature_sorts_indices_unless_already_sorted() {
-        let exs = [
-            ex(&[
-                ("ix", Feature::Int64List(vec![3, 1])),
-                ("val", Feature::FloatList(vec![30.0, 10.0])),
-            ]),
-            ex(&[]),
-            ex(&[
-                ("ix", Feature::Int64List(vec![0])),
-                ("val", Feature::FloatList(vec![5.0])),
-            ]),
-        ];
-        let got = parse_example(&exs, &sparse_spec(&["ix"], &[5], false)).unwrap();
-        assert_eq!(
-            got["sp"],
-            sparse(&[0, 1, 0, 3, 2, 0], &[10.0, 30.0, 5.0], &[3, 5])
-        );
-        assert_eq!(got["sp"].sparse_indices(), [[0, 1], [0, 3], [2, 0]]);
-        let got = parse_example(&exs, &sparse_spec(&["ix"], &[5], true)).unwrap();
-        assert_eq!(
-            got["sp"],
-            sparse(&[0, 3, 0, 1, 2, 0], &[30.0, 10.0, 5.0], &[3, 5])
-        );
-        // Duplicates stay, in the order of the values (TF: as std::sort leaves them).
-        let dup = [ex(&[
-            ("ix", Feature::Int64List(vec![2, 0, 2])),
-            ("val", Feature::FloatList(vec![1.0, 9.0, 2.0])),
-        ])];
-        let got = parse_example(&dup, &sparse_spec(&["ix"], &[5], false)).unwrap();
-        assert_eq!(
-            got["sp"],
-            sparse(&[0, 0, 0, 2, 0, 2], &[9.0, 1.0, 2.0], &[1, 5])
-        );
-    }
-
-    #[test]
-    fn sparse_feature_of_two_dimensions_sorts_row_major() {
-        let exs = [ex(&[
-            ("i0", Feature::Int64List(vec![1, 0])),
-            ("i1", Feature::Int64List(vec![2, 3])),
-            ("val", Feature::FloatList(vec![1.0, 2.0])),
-        ])];
-        let got = parse_example(&exs, &sparse_spec(&["i0", "i1"], &[2, 4], false)).unwrap();
-        assert_eq!(
-            got["sp"],
-            sparse(&[0, 0, 3, 0, 1, 2], &[2.0, 1.0], &[1, 2, 4])
-        );
-        let e = parse_example(&exs, &sparse_spec(&["i0", "i1"], &[2, 3], false)).unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (Some(0), Some("i1")));
-        let e = parse_example(&exs, &sparse_spec(&["i0"], &[2, 3], false)).unwrap_err();
-        assert_eq!((e.record, e.feature.as_deref()), (None, Some("sp")));
-    }
-
-    #[test]
-    fn sparse_feature_errors_name_record_and_feature() {
-        let spec = sparse_spec(&["ix"], &[5], false);
-        let bad = |features: &[(&str, Feature)]| {
-            let exs = [ex(&[]), ex(features)];
-            let e = parse_example(&exs, &spec).unwrap_err();
-            assert_eq!(e.record, Some(1), "{e}");
-            e.feature.unwrap_or_default()
-        };
-        // Counts differ, or one of the two is missing.
-        let ix = |v: Vec<i64>| ("ix", Feature::Int64List(v));
-        let val = |v: Vec<f32>| ("val", Feature::FloatList(v));
-        assert_eq!(bad(&[ix(vec![3, 1]), val(vec![30.0])]), "ix");
-        assert_eq!(bad(&[ix(vec![3]), val(vec![30.0, 1.0])]), "ix");
-        assert_eq!(bad(&[ix(vec![1])]), "ix");
-        assert_eq!(bad(&[val(vec![1.0])]), "ix");
-        // Out of [0, size).
-        assert_eq!(bad(&[ix(vec![5]), val(vec![1.0])]), "ix");
-        assert_eq!(bad(&[ix(vec![-1]), val(vec![1.0])]), "ix");
-        // Types.
-        assert_eq!(
-            bad(&[ix(vec![1]), ("val", Feature::Int64List(vec![1]))]),
-            "val"
-        );
-        assert_eq!(
-            bad(&[("ix", Feature::FloatList(vec![1.0])), val(vec![1.0])]),
-            "ix"
-        );
-    }
-
-    #[test]
-    fn parse_single_example_drops_the_batch_dimension() {
-        let e = ex(&[
-            ("ix", Feature::Int64List(vec![4, 0])),
-            ("val", Feature::FloatList(vec![4.0, 0.5])),
-            ("a", Feature::FloatList(vec![1.0, 2.0])),
-        ]);
-        let mut spec = sparse_spec(&["ix"], &[5], false);
-        spec.insert(
-            "a".into(),
-            FeatureSpec::FixedLen {
-                shape: vec![2],
-                dtype: DType::Float32,
-                default: None,
-            },
-        );
-        spec.insert(
-            "v".into(),
-            FeatureSpec::VarLen {
-                dtype: DType::Float32,
-            },
-        );
-        spec.insert(
-            "val2".into(),
-            FeatureSpec::VarLen {
-                dtype: DType::Float32,
-            },
-        );
-        spec.insert(
-            "s".into(),
-            FeatureSpec::FixedLenSequence {
-                shape: vec![],
-                dtype: DType::Int64,
-                allow_missing: true,
-                default: None,
-            },
-        );
-        let got = parse_single_example(&e, &spec).unwrap();
-        assert_eq!(got["sp"], sparse(&[0, 4], &[0.5, 4.0], &[5]));
-        assert_eq!(
-            got["a"],
-            Parsed::Dense {
-                shape: vec![2],
-                values: Values::Float32(vec![1.0, 2.0])
-            }
-        );
-        assert_eq!(got["v"], sparse(&[], &[], &[0]));
-        assert_eq!(
-            got["s"],
-            Parsed::Dense {
-                shape: vec![0],
-                values: Values::Int64(vec![])
-            }
-        );
-        let mut e2 = e.clone();
-        e2.features
-            .insert("v".into(), Feature::FloatList(vec![7.0, 8.0]));
-        let got = parse_single_example(&e2, &spec).unwrap();
-        assert_eq!(got["v"], sparse(&[0, 1], &[7.0, 8.0], &[2]));
-    }
 }
