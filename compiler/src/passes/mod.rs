@@ -45,6 +45,13 @@ pub fn rebuild(g: &Graph, roots: &[NodeId]) -> (Graph, Vec<Option<NodeId>>) {
         map[id.index()] = Some(new);
     }
     out.current_span = None;
+    for fq in &g.fake_quants {
+        if let Some(r) = fq.remap(&map) {
+            if !out.fake_quants.contains(&r) {
+                out.fake_quants.push(r);
+            }
+        }
+    }
     (out, map)
 }
 

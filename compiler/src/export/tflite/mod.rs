@@ -61,6 +61,7 @@
 mod conv;
 mod dense;
 mod elementwise;
+mod fake_quant;
 mod gru;
 mod lower;
 mod patterns;
