@@ -42,9 +42,8 @@ def problem():
     return units, steps, h_max, l_lo, l_hi
 
 
-def spec(units, h_max, l_lo, l_hi):
-    return digits_header("qat") + f"""label label: int
-params {{
+def spec(units, steps, h_max, l_lo, l_hi):
+    return digits_header("qat") + f"""params {{
   W1: [64, {units}] = glorot_uniform(seed = 1)
   b1: [{units}] = zeros
   W2: [{units}, 10] = glorot_uniform(seed = 2)
@@ -63,21 +62,20 @@ h = fake_quant_with_min_max_vars(relu(x @ W1q + b1), h_min, h_max)
 logits = fake_quant_with_min_max_vars(h @ W2q + b2, logits_min, logits_max)
 loss = mean(sparse_softmax_cross_entropy(label, logits))
 optimizer adam(learning_rate = 0.001)
-train {{ batch = 64, shuffle = 1797, seed = 7 }}
+train {{ batch = 64, steps = {steps}, shuffle = 1797, seed = 7 }}
 outputs {{
   probs = softmax(logits)
   class = argmax(logits, 1)
 }}
-""".replace("label label: int\n", "", 1).replace(
-        "features {", "label label: int\nfeatures {", 1)
+"""
 
 
 @pytest.fixture(scope="module")
 def qat(specc, tmp_path_factory):
     d = tmp_path_factory.mktemp("qat")
     units, steps, h_max, l_lo, l_hi = problem()
-    (d / "qat.spec").write_text(spec(units, h_max, l_lo, l_hi))
-    run(specc, "run", d / "qat.spec", "--steps", steps, "--checkpoint-dir", d / "ckpt")
+    (d / "qat.spec").write_text(spec(units, steps, h_max, l_lo, l_hi))
+    run(specc, "run", d / "qat.spec", "--checkpoint-dir", d / "ckpt")
     run(specc, "export", d / "qat.spec", "--checkpoint", d / "ckpt", "--format", "tflite",
         "--quantize", "int8", "-o", d / "int8.tflite")
     return d

@@ -7,7 +7,9 @@
 //!
 //! Invariants: the rebuilt graph computes the same values bit for bit; node
 //! ids stay a topological order; every function, binding and the loss are
-//! remapped; `stop_gradient` is gone afterwards (it only matters to autodiff).
+//! remapped, and the graph's fake-quantization records
+//! (`ir::FakeQuant`) carried to the new ids (dropped when dead);
+//! `stop_gradient` is gone afterwards (it only matters to autodiff).
 
 pub mod rules;
 pub mod winograd;

@@ -5,8 +5,8 @@
 //! `trained`, which are removed), else asymmetric per-tensor parameters
 //! from the calibrated ranges (an activation with neither is an error
 //! naming it); weights read through a pair with its scales (per channel
-//! along dimension 0, a per-tensor range's scale repeated, as TF's converter
-//! writes them; zero point 0 required), else per-channel symmetric int8
+//! along dimension 0, or per tensor with a per-tensor bias scale, as TF's
+//! converter writes them; zero point 0 required), else per-channel symmetric int8
 //! weights; int32 biases of scale
 //! `input_scale * weight_scale`, a QUANTIZE after each float input and a
 //! DEQUANTIZE before each float output; SOFTMAX and LOGISTIC outputs with

@@ -121,8 +121,8 @@ pub(super) fn quantize_weights(
 
 /// Replaces float weights `w` by int8 values with trained parameters `q`
 /// (a fake quantization's, int8 zero points): per channel along dimension
-/// `axis`, a per-tensor scale repeated for every channel (as TF's
-/// converter writes a QAT model's weights); each value `round(v / scale)`
+/// `axis`, or per tensor (one scale, as TF's converter writes a QAT model's
+/// per-tensor weights); each value `round(v / scale)`
 /// (half away from zero, in double) clamped to int8. TFLite's int8 kernels
 /// need the weights' zero point 0 (a symmetric range): any other is an
 /// error. Returns the channel scales.
@@ -148,7 +148,7 @@ pub(super) fn quantize_weights_trained(
             "the weights of `{name}` have a fake-quantization range with zero point {z}; TFLite's int8 kernels need weights with zero point 0: a symmetric range (min = -max) with narrow_range = true"
         ));
     }
-    let scales: Vec<f32> = match q.scale[..] {
+    let per_channel: Vec<f32> = match q.scale[..] {
         [s] => vec![s; channels],
         _ if q.scale.len() == channels && q.quantized_dimension as usize == axis => q.scale.clone(),
         _ => {
@@ -163,7 +163,7 @@ pub(super) fn quantize_weights_trained(
         .iter()
         .enumerate()
         .map(|(k, &v)| {
-            let s = f64::from(scales[(k / inner.max(1)) % channels]);
+            let s = f64::from(per_channel[(k / inner.max(1)) % channels]);
             round_half_away(f64::from(v) / s).clamp(-128.0, 127.0) as i8 as u8
         })
         .collect();
@@ -171,10 +171,16 @@ pub(super) fn quantize_weights_trained(
     model.buffers[buffer].data = data;
     let t = &mut model.subgraphs[0].tensors[w as usize];
     t.tensor_type = TensorType::Int8;
+    // A per-tensor range stays per tensor, as TF's converter writes it.
+    let scales = if q.scale.len() == 1 {
+        q.scale.clone()
+    } else {
+        per_channel
+    };
     t.quantization = Some(Quantization {
         zero_point: vec![0; scales.len()],
         scale: scales.clone(),
-        quantized_dimension: axis as i32,
+        quantized_dimension: if scales.len() == 1 { 0 } else { axis as i32 },
         ..Quantization::default()
     });
     Ok(scales)
@@ -182,7 +188,8 @@ pub(super) fn quantize_weights_trained(
 
 /// Replaces the float bias `bias` of an operator whose input has scale
 /// `in_scale` and whose weights have `scales` by its int32 values (scale
-/// `in_scale * scales[c]`, zero point 0).
+/// `in_scale * scales[c]`, zero point 0; one scale `in_scale * scale` for
+/// per-tensor weights).
 pub(super) fn quantize_bias_tensor(
     model: &mut Model,
     float: &Model,
@@ -193,6 +200,17 @@ pub(super) fn quantize_bias_tensor(
 ) -> Result<()> {
     let values = constant_f32(float, bias)
         .ok_or_else(|| format!("{name}: the bias is not a float32 constant"))?;
+    // Per-tensor weights (a trained range): one bias scale for all.
+    if let [scale] = scales[..] {
+        let (bscales, q) = quantize_bias(&values, in_scale, &vec![scale; values.len()]);
+        let t = &model.subgraphs[0].tensors[bias as usize];
+        let buffer = t.buffer as usize;
+        model.buffers[buffer].data = i32_bytes(&q);
+        let t = &mut model.subgraphs[0].tensors[bias as usize];
+        t.tensor_type = TensorType::Int32;
+        t.quantization = Some(per_tensor(bscales.first().copied().unwrap_or(1.0), 0));
+        return Ok(());
+    }
     if values.len() != scales.len() {
         return Err(format!(
             "{name}: a bias of {} values for {} output channels",

@@ -22,9 +22,16 @@
 //! differentiates as `u` (the clamp, `min`, `max`); `minimum` and
 //! `maximum` send ties to `x`, as TF's masks do.
 //!
+//! TF's special case of `min = max = 0` (per channel: of a channel's) is
+//! reproduced: the output is 0 and the upstream gradient goes to `inputs`
+//! whole, none to the range.
+//!
+//! Each fake quantization is recorded in the graph (`ir::FakeQuant`: its
+//! input, range and output), so an export can write TF Lite's
+//! QUANTIZE/DEQUANTIZE boundary there instead of the arithmetic.
+//!
 //! Invariants: `num_bits` in 2..=16; `min`, `max` scalars (per channel:
-//! `[d]`, `d` the last axis of `inputs`). Not reproduced: TF's special case
-//! of `min = max = 0` (its output 0): such a range divides by zero here.
+//! `[d]`, `d` the last axis of `inputs`).
 
 use specc_grammar::ast::Call;
 use specc_grammar::{Code, Diagnostic};
@@ -138,7 +145,16 @@ fn fake_quant(
     let rounded = lw.g.add(centered, half);
     let level = lw.g.unary(UnaryOp::Floor, rounded);
     let quantized = lw.g.mul(level, scale);
-    let output = straight_through(lw, quantized, clamped);
+    let fake = straight_through(lw, quantized, clamped);
+    // TF's special case: `min = max = 0` gives 0, and the whole gradient to
+    // `inputs` (none to the range): `x − stop_gradient(x)`.
+    let zero = lw.g.scalar(0.0);
+    let min_zero = lw.g.binary(BinaryOp::Eq, smin, zero);
+    let max_zero = lw.g.binary(BinaryOp::Eq, smax, zero);
+    let both_zero = lw.g.mul(min_zero, max_zero);
+    let stopped = lw.g.stop_gradient(x);
+    let zeros = lw.g.sub(x, stopped);
+    let output = lw.g.select(both_zero, zeros, fake);
     lw.g.fake_quants.push(FakeQuant {
         input: x,
         min,
