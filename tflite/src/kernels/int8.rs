@@ -177,9 +177,12 @@ pub fn activation_range(a: ActivationFunctionType, scale: f32, zp: i32) -> Resul
     Ok((lo, hi))
 }
 
+/// Per-channel parameters: the scales, the zero points and the dimension.
+type PerAxis = (Vec<f32>, Vec<i32>, usize);
+
 /// A tensor's per-channel parameters along its `quantized_dimension`
 /// (`None` when it has one scale), checked against `x`'s shape.
-fn per_axis(t: &Tensor, shape: &[usize]) -> Result<Option<(Vec<f32>, Vec<i32>, usize)>> {
+fn per_axis(t: &Tensor, shape: &[usize]) -> Result<Option<PerAxis>> {
     let Some(q) = t.quantization.as_ref().filter(|q| q.scale.len() > 1) else {
         return Ok(None);
     };
