@@ -13,7 +13,8 @@ gradients (TF's straight-through estimator: the upstream gradient where
 `max`) to 1e-6 relative (float32 sums in another order). Shapes, ranges
 (some not containing 0, so the nudged zero point clamps), `num_bits`,
 `narrow_range` and values (some exactly on the nudged bounds) are drawn
-from SPECC_INTEROP_SEED.
+from SPECC_INTEROP_SEED; `vars_zero_range` is TF's special case `min = max
+= 0` (zeros, the whole gradient to the input, none to the range).
 """
 
 import json
@@ -30,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 from conftest import literal  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
-CASES = ["vars", "vars_narrow", "vars_positive_range", "per_channel", "args"]
+CASES = ["vars", "vars_narrow", "vars_positive_range", "vars_zero_range", "per_channel", "args"]
 
 
 def f32(v):
@@ -48,6 +49,8 @@ def problem(name):
     else:
         lo = np.float32(rng.uniform(0.2, 1.0) if name == "vars_positive_range" else rng.uniform(-4, -0.1))
         hi = np.float32(lo + rng.uniform(0.5, 6))
+    if name == "vars_zero_range":  # TF's special case: zeros, the gradient to the input
+        lo, hi = np.float32(0), np.float32(0)
     x = (rng.uniform(-6, 6, (b, d))).astype(np.float32)
     w = rng.uniform(-1, 1, (b, d)).astype(np.float32)
     return b, d, bits, narrow, lo, hi, x, w

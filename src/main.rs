@@ -177,12 +177,13 @@ enum Command {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         batch: Option<u32>,
         /// `tflite`: post-training quantization as `tf.lite.Optimize.DEFAULT`: `dynamic` (int8
-        /// weights, float activations) or `int8` (full integer, calibrated on
-        /// --representative-data; float inputs and outputs).
+        /// weights, float activations) or `int8` (full integer, with the ranges of the spec's
+        /// fake quantizations and calibrated on --representative-data; float inputs and outputs).
         #[arg(long, value_enum)]
         quantize: Option<QuantizeMode>,
         /// `--quantize int8`: rows to calibrate on (CSV or TFRecord, through the spec's feature
-        /// columns; no label needed).
+        /// columns; no label needed); optional when fake quantizations give every activation
+        /// its range (quantization-aware training).
         #[arg(long, value_name = "FILE")]
         representative_data: Option<PathBuf>,
         /// `--quantize int8`: calibrate on the first N rows of --representative-data.
@@ -550,14 +551,11 @@ fn main() -> ExitCode {
                     (_, _, Err(e)) => Err(e),
                     (None, None, _) => Ok(Quantize::None),
                     (Some(QuantizeMode::Dynamic), None, _) => Ok(Quantize::Dynamic),
-                    (Some(QuantizeMode::Int8), Some(data), Ok(interface)) => Ok(Quantize::Int8 {
+                    (Some(QuantizeMode::Int8), data, Ok(interface)) => Ok(Quantize::Int8 {
                         data,
                         samples: samples as usize,
                         interface,
                     }),
-                    (Some(QuantizeMode::Int8), None, _) => Err(Failure::from(
-                        "--quantize int8 needs --representative-data FILE (rows to calibrate on)",
-                    )),
                     (_, Some(_), _) => Err(Failure::from(
                         "--representative-data is for --quantize int8",
                     )),

@@ -24,7 +24,9 @@ use specc_compiler::export::tflite::{export_tflite, TfliteExport};
 use specc_compiler::model::InputRole;
 use specc_runtime::checkpoint::BundleReader;
 use specc_runtime::io::atomic::write_atomic;
-use specc_tflite::quantize::{quantize_dynamic, quantize_int8, set_inference_types, InferenceType};
+use specc_tflite::quantize::{
+    quantize_dynamic, quantize_int8, set_inference_types, trained_ranges, InferenceType,
+};
 
 use super::{report, tflite_boundary};
 use crate::Failure;
@@ -54,11 +56,13 @@ pub enum Quantize<'a> {
     None,
     /// Dynamic-range: int8 FULLY_CONNECTED weights, float activations.
     Dynamic,
-    /// Full-integer int8, calibrated on the first `samples` rows of `data`,
-    /// its inputs and float outputs of the types `interface` names
-    /// (`--inference-input-type`, `--inference-output-type`).
+    /// Full-integer int8: the ranges of the spec's fake quantizations, the
+    /// others calibrated on the first `samples` rows of `data` (none: every
+    /// activation needs a fake quantization), its inputs and float outputs
+    /// of the types `interface` names (`--inference-input-type`,
+    /// `--inference-output-type`).
     Int8 {
-        data: &'a Path,
+        data: Option<&'a Path>,
         samples: usize,
         interface: (InferenceType, InferenceType),
     },
@@ -217,16 +221,37 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
             samples,
             interface: (input, output),
         } => {
-            let calibration = super::calibrate::calibrate(&src, &tflite, data, samples)?;
-            let m = quantize_int8(&tflite, &calibration)
+            let trained = trained_ranges(&tflite);
+            if data.is_none() && trained == 0 {
+                return Err(Failure::from(
+                    "--quantize int8 needs --representative-data FILE (rows to calibrate on): the spec has no fake quantization to take ranges from",
+                ));
+            }
+            let calibration = data
+                .map(|data| super::calibrate::calibrate(&src, &tflite, data, samples))
+                .transpose()?;
+            let m = quantize_int8(&tflite, calibration.as_ref())
                 .and_then(|m| set_inference_types(&m, input, output))
                 .map_err(|e| format!("{}: {e}", o.output.display()))?;
+            let mut how = Vec::new();
+            if trained > 0 {
+                how.push(format!(
+                    "with the ranges of {trained} fake quantization{}",
+                    if trained == 1 { "" } else { "s" }
+                ));
+            }
+            if let (Some(c), Some(data)) = (&calibration, data) {
+                how.push(format!(
+                    "calibrated on {} row{} of {}",
+                    c.rows(),
+                    if c.rows() == 1 { "" } else { "s" },
+                    data.display()
+                ));
+            }
             println!(
-                "{}: int8 quantization calibrated on {} row{} of {}; {} inputs, {} outputs",
+                "{}: int8 quantization {}; {} inputs, {} outputs",
                 o.output.display(),
-                calibration.rows(),
-                if calibration.rows() == 1 { "" } else { "s" },
-                data.display(),
+                how.join(", "),
                 input.name(),
                 output.name()
             );

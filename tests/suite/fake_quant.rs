@@ -3,7 +3,8 @@
 //! arithmetic in float32 (the nudged range, `quant_zero`, the steps), and
 //! one SGD step moves the input, `min` and `max` by TF's straight-through
 //! gradient (the upstream gradient inside the nudged range, its sums below
-//! and above it); the argument errors. (Against TF itself, bit for bit, on
+//! and above it); TF's special case of a zero range (`min = max = 0`:
+//! zeros, the whole gradient to the input); the argument errors. (Against TF itself, bit for bit, on
 //! drawn sizes and ranges: `interop/test_fake_quant.py`.)
 
 use ndarray::{Array1, Array2};
@@ -126,6 +127,59 @@ fn the_outputs_are_tfs_kernel_and_the_step_its_straight_through_gradient() {
             (f64::from(-shift[[k]]) - inside[k]).abs() < 1e-5,
             "x's gradient, column {k}"
         );
+    }
+}
+
+#[test]
+fn a_zero_range_gives_zeros_and_its_gradient_to_the_input() {
+    // TF's special case of min = max = 0 (per tensor, and per channel for
+    // the channels whose range is zero): output 0, the whole upstream
+    // gradient to the input, none to the range.
+    for (q, bounds, zero) in [
+        (
+            "fake_quant_with_min_max_vars(xs, qmin, qmax)",
+            "\n  qmin: [] = zeros\n  qmax: [] = zeros",
+            [true; 4],
+        ),
+        (
+            "fake_quant_with_min_max_vars_per_channel(xs, qmin, qmax)",
+            "\n  qmin: [4] = constant(value = [0, -1, 0, 0])\n  qmax: [4] = constant(value = [0, 1, 0, 2])",
+            [true, false, true, false],
+        ),
+    ] {
+        let mut m = Model::from_source("fq.spec", &spec(q, bounds)).unwrap();
+        let x = batch();
+        let feeds = [("x", x.view().into_dyn()), ("w", x.view().into_dyn())];
+        let out = m.predict(&feeds).unwrap();
+        for (r, row) in XS.iter().enumerate() {
+            for (k, &v) in row.iter().enumerate() {
+                if zero[k] {
+                    assert_eq!(out[0].1[[r, k]], 0.0, "{q}: q({v})");
+                } else {
+                    let (lo, hi) = ([0.0, -1.0, 0.0, 0.0][k], [0.0, 1.0, 0.0, 2.0][k]);
+                    let want = tf_fake_quant(v, lo, hi, 8, false, false).0;
+                    assert_eq!(out[0].1[[r, k]], want, "{q}: q({v})");
+                }
+            }
+        }
+        let (qmin, qmax) = (m.parameter("qmin").unwrap(), m.parameter("qmax").unwrap());
+        m.train_step(&feeds).unwrap();
+        let shift = m.parameter("shift").unwrap();
+        for k in (0..4).filter(|&k| zero[k]) {
+            // The upstream gradient of sum(q * w) is w = x, all of it.
+            let sum: f64 = XS.iter().map(|row| f64::from(row[k])).sum();
+            assert!(
+                (f64::from(-shift[[k]]) - sum).abs() < 1e-5,
+                "{q}: x's gradient, column {k}"
+            );
+        }
+        let after = (m.parameter("qmin").unwrap(), m.parameter("qmax").unwrap());
+        for (k, z) in zero.iter().enumerate() {
+            let at = |a: &ndarray::ArrayD<f32>| a.iter().nth(k.min(a.len() - 1)).copied().unwrap();
+            if *z {
+                assert_eq!((at(&after.0), at(&after.1)), (at(&qmin), at(&qmax)), "{q}: range {k}");
+            }
+        }
     }
 }
 

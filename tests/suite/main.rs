@@ -79,6 +79,7 @@ mod math_predicates;
 mod normalization_errors;
 mod optimizer_groups;
 mod pipeline;
+mod qat_export;
 mod quoted_columns;
 mod recurrent;
 mod replicas;

@@ -82,7 +82,7 @@ fn int8_model() -> Model {
         40,
     )
     .unwrap();
-    quantize_int8(&float, &c).unwrap()
+    quantize_int8(&float, Some(&c)).unwrap()
 }
 
 fn ops(m: &Model) -> Vec<(B, i32)> {

@@ -15,6 +15,7 @@
 //!   is converted with `Cast` before any arithmetic.
 
 pub mod build;
+pub mod fake_quant;
 pub mod print;
 pub mod recurrence;
 pub mod shape;
@@ -24,6 +25,7 @@ use std::fmt;
 
 use specc_grammar::ast::Span;
 
+pub use fake_quant::FakeQuant;
 pub use recurrence::RnnOperands;
 pub use shape::{DType, Dim, Shape};
 
@@ -508,6 +510,9 @@ pub struct Graph {
     pub inputs: Vec<Leaf>,
     pub vars: Vec<Leaf>,
     pub consts: Vec<ConstTensor>,
+    /// The fake quantizations sema lowered, by their nodes (an export's
+    /// quantization boundaries).
+    pub fake_quants: Vec<FakeQuant>,
     /// Span given to nodes created from now on (sema sets it per expression).
     pub current_span: Option<Span>,
 }

@@ -7,7 +7,9 @@
 //!
 //! Invariants: the rebuilt graph computes the same values bit for bit; node
 //! ids stay a topological order; every function, binding and the loss are
-//! remapped; `stop_gradient` is gone afterwards (it only matters to autodiff).
+//! remapped, and the graph's fake-quantization records
+//! (`ir::FakeQuant`) carried to the new ids (dropped when dead);
+//! `stop_gradient` is gone afterwards (it only matters to autodiff).
 
 pub mod rules;
 pub mod winograd;
@@ -45,6 +47,13 @@ pub fn rebuild(g: &Graph, roots: &[NodeId]) -> (Graph, Vec<Option<NodeId>>) {
         map[id.index()] = Some(new);
     }
     out.current_span = None;
+    for fq in &g.fake_quants {
+        if let Some(r) = fq.remap(&map) {
+            if !out.fake_quants.contains(&r) {
+                out.fake_quants.push(r);
+            }
+        }
+    }
     (out, map)
 }
 

@@ -6,7 +6,8 @@
 //! scales), [`fully_connected_int8`] (the reference integer kernel:
 //! int32 accumulation of `(x - x_zp) * w`, the int32 bias, then
 //! `MultiplyByQuantizedMultiplier` per channel, the output zero point and
-//! the activation's clamp), [`quantize`], [`dequantize`] (and their uint8
+//! the activation's clamp), [`quantize`], [`dequantize`] (per tensor or
+//! per channel; and their uint8
 //! forms and [`requantize`], int8 ↔ uint8, for a model's uint8 boundary),
 //! [`softmax_int8`] (TFLite's reference integer kernel in gemmlowp fixed
 //! point, `crate::quantize::softmax_row_int8`), [`logistic_int8`] (the
@@ -176,14 +177,53 @@ pub fn activation_range(a: ActivationFunctionType, scale: f32, zp: i32) -> Resul
     Ok((lo, hi))
 }
 
-/// QUANTIZE float to int8 with the output's parameters.
+/// Per-channel parameters: the scales, the zero points and the dimension.
+type PerAxis = (Vec<f32>, Vec<i32>, usize);
+
+/// A tensor's per-channel parameters along its `quantized_dimension`
+/// (`None` when it has one scale), checked against `x`'s shape.
+fn per_axis(t: &Tensor, shape: &[usize]) -> Result<Option<PerAxis>> {
+    let Some(q) = t.quantization.as_ref().filter(|q| q.scale.len() > 1) else {
+        return Ok(None);
+    };
+    let axis = q.quantized_dimension as usize;
+    if shape.get(axis) != Some(&q.scale.len()) || q.zero_point.len() != q.scale.len() {
+        return Err(format!(
+            "tensor `{}` has {} scales along dimension {axis} of a {shape:?} value",
+            t.name,
+            q.scale.len()
+        ));
+    }
+    let zps = q.zero_point.iter().map(|&z| z as i32).collect();
+    Ok(Some((q.scale.clone(), zps, axis)))
+}
+
+/// QUANTIZE float to int8 with the output's parameters (per tensor, or per
+/// channel along its quantized dimension: TFLite's `PerChannelQuantize`).
 pub fn quantize(x: &ArrayD<f32>, out: &Tensor) -> Result<ArrayD<i8>> {
+    if let Some((s, zp, axis)) = per_axis(out, x.shape())? {
+        let mut y = ArrayD::zeros(x.raw_dim());
+        for (i, &v) in x.indexed_iter() {
+            let c = i[axis];
+            y[&i] = quantize_value(v, s[c], zp[c]);
+        }
+        return Ok(y);
+    }
     let (s, zp) = per_tensor(out)?;
     Ok(x.mapv(|v| quantize_value(v, s, zp)))
 }
 
-/// DEQUANTIZE int8 to float with the input's parameters.
+/// DEQUANTIZE int8 to float with the input's parameters (per tensor, or
+/// per channel: TFLite's `PerChannelDequantize`).
 pub fn dequantize(x: &ArrayD<i8>, input: &Tensor) -> Result<ArrayD<f32>> {
+    if let Some((s, zp, axis)) = per_axis(input, x.shape())? {
+        let mut y = ArrayD::zeros(x.raw_dim());
+        for (i, &q) in x.indexed_iter() {
+            let c = i[axis];
+            y[&i] = dequantize_value(q, s[c], zp[c]);
+        }
+        return Ok(y);
+    }
     let (s, zp) = per_tensor(input)?;
     Ok(x.mapv(|q| dequantize_value(q, s, zp)))
 }

@@ -1,7 +1,13 @@
-//! Full-integer quantization with calibrated ranges
-//! (`tf.lite.Optimize.DEFAULT` with a representative dataset): int8
-//! activations with asymmetric per-tensor parameters from the calibrated
-//! ranges, per-channel symmetric int8 weights, int32 biases of scale
+//! Full-integer quantization with trained or calibrated ranges
+//! (`tf.lite.Optimize.DEFAULT`, of a quantization-aware trained model or
+//! with a representative dataset): int8 activations with the parameters of
+//! their fake quantization (the float model's QUANTIZE/DEQUANTIZE pairs,
+//! `trained`, which are removed), else asymmetric per-tensor parameters
+//! from the calibrated ranges (an activation with neither is an error
+//! naming it); weights read through a pair with its scales (per channel
+//! along dimension 0, or per tensor with a per-tensor bias scale, as TF's
+//! converter writes them; zero point 0 required), else per-channel symmetric int8
+//! weights; int32 biases of scale
 //! `input_scale * weight_scale`, a QUANTIZE after each float input and a
 //! DEQUANTIZE before each float output; SOFTMAX and LOGISTIC outputs with
 //! scale 1/256 and zero point -128; CONV_2D filters `[O, KH, KW, I]` per
@@ -20,8 +26,10 @@
 use super::calibration::Calibration;
 use super::params::asymmetric_params;
 use super::rewrite::{
-    op_name, opcode, per_tensor, prune_opcodes, push_tensor, quantize_bias_tensor, quantize_weights,
+    op_name, opcode, per_tensor, prune_opcodes, push_tensor, quantize_bias_tensor,
+    quantize_weights, quantize_weights_trained,
 };
+use super::trained::{per_tensor_of, take_pairs};
 use super::Result;
 use crate::model::{BuiltinOptions, Model, Operator, Tensor};
 use crate::schema::{BuiltinOperator as B, TensorType};
@@ -31,11 +39,13 @@ pub const COVERED: &str = "FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL
 
 /// Full-integer quantization with the calibrated ranges (see the module
 /// documentation). The float inputs and outputs stay float.
-pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> {
+pub fn quantize_int8(float: &Model, calibration: Option<&Calibration>) -> Result<Model> {
     float.validate()?;
-    if calibration.rows() == 0 {
+    if calibration.is_some_and(|c| c.rows() == 0) {
         return Err("no representative rows to calibrate on".into());
     }
+    let trained = take_pairs(float)?;
+    let float = &trained.model;
     let mut model = float.clone();
     let g0 = &float.subgraphs[0];
     let n = g0.tensors.len();
@@ -75,17 +85,40 @@ pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> 
             fixed[op.outputs[0] as usize] = true;
         }
     }
+    // Outputs that keep their input's parameters (below).
+    let mut inherits = vec![false; n];
+    for op in &g0.operators {
+        if matches!(
+            float.builtin(op),
+            Some(B::Reshape | B::Pad | B::MaxPool2d | B::AveragePool2d)
+        ) {
+            inherits[op.outputs[0] as usize] = true;
+        }
+    }
+    // Trained (fake-quantization) ranges first, then calibrated ones.
     for t in 0..n {
         if consts[t] || fixed[t] || g0.tensors[t].tensor_type != TensorType::Float32 {
             continue;
         }
-        let (lo, hi) = calibration.range(t).ok_or_else(|| {
-            format!(
-                "tensor `{}` was not computed on the representative rows",
-                g0.tensors[t].name
-            )
-        })?;
-        params[t] = Some(asymmetric_params(lo, hi));
+        let name = &g0.tensors[t].name;
+        if let Some(q) = &trained.params[t] {
+            params[t] = Some(per_tensor_of(q).ok_or_else(|| {
+                format!("tensor `{name}` has a per-channel fake-quantization range; an int8 activation has one scale")
+            })?);
+            continue;
+        }
+        let range = match calibration {
+            Some(c) => c.range(trained.source[t]).ok_or_else(|| {
+                format!("tensor `{name}` was not computed on the representative rows")
+            })?,
+            None if inherits[t] => continue,
+            None => {
+                return Err(format!(
+                    "tensor `{name}` has no range: no fake quantization gives it one; fake-quantize it in the spec, or pass --representative-data FILE to calibrate it"
+                ))
+            }
+        };
+        params[t] = Some(asymmetric_params(range.0, range.1));
     }
     // RESHAPE, PAD and the pools keep their input's parameters (TFLite
     // requires them equal; PAD pads with the zero point). In file order, so
@@ -122,7 +155,10 @@ pub fn quantize_int8(float: &Model, calibration: &Calibration) -> Result<Model> 
                     return Err(format!("{name}: the weights are not a matrix"));
                 }
                 let axis = if b == B::DepthwiseConv2d { 3 } else { 0 };
-                let scales = quantize_weights(&mut model, w, &name, axis)?;
+                let scales = match &trained.params[w as usize] {
+                    Some(q) => quantize_weights_trained(&mut model, w, &name, axis, q)?,
+                    None => quantize_weights(&mut model, w, &name, axis)?,
+                };
                 if let Some(&bias) = op.inputs.get(2).filter(|&&b| b >= 0) {
                     let (in_scale, _) = params[op.inputs[0] as usize]
                         .ok_or_else(|| format!("{name}: the input has no quantization"))?;

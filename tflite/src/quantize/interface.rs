@@ -21,7 +21,7 @@
 //! (the subgraph's inputs and outputs and the signatures renumbered when a
 //! tensor is removed).
 
-use super::rewrite::{opcode, per_tensor, prune_opcodes};
+use super::rewrite::{opcode, per_tensor, prune_opcodes, remove_tensors};
 use super::Result;
 use crate::kernels::int8::per_tensor as per_tensor_of;
 use crate::model::Model;
@@ -184,39 +184,4 @@ pub fn set_inference_types(
     prune_opcodes(&mut m);
     m.validate()?;
     Ok(m)
-}
-
-/// Removes the tensors marked `dead` (no operator reads or writes them) of
-/// the first subgraph, renumbering every reference to the others.
-fn remove_tensors(model: &mut Model, dead: &[bool]) {
-    let mut map = vec![-1i32; dead.len()];
-    let mut next = 0;
-    for (t, &d) in dead.iter().enumerate() {
-        if !d {
-            map[t] = next;
-            next += 1;
-        }
-    }
-    let renumber = |i: &mut i32| {
-        if *i >= 0 {
-            *i = map[*i as usize];
-        }
-    };
-    let g = &mut model.subgraphs[0];
-    let mut t = 0;
-    g.tensors.retain(|_| {
-        t += 1;
-        !dead[t - 1]
-    });
-    for o in &mut g.operators {
-        o.inputs.iter_mut().for_each(renumber);
-        o.outputs.iter_mut().for_each(renumber);
-    }
-    g.inputs.iter_mut().for_each(renumber);
-    g.outputs.iter_mut().for_each(renumber);
-    for sig in &mut model.signature_defs {
-        for m in sig.inputs.iter_mut().chain(sig.outputs.iter_mut()) {
-            m.tensor_index = map[m.tensor_index as usize] as u32;
-        }
-    }
 }

@@ -36,6 +36,7 @@ mod interface;
 mod params;
 mod rewrite;
 mod rows;
+mod trained;
 
 pub use calibration::Calibration;
 pub use dynamic_range::{quantize_dynamic, MIN_ELEMENTS_FOR_WEIGHTS};
@@ -49,9 +50,11 @@ pub use fixed_point::{
 pub use full_integer::{quantize_int8, COVERED};
 pub use interface::{set_inference_types, InferenceType};
 pub use params::{
-    asymmetric_params, dequantize_int, dequantize_value, quantize_bias, quantize_value,
-    quantize_value_uint8, round_half_away, symmetric_per_axis, symmetric_per_channel, QMAX, QMIN,
+    asymmetric_params, dequantize_int, dequantize_value, fake_quant_params, quantize_bias,
+    quantize_value, quantize_value_uint8, round_half_away, symmetric_per_axis,
+    symmetric_per_channel, QMAX, QMIN,
 };
 pub use rows::{asymmetric_quantize_row, round_vector_lane, symmetric_quantize_row};
+pub use trained::trained_ranges;
 
 type Result<T> = std::result::Result<T, String>;

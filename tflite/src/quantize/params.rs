@@ -6,8 +6,9 @@
 //! activations from a calibrated range ([`asymmetric_params`]: the range
 //! widened to contain 0, `scale = (max - min) / 255`, the zero point nudged
 //! to an integer in [-128, 127]), int32 biases ([`quantize_bias`]: `scale
-//! = input_scale * weight_scale`), and one value quantized and dequantized
-//! (QUANTIZE, DEQUANTIZE).
+//! = input_scale * weight_scale`), the parameters of a trained fake
+//! quantization's range ([`fake_quant_params`]: TF's converter's, uint8),
+//! and one value quantized and dequantized (QUANTIZE, DEQUANTIZE).
 //!
 //! Invariants: rounding is TFLite's (`TfLiteRound`: half away from zero);
 //! every intermediate has TFLite's type (f32 where TFLite computes in
@@ -95,6 +96,36 @@ pub fn asymmetric_params(min: f32, max: f32) -> (f32, i32) {
         round_half_away(zero_point_from_min) as i32
     };
     (scale as f32, zp)
+}
+
+/// The uint8 `(scale, zero_point)` TF's converter gives a fake
+/// quantization's range `[min, max]` with 8 bits (`FakeQuantWithMinMaxVars`
+/// → a QUANTIZE/DEQUANTIZE pair, `fakeQuantAttrsToType`, unsigned): in
+/// double, `qmin = narrow_range ? 1 : 0`, `qmax = 255`, `scale = (max −
+/// min) / (qmax − qmin)`, the zero point `qmin − min / scale` rounded
+/// (half away from zero) and clamped to `[qmin, qmax]`; a range narrower
+/// than double's epsilon gets scale 1 and zero point `qmin`. The int8 zero
+/// point of the same values is this one − 128. These are the nudged range
+/// of TF's fake-quant kernel: `nudged_min = (qmin − zero_point) · scale`
+/// (a range that does not contain 0 too: its zero point clamps to an end,
+/// as the kernel's does).
+pub fn fake_quant_params(min: f32, max: f32, narrow_range: bool) -> (f32, i32) {
+    let (rmin, rmax) = (f64::from(min), f64::from(max));
+    let qmin = if narrow_range { 1.0 } else { 0.0 };
+    let qmax = 255.0;
+    if (rmax - rmin).abs() < f64::EPSILON {
+        return (1.0, qmin as i32);
+    }
+    let scale = (rmax - rmin) / (qmax - qmin);
+    let from_min = qmin - rmin / scale;
+    let zp = if from_min < qmin {
+        qmin
+    } else if from_min > qmax {
+        qmax
+    } else {
+        round_half_away(from_min)
+    };
+    (scale as f32, zp as i32)
 }
 
 /// A float as int8 with `scale` and `zero_point` (TFLite's QUANTIZE:

@@ -111,6 +111,7 @@ impl Lower<'_> {
             format!("{}/transpose", self.name(w))
         };
         let wt = self.m.constant_f32(&wname, &[n as i32, k as i32], &data);
+        let wt = self.fake_quant_weights(w, wt, !tb);
         let bt = match bias {
             Some(b) => self.tensor(b)?,
             None => -1,

@@ -139,6 +139,8 @@ impl<'a> Lower<'a> {
             let id = NodeId(i as u32);
             let (l, reads) = if self.foldable[i] {
                 (Lowering::Constant, Vec::new())
+            } else if let Some((l, reads)) = self.fake_quant(id) {
+                (l, reads)
             } else if let Some((l, reads)) = self.pattern(id, &uses) {
                 (l, reads)
             } else {
@@ -149,7 +151,9 @@ impl<'a> Lower<'a> {
                 (Lowering::Plain, reads)
             };
             self.lowering[i] = Some(l);
-            for r in reads {
+            // Fake-quantized weights: their pair needs the range.
+            let range = self.fake_quant_record(id).map(|f| [f.min, f.max]);
+            for r in reads.into_iter().chain(range.into_iter().flatten()) {
                 needed[r.index()] = true;
             }
         }
@@ -219,6 +223,9 @@ impl<'a> Lower<'a> {
     }
 
     pub(super) fn name(&self, id: NodeId) -> String {
+        if let Some(f) = self.g.fake_quants.iter().find(|f| f.output == id) {
+            return format!("{}/fake_quant", self.name(f.input));
+        }
         match self.g.op(id) {
             Op::Var(i) => return self.g.vars[*i as usize].name.clone(),
             Op::Input(i) => return self.g.inputs[*i as usize].name.clone(),
@@ -284,6 +291,7 @@ impl<'a> Lower<'a> {
             Lowering::Mean { x } => self.emit_mean(id, x),
             Lowering::Sequence { .. } => self.emit_sequence(id, l),
             Lowering::UnrolledGru => self.emit_unrolled_gru(id),
+            Lowering::FakeQuant { .. } => self.emit_fake_quant(id, l),
             Lowering::Plain => self.plain(id),
         }
     }

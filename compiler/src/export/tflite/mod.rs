@@ -28,6 +28,10 @@
 //!   A window whose placement is TF's VALID or SAME arithmetic has that
 //!   padding; any other (explicit) padding of a convolution is a PAD operator
 //!   before a VALID one.
+//! - A fake quantization sema recorded (`ir::FakeQuant`, 8 bits, a
+//!   constant range) is a QUANTIZE to UINT8 and a DEQUANTIZE back, as TF's
+//!   converter writes `FakeQuantWithMinMaxVars` (`fake_quant`); on a
+//!   FULLY_CONNECTED's weights, the pair reads the weights constant.
 //! - Then one operator per node: elementwise ops (broadcasting operands are
 //!   read before their explicit `broadcast_to`, TFLite broadcasts itself),
 //!   comparisons as a BOOL operator and a CAST, reductions with an axes
@@ -55,14 +59,17 @@
 //! (unary and binary operators, comparisons, SELECT_V2, CAST, BROADCAST_TO)
 //! `shape` (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, PAD, GATHER, and
 //! indices as constants), `recurrent` (the sequence operators and the
-//! slices of their tapes) and `gru` (a GRU's steps as builtins). The quantization of the model written here is
-//! `specc_tflite::quantize`'s; `raw` rewrites an exported (and quantized)
-//! model to take the raw columns (`--raw-inputs`: the feature columns as
-//! hash tables, BUCKETIZE and elementwise operators in front).
+//! slices of their tapes), `gru` (a GRU's steps as builtins) and
+//! `fake_quant` (the QUANTIZE/DEQUANTIZE pairs of fake quantizations). The
+//! quantization of the model written here is `specc_tflite::quantize`'s;
+//! `raw` rewrites an exported (and quantized) model to take the raw columns
+//! (`--raw-inputs`: the feature columns as hash tables, BUCKETIZE and
+//! elementwise operators in front).
 
 mod conv;
 mod dense;
 mod elementwise;
+mod fake_quant;
 mod gru;
 mod lower;
 mod patterns;

@@ -79,6 +79,14 @@ pub(super) enum Lowering {
     },
     /// A GRU recurrence unrolled into builtins (see `gru`).
     UnrolledGru,
+    /// A fake quantization of `x` to the constant range `[min, max]`: a
+    /// QUANTIZE/DEQUANTIZE pair (see `fake_quant`).
+    FakeQuant {
+        x: NodeId,
+        min: NodeId,
+        max: NodeId,
+        narrow_range: bool,
+    },
     /// One operator for the node itself.
     Plain,
 }

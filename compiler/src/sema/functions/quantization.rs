@@ -22,20 +22,37 @@
 //! differentiates as `u` (the clamp, `min`, `max`); `minimum` and
 //! `maximum` send ties to `x`, as TF's masks do.
 //!
+//! TF's special case of `min = max = 0` (per channel: of a channel's) is
+//! reproduced: the output is 0 and the upstream gradient goes to `inputs`
+//! whole, none to the range.
+//!
+//! Each fake quantization is recorded in the graph (`ir::FakeQuant`: its
+//! input, range and output), so an export can write TF Lite's
+//! QUANTIZE/DEQUANTIZE boundary there instead of the arithmetic.
+//!
 //! Invariants: `num_bits` in 2..=16; `min`, `max` scalars (per channel:
-//! `[d]`, `d` the last axis of `inputs`). Not reproduced: TF's special case
-//! of `min = max = 0` (its output 0): such a range divides by zero here.
+//! `[d]`, `d` the last axis of `inputs`).
 
 use specc_grammar::ast::Call;
 use specc_grammar::{Code, Diagnostic};
 
-use crate::ir::{BinaryOp, Dim, NodeId, Shape, UnaryOp};
+use crate::ir::{BinaryOp, Dim, FakeQuant, NodeId, Shape, UnaryOp};
 use crate::sema::args::{self, Bound};
 use crate::sema::expr::{Lowerer, R};
 
-/// `(qmin, qmax)` of `num_bits` (argument `bits_at`) and `narrow_range`
-/// (argument `narrow_at`).
-fn quant_range(b: &Bound, bits_at: usize, narrow_at: usize) -> R<(f32, f32)> {
+/// The integer range of a fake quantization: `num_bits` and
+/// `narrow_range`, and `qmin = narrow_range ? 1 : 0`, `qmax = 2^num_bits − 1`.
+#[derive(Clone, Copy)]
+struct QuantRange {
+    bits: u32,
+    narrow: bool,
+    qmin: f32,
+    qmax: f32,
+}
+
+/// The [`QuantRange`] of `num_bits` (argument `bits_at`) and
+/// `narrow_range` (argument `narrow_at`).
+fn quant_range(b: &Bound, bits_at: usize, narrow_at: usize) -> R<QuantRange> {
     let bits = match b.get(bits_at) {
         Some(e) => {
             let n = args::eval_int(e)?;
@@ -52,8 +69,12 @@ fn quant_range(b: &Bound, bits_at: usize, narrow_at: usize) -> R<(f32, f32)> {
         None => 8,
     };
     let narrow = b.flag(narrow_at)?;
-    let qmin = if narrow { 1.0 } else { 0.0 };
-    Ok((qmin, ((1u32 << bits) - 1) as f32))
+    Ok(QuantRange {
+        bits,
+        narrow,
+        qmin: if narrow { 1.0 } else { 0.0 },
+        qmax: ((1u32 << bits) - 1) as f32,
+    })
 }
 
 /// `stop_gradient(value) + (wrt − stop_gradient(wrt))`: `value` exactly,
@@ -80,11 +101,11 @@ fn fake_quant(
     x: NodeId,
     min: NodeId,
     max: NodeId,
-    q: (f32, f32),
+    q: QuantRange,
     steps: Steps,
 ) -> NodeId {
-    let (qmin, qmax) = (lw.g.scalar(q.0), lw.g.scalar(q.1));
-    let levels = lw.g.scalar(q.1 - q.0);
+    let (qmin, qmax) = (lw.g.scalar(q.qmin), lw.g.scalar(q.qmax));
+    let levels = lw.g.scalar(q.qmax - q.qmin);
     let half = lw.g.scalar(0.5);
     // Nudge (on the stopped range; the bounds' gradients are min's and max's).
     let (smin, smax) = (lw.g.stop_gradient(min), lw.g.stop_gradient(max));
@@ -124,7 +145,26 @@ fn fake_quant(
     let rounded = lw.g.add(centered, half);
     let level = lw.g.unary(UnaryOp::Floor, rounded);
     let quantized = lw.g.mul(level, scale);
-    straight_through(lw, quantized, clamped)
+    let fake = straight_through(lw, quantized, clamped);
+    // TF's special case: `min = max = 0` gives 0, and the whole gradient to
+    // `inputs` (none to the range): `x − stop_gradient(x)`.
+    let zero = lw.g.scalar(0.0);
+    let min_zero = lw.g.binary(BinaryOp::Eq, smin, zero);
+    let max_zero = lw.g.binary(BinaryOp::Eq, smax, zero);
+    let both_zero = lw.g.mul(min_zero, max_zero);
+    let stopped = lw.g.stop_gradient(x);
+    let zeros = lw.g.sub(x, stopped);
+    let output = lw.g.select(both_zero, zeros, fake);
+    lw.g.fake_quants.push(FakeQuant {
+        input: x,
+        min,
+        max,
+        output,
+        num_bits: q.bits,
+        narrow_range: q.narrow,
+        per_channel: lw.g.shape(min).rank() == 1,
+    });
+    output
 }
 
 /// `min` or `max` of the per-tensor forms: a scalar.
