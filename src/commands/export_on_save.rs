@@ -138,7 +138,14 @@ impl ExportOnSave {
             Failure::Other(m) => Failure::Other(format!(
                 "--export-on-save: the export would be refused, so nothing was trained: {m}"
             )),
-            spec_errors => spec_errors,
+            Failure::Spec => Failure::Other(format!(
+                "--export-on-save: the export would be refused (above), so nothing was trained{}",
+                if self.format == Format::Tflite {
+                    " (`specc export`'s --batch is --export-batch here)"
+                } else {
+                    ""
+                }
+            )),
         })
     }
 

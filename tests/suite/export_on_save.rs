@@ -189,3 +189,30 @@ fn a_refused_export_stops_the_run_before_training() {
     assert!(err.contains("keep 2 or more"), "{err}");
     assert!(!d.join("ckpt").join("checkpoint").exists());
 }
+
+#[test]
+fn a_recurrent_model_without_a_fixed_batch_is_refused_before_training() {
+    let d = setup("recurrent", "");
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/digits_lstm.spec");
+    let ckpt = d.join("ckpt");
+    let (code, _, err) = specc(
+        &d,
+        &[
+            "run",
+            spec.to_str().unwrap(),
+            "--steps",
+            "2",
+            "--checkpoint-dir",
+            ckpt.to_str().unwrap(),
+            "--export-on-save",
+            "exports",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a recurrent layer"), "{err}");
+    assert!(
+        err.contains("so nothing was trained (`specc export`'s --batch is --export-batch here)"),
+        "{err}"
+    );
+    assert!(!ckpt.join("checkpoint").exists());
+}
