@@ -147,7 +147,7 @@ fn a_template_names_each_file_by_its_step() {
 #[test]
 fn a_refused_export_stops_the_run_before_training() {
     // No `outputs` item: `specc export` refuses, so the run does too.
-    let d = setup("refused", &cli::BASE.to_string());
+    let d = setup("refused", cli::BASE);
     let (code, _, err) = specc(
         &d,
         &[

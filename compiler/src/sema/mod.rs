@@ -674,7 +674,7 @@ fn check_run_names(st: &mut State) {
             .zip(&st.graph.vars)
             .filter(|(v, _)| matches!(v.kind, crate::model::VarKind::Param { .. }))
             .map(|(_, leaf)| {
-                let d = leaf.shape.0.iter().map(|d| d.fixed().unwrap_or(0) as u32);
+                let d = leaf.shape.0.iter().map(|d| d.fixed().unwrap_or(0));
                 (leaf.name.as_str(), d.collect())
             })
             .collect();
