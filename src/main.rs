@@ -118,6 +118,20 @@ enum Command {
         /// A replica waiting longer than S seconds for the others in one step's exchange ends the job (0: wait forever).
         #[arg(long, value_name = "S", default_value_t = 600.0, allow_negative_numbers = true, value_parser = seconds)]
         exchange_timeout: f64,
+        /// Export the model each time a checkpoint is written (TF's CheckpointSaverListener):
+        /// into this directory as model-STEP.tflite (or .o), or to this file name with `{step}`.
+        #[arg(long, value_name = "DIR_OR_TEMPLATE")]
+        export_on_save: Option<PathBuf>,
+        /// --export-on-save: what `specc export --format` writes.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Tflite, requires = "export_on_save")]
+        export_format: ExportFormat,
+        /// --export-on-save with tflite: a fixed batch size (`specc export --batch`).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), requires = "export_on_save")]
+        export_batch: Option<u32>,
+        /// --export-on-save: serve the moving averages, or not (`specc export --use-averages`;
+        /// default: the spec's `ema ..., use_averages`).
+        #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", requires = "export_on_save")]
+        export_use_averages: Option<bool>,
     },
     /// Compare compiled gradients with finite differences on one batch.
     Gradcheck {
@@ -469,6 +483,10 @@ fn main() -> ExitCode {
             json,
             distributed,
             exchange_timeout,
+            export_on_save,
+            export_format,
+            export_batch,
+            export_use_averages,
         } => {
             let flags = specc::run::Flags {
                 data,
@@ -490,7 +508,25 @@ fn main() -> ExitCode {
                 eval_data,
                 exchange_timeout,
             };
-            commands::run::run(&request, &commands::run::RunOptions { json, distributed })
+            let export = export_on_save.map(|target| commands::export_on_save::ExportOnSave {
+                target,
+                format: match export_format {
+                    ExportFormat::Tflite => commands::export_on_save::Format::Tflite,
+                    ExportFormat::Object => commands::export_on_save::Format::Object,
+                },
+                batch: export_batch,
+                use_averages: export_use_averages,
+                failure: None,
+                written: Vec::new(),
+            });
+            commands::run::run(
+                &request,
+                &commands::run::RunOptions {
+                    json,
+                    distributed,
+                    export,
+                },
+            )
         }
         Command::Gradcheck {
             spec,
@@ -564,7 +600,7 @@ fn main() -> ExitCode {
                     commands::export::run(
                         &spec,
                         &commands::export::ExportOptions {
-                            checkpoint: &checkpoint,
+                            checkpoint: Some(&checkpoint),
                             output: &output,
                             outputs: &fetch,
                             batch,
@@ -591,7 +627,7 @@ fn main() -> ExitCode {
             ExportFormat::Object => commands::export_object::run(
                 &spec,
                 &commands::export_object::ObjectOptions {
-                    checkpoint: &checkpoint,
+                    checkpoint: Some(&checkpoint),
                     output: &output,
                     fetch: &fetch,
                     symbol: &symbol,

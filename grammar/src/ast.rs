@@ -94,6 +94,8 @@ pub enum Item {
     Evaluate(Block<Arg>),
     /// `init_from_checkpoint("path", { "old/": "new/", "W1": "layer1/W" })`
     InitFromCheckpoint(InitFromCheckpoint),
+    /// `warm_start("path", vars_to_warm_start = ".*", var_name_to_vocab_info = { .. })`
+    WarmStart(WarmStartItem),
     /// `block NAME(PARAMS) { ... }`: a definition, expanded at each call.
     BlockDef(BlockDef),
     /// `for i in range(N) { ... }` at the top level.
@@ -185,6 +187,38 @@ pub struct InitFromCheckpoint {
     /// The `{ .. }` of the map.
     pub map_span: Span,
     pub span: Span,
+}
+
+/// `warm_start(PATH, NAME = VALUE, ..)`: TF's
+/// `tf.compat.v1.train.warm_start(ckpt_to_initialize_from, ..)`; sema gives
+/// the arguments their meaning.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WarmStartItem {
+    pub path: StrLit,
+    /// The keyword arguments in source order.
+    pub args: Vec<WarmArg>,
+    pub span: Span,
+}
+
+/// One `NAME = VALUE` of [`WarmStartItem`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct WarmArg {
+    pub name: Ident,
+    pub value: WarmValue,
+    pub span: Span,
+}
+
+/// The value of a [`WarmArg`]: an expression, or a dict literal
+/// `{ "VARIABLE": VALUE, .. }` (only here, like the assignment map).
+#[derive(Clone, Debug, PartialEq)]
+pub enum WarmValue {
+    Expr(Expr),
+    Map {
+        /// The entries in source order.
+        entries: Vec<(StrLit, Expr)>,
+        /// The `{ .. }`.
+        span: Span,
+    },
 }
 
 impl Item {

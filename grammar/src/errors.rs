@@ -51,6 +51,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::logging_item
         | Rule::evaluate_item
         | Rule::init_item
+        | Rule::warm_item
         | Rule::metrics_item
         | Rule::outputs_item
         | Rule::statement_item
@@ -86,6 +87,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::kw_logging
         | Rule::kw_evaluate
         | Rule::kw_init_from_checkpoint
+        | Rule::kw_warm_start
         | Rule::kw_metrics
         | Rule::kw_outputs => (Boundary, "a statement"),
         Rule::kw_from => (Continuation, "`from`"),
@@ -106,6 +108,9 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
             "an assignment map `{ \"CHECKPOINT NAME\": \"PARAMETER\" }`",
         ),
         Rule::map_entry => (Start, "an entry `\"CHECKPOINT NAME\": \"PARAMETER\"`"),
+        Rule::warm_arg => (Start, "`NAME = VALUE`"),
+        Rule::warm_map => (Start, "a map `{ \"VARIABLE\": VALUE }`"),
+        Rule::warm_entry => (Start, "an entry `\"VARIABLE\": VALUE`"),
         Rule::shape => (Start, "a shape `[d0, d1, ...]`"),
         Rule::expr
         | Rule::disjunction

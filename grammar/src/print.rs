@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use crate::ast::{
     Arg, Block, Call, Expr, ExprKind, IndexItem, Item, Operation, ParamDecl, SpecFile, Stmt,
-    TupleBinding,
+    TupleBinding, WarmValue,
 };
 
 pub fn print_spec(file: &SpecFile) -> String {
@@ -74,6 +74,26 @@ pub fn print_spec(file: &SpecFile) -> String {
                 (
                     format!("(init_from_checkpoint {:?}{})", i.path.value, e.concat()),
                     i.span,
+                )
+            }
+            Item::WarmStart(w) => {
+                let e: Vec<String> = w
+                    .args
+                    .iter()
+                    .map(|a| match &a.value {
+                        WarmValue::Expr(v) => format!(" ({} {})", a.name.name, expr(v)),
+                        WarmValue::Map { entries, .. } => {
+                            let m: Vec<String> = entries
+                                .iter()
+                                .map(|(k, v)| format!(" ({:?} {})", k.value, expr(v)))
+                                .collect();
+                            format!(" ({} {{{}}})", a.name.name, m.concat())
+                        }
+                    })
+                    .collect();
+                (
+                    format!("(warm_start {:?}{})", w.path.value, e.concat()),
+                    w.span,
                 )
             }
             Item::Metrics(b) => {

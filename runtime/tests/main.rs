@@ -25,4 +25,5 @@ mod sgemm_correctness;
 mod sgemm_epilogue;
 mod sgemm_no_alloc;
 mod sgemm_partition;
+mod warm_start_vocab;
 mod winograd_transforms;

@@ -33,7 +33,10 @@ use crate::Failure;
 use specc::spec::read_spec;
 
 pub struct ExportOptions<'a> {
-    pub checkpoint: &'a Path,
+    /// The trained variables; `None`: a dry run (every parameter zero,
+    /// nothing written) that says whether the export would be refused —
+    /// `specc run --export-on-save` asks before training.
+    pub checkpoint: Option<&'a Path>,
     pub output: &'a Path,
     /// Bindings to export as the model's outputs (`--fetch`; default: the
     /// spec's `outputs` item).
@@ -168,10 +171,16 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
 
     // Each averaged parameter from its moving average with --use-averages.
     let serving = specc::averages::Serving::resolve(&model, o.use_averages, spec)?;
-    let prefix = specc::run::restore::checkpoint_prefix(o.checkpoint)?;
-    let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
-    serving.check(&reader)?;
-    let stored = reader.list_variables();
+    let reader = match o.checkpoint {
+        Some(c) => {
+            let prefix = specc::run::restore::checkpoint_prefix(c)?;
+            let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
+            serving.check(&reader)?;
+            Some(reader)
+        }
+        None => None,
+    };
+    let stored = reader.as_ref().map(BundleReader::list_variables);
     let mut params = HashMap::new();
     for (id, n) in g.nodes() {
         let specc_compiler::ir::Op::Var(v) = n.op else {
@@ -181,6 +190,17 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
             continue;
         }
         let name = &g.vars[v as usize].name;
+        let (Some(reader), Some(stored)) = (&reader, &stored) else {
+            // A dry run: zeros of the parameter's shape.
+            let shape: Vec<usize> = g.vars[v as usize]
+                .shape
+                .0
+                .iter()
+                .map(|d| d.fixed().unwrap_or(1) as usize)
+                .collect();
+            params.insert(name.clone(), ArrayD::zeros(IxDyn(&shape)));
+            continue;
+        };
         let tensor = serving.tensor(name);
         let Some((_, _, shape)) = stored.iter().find(|(s, _, _)| *s == tensor) else {
             return Err(format!(
@@ -205,6 +225,9 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     };
     let tflite = specc_compiler::guard(|| export_tflite(&request).map_err(|d| vec![d]))
         .map_err(|d| report(&d, &src))?;
+    if o.checkpoint.is_none() {
+        return Ok(());
+    }
     let tflite = match o.quantize {
         Quantize::None => tflite,
         Quantize::Dynamic => {

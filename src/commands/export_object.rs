@@ -21,7 +21,9 @@ use crate::Failure;
 use specc::spec::read_spec;
 
 pub struct ObjectOptions<'a> {
-    pub checkpoint: &'a Path,
+    /// The trained variables; `None`: a dry run (the initial values,
+    /// nothing written) that says whether the export would be refused.
+    pub checkpoint: Option<&'a Path>,
     pub output: &'a Path,
     /// The spec's bindings to export (`--fetch`).
     pub fetch: &'a [String],
@@ -47,13 +49,15 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
     };
     let program = compile(&src, which).map_err(|d| report(&d, &src))?;
     let serving = specc::averages::Serving::resolve(&program.model, opts.use_averages, spec)?;
-    let prefix = specc::run::restore::checkpoint_prefix(opts.checkpoint)?;
-    let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
     let mut session = program.session()?;
-    if serving.uses_averages() {
-        serving.restore(&mut session, &reader)?;
-    } else {
-        session.restore(&reader).map_err(|e| e.to_string())?;
+    if let Some(checkpoint) = opts.checkpoint {
+        let prefix = specc::run::restore::checkpoint_prefix(checkpoint)?;
+        let reader = BundleReader::open(&prefix).map_err(|e| e.to_string())?;
+        if serving.uses_averages() {
+            serving.restore(&mut session, &reader)?;
+        } else {
+            session.restore(&reader).map_err(|e| e.to_string())?;
+        }
     }
     let spec_name = spec.file_name().map_or_else(
         || spec.display().to_string(),
@@ -70,6 +74,9 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
         },
     )
     .map_err(|e| format!("{}: {e}", spec.display()))?;
+    if opts.checkpoint.is_none() {
+        return Ok(());
+    }
     let header = header_path(opts.output);
     if header == opts.output {
         return Err(Failure::Other(format!(

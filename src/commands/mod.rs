@@ -11,6 +11,7 @@ pub mod evaluate;
 pub mod explain;
 pub mod export;
 pub mod export_object;
+pub mod export_on_save;
 pub mod gradcheck;
 pub mod inspect;
 pub mod inspect_tflite;

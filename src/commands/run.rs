@@ -5,8 +5,9 @@
 //! their place) printed.
 //!
 //! Owns: the command line as a [`Request`], the [`Progress`] observer (the
-//! bar, the log lines, the run's notes and warnings on stderr) and the
-//! printing. With `--json` the last line of stdout is one JSON object, also
+//! bar, the log lines, the run's notes and warnings on stderr, and
+//! `--export-on-save`'s export of each written checkpoint,
+//! `export_on_save`) and the printing. With `--json` the last line of stdout is one JSON object, also
 //! when the run fails: then it holds `error` and the step the run reached.
 //! A replica of a data-parallel job that fails ends the whole job.
 
@@ -26,6 +27,8 @@ pub struct RunOptions {
     pub json: bool,
     /// `--distributed`: whether this process is one replica of an MPI job.
     pub distributed: Launch,
+    /// `--export-on-save`: export the model at each checkpoint.
+    pub export: Option<super::export_on_save::ExportOnSave>,
 }
 
 /// Steps between two updates of the progress bar.
@@ -39,19 +42,35 @@ pub fn run(request: &Request, opts: &RunOptions) -> Result<(), Failure> {
     // A replica other than the first trains quietly and writes nothing.
     let leader = replicas.as_ref().is_none_or(Replicas::is_leader);
     let mut progress = Progress::new(leader);
-    let result =
-        run::prepare(request, replicas.as_ref(), &mut progress).and_then(|p| p.fit(&mut progress));
+    progress.export = opts
+        .export
+        .clone()
+        .filter(|_| leader)
+        .map(|e| (request.spec.clone(), e));
+    let result = run::prepare(request, replicas.as_ref(), &mut progress)
+        .map_err(Failure::from)
+        .and_then(|p| {
+            // An export that would be refused is refused before training.
+            if let Some((spec, e)) = &progress.export {
+                let c = p.checkpoint_config();
+                e.check(spec, c.dir.as_deref(), c.keep)?;
+            }
+            p.fit(&mut progress).map_err(Failure::from)
+        });
     let result = match result {
         Ok(outcome) => {
             progress.last = outcome.last;
             if leader {
                 print(&outcome, opts.json);
             }
-            Ok(())
+            match progress.export.as_mut().and_then(|(_, e)| e.failure.take()) {
+                Some(m) => Err(Failure::Other(m)),
+                None => Ok(()),
+            }
         }
         Err(e) => {
             progress.pb.abandon();
-            Err(Failure::from(e))
+            Err(e)
         }
     };
     // A replica that fails ends the whole job: the others would wait for it
@@ -118,6 +137,8 @@ struct Progress {
     model: Option<String>,
     /// The last step's values.
     last: Option<StepValues>,
+    /// `--export-on-save` (the leader's) and the spec it exports.
+    export: Option<(std::path::PathBuf, super::export_on_save::ExportOnSave)>,
 }
 
 impl Progress {
@@ -132,6 +153,7 @@ impl Progress {
             since: (0, Instant::now()),
             model: None,
             last: None,
+            export: None,
         }
     }
 
@@ -210,6 +232,12 @@ impl Observer for Progress {
 
     fn tensors(&mut self, text: &str) {
         self.pb.suspend(|| eprintln!("{text}"));
+    }
+
+    fn checkpoint(&mut self, prefix: &std::path::Path) {
+        if let Some((spec, e)) = self.export.as_mut() {
+            self.pb.suspend(|| e.after_save(spec, prefix));
+        }
     }
 }
 

@@ -44,6 +44,12 @@ pub struct Prepared<'r> {
 }
 
 impl Prepared<'_> {
+    /// Where and how often the run saves checkpoints (resolved: the spec,
+    /// the config, `--set` and the flags).
+    pub fn checkpoint_config(&self) -> &specc_runtime::config::CheckpointConfig {
+        &self.resolved.config.checkpoint
+    }
+
     /// The model's name.
     pub fn name(&self) -> &str {
         &self.trained.program.model.name

@@ -6,7 +6,9 @@
 //! `predict`, `export`, `inspect` and [`Model::load_checkpoint`](crate::Model::load_checkpoint)),
 //! [`warm_start`] (TF's `init_from_checkpoint`: the assignment map resolved
 //! by the runtime's `config::warm_start::resolve`, its parameters set by the
-//! one checkpoint restore, `Session::restore_selected`), and `resume`
+//! one checkpoint restore, `Session::restore_selected`; TF's `warm_start`:
+//! `config::warm_start_settings::plan`, whole tensors the same way and each
+//! vocabulary-backed variable remapped by `checkpoint::vocab_remap`), and `resume`
 //! (TF's `MonitoredTrainingSession` with a `checkpoint_dir` that holds a
 //! checkpoint: every variable, the global step and the batch position, then
 //! the directory's `run.yaml` checked and written).
@@ -21,12 +23,15 @@
 
 use std::path::{Path, PathBuf};
 
+use specc_runtime::abi::VarRole;
+use specc_runtime::checkpoint::vocab_remap::{generate_vocab_remapping, read_vocab, remap_matrix};
 use specc_runtime::checkpoint::{
     latest_checkpoint, BundleReader, CheckpointError, CheckpointErrorKind, CheckpointManager,
     Selection,
 };
 use specc_runtime::config::record::RunRecord;
 use specc_runtime::config::warm_start::{resolve, Named};
+use specc_runtime::config::warm_start_settings::{plan, Remap, Variable};
 use specc_runtime::config::{CheckpointConfig, WarmStart};
 use specc_runtime::session::Session;
 use specc_runtime::train::{restore_latest, Restored};
@@ -56,12 +61,19 @@ pub fn checkpoint_prefix(path: &Path) -> Result<PathBuf, CheckpointError> {
     })
 }
 
-/// Sets the parameters `ws`'s assignment map names from its checkpoint —
-/// TF's `init_from_checkpoint` applied to a session. Returns how many
-/// parameters were set and the checkpoint's prefix; a missing tensor or a
-/// shape mismatch is an error naming both, before any parameter is written.
+/// Sets the variables `ws` names from its checkpoint — TF's
+/// `init_from_checkpoint` (an assignment map) or `warm_start` (its
+/// settings: whole tensors and vocabulary remaps) applied to a session.
+/// Returns how many variables were set and the checkpoint's prefix; a
+/// missing tensor, a shape mismatch or an unreadable vocabulary is an
+/// error naming them, before any variable is written.
 pub fn warm_start(session: &mut Session, ws: &WarmStart) -> Result<(usize, PathBuf), Error> {
-    let fail = |m: String| Error::Checkpoint(format!("init_from_checkpoint: {m}"));
+    let api = if ws.settings.is_some() {
+        "warm_start"
+    } else {
+        "init_from_checkpoint"
+    };
+    let fail = |m: String| Error::Checkpoint(format!("{api}: {m}"));
     let what = ws.path.display().to_string();
     let prefix = checkpoint_prefix(&ws.path).map_err(|e| fail(e.to_string()))?;
     let reader = BundleReader::open(&prefix).map_err(|e| fail(e.to_string()))?;
@@ -71,27 +83,114 @@ pub fn warm_start(session: &mut Session, ws: &WarmStart) -> Result<(usize, PathB
         .into_iter()
         .map(|(n, _, s)| (n, dims(&s)))
         .collect();
-    let param_shapes: Vec<(String, Vec<u64>)> = session
+    let tensors: Vec<Named<'_>> = tensor_shapes
+        .iter()
+        .map(|(n, s)| Named { name: n, shape: s })
+        .collect();
+    // The variables a checkpoint holds (TF's GLOBAL_VARIABLES but the
+    // global step), in the layout's order.
+    let vars: Vec<(String, Vec<u64>, bool)> = session
         .layout
         .vars
         .iter()
-        .filter(|v| matches!(v.kind, specc_runtime::abi::VarRole::Param { .. }))
-        .map(|v| (v.name.clone(), dims(&v.shape)))
+        .filter_map(|v| {
+            let trainable = match &v.kind {
+                VarRole::Param { trainable } => *trainable,
+                VarRole::Slot { .. } | VarRole::Optimizer | VarRole::Average { .. } => false,
+                _ => return None,
+            };
+            Some((v.name.clone(), dims(&v.shape), trainable))
+        })
         .collect();
-    fn named(v: &[(String, Vec<u64>)]) -> Vec<Named<'_>> {
-        v.iter().map(|(n, s)| Named { name: n, shape: s }).collect()
+    let Some(settings) = &ws.settings else {
+        let params: Vec<Named<'_>> = vars
+            .iter()
+            .filter(|v| session_param(session, &v.0))
+            .map(|(n, s, _)| Named { name: n, shape: s })
+            .collect();
+        let assignments = resolve(&ws.assignment_map, &tensors, &params, &what)
+            .map_err(|e| Error::Checkpoint(e.to_string()))?;
+        session
+            .restore_selected(&reader, Selection::Assignments(&assignments))
+            .map_err(|e| fail(e.to_string()))?;
+        return Ok((assignments.len(), prefix));
+    };
+    let variables: Vec<Variable<'_>> = vars
+        .iter()
+        .map(|(n, s, t)| Variable {
+            name: n,
+            shape: s,
+            trainable: *t,
+        })
+        .collect();
+    let plan = plan(settings, &variables, &tensors, &what)
+        .map_err(|e| Error::Checkpoint(e.to_string()))?;
+    // Every remap is computed before anything is written.
+    let mut remapped = Vec::with_capacity(plan.remaps.len());
+    for r in &plan.remaps {
+        let values = remap(&reader, session, r).map_err(|m| fail(format!("`{}`: {m}", r.param)))?;
+        remapped.push((r.param.as_str(), values));
     }
-    let assignments = resolve(
-        &ws.assignment_map,
-        &named(&tensor_shapes),
-        &named(&param_shapes),
-        &what,
-    )
-    .map_err(|e| Error::Checkpoint(e.to_string()))?;
     session
-        .restore_selected(&reader, Selection::Assignments(&assignments))
+        .restore_selected(&reader, Selection::Assignments(&plan.assignments))
         .map_err(|e| fail(e.to_string()))?;
-    Ok((assignments.len(), prefix))
+    for (param, values) in remapped {
+        if let Some(dst) = session.var_mut(param) {
+            dst.copy_from_slice(&values);
+        }
+    }
+    Ok((plan.len(), prefix))
+}
+
+/// Whether `name` is a parameter of the session (what
+/// `init_from_checkpoint` assigns).
+fn session_param(session: &Session, name: &str) -> bool {
+    session
+        .layout
+        .vars
+        .iter()
+        .any(|v| v.name == name && matches!(v.kind, VarRole::Param { .. }))
+}
+
+/// The new value of `r.param`: the checkpoint's tensor remapped from its
+/// old vocabulary to the new one (`checkpoint::vocab_remap`).
+fn remap(reader: &BundleReader, session: &Session, r: &Remap) -> Result<Vec<f32>, String> {
+    let v = &r.vocab;
+    let var = session
+        .layout
+        .vars
+        .iter()
+        .find(|x| x.name == r.param)
+        .ok_or_else(|| format!("no variable `{}`", r.param))?;
+    let (_, _, old_shape) = reader
+        .list_variables()
+        .into_iter()
+        .find(|(n, _, _)| *n == r.tensor)
+        .ok_or_else(|| format!("no tensor `{}`", r.tensor))?;
+    let mut old = vec![0f32; old_shape.iter().product()];
+    reader
+        .load_f32_into(&r.tensor, &mut old)
+        .map_err(|e| e.to_string())?;
+    let new = read_vocab(&v.new_vocab, Some(v.new_vocab_size), "new_vocab")?;
+    // TF remaps columns against the whole old vocabulary (it passes no
+    // old_vocab_size for axis 1).
+    let old_size = if v.axis == 0 { v.old_vocab_size } else { None };
+    let old_vocab = read_vocab(&v.old_vocab, old_size, "old_vocab")?;
+    let (remapping, _) = generate_vocab_remapping(&new, &old_vocab)
+        .map_err(|e| format!("old_vocab {}: {e}", v.old_vocab.display()))?;
+    let two = |s: &[usize]| -> Result<[usize; 2], String> {
+        s.try_into().map_err(|_| format!("{:?} is not a matrix", s))
+    };
+    remap_matrix(
+        &old,
+        two(&old_shape)?,
+        two(&var.shape)?,
+        v.axis,
+        &remapping,
+        v.num_oov_buckets as usize,
+        v.backup_initializer.as_ref(),
+    )
+    .map_err(|e| format!("tensor `{}` in the checkpoint: {e}", r.tensor))
 }
 
 /// What [`resume`] found and set up in a checkpoint directory.

@@ -45,10 +45,11 @@ pub mod schedules;
 pub mod settings;
 pub mod sizes;
 pub mod statements;
+pub(crate) mod warm_start;
 
 use std::collections::HashMap;
 
-use specc_grammar::ast::{Ident, InitFromCheckpoint, Item, Span, SpecFile};
+use specc_grammar::ast::{Ident, Item, Span, SpecFile};
 use specc_grammar::{Code, Diagnostic};
 use specc_runtime::config::{
     CheckpointConfig, EvaluateConfig, LoggingConfig, SummaryConfig, WarmStart,
@@ -105,7 +106,8 @@ pub(crate) struct State {
     /// The logging settings and the spans of the tensor names (checked at the end).
     pub logging: Option<(LoggingConfig, Span, Vec<Span>)>,
     pub evaluate: Option<(EvaluateConfig, Span)>,
-    pub warm_start: Option<(WarmStart, InitFromCheckpoint)>,
+    /// `init_from_checkpoint(..)` or `warm_start(..)` and its item.
+    pub(crate) warm_start: Option<(WarmStart, warm_start::WarmItem)>,
     /// The feature columns of the `features` block (see [`features`]).
     pub features: features::Features,
     /// The spec's directory (files a spec names, e.g. a vocabulary file,
@@ -267,9 +269,18 @@ impl State {
             }
             Item::InitFromCheckpoint(i) => {
                 if let Some((_, prev)) = &self.warm_start {
-                    return Err(duplicate_item("init_from_checkpoint", i.span, prev.span));
+                    return Err(duplicate_item("init_from_checkpoint", i.span, prev.span()));
                 }
-                self.warm_start = Some((run::init_from_checkpoint(i)?, i.clone()));
+                let ws = run::init_from_checkpoint(i)?;
+                self.warm_start = Some((ws, warm_start::WarmItem::Init(i.clone())));
+                Ok(())
+            }
+            Item::WarmStart(w) => {
+                if let Some((_, prev)) = &self.warm_start {
+                    return Err(duplicate_item("warm_start", w.span, prev.span()));
+                }
+                let ws = warm_start::warm_start(w)?;
+                self.warm_start = Some((ws, warm_start::WarmItem::Settings(Box::new(w.clone()))));
                 Ok(())
             }
             Item::Outputs(block) => outputs::outputs(self, block),
@@ -657,7 +668,24 @@ fn check_run_names(st: &mut State) {
             }
         }
     }
-    if let Some((_, item)) = &st.warm_start {
+    if let Some((ws, warm_start::WarmItem::Settings(item))) = &st.warm_start {
+        let dims: Vec<(&str, Vec<u32>)> = st
+            .vars
+            .iter()
+            .zip(&st.graph.vars)
+            .filter(|(v, _)| matches!(v.kind, crate::model::VarKind::Param { .. }))
+            .map(|(_, leaf)| {
+                let d = leaf.shape.0.iter().map(|d| d.fixed().unwrap_or(0));
+                (leaf.name.as_str(), d.collect())
+            })
+            .collect();
+        let params: Vec<(&str, &[u32])> = dims.iter().map(|(n, d)| (*n, &d[..])).collect();
+        if let Some(settings) = &ws.settings {
+            let errors = warm_start::check_names(item, settings, &params);
+            st.errors.extend(errors);
+        }
+    }
+    if let Some((_, warm_start::WarmItem::Init(item))) = &st.warm_start {
         let params: Vec<&str> = st
             .vars
             .iter()

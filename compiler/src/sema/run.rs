@@ -390,6 +390,7 @@ pub(crate) fn init_from_checkpoint(i: &InitFromCheckpoint) -> R<WarmStart> {
             .iter()
             .map(|(a, b)| (a.value.clone(), b.value.clone()))
             .collect(),
+        settings: None,
     })
 }
 

@@ -171,6 +171,7 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::kw_logging
             | Rule::kw_evaluate
             | Rule::kw_init_from_checkpoint
+            | Rule::kw_warm_start
             | Rule::kw_from
             | Rule::kw_block
             | Rule::kw_for
@@ -376,6 +377,39 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
                 map_span,
                 span,
             })
+        }
+        Rule::warm_item => {
+            let path = str_lit(c.expect("a path")?)?;
+            let mut args = Vec::new();
+            while let Some(a) = c.next() {
+                let a_span = span_of(&a);
+                let mut e = Children::of(a);
+                let name = e.ident()?;
+                let v = e.expect("a value")?;
+                let value = if v.as_rule() == Rule::warm_map {
+                    let map_span = span_of(&v);
+                    let mut entries = Vec::new();
+                    let mut m = Children::of(v);
+                    while let Some(entry) = m.next() {
+                        let mut e = Children::of(entry);
+                        let key = str_lit(e.expect("a variable name")?)?;
+                        let value = expr(e.expect("a value")?)?;
+                        entries.push((key, value));
+                    }
+                    WarmValue::Map {
+                        entries,
+                        span: map_span,
+                    }
+                } else {
+                    WarmValue::Expr(expr(v)?)
+                };
+                args.push(WarmArg {
+                    name,
+                    value,
+                    span: a_span,
+                });
+            }
+            Item::WarmStart(WarmStartItem { path, args, span })
         }
         _ => return Err(internal(span, "an item")),
     })

@@ -191,6 +191,25 @@ impl SpanCheck<'_> {
                     }
                 }
             }
+            Item::WarmStart(w) => {
+                let t = self.text(w.span);
+                assert!(t.starts_with("warm_start") && t.ends_with(')'), "{t:?}");
+                for a in &w.args {
+                    self.text(a.span);
+                    match &a.value {
+                        WarmValue::Expr(e) => self.expr(e),
+                        WarmValue::Map { entries, span } => {
+                            let m = self.text(*span);
+                            assert!(m.starts_with('{') && m.ends_with('}'), "{m:?}");
+                            for (k, v) in entries {
+                                let t = self.text(k.span);
+                                assert!(t.starts_with('"') && t.ends_with('"'), "{t:?}");
+                                self.expr(v);
+                            }
+                        }
+                    }
+                }
+            }
             Item::Metrics(b) => self.block(b, |c, m| {
                 c.text(m.span);
                 if let Some(n) = &m.name {

@@ -6,7 +6,8 @@
 //! [`state`] (the `checkpoint` state file and [`latest_checkpoint`]),
 //! [`manager`] ([`CheckpointManager`]: atomic saves, `max_to_keep`,
 //! `keep_checkpoint_every_n_hours`, resume), [`session`] (a session's
-//! variables to and from a checkpoint), and [`CheckpointError`] with its
+//! variables to and from a checkpoint), [`vocab_remap`] (a matrix remapped
+//! from an old vocabulary to a new one, `warm_start`'s `VocabInfo`), and [`CheckpointError`] with its
 //! [`CheckpointErrorKind`].
 //!
 //! Invariants: the bytes written equal TF's for the same tensors (the
@@ -23,6 +24,7 @@ pub mod session;
 pub mod state;
 pub mod table;
 pub mod tensor;
+pub mod vocab_remap;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,8 @@
 //! 100 steps into the checkpoint directory; `LoggingTensorHook` every 100
 //! steps), the YAML reader they are configured with ([`yaml`]), the run
 //! directory's record ([`record`], `run.yaml`) and the resolution of
-//! `init_from_checkpoint`'s assignment map ([`warm_start`]).
+//! `init_from_checkpoint`'s assignment map ([`warm_start`]) and of
+//! `warm_start`'s settings ([`warm_start_settings`]).
 //!
 //! Where the values come from (the spec's items, a YAML file, `--set`, flags)
 //! is `specc::run::settings::resolve`; this module only holds the result.
@@ -20,6 +21,7 @@
 
 pub mod record;
 pub mod warm_start;
+pub mod warm_start_settings;
 pub mod yaml;
 
 use std::path::PathBuf;
@@ -130,8 +132,9 @@ pub struct EvaluateConfig {
     pub every_steps: Option<u64>,
 }
 
-/// `init_from_checkpoint(PATH, MAP)`: initial values of parameters from a
-/// checkpoint (TF's `tf.compat.v1.train.init_from_checkpoint`).
+/// `init_from_checkpoint(PATH, MAP)` or `warm_start(PATH, ..)`: initial
+/// values of variables from a checkpoint (TF's
+/// `tf.compat.v1.train.init_from_checkpoint`, `tf.compat.v1.train.warm_start`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct WarmStart {
     /// The checkpoint: a prefix, or a directory (its latest checkpoint).
@@ -139,6 +142,9 @@ pub struct WarmStart {
     /// The assignment map in the spec's order: (checkpoint name or scope,
     /// parameter name or scope). [`warm_start::resolve`] turns it into pairs.
     pub assignment_map: Vec<(String, String)>,
+    /// `warm_start(..)`'s settings (then `assignment_map` is empty); `None`
+    /// for `init_from_checkpoint`.
+    pub settings: Option<warm_start_settings::WarmStartSettings>,
 }
 
 /// Everything about a run besides the compiled model, resolved: the spec's

@@ -37,18 +37,63 @@ pub fn effective(model: &Model, config: &RunConfig, settings: &[Setting]) -> Vec
         }
     }
     if let Some(w) = &config.warm_start {
-        out.push((
-            "init_from_checkpoint.path".into(),
-            yaml::quote(&w.path.display().to_string()),
-        ));
-        let m: Vec<String> = w
-            .assignment_map
+        let q = |s: &str| yaml::quote(s);
+        let path = |p: &std::path::Path| q(&p.display().to_string());
+        let Some(s) = &w.settings else {
+            out.push(("init_from_checkpoint.path".into(), path(&w.path)));
+            let m: Vec<String> = w
+                .assignment_map
+                .iter()
+                .map(|(a, b)| format!("{}: {}", q(a), q(b)))
+                .collect();
+            out.push((
+                "init_from_checkpoint.assignment_map".into(),
+                format!("{{{}}}", m.join(", ")),
+            ));
+            return out;
+        };
+        use specc_runtime::config::warm_start_settings::VarsToWarmStart;
+        out.push(("warm_start.path".into(), path(&w.path)));
+        let vars = match &s.vars_to_warm_start {
+            VarsToWarmStart::Pattern(p) => q(p),
+            VarsToWarmStart::Patterns(ps) => {
+                let l: Vec<String> = ps.iter().map(|p| q(p)).collect();
+                format!("[{}]", l.join(", "))
+            }
+            VarsToWarmStart::OnlyVocab => "null".into(),
+        };
+        out.push(("warm_start.vars_to_warm_start".into(), vars));
+        let infos: Vec<String> = s
+            .var_name_to_vocab_info
             .iter()
-            .map(|(a, b)| format!("{}: {}", yaml::quote(a), yaml::quote(b)))
+            .map(|(n, v)| {
+                format!(
+                    "{}: {{new_vocab: {}, new_vocab_size: {}, num_oov_buckets: {}, old_vocab: {}, old_vocab_size: {}, backup_initializer: {}, axis: {}}}",
+                    q(n),
+                    path(&v.new_vocab),
+                    v.new_vocab_size,
+                    v.num_oov_buckets,
+                    path(&v.old_vocab),
+                    v.old_vocab_size.map_or(-1, |n| n as i64),
+                    v.backup_initializer
+                        .as_ref()
+                        .map_or("null".to_string(), |i| q(&format!("{i:?}"))),
+                    v.axis
+                )
+            })
             .collect();
         out.push((
-            "init_from_checkpoint.assignment_map".into(),
-            format!("{{{}}}", m.join(", ")),
+            "warm_start.var_name_to_vocab_info".into(),
+            format!("{{{}}}", infos.join(", ")),
+        ));
+        let prev: Vec<String> = s
+            .var_name_to_prev_var_name
+            .iter()
+            .map(|(a, b)| format!("{}: {}", q(a), q(b)))
+            .collect();
+        out.push((
+            "warm_start.var_name_to_prev_var_name".into(),
+            format!("{{{}}}", prev.join(", ")),
         ));
     }
     out

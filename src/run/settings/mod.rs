@@ -330,6 +330,14 @@ pub fn resolve(
     }
     if let Some(w) = &mut config.warm_start {
         w.path = spec_dir.join(&w.path);
+        for (_, v) in w
+            .settings
+            .iter_mut()
+            .flat_map(|s| &mut s.var_name_to_vocab_info)
+        {
+            v.new_vocab = spec_dir.join(&v.new_vocab);
+            v.old_vocab = spec_dir.join(&v.old_vocab);
+        }
     }
     Ok(Resolved {
         original: spec.clone(),
