@@ -132,6 +132,10 @@ enum Command {
         /// default: the spec's `ema ..., use_averages`).
         #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true", requires = "export_on_save")]
         export_use_averages: Option<bool>,
+        /// --export-on-save with tflite: a model that takes the raw columns
+        /// (`specc export --raw-inputs`).
+        #[arg(long, requires = "export_on_save")]
+        export_raw_inputs: bool,
     },
     /// Compare compiled gradients with finite differences on one batch.
     Gradcheck {
@@ -487,6 +491,7 @@ fn main() -> ExitCode {
             export_format,
             export_batch,
             export_use_averages,
+            export_raw_inputs,
         } => {
             let flags = specc::run::Flags {
                 data,
@@ -516,6 +521,7 @@ fn main() -> ExitCode {
                 },
                 batch: export_batch,
                 use_averages: export_use_averages,
+                raw_inputs: export_raw_inputs,
                 failure: None,
                 written: Vec::new(),
             });

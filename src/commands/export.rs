@@ -225,7 +225,32 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     };
     let tflite = specc_compiler::guard(|| export_tflite(&request).map_err(|d| vec![d]))
         .map_err(|d| report(&d, &src))?;
+    // The feature columns in front (`--raw-inputs`): after quantization, so
+    // the calibration and the quantized operators see the dense inputs.
+    let with_raw = |tflite| -> Result<_, Failure> {
+        let sources = inputs
+            .iter()
+            .map(|name| {
+                let info = model
+                    .inputs
+                    .iter()
+                    .find(|i| i.spec.name == *name)
+                    .ok_or_else(|| format!("{}: no input `{name}`", spec.display()))?;
+                Ok(RawSource {
+                    name,
+                    spec: &info.spec,
+                    span: info.span,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        specc_compiler::guard(|| with_raw_inputs(&tflite, &sources, o.batch).map_err(|d| vec![d]))
+            .map_err(|d| report(&d, &src))
+    };
     if o.checkpoint.is_none() {
+        // A dry run: every refusal, the raw inputs' included.
+        if o.raw_inputs {
+            with_raw(tflite)?;
+        }
         return Ok(());
     }
     let tflite = match o.quantize {
@@ -284,23 +309,7 @@ pub fn run(spec: &Path, o: &ExportOptions<'_>) -> Result<(), Failure> {
     // The feature columns in front, after quantization: the calibration
     // and the quantized operators see the dense inputs, as without.
     let tflite = if o.raw_inputs {
-        let sources = inputs
-            .iter()
-            .map(|name| {
-                let info = model
-                    .inputs
-                    .iter()
-                    .find(|i| i.spec.name == *name)
-                    .ok_or_else(|| format!("{}: no input `{name}`", spec.display()))?;
-                Ok(RawSource {
-                    name,
-                    spec: &info.spec,
-                    span: info.span,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        specc_compiler::guard(|| with_raw_inputs(&tflite, &sources, o.batch).map_err(|d| vec![d]))
-            .map_err(|d| report(&d, &src))?
+        with_raw(tflite)?
     } else {
         tflite
     };

@@ -49,6 +49,8 @@ pub struct ExportOnSave {
     pub batch: Option<u32>,
     /// `--export-use-averages[=BOOL]` (`None`: the spec's `ema ..., use_averages`).
     pub use_averages: Option<bool>,
+    /// `--export-raw-inputs`: a TF Lite model of the raw columns.
+    pub raw_inputs: bool,
     /// The first failed export, reported when training ends.
     pub failure: Option<String>,
     /// The files written, in order.
@@ -84,6 +86,7 @@ impl ExportOnSave {
                     batch: self.batch,
                     quantize: Quantize::None,
                     use_averages: self.use_averages,
+                    raw_inputs: self.raw_inputs,
                 },
             ),
             Format::Object => super::export_object::run(
@@ -123,6 +126,12 @@ impl ExportOnSave {
         if self.batch.is_some() && self.format == Format::Object {
             return Err(Failure::from(
                 "--export-batch is for --export-format tflite",
+            ));
+        }
+        if self.raw_inputs && self.format == Format::Object {
+            return Err(Failure::from(
+                "--export-raw-inputs is for --export-format tflite (an object file's raw \
+                 entry point is always there)",
             ));
         }
         let t = self.target.to_string_lossy();

@@ -216,3 +216,35 @@ fn a_recurrent_model_without_a_fixed_batch_is_refused_before_training() {
     );
     assert!(!ckpt.join("checkpoint").exists());
 }
+
+#[test]
+fn raw_inputs_reach_the_export_and_its_refusals_stop_the_run_before_training() {
+    // digits' inputs are plain columns, which a raw-input model refuses:
+    // the flag reaches `specc export --raw-inputs`'s dry run.
+    let d = setup("raw_inputs", &spec(""));
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "spec.spec",
+            "--checkpoint-dir",
+            "ckpt",
+            "--export-on-save",
+            "exports",
+            "--export-raw-inputs",
+        ];
+        args.extend_from_slice(extra);
+        specc(&d, &args)
+    };
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("so nothing was trained"), "{err}");
+    assert!(err.contains("raw"), "{err}");
+    assert!(!d.join("ckpt").join("checkpoint").exists());
+    let (code, _, err) = run(&["--export-format", "object"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--export-raw-inputs is for --export-format tflite"),
+        "{err}"
+    );
+    assert!(!d.join("ckpt").join("checkpoint").exists());
+}
