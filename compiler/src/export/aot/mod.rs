@@ -17,6 +17,7 @@
 
 pub mod header;
 pub mod object;
+pub mod raw;
 
 use std::collections::BTreeSet;
 
@@ -24,6 +25,7 @@ use specc_runtime::abi::ElemType;
 use specc_runtime::session::Session;
 
 use self::object::{ObjectInput, ObjectOutput, ObjectSpec};
+use self::raw::RawPlan;
 use crate::ir::{Function, Op, Output};
 use crate::layout::VarPlacement;
 use crate::model::{InputRole, Model};
@@ -70,6 +72,9 @@ pub struct Exported {
     pub out_width: usize,
     /// Rows per call of the compiled function (larger calls are chunked).
     pub max_batch: usize,
+    /// The raw keys `SYMBOL_raw` takes, one cell each per row, in order;
+    /// or why the object has no raw entry point.
+    pub raw_keys: Result<Vec<String>, String>,
 }
 
 /// The inference function: the named bindings `outputs`, in order.
@@ -240,7 +245,18 @@ pub fn export_object(
         arena[v.offset..v.offset + values.len()].copy_from_slice(values);
     }
 
+    let raw = if cfg!(target_endian = "little") {
+        let specs: Vec<_> = read
+            .iter()
+            .map(|&i| &model.inputs[i as usize].spec)
+            .collect();
+        RawPlan::build(&specs)
+    } else {
+        Err("the raw entry point needs a little-endian target".to_string())
+    };
+    let raw_keys = raw.as_ref().map(|p| p.keys.clone()).map_err(Clone::clone);
     let spec = ObjectSpec {
+        raw: raw.ok(),
         graph: g,
         plan: &p,
         arenas,
@@ -290,6 +306,7 @@ pub fn export_object(
         in_width,
         out_width,
         max_batch: p.max_batch as usize,
+        raw_keys,
     };
     exported.header = header::header(&exported, symbol, options.spec_name);
     Ok(exported)
