@@ -92,8 +92,9 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
     );
     let _ = writeln!(
         w,
-        " * and other string handling stay outside), concatenated in this order:"
+        " * and other string handling done: {symbol}_raw below takes raw cells),"
     );
+    let _ = writeln!(w, " * concatenated in this order:");
     for f in &e.inputs {
         let _ = writeln!(w, " *   {:<24} {}", comment(&f.name), describe(f));
     }

@@ -5,13 +5,15 @@
 //! its inference outputs, the named bindings the caller asks for), and
 //! [`export_object`]: planning it for one thread, the row layouts of the
 //! caller's `in` and `out` ([`RowField`]), the weights copied from a session
-//! (after a checkpoint is restored into it), the object
+//! (after a checkpoint is restored into it), the raw-features entry
+//! point's plan when the inputs allow one ([`raw`]), the object
 //! ([`object`]) and the header ([`header`]).
 //!
 //! Invariants: every exported output has one value per row (its first
 //! dimension is the batch) and reads no label; `in` holds the model inputs
 //! the outputs read (after feature-column preprocessing: ids and dense
 //! values, never strings), concatenated per row in the model's input order;
+//! the raw entry point's rows are the cells of [`Exported::raw_keys`];
 //! `out` the outputs, concatenated per row in the order asked; the object's
 //! weights are the session's values bit for bit.
 

@@ -13,15 +13,22 @@
 //!   which builds the `StepCtx` on its stack and, a chunk of at most
 //!   `max_batch` rows at a time, copies the rows' inputs out of `in` (floats
 //!   to i32 for id inputs, checked), calls the function, and copies its
-//!   outputs into `out` (i32 outputs as floats).
+//!   outputs into `out` (i32 outputs as floats);
+//! - with a [`RawPlan`], the raw-features wrapper `int SYMBOL_raw(const char
+//!   *const *cells, int columns, float *out, int rows)`: the same chunks, each
+//!   row's inputs computed from its cells by the plan's transforms
+//!   (`raw::emit`), with `SYMBOL_fingerprint64` (local) and the
+//!   vocabularies' tables (read-only data).
 //!
 //! Invariants: the code is position independent and refers only to symbols
 //! of the object itself, plus the C library's math routines Cranelift may
-//! call for instructions the host lacks (`fmaf`, `ceilf`, ...); the wrapper
-//! returns 0, -1 for `rows < 0`, or -2 for an id outside its input's range
-//! (nothing of that chunk is computed, earlier chunks' outputs are written);
-//! it keeps state in static memory, so it is not reentrant; it does not
-//! touch the floating-point environment.
+//! call for instructions the host lacks (`fmaf`, `ceilf`, ...) and, for the
+//! raw wrapper, `strlen`, `strtod`, `memcmp`, `log`, `log1p`, `exp`; the
+//! wrappers return 0, -1 for `rows < 0`, -2 for an id outside its input's
+//! range, and (raw) -3 for `columns` other than the plan's keys, -4 for a
+//! bad cell (nothing of that chunk is computed, earlier chunks' outputs are
+//! written); they keep state in static memory, so they are not reentrant;
+//! they do not touch the floating-point environment.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
