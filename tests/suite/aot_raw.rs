@@ -276,3 +276,250 @@ fn bad_cells_and_arguments_return_the_documented_codes() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("abc"), "{err}");
 }
+
+/// Every other kind of column the raw entry point compiles: an int64 hash
+/// (a bucket count that is not a power of two), identity columns with and
+/// without a default, a string vocabulary with OOV buckets, an int64
+/// vocabulary with a default, a string hash, a normalizer of every
+/// function, a bucketized column, and a cross of a column, a raw string
+/// key, a raw int64 key and a bucketized column.
+const KINDS: &str = "model kinds\n\
+data csv(\"kinds.csv\")\n\
+label y: float\n\
+features {\n\
+\x20 uid   = categorical_column_with_hash_bucket(uid, 97, dtype = int64)\n\
+\x20 slot  = categorical_column_with_identity(slot, 5, default_value = 0)\n\
+\x20 slot2 = categorical_column_with_identity(slot2, 4)\n\
+\x20 color = categorical_column_with_vocabulary_list(color, [\"red\", \"green\", \"blue\"], num_oov_buckets = 3)\n\
+\x20 size  = categorical_column_with_vocabulary_list(size, [10, 20, 30], default_value = 1)\n\
+\x20 city  = categorical_column_with_hash_bucket(city, 16)\n\
+\x20 x     = numeric_column(x, default_value = 1, normalizer_fn = log1p(abs(x)) - sqrt(abs(x)) + square(x) / 100 + exp(-abs(x)) - log(abs(x) + 2))\n\
+\x20 xb    = bucketized_column(numeric_column(x, default_value = 1), boundaries = [-1, 0, 0.5, 2])\n\
+\x20 cross = crossed_column([color, \"city\", int64(\"uid\"), xb], hash_bucket_size = 50)\n\
+\x20 logits = linear_model(uid, slot, slot2, color, size, city, xb, cross, x)\n\
+}\n\
+logit = reshape(logits, [B])\n\
+loss  = mean(sigmoid_cross_entropy(y, logit))\n\
+optimizer adam(learning_rate = 0.05)\n\
+train { batch = 32, steps = 200, shuffle = 400, seed = 3 }\n\
+outputs { probability = sigmoid(logit) }\n";
+
+/// The CSV of [`KINDS`]: every spelling and missing value each key meets.
+fn kinds_csv(rows: usize) -> String {
+    let mut x: u64 = 12345;
+    let mut next = |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let pick = |i: u64, v: &[&str]| v[i as usize % v.len()].to_string();
+    let mut text = String::from("y,uid,slot,slot2,color,size,city,x\n");
+    for _ in 0..rows {
+        let uid = match next(8) {
+            0 => String::new(),
+            1 => "-1".into(),
+            2 => format!(" +{} ", next(50)),
+            3 => format!("00{}", next(1000)),
+            4 => "-9223372036854775808".into(),
+            _ => format!("{}", next(100_000) as i64 - 500),
+        };
+        let slot = pick(
+            next(11),
+            &["", "-1", "-2", "0", "1", "2", "3", "4", "5", "7", " 3 "],
+        );
+        let slot2 = pick(next(6), &["", "-1", "0", "1", "2", "3"]);
+        let color = pick(
+            next(7),
+            &["red", "green", "blue", "purple", "", "Grün", "RED"],
+        );
+        let size = pick(next(7), &["10", "20", "30", "40", "", "-1", " 20"]);
+        let city = pick(
+            next(6),
+            &[
+                "Paris",
+                "Zürich",
+                "",
+                "東京",
+                "a city with a long name, quoted",
+                "x",
+            ],
+        );
+        let xv = match next(8) {
+            0 => String::new(),
+            1 => format!("{}e-2", next(1000) as i64 - 500),
+            2 => format!(" {}.{} ", next(5), next(100)),
+            3 => format!("-.{}", next(1000)),
+            4 => "0".into(),
+            5 => "2".into(),
+            _ => format!("{}", (next(20000) as f64 - 10000.0) / 997.0),
+        };
+        let y = next(2);
+        let q = |s: &str| format!("\"{s}\"");
+        text += &format!(
+            "{y},{},{},{slot2},{color},{},{},{}\n",
+            q(&uid),
+            q(&slot),
+            q(&size),
+            q(&city),
+            q(&xv)
+        );
+    }
+    text
+}
+
+/// The raw keys' names from a header's `..._RAW_COLUMN_NAMES` line.
+fn raw_names(header: &str) -> Vec<String> {
+    let line = header
+        .lines()
+        .find(|l| l.starts_with("#define SPECC_PREDICT_RAW_COLUMN_NAMES"))
+        .expect("a raw entry point");
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_column_kind_gives_what_specc_predict_gives() {
+    let dir = fresh("kinds");
+    std::fs::write(dir.join("kinds.spec"), KINDS).unwrap();
+    std::fs::write(dir.join("kinds.csv"), kinds_csv(600)).unwrap();
+    let (code, _, err) = specc(&dir, &["run", "kinds.spec", "--checkpoint-dir", "ck"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = specc(
+        &dir,
+        &[
+            "export",
+            "kinds.spec",
+            "--checkpoint",
+            "ck",
+            "--format",
+            "object",
+            "-o",
+            "model.o",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("specc_predict_raw(cells[rows][7]"), "{out}");
+    let exe = dir.join("predict_raw");
+    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/aot/predict_raw.c");
+    let cc = Command::new("cc")
+        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
+        .arg(&dir)
+        .arg(&c)
+        .arg(dir.join("model.o"))
+        .args(["-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+
+    let csv = dir.join("kinds.csv");
+    let (code, out, err) = specc(
+        &dir,
+        &[
+            "predict",
+            "kinds.spec",
+            "--checkpoint",
+            "ck",
+            "--data",
+            "kinds.csv",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let want: Vec<(f32, f32)> = out
+        .lines()
+        .skip(1)
+        .map(|l| (l.parse().unwrap(), 0.0))
+        .collect();
+    assert_eq!(want.len(), 600);
+    let got: Vec<(f32, f32)> = {
+        let r = Command::new(&exe).arg(&csv).output().unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        String::from_utf8_lossy(&r.stdout)
+            .lines()
+            .skip(1)
+            .map(|l| (l.parse().unwrap(), 0.0))
+            .collect()
+    };
+    assert_same(&got, &want, "kinds.csv");
+    let spread = want.iter().map(|r| r.0).fold(f32::NAN, f32::max)
+        - want.iter().map(|r| r.0).fold(f32::NAN, f32::min);
+    assert!(spread > 0.1, "a trained model: {spread}");
+
+    // Codes: an identity id out of range for the model (-2); int64 cells
+    // Rust refuses (-4), one at the edge of the range (0).
+    let h = std::fs::read_to_string(dir.join("model.h")).unwrap();
+    let names = raw_names(&h);
+    let row = |over: &[(&str, &str)]| -> Vec<String> {
+        names
+            .iter()
+            .map(|n| {
+                over.iter()
+                    .find(|o| o.0 == n)
+                    .map_or(
+                        match n.as_str() {
+                            "color" => "red",
+                            "city" => "Paris",
+                            "x" => "0.5",
+                            _ => "1",
+                        },
+                        |o| o.1,
+                    )
+                    .to_string()
+            })
+            .collect()
+    };
+    let rc = |over: &[(&str, &str)]| {
+        let cells = row(over);
+        let r = Command::new(&exe)
+            .arg("--cells")
+            .args(&cells)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&r.stdout).to_string();
+        out.lines().next().unwrap_or_default().to_string()
+    };
+    assert_eq!(rc(&[]), "rc 0");
+    assert_eq!(rc(&[("slot2", "4")]), "rc -2");
+    assert_eq!(rc(&[("slot", "9")]), "rc 0", "identity with a default");
+    for uid in [
+        "1.5",
+        "99999999999999999999",
+        "9223372036854775808",
+        "+",
+        "-",
+        "1 2",
+        "0x1",
+    ] {
+        assert_eq!(rc(&[("uid", uid)]), "rc -4", "uid {uid:?}");
+    }
+    assert_eq!(rc(&[("uid", "9223372036854775807")]), "rc 0");
+    assert_eq!(rc(&[("size", "2.0")]), "rc -4");
+    // specc predict refuses the out-of-range id too.
+    let bad = dir.join("bad.csv");
+    std::fs::write(
+        &bad,
+        "y,uid,slot,slot2,color,size,city,x\n0,1,1,4,red,10,Paris,1\n",
+    )
+    .unwrap();
+    let (code, _, err) = specc(
+        &dir,
+        &[
+            "predict",
+            "kinds.spec",
+            "--checkpoint",
+            "ck",
+            "--data",
+            bad.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("out of range"), "{err}");
+}
