@@ -639,6 +639,10 @@ impl Row<'_> {
     }
 }
 
+/// A model input's buffer as the row code writes it: its address, its
+/// elements per row, and for id inputs the ids allowed (`lo..hi`).
+pub type InputBuffer = (Value, usize, Option<(i64, i64)>);
+
 /// One row: reads the `plan.keys.len()` cell pointers at `cells_row`, and
 /// writes each input's values for row `r` of the chunk into `bufs` (one
 /// per plan input, `per_example` elements a row). `ranges[i]` is input i's
@@ -650,7 +654,7 @@ pub fn emit_row(
     refs: &RowRefs,
     cells_row: Value,
     r: Value,
-    bufs: &[(Value, usize, Option<(i64, i64)>)],
+    bufs: &[InputBuffer],
     bad_cell: Block,
     bad_id: Block,
 ) {
