@@ -523,3 +523,58 @@ fn every_column_kind_gives_what_specc_predict_gives() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("out of range"), "{err}");
 }
+
+/// A column the raw entry point does not compile (`sep` splits a cell):
+/// the object has `specc_predict` only, and the command and the header say
+/// why.
+#[test]
+fn a_model_with_split_cells_gets_no_raw_entry_point_and_says_why() {
+    let dir = fresh("split");
+    std::fs::write(
+        dir.join("split.spec"),
+        "model split\n\
+         data csv(\"split.csv\")\n\
+         label y: float\n\
+         features {\n\
+         \x20 g = categorical_column_with_identity(g, 5, sep = \"|\", max_values = 3)\n\
+         \x20 logits = linear_model(g)\n\
+         }\n\
+         logit = reshape(logits, [B])\n\
+         loss = mean(sigmoid_cross_entropy(y, logit))\n\
+         optimizer gradient_descent(learning_rate = 0.1)\n\
+         train { batch = 2, steps = 2 }\n\
+         outputs { probability = sigmoid(logit) }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("split.csv"), "y,g\n1,1|2\n0,3\n1,\n0,4|0|1\n").unwrap();
+    let (code, _, err) = specc(&dir, &["run", "split.spec", "--checkpoint-dir", "ck"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = specc(
+        &dir,
+        &[
+            "export",
+            "split.spec",
+            "--checkpoint",
+            "ck",
+            "--format",
+            "object",
+            "-o",
+            "model.o",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let why = "input `g/ids`: `g` splits its cells (`sep`): not compiled into the object";
+    assert!(
+        out.contains(&format!("(no raw-features entry point: {why})")),
+        "{out}"
+    );
+    let h = std::fs::read_to_string(dir.join("model.h")).unwrap();
+    assert!(
+        h.contains(&format!(
+            " * No raw-features entry point (specc_predict_raw): {why}."
+        )),
+        "{h}"
+    );
+    assert!(!h.contains("int specc_predict_raw("), "{h}");
+    assert!(!h.contains("RAW_COLUMNS"), "{h}");
+}
