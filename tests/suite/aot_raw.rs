@@ -8,7 +8,11 @@
 //! 1e-5 relative, the class exactly, for every row of the data set and for
 //! rows of awkward cells (non-ASCII, empty, unknown values, numbers in
 //! every spelling); and the documented error codes for a bad number, a
-//! wrong cell count, a NULL cell and a negative row count.
+//! wrong cell count, a NULL cell and a negative row count. Also every other
+//! column kind compiled (a spec of its own), the bundled CTR spec (string
+//! hashes of 2^18 buckets, crosses of raw keys) and digits (plain numeric
+//! inputs) against `specc predict`, and a model the entry point cannot
+//! compile (the reason in the command's output and the header).
 
 use crate::cli;
 
@@ -577,4 +581,109 @@ fn a_model_with_split_cells_gets_no_raw_entry_point_and_says_why() {
     );
     assert!(!h.contains("int specc_predict_raw("), "{h}");
     assert!(!h.contains("RAW_COLUMNS"), "{h}");
+}
+
+/// Trains a bundled spec for `steps`, exports it, and checks that the raw
+/// entry point on its CSV gives every value `specc predict` gives (1e-5
+/// relative; integer outputs exactly).
+fn bundled_spec_equals_predict(name: &str, spec: &str, steps: &str, csv: &str) {
+    let dir = fresh(name);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let spec = root.join(spec);
+    let spec = spec.to_str().unwrap();
+    let csv = root.join(csv);
+    let (code, _, err) = specc(
+        &dir,
+        &["run", spec, "--steps", steps, "--checkpoint-dir", "ck"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = specc(
+        &dir,
+        &[
+            "export",
+            spec,
+            "--checkpoint",
+            "ck",
+            "--format",
+            "object",
+            "-o",
+            "model.o",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("specc_predict_raw("), "{out}");
+    let exe = dir.join("predict_raw");
+    let c = root.join("tests/aot/predict_raw.c");
+    let cc = Command::new("cc")
+        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
+        .arg(&dir)
+        .arg(&c)
+        .arg(dir.join("model.o"))
+        .args(["-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let (code, out, err) = specc(
+        &dir,
+        &[
+            "predict",
+            spec,
+            "--checkpoint",
+            "ck",
+            "--data",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let want: Vec<Vec<f32>> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    let r = Command::new(&exe).arg(&csv).output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let got: Vec<Vec<f32>> = String::from_utf8_lossy(&r.stdout)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(' ').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(got.len(), want.len(), "{name}: rows");
+    assert!(want.len() > 1000, "{name}: {} rows", want.len());
+    for (r, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.len(), w.len(), "{name}: row {r}: values");
+        for (j, (a, b)) in g.iter().zip(w).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(f32::MIN_POSITIVE),
+                "{name}: row {r} value {j}: {a} (object) vs {b} (specc)"
+            );
+        }
+    }
+}
+
+/// The CTR spec: eight string hash columns of 2^18 buckets, two crosses of
+/// raw keys, `log1p` normalizers and a default for empty cells.
+#[test]
+fn the_ctr_spec_from_raw_cells_equals_specc_predict() {
+    bundled_spec_equals_predict(
+        "ctr",
+        "specs/ctr_ftrl.spec",
+        "10",
+        "specs/data/ctr_sample.csv",
+    );
+}
+
+/// Plain `numeric` inputs (digits: 64 pixels, `x / 16`).
+#[test]
+fn plain_numeric_inputs_from_raw_cells_equal_specc_predict() {
+    bundled_spec_equals_predict(
+        "digits",
+        "specs/digits_mlp.spec",
+        "40",
+        "specs/data/digits.csv",
+    );
 }
