@@ -285,10 +285,11 @@ fn bad_cells_and_arguments_return_the_documented_codes() {
 /// (a bucket count that is not a power of two), identity columns with and
 /// without a default, a string vocabulary with OOV buckets, an int64
 /// vocabulary with a default, a string hash, a normalizer of every
-/// function, a bucketized column, and a cross of a column, a raw string
-/// key, a raw int64 key and a bucketized column.
+/// function, a bucketized column, a cross of a column, a raw string
+/// key, a raw int64 key and a bucketized column, and the CSV's `na_value`
+/// (`?`: a missing cell).
 const KINDS: &str = "model kinds\n\
-data csv(\"kinds.csv\")\n\
+data csv(\"kinds.csv\", na_value = \"?\")\n\
 label y: float\n\
 features {\n\
 \x20 uid   = categorical_column_with_hash_bucket(uid, 97, dtype = int64)\n\
@@ -329,13 +330,15 @@ fn kinds_csv(rows: usize) -> String {
             _ => format!("{}", next(100_000) as i64 - 500),
         };
         let slot = pick(
-            next(11),
-            &["", "-1", "-2", "0", "1", "2", "3", "4", "5", "7", " 3 "],
+            next(12),
+            &[
+                "", "-1", "-2", "0", "1", "2", "3", "4", "5", "7", " 3 ", "?",
+            ],
         );
         let slot2 = pick(next(6), &["", "-1", "0", "1", "2", "3"]);
         let color = pick(
-            next(7),
-            &["red", "green", "blue", "purple", "", "Grün", "RED"],
+            next(8),
+            &["red", "green", "blue", "purple", "", "Grün", "RED", "?"],
         );
         let size = pick(next(7), &["10", "20", "30", "40", "", "-1", " 20"]);
         let city = pick(
@@ -350,7 +353,7 @@ fn kinds_csv(rows: usize) -> String {
             ],
         );
         let xv = match next(8) {
-            0 => String::new(),
+            0 => pick(next(2), &["", "?"]),
             1 => format!("{}e-2", next(1000) as i64 - 500),
             2 => format!(" {}.{} ", next(5), next(100)),
             3 => format!("-.{}", next(1000)),

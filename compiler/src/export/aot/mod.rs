@@ -252,7 +252,13 @@ pub fn export_object(
             .iter()
             .map(|&i| &model.inputs[i as usize].spec)
             .collect();
-        RawPlan::build(&specs)
+        RawPlan::build(&specs).map(|mut plan| {
+            let options = model.data.source.csv_options();
+            plan.na_value = options
+                .and_then(|o| o.na_value.clone())
+                .map(String::into_bytes);
+            plan
+        })
     } else {
         Err("the raw entry point needs a little-endian target".to_string())
     };

@@ -639,6 +639,30 @@ impl Row<'_> {
     }
 }
 
+/// `len`, or 0 when the cell's `len` bytes are `na` (the CSV's `na_value`:
+/// a missing value); the bytes are read only when the lengths agree.
+fn blank_if_equal(b: &mut FunctionBuilder, ptr: Value, len: Value, na: &[u8]) -> Value {
+    let cmp = b.create_block();
+    let done = b.create_block();
+    b.append_block_param(done, I64);
+    let same_len = b.ins().icmp_imm_u(IntCC::Equal, len, na.len() as i64);
+    b.ins().brif(same_len, cmp, &[], done, &[len.into()]);
+    b.switch_to_block(cmp);
+    b.seal_block(cmp);
+    let mut eq = b.ins().iconst(types::I8, 1);
+    for (i, &c) in na.iter().enumerate() {
+        let x = b.ins().uload8(I64, trusted(), ptr, i as i32);
+        let e = b.ins().icmp_imm_u(IntCC::Equal, x, i64::from(c));
+        eq = b.ins().band(eq, e);
+    }
+    let zero = b.ins().iconst(I64, 0);
+    let out = b.ins().select(eq, zero, len);
+    b.ins().jump(done, &[out.into()]);
+    b.switch_to_block(done);
+    b.seal_block(done);
+    b.block_params(done)[0]
+}
+
 /// A model input's buffer as the row code writes it: its address, its
 /// elements per row, and for id inputs the ids allowed (`lo..hi`).
 pub type InputBuffer = (Value, usize, Option<(i64, i64)>);
@@ -665,6 +689,10 @@ pub fn emit_row(
         check(b, set, bad_cell);
         let c = b.ins().call(refs.strlen, &[ptr]);
         let len = b.inst_results(c)[0];
+        let len = match &plan.na_value {
+            Some(na) => blank_if_equal(b, ptr, len, na),
+            None => len,
+        };
         cells.push(Cell { ptr, len });
     }
     let row = Row {

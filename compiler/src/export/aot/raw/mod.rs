@@ -21,6 +21,9 @@
 //! `normalizer = standardize`, images) gets no raw entry point:
 //! [`RawPlan::build`] says why.
 //!
+//! A cell equal to the spec's CSV `na_value` is blank, as the CSV reader
+//! makes it; `column_defaults` stay the caller's.
+//!
 //! Invariants: a row gives every categorical column at most one value (a
 //! dense text cell: slot 0, the other slots padding), so the slots and
 //! weights are the runtime's; a vocabulary lists each value once, at its
@@ -149,6 +152,9 @@ pub struct RawPlan {
     /// One per object input, in row order.
     pub inputs: Vec<RawInput>,
     pub vocabularies: Vec<VocabularyTable>,
+    /// The spec's CSV `na_value`: a cell equal to it is missing (blank),
+    /// as the CSV reader makes it.
+    pub na_value: Option<Vec<u8>>,
 }
 
 /// The index of `key` in `keys`, added when new.
@@ -177,6 +183,7 @@ impl RawPlan {
             keys: Vec::new(),
             inputs: Vec::new(),
             vocabularies: Vec::new(),
+            na_value: None,
         };
         for spec in inputs {
             let input = plan
