@@ -159,19 +159,20 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
             );
             let _ = writeln!(
                 w,
-                " * 0, or as {symbol} -1 and -2, or -3 if columns != {p}_RAW_COLUMNS, or -4 if a"
+                " * 0; -1 if rows < 0; -2 if an id is outside its column's range (training refuses"
             );
             let _ = writeln!(
                 w,
-                " * cell is NULL or training would refuse it (not a number or int64, not finite,"
+                " * it too); -3 if columns != {p}_RAW_COLUMNS; -4 if a cell is NULL or training"
             );
+            let _ = writeln!(w, " * would refuse it (not a number or int64, not finite,");
             let _ = writeln!(
                 w,
                 " * blank without a default_value, more than one number, a normalizer's"
             );
             let _ = writeln!(
                 w,
-                " * non-finite result): nothing of that chunk is computed."
+                " * non-finite result): that chunk's rows of `out` are not written, earlier ones are."
             );
         }
         Err(why) => {
@@ -190,7 +191,7 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
     );
     let _ = writeln!(
         w,
-        " * call it from one thread at a time. The weights are in the object's read-only"
+        " * call the object from one thread at a time. The weights are in the object's read-only"
     );
     let _ = writeln!(
         w,
