@@ -88,8 +88,17 @@ pub fn run(spec: &Path, opts: &ObjectOptions) -> Result<(), Failure> {
     write_atomically(&header, exported.header.as_bytes())?;
     let inputs: Vec<String> = exported.inputs.iter().map(|f| f.name.clone()).collect();
     super::export::write_features(&program.model, spec, &inputs, opts.output, None)?;
+    let raw = match &exported.raw_keys {
+        Ok(keys) => format!(
+            " and {}_raw(cells[rows][{}], out[rows][{}], rows)",
+            opts.symbol,
+            keys.len(),
+            exported.out_width
+        ),
+        Err(why) => format!(" (no raw-features entry point: {why})"),
+    };
     println!(
-        "wrote {} ({} bytes) and {}: {}(in[rows][{}], out[rows][{}], rows), {} rows per chunk{}",
+        "wrote {} ({} bytes) and {}: {}(in[rows][{}], out[rows][{}], rows){raw}, {} rows per chunk{}",
         opts.output.display(),
         exported.object.len(),
         header.display(),

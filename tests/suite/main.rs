@@ -17,6 +17,7 @@ mod common;
 mod adam_runtime;
 mod all_in_one_step;
 mod aot_export;
+mod aot_raw;
 mod barriers;
 mod blocks;
 mod bytes_features;

@@ -90,7 +90,7 @@ pub(crate) fn verifier_flag() -> &'static str {
     }
 }
 
-fn jit_builder() -> Result<JITBuilder, String> {
+pub(crate) fn jit_builder() -> Result<JITBuilder, String> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
     flags

@@ -1,9 +1,11 @@
 //! The C header of an exported object.
 //!
-//! Owns: [`header`], the text of `model.h`: the prototype of the exported
-//! function, the row widths and the chunk size as `#define`s, each input's
-//! and output's columns as `enum` constants, and the contract in a comment
-//! (row layouts, return codes, not reentrant, linking).
+//! Owns: [`header`], the text of `model.h`: the prototypes of the exported
+//! functions (`SYMBOL` and, when the object has it, the raw-features entry
+//! point `SYMBOL_raw`), the row widths and the chunk size as `#define`s,
+//! each input's and output's columns and each raw key's cell as `enum`
+//! constants, the raw keys' names as an initializer, and the contract in a
+//! comment (row layouts, return codes, not reentrant, linking).
 //!
 //! Invariants: every constant is a valid, distinct C identifier (names are
 //! upper-cased, other characters become `_`, a clash gets a numeric
@@ -27,6 +29,24 @@ fn ident(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// `s` as a C string literal (quotes, backslashes and non-printable bytes
+/// escaped in octal).
+fn c_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for &c in s.as_bytes() {
+        match c {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(c as char);
+            }
+            0x20..=0x7e if c != b'?' => out.push(c as char),
+            _ => out.push_str(&format!("\\{c:03o}")),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Text safe inside a C comment.
@@ -72,8 +92,9 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
     );
     let _ = writeln!(
         w,
-        " * and other string handling stay outside), concatenated in this order:"
+        " * and other string handling done: {symbol}_raw below takes raw cells),"
     );
+    let _ = writeln!(w, " * concatenated in this order:");
     for f in &e.inputs {
         let _ = writeln!(w, " *   {:<24} {}", comment(&f.name), describe(f));
     }
@@ -97,13 +118,80 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
         w,
         " * number in its range (earlier chunks' rows of `out` are written, the rest not)."
     );
+    match &e.raw_keys {
+        Ok(keys) => {
+            let _ = writeln!(w, " *");
+            let _ = writeln!(
+                w,
+                " * int {symbol}_raw(const char *const *cells, int columns, float *out, int rows);"
+            );
+            let _ = writeln!(w, " *");
+            let _ = writeln!(
+                w,
+                " * The same outputs from raw features, with the spec's feature columns compiled"
+            );
+            let _ = writeln!(
+                w,
+                " * in (hashing, vocabularies, bucketizing, crosses, defaults, normalizers, as"
+            );
+            let _ = writeln!(
+                w,
+                " * training computes them). `cells`: `rows` rows of {p}_RAW_COLUMNS C strings,"
+            );
+            let _ = writeln!(
+                w,
+                " * row after row: each row the values of these raw keys (a CSV record's fields,"
+            );
+            let _ = writeln!(
+                w,
+                " * unquoted; \"\" for a missing value), in this order ({p}_RAW_COLUMN_NAMES):"
+            );
+            for (i, k) in keys.iter().enumerate() {
+                let _ = writeln!(w, " *   {i:<3} {}", comment(k));
+            }
+            let _ = writeln!(
+                w,
+                " * `columns` must be {p}_RAW_COLUMNS. Numbers are read with the C library's"
+            );
+            let _ = writeln!(
+                w,
+                " * strtod (in the \"C\" locale) after checking they are plain decimals. Returns"
+            );
+            let _ = writeln!(
+                w,
+                " * 0; -1 if rows < 0; -2 if an id is outside its column's range (training refuses"
+            );
+            let _ = writeln!(
+                w,
+                " * it too); -3 if columns != {p}_RAW_COLUMNS; -4 if a cell is NULL or training"
+            );
+            let _ = writeln!(w, " * would refuse it (not a number or int64, not finite,");
+            let _ = writeln!(
+                w,
+                " * blank without a default_value, more than one number, a normalizer's"
+            );
+            let _ = writeln!(
+                w,
+                " * non-finite result): that chunk's rows of `out` are not written, earlier ones are."
+            );
+        }
+        Err(why) => {
+            let _ = writeln!(w, " *");
+            let _ = writeln!(
+                w,
+                " * No raw-features entry point ({symbol}_raw): {}.",
+                comment(why)
+            );
+        }
+    }
+    let _ = writeln!(w, " *");
     let _ = writeln!(
         w,
         " * Not reentrant: the scratch memory and the row buffers are static (.bss), so"
     );
     let _ = writeln!(
         w,
-        " * call it from one thread at a time. The weights are in the object's read-only"
+        " * call the object from one thread at a time. The weights are in the object's read-only"
     );
     let _ = writeln!(
         w,
@@ -115,7 +203,7 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
     );
     let _ = writeln!(
         w,
-        " * The object needs only the C library's math: cc main.c model.o -lm"
+        " * The object needs only the C library (and its math): cc main.c model.o -lm"
     );
     let _ = writeln!(w, " */");
     let _ = writeln!(w, "#ifndef {p}_H");
@@ -124,8 +212,16 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
     let _ = writeln!(w, "#define {p}_INPUT_WIDTH {}", e.in_width);
     let _ = writeln!(w, "#define {p}_OUTPUT_WIDTH {}", e.out_width);
     let _ = writeln!(w, "#define {p}_MAX_BATCH {}", e.max_batch);
+    if let Ok(keys) = &e.raw_keys {
+        let _ = writeln!(w, "#define {p}_RAW_COLUMNS {}", keys.len());
+        let names: Vec<String> = keys.iter().map(|k| c_string(k)).collect();
+        let _ = writeln!(w, "#define {p}_RAW_COLUMN_NAMES {{ {} }}", names.join(", "));
+    }
     let _ = writeln!(w);
-    let _ = writeln!(w, "/* The columns of each input and output in a row. */");
+    let _ = writeln!(
+        w,
+        "/* The columns of each input and output in a row (and each raw key's cell). */"
+    );
     let _ = writeln!(w, "enum {{");
     let mut seen = HashSet::new();
     for (kind, fields) in [("IN", &e.inputs), ("OUT", &e.outputs)] {
@@ -141,6 +237,18 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
             let _ = writeln!(w, "  {name}_WIDTH = {},", f.width);
         }
     }
+    if let Ok(keys) = &e.raw_keys {
+        for (i, k) in keys.iter().enumerate() {
+            let base = format!("{p}_RAW_{}", ident(k));
+            let mut name = base.clone();
+            let mut n = 2;
+            while !seen.insert(name.clone()) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            let _ = writeln!(w, "  {name} = {i},");
+        }
+    }
     let _ = writeln!(w, "}};");
     let _ = writeln!(w);
     let _ = writeln!(w, "#ifdef __cplusplus");
@@ -148,6 +256,12 @@ pub fn header(e: &Exported, symbol: &str, spec_name: &str) -> String {
     let _ = writeln!(w, "#endif");
     let _ = writeln!(w);
     let _ = writeln!(w, "int {symbol}(const float *in, float *out, int rows);");
+    if e.raw_keys.is_ok() {
+        let _ = writeln!(
+            w,
+            "int {symbol}_raw(const char *const *cells, int columns, float *out, int rows);"
+        );
+    }
     let _ = writeln!(w);
     let _ = writeln!(w, "#ifdef __cplusplus");
     let _ = writeln!(w, "}}");

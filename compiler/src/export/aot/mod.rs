@@ -5,18 +5,21 @@
 //! its inference outputs, the named bindings the caller asks for), and
 //! [`export_object`]: planning it for one thread, the row layouts of the
 //! caller's `in` and `out` ([`RowField`]), the weights copied from a session
-//! (after a checkpoint is restored into it), the object
+//! (after a checkpoint is restored into it), the raw-features entry
+//! point's plan when the inputs allow one ([`raw`]), the object
 //! ([`object`]) and the header ([`header`]).
 //!
 //! Invariants: every exported output has one value per row (its first
 //! dimension is the batch) and reads no label; `in` holds the model inputs
 //! the outputs read (after feature-column preprocessing: ids and dense
 //! values, never strings), concatenated per row in the model's input order;
+//! the raw entry point's rows are the cells of [`Exported::raw_keys`];
 //! `out` the outputs, concatenated per row in the order asked; the object's
 //! weights are the session's values bit for bit.
 
 pub mod header;
 pub mod object;
+pub mod raw;
 
 use std::collections::BTreeSet;
 
@@ -24,6 +27,7 @@ use specc_runtime::abi::ElemType;
 use specc_runtime::session::Session;
 
 use self::object::{ObjectInput, ObjectOutput, ObjectSpec};
+use self::raw::RawPlan;
 use crate::ir::{Function, Op, Output};
 use crate::layout::VarPlacement;
 use crate::model::{InputRole, Model};
@@ -70,6 +74,9 @@ pub struct Exported {
     pub out_width: usize,
     /// Rows per call of the compiled function (larger calls are chunked).
     pub max_batch: usize,
+    /// The raw keys `SYMBOL_raw` takes, one cell each per row, in order;
+    /// or why the object has no raw entry point.
+    pub raw_keys: Result<Vec<String>, String>,
 }
 
 /// The inference function: the named bindings `outputs`, in order.
@@ -240,7 +247,24 @@ pub fn export_object(
         arena[v.offset..v.offset + values.len()].copy_from_slice(values);
     }
 
+    let raw = if cfg!(target_endian = "little") {
+        let specs: Vec<_> = read
+            .iter()
+            .map(|&i| &model.inputs[i as usize].spec)
+            .collect();
+        RawPlan::build(&specs).map(|mut plan| {
+            let options = model.data.source.csv_options();
+            plan.na_value = options
+                .and_then(|o| o.na_value.clone())
+                .map(String::into_bytes);
+            plan
+        })
+    } else {
+        Err("the raw entry point needs a little-endian target".to_string())
+    };
+    let raw_keys = raw.as_ref().map(|p| p.keys.clone()).map_err(Clone::clone);
     let spec = ObjectSpec {
+        raw: raw.ok(),
         graph: g,
         plan: &p,
         arenas,
@@ -290,6 +314,7 @@ pub fn export_object(
         in_width,
         out_width,
         max_batch: p.max_batch as usize,
+        raw_keys,
     };
     exported.header = header::header(&exported, symbol, options.spec_name);
     Ok(exported)

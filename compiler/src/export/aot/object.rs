@@ -13,15 +13,22 @@
 //!   which builds the `StepCtx` on its stack and, a chunk of at most
 //!   `max_batch` rows at a time, copies the rows' inputs out of `in` (floats
 //!   to i32 for id inputs, checked), calls the function, and copies its
-//!   outputs into `out` (i32 outputs as floats).
+//!   outputs into `out` (i32 outputs as floats);
+//! - with a [`RawPlan`], the raw-features wrapper `int SYMBOL_raw(const char
+//!   *const *cells, int columns, float *out, int rows)`: the same chunks, each
+//!   row's inputs computed from its cells by the plan's transforms
+//!   (`raw::emit`), with `SYMBOL_fingerprint64` (local) and the
+//!   vocabularies' tables (read-only data).
 //!
 //! Invariants: the code is position independent and refers only to symbols
 //! of the object itself, plus the C library's math routines Cranelift may
-//! call for instructions the host lacks (`fmaf`, `ceilf`, ...); the wrapper
-//! returns 0, -1 for `rows < 0`, or -2 for an id outside its input's range
-//! (nothing of that chunk is computed, earlier chunks' outputs are written);
-//! it keeps state in static memory, so it is not reentrant; it does not
-//! touch the floating-point environment.
+//! call for instructions the host lacks (`fmaf`, `ceilf`, ...) and, for the
+//! raw wrapper, `strlen`, `strtod`, `memcmp`, `log`, `log1p`, `exp`; the
+//! wrappers return 0, -1 for `rows < 0`, -2 for an id outside its input's
+//! range, and (raw) -3 for `columns` other than the plan's keys, -4 for a
+//! bad cell (nothing of that chunk is computed, earlier chunks' outputs are
+//! written); they keep state in static memory, so they are not reentrant;
+//! they do not touch the floating-point environment.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -34,6 +41,9 @@ use cranelift_module::{default_libcall_names, DataDescription, DataId, Linkage, 
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use specc_runtime::abi::{self, ElemType};
 
+use super::raw::emit::{emit_row, vocabulary_table, Externs, RowRefs};
+use super::raw::hash::define_fingerprint64;
+use super::raw::RawPlan;
 use crate::codegen;
 use crate::codegen::emit::{trusted, PTR};
 use crate::codegen::gemm::{counter, step_loop};
@@ -82,6 +92,8 @@ pub struct ObjectSpec<'a> {
     pub out_width: usize,
     /// The exported function's name; local symbols are named after it.
     pub symbol: String,
+    /// The raw-features entry point `SYMBOL_raw`, when the inputs allow it.
+    pub raw: Option<RawPlan>,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -223,41 +235,109 @@ pub fn emit(spec: &ObjectSpec) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("cranelift rejected the GEMM: {e:?}"))?;
     module.clear_context(&mut ctx);
 
-    // The exported wrapper.
-    let mut wsig = module.make_signature();
-    wsig.params.push(AbiParam::new(PTR));
-    wsig.params.push(AbiParam::new(PTR));
-    wsig.params.push(AbiParam::new(types::I32));
-    wsig.returns.push(AbiParam::new(types::I32));
-    let wrapper = module
-        .declare_function(sym, Linkage::Export, &wsig)
-        .map_err(err)?;
-    ctx.func = Function::with_name_signature(UserFuncName::user(0, wrapper.as_u32()), wsig);
-    {
-        let mut fctx = FunctionBuilderContext::new();
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-        let refs = Refs {
-            callee: module.declare_func_in_func(fn_id, b.func),
-            arenas: arenas
-                .iter()
-                .map(|a| a.map(|id| module.declare_data_in_func(id, b.func)))
-                .collect(),
-            scratch: module.declare_data_in_func(scratch, b.func),
-            in_bufs: in_bufs
-                .iter()
-                .map(|&id| module.declare_data_in_func(id, b.func))
-                .collect(),
-            out_bufs: out_bufs
-                .iter()
-                .map(|&id| module.declare_data_in_func(id, b.func))
-                .collect(),
+    // The raw entry point's hashing, C library functions and vocabularies.
+    let raw = match &spec.raw {
+        Some(plan) => {
+            let fp64 =
+                define_fingerprint64(&mut module, &format!("{sym}_fingerprint64"), Linkage::Local)?;
+            let externs = Externs::declare(&mut module)?;
+            let mut tables = Vec::new();
+            for (i, v) in plan.vocabularies.iter().enumerate() {
+                let (entries, blob, mask) = vocabulary_table(v);
+                let len = entries.len();
+                let e = data(&mut module, format!("{sym}_vocab{i}"), Some(entries), len)?;
+                let blob = if blob.is_empty() { vec![0] } else { blob };
+                let len = blob.len();
+                let s = data(
+                    &mut module,
+                    format!("{sym}_vocab{i}_bytes"),
+                    Some(blob),
+                    len,
+                )?;
+                tables.push((e, s, mask));
+            }
+            Some((plan, fp64, externs, tables))
+        }
+        None => None,
+    };
+
+    // The exported wrappers: `in` floats, then (with a raw plan) cells.
+    let entries: Vec<bool> = if raw.is_some() {
+        vec![false, true]
+    } else {
+        vec![false]
+    };
+    for is_raw in entries {
+        let mut wsig = module.make_signature();
+        wsig.params.push(AbiParam::new(PTR));
+        if is_raw {
+            wsig.params.push(AbiParam::new(types::I32));
+        }
+        wsig.params.push(AbiParam::new(PTR));
+        wsig.params.push(AbiParam::new(types::I32));
+        wsig.returns.push(AbiParam::new(types::I32));
+        let name = if is_raw {
+            format!("{sym}_raw")
+        } else {
+            sym.to_string()
         };
-        build_wrapper(&mut b, spec, &refs, max_batch as i64);
-        b.finalize(frontend);
+        let wrapper = module
+            .declare_function(&name, Linkage::Export, &wsig)
+            .map_err(err)?;
+        ctx.func = Function::with_name_signature(UserFuncName::user(0, wrapper.as_u32()), wsig);
+        {
+            let mut fctx = FunctionBuilderContext::new();
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let refs = Refs {
+                callee: module.declare_func_in_func(fn_id, b.func),
+                arenas: arenas
+                    .iter()
+                    .map(|a| a.map(|id| module.declare_data_in_func(id, b.func)))
+                    .collect(),
+                scratch: module.declare_data_in_func(scratch, b.func),
+                in_bufs: in_bufs
+                    .iter()
+                    .map(|&id| module.declare_data_in_func(id, b.func))
+                    .collect(),
+                out_bufs: out_bufs
+                    .iter()
+                    .map(|&id| module.declare_data_in_func(id, b.func))
+                    .collect(),
+            };
+            let source = match (&raw, is_raw) {
+                (Some((plan, fp64, ex, tables)), true) => {
+                    let mut f = |id| module.declare_func_in_func(id, b.func);
+                    let row = RowRefs {
+                        fp64: f(*fp64),
+                        strlen: f(ex.strlen),
+                        strtod: f(ex.strtod),
+                        memcmp: f(ex.memcmp),
+                        log: f(ex.log),
+                        log1p: f(ex.log1p),
+                        exp: f(ex.exp),
+                        tables: tables
+                            .iter()
+                            .map(|&(e, s, mask)| {
+                                (
+                                    module.declare_data_in_func(e, b.func),
+                                    module.declare_data_in_func(s, b.func),
+                                    mask,
+                                )
+                            })
+                            .collect(),
+                    };
+                    Source::Raw(plan, row)
+                }
+                _ => Source::Floats,
+            };
+            build_wrapper(&mut b, spec, &refs, max_batch as i64, &source);
+            b.finalize(frontend);
+        }
+        module
+            .define_function(wrapper, &mut ctx)
+            .map_err(|e| format!("cranelift rejected {name}: {e:?}"))?;
+        module.clear_context(&mut ctx);
     }
-    module
-        .define_function(wrapper, &mut ctx)
-        .map_err(|e| format!("cranelift rejected {sym}: {e:?}"))?;
     module.finish().emit().map_err(err)
 }
 
@@ -287,22 +367,51 @@ fn table(b: &mut FunctionBuilder, entries: &[Option<Value>]) -> Value {
     b.ins().stack_addr(PTR, slot, 0)
 }
 
-fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_batch: i64) {
+/// Where the wrapper's rows come from.
+enum Source<'a> {
+    /// `SYMBOL(const float *in, float *out, int rows)`: model inputs.
+    Floats,
+    /// `SYMBOL_raw(const char *const *cells, int columns, float *out, int
+    /// rows)`: raw cells through the plan's transforms.
+    Raw(&'a RawPlan, RowRefs),
+}
+
+fn build_wrapper(
+    b: &mut FunctionBuilder,
+    spec: &ObjectSpec,
+    refs: &Refs,
+    max_batch: i64,
+    source: &Source,
+) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     b.seal_block(entry);
     let p = b.block_params(entry).to_vec();
-    let (input, output, rows32) = (p[0], p[1], p[2]);
+    let (input, output, rows32) = match source {
+        Source::Floats => (p[0], p[1], p[2]),
+        Source::Raw(..) => (p[0], p[2], p[3]),
+    };
     // The error returns, filled at the end.
     let negative_rows = b.create_block();
     let bad_id = b.create_block();
+    let bad_columns = b.create_block();
+    let bad_cell = b.create_block();
     let rows = b.ins().sextend(types::I64, rows32);
     let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, rows, 0);
     let start = b.create_block();
     b.ins().brif(neg, negative_rows, &[], start, &[]);
     b.switch_to_block(start);
     b.seal_block(start);
+    if let Source::Raw(plan, _) = source {
+        let ok = b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, p[1], plan.keys.len() as i64);
+        let go = b.create_block();
+        b.ins().brif(ok, go, &[], bad_columns, &[]);
+        b.switch_to_block(go);
+        b.seal_block(go);
+    }
 
     // The context: pointer tables and the StepCtx itself on the stack.
     let mut inputs: Vec<Option<Value>> = vec![None; spec.model_inputs];
@@ -368,14 +477,27 @@ fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_ba
     let small = b.ins().icmp(IntCC::SignedLessThan, left, cap);
     let n = b.ins().select(small, left, cap);
 
-    // Inputs: row r of the chunk from `in`.
-    let in_row_bytes = (spec.in_width * 4) as i64;
+    // Inputs: row r of the chunk from `in`, or from its cells.
+    let in_row_bytes = match source {
+        Source::Floats => (spec.in_width * 4) as i64,
+        Source::Raw(plan, _) => (plan.keys.len() * 8) as i64,
+    };
     let zr = b.ins().iconst(types::I64, 0);
     let rv = counter(b, zr);
     step_loop(b, rv, n, 1, &mut |b, r| {
         let row = b.ins().iadd(r0, r);
         let off = b.ins().imul_imm_s(row, in_row_bytes);
         let src_row = b.ins().iadd(input, off);
+        if let Source::Raw(plan, row_refs) = source {
+            let bufs: Vec<_> = spec
+                .inputs
+                .iter()
+                .zip(&in_ptrs)
+                .map(|(inp, &buf)| (buf, inp.per_example, inp.range))
+                .collect();
+            emit_row(b, plan, row_refs, src_row, r, &bufs, bad_cell, bad_id);
+            return;
+        }
         for (inp, &buf) in spec.inputs.iter().zip(&in_ptrs) {
             let pe = inp.per_example as i64;
             let src = b.ins().iadd_imm_s(src_row, inp.offset as i64 * 4);
@@ -420,7 +542,12 @@ fn build_wrapper(b: &mut FunctionBuilder, spec: &ObjectSpec, refs: &Refs, max_ba
     b.seal_block(done);
     let ok = b.ins().iconst(types::I32, 0);
     b.ins().return_(&[ok]);
-    for (blk, code) in [(negative_rows, -1), (bad_id, -2)] {
+    for (blk, code) in [
+        (negative_rows, -1),
+        (bad_id, -2),
+        (bad_columns, -3),
+        (bad_cell, -4),
+    ] {
         b.switch_to_block(blk);
         b.seal_block(blk);
         let v = b.ins().iconst(types::I32, code);
