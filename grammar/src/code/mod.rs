@@ -133,6 +133,9 @@ codes! {
     VarList = "var-list",
         "the optimizers' `var_list`s leave a trainable variable out, name it twice, or a `var_list` matches nothing",
         blocks::VAR_LIST;
+    OptimizerDef = "optimizer-def",
+        "an `optimizer_def` lacks its `update`, assigns what it may not, or has an entry twice",
+        blocks::OPTIMIZER_DEF;
     ExpansionTooLarge = "expansion-too-large",
         "loops and block calls expand the spec beyond what specc checks",
         blocks::EXPANSION_TOO_LARGE;
