@@ -87,6 +87,7 @@ mod run_hooks;
 mod run_settings;
 mod runtime_checks;
 mod sequence_feature_columns;
+mod spec_optimizers;
 mod sparse;
 mod sparse_first_occurrence;
 mod test_layout;
