@@ -654,3 +654,26 @@ const FUNCTIONS: &[(&str, usize)] = &[
     ("norm", 1),
     ("sum", 1),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_definition_of_the_library_checks() {
+        let file = specc_grammar::library::file("optimizers").expect("the optimizer library");
+        let spec = file.parse().unwrap_or_else(|d| panic!("{}", d.message));
+        let mut names = Vec::new();
+        for item in &spec.items {
+            let ast::Item::OptimizerDef(d) = item else {
+                panic!("not an optimizer_def")
+            };
+            let def = check(d).unwrap_or_else(|e| panic!("{}: {}", d.name.name, e.message));
+            assert!(crate::optim::table::by_name(&def.name).is_none(), "{}", def.name);
+            names.push(def.name);
+        }
+        assert_eq!(names, ["adamw", "lamb"]);
+        let lib: Vec<&str> = library().iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(lib, names);
+    }
+}

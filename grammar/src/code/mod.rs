@@ -109,7 +109,7 @@ codes! {
         "a call names a function, column, source, transform or check specc does not have",
         names::UNKNOWN_FUNCTION;
     UnknownOptimizer = "unknown-optimizer",
-        "the optimizer is not one of TensorFlow's `tf.compat.v1.train` optimizers",
+        "the optimizer is not one of TensorFlow's `tf.compat.v1.train` optimizers, an `optimizer_def` of the spec, or one of specc's optimizer library",
         names::UNKNOWN_OPTIMIZER;
     DuplicateItem = "duplicate-item",
         "a statement a spec has once is given twice",

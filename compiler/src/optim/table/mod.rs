@@ -524,7 +524,7 @@ mod tests {
                             .collect();
                         let global_nodes: Vec<NodeId> = globals(&o)
                             .iter()
-                            .map(|&(name, _)| {
+                            .map(|(name, _)| {
                                 let v = g.add_var(name, DType::F32, Shape::scalar());
                                 g.var(v)
                             })
