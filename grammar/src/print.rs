@@ -6,9 +6,9 @@
 
 use std::fmt::Write;
 
-use crate::ast::{OptEntry, OptSection, OptimizerDef, 
-    Arg, Block, Call, Expr, ExprKind, IndexItem, Item, Operation, ParamDecl, SpecFile, Stmt,
-    TupleBinding,
+use crate::ast::{
+    Arg, Block, Call, Expr, ExprKind, IndexItem, Item, Operation, OptEntry, OptSection,
+    OptimizerDef, ParamDecl, SpecFile, Stmt, TupleBinding,
 };
 
 pub fn print_spec(file: &SpecFile) -> String {

@@ -678,6 +678,8 @@ fn parses_an_optimizer_definition_with_tight_spans() {
     let Item::OptimizerDef(d) = &f.items[0] else {
         panic!()
     };
-    assert!(matches!(&d.entries[1], OptEntry::Sparse { mode, rule: Some(r), .. } if mode.name == "densify" && r.body.len() == 1));
+    assert!(
+        matches!(&d.entries[1], OptEntry::Sparse { mode, rule: Some(r), .. } if mode.name == "densify" && r.body.len() == 1)
+    );
     assert!(matches!(f.items[1], Item::Let(_)) && matches!(f.items[2], Item::Let(_)));
 }

@@ -230,10 +230,16 @@ fn the_library_prints_whole_or_by_block() {
     assert_eq!(out, whole);
     let (status, out, _) = cli::specc(&dir, &["library", "optimizers"]);
     assert_eq!(status, 0);
-    assert_eq!(out, specc_grammar::library::file("optimizers").unwrap().text);
+    assert_eq!(
+        out,
+        specc_grammar::library::file("optimizers").unwrap().text
+    );
     let (status, out, _) = cli::specc(&dir, &["library", "optimizers.lamb"]);
     assert_eq!(status, 0);
-    assert!(out.starts_with("# optax.lamb") && out.contains("optimizer_def lamb("), "{out}");
+    assert!(
+        out.starts_with("# optax.lamb") && out.contains("optimizer_def lamb("),
+        "{out}"
+    );
     assert!(!out.contains("optimizer_def adamw("), "{out}");
     let (status, out, _) = cli::specc(&dir, &["library", "layers.conv2d"]);
     assert_eq!(status, 0);

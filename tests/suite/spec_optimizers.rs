@@ -127,7 +127,10 @@ fn adam_written_in_the_spec_is_the_builtin_to_the_bit() {
     let before = bits(&ours, "E");
     assert_eq!(train(&mut ours, 5), train(&mut theirs, 5));
     assert_ne!(bits(&ours, "E"), before, "the embedding trained");
-    let mut pairs = vec![("beta1_power", "beta1_power"), ("beta2_power", "beta2_power")];
+    let mut pairs = vec![
+        ("beta1_power", "beta1_power"),
+        ("beta2_power", "beta2_power"),
+    ];
     let names: Vec<(String, String, String)> = ["E", "W", "b"]
         .iter()
         .map(|p| (p.to_string(), format!("{p}/m"), format!("{p}/v")))
@@ -204,8 +207,15 @@ fn slots_are_named_w_slot_in_the_variables_and_the_checkpoint() {
         .into_iter()
         .map(|(n, _, s)| (n, s))
         .collect();
-    for (n, shape) in [("W/mu", vec![2, 2]), ("W/nu", vec![2, 2]), ("E/mu", vec![5, 2])] {
-        assert!(listed.contains(&(n.to_string(), shape)), "{n} in {listed:?}");
+    for (n, shape) in [
+        ("W/mu", vec![2, 2]),
+        ("W/nu", vec![2, 2]),
+        ("E/mu", vec![5, 2]),
+    ] {
+        assert!(
+            listed.contains(&(n.to_string(), shape)),
+            "{n} in {listed:?}"
+        );
         let mut got = vec![0f32; if n == "E/mu" { 10 } else { 4 }];
         r.load_f32_into(n, &mut got).unwrap();
         let want: Vec<f32> = m.parameter(n).unwrap().iter().copied().collect();

@@ -241,7 +241,9 @@ fn rule_env<'a>(o: &'a OptimizerSpec, u: &UpdateInputs) -> Env<'a> {
 
 fn outputs(env: Env) -> UpdateOutputs {
     UpdateOutputs {
-        param: env.var.expect("optimizer_def: sema requires `var` assigned"),
+        param: env
+            .var
+            .expect("optimizer_def: sema requires `var` assigned"),
         slots: env.slots,
     }
 }

@@ -191,7 +191,9 @@ enum Kind {
 enum Section {
     /// A per-variable rule (`update`, or a `sparse` one); `rows`: it also
     /// runs on touched rows only.
-    Rule { rows: bool },
+    Rule {
+        rows: bool,
+    },
     Finish,
 }
 
@@ -273,15 +275,27 @@ pub(crate) fn check(d: &ast::OptimizerDef) -> R<Defined> {
                 }
             }
             OptEntry::Update(s) => {
-                once(update.as_ref().map(|s: &&OptSection| s.keyword), "update", s.keyword)?;
+                once(
+                    update.as_ref().map(|s: &&OptSection| s.keyword),
+                    "update",
+                    s.keyword,
+                )?;
                 update = Some(s);
             }
             OptEntry::Finish(s) => {
-                once(finish.as_ref().map(|s: &&OptSection| s.keyword), "finish", s.keyword)?;
+                once(
+                    finish.as_ref().map(|s: &&OptSection| s.keyword),
+                    "finish",
+                    s.keyword,
+                )?;
                 finish = Some(s);
             }
             OptEntry::Sparse { mode, rule, span } => {
-                once(sparse.map(|(_, _, s): (SparseMode, _, Span)| s), "sparse", *span)?;
+                once(
+                    sparse.map(|(_, _, s): (SparseMode, _, Span)| s),
+                    "sparse",
+                    *span,
+                )?;
                 let m = match mode.name.as_str() {
                     "rows" => SparseMode::Rows,
                     "densify" => SparseMode::Densify,
@@ -305,7 +319,9 @@ pub(crate) fn check(d: &ast::OptimizerDef) -> R<Defined> {
             format!("optimizer `{}` has no `update`", d.name.name),
             "no dense update",
         )
-        .with_help("add `update { var = var - learning_rate * grad }` (the rule of one variable)"));
+        .with_help(
+            "add `update { var = var - learning_rate * grad }` (the rule of one variable)",
+        ));
     };
     let mode = sparse.map_or(SparseMode::Rows, |(m, _, _)| m);
     let mut ck = Checker {
@@ -390,7 +406,9 @@ impl Checker<'_> {
                 "this rule never assigns `var`",
                 "no new value of the variable",
             )
-            .with_help("assign the variable's new value, e.g. `var = var - learning_rate * grad`"));
+            .with_help(
+                "assign the variable's new value, e.g. `var = var - learning_rate * grad`",
+            ));
         }
         Ok(body)
     }
@@ -420,7 +438,9 @@ impl Checker<'_> {
                     format!("{what} is shaped as the variable, but this value is a scalar"),
                     "a scalar",
                 )
-                .with_help("use `var`, `grad` or a slot in the value (a scalar broadcasts against them)"));
+                .with_help(
+                    "use `var`, `grad` or a slot in the value (a scalar broadcasts against them)",
+                ));
             }
             Ok(())
         };
@@ -496,9 +516,7 @@ impl Checker<'_> {
             _ => match self.syms.get(n).map(|s| s.0) {
                 Some(Sym::Hyper(i)) => (Ex::Hyper(i), Kind::Scalar),
                 Some(Sym::Global(i)) => (Ex::Global(i), Kind::Scalar),
-                Some(Sym::Slot(_)) if finish => {
-                    return Err(per_variable(format!("slot `{n}`")))
-                }
+                Some(Sym::Slot(_)) if finish => return Err(per_variable(format!("slot `{n}`"))),
                 Some(Sym::Slot(i)) => (Ex::Slot(i), Kind::Tensor),
                 None => {
                     let mut names: Vec<&str> = self.syms.keys().map(String::as_str).collect();
@@ -585,7 +603,10 @@ impl Checker<'_> {
             return Err(err(
                 Code::WrongArity,
                 c.span,
-                format!("`{name}` takes {arity} positional argument{}", if arity == 1 { "" } else { "s" }),
+                format!(
+                    "`{name}` takes {arity} positional argument{}",
+                    if arity == 1 { "" } else { "s" }
+                ),
                 &format!("{} given", c.args.len()),
             ));
         }
@@ -630,7 +651,11 @@ impl Checker<'_> {
                     )
                     .with_help("add `sparse densify` (the rule on the dense gradient), or a `sparse rows { ... }` rule without reductions"));
                 }
-                let r = if name == "norm" { Reduction::Norm } else { Reduction::Sum };
+                let r = if name == "norm" {
+                    Reduction::Norm
+                } else {
+                    Reduction::Sum
+                };
                 return Ok((Ex::Reduce(r, next()), Kind::Scalar));
             }
         };
@@ -669,7 +694,11 @@ mod tests {
                 panic!("not an optimizer_def")
             };
             let def = check(d).unwrap_or_else(|e| panic!("{}: {}", d.name.name, e.message));
-            assert!(crate::optim::table::by_name(&def.name).is_none(), "{}", def.name);
+            assert!(
+                crate::optim::table::by_name(&def.name).is_none(),
+                "{}",
+                def.name
+            );
             names.push(def.name);
         }
         assert_eq!(names, ["adamw", "lamb"]);

@@ -169,6 +169,9 @@ optimizer_def sgd(learning_rate) {
 optimizer sgd(learning_rate = 0.1)
 train { batch = 4, steps = 10 }
 ",
-        fix: &[("grad = grad * learning_rate", "var = var - learning_rate * grad")],
+        fix: &[(
+            "grad = grad * learning_rate",
+            "var = var - learning_rate * grad",
+        )],
     }),
 };

@@ -193,7 +193,10 @@ impl SpanCheck<'_> {
                     };
                     for s in sections {
                         let t = self.text(s.span);
-                        assert!(t.ends_with(if s.body.is_empty() { t } else { "}" }), "{t:?}");
+                        assert!(
+                            t.ends_with(if s.body.is_empty() { t } else { "}" }),
+                            "{t:?}"
+                        );
                         self.text(s.keyword);
                         for b in &s.body {
                             self.binding(b);

@@ -585,7 +585,10 @@ mod tests {
         assert_eq!(suffixes(&adam), [s("Adam", "m"), s("Adam_1", "v")]);
         assert_eq!(
             globals(&adam),
-            [("beta1_power".to_string(), 0.25), ("beta2_power".to_string(), 0.25)]
+            [
+                ("beta1_power".to_string(), 0.25),
+                ("beta2_power".to_string(), 0.25)
+            ]
         );
         let ftrl = configured(&mut g, &ftrl::FTRL, true, 0);
         assert_eq!(slots(&ftrl)[0].init, 0.25, "initial_accumulator_value");
