@@ -334,3 +334,9 @@ error_case!(
     "sgd(learning_rate = 0.1)",
     "optimizer-def"
 );
+error_case!(
+    a_hyperparameter_named_var_list,
+    "optimizer_def sgd(learning_rate, var_list = 1) {\n  update { var = var - learning_rate * grad }\n}",
+    "sgd(learning_rate = 0.1)",
+    "duplicate-name"
+);

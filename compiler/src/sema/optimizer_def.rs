@@ -224,6 +224,17 @@ pub(crate) fn check(d: &ast::OptimizerDef) -> R<Defined> {
     };
     let mut hypers = Vec::new();
     for (i, p) in d.params.iter().enumerate() {
+        if p.name.name == "var_list" {
+            return Err(err(
+                Code::DuplicateName,
+                p.name.span,
+                "`var_list` is an argument of every `optimizer` item",
+                "not a hyperparameter name",
+            )
+            .with_help(
+                "`optimizer NAME(..., var_list = \"dnn/*\")` chooses the variables it trains",
+            ));
+        }
         claim(&p.name, Sym::Hyper(i))?;
         let default = match &p.default {
             None => None,

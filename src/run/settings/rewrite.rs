@@ -189,10 +189,12 @@ pub(super) fn optimizer_edit(
             .collect(),
         None => match defined_hypers(ast, name) {
             Some(hypers) => hypers.into_iter().map(|h| (h, true)).collect(),
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "{}: `optimizer.{}`: the spec's optimizer `{name}` is not an optimizer specc knows",
                 s.origin, s.key
-            )),
+            ))
+            }
         },
     };
     let Some(index) = args.iter().position(|a| a.0 == s.key) else {
