@@ -12,9 +12,9 @@
 //! optimizer through the same [`super::table`] functions as a built-in one.
 //!
 //! Invariants: lowering cannot fail: every name is resolved, every value
-//! assigned to `var` or a slot has the variable's shape (or is a scalar
-//! only where sema allowed it: nowhere), every value assigned to a global
-//! is a scalar, and no reduction runs on rows (sema's checks); statements
+//! assigned to `var` or a slot has the variable's shape, every value
+//! assigned to a global is a scalar, and no reduction runs on rows (sema's
+//! checks); statements
 //! run in order, an assignment rebinding its target for the statements
 //! after it; a slot a rule does not assign keeps its value.
 

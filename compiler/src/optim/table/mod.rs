@@ -8,7 +8,10 @@
 //! [`OPTIMIZERS`] lists them. Sema binds a spec's `optimizer` item against an
 //! entry ([`by_name`]) into a [`crate::model::OptimizerSpec`]; the step
 //! builder ([`super::build`]) and the sparse paths ([`super::sparse`]) read
-//! the same entry. Nothing else dispatches on the optimizer.
+//! the same entry. Nothing else dispatches on the optimizer. An optimizer
+//! written in the spec (`optimizer_def`) is configured with the entry
+//! [`super::defined::ENTRY`], whose rules read its definition; [`slots`]
+//! and [`globals`] read the definition's.
 //!
 //! Invariants:
 //! - The formulas and the order of float operations of every rule follow
