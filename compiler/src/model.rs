@@ -85,7 +85,7 @@ pub struct VarInfo {
 /// `decay`, `rho`): any scalar expression (a constant, a schedule of
 /// `global_step`, ...) as a graph node computed once per step, by TF name.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Hypers(pub Vec<(&'static str, NodeId)>);
+pub struct Hypers(pub Vec<(String, NodeId)>);
 
 impl Hypers {
     pub fn nodes(&self) -> Vec<NodeId> {
@@ -111,15 +111,37 @@ pub struct OptimizerSpec {
     pub def: &'static OptimizerDef,
     pub hypers: Hypers,
     pub constants: Vec<(&'static str, Constant)>,
+    /// An optimizer written in the spec (`optimizer_def`): `def` is then
+    /// [`crate::optim::defined::ENTRY`], `hypers` the definition's
+    /// hyperparameters in its order, and `constants` empty.
+    pub defined: Option<crate::optim::defined::Bound>,
     pub span: Span,
 }
 
 impl OptimizerSpec {
+    /// The spec's name for the optimizer (`adam`, or an `optimizer_def`'s).
+    pub fn name(&self) -> &str {
+        match &self.defined {
+            Some(b) => &b.def.name,
+            None => self.def.name,
+        }
+    }
+
+    /// The learning rate the step reports: the argument `learning_rate`
+    /// (a defined optimizer without one reports 0).
+    pub fn learning_rate(&self, g: &mut crate::ir::Graph) -> NodeId {
+        match self.hypers.0.iter().find(|(n, _)| n == "learning_rate") {
+            Some(&(_, node)) => node,
+            None if self.defined.is_some() => g.scalar(0.0),
+            None => self.undeclared("schedulable", "learning_rate"),
+        }
+    }
+
     /// The node of schedulable argument `name`.
     ///
     /// Panics if the entry declares no such argument (a bug in the table).
     pub fn hyper(&self, name: &str) -> NodeId {
-        match self.hypers.0.iter().find(|(n, _)| *n == name) {
+        match self.hypers.0.iter().find(|(n, _)| n == name) {
             Some(&(_, node)) => node,
             None => self.undeclared("schedulable", name),
         }
@@ -151,7 +173,7 @@ impl OptimizerSpec {
     fn undeclared(&self, kind: &str, name: &str) -> ! {
         panic!(
             "optimizer table: `{}` reads {kind} argument `{name}`, which its entry does not declare",
-            self.def.name
+            self.name()
         )
     }
 }

@@ -98,6 +98,9 @@ pub enum Item {
     WarmStart(WarmStartItem),
     /// `block NAME(PARAMS) { ... }`: a definition, expanded at each call.
     BlockDef(BlockDef),
+    /// `optimizer_def NAME(HYPERS) { slot .. update { .. } .. }`: an
+    /// optimizer written in the spec.
+    OptimizerDef(OptimizerDef),
     /// `for i in range(N) { ... }` at the top level.
     For(ForLoop),
     /// `a, b = f(...)`.
@@ -114,6 +117,46 @@ pub struct BlockDef {
     /// `scope "NAME"`: the calls' default scope name (else the block's name).
     pub scope: Option<StrLit>,
     pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+/// An optimizer definition: its hyperparameters (with defaults), then its
+/// entries in source order (validated by sema: one `update`, at most one
+/// `sparse` and one `finish`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerDef {
+    pub name: Ident,
+    pub params: Vec<BlockParam>,
+    pub entries: Vec<OptEntry>,
+    pub span: Span,
+}
+
+/// One entry of an `optimizer_def` body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OptEntry {
+    /// `slot m = zeros`: a slot of every variable, and its initial value.
+    Slot(Binding),
+    /// `global beta1_power = beta1`: a non-slot scalar variable.
+    Global(Binding),
+    /// `update { var = var - learning_rate * grad }`: the dense rule.
+    Update(OptSection),
+    /// `sparse rows` / `sparse densify`, with an optional rule of its own.
+    Sparse {
+        mode: Ident,
+        rule: Option<OptSection>,
+        span: Span,
+    },
+    /// `finish { beta1_power = beta1_power * beta1 }`: the non-slot
+    /// variables' update, once per step.
+    Finish(OptSection),
+}
+
+/// A braced list of assignments (`update { ... }`), evaluated in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptSection {
+    /// The keyword (`update`).
+    pub keyword: Span,
+    pub body: Vec<Binding>,
     pub span: Span,
 }
 

@@ -43,6 +43,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::features_item
         | Rule::params_item
         | Rule::optimizer_item
+        | Rule::optimizer_def_item
         | Rule::clip_item
         | Rule::ema_item
         | Rule::train_item
@@ -69,6 +70,17 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::kw_if
         | Rule::kw_return => (Start, "a statement"),
         Rule::block_param => (Start, "a parameter name"),
+        Rule::opt_entry
+        | Rule::opt_slot
+        | Rule::opt_global
+        | Rule::opt_update
+        | Rule::opt_finish
+        | Rule::opt_sparse
+        | Rule::kw_slot
+        | Rule::kw_global
+        | Rule::kw_update
+        | Rule::kw_finish
+        | Rule::kw_sparse => (Start, "`slot`, `global`, `update`, `sparse` or `finish`"),
         Rule::block_scope | Rule::kw_scope => (Continuation, "`scope`"),
         Rule::kw_in => (Punct, "`in`"),
         Rule::kw_else => (Continuation, "`else`"),
@@ -79,6 +91,7 @@ fn phrase(rule: Rule) -> (Class, &'static str) {
         | Rule::kw_features
         | Rule::kw_params
         | Rule::kw_optimizer
+        | Rule::kw_optimizer_def
         | Rule::kw_clip
         | Rule::kw_ema
         | Rule::kw_train

@@ -35,12 +35,20 @@ pub struct LibraryFile {
 }
 
 /// Every library text.
-pub const FILES: &[LibraryFile] = &[LibraryFile {
-    name: "layers",
-    path: "<specc>/layers.spec",
-    text: include_str!("../library/layers.spec"),
-    base: BASE,
-}];
+pub const FILES: &[LibraryFile] = &[
+    LibraryFile {
+        name: "layers",
+        path: "<specc>/layers.spec",
+        text: include_str!("../library/layers.spec"),
+        base: BASE,
+    },
+    LibraryFile {
+        name: "optimizers",
+        path: "<specc>/optimizers.spec",
+        text: include_str!("../library/optimizers.spec"),
+        base: BASE + FILE_SPAN,
+    },
+];
 
 /// The library `name` (`layers`).
 pub fn file(name: &str) -> Option<&'static LibraryFile> {
@@ -62,14 +70,15 @@ pub fn split_name(qualified: &str) -> Option<(&'static LibraryFile, &str)> {
 
 impl LibraryFile {
     /// The text parsed, its spans offset by [`LibraryFile::base`]; only
-    /// `block` items.
+    /// `block` and `optimizer_def` items.
     pub fn parse(&self) -> Result<SpecFile, Diagnostic> {
         let file = crate::parser::parse_at(self.text, self.base)?;
-        if file.items.iter().any(|i| !matches!(i, Item::BlockDef(_))) {
+        let definition = |i: &Item| matches!(i, Item::BlockDef(_) | Item::OptimizerDef(_));
+        if !file.items.iter().all(definition) {
             return Err(Diagnostic::new(
                 crate::Code::InternalError,
                 Span::new(self.base as usize, self.base as usize),
-                format!("{} holds an item that is not a block", self.path),
+                format!("{} holds an item that is not a definition", self.path),
             ));
         }
         Ok(file)
@@ -89,14 +98,16 @@ mod tests {
                 .unwrap_or_else(|d| panic!("{}: {}", f.path, d.message));
             assert!(!spec.items.is_empty());
             for item in &spec.items {
-                let crate::ast::Item::BlockDef(b) = item else {
-                    panic!("not a block")
+                let (name, span) = match item {
+                    crate::ast::Item::BlockDef(b) => (&b.name.name, b.span),
+                    crate::ast::Item::OptimizerDef(d) => (&d.name.name, d.span),
+                    _ => panic!("not a definition"),
                 };
-                assert!(b.span.start >= f.base, "{:?}", b.span);
-                assert_eq!(file_of(b.span).map(|g| g.name), Some(f.name));
+                assert!(span.start >= f.base, "{span:?}");
+                assert_eq!(file_of(span).map(|g| g.name), Some(f.name));
                 assert_eq!(
-                    split_name(&format!("{}.{}", f.name, b.name.name)).map(|(g, n)| (g.name, n)),
-                    Some((f.name, b.name.name.as_str()))
+                    split_name(&format!("{}.{}", f.name, name)).map(|(g, n)| (g.name, n)),
+                    Some((f.name, name.as_str()))
                 );
             }
         }

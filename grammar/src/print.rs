@@ -7,8 +7,8 @@
 use std::fmt::Write;
 
 use crate::ast::{
-    Arg, Block, Call, Expr, ExprKind, IndexItem, Item, Operation, ParamDecl, SpecFile, Stmt,
-    TupleBinding, WarmValue,
+    Arg, Block, Call, Expr, ExprKind, IndexItem, Item, Operation, OptEntry, OptSection,
+    OptimizerDef, ParamDecl, SpecFile, Stmt, TupleBinding, WarmValue,
 };
 
 pub fn print_spec(file: &SpecFile) -> String {
@@ -131,6 +131,7 @@ pub fn print_spec(file: &SpecFile) -> String {
                     d.span,
                 )
             }
+            Item::OptimizerDef(d) => (optimizer_def(d), d.span),
             Item::For(f) => (stmt(&Stmt::For(f.clone()), "\n"), f.span),
             Item::TupleLet(t) => (tuple(t), t.span),
             Item::Outputs(b) => {
@@ -145,6 +146,45 @@ pub fn print_spec(file: &SpecFile) -> String {
         writeln!(out, "{text} @{}..{}", span.start, span.end).ok();
     }
     out
+}
+
+/// An `optimizer_def`, one entry per line.
+fn optimizer_def(d: &OptimizerDef) -> String {
+    let ps: Vec<String> = d
+        .params
+        .iter()
+        .map(|p| match &p.default {
+            Some(v) => format!("{}={}", p.name.name, expr(v)),
+            None => p.name.name.clone(),
+        })
+        .collect();
+    let section = |s: &OptSection| -> String {
+        s.body
+            .iter()
+            .map(|b| format!("\n    ({} {})", b.name.name, expr(&b.value)))
+            .collect()
+    };
+    let entries: Vec<String> = d
+        .entries
+        .iter()
+        .map(|e| match e {
+            OptEntry::Slot(b) => format!("\n  (slot {} {})", b.name.name, expr(&b.value)),
+            OptEntry::Global(b) => format!("\n  (global {} {})", b.name.name, expr(&b.value)),
+            OptEntry::Update(s) => format!("\n  (update{})", section(s)),
+            OptEntry::Finish(s) => format!("\n  (finish{})", section(s)),
+            OptEntry::Sparse { mode, rule, .. } => format!(
+                "\n  (sparse {}{})",
+                mode.name,
+                rule.as_ref().map(section).unwrap_or_default()
+            ),
+        })
+        .collect();
+    format!(
+        "(optimizer_def {} ({}){})",
+        d.name.name,
+        ps.join(" "),
+        entries.concat()
+    )
 }
 
 /// A `params` block, each entry on a line starting with `indent`.

@@ -640,3 +640,46 @@ fn outputs_block() {
     // Keywords are not reserved: `outputs = 3` is a binding.
     assert!(matches!(&f.items[1], Item::Let(b) if b.name.name == "outputs"));
 }
+
+#[test]
+fn parses_an_optimizer_definition_with_tight_spans() {
+    let src = "optimizer_def sgdm(learning_rate, momentum = 0.9) {\n  slot accum = zeros\n  global n = 0\n  update {\n    accum = accum * momentum + grad\n    var = var - learning_rate * accum\n  }\n  sparse rows\n  finish { n = n + 1 }\n}\noptimizer sgdm(learning_rate = 0.1)\n";
+    let f = parse_ok(src);
+    common::check_spans(src, &f);
+    let Item::OptimizerDef(d) = &f.items[0] else {
+        panic!("{:?}", f.items[0])
+    };
+    assert_eq!(d.name.name, "sgdm");
+    assert_eq!(d.params.len(), 2);
+    assert!(d.params[0].default.is_none() && d.params[1].default.is_some());
+    let kinds: Vec<&str> = d
+        .entries
+        .iter()
+        .map(|e| match e {
+            OptEntry::Slot(_) => "slot",
+            OptEntry::Global(_) => "global",
+            OptEntry::Update(_) => "update",
+            OptEntry::Sparse { rule: None, .. } => "sparse",
+            OptEntry::Sparse { .. } => "sparse with a rule",
+            OptEntry::Finish(_) => "finish",
+        })
+        .collect();
+    assert_eq!(kinds, ["slot", "global", "update", "sparse", "finish"]);
+    let OptEntry::Update(u) = &d.entries[2] else {
+        panic!()
+    };
+    assert_eq!(u.body.len(), 2);
+    assert_eq!(u.body[1].name.name, "var");
+    assert!(matches!(f.items[1], Item::Optimizer(_)));
+    // `sparse densify { ... }` keeps its rule; keywords stay plain names elsewhere.
+    let src = "optimizer_def o(lr) {\n  update { var = var - lr * grad }\n  sparse densify { var = var - lr * grad }\n}\nslot = 3\nupdate = slot + 1\n";
+    let f = parse_ok(src);
+    common::check_spans(src, &f);
+    let Item::OptimizerDef(d) = &f.items[0] else {
+        panic!()
+    };
+    assert!(
+        matches!(&d.entries[1], OptEntry::Sparse { mode, rule: Some(r), .. } if mode.name == "densify" && r.body.len() == 1)
+    );
+    assert!(matches!(f.items[1], Item::Let(_)) && matches!(f.items[2], Item::Let(_)));
+}

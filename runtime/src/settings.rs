@@ -34,7 +34,7 @@
 //! | `SPECC_PEER_YNN_AVX2` | `benches/avx2_peers` | `1`: caps the peers' XNNPACK at AVX2 |
 //! | `SPECC_PEER_YNN_LOG` | `benches/avx2_peers` | the file the AVX2 cap logs to |
 //! | `SPECC_INTEROP_VENV` | `tools/test` | where the interop suite's virtualenv is (default `target/interop-venv`) |
-//! | `SPECC_INTEROP_SEED` | `interop/test_blocks.py`, `interop/test_wide_deep.py`, `interop/test_matmul.py`, `interop/test_shape_ops.py`, `interop/test_layer_library.py`, `interop/test_einsum.py`, `interop/test_dynamic_rnn.py`, `interop/test_text_rnn.py`, `interop/test_text_split.py`, `interop/test_tflite_rnn.py`, `interop/test_image_summaries.py`, `interop/test_fake_quant.py`, `interop/test_ema_serving.py`, `interop/test_csv_options.py`, `interop/test_tflite_raw_inputs.py`, `interop/test_sequence_example.py`, `interop/test_tflite_qat.py`, `interop/test_warm_start_vocab.py` | the seed the interop tests draw shapes, sizes and values from (default 2026; any seed passes) |
+//! | `SPECC_INTEROP_SEED` | `interop/test_blocks.py`, `interop/test_wide_deep.py`, `interop/test_matmul.py`, `interop/test_shape_ops.py`, `interop/test_layer_library.py`, `interop/test_einsum.py`, `interop/test_dynamic_rnn.py`, `interop/test_text_rnn.py`, `interop/test_text_split.py`, `interop/test_tflite_rnn.py`, `interop/test_image_summaries.py`, `interop/test_fake_quant.py`, `interop/test_ema_serving.py`, `interop/test_csv_options.py`, `interop/test_tflite_raw_inputs.py`, `interop/test_sequence_example.py`, `interop/test_tflite_qat.py`, `interop/test_warm_start_vocab.py`, `interop/test_spec_optimizers.py` | the seed the interop tests draw shapes, sizes and values from (default 2026; any seed passes) |
 //! | `SPECC_MPI_HOSTS_NET` | `tools/mpi-hosts` | the first two octets of the simulated hosts' subnets (default `10.77`) |
 //!
 //! Rules common to all: a setting that is unset or empty (after trimming)
@@ -191,7 +191,7 @@ pub const TEST_SETTINGS: &[(&str, &str, &str)] = &[
     ),
     (
         "SPECC_INTEROP_SEED",
-        "`interop/test_blocks.py`, `interop/test_wide_deep.py`, `interop/test_matmul.py`, `interop/test_shape_ops.py`, `interop/test_layer_library.py`, `interop/test_einsum.py`, `interop/test_dynamic_rnn.py`, `interop/test_text_rnn.py`, `interop/test_text_split.py`, `interop/test_tflite_rnn.py`, `interop/test_image_summaries.py`, `interop/test_fake_quant.py`, `interop/test_ema_serving.py`, `interop/test_csv_options.py`, `interop/test_tflite_raw_inputs.py`, `interop/test_sequence_example.py`, `interop/test_tflite_qat.py`, `interop/test_warm_start_vocab.py`",
+        "`interop/test_blocks.py`, `interop/test_wide_deep.py`, `interop/test_matmul.py`, `interop/test_shape_ops.py`, `interop/test_layer_library.py`, `interop/test_einsum.py`, `interop/test_dynamic_rnn.py`, `interop/test_text_rnn.py`, `interop/test_text_split.py`, `interop/test_tflite_rnn.py`, `interop/test_image_summaries.py`, `interop/test_fake_quant.py`, `interop/test_ema_serving.py`, `interop/test_csv_options.py`, `interop/test_tflite_raw_inputs.py`, `interop/test_sequence_example.py`, `interop/test_tflite_qat.py`, `interop/test_warm_start_vocab.py`, `interop/test_spec_optimizers.py`",
         "the seed the interop tests draw shapes, sizes and values from (default 2026; any seed passes)",
     ),
     (

@@ -1,8 +1,9 @@
-//! `specc library [BLOCK]`: specc's layer library as spec text, to read and
-//! to imitate.
+//! `specc library [BLOCK]`: specc's library (layers, optimizers) as spec
+//! text, to read and to imitate.
 //!
-//! Owns: printing a library text whole, or one block of it (by `dense` or
-//! `layers.dense`) with the comment above it. The texts are
+//! Owns: printing the library whole, one text of it (`optimizers`), or one
+//! definition of it (a block by `dense` or `layers.dense`, an optimizer by
+//! `optimizers.adamw`) with the comment above it. The texts are
 //! [`specc_grammar::library`]'s; an unknown block is an error naming the
 //! closest one.
 
@@ -19,6 +20,10 @@ pub fn run(name: Option<&str>) -> Result<(), Failure> {
         }
         return Ok(());
     };
+    if let Some(f) = library::file(name) {
+        print!("{}", f.text);
+        return Ok(());
+    }
     let (file, block) = match library::split_name(name) {
         Some(found) => found,
         None => (&library::FILES[0], name),
@@ -40,14 +45,16 @@ pub fn run(name: Option<&str>) -> Result<(), Failure> {
     }
 }
 
-/// The blocks of `file`, in order (as its parser reads them).
-fn blocks(file: &LibraryFile) -> Vec<specc_grammar::ast::BlockDef> {
+/// The definitions (blocks, optimizers) of `file`, in order (as its parser
+/// reads them): name and span.
+fn blocks(file: &LibraryFile) -> Vec<(String, specc_grammar::ast::Span)> {
     file.parse()
         .map(|spec| {
             spec.items
                 .into_iter()
                 .filter_map(|i| match i {
-                    specc_grammar::ast::Item::BlockDef(b) => Some(b),
+                    specc_grammar::ast::Item::BlockDef(b) => Some((b.name.name, b.span)),
+                    specc_grammar::ast::Item::OptimizerDef(d) => Some((d.name.name, d.span)),
                     _ => None,
                 })
                 .collect()
@@ -55,17 +62,17 @@ fn blocks(file: &LibraryFile) -> Vec<specc_grammar::ast::BlockDef> {
         .unwrap_or_default()
 }
 
-/// The names of the blocks of `file`, in order.
+/// The names of the definitions of `file`, in order.
 fn block_names(file: &LibraryFile) -> Vec<String> {
-    blocks(file).into_iter().map(|b| b.name.name).collect()
+    blocks(file).into_iter().map(|b| b.0).collect()
 }
 
-/// The definition of block `name` with the comment lines just above it.
+/// The definition `name` with the comment lines just above it.
 fn block_text(file: &LibraryFile, name: &str) -> Option<String> {
-    let def = blocks(file).into_iter().find(|b| b.name.name == name)?;
+    let (_, span) = blocks(file).into_iter().find(|b| b.0 == name)?;
     let (start, end) = (
-        (def.span.start - file.base) as usize,
-        (def.span.end - file.base) as usize,
+        (span.start - file.base) as usize,
+        (span.end - file.base) as usize,
     );
     let before: Vec<&str> = file.text[..start].lines().collect();
     let comments = before
@@ -94,5 +101,9 @@ mod tests {
         assert!(text.trim_end().ends_with('}'));
         assert!(block_names(f).contains(&"conv2d".to_string()));
         assert!(block_text(f, "nothing").is_none());
+        let o = library::file("optimizers").unwrap();
+        let text = block_text(o, "lamb").unwrap();
+        assert!(text.starts_with("# optax.lamb"), "{text}");
+        assert_eq!(block_names(o), ["adamw", "lamb"]);
     }
 }

@@ -224,7 +224,7 @@ case!(
 );
 case!(
     unknown_optimizer,
-    replace("adam(learning_rate = 0.01)", "adamw(learning_rate = 0.01)"),
+    replace("adam(learning_rate = 0.01)", "nadam(learning_rate = 0.01)"),
     "unknown-optimizer"
 );
 case!(
@@ -456,7 +456,7 @@ fn eval_with_averages_needs_an_ema_item() {
 #[test]
 fn several_independent_errors_are_all_reported() {
     let spec =
-        replace("h @ W2 + b2", "h @ W3 + b2").replace("adam(learning_rate = 0.01)", "adamw()");
+        replace("h @ W2 + b2", "h @ W3 + b2").replace("adam(learning_rate = 0.01)", "nadam()");
     let err = fails("several", &spec, "unknown-name");
     assert!(err.contains("error[unknown-optimizer]"), "{err}");
 }

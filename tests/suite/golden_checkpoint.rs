@@ -385,7 +385,7 @@ fn the_checkpoint_holds_tfs_in_memory_state() {
         for (slot, v) in by_slot.as_object().expect("a variable's slots") {
             let s = slots
                 .iter()
-                .find(|s| s.name == slot)
+                .find(|s| s.name == *slot)
                 .unwrap_or_else(|| panic!("specc's optimizer has no slot {slot}"));
             let name = format!("{var}/{}", s.suffix);
             assert_eq!(bits(saved(&name)), bits(v), "{name} ({slot} of {var})");

@@ -223,7 +223,24 @@ fn the_library_prints_whole_or_by_block() {
     let dir = cli::workdir(SUITE, "prints");
     let (status, out, err) = cli::specc(&dir, &["library"]);
     assert_eq!(status, 0, "{err}");
-    assert_eq!(out, specc_grammar::library::FILES[0].text);
+    let whole: String = specc_grammar::library::FILES
+        .iter()
+        .map(|f| f.text)
+        .collect();
+    assert_eq!(out, whole);
+    let (status, out, _) = cli::specc(&dir, &["library", "optimizers"]);
+    assert_eq!(status, 0);
+    assert_eq!(
+        out,
+        specc_grammar::library::file("optimizers").unwrap().text
+    );
+    let (status, out, _) = cli::specc(&dir, &["library", "optimizers.lamb"]);
+    assert_eq!(status, 0);
+    assert!(
+        out.starts_with("# optax.lamb") && out.contains("optimizer_def lamb("),
+        "{out}"
+    );
+    assert!(!out.contains("optimizer_def adamw("), "{out}");
     let (status, out, _) = cli::specc(&dir, &["library", "layers.conv2d"]);
     assert_eq!(status, 0);
     assert!(out.starts_with("# tf.compat.v1.layers.conv2d"), "{out}");

@@ -94,6 +94,7 @@ mod sequence_examples;
 mod sequence_feature_columns;
 mod sparse;
 mod sparse_first_occurrence;
+mod spec_optimizers;
 mod test_layout;
 mod text_rnn;
 mod tflite_cnn;

@@ -815,3 +815,20 @@ fn the_replica_slices_of_in_memory_image_batches_are_disjoint_and_cover_them() {
         );
     }
 }
+
+/// An optimizer written in the spec (the library's `lamb`: a norm over each
+/// whole variable, sparse gradients densified) on replicas: one replica
+/// gives the plain step's bits, two the one process's model.
+#[test]
+fn replicas_train_an_optimizer_written_in_the_spec() {
+    let spec = read_spec("digits_embedding.spec").replace(
+        "optimizer adagrad(learning_rate = 0.1)",
+        "optimizer lamb(learning_rate = 0.01, weight_decay = 0.01)",
+    );
+    assert!(spec.contains("optimizer lamb("));
+    same_bits(
+        &train(&spec, 30, None, false),
+        &train(&spec, 30, Some(Rc::new(Solo)), false),
+    );
+    replicas_match_one_process(&spec, 2, 50, false);
+}

@@ -407,3 +407,40 @@ fn logging_accepts_every_kind_of_name() {
     let (status, _, err) = specc(&dir, &["check", "spec.spec"]);
     assert_eq!(status, 0, "{err}");
 }
+
+/// `--set optimizer.KEY=...` overrides a hyperparameter of an optimizer
+/// written in the spec (here the library's `lamb`) as editing the spec does.
+#[test]
+fn set_overrides_a_hyperparameter_of_a_defined_optimizer() {
+    let lr = base_learning_rate();
+    let spec = replace(
+        &format!("adam(learning_rate = {lr})"),
+        &format!("lamb(learning_rate = {lr})"),
+    );
+    let edited = run_json(
+        "lamb_edited",
+        &replace(
+            &format!("adam(learning_rate = {lr})"),
+            &format!("lamb(learning_rate = {lr}, weight_decay = 0.5)"),
+        ),
+        &[],
+    );
+    let overridden = run_json("lamb_set", &spec, &["--set", "optimizer.weight_decay=0.5"]);
+    let plain = run_json("lamb_plain", &spec, &[]);
+    assert_eq!(edited["last_loss"], overridden["last_loss"]);
+    assert_eq!(edited["train"], overridden["train"]);
+    assert_ne!(plain["last_loss"], overridden["last_loss"]);
+    let dir = workdir(SUITE, "lamb_unknown");
+    std::fs::write(dir.join("spec.spec"), &spec).unwrap();
+    let (status, _, err) = specc(
+        &dir,
+        &["run", "spec.spec", "--set", "optimizer.weight_decy=0.5"],
+    );
+    assert_ne!(status, 0);
+    assert!(
+        err.contains(
+            "`lamb` has no argument `weight_decy`; did you mean `optimizer.weight_decay`?"
+        ),
+        "{err}"
+    );
+}

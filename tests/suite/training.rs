@@ -132,8 +132,8 @@ fn every_optimizer_example_learns_the_cancer_data() {
     specs.sort();
     assert_eq!(
         specs.len(),
-        10,
-        "one example per tf.compat.v1.train optimizer"
+        12,
+        "one example per tf.compat.v1.train optimizer, and adamw and lamb of specc's library"
     );
     for spec in specs {
         let r = run_json(spec.to_str().unwrap(), &[]);

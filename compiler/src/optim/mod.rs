@@ -19,6 +19,7 @@
 //! averages read the parameters' new values.
 
 pub mod clip;
+pub mod defined;
 pub mod replicas;
 pub mod sparse;
 pub mod table;
@@ -156,7 +157,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
                     shape.clone(),
                     VarKind::Slot {
                         param: p,
-                        slot: s.name.to_string(),
+                        slot: s.name.clone(),
                     },
                     constant_init(s.init),
                 )
@@ -171,7 +172,8 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     for opt in &groups {
         let vars = table::globals(opt)
             .iter()
-            .map(|&(name, init)| {
+            .map(|(name, init)| {
+                let (name, init) = (name.as_str(), *init);
                 let mut unique = name.to_string();
                 let mut i = 0;
                 while model.graph.vars.iter().any(|v| v.name == unique) {
@@ -196,7 +198,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         .iter()
         .map(|vs| vs.iter().map(|&v| g.var(v)).collect())
         .collect();
-    let lr = groups[0].hyper("learning_rate");
+    let lr = groups[0].learning_rate(g);
     let step_node = g.global_step();
     let mut step = Function::new("step");
     step.outputs.push(Output {
@@ -234,7 +236,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             grad: grads[k],
             slots: &slots,
             globals: &globals[group_of[k]],
-            lr: opt.hyper("learning_rate"),
+            lr: opt.learning_rate(g),
             step: step_node,
         };
         let out = match sparse_ids[k] {
@@ -245,7 +247,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             out.slots.len(),
             slots.len(),
             "optimizer table: `{}` updates {} of its {} slots",
-            opt.def.name,
+            opt.name(),
             out.slots.len(),
             slots.len()
         );
@@ -262,7 +264,7 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             finished.len(),
             globals[gi].len(),
             "optimizer table: `{}` finishes {} of its {} globals",
-            opt.def.name,
+            opt.name(),
             finished.len(),
             globals[gi].len()
         );

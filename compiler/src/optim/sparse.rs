@@ -29,7 +29,11 @@ use crate::model::OptimizerSpec;
 
 /// The update of one parameter from rows `u.grad` at `ids`.
 pub fn update(g: &mut Graph, o: &OptimizerSpec, u: &UpdateInputs, ids: NodeId) -> UpdateOutputs {
-    match o.def.sparse {
+    let how = match &o.defined {
+        Some(b) => super::defined::sparse_handling(b),
+        None => o.def.sparse,
+    };
+    match how {
         Sparse::ScatterAdd(rows) => {
             let delta = rows(g, o, u);
             UpdateOutputs {

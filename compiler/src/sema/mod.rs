@@ -37,6 +37,7 @@ pub mod layers;
 pub mod metrics;
 pub mod normalization;
 pub mod optimizer;
+pub mod optimizer_def;
 pub mod outputs;
 pub mod params;
 pub(crate) mod recurrent;
@@ -85,6 +86,11 @@ pub(crate) struct State {
     pub metrics: Vec<Metric>,
     pub metric_outputs: Vec<Output>,
     pub optimizers: Vec<crate::model::OptimizerGroup>,
+    /// The spec's `optimizer_def`s, checked, and where each is named.
+    pub optimizer_defs: Vec<(std::sync::Arc<crate::optim::defined::Defined>, Span)>,
+    /// The names of `optimizer_def`s that had errors (their uses are not
+    /// reported again).
+    pub failed_optimizer_defs: Vec<String>,
     pub train: Option<(TrainSettings, Span)>,
     pub class_uses: Vec<ClassUse>,
     pub shape_symbols: HashMap<String, (Dim, Span)>,
@@ -203,6 +209,8 @@ impl State {
             Item::Let(b) => blocks::let_binding(self, b),
             Item::TupleLet(t) => blocks::tuple_binding(self, t),
             Item::BlockDef(d) => blocks::define(self, d),
+            // Checked before every other item (`check_in`).
+            Item::OptimizerDef(_) => Ok(()),
             Item::For(f) => blocks::top_for(self, f),
             Item::Statement(call) => match blocks::call_statement(self, call) {
                 Some(r) => r,
@@ -332,6 +340,16 @@ pub fn check_in(
         spec_dir: spec_dir.map(|d| d.to_path_buf()),
         ..State::default()
     };
+    // Optimizer definitions first: an `optimizer` item may precede the
+    // definition it names.
+    for item in &file.items {
+        if let Item::OptimizerDef(def) = item {
+            if let Err(d) = optimizer_def::define(&mut st, def) {
+                st.errors.push(d);
+                st.failed_optimizer_defs.push(def.name.name.clone());
+            }
+        }
+    }
     for item in &file.items {
         if let Err(d) = st.item(item) {
             st.errors.push(d);

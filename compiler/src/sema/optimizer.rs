@@ -92,6 +92,12 @@ pub(crate) fn var_list(arg: &specc_grammar::ast::Arg) -> R<VarList> {
 
 pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
     let name = call.func.name.as_str();
+    if st.failed_optimizer_defs.iter().any(|n| n == name) {
+        return Err(Diagnostic::new(Code::Poisoned, call.func.span, ""));
+    }
+    if let Some(defined) = super::optimizer_def::lookup(st, name) {
+        return super::optimizer_def::bind(st, call, defined);
+    }
     let Some(def) = table::by_name(name) else {
         let mut d = Diagnostic::new(
             Code::UnknownOptimizer,
@@ -99,7 +105,13 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
             format!("unknown optimizer `{name}`"),
         )
         .with_label("not an optimizer");
-        let names = || OPTIMIZERS.iter().map(|d| d.name);
+        let defined = super::optimizer_def::names(st);
+        let names = || {
+            OPTIMIZERS
+                .iter()
+                .map(|d| d.name)
+                .chain(defined.iter().map(String::as_str))
+        };
         if let Some(s) = args::suggest(name, names()) {
             d = d.with_help(format!("did you mean `{s}`?"));
         }
@@ -128,7 +140,7 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
                     (Some(_), Some(e)) => hyper(st, e, a.name, positive)?,
                     (Some(v), None) => st.graph.scalar(v),
                 };
-                hypers.push((a.name, node));
+                hypers.push((a.name.to_string(), node));
             }
             ArgKind::Number { default, check } => {
                 let v = match bound.get(i) {
@@ -154,6 +166,7 @@ pub(crate) fn optimizer(st: &mut State, call: &Call) -> R<OptimizerSpec> {
         def,
         hypers: Hypers(hypers),
         constants,
+        defined: None,
         span: call.span,
     })
 }
@@ -175,7 +188,7 @@ fn finite(e: &Expr, name: &str) -> R<f32> {
 /// A schedulable argument: any float32 scalar expression (a number, a
 /// schedule, an expression of `global_step`). Constants are checked now;
 /// a learning rate must be positive.
-fn hyper(st: &mut State, e: &Expr, name: &str, positive: bool) -> R<NodeId> {
+pub(crate) fn hyper(st: &mut State, e: &Expr, name: &str, positive: bool) -> R<NodeId> {
     let v = st.lowerer().float(e)?;
     if !st.graph.shape(v).is_scalar() {
         return Err(Diagnostic::new(

@@ -145,3 +145,33 @@ train { batch = 4, steps = 10 }
         fix: &[("\"dep/*\"", "\"deep/*\"")],
     }),
 };
+
+pub(super) const OPTIMIZER_DEF: Explanation = Explanation {
+    text: "\
+An `optimizer_def` (docs/optimizers.md, \"Writing your own optimizer\") is
+malformed: it has no `update { ... }` (the dense rule), its `update` does not
+assign `var`, an assignment's target is not something that section may
+change (`update` and `sparse` assign `var`, slots and new local names;
+`finish` assigns non-slot `global`s and locals; a hyperparameter, `grad` or
+`step` is never assigned), a section or a name is given twice, a `sparse`
+mode is not `rows` or `densify`, a name is called as a function, or an
+initial value is not `zeros`, `ones`, a number or a hyperparameter.",
+    example: Some(Example {
+        wrong: "\
+data csv(\"data.csv\")
+label y: int
+features { x = numeric(x0..x3) }
+params { W: [4, 3] = zeros }
+loss = mean(sparse_softmax_cross_entropy(y, x @ W))
+optimizer_def sgd(learning_rate) {
+  update { grad = grad * learning_rate }
+}
+optimizer sgd(learning_rate = 0.1)
+train { batch = 4, steps = 10 }
+",
+        fix: &[(
+            "grad = grad * learning_rate",
+            "var = var - learning_rate * grad",
+        )],
+    }),
+};

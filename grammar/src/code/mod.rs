@@ -109,7 +109,7 @@ codes! {
         "a call names a function, column, source, transform or check specc does not have",
         names::UNKNOWN_FUNCTION;
     UnknownOptimizer = "unknown-optimizer",
-        "the optimizer is not one of TensorFlow's `tf.compat.v1.train` optimizers",
+        "the optimizer is not one of TensorFlow's `tf.compat.v1.train` optimizers, an `optimizer_def` of the spec, or one of specc's optimizer library",
         names::UNKNOWN_OPTIMIZER;
     DuplicateItem = "duplicate-item",
         "a statement a spec has once is given twice",
@@ -133,6 +133,9 @@ codes! {
     VarList = "var-list",
         "the optimizers' `var_list`s leave a trainable variable out, name it twice, or a `var_list` matches nothing",
         blocks::VAR_LIST;
+    OptimizerDef = "optimizer-def",
+        "an `optimizer_def` lacks its `update`, assigns what it may not, or has an entry twice",
+        blocks::OPTIMIZER_DEF;
     ExpansionTooLarge = "expansion-too-large",
         "loops and block calls expand the spec beyond what specc checks",
         blocks::EXPANSION_TOO_LARGE;

@@ -109,7 +109,10 @@ The `optimizer` statement names an optimizer specc does not have. The
 optimizers are TensorFlow's `tf.compat.v1.train` ones, by their snake_case
 names and with their argument names: `gradient_descent`, `momentum`,
 `adagrad`, `adagrad_da`, `adadelta`, `adam`, `ftrl`, `rmsprop`,
-`proximal_adagrad`, `proximal_gradient_descent`.",
+`proximal_adagrad`, `proximal_gradient_descent`; besides them, an
+optimizer the spec defines (`optimizer_def NAME(...) { ... }`) and those
+of specc's optimizer library (`adamw`, `lamb`: `specc library
+optimizers`).",
     example: Some(Example {
         wrong: "\
 data csv(\"data.csv\")

@@ -21,6 +21,8 @@ use crate::{errors, scan};
 
 mod blocks;
 use blocks::{block_def, for_loop, tuple_binding};
+mod optimizer_def;
+use optimizer_def::optimizer_def;
 
 #[derive(pest_derive::Parser)]
 #[grammar = "spec.pest"]
@@ -161,6 +163,12 @@ fn is_punct(rule: Rule) -> bool {
             | Rule::kw_features
             | Rule::kw_params
             | Rule::kw_optimizer
+            | Rule::kw_optimizer_def
+            | Rule::kw_slot
+            | Rule::kw_global
+            | Rule::kw_update
+            | Rule::kw_finish
+            | Rule::kw_sparse
             | Rule::kw_clip
             | Rule::kw_ema
             | Rule::kw_train
@@ -329,6 +337,7 @@ fn item(pair: Pair<'_, Rule>) -> Result<Item> {
         Rule::statement_item => Item::Statement(call(c.expect("a call")?)?),
         Rule::let_item => Item::Let(binding(c.expect("a binding")?)?),
         Rule::block_item => Item::BlockDef(block_def(span, c)?),
+        Rule::optimizer_def_item => Item::OptimizerDef(optimizer_def(span, c)?),
         Rule::for_item => Item::For(for_loop(c.expect("a loop")?)?),
         Rule::tuple_let_item => Item::TupleLet(tuple_binding(c.expect("a binding")?)?),
         Rule::label_item => {
@@ -459,7 +468,7 @@ fn columns(pair: Pair<'_, Rule>) -> Result<Vec<Expr>> {
     Ok(out)
 }
 
-fn binding(pair: Pair<'_, Rule>) -> Result<Binding> {
+pub(super) fn binding(pair: Pair<'_, Rule>) -> Result<Binding> {
     let span = span_of(&pair);
     let mut c = Children::of(pair);
     let name = c.ident()?;
@@ -557,7 +566,7 @@ fn range(pair: Pair<'_, Rule>) -> Result<Expr> {
     Ok(Expr::new(ExprKind::Range(from, to), span))
 }
 
-fn expr(pair: Pair<'_, Rule>) -> Result<Expr> {
+pub(super) fn expr(pair: Pair<'_, Rule>) -> Result<Expr> {
     Ok(expr_d(pair)?.0)
 }
 

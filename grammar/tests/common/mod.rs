@@ -167,6 +167,43 @@ impl SpanCheck<'_> {
                     self.stmt(s);
                 }
             }
+            Item::OptimizerDef(d) => {
+                let t = self.text(d.span);
+                assert!(t.starts_with("optimizer_def") && t.ends_with('}'), "{t:?}");
+                self.ident(&d.name);
+                for p in &d.params {
+                    self.ident(&p.name);
+                    if let Some(e) = &p.default {
+                        self.expr(e);
+                        assert_eq!(p.span.end, e.span.end);
+                    }
+                }
+                for e in &d.entries {
+                    let sections = match e {
+                        OptEntry::Slot(b) | OptEntry::Global(b) => {
+                            self.binding(b);
+                            vec![]
+                        }
+                        OptEntry::Update(s) | OptEntry::Finish(s) => vec![s],
+                        OptEntry::Sparse { mode, rule, span } => {
+                            self.ident(mode);
+                            assert!(self.text(*span).starts_with("sparse"));
+                            rule.iter().collect()
+                        }
+                    };
+                    for s in sections {
+                        let t = self.text(s.span);
+                        assert!(
+                            t.ends_with(if s.body.is_empty() { t } else { "}" }),
+                            "{t:?}"
+                        );
+                        self.text(s.keyword);
+                        for b in &s.body {
+                            self.binding(b);
+                        }
+                    }
+                }
+            }
             Item::For(f) => self.stmt(&Stmt::For(f.clone())),
             Item::TupleLet(t) => self.stmt(&Stmt::TupleLet(t.clone())),
             Item::Train(b)

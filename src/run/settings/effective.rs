@@ -23,7 +23,7 @@ pub fn effective(model: &Model, config: &RunConfig, settings: &[Setting]) -> Vec
         if section == "optimizer" {
             out.push((
                 "optimizer.name".into(),
-                yaml::quote(model.optimizer().def.name),
+                yaml::quote(model.optimizer().name()),
             ));
             for st in settings.iter().filter(|s| s.section == "optimizer") {
                 out.push((format!("optimizer.{}", st.key), st.value.yaml_text()));

@@ -180,14 +180,25 @@ pub(super) fn optimizer_edit(
         ));
     };
     let name = call.func.name.as_str();
-    let Some(def) = table::by_name(name) else {
-        return Err(format!(
-            "{}: `optimizer.{}`: the spec's optimizer `{name}` is not an optimizer specc knows",
-            s.origin, s.key
-        ));
+    // The arguments in signature order, and whether each is a float32.
+    let args: Vec<(String, bool)> = match table::by_name(name) {
+        Some(def) => def
+            .args
+            .iter()
+            .map(|a| (a.name.to_string(), !matches!(a.kind, ArgKind::Flag)))
+            .collect(),
+        None => match defined_hypers(ast, name) {
+            Some(hypers) => hypers.into_iter().map(|h| (h, true)).collect(),
+            None => {
+                return Err(format!(
+                "{}: `optimizer.{}`: the spec's optimizer `{name}` is not an optimizer specc knows",
+                s.origin, s.key
+            ))
+            }
+        },
     };
-    let Some(index) = def.args.iter().position(|a| a.name == s.key) else {
-        let names: Vec<&str> = def.args.iter().map(|a| a.name).collect();
+    let Some(index) = args.iter().position(|a| a.0 == s.key) else {
+        let names: Vec<&str> = args.iter().map(|a| a.0.as_str()).collect();
         let mut msg = format!("{}: `{name}` has no argument `{}`", s.origin, s.key);
         if let Some(c) = closest(&s.key, names.iter().copied()) {
             msg += &format!("; did you mean `optimizer.{c}`?");
@@ -195,11 +206,9 @@ pub(super) fn optimizer_edit(
         msg += &format!(" (arguments of `{name}`: {})", names.join(", "));
         return Err(msg);
     };
-    let v = match (&s.value, &def.args[index].kind) {
+    let v = match (&s.value, args[index].1) {
         // Schedules and numbers are float32: `5` is written `5.0`.
-        (Value::Int(n), ArgKind::Schedule { .. } | ArgKind::Number { .. }) => {
-            format!("{:?}", *n as f64)
-        }
+        (Value::Int(n), true) => format!("{:?}", *n as f64),
         _ => v,
     };
     let positional = call.args.iter().take_while(|a| a.name.is_none()).nth(index);
@@ -235,5 +244,22 @@ pub(super) fn optimizer_edit(
                 setting: i,
             }
         }
+    })
+}
+
+/// The hyperparameters of the `optimizer_def` `name`: the spec's, else
+/// specc's optimizer library's.
+fn defined_hypers(ast: &SpecFile, name: &str) -> Option<Vec<String>> {
+    let hypers = |items: &[Item]| {
+        items.iter().find_map(|it| match it {
+            Item::OptimizerDef(d) if d.name.name == name => {
+                Some(d.params.iter().map(|p| p.name.name.clone()).collect())
+            }
+            _ => None,
+        })
+    };
+    hypers(&ast.items).or_else(|| {
+        let lib = specc_grammar::library::file("optimizers")?.parse().ok()?;
+        hypers(&lib.items)
     })
 }

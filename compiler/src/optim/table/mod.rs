@@ -8,7 +8,10 @@
 //! [`OPTIMIZERS`] lists them. Sema binds a spec's `optimizer` item against an
 //! entry ([`by_name`]) into a [`crate::model::OptimizerSpec`]; the step
 //! builder ([`super::build`]) and the sparse paths ([`super::sparse`]) read
-//! the same entry. Nothing else dispatches on the optimizer.
+//! the same entry. Nothing else dispatches on the optimizer. An optimizer
+//! written in the spec (`optimizer_def`) is configured with the entry
+//! [`super::defined::ENTRY`], whose rules read its definition; [`slots`]
+//! and [`globals`] read the definition's.
 //!
 //! Invariants:
 //! - The formulas and the order of float operations of every rule follow
@@ -108,6 +111,7 @@ pub type Finish = fn(&mut Graph, &OptimizerSpec, &[NodeId]) -> Vec<NodeId>;
 
 /// The three ways TF's `tf.compat.v1.train` applies sparse gradients to
 /// resource variables (see [`super::sparse`]).
+#[derive(Clone, Copy)]
 pub enum Sparse {
     /// `resource_scatter_add(var, ids, delta)` with the rows this computes,
     /// duplicates one at a time (`_resource_apply_sparse_duplicate_indices`).
@@ -255,7 +259,7 @@ pub struct GlobalDef {
 /// A slot of a configured optimizer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slot {
-    pub name: &'static str,
+    pub name: String,
     /// TF's variable suffix (`Adam_1` in `W/Adam_1`).
     pub suffix: String,
     pub init: f32,
@@ -268,8 +272,22 @@ fn init_value(o: &OptimizerSpec, init: Init) -> f32 {
     }
 }
 
-/// The slots of a configured optimizer, in creation order, with TF's suffixes.
+/// The slots of a configured optimizer, in creation order, with TF's
+/// suffixes (a defined optimizer's slot `m` is `W/m`).
 pub fn slots(o: &OptimizerSpec) -> Vec<Slot> {
+    if let Some(b) = &o.defined {
+        return b
+            .def
+            .slots
+            .iter()
+            .zip(&b.slot_inits)
+            .map(|(s, &init)| Slot {
+                name: s.name.clone(),
+                suffix: s.name.clone(),
+                init,
+            })
+            .collect();
+    }
     let created = o
         .def
         .slots
@@ -278,7 +296,7 @@ pub fn slots(o: &OptimizerSpec) -> Vec<Slot> {
     created
         .enumerate()
         .map(|(i, s)| Slot {
-            name: s.name,
+            name: s.name.to_string(),
             suffix: match i {
                 0 => o.def.tf_name().to_string(),
                 i => format!("{}_{i}", o.def.tf_name()),
@@ -289,11 +307,20 @@ pub fn slots(o: &OptimizerSpec) -> Vec<Slot> {
 }
 
 /// The globals of a configured optimizer with their initial values.
-pub fn globals(o: &OptimizerSpec) -> Vec<(&'static str, f32)> {
+pub fn globals(o: &OptimizerSpec) -> Vec<(String, f32)> {
+    if let Some(b) = &o.defined {
+        return b
+            .def
+            .globals
+            .iter()
+            .zip(&b.global_inits)
+            .map(|(gd, &init)| (gd.name.clone(), init))
+            .collect();
+    }
     o.def
         .globals
         .iter()
-        .map(|gd| (gd.name, init_value(o, gd.init)))
+        .map(|gd| (gd.name.to_string(), init_value(o, gd.init)))
         .collect()
 }
 
@@ -446,7 +473,7 @@ mod tests {
         for a in d.args {
             match a.kind {
                 ArgKind::Schedule { default, .. } => {
-                    hypers.push((a.name, g.scalar(default.unwrap_or(0.5))));
+                    hypers.push((a.name.to_string(), g.scalar(default.unwrap_or(0.5))));
                 }
                 ArgKind::Number { default, check } => {
                     let v = match (alt, check) {
@@ -466,6 +493,7 @@ mod tests {
             def: d,
             hypers: Hypers(hypers),
             constants,
+            defined: None,
             span: Span::default(),
         }
     }
@@ -499,7 +527,7 @@ mod tests {
                             .collect();
                         let global_nodes: Vec<NodeId> = globals(&o)
                             .iter()
-                            .map(|&(name, _)| {
+                            .map(|(name, _)| {
                                 let v = g.add_var(name, DType::F32, Shape::scalar());
                                 g.var(v)
                             })
@@ -538,12 +566,12 @@ mod tests {
     #[test]
     fn slot_suffixes_are_numbered_in_creation_order() {
         let mut g = Graph::new();
-        let suffixes = |o: &OptimizerSpec| -> Vec<(String, &str)> {
+        let suffixes = |o: &OptimizerSpec| -> Vec<(String, String)> {
             slots(o).into_iter().map(|s| (s.suffix, s.name)).collect()
         };
         let plain = configured(&mut g, &rmsprop::RMSPROP, false, 0);
         let centered = configured(&mut g, &rmsprop::RMSPROP, false, 1);
-        let s = |a: &str, b| (a.to_string(), b);
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
         assert_eq!(
             suffixes(&plain),
             [s("RMSProp", "rms"), s("RMSProp_1", "momentum")]
@@ -560,7 +588,10 @@ mod tests {
         assert_eq!(suffixes(&adam), [s("Adam", "m"), s("Adam_1", "v")]);
         assert_eq!(
             globals(&adam),
-            [("beta1_power", 0.25), ("beta2_power", 0.25)]
+            [
+                ("beta1_power".to_string(), 0.25),
+                ("beta2_power".to_string(), 0.25)
+            ]
         );
         let ftrl = configured(&mut g, &ftrl::FTRL, true, 0);
         assert_eq!(slots(&ftrl)[0].init, 0.25, "initial_accumulator_value");
