@@ -1,0 +1,143 @@
+//! `tf.image`'s colour conversions, adjustments, crops, pads, flips and
+//! rotations as graph ops (`rgb_to_grayscale`, `rgb_to_yiq`,
+//! `crop_to_bounding_box`, `rot90`, ...) against their cases of
+//! `golden/images.json`, outputs and (where TF recorded them) gradients,
+//! through the JIT-compiled gradient function, each case its own test;
+//! their gradients are also checked by finite differences
+//! (`finite_differences.rs`).
+//!
+//! The spec of a case is `common::op_cases::case_spec`'s: one constant
+//! parameter per input (values from the file), the case's call with its
+//! `args` by name. A spec's tensors are float32: a case on a uint8 image is
+//! checked where TF's op gives the same numbers on the image's values as
+//! float32 (the crops, pads, flips and rotations move values;
+//! `per_image_standardization` casts without rescaling); the colour
+//! conversions and adjustments of uint8 images convert to [0, 1] and back
+//! (TF's `convert_image_dtype`), which is the input pipeline's business
+//! (`image_transforms_golden.rs`), not a float tensor's.
+//!
+//! Tolerance: 1e-6 relative with a floor of 1e-6 times the tensor's largest
+//! magnitude (the ops are sums of three products at most, or move values).
+
+use crate::common;
+
+use common::op_cases::{arg_text, cases_of, check_case, check_others, named};
+
+const REL: f64 = 1e-6;
+const FLOOR: f64 = 1e-6;
+const FILE: &str = "images.json";
+
+/// Each op this file checks (TF's name), its specc builtin, and whether it
+/// computes the same on an integer image's values as on float32 ones.
+const OPS: &[(&str, &str, bool)] = &[
+    ("tf.image.rgb_to_grayscale", "rgb_to_grayscale", false),
+    ("tf.image.grayscale_to_rgb", "grayscale_to_rgb", true),
+    ("tf.image.rgb_to_yiq", "rgb_to_yiq", false),
+    ("tf.image.yiq_to_rgb", "yiq_to_rgb", false),
+    ("tf.image.rgb_to_yuv", "rgb_to_yuv", false),
+    ("tf.image.yuv_to_rgb", "yuv_to_rgb", false),
+    (
+        "tf.image.per_image_standardization",
+        "per_image_standardization",
+        true,
+    ),
+    ("tf.image.adjust_brightness", "adjust_brightness", false),
+    ("tf.image.adjust_gamma", "adjust_gamma", false),
+    ("tf.image.crop_to_bounding_box", "crop_to_bounding_box", true),
+    ("tf.image.pad_to_bounding_box", "pad_to_bounding_box", true),
+    ("tf.image.central_crop", "central_crop", true),
+    (
+        "tf.image.resize_with_crop_or_pad",
+        "resize_with_crop_or_pad",
+        true,
+    ),
+    ("tf.image.flip_left_right", "flip_left_right", true),
+    ("tf.image.flip_up_down", "flip_up_down", true),
+    ("tf.image.transpose", "transpose_image", true),
+    ("tf.image.rot90", "rot90", true),
+];
+
+fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
+    let op = case["op"].as_str().expect("op");
+    let (_, input) = case["inputs"]
+        .as_object()
+        .expect("inputs")
+        .iter()
+        .next()
+        .expect("an input");
+    let float = input["dtype"].as_str().is_some_and(|d| d.starts_with("float"));
+    OPS.iter()
+        .find(|(name, _, any_dtype)| *name == op && (float || *any_dtype))
+}
+
+/// The case's binding: `output = f(image, name = value, ...)`.
+fn bindings(case: &serde_json::Value) -> String {
+    let (_, f, _) = op_of(case).expect("an op of this file");
+    let mut args: Vec<String> = case["inputs"]
+        .as_object()
+        .expect("inputs")
+        .keys()
+        .cloned()
+        .collect();
+    for (k, v) in case["args"].as_object().expect("args") {
+        args.push(format!("{k} = {}", arg_text(v)));
+    }
+    format!("output = {f}({})\n", args.join(", "))
+}
+
+fn cases() -> Vec<serde_json::Value> {
+    cases_of(FILE, |c| op_of(c).is_some())
+}
+
+fn check(case: &serde_json::Value) {
+    check_case(case, &bindings(case), REL, FLOOR);
+}
+
+fn check_named(name: &str) {
+    check(named(&cases(), FILE, name));
+}
+
+crate::op_case_tests!(super::check_named;
+    rgb_to_grayscale,
+    grayscale_to_rgb,
+    rgb_to_yiq,
+    yiq_to_rgb,
+    rgb_to_yuv,
+    yuv_to_rgb,
+    per_image_standardization_image,
+    per_image_standardization_uint8,
+    per_image_standardization_batch,
+    per_image_standardization_constant_image,
+    adjust_brightness_0,
+    adjust_brightness_1,
+    adjust_gamma_0,
+    adjust_gamma_1,
+    crop_to_bounding_box_image,
+    crop_to_bounding_box_batch,
+    pad_to_bounding_box_image,
+    pad_to_bounding_box_uint8,
+    pad_to_bounding_box_batch,
+    central_crop_0,
+    central_crop_1,
+    central_crop_2,
+    central_crop_batch,
+    resize_with_crop_or_pad_0,
+    resize_with_crop_or_pad_1,
+    flip_left_right_image,
+    flip_up_down_image,
+    transpose_image,
+    flip_left_right_batch,
+    flip_up_down_batch,
+    transpose_batch,
+    rot90_k1,
+    rot90_k2,
+    rot90_k3,
+    rot90_k1_batch,
+);
+
+/// The cases of these ops without a test of their own (a regenerated file
+/// with more cases is still checked).
+#[test]
+fn every_other_image_op_case_in_the_file_matches_tensorflow() {
+    check_others(cases(), NAMED, check);
+}
