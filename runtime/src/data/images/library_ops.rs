@@ -139,3 +139,151 @@ fn distorted_crop(
     }
     geometry::crop_to_bounding_box(image, b.begin[0] as i64, b.begin[1] as i64, h, w)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::images::ImagePipeline;
+    use crate::prng::{mix, SplitMix64};
+    use specc_image::random::DistortedBoxOptions;
+    use specc_image::resize::{self, ResizeMethod};
+
+    fn png() -> (Image, Vec<u8>) {
+        let px: Vec<u8> = (0..12 * 10 * 3).map(|i| (i * 41 % 249) as u8).collect();
+        let image = Image::U8(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[12, 10, 3]), px).expect("shape"),
+        );
+        let png = codec::encode_png(&image, -1).expect("png");
+        (image, png)
+    }
+
+    fn stream(key: (u64, u64, u64)) -> impl FnMut() -> f32 {
+        let mut s = SplitMix64::new(mix(key.0 ^ mix(key.1 ^ mix(key.2 + 1))));
+        move || s.uniform01_f32()
+    }
+
+    /// The Inception-style crop and the random JPEG quality use the
+    /// example's draws as `specc_image::random` does: the same pixels as
+    /// the library's functions with the same stream, the same bits for the
+    /// same `(seed, epoch, index)`, other crops for other examples; in
+    /// evaluation both are skipped.
+    #[test]
+    fn random_crops_and_jpeg_qualities_are_the_library_s_with_the_example_s_draws() {
+        let (image, png) = png();
+        let options = DistortedBoxOptions {
+            min_object_covered: 0.1,
+            aspect_ratio_range: [0.5, 2.0],
+            area_range: [0.1, 1.0],
+            max_attempts: 100,
+            use_image_if_no_bounding_boxes: true,
+        };
+        let pipeline = ImagePipeline {
+            ops: vec![
+                ImageOp::DecodeImage { channels: 3 },
+                ImageOp::SampleDistortedBoundingBox(options.clone()),
+                ImageOp::ResizeKernel {
+                    size: [6, 6],
+                    method: ResizeMethod::Bilinear,
+                    antialias: true,
+                },
+                ImageOp::RandomJpegQuality { min: 40, max: 95 },
+            ],
+        };
+        assert_eq!(pipeline.output_shape(), Ok([6, 6, 3]));
+        let mut outputs = Vec::new();
+        for index in 0..12u64 {
+            let key = (4, 1, index);
+            let mut got = vec![0f32; 6 * 6 * 3];
+            pipeline.apply(&png, true, key, &mut got).expect("apply");
+            let mut again = vec![0f32; 6 * 6 * 3];
+            pipeline.apply(&png, true, key, &mut again).expect("apply");
+            assert_eq!(got, again, "example {index}: the same bits");
+            let mut d = stream(key);
+            let im = Image::F32(image.to_f32());
+            let b = random::sample_distorted_bounding_box(&[12, 10, 3], &[], &options, &mut d)
+                .expect("box");
+            let im = geometry::crop_to_bounding_box(
+                &im,
+                b.begin[0] as i64,
+                b.begin[1] as i64,
+                b.size[0],
+                b.size[1],
+            )
+            .expect("crop");
+            let im = resize::resize(&im, [6, 6], ResizeMethod::Bilinear, true, false)
+                .expect("resize");
+            let q = 40 + d.below(55) as i32;
+            let im = jpeg_quality(&im, q).expect("jpeg");
+            let want: Vec<f32> = im.to_f32().iter().copied().collect();
+            assert_eq!(got, want, "example {index}");
+            outputs.push(got);
+        }
+        outputs.dedup();
+        assert!(outputs.len() > 1, "every example got the same crop");
+        // Evaluation: the whole image resized, no re-encoding.
+        let mut got = vec![0f32; 6 * 6 * 3];
+        pipeline.apply(&png, false, (4, 1, 0), &mut got).expect("apply");
+        let im = resize::resize(
+            &Image::F32(image.to_f32()),
+            [6, 6],
+            ResizeMethod::Bilinear,
+            true,
+            false,
+        )
+        .expect("resize");
+        let want: Vec<f32> = im.to_f32().iter().copied().collect();
+        assert_eq!(got, want, "evaluation");
+    }
+
+    /// A crop of the image's own size is what `sample_distorted_bounding_box`
+    /// gives when it must cover the whole image; the shape rules refuse a
+    /// static pipeline without a resize after it, and bad arguments.
+    #[test]
+    fn the_shape_rules_of_the_library_transforms() {
+        let decode = ImageOp::DecodeImage { channels: 3 };
+        let shape = |ops: Vec<ImageOp>| ImagePipeline { ops }.output_shape();
+        let crop = ImageOp::SampleDistortedBoundingBox(DistortedBoxOptions {
+            use_image_if_no_bounding_boxes: true,
+            ..DistortedBoxOptions::default()
+        });
+        assert!(shape(vec![decode.clone(), crop.clone()]).is_err());
+        let fixed = ImageOp::Resize { size: [8, 9] };
+        assert_eq!(
+            shape(vec![decode.clone(), fixed.clone(), ImageOp::Rot90 { k: 3 }]),
+            Ok([9, 8, 3])
+        );
+        assert_eq!(
+            shape(vec![
+                decode.clone(),
+                fixed.clone(),
+                ImageOp::Color(ColorConversion::RgbToGrayscale)
+            ]),
+            Ok([8, 9, 1])
+        );
+        let err = shape(vec![
+            decode.clone(),
+            fixed.clone(),
+            ImageOp::CropToBoundingBox {
+                offset: [2, 0],
+                size: [7, 9],
+            },
+        ])
+        .expect_err("box outside");
+        assert_eq!(err.0, 2);
+        assert!(err.1.contains("height must be >= target + offset"), "{}", err.1);
+        let err = shape(vec![
+            decode.clone(),
+            fixed.clone(),
+            ImageOp::Color(ColorConversion::GrayscaleToRgb),
+        ])
+        .expect_err("3 channels");
+        assert!(err.1.contains("1-channel"), "{}", err.1);
+        let err = shape(vec![
+            decode,
+            fixed,
+            ImageOp::RandomJpegQuality { min: 90, max: 90 },
+        ])
+        .expect_err("empty range");
+        assert!(err.1.contains("min_jpeg_quality"), "{}", err.1);
+    }
+}
