@@ -527,6 +527,15 @@ fn cases() -> Vec<Case> {
         ("rot90_k1", "rot90(a)"),
         ("rot90_k2", "rot90(a, k = 2)"),
         ("rot90_k3", "rot90(a, k = 3)"),
+        ("resize_bilinear_up", "resize(a, [5, 7])"),
+        (
+            "resize_bicubic_down_antialias",
+            "resize(a, [2, 3], method = \"bicubic\", antialias = true)",
+        ),
+        (
+            "resize_with_pad_lanczos3",
+            "resize_with_pad(a, 6, 5, method = \"lanczos3\")",
+        ),
     ] {
         v.push(case(name, vec![img()], expr));
     }

@@ -24,7 +24,7 @@ use super::args::{self, opt, req, Bound, Param};
 use super::convolution;
 use super::expr::{Lowerer, R};
 use super::image_ops;
-use super::{image_color, image_geometry};
+use super::{image_color, image_geometry, image_resize};
 use super::layers;
 use super::normalization;
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
@@ -365,6 +365,28 @@ pub const BUILTINS: &[Builtin] = &[
         name: "adjust_gamma",
         params: &[req("image"), opt("gamma"), opt("gain")],
         lower: image_color::adjust_gamma,
+    },
+    Builtin {
+        name: "resize",
+        params: &[
+            req("images"),
+            req("size"),
+            opt("method"),
+            opt("preserve_aspect_ratio"),
+            opt("antialias"),
+        ],
+        lower: image_resize::resize,
+    },
+    Builtin {
+        name: "resize_with_pad",
+        params: &[
+            req("image"),
+            req("target_height"),
+            req("target_width"),
+            opt("method"),
+            opt("antialias"),
+        ],
+        lower: image_resize::resize_with_pad,
     },
     Builtin {
         name: "crop_to_bounding_box",
