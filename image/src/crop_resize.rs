@@ -360,7 +360,10 @@ pub fn resize_with_pad(
 /// `resize_with_pad`'s layout of an `image_hw` image in a `target` (both
 /// positive): the size it is resized to and the padding above and left of
 /// it (TF's float32 ratio and floors).
-pub fn resize_with_pad_layout(image_hw: [usize; 2], target: [usize; 2]) -> ([usize; 2], [usize; 2]) {
+pub fn resize_with_pad_layout(
+    image_hw: [usize; 2],
+    target: [usize; 2],
+) -> ([usize; 2], [usize; 2]) {
     let (h, w) = (image_hw[0] as f32, image_hw[1] as f32);
     let (th, tw) = (target[0] as f32, target[1] as f32);
     let ratio = (w / tw).max(h / th);

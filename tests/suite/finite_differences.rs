@@ -517,10 +517,16 @@ fn cases() -> Vec<Case> {
         ("per_image_standardization", "per_image_standardization(a)"),
         ("adjust_brightness", "adjust_brightness(a, 0.2)"),
         ("adjust_gamma", "adjust_gamma(a, gamma = 2.2, gain = 0.8)"),
-        ("crop_to_bounding_box", "crop_to_bounding_box(a, 1, 1, 2, 2)"),
+        (
+            "crop_to_bounding_box",
+            "crop_to_bounding_box(a, 1, 1, 2, 2)",
+        ),
         ("pad_to_bounding_box", "pad_to_bounding_box(a, 1, 2, 5, 7)"),
         ("central_crop", "central_crop(a, 0.5)"),
-        ("resize_with_crop_or_pad", "resize_with_crop_or_pad(a, 5, 2)"),
+        (
+            "resize_with_crop_or_pad",
+            "resize_with_crop_or_pad(a, 5, 2)",
+        ),
         ("flip_left_right", "flip_left_right(a)"),
         ("flip_up_down", "flip_up_down(a)"),
         ("transpose_image", "transpose_image(a)"),

@@ -48,7 +48,11 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.adjust_gamma", "adjust_gamma", false),
     ("tf.image.resize", "resize", true),
     ("tf.image.resize_with_pad", "resize_with_pad", false),
-    ("tf.image.crop_to_bounding_box", "crop_to_bounding_box", true),
+    (
+        "tf.image.crop_to_bounding_box",
+        "crop_to_bounding_box",
+        true,
+    ),
     ("tf.image.pad_to_bounding_box", "pad_to_bounding_box", true),
     ("tf.image.central_crop", "central_crop", true),
     (
@@ -70,7 +74,9 @@ fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static st
         .iter()
         .next()
         .expect("an input");
-    let float = input["dtype"].as_str().is_some_and(|d| d.starts_with("float"));
+    let float = input["dtype"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("float"));
     OPS.iter()
         .find(|(name, _, any_dtype)| *name == op && (float || *any_dtype))
 }

@@ -55,7 +55,11 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.adjust_gamma", "adjust_gamma", false),
     ("tf.image.adjust_hue", "adjust_hue", false),
     ("tf.image.adjust_saturation", "adjust_saturation", false),
-    ("tf.image.crop_to_bounding_box", "crop_to_bounding_box", true),
+    (
+        "tf.image.crop_to_bounding_box",
+        "crop_to_bounding_box",
+        true,
+    ),
     ("tf.image.pad_to_bounding_box", "pad_to_bounding_box", true),
     ("tf.image.central_crop", "central_crop", true),
     (
@@ -154,7 +158,11 @@ fn check(case: &serde_json::Value) {
         got.extend(out.to_f32().iter().copied());
     }
     let (_, want) = array(&case["outputs"]["output"]["values"]);
-    let rel = if transform.starts_with("resize") { 2e-6 } else { 1e-6 };
+    let rel = if transform.starts_with("resize") {
+        2e-6
+    } else {
+        1e-6
+    };
     assert_all_close(
         &format!("{name}: {transform} through the pipeline"),
         &got,
@@ -294,5 +302,7 @@ fn every_jpeg_case_is_checked() {
         .filter(|c| c["op"].as_str().is_some_and(|o| o.contains("encode_jpeg")))
         .map(|c| c["name"].as_str().expect("name").to_string())
         .collect();
-    check_all(names.into_iter().map(|n| (n.clone(), n)), |_, n| check_jpeg(&n));
+    check_all(names.into_iter().map(|n| (n.clone(), n)), |_, n| {
+        check_jpeg(&n)
+    });
 }

@@ -41,7 +41,11 @@ fn checked(v: (i64, &Expr), what: &str, positive: bool) -> R<u32> {
     let ok = if positive { n > 0 } else { n >= 0 };
     if !ok || n > i64::from(u32::MAX) {
         let rule = if positive { "> 0" } else { ">= 0" };
-        return Err(out_of_range(e, format!("{what} must be {rule}, got {n}"), "out of range"));
+        return Err(out_of_range(
+            e,
+            format!("{what} must be {rule}, got {n}"),
+            "out of range",
+        ));
     }
     Ok(n as u32)
 }
@@ -83,14 +87,20 @@ pub fn crop_to_bounding_box(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> 
     if u64::from(w) < u64::from(tw) + u64::from(left) {
         return Err(out_of_range(
             b.req(4),
-            format!("width must be >= target + offset: the image is {w} wide, the box ends at {}", u64::from(tw) + u64::from(left)),
+            format!(
+                "width must be >= target + offset: the image is {w} wide, the box ends at {}",
+                u64::from(tw) + u64::from(left)
+            ),
             "box outside the image",
         ));
     }
     if u64::from(h) < u64::from(th) + u64::from(top) {
         return Err(out_of_range(
             b.req(3),
-            format!("height must be >= target + offset: the image is {h} high, the box ends at {}", u64::from(th) + u64::from(top)),
+            format!(
+                "height must be >= target + offset: the image is {h} high, the box ends at {}",
+                u64::from(th) + u64::from(top)
+            ),
             "box outside the image",
         ));
     }
@@ -140,7 +150,14 @@ pub fn central_crop(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     }
     let start = |n: u32| ((f64::from(n) - f64::from(n) * f) / 2.0) as u32;
     let (top, left) = (start(h), start(w));
-    Ok(window(lw, x, h_axis, [top, left], h - 2 * top, w - 2 * left))
+    Ok(window(
+        lw,
+        x,
+        h_axis,
+        [top, left],
+        h - 2 * top,
+        w - 2 * left,
+    ))
 }
 
 /// `tf.image.resize_with_crop_or_pad(image, target_height, target_width)`:

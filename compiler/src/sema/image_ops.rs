@@ -316,7 +316,11 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
 /// An image operand of any of TF's image ops that keep the rank: `[H, W, C]`
 /// or `[N, H, W, C]` with fixed `H, W, C`. Returns the node, the axis of
 /// `H` (0 or 1) and `[H, W, C]`.
-pub(super) fn image_operand(lw: &mut Lowerer, e: &Expr, what: &str) -> R<(NodeId, usize, [u32; 3])> {
+pub(super) fn image_operand(
+    lw: &mut Lowerer,
+    e: &Expr,
+    what: &str,
+) -> R<(NodeId, usize, [u32; 3])> {
     let x = lw.float(e)?;
     let s = lw.g.shape(x).clone();
     let bad = |msg: String| {

@@ -83,8 +83,7 @@ fn resized(
                 t[k * o + i] = a[i * n + k];
             }
         }
-        lw.g
-            .tensor(DType::F32, Shape::fixed(&[n as u32, o as u32]), t)
+        lw.g.tensor(DType::F32, Shape::fixed(&[n as u32, o as u32]), t)
     };
     let (ah, aw) = (matrix(h, out[0])?, matrix(w, out[1])?);
     let ah = transposed(lw, ah, h, out[0]);
@@ -131,7 +130,16 @@ pub fn resize(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
         )
         .with_label("too small"));
     }
-    resized(lw, x, h_axis, [h as usize, w as usize], out, m, flag(b, 4)?, e)
+    resized(
+        lw,
+        x,
+        h_axis,
+        [h as usize, w as usize],
+        out,
+        m,
+        flag(b, 4)?,
+        e,
+    )
 }
 
 /// `tf.image.resize_with_pad(image, target_height, target_width, method =
@@ -150,7 +158,16 @@ pub fn resize_with_pad(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
         .with_label("too small"));
     }
     let m = method(b, 3)?;
-    let r = resized(lw, x, h_axis, [h as usize, w as usize], fit, m, flag(b, 4)?, b.req(1))?;
+    let r = resized(
+        lw,
+        x,
+        h_axis,
+        [h as usize, w as usize],
+        fit,
+        m,
+        flag(b, 4)?,
+        b.req(1),
+    )?;
     let mut s = lw.g.shape(r).clone();
     s.0[h_axis] = Dim::Fixed(th as u32);
     s.0[h_axis + 1] = Dim::Fixed(tw as u32);

@@ -64,8 +64,14 @@ fn pair(e: &Expr, what: &str) -> R<[f32; 2]> {
 /// `[offset_height, offset_width]` and `[target_height, target_width]`.
 fn bounding_box(b: &Bound) -> R<([usize; 2], [usize; 2])> {
     Ok((
-        [count(b.req(0), "offset_height")?, count(b.req(1), "offset_width")?],
-        [count(b.req(2), "target_height")?, count(b.req(3), "target_width")?],
+        [
+            count(b.req(0), "offset_height")?,
+            count(b.req(1), "offset_width")?,
+        ],
+        [
+            count(b.req(2), "target_height")?,
+            count(b.req(3), "target_width")?,
+        ],
     ))
 }
 
@@ -111,17 +117,28 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
             "resize_with_crop_or_pad" => {
                 let b = args::bind(name, call, &[req("target_height"), req("target_width")])?;
                 ImageOp::ResizeWithCropOrPad {
-                    size: [count(b.req(0), "target_height")?, count(b.req(1), "target_width")?],
+                    size: [
+                        count(b.req(0), "target_height")?,
+                        count(b.req(1), "target_width")?,
+                    ],
                 }
             }
             "resize_with_pad" => {
                 let b = args::bind(
                     name,
                     call,
-                    &[req("target_height"), req("target_width"), opt("method"), opt("antialias")],
+                    &[
+                        req("target_height"),
+                        req("target_width"),
+                        opt("method"),
+                        opt("antialias"),
+                    ],
                 )?;
                 ImageOp::ResizeWithPad {
-                    size: [count(b.req(0), "target_height")?, count(b.req(1), "target_width")?],
+                    size: [
+                        count(b.req(0), "target_height")?,
+                        count(b.req(1), "target_width")?,
+                    ],
                     method: resize_method(b.get(2))?,
                     antialias: b.get(3).map(args::eval_bool).transpose()?.unwrap_or(false),
                 }
@@ -198,7 +215,11 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                 )?;
                 let d = DistortedBoxOptions::default();
                 ImageOp::SampleDistortedBoundingBox(DistortedBoxOptions {
-                    min_object_covered: b.get(0).map(float).transpose()?.unwrap_or(d.min_object_covered),
+                    min_object_covered: b
+                        .get(0)
+                        .map(float)
+                        .transpose()?
+                        .unwrap_or(d.min_object_covered),
                     aspect_ratio_range: match b.get(1) {
                         Some(e) => pair(e, "aspect_ratio_range")?,
                         None => d.aspect_ratio_range,

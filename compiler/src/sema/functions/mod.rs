@@ -24,9 +24,9 @@ use super::args::{self, opt, req, Bound, Param};
 use super::convolution;
 use super::expr::{Lowerer, R};
 use super::image_ops;
-use super::{image_color, image_geometry, image_resize};
 use super::layers;
 use super::normalization;
+use super::{image_color, image_geometry, image_resize};
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
 
 mod array_ops;

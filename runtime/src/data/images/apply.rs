@@ -79,7 +79,11 @@ impl ImagePipeline {
                 if s.len() != 3 {
                     return Err(format!("an image is [H, W, C], got {s:?}"));
                 }
-                let (px, _) = im.to_f32().as_standard_layout().into_owned().into_raw_vec_and_offset();
+                let (px, _) = im
+                    .to_f32()
+                    .as_standard_layout()
+                    .into_owned()
+                    .into_raw_vec_and_offset();
                 view = Some(View::of(Pixels::F32(px), s[0], s[1], s[2]));
                 &[]
             }

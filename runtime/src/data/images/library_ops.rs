@@ -210,8 +210,8 @@ mod tests {
                 b.size[1],
             )
             .expect("crop");
-            let im = resize::resize(&im, [6, 6], ResizeMethod::Bilinear, true, false)
-                .expect("resize");
+            let im =
+                resize::resize(&im, [6, 6], ResizeMethod::Bilinear, true, false).expect("resize");
             let q = 40 + d.below(55) as i32;
             let im = jpeg_quality(&im, q).expect("jpeg");
             let want: Vec<f32> = im.to_f32().iter().copied().collect();
@@ -222,7 +222,9 @@ mod tests {
         assert!(outputs.len() > 1, "every example got the same crop");
         // Evaluation: the whole image resized, no re-encoding.
         let mut got = vec![0f32; 6 * 6 * 3];
-        pipeline.apply(&png, false, (4, 1, 0), &mut got).expect("apply");
+        pipeline
+            .apply(&png, false, (4, 1, 0), &mut got)
+            .expect("apply");
         let im = resize::resize(
             &Image::F32(image.to_f32()),
             [6, 6],
@@ -270,7 +272,11 @@ mod tests {
         ])
         .expect_err("box outside");
         assert_eq!(err.0, 2);
-        assert!(err.1.contains("height must be >= target + offset"), "{}", err.1);
+        assert!(
+            err.1.contains("height must be >= target + offset"),
+            "{}",
+            err.1
+        );
         let err = shape(vec![
             decode.clone(),
             fixed.clone(),

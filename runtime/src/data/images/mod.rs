@@ -48,8 +48,8 @@
 
 mod apply;
 mod batches;
-mod library_ops;
 mod in_memory;
+mod library_ops;
 mod listing;
 mod transforms;
 mod view;

@@ -44,7 +44,10 @@ impl ColorConversion {
 
     /// TF's name.
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, c)| *c == self).map_or("", |(n, _)| n)
+        Self::ALL
+            .iter()
+            .find(|(_, c)| *c == self)
+            .map_or("", |(n, _)| n)
     }
 
     /// The channels the conversion takes and gives.
@@ -96,10 +99,16 @@ pub enum ImageOp {
     Color(ColorConversion),
     /// `tf.image.crop_to_bounding_box(image, offset_height, offset_width,
     /// target_height, target_width)`.
-    CropToBoundingBox { offset: [usize; 2], size: [usize; 2] },
+    CropToBoundingBox {
+        offset: [usize; 2],
+        size: [usize; 2],
+    },
     /// `tf.image.pad_to_bounding_box(image, offset_height, offset_width,
     /// target_height, target_width)`.
-    PadToBoundingBox { offset: [usize; 2], size: [usize; 2] },
+    PadToBoundingBox {
+        offset: [usize; 2],
+        size: [usize; 2],
+    },
     /// `tf.image.resize_with_crop_or_pad(image, target_height, target_width)`.
     ResizeWithCropOrPad { size: [usize; 2] },
     /// `tf.image.resize_with_pad(image, target_height, target_width,
@@ -383,12 +392,21 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
     Ok(match op {
         ImageOp::Color(c) => {
             let (from, to) = c.channels();
-            channels(&[from], if from == 3 { "3-channel (RGB)" } else { "1-channel" })?;
+            channels(
+                &[from],
+                if from == 3 {
+                    "3-channel (RGB)"
+                } else {
+                    "1-channel"
+                },
+            )?;
             [s[0], s[1], Some(to)]
         }
         ImageOp::CropToBoundingBox { offset, size } => {
             if size.contains(&0) {
-                return Err(format!("target_height and target_width must be > 0, got {size:?}"));
+                return Err(format!(
+                    "target_height and target_width must be > 0, got {size:?}"
+                ));
             }
             for (k, what) in [(0, "height"), (1, "width")] {
                 if s[k].is_some_and(|d| d < offset[k] + size[k]) {
@@ -423,7 +441,9 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
         ImageOp::Transpose => [s[1], s[0], s[2]],
         ImageOp::Rot90 { k } if k.rem_euclid(2) == 1 => [s[1], s[0], s[2]],
         ImageOp::AdjustGamma { gamma, .. } if gamma.is_nan() || *gamma < 0.0 => {
-            return Err(format!("Gamma should be a non-negative real number, got {gamma}"))
+            return Err(format!(
+                "Gamma should be a non-negative real number, got {gamma}"
+            ))
         }
         ImageOp::AdjustHue { delta } if !(-1.0..=1.0).contains(delta) => {
             return Err(format!("`delta` must be in [-1, 1], got {delta}"))
@@ -458,9 +478,7 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
                 ));
             }
             if !(0.0..=1.0).contains(&o.min_object_covered) || o.max_attempts == 0 {
-                return Err(
-                    "needs min_object_covered in [0, 1] and max_attempts >= 1".to_string(),
-                );
+                return Err("needs min_object_covered in [0, 1] and max_attempts >= 1".to_string());
             }
             [None, None, s[2]]
         }
