@@ -59,15 +59,15 @@ fn size(e: &Expr, v: i64, what: &str) -> R<usize> {
     Ok(v as usize)
 }
 
-/// `x` (`[.., H, W, C]`, `H` at `h_axis`) resized to `out` with `method`.
+/// `x` (`[.., H, W, C]`, `H` at `h_axis`) resized to `out` with the
+/// method and antialias flag.
 fn resized(
     lw: &mut Lowerer,
     x: NodeId,
     h_axis: usize,
     [h, w]: [usize; 2],
     out: [usize; 2],
-    m: ResizeMethod,
-    antialias: bool,
+    (m, antialias): (ResizeMethod, bool),
     at: &Expr,
 ) -> R<NodeId> {
     let matrix = |n: usize, o: usize| {
@@ -136,8 +136,7 @@ pub fn resize(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
         h_axis,
         [h as usize, w as usize],
         out,
-        m,
-        flag(b, 4)?,
+        (m, flag(b, 4)?),
         e,
     )
 }
@@ -164,8 +163,7 @@ pub fn resize_with_pad(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
         h_axis,
         [h as usize, w as usize],
         fit,
-        m,
-        flag(b, 4)?,
+        (m, flag(b, 4)?),
         b.req(1),
     )?;
     let mut s = lw.g.shape(r).clone();

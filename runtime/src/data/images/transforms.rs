@@ -471,7 +471,7 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
         ImageOp::SampleDistortedBoundingBox(o) => {
             let [alo, ahi] = o.aspect_ratio_range;
             let [lo, hi] = o.area_range;
-            if !(alo > 0.0 && alo <= ahi) || !(lo > 0.0 && lo <= hi && hi <= 1.0) {
+            if !(alo > 0.0 && alo <= ahi && lo > 0.0 && lo <= hi && hi <= 1.0) {
                 return Err(format!(
                     "needs 0 < aspect_ratio_range[0] <= [1] and 0 < area_range[0] <= [1] <= 1, got {:?} and {:?}",
                     o.aspect_ratio_range, o.area_range
