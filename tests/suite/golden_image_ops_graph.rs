@@ -23,7 +23,8 @@
 
 use crate::common;
 
-use common::op_cases::{arg_text, cases_of, check_case, check_others, named};
+use common::op_cases::{arg_text, assert_fails, cases_of, check_case, check_others, named};
+use specc_grammar::Code;
 
 /// Relative, and the floor as a fraction of the tensor's largest magnitude.
 const REL: f64 = 1e-6;
@@ -200,4 +201,52 @@ crate::op_case_tests!(super::check_named;
 #[test]
 fn every_other_image_op_case_in_the_file_matches_tensorflow() {
     check_others(cases(), NAMED, check);
+}
+
+/// A spec computing `expr` of a `[5, 7, 3]` parameter `a`.
+fn spec_of(expr: &str) -> String {
+    format!(
+        "model m\ndata synthetic(rows = 4, features = 1)\nparams {{\n  a: [5, 7, 3] = zeros\n  v: [2, 3] = zeros\n}}\ny = {expr}\nloss = reduce_sum(y)\noptimizer gradient_descent(learning_rate = 0.1)\ntrain {{ batch = 1, steps = 1 }}\n"
+    )
+}
+
+/// Bad arguments and shapes are errors with a caret under what is wrong,
+/// in TF's words where TF has some.
+#[test]
+fn bad_image_op_arguments_have_carets() {
+    let cases = [
+        (
+            "crop_to_bounding_box(a, 1, 2, 5, 4)",
+            Code::ArgumentOutOfRange,
+            "5",
+        ),
+        (
+            "crop_to_bounding_box(a, -1, 2, 2, 4)",
+            Code::ArgumentOutOfRange,
+            "-1",
+        ),
+        (
+            "pad_to_bounding_box(a, 1, 2, 5, 9)",
+            Code::ArgumentOutOfRange,
+            "5",
+        ),
+        ("grayscale_to_rgb(a)", Code::BadShape, "a"),
+        ("rgb_to_yiq(v)", Code::BadShape, "v"),
+        ("rot90(v)", Code::BadShape, "v"),
+        ("central_crop(a, 1.5)", Code::ArgumentOutOfRange, "1.5"),
+        ("resize(a, [0, 4])", Code::ArgumentOutOfRange, "[0, 4]"),
+        (
+            "resize(a, [3, 4], method = \"cubic\")",
+            Code::UnknownChoice,
+            "\"cubic\"",
+        ),
+        (
+            "adjust_gamma(a, gamma = -2.0)",
+            Code::ArgumentOutOfRange,
+            "-2.0",
+        ),
+    ];
+    for (expr, code, under) in cases {
+        assert_fails(&spec_of(expr), code, under);
+    }
 }
