@@ -510,6 +510,8 @@ fn cases() -> Vec<Case> {
     for (name, expr) in [
         ("rgb_to_grayscale", "rgb_to_grayscale(a)"),
         ("grayscale_to_rgb", "grayscale_to_rgb(rgb_to_grayscale(a))"),
+        ("rgb_to_hsv", "rgb_to_hsv(a)"),
+        ("hsv_to_rgb", "hsv_to_rgb(a)"),
         ("rgb_to_yiq", "rgb_to_yiq(a)"),
         ("yiq_to_rgb", "yiq_to_rgb(a)"),
         ("rgb_to_yuv", "rgb_to_yuv(a)"),

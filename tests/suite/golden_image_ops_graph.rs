@@ -36,6 +36,8 @@ const FILE: &str = "images.json";
 const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.rgb_to_grayscale", "rgb_to_grayscale", false),
     ("tf.image.grayscale_to_rgb", "grayscale_to_rgb", true),
+    ("tf.image.rgb_to_hsv", "rgb_to_hsv", false),
+    ("tf.image.hsv_to_rgb", "hsv_to_rgb", false),
     ("tf.image.rgb_to_yiq", "rgb_to_yiq", false),
     ("tf.image.yiq_to_rgb", "yiq_to_rgb", false),
     ("tf.image.rgb_to_yuv", "rgb_to_yuv", false),
@@ -116,6 +118,8 @@ fn check_named(name: &str) {
 crate::op_case_tests!(super::check_named;
     rgb_to_grayscale,
     grayscale_to_rgb,
+    rgb_to_hsv,
+    hsv_to_rgb,
     rgb_to_yiq,
     yiq_to_rgb,
     rgb_to_yuv,

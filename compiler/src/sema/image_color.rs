@@ -1,14 +1,16 @@
 //! `tf.image`'s colour conversions and pixel adjustments as graph ops, so a
 //! model can compute them on its tensors and differentiate through them:
 //! `rgb_to_grayscale`, `grayscale_to_rgb`, `rgb_to_yiq`, `yiq_to_rgb`,
-//! `rgb_to_yuv`, `yuv_to_rgb`, `per_image_standardization`,
+//! `rgb_to_yuv`, `yuv_to_rgb`, `rgb_to_hsv`, `hsv_to_rgb`,
+//! `per_image_standardization`,
 //! `adjust_brightness`, `adjust_gamma`.
 //!
 //! Owns: their lowerings as composites of existing ops in TF's order —
 //! the linear colour spaces as TF's `tensordot` over the channel axis
 //! (`out_j = x_0·K_0j + x_1·K_1j + x_2·K_2j`, TF's kernels from
 //! `specc_image::color`), standardization as `(x − mean) / max(std, 1/√N)`
-//! over each image's `H·W·C` values — so autodiff needs no rule of its own.
+//! over each image's `H·W·C` values, HSV as TF's kernels written with
+//! selects, maxima and clips — so autodiff needs no rule of its own.
 //! Invariant: an image is a float `[H, W, C]` or `[N, H, W, C]` tensor with
 //! fixed `H, W, C` (a caret otherwise); the channel count each op needs is
 //! checked with a caret; the result keeps the operand's rank.
@@ -178,4 +180,92 @@ pub fn adjust_gamma(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let g = lw.g.scalar(gamma as f32);
     let p = lw.g.binary(BinaryOp::Pow, x, g);
     Ok(lw.g.scale(p, gain))
+}
+
+/// `a` where `cond` (1.0), else `b`: TF's `where`.
+fn pick(lw: &mut Lowerer, cond: NodeId, a: NodeId, b: NodeId) -> NodeId {
+    lw.g.select(cond, a, b)
+}
+
+/// `tf.image.rgb_to_hsv(images)`: TF's `RGBToHSV` kernel as selects —
+/// `v = max`, `s = range / v` (0 where `v = 0`), `h` from the channel that
+/// is the maximum (red first, then green), 0 for grey, wrapped into
+/// [0, 1). Each division's denominator is replaced by 1 where its select
+/// does not take it, so the gradient stays finite.
+pub fn rgb_to_hsv(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let (x, _, _) = with_channels(lw, b.req(0), 3, "rgb_to_hsv")?;
+    let [r, g, bl] = [channel(lw, x, 0), channel(lw, x, 1), channel(lw, x, 2)];
+    let rg = lw.g.binary(BinaryOp::Max, r, g);
+    let v = lw.g.binary(BinaryOp::Max, rg, bl);
+    let rg = lw.g.binary(BinaryOp::Min, r, g);
+    let mn = lw.g.binary(BinaryOp::Min, rg, bl);
+    let range = lw.g.sub(v, mn);
+    let (zero, one) = (lw.g.scalar(0.0), lw.g.scalar(1.0));
+    let v_pos = lw.g.binary(BinaryOp::Gt, v, zero);
+    let safe_v = pick(lw, v_pos, v, one);
+    let s = lw.g.div(range, safe_v);
+    let s = pick(lw, v_pos, s, zero);
+    let range_pos = lw.g.binary(BinaryOp::Gt, range, zero);
+    let safe_range = pick(lw, range_pos, range, one);
+    let six = lw.g.scale(safe_range, 6.0);
+    let norm = lw.g.unary(UnaryOp::Recip, six);
+    let gb = lw.g.sub(g, bl);
+    let h_r = lw.g.mul(norm, gb);
+    let br = lw.g.sub(bl, r);
+    let h_g = lw.g.mul(norm, br);
+    let third = lw.g.scalar(2.0 / 6.0);
+    let h_g = lw.g.add(h_g, third);
+    let rg = lw.g.sub(r, g);
+    let h_b = lw.g.mul(norm, rg);
+    let two_thirds = lw.g.scalar(4.0 / 6.0);
+    let h_b = lw.g.add(h_b, two_thirds);
+    let g_max = lw.g.binary(BinaryOp::Eq, g, v);
+    let h = pick(lw, g_max, h_g, h_b);
+    let r_max = lw.g.binary(BinaryOp::Eq, r, v);
+    let h = pick(lw, r_max, h_r, h);
+    let h = pick(lw, range_pos, h, zero);
+    let negative = lw.g.binary(BinaryOp::Lt, h, zero);
+    let wrapped = lw.g.add(h, one);
+    let h = pick(lw, negative, wrapped, h);
+    let last = lw.g.shape(x).rank() - 1;
+    Ok(lw.g.concat(&[h, s, v], last))
+}
+
+/// `tf.image.hsv_to_rgb(images)`: TF's `HSVToRGB` kernel — each channel a
+/// clipped piecewise-linear function of `6·h`, mixed with grey by `s`,
+/// times `v`.
+pub fn hsv_to_rgb(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let (x, _, _) = with_channels(lw, b.req(0), 3, "hsv_to_rgb")?;
+    let [h, s, v] = [channel(lw, x, 0), channel(lw, x, 1), channel(lw, x, 2)];
+    let dh = lw.g.scale(h, 6.0);
+    let (zero, one) = (lw.g.scalar(0.0), lw.g.scalar(1.0));
+    let clip = |lw: &mut Lowerer, t: NodeId| {
+        let t = lw.g.binary(BinaryOp::Max, t, zero);
+        lw.g.binary(BinaryOp::Min, t, one)
+    };
+    // (|6h − centre| − 1) for red, (2 − |6h − centre|) for green and blue.
+    let tri = |lw: &mut Lowerer, centre: f32, rising: bool| {
+        let c = lw.g.scalar(centre);
+        let d = lw.g.sub(dh, c);
+        let a = lw.g.unary(UnaryOp::Abs, d);
+        let t = if rising {
+            lw.g.sub(a, one)
+        } else {
+            let two = lw.g.scalar(2.0);
+            lw.g.sub(two, a)
+        };
+        clip(lw, t)
+    };
+    let parts = [tri(lw, 3.0, true), tri(lw, 2.0, false), tri(lw, 4.0, false)];
+    let one_s = lw.g.sub(one, s);
+    let outs: Vec<NodeId> = parts
+        .iter()
+        .map(|&d| {
+            let sd = lw.g.mul(s, d);
+            let m = lw.g.add(one_s, sd);
+            lw.g.mul(m, v)
+        })
+        .collect();
+    let last = lw.g.shape(x).rank() - 1;
+    Ok(lw.g.concat(&outs, last))
 }

@@ -352,6 +352,16 @@ pub const BUILTINS: &[Builtin] = &[
         lower: image_color::yuv_to_rgb,
     },
     Builtin {
+        name: "rgb_to_hsv",
+        params: &[req("images")],
+        lower: image_color::rgb_to_hsv,
+    },
+    Builtin {
+        name: "hsv_to_rgb",
+        params: &[req("images")],
+        lower: image_color::hsv_to_rgb,
+    },
+    Builtin {
         name: "per_image_standardization",
         params: &[req("image")],
         lower: image_color::per_image_standardization,
