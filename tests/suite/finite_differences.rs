@@ -535,6 +535,10 @@ fn cases() -> Vec<Case> {
         ("rot90_k1", "rot90(a)"),
         ("rot90_k2", "rot90(a, k = 2)"),
         ("rot90_k3", "rot90(a, k = 3)"),
+        (
+            "extract_patches_same_rates",
+            "extract_patches(a, [1, 2, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], \"SAME\")",
+        ),
         ("resize_bilinear_up", "resize(a, [5, 7])"),
         (
             "resize_bicubic_down_antialias",

@@ -67,6 +67,7 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.flip_up_down", "flip_up_down", true),
     ("tf.image.transpose", "transpose_image", true),
     ("tf.image.rot90", "rot90", true),
+    ("tf.image.extract_patches", "extract_patches", true),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
@@ -153,6 +154,10 @@ crate::op_case_tests!(super::check_named;
     rot90_k2,
     rot90_k3,
     rot90_k1_batch,
+    extract_patches_valid_strided,
+    extract_patches_same_stride1,
+    extract_patches_valid_rates,
+    extract_patches_same_rates_strided,
     resize_bilinear_up_antialias_false,
     resize_bilinear_up_antialias_true,
     resize_bilinear_down_antialias_false,

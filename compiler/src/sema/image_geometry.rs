@@ -3,10 +3,11 @@
 //! `crop_to_bounding_box`, `pad_to_bounding_box`, `central_crop`,
 //! `resize_with_crop_or_pad`, `flip_left_right`, `flip_up_down`,
 //! `transpose_image` (`tf.image.transpose`, whose short name is
-//! `tf.transpose`'s here), `rot90`.
+//! `tf.transpose`'s here), `rot90`, `extract_patches`.
 //!
 //! Owns: their lowerings to slices, zero pads, concatenations of reversed
-//! rows or columns and transposes (whose gradients autodiff has), with
+//! rows or columns, transposes and the convolutions' `Patches` (whose
+//! gradients autodiff has), with
 //! TF's arithmetic for the offsets (`central_crop`: `int((n − n·f)/2)` in
 //! float64; `resize_with_crop_or_pad`: Python's floor division) and TF's
 //! argument errors, with a caret under the argument.
@@ -18,6 +19,7 @@ use specc_grammar::ast::{Call, Expr};
 use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, Bound};
+use super::convolution::{self, Padding};
 use super::expr::{Lowerer, R};
 use super::image_ops::image_operand;
 use crate::ir::{Dim, NodeId, Shape};
@@ -241,4 +243,61 @@ pub fn rot90(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
             reverse(lw, t, h_axis + 1, h)
         }
     })
+}
+
+/// A `[1, h, w, 1]` argument of `extract_patches` (positive `h`, `w`).
+fn nhwc_pair(b: &Bound, i: usize, what: &str) -> R<[u32; 2]> {
+    let e = b.req(i);
+    let v = args::eval_int_list(e)?;
+    let ok = v.len() == 4
+        && v[0] == 1
+        && v[3] == 1
+        && v[1..3].iter().all(|&d| (1..=1 << 16).contains(&d));
+    if !ok {
+        return Err(Diagnostic::new(
+            Code::MalformedArgument,
+            e.span,
+            format!(
+                "`{what}` must be [1, {what}_rows, {what}_cols, 1] with positive sizes, got {v:?}"
+            ),
+        )
+        .with_label("expected [1, h, w, 1]"));
+    }
+    Ok([v[1] as u32, v[2] as u32])
+}
+
+/// `tf.image.extract_patches(images, sizes, strides, rates, padding)`: the
+/// `[N, OH, OW, KH·KW·C]` patches (rows, then columns, then channels) of
+/// NHWC images, `SAME` with the odd padding row or column at the end, as
+/// the convolutions' `Patches` (whose gradient is col2im).
+pub fn extract_patches(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let e = b.req(0);
+    let (x, h_axis, [h, w, c]) = image_operand(lw, e, "extract_patches")?;
+    if h_axis != 1 {
+        let s = lw.g.shape(x).clone();
+        return Err(Diagnostic::new(
+            Code::BadShape,
+            e.span,
+            format!("extract_patches needs images [N, H, W, C], but this is {s}"),
+        )
+        .with_label("not a batch of images"));
+    }
+    let kernel = nhwc_pair(b, 1, "sizes")?;
+    let strides = nhwc_pair(b, 2, "strides")?;
+    let rates = nhwc_pair(b, 3, "rates")?;
+    let pe = b.req(4);
+    let padding = match args::eval_string(pe)? {
+        "SAME" => Padding::Same,
+        "VALID" => Padding::Valid,
+        other => {
+            return Err(Diagnostic::new(
+                Code::UnknownChoice,
+                pe.span,
+                format!("padding must be \"SAME\" or \"VALID\", got \"{other}\""),
+            )
+            .with_label("unknown padding"))
+        }
+    };
+    let win = convolution::window([h, w], c, kernel, strides, rates, padding, b.req(1))?;
+    Ok(lw.g.patches(x, win, 0.0))
 }

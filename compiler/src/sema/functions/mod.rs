@@ -399,6 +399,17 @@ pub const BUILTINS: &[Builtin] = &[
         lower: image_resize::resize_with_pad,
     },
     Builtin {
+        name: "extract_patches",
+        params: &[
+            req("images"),
+            req("sizes"),
+            req("strides"),
+            req("rates"),
+            req("padding"),
+        ],
+        lower: image_geometry::extract_patches,
+    },
+    Builtin {
         name: "crop_to_bounding_box",
         params: &[
             req("image"),
