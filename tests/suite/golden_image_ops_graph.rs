@@ -68,6 +68,12 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.transpose", "transpose_image", true),
     ("tf.image.rot90", "rot90", true),
     ("tf.image.extract_patches", "extract_patches", true),
+    ("tf.image.draw_bounding_boxes", "draw_bounding_boxes", false),
+    (
+        "tf.compat.v1.image.draw_bounding_boxes",
+        "draw_bounding_boxes",
+        false,
+    ),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
@@ -88,12 +94,14 @@ fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static st
 /// The case's binding: `output = f(image, name = value, ...)`.
 fn bindings(case: &serde_json::Value) -> String {
     let (_, f, _) = op_of(case).expect("an op of this file");
-    let mut args: Vec<String> = case["inputs"]
-        .as_object()
-        .expect("inputs")
-        .keys()
-        .cloned()
-        .collect();
+    // One input by position (TF's first argument); several by name (the
+    // file's keys are sorted, TF's names are the builtin's).
+    let inputs = case["inputs"].as_object().expect("inputs");
+    let mut args: Vec<String> = if inputs.len() == 1 {
+        inputs.keys().cloned().collect()
+    } else {
+        inputs.keys().map(|k| format!("{k} = {k}")).collect()
+    };
     for (k, v) in case["args"].as_object().expect("args") {
         args.push(format!("{k} = {}", arg_text(v)));
     }
@@ -158,6 +166,8 @@ crate::op_case_tests!(super::check_named;
     extract_patches_same_stride1,
     extract_patches_valid_rates,
     extract_patches_same_rates_strided,
+    draw_bounding_boxes,
+    draw_bounding_boxes_v1_default_colors,
     resize_bilinear_up_antialias_false,
     resize_bilinear_up_antialias_true,
     resize_bilinear_down_antialias_false,

@@ -26,7 +26,7 @@ use super::expr::{Lowerer, R};
 use super::image_ops;
 use super::layers;
 use super::normalization;
-use super::{image_color, image_geometry, image_resize};
+use super::{image_color, image_draw, image_geometry, image_resize};
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
 
 mod array_ops;
@@ -408,6 +408,11 @@ pub const BUILTINS: &[Builtin] = &[
             req("padding"),
         ],
         lower: image_geometry::extract_patches,
+    },
+    Builtin {
+        name: "draw_bounding_boxes",
+        params: &[req("images"), req("boxes"), opt("colors")],
+        lower: image_draw::draw_bounding_boxes,
     },
     Builtin {
         name: "crop_to_bounding_box",
