@@ -80,9 +80,16 @@ fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static st
     let float = input["dtype"]
         .as_str()
         .is_some_and(|d| d.starts_with("float"));
+    if op == "tf.image.convert_image_dtype" {
+        // The pipeline's conversion: the decoded uint8 image to float32.
+        let to_float32 = case["args"]["dtype"] == "float32";
+        return (input["dtype"] == "uint8" && to_float32).then_some(&CONVERT);
+    }
     OPS.iter()
         .find(|(name, _, any_dtype)| *name == op && (float || *any_dtype))
 }
+
+const CONVERT: (&str, &str, bool) = ("tf.image.convert_image_dtype", "convert_image_dtype", true);
 
 fn cases() -> Vec<serde_json::Value> {
     cases_of(FILE, |c| op_of(c).is_some())
@@ -176,6 +183,7 @@ fn check_named(name: &str) {
 }
 
 crate::op_case_tests!(super::check_named;
+    convert_image_dtype_uint8_to_float32,
     rgb_to_grayscale,
     grayscale_to_rgb,
     rgb_to_hsv,

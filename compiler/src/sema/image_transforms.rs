@@ -1,6 +1,7 @@
 //! The image transforms of `image(...)` that `specc_image` runs on the
 //! decoded image (`specc_runtime::data::images::library_ops`): the colour
-//! conversions, the crops and pads by box, `resize_with_crop_or_pad`,
+//! conversions, `convert_image_dtype`, the crops and pads by box,
+//! `resize_with_crop_or_pad`,
 //! `resize_with_pad`, the flips and rotations, the `adjust_*` family, the
 //! JPEG re-encoding (`adjust_jpeg_quality`, `random_jpeg_quality`) and the
 //! Inception-style crop (`sample_distorted_bounding_box`).
@@ -143,6 +144,24 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                     antialias: b.get(3).map(args::eval_bool).transpose()?.unwrap_or(false),
                 }
             }
+            "convert_image_dtype" => {
+                let b = args::bind(name, call, &[opt("dtype"), opt("saturate")])?;
+                if let Some(e) = b.get(0) {
+                    let d = args::eval_string(e)?;
+                    if d != "float32" {
+                        return Err(Diagnostic::new(
+                            Code::UnsupportedArgument,
+                            e.span,
+                            format!("an image input is float32: `dtype` must be \"float32\", got \"{d}\""),
+                        )
+                        .with_label("not float32"));
+                    }
+                }
+                if let Some(e) = b.get(1) {
+                    args::eval_bool(e)?;
+                }
+                ImageOp::ConvertImageDtype
+            }
             "flip_left_right" | "flip_up_down" | "transpose" => {
                 args::bind(name, call, &[])?;
                 match name {
@@ -251,6 +270,7 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
 
 /// The transforms of this module besides the colour conversions.
 const NAMES: &[&str] = &[
+    "convert_image_dtype",
     "crop_to_bounding_box",
     "pad_to_bounding_box",
     "resize_with_crop_or_pad",

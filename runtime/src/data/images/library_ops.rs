@@ -1,6 +1,7 @@
 //! The transforms an image pipeline runs through `specc_image` on the
 //! materialized `[H, W, C]` float32 image (values 0..255): the colour
-//! conversions, the deterministic adjustments, the crops and pads by box,
+//! conversions, `convert_image_dtype` to float32, the deterministic
+//! adjustments, the crops and pads by box,
 //! the flips and rotations, the JPEG re-encoding, and the Inception-style
 //! crop of `sample_distorted_bounding_box`.
 //!
@@ -24,6 +25,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::PadToBoundingBox { .. }
             | ImageOp::ResizeWithCropOrPad { .. }
             | ImageOp::ResizeWithPad { .. }
+            | ImageOp::ConvertImageDtype
             | ImageOp::FlipLeftRight
             | ImageOp::FlipUpDown
             | ImageOp::Transpose
@@ -80,6 +82,12 @@ pub(super) fn run(
             method,
             antialias,
         } => crop_resize::resize_with_pad(image, size[0], size[1], *method, *antialias),
+        ImageOp::ConvertImageDtype => {
+            // TF's int→float conversion: `x · (1 / max)`, the scale a
+            // float32 constant.
+            let scale = (1.0 / 255.0f64) as f32;
+            Ok(Image::F32(image.to_f32().mapv(|v| v * scale)))
+        }
         ImageOp::FlipLeftRight => geometry::flip_left_right(image),
         ImageOp::FlipUpDown => geometry::flip_up_down(image),
         ImageOp::Transpose => geometry::transpose(image),

@@ -118,6 +118,9 @@ pub enum ImageOp {
         method: ResizeMethod,
         antialias: bool,
     },
+    /// `tf.image.convert_image_dtype(image, tf.float32)` of the decoded
+    /// uint8 image: its 0..255 values times `1/255` (float32), into [0, 1].
+    ConvertImageDtype,
     /// `tf.image.flip_left_right(image)`.
     FlipLeftRight,
     /// `tf.image.flip_up_down(image)`.
@@ -168,6 +171,7 @@ impl ImageOp {
             ImageOp::PadToBoundingBox { .. } => "pad_to_bounding_box",
             ImageOp::ResizeWithCropOrPad { .. } => "resize_with_crop_or_pad",
             ImageOp::ResizeWithPad { .. } => "resize_with_pad",
+            ImageOp::ConvertImageDtype => "convert_image_dtype",
             ImageOp::FlipLeftRight => "flip_left_right",
             ImageOp::FlipUpDown => "flip_up_down",
             ImageOp::Transpose => "transpose",
@@ -226,6 +230,7 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "pad_to_bounding_box",
     "resize_with_crop_or_pad",
     "resize_with_pad",
+    "convert_image_dtype",
     "flip_left_right",
     "flip_up_down",
     "transpose",
@@ -344,6 +349,7 @@ impl ImagePipeline {
                 ImageOp::RandomFlipLeftRight
                 | ImageOp::RandomFlipUpDown
                 | ImageOp::PerImageStandardization
+                | ImageOp::ConvertImageDtype
                 | ImageOp::FlipLeftRight
                 | ImageOp::FlipUpDown
                 | ImageOp::AdjustBrightness { .. }
