@@ -50,30 +50,30 @@ fn tensordot3(x: &ArrayD<f32>, kernel: &[[f32; 3]; 3]) -> ArrayD<f32> {
     out
 }
 
-// TF's constants, digit for digit.
+/// TF's RGB to YIQ kernel, digit for digit: `out[j] = Σ_i x[i] · K[i][j]`.
 #[allow(clippy::excessive_precision)]
-const RGB_TO_YIQ: [[f32; 3]; 3] = [
+pub const RGB_TO_YIQ: [[f32; 3]; 3] = [
     [0.299, 0.595_900_6, 0.2115],
     [0.587, -0.274_556_67, -0.522_736_17],
     [0.114, -0.321_343_92, 0.311_199_55],
 ];
-// TF's constants, digit for digit.
+/// TF's YIQ to RGB kernel, digit for digit: `out[j] = Σ_i x[i] · K[i][j]`.
 #[allow(clippy::excessive_precision)]
-const YIQ_TO_RGB: [[f32; 3]; 3] = [
+pub const YIQ_TO_RGB: [[f32; 3]; 3] = [
     [1.0, 1.0, 1.0],
     [0.955_986_34, -0.272_012_83, -1.106_740_2],
     [0.620_824_8, -0.647_204_24, 1.704_230_5],
 ];
-// TF's constants, digit for digit.
+/// TF's RGB to YUV kernel, digit for digit: `out[j] = Σ_i x[i] · K[i][j]`.
 #[allow(clippy::excessive_precision)]
-const RGB_TO_YUV: [[f32; 3]; 3] = [
+pub const RGB_TO_YUV: [[f32; 3]; 3] = [
     [0.299, -0.147_141_19, 0.614_975_4],
     [0.587, -0.288_869_16, -0.514_965_1],
     [0.114, 0.436_010_35, -0.100_010_26],
 ];
-// TF's constants, digit for digit.
+/// TF's YUV to RGB kernel, digit for digit: `out[j] = Σ_i x[i] · K[i][j]`.
 #[allow(clippy::excessive_precision)]
-const YUV_TO_RGB: [[f32; 3]; 3] = [
+pub const YUV_TO_RGB: [[f32; 3]; 3] = [
     [1.0, 1.0, 1.0],
     [0.0, -0.394_642_33, 2.032_061_8],
     [1.139_883, -0.580_621_85, 0.0],
@@ -102,6 +102,9 @@ pub fn yuv_to_rgb(image: &Image) -> Result<Image> {
     linear(image, &YUV_TO_RGB, "yuv_to_rgb")
 }
 
+/// TF's `rgb_to_grayscale` weights (ITU-R 601-2 luma).
+pub const GRAYSCALE_WEIGHTS: [f32; 3] = [0.2989, 0.5870, 0.1140];
+
 /// `tf.image.rgb_to_grayscale(images)`: the weights 0.2989, 0.5870, 0.1140
 /// on the float image (`convert_image_dtype`), converted back to the
 /// input's dtype; the channel axis becomes 1.
@@ -113,7 +116,7 @@ pub fn rgb_to_grayscale(image: &Image) -> Result<Image> {
             "rgb_to_grayscale: the float image is not float32",
         ));
     };
-    let w = [0.2989f32, 0.5870, 0.1140];
+    let w = GRAYSCALE_WEIGHTS;
     let gray: ArrayD<f32> = x
         .lanes(Axis(x.ndim() - 1))
         .into_iter()

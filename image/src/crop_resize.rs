@@ -343,19 +343,33 @@ pub fn resize_with_pad(
             "resize_with_pad: target_height and target_width must be > 0",
         ));
     }
-    let (h, w) = (s[s.len() - 3] as f32, s[s.len() - 2] as f32);
-    let (th, tw) = (target_height as f32, target_width as f32);
-    let ratio = (w / tw).max(h / th);
-    let (rh, rw) = (h / ratio, w / ratio);
-    let size = [rh.floor() as usize, rw.floor() as usize];
-    let pad_h = ((th - rh) / 2.0).floor().max(0.0) as i64;
-    let pad_w = ((tw - rw) / 2.0).floor().max(0.0) as i64;
+    let (size, [pad_h, pad_w]) = resize_with_pad_layout(
+        [s[s.len() - 3], s[s.len() - 2]],
+        [target_height, target_width],
+    );
     let resized = resize(image, size, method, antialias, false)?;
     crate::geometry::pad_to_bounding_box(
         &resized,
-        pad_h,
-        pad_w,
+        pad_h as i64,
+        pad_w as i64,
         target_height as i64,
         target_width as i64,
     )
+}
+
+/// `resize_with_pad`'s layout of an `image_hw` image in a `target` (both
+/// positive): the size it is resized to and the padding above and left of
+/// it (TF's float32 ratio and floors).
+pub fn resize_with_pad_layout(
+    image_hw: [usize; 2],
+    target: [usize; 2],
+) -> ([usize; 2], [usize; 2]) {
+    let (h, w) = (image_hw[0] as f32, image_hw[1] as f32);
+    let (th, tw) = (target[0] as f32, target[1] as f32);
+    let ratio = (w / tw).max(h / th);
+    let (rh, rw) = (h / ratio, w / ratio);
+    let size = [rh.floor() as usize, rw.floor() as usize];
+    let pad_h = ((th - rh) / 2.0).floor().max(0.0) as usize;
+    let pad_w = ((tw - rw) / 2.0).floor().max(0.0) as usize;
+    (size, [pad_h, pad_w])
 }

@@ -490,6 +490,27 @@ pub fn resize(
     resize_with(image, "resize", method, antialias, Centers::V2, size)
 }
 
+/// `tf.image.resize`'s map along one axis as a row-major `[output, input]`
+/// matrix `A` (every method is separable: the resize of an image is
+/// `A_h · x · A_wᵀ` per channel), from the resize of the `input` unit
+/// impulses. The compiler lowers a differentiable resize to products by
+/// these matrices.
+pub fn resize_matrix(
+    input: usize,
+    output: usize,
+    method: ResizeMethod,
+    antialias: bool,
+) -> Result<Vec<f32>> {
+    // [input, 1, input]: channel k is the impulse at row k.
+    let mut impulses = ArrayD::<f32>::zeros(IxDyn(&[input, 1, input]));
+    for k in 0..input {
+        impulses[[k, 0, k]] = 1.0;
+    }
+    let out = resize(&Image::F32(impulses), [output, 1], method, antialias, false)?;
+    // [output, 1, input] is A itself.
+    Ok(out.to_f32().as_standard_layout().iter().copied().collect())
+}
+
 /// `tf.compat.v1.image.resize_bilinear(images, size, align_corners,
 /// half_pixel_centers)`.
 pub fn resize_bilinear(image: &Image, size: [usize; 2], centers: Centers) -> Result<Image> {

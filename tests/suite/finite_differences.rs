@@ -503,6 +503,59 @@ fn cases() -> Vec<Case> {
         vec![a32()],
         format!("reduce_sum(softmax({seq}, axis = 1, mask = reshape(x, [B, 3, 1]) > 0.0) * [[0.3, -1.2], [0.7, 0.4], [-0.5, 1.1]], axis = [1, 2])"),
     ));
+    // tf.image's colour conversions, adjustments, crops, pads, flips and
+    // rotations (`image_color`, `image_geometry`), on a batch of 2 images
+    // 3×4 RGB (or grey) and on one image.
+    let img = || p("a", &[2, 3, 4, 3], 0.05, 1.0);
+    for (name, expr) in [
+        ("rgb_to_grayscale", "rgb_to_grayscale(a)"),
+        ("grayscale_to_rgb", "grayscale_to_rgb(rgb_to_grayscale(a))"),
+        ("rgb_to_hsv", "rgb_to_hsv(a)"),
+        ("hsv_to_rgb", "hsv_to_rgb(a)"),
+        ("rgb_to_yiq", "rgb_to_yiq(a)"),
+        ("yiq_to_rgb", "yiq_to_rgb(a)"),
+        ("rgb_to_yuv", "rgb_to_yuv(a)"),
+        ("yuv_to_rgb", "yuv_to_rgb(a)"),
+        ("per_image_standardization", "per_image_standardization(a)"),
+        ("adjust_brightness", "adjust_brightness(a, 0.2)"),
+        ("adjust_gamma", "adjust_gamma(a, gamma = 2.2, gain = 0.8)"),
+        (
+            "crop_to_bounding_box",
+            "crop_to_bounding_box(a, 1, 1, 2, 2)",
+        ),
+        ("pad_to_bounding_box", "pad_to_bounding_box(a, 1, 2, 5, 7)"),
+        ("central_crop", "central_crop(a, 0.5)"),
+        (
+            "resize_with_crop_or_pad",
+            "resize_with_crop_or_pad(a, 5, 2)",
+        ),
+        ("flip_left_right", "flip_left_right(a)"),
+        ("flip_up_down", "flip_up_down(a)"),
+        ("transpose_image", "transpose_image(a)"),
+        ("rot90_k1", "rot90(a)"),
+        ("rot90_k2", "rot90(a, k = 2)"),
+        ("rot90_k3", "rot90(a, k = 3)"),
+        (
+            "extract_patches_same_rates",
+            "extract_patches(a, [1, 2, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], \"SAME\")",
+        ),
+        ("resize_bilinear_up", "resize(a, [5, 7])"),
+        (
+            "resize_bicubic_down_antialias",
+            "resize(a, [2, 3], method = \"bicubic\", antialias = true)",
+        ),
+        (
+            "resize_with_pad_lanczos3",
+            "resize_with_pad(a, 6, 5, method = \"lanczos3\")",
+        ),
+    ] {
+        v.push(case(name, vec![img()], expr));
+    }
+    v.push(case(
+        "per_image_standardization_one_image",
+        vec![p("a", &[3, 4, 3], 0.05, 1.0)],
+        "per_image_standardization(a)",
+    ));
     v.push(Case {
         name: "batch_matmul_transposed",
         params: vec![p("c", &[3, 2], -1.0, 1.0)],

@@ -381,6 +381,38 @@ fn image_spec_errors_have_carets() {
             "resize([8, 8]), random_saturation(0.5, 1.5)",
             "need RGB images",
         ),
+        (
+            "resize([8, 8]), flip_left_rigth()",
+            "did you mean `flip_left_right`?",
+        ),
+        (
+            "resize([8, 8]), crop_to_bounding_box(2, 0, 7, 8)",
+            "height must be >= target + offset",
+        ),
+        (
+            "resize([8, 8]), pad_to_bounding_box(0, 3, 8, 10)",
+            "width must be <= target - offset",
+        ),
+        (
+            "resize([8, 8]), rgb_to_yuv()",
+            "needs 3-channel (RGB) images",
+        ),
+        (
+            "resize([8, 8]), adjust_gamma(gamma = -1)",
+            "Gamma should be a non-negative",
+        ),
+        (
+            "resize([8, 8]), random_jpeg_quality(90, 80)",
+            "min_jpeg_quality < max_jpeg_quality",
+        ),
+        (
+            "sample_distorted_bounding_box(area_range = [0.5]), resize([8, 8])",
+            "a list of two numbers",
+        ),
+        (
+            "resize([8, 8]), sample_distorted_bounding_box()",
+            "is not static",
+        ),
     ];
     for (i, (transforms, want)) in cases.iter().enumerate() {
         let spec = dir.join(format!("e{i}.spec"));

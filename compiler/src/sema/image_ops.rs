@@ -312,3 +312,31 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let v = lw.g.reduce_mean(per_channel, &[1]);
     Ok(per_image(lw, v, single))
 }
+
+/// An image operand of any of TF's image ops that keep the rank: `[H, W, C]`
+/// or `[N, H, W, C]` with fixed `H, W, C`. Returns the node, the axis of
+/// `H` (0 or 1) and `[H, W, C]`.
+pub(super) fn image_operand(
+    lw: &mut Lowerer,
+    e: &Expr,
+    what: &str,
+) -> R<(NodeId, usize, [u32; 3])> {
+    let x = lw.float(e)?;
+    let s = lw.g.shape(x).clone();
+    let bad = |msg: String| {
+        Diagnostic::new(Code::BadShape, e.span, msg).with_label(format!("this is {s}"))
+    };
+    let r = s.rank();
+    if r != 3 && r != 4 {
+        return Err(bad(format!(
+            "{what} needs images [H, W, C] or [N, H, W, C], not rank {r}"
+        )));
+    }
+    let mut hwc = [0u32; 3];
+    for (k, d) in s.0[r - 3..].iter().enumerate() {
+        hwc[k] = d
+            .fixed()
+            .ok_or_else(|| bad(format!("{what} needs fixed heights, widths and channels")))?;
+    }
+    Ok((x, r - 3, hwc))
+}

@@ -443,6 +443,9 @@ fn transform(e: &Expr) -> R<(ImageOp, Span)> {
             ImageOp::PerImageStandardization
         }
         other => {
+            if let Some(op) = super::image_transforms::transform(call) {
+                return Ok((op?, e.span));
+            }
             let mut d = Diagnostic::new(
                 Code::UnknownFunction,
                 call.func.span,

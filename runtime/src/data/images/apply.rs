@@ -15,6 +15,7 @@ use specc_image::random::{self, Draws};
 use specc_image::resize;
 use specc_image::Image;
 
+use super::library_ops;
 use super::transforms::{central, ImageOp, ImagePipeline};
 use super::view::{Pixels, View};
 use crate::prng::{mix, SplitMix64};
@@ -37,12 +38,67 @@ impl ImagePipeline {
         key: (u64, u64, u64),
         out: &mut [f32],
     ) -> Result<(), String> {
+        self.run(Source::Bytes(bytes), training, key, out)
+    }
+
+    /// The transforms after `decode_image` on an already decoded `[H, W, C]`
+    /// image (standing for `decode_image`'s output, any dtype, taken as its
+    /// float32 values), with the draws of [`apply`](Self::apply): the
+    /// float32 result. For checking the transforms on TF's test images.
+    pub fn apply_image(
+        &self,
+        image: &Image,
+        training: bool,
+        key: (u64, u64, u64),
+    ) -> Result<Image, String> {
+        let shapes = self.shapes().map_err(|(_, m)| m)?;
+        let [h, w, c] = *shapes.last().ok_or("an empty image pipeline")?;
+        let (h, w, c) = (h.unwrap_or(0), w.unwrap_or(0), c.unwrap_or(0));
+        let mut out = vec![0f32; h * w * c];
+        self.run(Source::Image(image), training, key, &mut out)?;
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[h, w, c]), out)
+            .map(Image::F32)
+            .map_err(|e| e.to_string())
+    }
+
+    fn run(
+        &self,
+        source: Source,
+        training: bool,
+        key: (u64, u64, u64),
+        out: &mut [f32],
+    ) -> Result<(), String> {
         let (seed, epoch, index) = key;
         let mut stream = SplitMix64::new(mix(seed ^ mix(epoch ^ mix(index.wrapping_add(1)))));
         let mut draws = move || stream.uniform01_f32();
         let mut view: Option<View> = None;
+        let bytes = match source {
+            Source::Bytes(b) => b,
+            Source::Image(im) => {
+                let s = im.shape();
+                if s.len() != 3 {
+                    return Err(format!("an image is [H, W, C], got {s:?}"));
+                }
+                let (px, _) = im
+                    .to_f32()
+                    .as_standard_layout()
+                    .into_owned()
+                    .into_raw_vec_and_offset();
+                view = Some(View::of(Pixels::F32(px), s[0], s[1], s[2]));
+                &[]
+            }
+        };
         for op in &self.ops {
             let next = match (op, view.take()) {
+                (ImageOp::DecodeImage { channels }, Some(v)) if bytes.is_empty() => {
+                    if *channels != 0 && *channels != v.c {
+                        return Err(format!(
+                            "decode_image(channels = {channels}) of an image with {} channels",
+                            v.c
+                        ));
+                    }
+                    v
+                }
                 (ImageOp::DecodeImage { channels }, None)
                     if Format::sniff(bytes) == Some(Format::Jpeg) =>
                 {
@@ -76,6 +132,14 @@ impl ImagePipeline {
                     },
                     Some(v),
                 ) => v.through(|im| resize::resize(&im, *size, *method, *antialias, false))?,
+                (op, Some(v)) if library_ops::handles(op) => v.through(|im| {
+                    library_ops::run(op, &im, training, &mut draws).unwrap_or_else(|| {
+                        Err(specc_image::ImageError::new(format!(
+                            "{}: not a library transform",
+                            op.name()
+                        )))
+                    })
+                })?,
                 (ImageOp::PerImageStandardization, Some(v)) => {
                     v.through(|im| specc_image::adjust::per_image_standardization(&im))?
                 }
@@ -150,6 +214,12 @@ impl ImagePipeline {
         }
         Ok(())
     }
+}
+
+/// What the pipeline starts from: encoded bytes, or a decoded image.
+enum Source<'a> {
+    Bytes(&'a [u8]),
+    Image(&'a Image),
 }
 
 thread_local! {

@@ -49,6 +49,7 @@
 mod apply;
 mod batches;
 mod in_memory;
+mod library_ops;
 mod listing;
 mod transforms;
 mod view;
@@ -61,7 +62,8 @@ pub use in_memory::{
 };
 pub(crate) use listing::take_image_and_label;
 pub use listing::{list_examples, list_unlabeled, ImageExample, ImageSource};
-pub use transforms::{ImageOp, ImagePipeline, StaticShape, TRANSFORM_NAMES};
+pub use specc_image::random::DistortedBoxOptions;
+pub use transforms::{ColorConversion, ImageOp, ImagePipeline, StaticShape, TRANSFORM_NAMES};
 
 /// The column name of the image input in a [`Source::Images`](crate::data::Source) data set.
 pub const IMAGE_COLUMN: &str = "image";

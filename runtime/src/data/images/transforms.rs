@@ -8,7 +8,57 @@
 //! [`apply`](ImagePipeline::apply) writes; every argument is in the range
 //! TF accepts (an error names the transform by index).
 
+use specc_image::random::DistortedBoxOptions;
 use specc_image::resize::ResizeMethod;
+
+/// A colour-space conversion of `tf.image` (`specc_image::color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorConversion {
+    RgbToGrayscale,
+    GrayscaleToRgb,
+    RgbToHsv,
+    HsvToRgb,
+    RgbToYiq,
+    YiqToRgb,
+    RgbToYuv,
+    YuvToRgb,
+}
+
+impl ColorConversion {
+    /// Every conversion, with TF's name.
+    pub const ALL: [(&'static str, ColorConversion); 8] = [
+        ("rgb_to_grayscale", ColorConversion::RgbToGrayscale),
+        ("grayscale_to_rgb", ColorConversion::GrayscaleToRgb),
+        ("rgb_to_hsv", ColorConversion::RgbToHsv),
+        ("hsv_to_rgb", ColorConversion::HsvToRgb),
+        ("rgb_to_yiq", ColorConversion::RgbToYiq),
+        ("yiq_to_rgb", ColorConversion::YiqToRgb),
+        ("rgb_to_yuv", ColorConversion::RgbToYuv),
+        ("yuv_to_rgb", ColorConversion::YuvToRgb),
+    ];
+
+    /// The conversion TF names `name`.
+    pub fn from_name(name: &str) -> Option<ColorConversion> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
+    }
+
+    /// TF's name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, c)| *c == self)
+            .map_or("", |(n, _)| n)
+    }
+
+    /// The channels the conversion takes and gives.
+    pub fn channels(self) -> (usize, usize) {
+        match self {
+            ColorConversion::RgbToGrayscale => (3, 1),
+            ColorConversion::GrayscaleToRgb => (1, 3),
+            _ => (3, 3),
+        }
+    }
+}
 
 /// One per-example transform, with TF's name and arguments.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +95,59 @@ pub enum ImageOp {
     RandomSaturation { lower: f32, upper: f32 },
     /// `tf.image.per_image_standardization(image)` (also in evaluation).
     PerImageStandardization,
+    /// A colour conversion (`tf.image.rgb_to_grayscale`, ...).
+    Color(ColorConversion),
+    /// `tf.image.crop_to_bounding_box(image, offset_height, offset_width,
+    /// target_height, target_width)`.
+    CropToBoundingBox {
+        offset: [usize; 2],
+        size: [usize; 2],
+    },
+    /// `tf.image.pad_to_bounding_box(image, offset_height, offset_width,
+    /// target_height, target_width)`.
+    PadToBoundingBox {
+        offset: [usize; 2],
+        size: [usize; 2],
+    },
+    /// `tf.image.resize_with_crop_or_pad(image, target_height, target_width)`.
+    ResizeWithCropOrPad { size: [usize; 2] },
+    /// `tf.image.resize_with_pad(image, target_height, target_width,
+    /// method, antialias)`.
+    ResizeWithPad {
+        size: [usize; 2],
+        method: ResizeMethod,
+        antialias: bool,
+    },
+    /// `tf.image.convert_image_dtype(image, tf.float32)` of the decoded
+    /// uint8 image: its 0..255 values times `1/255` (float32), into [0, 1].
+    ConvertImageDtype,
+    /// `tf.image.flip_left_right(image)`.
+    FlipLeftRight,
+    /// `tf.image.flip_up_down(image)`.
+    FlipUpDown,
+    /// `tf.image.transpose(image)`.
+    Transpose,
+    /// `tf.image.rot90(image, k)`.
+    Rot90 { k: i64 },
+    /// `tf.image.adjust_brightness(image, delta)` (0..255 units).
+    AdjustBrightness { delta: f32 },
+    /// `tf.image.adjust_contrast(image, contrast_factor)`.
+    AdjustContrast { factor: f32 },
+    /// `tf.image.adjust_gamma(image, gamma, gain)`.
+    AdjustGamma { gamma: f32, gain: f32 },
+    /// `tf.image.adjust_hue(image, delta)`.
+    AdjustHue { delta: f32 },
+    /// `tf.image.adjust_saturation(image, saturation_factor)`.
+    AdjustSaturation { factor: f32 },
+    /// `tf.image.adjust_jpeg_quality(image, jpeg_quality)`.
+    AdjustJpegQuality { quality: i32 },
+    /// `tf.image.random_jpeg_quality(image, min_jpeg_quality,
+    /// max_jpeg_quality)`: a quality uniform in `[min, max)`.
+    RandomJpegQuality { min: i32, max: i32 },
+    /// The Inception-style random crop: `tf.image.sample_distorted_bounding_box`
+    /// of the whole image, then the image sliced to the box (skipped in
+    /// evaluation; the size depends on the draw, so a resize follows).
+    SampleDistortedBoundingBox(DistortedBoxOptions),
 }
 
 impl ImageOp {
@@ -63,6 +166,24 @@ impl ImageOp {
             ImageOp::RandomHue { .. } => "random_hue",
             ImageOp::RandomSaturation { .. } => "random_saturation",
             ImageOp::PerImageStandardization => "per_image_standardization",
+            ImageOp::Color(c) => c.name(),
+            ImageOp::CropToBoundingBox { .. } => "crop_to_bounding_box",
+            ImageOp::PadToBoundingBox { .. } => "pad_to_bounding_box",
+            ImageOp::ResizeWithCropOrPad { .. } => "resize_with_crop_or_pad",
+            ImageOp::ResizeWithPad { .. } => "resize_with_pad",
+            ImageOp::ConvertImageDtype => "convert_image_dtype",
+            ImageOp::FlipLeftRight => "flip_left_right",
+            ImageOp::FlipUpDown => "flip_up_down",
+            ImageOp::Transpose => "transpose",
+            ImageOp::Rot90 { .. } => "rot90",
+            ImageOp::AdjustBrightness { .. } => "adjust_brightness",
+            ImageOp::AdjustContrast { .. } => "adjust_contrast",
+            ImageOp::AdjustGamma { .. } => "adjust_gamma",
+            ImageOp::AdjustHue { .. } => "adjust_hue",
+            ImageOp::AdjustSaturation { .. } => "adjust_saturation",
+            ImageOp::AdjustJpegQuality { .. } => "adjust_jpeg_quality",
+            ImageOp::RandomJpegQuality { .. } => "random_jpeg_quality",
+            ImageOp::SampleDistortedBoundingBox(_) => "sample_distorted_bounding_box",
         }
     }
 
@@ -77,6 +198,8 @@ impl ImageOp {
                 | ImageOp::RandomContrast { .. }
                 | ImageOp::RandomHue { .. }
                 | ImageOp::RandomSaturation { .. }
+                | ImageOp::RandomJpegQuality { .. }
+                | ImageOp::SampleDistortedBoundingBox(_)
         )
     }
 }
@@ -95,6 +218,31 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "random_hue",
     "random_saturation",
     "per_image_standardization",
+    "rgb_to_grayscale",
+    "grayscale_to_rgb",
+    "rgb_to_hsv",
+    "hsv_to_rgb",
+    "rgb_to_yiq",
+    "yiq_to_rgb",
+    "rgb_to_yuv",
+    "yuv_to_rgb",
+    "crop_to_bounding_box",
+    "pad_to_bounding_box",
+    "resize_with_crop_or_pad",
+    "resize_with_pad",
+    "convert_image_dtype",
+    "flip_left_right",
+    "flip_up_down",
+    "transpose",
+    "rot90",
+    "adjust_brightness",
+    "adjust_contrast",
+    "adjust_gamma",
+    "adjust_hue",
+    "adjust_saturation",
+    "adjust_jpeg_quality",
+    "random_jpeg_quality",
+    "sample_distorted_bounding_box",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -200,7 +348,13 @@ impl ImagePipeline {
                 }
                 ImageOp::RandomFlipLeftRight
                 | ImageOp::RandomFlipUpDown
-                | ImageOp::PerImageStandardization => {}
+                | ImageOp::PerImageStandardization
+                | ImageOp::ConvertImageDtype
+                | ImageOp::FlipLeftRight
+                | ImageOp::FlipUpDown
+                | ImageOp::AdjustBrightness { .. }
+                | ImageOp::AdjustContrast { .. } => {}
+                other => s = library_shape(other, s).map_err(|m| (i, m))?,
             }
             shapes.push(s);
         }
@@ -227,6 +381,115 @@ impl ImagePipeline {
         let s = *self.shapes()?.last().expect("checked non-empty");
         Ok([s[0].unwrap_or(0), s[1].unwrap_or(0), s[2].unwrap_or(0)])
     }
+}
+
+/// The shape after a transform `specc_image` runs (`library_ops`), with
+/// its arguments checked as TF does.
+fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
+    let channels = |want: &[usize], what: &str| -> Result<(), String> {
+        match s[2] {
+            Some(c) if !want.contains(&c) => Err(format!(
+                "`{}` needs {what} images, but they have {c} channels",
+                op.name()
+            )),
+            _ => Ok(()),
+        }
+    };
+    Ok(match op {
+        ImageOp::Color(c) => {
+            let (from, to) = c.channels();
+            channels(
+                &[from],
+                if from == 3 {
+                    "3-channel (RGB)"
+                } else {
+                    "1-channel"
+                },
+            )?;
+            [s[0], s[1], Some(to)]
+        }
+        ImageOp::CropToBoundingBox { offset, size } => {
+            if size.contains(&0) {
+                return Err(format!(
+                    "target_height and target_width must be > 0, got {size:?}"
+                ));
+            }
+            for (k, what) in [(0, "height"), (1, "width")] {
+                if s[k].is_some_and(|d| d < offset[k] + size[k]) {
+                    return Err(format!(
+                        "{what} must be >= target + offset: the image is [{}], the box ends at {}",
+                        fmt_shape(&s),
+                        offset[k] + size[k]
+                    ));
+                }
+            }
+            [Some(size[0]), Some(size[1]), s[2]]
+        }
+        ImageOp::PadToBoundingBox { offset, size } => {
+            for (k, what) in [(0, "height"), (1, "width")] {
+                if s[k].is_some_and(|d| d + offset[k] > size[k]) {
+                    return Err(format!(
+                        "{what} must be <= target - offset: the image is [{}], the target {} at offset {}",
+                        fmt_shape(&s),
+                        size[k],
+                        offset[k]
+                    ));
+                }
+            }
+            [Some(size[0]), Some(size[1]), s[2]]
+        }
+        ImageOp::ResizeWithCropOrPad { size } | ImageOp::ResizeWithPad { size, .. } => {
+            if size.contains(&0) {
+                return Err(format!("the target size must be positive, got {size:?}"));
+            }
+            [Some(size[0]), Some(size[1]), s[2]]
+        }
+        ImageOp::Transpose => [s[1], s[0], s[2]],
+        ImageOp::Rot90 { k } if k.rem_euclid(2) == 1 => [s[1], s[0], s[2]],
+        ImageOp::AdjustGamma { gamma, .. } if gamma.is_nan() || *gamma < 0.0 => {
+            return Err(format!(
+                "Gamma should be a non-negative real number, got {gamma}"
+            ))
+        }
+        ImageOp::AdjustHue { delta } if !(-1.0..=1.0).contains(delta) => {
+            return Err(format!("`delta` must be in [-1, 1], got {delta}"))
+        }
+        ImageOp::AdjustHue { .. } | ImageOp::AdjustSaturation { .. } => {
+            channels(&[3], "RGB")?;
+            s
+        }
+        ImageOp::AdjustJpegQuality { quality } => {
+            if !(0..=100).contains(quality) {
+                return Err(format!("`jpeg_quality` must be in [0, 100], got {quality}"));
+            }
+            channels(&[1, 3], "1- or 3-channel")?;
+            s
+        }
+        ImageOp::RandomJpegQuality { min, max } => {
+            if *min < 0 || *max > 100 || min >= max {
+                return Err(format!(
+                    "needs 0 <= min_jpeg_quality < max_jpeg_quality <= 100, got {min} and {max}"
+                ));
+            }
+            channels(&[1, 3], "1- or 3-channel")?;
+            s
+        }
+        ImageOp::SampleDistortedBoundingBox(o) => {
+            let [alo, ahi] = o.aspect_ratio_range;
+            let [lo, hi] = o.area_range;
+            if !(alo > 0.0 && alo <= ahi && lo > 0.0 && lo <= hi && hi <= 1.0) {
+                return Err(format!(
+                    "needs 0 < aspect_ratio_range[0] <= [1] and 0 < area_range[0] <= [1] <= 1, got {:?} and {:?}",
+                    o.aspect_ratio_range, o.area_range
+                ));
+            }
+            if !(0.0..=1.0).contains(&o.min_object_covered) || o.max_attempts == 0 {
+                return Err("needs min_object_covered in [0, 1] and max_attempts >= 1".to_string());
+            }
+            [None, None, s[2]]
+        }
+        _ => s,
+    })
 }
 
 fn fmt_shape(s: &StaticShape) -> String {

@@ -78,7 +78,13 @@ impl View {
             .map_err(|e| e.to_string())?;
         let out = f(Image::F32(image)).map_err(|e| e.message)?;
         let s = out.shape().to_vec();
-        let (raw, _) = out.to_f32().into_raw_vec_and_offset();
+        // Row-major whatever the library's layout (a concatenation along
+        // the channels is not).
+        let (raw, _) = out
+            .to_f32()
+            .as_standard_layout()
+            .into_owned()
+            .into_raw_vec_and_offset();
         Ok(View::of(Pixels::F32(raw), s[0], s[1], s[2]))
     }
 

@@ -1,0 +1,290 @@
+//! The image transforms of `image(...)` that `specc_image` runs on the
+//! decoded image (`specc_runtime::data::images::library_ops`): the colour
+//! conversions, `convert_image_dtype`, the crops and pads by box,
+//! `resize_with_crop_or_pad`,
+//! `resize_with_pad`, the flips and rotations, the `adjust_*` family, the
+//! JPEG re-encoding (`adjust_jpeg_quality`, `random_jpeg_quality`) and the
+//! Inception-style crop (`sample_distorted_bounding_box`).
+//!
+//! Owns: their names and arguments (TF's) and the argument checks a
+//! literal allows, with a caret under the argument; the pipeline's shape
+//! rules (`ImagePipeline::shapes`) then check them against the image.
+//! Invariant: [`transform`] gives `None` exactly for the names it does not
+//! own, so `images::transform` reports an unknown name once.
+
+use specc_grammar::ast::{Call, Expr, ExprKind};
+use specc_grammar::{Code, Diagnostic};
+use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
+
+use super::args::{self, opt, req, Bound};
+use super::expr::R;
+
+fn range(e: &Expr, msg: String) -> Diagnostic {
+    Diagnostic::new(Code::ArgumentOutOfRange, e.span, msg).with_label("out of range")
+}
+
+/// A non-negative integer argument.
+fn count(e: &Expr, what: &str) -> R<usize> {
+    let v = args::eval_int(e)?;
+    if !(0..=1 << 20).contains(&v) {
+        return Err(range(e, format!("{what} must be in [0, 2^20], got {v}")));
+    }
+    Ok(v as usize)
+}
+
+/// A float32 argument (finite).
+fn float(e: &Expr) -> R<f32> {
+    let v = args::eval_number(e)?;
+    if !v.is_finite() {
+        return Err(range(e, format!("expected a finite number, got {v}")));
+    }
+    Ok(v as f32)
+}
+
+/// Two numbers `[a, b]`.
+fn pair(e: &Expr, what: &str) -> R<[f32; 2]> {
+    let ExprKind::List(items) = &e.kind else {
+        return Err(Diagnostic::new(
+            Code::MalformedArgument,
+            e.span,
+            format!("`{what}` is a list of two numbers"),
+        )
+        .with_label("expected [low, high]"));
+    };
+    if items.len() != 2 {
+        return Err(Diagnostic::new(
+            Code::MalformedArgument,
+            e.span,
+            format!("`{what}` is a list of two numbers, got {}", items.len()),
+        )
+        .with_label("expected [low, high]"));
+    }
+    Ok([float(&items[0])?, float(&items[1])?])
+}
+
+/// `[offset_height, offset_width]` and `[target_height, target_width]`.
+fn bounding_box(b: &Bound) -> R<([usize; 2], [usize; 2])> {
+    Ok((
+        [
+            count(b.req(0), "offset_height")?,
+            count(b.req(1), "offset_width")?,
+        ],
+        [
+            count(b.req(2), "target_height")?,
+            count(b.req(3), "target_width")?,
+        ],
+    ))
+}
+
+fn resize_method(e: Option<&Expr>) -> R<ResizeMethod> {
+    let Some(e) = e else {
+        return Ok(ResizeMethod::Bilinear);
+    };
+    let m = args::eval_string(e)?;
+    ResizeMethod::from_name(m).ok_or_else(|| {
+        Diagnostic::new(
+            Code::UnknownChoice,
+            e.span,
+            format!("unknown resize method \"{m}\""),
+        )
+        .with_label("not a tf.image.ResizeMethod")
+    })
+}
+
+const BOX: &[args::Param<'static>] = &[
+    req("offset_height"),
+    req("offset_width"),
+    req("target_height"),
+    req("target_width"),
+];
+
+/// The transform `call` names, or `None` when it is not one of this
+/// module's.
+pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
+    let name = call.func.name.as_str();
+    if let Some(c) = ColorConversion::from_name(name) {
+        return Some(args::bind(name, call, &[]).map(|_| ImageOp::Color(c)));
+    }
+    let parse = || -> R<ImageOp> {
+        Ok(match name {
+            "crop_to_bounding_box" | "pad_to_bounding_box" => {
+                let (offset, size) = bounding_box(&args::bind(name, call, BOX)?)?;
+                if name == "crop_to_bounding_box" {
+                    ImageOp::CropToBoundingBox { offset, size }
+                } else {
+                    ImageOp::PadToBoundingBox { offset, size }
+                }
+            }
+            "resize_with_crop_or_pad" => {
+                let b = args::bind(name, call, &[req("target_height"), req("target_width")])?;
+                ImageOp::ResizeWithCropOrPad {
+                    size: [
+                        count(b.req(0), "target_height")?,
+                        count(b.req(1), "target_width")?,
+                    ],
+                }
+            }
+            "resize_with_pad" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[
+                        req("target_height"),
+                        req("target_width"),
+                        opt("method"),
+                        opt("antialias"),
+                    ],
+                )?;
+                ImageOp::ResizeWithPad {
+                    size: [
+                        count(b.req(0), "target_height")?,
+                        count(b.req(1), "target_width")?,
+                    ],
+                    method: resize_method(b.get(2))?,
+                    antialias: b.get(3).map(args::eval_bool).transpose()?.unwrap_or(false),
+                }
+            }
+            "convert_image_dtype" => {
+                let b = args::bind(name, call, &[opt("dtype"), opt("saturate")])?;
+                if let Some(e) = b.get(0) {
+                    let d = args::eval_string(e)?;
+                    if d != "float32" {
+                        return Err(Diagnostic::new(
+                            Code::UnsupportedArgument,
+                            e.span,
+                            format!("an image input is float32: `dtype` must be \"float32\", got \"{d}\""),
+                        )
+                        .with_label("not float32"));
+                    }
+                }
+                if let Some(e) = b.get(1) {
+                    args::eval_bool(e)?;
+                }
+                ImageOp::ConvertImageDtype
+            }
+            "flip_left_right" | "flip_up_down" | "transpose" => {
+                args::bind(name, call, &[])?;
+                match name {
+                    "flip_left_right" => ImageOp::FlipLeftRight,
+                    "flip_up_down" => ImageOp::FlipUpDown,
+                    _ => ImageOp::Transpose,
+                }
+            }
+            "rot90" => {
+                let b = args::bind(name, call, &[opt("k")])?;
+                ImageOp::Rot90 {
+                    k: b.get(0).map(args::eval_int).transpose()?.unwrap_or(1),
+                }
+            }
+            "adjust_brightness" | "adjust_hue" => {
+                let b = args::bind(name, call, &[req("delta")])?;
+                let delta = float(b.req(0))?;
+                if name == "adjust_brightness" {
+                    ImageOp::AdjustBrightness { delta }
+                } else {
+                    ImageOp::AdjustHue { delta }
+                }
+            }
+            "adjust_contrast" => {
+                let b = args::bind(name, call, &[req("contrast_factor")])?;
+                ImageOp::AdjustContrast {
+                    factor: float(b.req(0))?,
+                }
+            }
+            "adjust_saturation" => {
+                let b = args::bind(name, call, &[req("saturation_factor")])?;
+                ImageOp::AdjustSaturation {
+                    factor: float(b.req(0))?,
+                }
+            }
+            "adjust_gamma" => {
+                let b = args::bind(name, call, &[opt("gamma"), opt("gain")])?;
+                ImageOp::AdjustGamma {
+                    gamma: b.get(0).map(float).transpose()?.unwrap_or(1.0),
+                    gain: b.get(1).map(float).transpose()?.unwrap_or(1.0),
+                }
+            }
+            "adjust_jpeg_quality" => {
+                let b = args::bind(name, call, &[req("jpeg_quality")])?;
+                ImageOp::AdjustJpegQuality {
+                    quality: args::eval_int(b.req(0))?.clamp(-1, 101) as i32,
+                }
+            }
+            "random_jpeg_quality" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[req("min_jpeg_quality"), req("max_jpeg_quality")],
+                )?;
+                ImageOp::RandomJpegQuality {
+                    min: args::eval_int(b.req(0))?.clamp(-1, 101) as i32,
+                    max: args::eval_int(b.req(1))?.clamp(-1, 101) as i32,
+                }
+            }
+            "sample_distorted_bounding_box" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[
+                        opt("min_object_covered"),
+                        opt("aspect_ratio_range"),
+                        opt("area_range"),
+                        opt("max_attempts"),
+                    ],
+                )?;
+                let d = DistortedBoxOptions::default();
+                ImageOp::SampleDistortedBoundingBox(DistortedBoxOptions {
+                    min_object_covered: b
+                        .get(0)
+                        .map(float)
+                        .transpose()?
+                        .unwrap_or(d.min_object_covered),
+                    aspect_ratio_range: match b.get(1) {
+                        Some(e) => pair(e, "aspect_ratio_range")?,
+                        None => d.aspect_ratio_range,
+                    },
+                    area_range: match b.get(2) {
+                        Some(e) => pair(e, "area_range")?,
+                        None => d.area_range,
+                    },
+                    max_attempts: match b.get(3) {
+                        Some(e) => count(e, "max_attempts")?,
+                        None => d.max_attempts,
+                    },
+                    // The whole image is the one box to cover.
+                    use_image_if_no_bounding_boxes: true,
+                })
+            }
+            other => {
+                return Err(Diagnostic::new(
+                    Code::UnknownFunction,
+                    call.func.span,
+                    format!("unknown image transform `{other}`"),
+                )
+                .with_label("not an image transform"))
+            }
+        })
+    };
+    NAMES.contains(&name).then(parse)
+}
+
+/// The transforms of this module besides the colour conversions.
+const NAMES: &[&str] = &[
+    "convert_image_dtype",
+    "crop_to_bounding_box",
+    "pad_to_bounding_box",
+    "resize_with_crop_or_pad",
+    "resize_with_pad",
+    "flip_left_right",
+    "flip_up_down",
+    "transpose",
+    "rot90",
+    "adjust_brightness",
+    "adjust_hue",
+    "adjust_contrast",
+    "adjust_saturation",
+    "adjust_gamma",
+    "adjust_jpeg_quality",
+    "random_jpeg_quality",
+    "sample_distorted_bounding_box",
+];
