@@ -64,23 +64,7 @@ fn setup(dir: &Path, spec: &Path) -> PathBuf {
     let (code, out, err) = specc(dir, &args);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("model.o"), "{out}");
-    let exe = dir.join("predict");
-    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/aot/predict.c");
-    let cc = Command::new("cc")
-        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
-        .arg(dir)
-        .arg(&c)
-        .arg(dir.join("model.o"))
-        .args(["-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("the C compiler `cc` runs");
-    assert!(
-        cc.status.success(),
-        "cc: {}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
-    exe
+    link_c(dir, "predict")
 }
 
 /// The program of a spec, its dataset, and a session with the function
@@ -459,4 +443,26 @@ fn export_errors_name_the_problem() {
     let (code, _, err) = export(&["--fetch", "logits"]);
     assert_eq!(code, 0, "{err}");
     assert!(dir.join("m.o").exists() && dir.join("m.h").exists());
+}
+
+/// `tests/aot/PROGRAM.c` compiled and linked with `dir/model.o` (and its
+/// header in `dir`) into `dir/PROGRAM`, as a C user of the export does.
+pub fn link_c(dir: &Path, program: &str) -> PathBuf {
+    let exe = dir.join(program);
+    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/aot/{program}.c"));
+    let cc = Command::new("cc")
+        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
+        .arg(dir)
+        .arg(&c)
+        .arg(dir.join("model.o"))
+        .args(["-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("the C compiler `cc` runs");
+    assert!(
+        cc.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    exe
 }

@@ -56,23 +56,7 @@ fn setup(dir: &Path) -> PathBuf {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("specc_predict_raw(cells[rows][4]"), "{out}");
-    let exe = dir.join("predict_raw");
-    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/aot/predict_raw.c");
-    let cc = Command::new("cc")
-        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
-        .arg(dir)
-        .arg(&c)
-        .arg(dir.join("model.o"))
-        .args(["-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("the C compiler `cc` runs");
-    assert!(
-        cc.status.success(),
-        "cc: {}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
-    exe
+    crate::aot_export::link_c(dir, "predict_raw")
 }
 
 /// `specc predict` on `csv`: (probability, class) per row.
@@ -410,22 +394,7 @@ fn every_column_kind_gives_what_specc_predict_gives() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("specc_predict_raw(cells[rows][7]"), "{out}");
-    let exe = dir.join("predict_raw");
-    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/aot/predict_raw.c");
-    let cc = Command::new("cc")
-        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
-        .arg(&dir)
-        .arg(&c)
-        .arg(dir.join("model.o"))
-        .args(["-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = crate::aot_export::link_c(&dir, "predict_raw");
 
     let csv = dir.join("kinds.csv");
     let (code, out, err) = specc(
@@ -615,22 +584,7 @@ fn bundled_spec_equals_predict(name: &str, spec: &str, steps: &str, csv: &str) {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("specc_predict_raw("), "{out}");
-    let exe = dir.join("predict_raw");
-    let c = root.join("tests/aot/predict_raw.c");
-    let cc = Command::new("cc")
-        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
-        .arg(&dir)
-        .arg(&c)
-        .arg(dir.join("model.o"))
-        .args(["-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = crate::aot_export::link_c(&dir, "predict_raw");
     let (code, out, err) = specc(
         &dir,
         &[

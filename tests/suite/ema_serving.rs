@@ -317,22 +317,7 @@ fn the_object_export_holds_the_averages() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("(moving averages)"), "{out}");
-    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/aot/predict.c");
-    let exe = dir.join("predict");
-    let cc = Command::new("cc")
-        .args(["-O2", "-std=c99", "-Wall", "-Werror", "-I"])
-        .arg(&dir)
-        .arg(&c)
-        .arg(dir.join("model.o"))
-        .args(["-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("the C compiler `cc` runs");
-    assert!(
-        cc.status.success(),
-        "cc: {}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = crate::aot_export::link_c(&dir, "predict");
     let bytes: Vec<u8> = new
         .iter()
         .flat_map(|(x, _)| x.map(|v| v as f32))
