@@ -548,6 +548,14 @@ fn cases() -> Vec<Case> {
             "resize_with_pad_lanczos3",
             "resize_with_pad(a, 6, 5, method = \"lanczos3\")",
         ),
+        (
+            "extract_glimpse_partly_outside",
+            "extract_glimpse(a, [2, 3], [[0.1, -0.3], [-0.6, 0.5]], noise = \"zero\")",
+        ),
+        (
+            "extract_glimpse_v1_pixels",
+            "extract_glimpse_v1(a, [2, 2], [[1.0, 2.0], [-1.0, 0.5]], normalized = false, uniform_noise = false)",
+        ),
     ] {
         v.push(case(name, vec![img()], expr));
     }

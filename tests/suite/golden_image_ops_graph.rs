@@ -74,6 +74,12 @@ const OPS: &[(&str, &str, bool)] = &[
         "draw_bounding_boxes",
         false,
     ),
+    ("tf.image.extract_glimpse", "extract_glimpse", false),
+    (
+        "tf.compat.v1.image.extract_glimpse",
+        "extract_glimpse_v1",
+        false,
+    ),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
@@ -104,6 +110,12 @@ fn bindings(case: &serde_json::Value) -> String {
     };
     for (k, v) in case["args"].as_object().expect("args") {
         args.push(format!("{k} = {}", arg_text(v)));
+    }
+    if *f == "extract_glimpse_v1" {
+        // The v1 op's default `uniform_noise = True` draws; as an op, specc
+        // fills with zeros only (the case's glimpses lie inside, where TF
+        // draws no noise either).
+        args.push("uniform_noise = false".to_string());
     }
     format!("output = {f}({})\n", args.join(", "))
 }
@@ -213,6 +225,11 @@ crate::op_case_tests!(super::check_named;
     resize_with_pad_bilinear_1,
     resize_with_pad_nearest_1,
     resize_with_pad_bilinear_antialias_batch,
+    extract_glimpse_centered_normalized,
+    extract_glimpse_centered_pixels,
+    extract_glimpse_corner_normalized,
+    extract_glimpse_corner_pixels,
+    v1_extract_glimpse_inside,
 );
 
 /// The cases of these ops without a test of their own (a regenerated file
@@ -263,6 +280,21 @@ fn bad_image_op_arguments_have_carets() {
             "adjust_gamma(a, gamma = -2.0)",
             Code::ArgumentOutOfRange,
             "-2.0",
+        ),
+        (
+            "extract_glimpse(reshape(a, [3, 5, 7, 1]), [3, 3], reshape(v, [3, 2]))",
+            Code::UnknownChoice,
+            "extract_glimpse(reshape(a, [3, 5, 7, 1]), [3, 3], reshape(v, [3, 2]))",
+        ),
+        (
+            "extract_glimpse(reshape(a, [3, 5, 7, 1]), [3, 3], reshape(v, [3, 2]), noise = \"gaussian\")",
+            Code::UnknownChoice,
+            "\"gaussian\"",
+        ),
+        (
+            "extract_glimpse(reshape(a, [1, 5, 7, 3]), [3, 3], v, noise = \"zero\")",
+            Code::ShapeMismatch,
+            "v",
         ),
     ];
     for (expr, code, under) in cases {

@@ -33,6 +33,7 @@ pub mod functions;
 pub mod image_color;
 pub mod image_draw;
 pub mod image_geometry;
+pub mod image_glimpse;
 pub mod image_ops;
 pub mod image_resize;
 pub(crate) mod image_transforms;
