@@ -72,6 +72,7 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.flip_up_down", "flip_up_down", true),
     ("tf.image.transpose", "transpose", true),
     ("tf.image.rot90", "rot90", true),
+    ("tf.image.extract_glimpse", "extract_glimpse", false),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
@@ -144,20 +145,30 @@ fn check(case: &serde_json::Value) {
         .iter()
         .map(|(k, v)| format!("{k} = {}", arg_text(v)))
         .collect();
-    let text = spec(
-        hwc[2],
-        &format!(
-            "random_crop([{}, {}, {}]), {transform}({})",
-            hwc[0],
-            hwc[1],
+    // `extract_glimpse`'s offsets are a transform's argument: image `i`
+    // through a pipeline with its own row of the case's offsets.
+    let offsets = case["inputs"].get("offsets").map(|o| array(&o["values"]).1);
+    let text_of = |i: usize| {
+        let mut args = args.clone();
+        if let Some(o) = &offsets {
+            args.push(format!("offsets = [{}, {}]", o[2 * i], o[2 * i + 1]));
+        }
+        spec(
             hwc[2],
-            args.join(", ")
-        ),
-    );
-    let pipeline = pipeline_of(&text);
+            &format!(
+                "random_crop([{}, {}, {}]), {transform}({})",
+                hwc[0],
+                hwc[1],
+                hwc[2],
+                args.join(", ")
+            ),
+        )
+    };
     let per: usize = hwc.iter().product();
     let mut got = Vec::new();
     for i in 0..batch {
+        let text = text_of(i);
+        let pipeline = pipeline_of(&text);
         let im = image(hwc, &values[i * per..(i + 1) * per]);
         let out = pipeline
             .apply_image(&im, true, (1, 0, i as u64))
@@ -233,6 +244,10 @@ crate::op_case_tests!(super::check_named;
     rot90_k2,
     rot90_k3,
     rot90_k1_batch,
+    extract_glimpse_centered_normalized,
+    extract_glimpse_centered_pixels,
+    extract_glimpse_corner_normalized,
+    extract_glimpse_corner_pixels,
 );
 
 /// The cases of these transforms without a test of their own (a

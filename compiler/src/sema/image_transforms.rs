@@ -4,7 +4,8 @@
 //! `resize_with_crop_or_pad`,
 //! `resize_with_pad`, the flips and rotations, the `adjust_*` family, the
 //! JPEG re-encoding (`adjust_jpeg_quality`, `random_jpeg_quality`) and the
-//! Inception-style crop (`sample_distorted_bounding_box`).
+//! Inception-style crop (`sample_distorted_bounding_box`) and
+//! `extract_glimpse` (one glimpse per image, at the same offsets).
 //!
 //! Owns: their names and arguments (TF's) and the argument checks a
 //! literal allows, with a caret under the argument; the pipeline's shape
@@ -14,6 +15,7 @@
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
+use specc_image::glimpse::GlimpseNoise;
 use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
 
 use super::args::{self, opt, req, Bound};
@@ -255,6 +257,53 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                     use_image_if_no_bounding_boxes: true,
                 })
             }
+            "extract_glimpse" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[
+                        req("size"),
+                        req("offsets"),
+                        opt("centered"),
+                        opt("normalized"),
+                        opt("noise"),
+                    ],
+                )?;
+                let es = b.req(0);
+                let size = args::eval_int_list(es)?;
+                let size = match size[..] {
+                    [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                        [h as usize, w as usize]
+                    }
+                    _ => {
+                        return Err(range(
+                            es,
+                            format!("`size` is [glimpse_height, glimpse_width], two positive sizes, got {size:?}"),
+                        ))
+                    }
+                };
+                let noise = match b.get(4) {
+                    Some(e) => {
+                        let n = args::eval_string(e)?;
+                        GlimpseNoise::from_name(n).ok_or_else(|| {
+                            Diagnostic::new(
+                                Code::UnknownChoice,
+                                e.span,
+                                format!("unknown glimpse noise \"{n}\""),
+                            )
+                            .with_label("not uniform, gaussian or zero")
+                        })?
+                    }
+                    None => GlimpseNoise::Uniform,
+                };
+                ImageOp::ExtractGlimpse {
+                    size,
+                    offsets: pair(b.req(1), "offsets")?,
+                    centered: b.get(2).map(args::eval_bool).transpose()?.unwrap_or(true),
+                    normalized: b.get(3).map(args::eval_bool).transpose()?.unwrap_or(true),
+                    noise,
+                }
+            }
             other => {
                 return Err(Diagnostic::new(
                     Code::UnknownFunction,
@@ -287,4 +336,5 @@ const NAMES: &[&str] = &[
     "adjust_jpeg_quality",
     "random_jpeg_quality",
     "sample_distorted_bounding_box",
+    "extract_glimpse",
 ];

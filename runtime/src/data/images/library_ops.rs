@@ -3,7 +3,8 @@
 //! conversions, `convert_image_dtype` to float32, the deterministic
 //! adjustments, the crops and pads by box,
 //! the flips and rotations, the JPEG re-encoding, and the Inception-style
-//! crop of `sample_distorted_bounding_box`.
+//! crop of `sample_distorted_bounding_box`, and `extract_glimpse` (its
+//! noise from the example's draws, in training and evaluation alike).
 //!
 //! Invariants: each is the library's `tf.image` function (checked against
 //! TF's numbers in `image/tests`); on the pipeline's 0..255 scale the ones
@@ -11,6 +12,7 @@
 //! divided by 255 and give their result times 255; a random one uses its
 //! draws as `specc_image::random` does, only in training.
 
+use specc_image::glimpse::{self, GlimpseOptions};
 use specc_image::random::{self, Draws};
 use specc_image::{adjust, codec, color, crop_resize, geometry, Image, ImageError};
 
@@ -38,6 +40,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::AdjustJpegQuality { .. }
             | ImageOp::RandomJpegQuality { .. }
             | ImageOp::SampleDistortedBoundingBox(_)
+            | ImageOp::ExtractGlimpse { .. }
     )
 }
 
@@ -112,6 +115,24 @@ pub(super) fn run(
             }
             distorted_crop(image, options, draws)
         }
+        ImageOp::ExtractGlimpse {
+            size,
+            offsets,
+            centered,
+            normalized,
+            noise,
+        } => {
+            let x = image.to_f32();
+            let batch = x.insert_axis(ndarray::Axis(0));
+            let options = GlimpseOptions {
+                centered: *centered,
+                normalized: *normalized,
+                noise: *noise,
+                version: 2,
+            };
+            glimpse::extract_glimpse(&batch, *size, &[*offsets], options, draws)
+                .map(|g| Image::F32(g.index_axis_move(ndarray::Axis(0), 0)))
+        }
         _ => return None,
     })
 }
@@ -153,6 +174,7 @@ mod tests {
     use super::*;
     use crate::data::images::ImagePipeline;
     use crate::prng::{mix, SplitMix64};
+    use specc_image::glimpse::GlimpseNoise;
     use specc_image::random::DistortedBoxOptions;
     use specc_image::resize::{self, ResizeMethod};
 
@@ -299,5 +321,58 @@ mod tests {
         ])
         .expect_err("empty range");
         assert!(err.1.contains("min_jpeg_quality"), "{}", err.1);
+    }
+
+    /// `extract_glimpse` with uniform noise: the cells inside the image are
+    /// the image's, the ones outside drawn between the image's minimum and
+    /// maximum from the example's stream (the same bits for the same key,
+    /// other noise for another example); zero noise fills zeros.
+    #[test]
+    fn glimpse_noise_comes_from_the_example_s_draws() {
+        let (image, png) = png();
+        let glimpse = |noise| ImagePipeline {
+            ops: vec![
+                ImageOp::DecodeImage { channels: 3 },
+                ImageOp::ExtractGlimpse {
+                    size: [4, 5],
+                    offsets: [-2.0, 7.0],
+                    centered: false,
+                    normalized: false,
+                    noise,
+                },
+            ],
+        };
+        let uniform = glimpse(GlimpseNoise::Uniform);
+        assert!(ImageOp::is_random(&uniform.ops[1]));
+        assert!(!ImageOp::is_random(&glimpse(GlimpseNoise::Zero).ops[1]));
+        assert_eq!(uniform.output_shape(), Ok([4, 5, 3]));
+        let run = |p: &ImagePipeline, index| {
+            let mut out = vec![0f32; 4 * 5 * 3];
+            p.apply(&png, true, (3, 0, index), &mut out).expect("apply");
+            out
+        };
+        let (a, again, other) = (run(&uniform, 0), run(&uniform, 0), run(&uniform, 1));
+        assert_eq!(a, again);
+        assert_ne!(a, other);
+        let zero = run(&glimpse(GlimpseNoise::Zero), 0);
+        let px = image.to_f32();
+        let (lo, hi) = px
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        for r in 0..4 {
+            for c in 0..5 {
+                for k in 0..3 {
+                    let (y, x) = (r as i64 - 2, c as i64 + 7);
+                    let i = (r * 5 + c) * 3 + k;
+                    if (0..12).contains(&y) && (0..10).contains(&x) {
+                        let want = px[[y as usize, x as usize, k]];
+                        assert_eq!((a[i], zero[i]), (want, want), "inside at {r}, {c}");
+                    } else {
+                        assert_eq!(zero[i], 0.0, "zero fill at {r}, {c}");
+                        assert!((lo..=hi).contains(&a[i]), "noise {} at {r}, {c}", a[i]);
+                    }
+                }
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! [`apply`](ImagePipeline::apply) writes; every argument is in the range
 //! TF accepts (an error names the transform by index).
 
+use specc_image::glimpse::GlimpseNoise;
 use specc_image::random::DistortedBoxOptions;
 use specc_image::resize::ResizeMethod;
 
@@ -148,6 +149,16 @@ pub enum ImageOp {
     /// of the whole image, then the image sliced to the box (skipped in
     /// evaluation; the size depends on the draw, so a resize follows).
     SampleDistortedBoundingBox(DistortedBoxOptions),
+    /// `tf.image.extract_glimpse(image[None], size, [offsets], centered,
+    /// normalized, noise)[0]`: one glimpse per image at the same offsets;
+    /// `uniform`/`gaussian` noise outside the image from the example's draws.
+    ExtractGlimpse {
+        size: [usize; 2],
+        offsets: [f32; 2],
+        centered: bool,
+        normalized: bool,
+        noise: GlimpseNoise,
+    },
 }
 
 impl ImageOp {
@@ -184,6 +195,7 @@ impl ImageOp {
             ImageOp::AdjustJpegQuality { .. } => "adjust_jpeg_quality",
             ImageOp::RandomJpegQuality { .. } => "random_jpeg_quality",
             ImageOp::SampleDistortedBoundingBox(_) => "sample_distorted_bounding_box",
+            ImageOp::ExtractGlimpse { .. } => "extract_glimpse",
         }
     }
 
@@ -200,7 +212,7 @@ impl ImageOp {
                 | ImageOp::RandomSaturation { .. }
                 | ImageOp::RandomJpegQuality { .. }
                 | ImageOp::SampleDistortedBoundingBox(_)
-        )
+        ) || matches!(self, ImageOp::ExtractGlimpse { noise, .. } if *noise != GlimpseNoise::Zero)
     }
 }
 
@@ -243,6 +255,7 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "adjust_jpeg_quality",
     "random_jpeg_quality",
     "sample_distorted_bounding_box",
+    "extract_glimpse",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -438,7 +451,9 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
             }
             [Some(size[0]), Some(size[1]), s[2]]
         }
-        ImageOp::ResizeWithCropOrPad { size } | ImageOp::ResizeWithPad { size, .. } => {
+        ImageOp::ResizeWithCropOrPad { size }
+        | ImageOp::ResizeWithPad { size, .. }
+        | ImageOp::ExtractGlimpse { size, .. } => {
             if size.contains(&0) {
                 return Err(format!("the target size must be positive, got {size:?}"));
             }
