@@ -553,6 +553,14 @@ fn cases() -> Vec<Case> {
             "extract_glimpse(a, [2, 3], [[0.1, -0.3], [-0.6, 0.5]], noise = \"zero\")",
         ),
         (
+            "crop_and_resize_bilinear",
+            "crop_and_resize(a, [[0.1, 0.2, 0.8, 0.7], [-0.2, 0.5, 0.6, 1.3], [0.9, 0.9, 0.3, 0.1]], [1.0, 0.0, 1.0], [3, 2], extrapolation_value = -0.5)",
+        ),
+        (
+            "crop_and_resize_nearest",
+            "crop_and_resize(a, [[0.1, 0.2, 0.8, 0.7], [0.3, 0.0, 0.6, 1.0]], [0.0, 1.0], [2, 3], method = \"nearest\")",
+        ),
+        (
             "extract_glimpse_v1_pixels",
             "extract_glimpse_v1(a, [2, 2], [[1.0, 2.0], [-1.0, 0.5]], normalized = false, uniform_noise = false)",
         ),

@@ -75,6 +75,7 @@ const OPS: &[(&str, &str, bool)] = &[
         false,
     ),
     ("tf.image.extract_glimpse", "extract_glimpse", false),
+    ("tf.image.crop_and_resize", "crop_and_resize", false),
     (
         "tf.compat.v1.image.extract_glimpse",
         "extract_glimpse_v1",
@@ -84,11 +85,12 @@ const OPS: &[(&str, &str, bool)] = &[
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
     let op = case["op"].as_str().expect("op");
+    // The image's dtype (the first input but `crop_and_resize`'s ids).
     let (_, input) = case["inputs"]
         .as_object()
         .expect("inputs")
         .iter()
-        .next()
+        .find(|(k, _)| *k != "box_indices")
         .expect("an input");
     let float = input["dtype"]
         .as_str()
@@ -128,7 +130,11 @@ fn check(case: &serde_json::Value) {
     let (_, f, _) = op_of(case).expect("an op of this file");
     // A resize sums its taps in another order than TF's kernels (products
     // by the map's matrices): as the library's resizes, 2e-6.
-    let tol = if f.starts_with("resize") { RESIZE } else { REL };
+    let tol = if f.starts_with("resize") || *f == "crop_and_resize" {
+        RESIZE
+    } else {
+        REL
+    };
     check_case(case, &bindings(case), tol, tol);
 }
 
@@ -230,6 +236,12 @@ crate::op_case_tests!(super::check_named;
     extract_glimpse_corner_normalized,
     extract_glimpse_corner_pixels,
     v1_extract_glimpse_inside,
+    crop_and_resize_bilinear,
+    crop_and_resize_nearest,
+    crop_and_resize_bilinear_extrapolation,
+    crop_and_resize_nearest_extrapolation,
+    crop_and_resize_bilinear_crop_size_one,
+    crop_and_resize_nearest_crop_size_one,
 );
 
 /// The cases of these ops without a test of their own (a regenerated file
@@ -295,6 +307,16 @@ fn bad_image_op_arguments_have_carets() {
             "extract_glimpse(reshape(a, [1, 5, 7, 3]), [3, 3], v, noise = \"zero\")",
             Code::ShapeMismatch,
             "v",
+        ),
+        (
+            "crop_and_resize(reshape(a, [1, 5, 7, 3]), v, [0.0, 0.0], [2, 2])",
+            Code::ShapeMismatch,
+            "v",
+        ),
+        (
+            "crop_and_resize(reshape(a, [1, 5, 7, 3]), [[0.1, 0.2, 0.8, 0.7]], [0.0], [2, 2], method = \"cubic\")",
+            Code::UnknownChoice,
+            "\"cubic\"",
         ),
     ];
     for (expr, code, under) in cases {

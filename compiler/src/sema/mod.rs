@@ -31,6 +31,7 @@ pub mod expr;
 pub mod features;
 pub mod functions;
 pub mod image_color;
+pub mod image_crop_resize;
 pub mod image_draw;
 pub mod image_geometry;
 pub mod image_glimpse;

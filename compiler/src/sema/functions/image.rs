@@ -2,10 +2,12 @@
 //! [`super::BUILTINS`] and these, looked up together): TF's names and
 //! argument names, lowered by the image families beside the table
 //! ([`image_ops`], [`image_color`], [`image_draw`], [`image_geometry`],
-//! [`image_resize`], [`image_glimpse`]).
+//! [`image_resize`], [`image_glimpse`], [`image_crop_resize`]).
 
 use super::super::image_ops;
-use super::super::{image_color, image_draw, image_geometry, image_glimpse, image_resize};
+use super::super::{
+    image_color, image_crop_resize, image_draw, image_geometry, image_glimpse, image_resize,
+};
 use super::args::{opt, req};
 use super::Builtin;
 
@@ -217,5 +219,17 @@ pub(super) const IMAGE_BUILTINS: &[Builtin] = &[
             opt("uniform_noise"),
         ],
         lower: image_glimpse::extract_glimpse_v1,
+    },
+    Builtin {
+        name: "crop_and_resize",
+        params: &[
+            req("image"),
+            req("boxes"),
+            req("box_indices"),
+            req("crop_size"),
+            opt("method"),
+            opt("extrapolation_value"),
+        ],
+        lower: image_crop_resize::crop_and_resize,
     },
 ];
