@@ -561,6 +561,18 @@ fn cases() -> Vec<Case> {
             "crop_and_resize(a, [[0.1, 0.2, 0.8, 0.7], [0.3, 0.0, 0.6, 1.0]], [0.0, 1.0], [2, 3], method = \"nearest\")",
         ),
         (
+            "resize_bilinear_v1_align_corners",
+            "resize_bilinear(a, [5, 3], align_corners = true)",
+        ),
+        (
+            "resize_bicubic_v1_legacy",
+            "resize_bicubic(a, [4, 6])",
+        ),
+        (
+            "resize_area_v1_align_corners",
+            "resize_area(a, [2, 3], align_corners = true)",
+        ),
+        (
             "extract_glimpse_v1_pixels",
             "extract_glimpse_v1(a, [2, 2], [[1.0, 2.0], [-1.0, 0.5]], normalized = false, uniform_noise = false)",
         ),

@@ -77,6 +77,18 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.extract_glimpse", "extract_glimpse", false),
     ("tf.image.crop_and_resize", "crop_and_resize", false),
     (
+        "tf.compat.v1.image.resize_bilinear",
+        "resize_bilinear",
+        false,
+    ),
+    (
+        "tf.compat.v1.image.resize_nearest_neighbor",
+        "resize_nearest_neighbor",
+        true,
+    ),
+    ("tf.compat.v1.image.resize_bicubic", "resize_bicubic", false),
+    ("tf.compat.v1.image.resize_area", "resize_area", false),
+    (
         "tf.compat.v1.image.extract_glimpse",
         "extract_glimpse_v1",
         false,
@@ -242,6 +254,28 @@ crate::op_case_tests!(super::check_named;
     crop_and_resize_nearest_extrapolation,
     crop_and_resize_bilinear_crop_size_one,
     crop_and_resize_nearest_crop_size_one,
+    v1_resize_bilinear_up_legacy,
+    v1_resize_bilinear_up_align_corners,
+    v1_resize_bilinear_up_half_pixel_centers,
+    v1_resize_bilinear_down_legacy,
+    v1_resize_bilinear_down_align_corners,
+    v1_resize_bilinear_down_half_pixel_centers,
+    v1_resize_nearest_neighbor_up_legacy,
+    v1_resize_nearest_neighbor_up_align_corners,
+    v1_resize_nearest_neighbor_up_half_pixel_centers,
+    v1_resize_nearest_neighbor_down_legacy,
+    v1_resize_nearest_neighbor_down_align_corners,
+    v1_resize_nearest_neighbor_down_half_pixel_centers,
+    v1_resize_bicubic_up_legacy,
+    v1_resize_bicubic_up_align_corners,
+    v1_resize_bicubic_up_half_pixel_centers,
+    v1_resize_bicubic_down_legacy,
+    v1_resize_bicubic_down_align_corners,
+    v1_resize_bicubic_down_half_pixel_centers,
+    v1_resize_area_up_legacy,
+    v1_resize_area_up_align_corners,
+    v1_resize_area_down_legacy,
+    v1_resize_area_down_align_corners,
 );
 
 /// The cases of these ops without a test of their own (a regenerated file
@@ -321,5 +355,40 @@ fn bad_image_op_arguments_have_carets() {
     ];
     for (expr, code, under) in cases {
         assert_fails(&spec_of(expr), code, under);
+    }
+}
+
+/// The file's refused v1 resizes (`align_corners` and `half_pixel_centers`
+/// both true) are errors in TF's words, under `half_pixel_centers`.
+#[test]
+fn refused_v1_resizes_are_errors_in_tf_s_words() {
+    let all = common::golden(FILE);
+    let refused = all["refused"].as_array().expect("refused");
+    assert!(!refused.is_empty());
+    for case in refused {
+        let op = case["op"].as_str().expect("op");
+        let f = op.rsplit('.').next().expect("a name");
+        let args: Vec<String> = case["args"]
+            .as_object()
+            .expect("args")
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", arg_text(v)))
+            .collect();
+        let text = spec_of(&format!(
+            "{f}(reshape(a, [1, 5, 7, 3]), {})",
+            args.join(", ")
+        ));
+        assert_fails(&text, Code::ArgumentOutOfRange, "true");
+        let want = case["error"].as_str().expect("error");
+        let src = specc_grammar::SourceFile::new("case.spec", text.clone());
+        let errors = specc_compiler::driver::compile(&src, specc_compiler::driver::Functions::ALL)
+            .err()
+            .expect("refused");
+        assert!(
+            errors.iter().any(|d| want.contains(&d.message)),
+            "{}: {:?} is not TF's {want}",
+            case["name"],
+            errors.iter().map(|d| &d.message).collect::<Vec<_>>()
+        );
     }
 }

@@ -232,4 +232,39 @@ pub(super) const IMAGE_BUILTINS: &[Builtin] = &[
         ],
         lower: image_crop_resize::crop_and_resize,
     },
+    Builtin {
+        name: "resize_bilinear",
+        params: &[
+            req("images"),
+            req("size"),
+            opt("align_corners"),
+            opt("half_pixel_centers"),
+        ],
+        lower: image_resize::resize_bilinear,
+    },
+    Builtin {
+        name: "resize_nearest_neighbor",
+        params: &[
+            req("images"),
+            req("size"),
+            opt("align_corners"),
+            opt("half_pixel_centers"),
+        ],
+        lower: image_resize::resize_nearest_neighbor,
+    },
+    Builtin {
+        name: "resize_bicubic",
+        params: &[
+            req("images"),
+            req("size"),
+            opt("align_corners"),
+            opt("half_pixel_centers"),
+        ],
+        lower: image_resize::resize_bicubic,
+    },
+    Builtin {
+        name: "resize_area",
+        params: &[req("images"), req("size"), opt("align_corners")],
+        lower: image_resize::resize_area,
+    },
 ];
