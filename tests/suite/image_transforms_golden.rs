@@ -9,7 +9,9 @@
 //! C]), TRANSFORM(args))` with `[H, W, C]` the case's image (the crop of
 //! the whole image keeps it, and gives the static shape a transform that
 //! depends on the image needs); a batch case runs each image through the
-//! pipeline. The pipeline's image is float32 (decoded pixels 0..255 as
+//! pipeline; `extract_glimpse` and `crop_and_resize`, whose offsets and
+//! boxes are a transform's arguments, run image `i` (box `i`'s image)
+//! through a pipeline with its own row of them. The pipeline's image is float32 (decoded pixels 0..255 as
 //! Keras casts them): a float case is TF's op on the same float tensor; a
 //! uint8 case is checked where TF's op gives the same numbers on the
 //! values as float32 (the crops, pads, flips, rotations and
@@ -73,11 +75,16 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.transpose", "transpose", true),
     ("tf.image.rot90", "rot90", true),
     ("tf.image.extract_glimpse", "extract_glimpse", false),
+    ("tf.image.crop_and_resize", "crop_and_resize", false),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
     let op = case["op"].as_str().expect("op");
-    let (_, input) = case["inputs"].as_object()?.iter().next()?;
+    // The image (the first input but `crop_and_resize`'s ids).
+    let (_, input) = case["inputs"]
+        .as_object()?
+        .iter()
+        .find(|(k, _)| *k != "box_indices")?;
     let float = input["dtype"]
         .as_str()
         .is_some_and(|d| d.starts_with("float"));
@@ -132,7 +139,7 @@ fn check(case: &serde_json::Value) {
     let (_, transform, _) = op_of(case).expect("an op of this file");
     let (_, input) = case["inputs"]
         .as_object()
-        .and_then(|o| o.iter().next())
+        .and_then(|o| o.iter().find(|(k, _)| *k != "box_indices" && *k != "boxes"))
         .expect("an input");
     let (dims, values) = array(&input["values"]);
     let (batch, hwc) = match dims.len() {
@@ -148,10 +155,16 @@ fn check(case: &serde_json::Value) {
     // `extract_glimpse`'s offsets are a transform's argument: image `i`
     // through a pipeline with its own row of the case's offsets.
     let offsets = case["inputs"].get("offsets").map(|o| array(&o["values"]).1);
+    // `crop_and_resize`'s boxes too: box `i` of image `box_indices[i]`.
+    let boxes = case["inputs"].get("boxes").map(|o| array(&o["values"]).1);
     let text_of = |i: usize| {
         let mut args = args.clone();
         if let Some(o) = &offsets {
             args.push(format!("offsets = [{}, {}]", o[2 * i], o[2 * i + 1]));
+        }
+        if let Some(b) = &boxes {
+            let b: Vec<String> = b[4 * i..4 * i + 4].iter().map(|v| v.to_string()).collect();
+            args.push(format!("boxes = [{}]", b.join(", ")));
         }
         spec(
             hwc[2],
@@ -166,17 +179,25 @@ fn check(case: &serde_json::Value) {
     };
     let per: usize = hwc.iter().product();
     let mut got = Vec::new();
-    for i in 0..batch {
+    let ids = case["inputs"]
+        .get("box_indices")
+        .map(|o| array(&o["values"]).1);
+    let outputs = match (&ids, &boxes) {
+        (Some(ids), _) => ids.len(),
+        _ => batch,
+    };
+    for i in 0..outputs {
         let text = text_of(i);
         let pipeline = pipeline_of(&text);
-        let im = image(hwc, &values[i * per..(i + 1) * per]);
+        let k = ids.as_ref().map_or(i, |ids| ids[i] as usize);
+        let im = image(hwc, &values[k * per..(k + 1) * per]);
         let out = pipeline
             .apply_image(&im, true, (1, 0, i as u64))
             .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
         got.extend(out.to_f32().iter().copied());
     }
     let (_, want) = array(&case["outputs"]["output"]["values"]);
-    let rel = if transform.starts_with("resize") {
+    let rel = if transform.starts_with("resize") || *transform == "crop_and_resize" {
         2e-6
     } else {
         1e-6
@@ -248,6 +269,12 @@ crate::op_case_tests!(super::check_named;
     extract_glimpse_centered_pixels,
     extract_glimpse_corner_normalized,
     extract_glimpse_corner_pixels,
+    crop_and_resize_bilinear,
+    crop_and_resize_nearest,
+    crop_and_resize_bilinear_extrapolation,
+    crop_and_resize_nearest_extrapolation,
+    crop_and_resize_bilinear_crop_size_one,
+    crop_and_resize_nearest_crop_size_one,
 );
 
 /// The cases of these transforms without a test of their own (a

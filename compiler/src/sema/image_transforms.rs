@@ -5,7 +5,8 @@
 //! `resize_with_pad`, the flips and rotations, the `adjust_*` family, the
 //! JPEG re-encoding (`adjust_jpeg_quality`, `random_jpeg_quality`) and the
 //! Inception-style crop (`sample_distorted_bounding_box`) and
-//! `extract_glimpse` (one glimpse per image, at the same offsets).
+//! `extract_glimpse` (one glimpse per image, at the same offsets) and
+//! `crop_and_resize` (one box per image).
 //!
 //! Owns: their names and arguments (TF's) and the argument checks a
 //! literal allows, with a caret under the argument; the pipeline's shape
@@ -15,6 +16,7 @@
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
+use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
 use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
 
@@ -304,6 +306,69 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                     noise,
                 }
             }
+            "crop_and_resize" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[
+                        req("boxes"),
+                        req("crop_size"),
+                        opt("method"),
+                        opt("extrapolation_value"),
+                    ],
+                )?;
+                let eb = b.req(0);
+                let boxes = match &eb.kind {
+                    ExprKind::List(items) if items.len() == 4 => [
+                        float(&items[0])?,
+                        float(&items[1])?,
+                        float(&items[2])?,
+                        float(&items[3])?,
+                    ],
+                    _ => {
+                        return Err(Diagnostic::new(
+                            Code::MalformedArgument,
+                            eb.span,
+                            "`boxes` is one box [y1, x1, y2, x2] (normalized)",
+                        )
+                        .with_label("expected 4 numbers"))
+                    }
+                };
+                let ec = b.req(1);
+                let cs = args::eval_int_list(ec)?;
+                let crop_size = match cs[..] {
+                    [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                        [h as usize, w as usize]
+                    }
+                    _ => {
+                        return Err(range(
+                            ec,
+                            format!("crop_size is [crop_height, crop_width], two positive sizes, got {cs:?}"),
+                        ))
+                    }
+                };
+                let method = match b.get(2) {
+                    None => CropMethod::Bilinear,
+                    Some(e) => match args::eval_string(e)? {
+                        "bilinear" => CropMethod::Bilinear,
+                        "nearest" => CropMethod::Nearest,
+                        m => {
+                            return Err(Diagnostic::new(
+                                Code::UnknownChoice,
+                                e.span,
+                                format!("crop_and_resize's method is \"bilinear\" or \"nearest\", got \"{m}\""),
+                            )
+                            .with_label("not bilinear or nearest"))
+                        }
+                    },
+                };
+                ImageOp::CropAndResize {
+                    boxes,
+                    crop_size,
+                    method,
+                    extrapolation_value: b.get(3).map(float).transpose()?.unwrap_or(0.0),
+                }
+            }
             other => {
                 return Err(Diagnostic::new(
                     Code::UnknownFunction,
@@ -337,4 +402,5 @@ const NAMES: &[&str] = &[
     "random_jpeg_quality",
     "sample_distorted_bounding_box",
     "extract_glimpse",
+    "crop_and_resize",
 ];

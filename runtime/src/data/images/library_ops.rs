@@ -3,7 +3,8 @@
 //! conversions, `convert_image_dtype` to float32, the deterministic
 //! adjustments, the crops and pads by box,
 //! the flips and rotations, the JPEG re-encoding, and the Inception-style
-//! crop of `sample_distorted_bounding_box`, and `extract_glimpse` (its
+//! crop of `sample_distorted_bounding_box`, `crop_and_resize` of one box,
+//! and `extract_glimpse` (its
 //! noise from the example's draws, in training and evaluation alike).
 //!
 //! Invariants: each is the library's `tf.image` function (checked against
@@ -41,6 +42,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::RandomJpegQuality { .. }
             | ImageOp::SampleDistortedBoundingBox(_)
             | ImageOp::ExtractGlimpse { .. }
+            | ImageOp::CropAndResize { .. }
     )
 }
 
@@ -132,6 +134,23 @@ pub(super) fn run(
             };
             glimpse::extract_glimpse(&batch, *size, &[*offsets], options, draws)
                 .map(|g| Image::F32(g.index_axis_move(ndarray::Axis(0), 0)))
+        }
+        ImageOp::CropAndResize {
+            boxes,
+            crop_size,
+            method,
+            extrapolation_value,
+        } => {
+            let batch = Image::F32(image.to_f32().insert_axis(ndarray::Axis(0)));
+            crop_resize::crop_and_resize(
+                &batch,
+                &[*boxes],
+                &[0],
+                *crop_size,
+                *method,
+                *extrapolation_value,
+            )
+            .map(|g| Image::F32(g.index_axis_move(ndarray::Axis(0), 0)))
         }
         _ => return None,
     })

@@ -8,6 +8,7 @@
 //! [`apply`](ImagePipeline::apply) writes; every argument is in the range
 //! TF accepts (an error names the transform by index).
 
+use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
 use specc_image::random::DistortedBoxOptions;
 use specc_image::resize::ResizeMethod;
@@ -159,6 +160,14 @@ pub enum ImageOp {
         normalized: bool,
         noise: GlimpseNoise,
     },
+    /// `tf.image.crop_and_resize(image[None], [boxes], [0], crop_size,
+    /// method, extrapolation_value)[0]`: one box per image.
+    CropAndResize {
+        boxes: [f32; 4],
+        crop_size: [usize; 2],
+        method: CropMethod,
+        extrapolation_value: f32,
+    },
 }
 
 impl ImageOp {
@@ -196,6 +205,7 @@ impl ImageOp {
             ImageOp::RandomJpegQuality { .. } => "random_jpeg_quality",
             ImageOp::SampleDistortedBoundingBox(_) => "sample_distorted_bounding_box",
             ImageOp::ExtractGlimpse { .. } => "extract_glimpse",
+            ImageOp::CropAndResize { .. } => "crop_and_resize",
         }
     }
 
@@ -256,6 +266,7 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "random_jpeg_quality",
     "sample_distorted_bounding_box",
     "extract_glimpse",
+    "crop_and_resize",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -453,7 +464,10 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
         }
         ImageOp::ResizeWithCropOrPad { size }
         | ImageOp::ResizeWithPad { size, .. }
-        | ImageOp::ExtractGlimpse { size, .. } => {
+        | ImageOp::ExtractGlimpse { size, .. }
+        | ImageOp::CropAndResize {
+            crop_size: size, ..
+        } => {
             if size.contains(&0) {
                 return Err(format!("the target size must be positive, got {size:?}"));
             }
