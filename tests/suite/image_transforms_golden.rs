@@ -76,6 +76,7 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.rot90", "rot90", true),
     ("tf.image.extract_glimpse", "extract_glimpse", false),
     ("tf.image.crop_and_resize", "crop_and_resize", false),
+    ("tf.image.extract_patches", "extract_patches", true),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
@@ -275,6 +276,10 @@ crate::op_case_tests!(super::check_named;
     crop_and_resize_nearest_extrapolation,
     crop_and_resize_bilinear_crop_size_one,
     crop_and_resize_nearest_crop_size_one,
+    extract_patches_valid_strided,
+    extract_patches_same_stride1,
+    extract_patches_valid_rates,
+    extract_patches_same_rates_strided,
 );
 
 /// The cases of these transforms without a test of their own (a

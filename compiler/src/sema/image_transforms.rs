@@ -6,7 +6,8 @@
 //! JPEG re-encoding (`adjust_jpeg_quality`, `random_jpeg_quality`) and the
 //! Inception-style crop (`sample_distorted_bounding_box`) and
 //! `extract_glimpse` (one glimpse per image, at the same offsets) and
-//! `crop_and_resize` (one box per image).
+//! `crop_and_resize` (one box per image), and `extract_patches` (the
+//! patches as the channels of an `[out_h, out_w, kh·kw·C]` input).
 //!
 //! Owns: their names and arguments (TF's) and the argument checks a
 //! literal allows, with a caret under the argument; the pipeline's shape
@@ -18,6 +19,7 @@ use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
 use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
+use specc_image::patches::Padding;
 use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
 
 use super::args::{self, opt, req, Bound};
@@ -369,6 +371,42 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                     extrapolation_value: b.get(3).map(float).transpose()?.unwrap_or(0.0),
                 }
             }
+            "extract_patches" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[req("sizes"), req("strides"), req("rates"), req("padding")],
+                )?;
+                let tf = |i: usize, what: &str| -> R<[usize; 2]> {
+                    let e = b.req(i);
+                    let v = args::eval_int_list(e)?;
+                    match v[..] {
+                        [1, a, c, 1] if (1..=1 << 20).contains(&a) && (1..=1 << 20).contains(&c) => {
+                            Ok([a as usize, c as usize])
+                        }
+                        _ => Err(range(
+                            e,
+                            format!("`{what}` must be [1, rows, cols, 1] with rows, cols >= 1, got {v:?}"),
+                        )),
+                    }
+                };
+                let ep = b.req(3);
+                let p = args::eval_string(ep)?;
+                let padding = Padding::from_name(p).ok_or_else(|| {
+                    Diagnostic::new(
+                        Code::UnknownChoice,
+                        ep.span,
+                        format!("padding is \"VALID\" or \"SAME\", got \"{p}\""),
+                    )
+                    .with_label("not VALID or SAME")
+                })?;
+                ImageOp::ExtractPatches {
+                    sizes: tf(0, "sizes")?,
+                    strides: tf(1, "strides")?,
+                    rates: tf(2, "rates")?,
+                    padding,
+                }
+            }
             other => {
                 return Err(Diagnostic::new(
                     Code::UnknownFunction,
@@ -403,4 +441,5 @@ const NAMES: &[&str] = &[
     "sample_distorted_bounding_box",
     "extract_glimpse",
     "crop_and_resize",
+    "extract_patches",
 ];

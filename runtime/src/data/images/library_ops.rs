@@ -4,6 +4,7 @@
 //! adjustments, the crops and pads by box,
 //! the flips and rotations, the JPEG re-encoding, and the Inception-style
 //! crop of `sample_distorted_bounding_box`, `crop_and_resize` of one box,
+//! `extract_patches` (the patches' values as the channels),
 //! and `extract_glimpse` (its
 //! noise from the example's draws, in training and evaluation alike).
 //!
@@ -14,6 +15,7 @@
 //! draws as `specc_image::random` does, only in training.
 
 use specc_image::glimpse::{self, GlimpseOptions};
+use specc_image::patches;
 use specc_image::random::{self, Draws};
 use specc_image::{adjust, codec, color, crop_resize, geometry, Image, ImageError};
 
@@ -43,6 +45,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::SampleDistortedBoundingBox(_)
             | ImageOp::ExtractGlimpse { .. }
             | ImageOp::CropAndResize { .. }
+            | ImageOp::ExtractPatches { .. }
     )
 }
 
@@ -151,6 +154,17 @@ pub(super) fn run(
                 *extrapolation_value,
             )
             .map(|g| Image::F32(g.index_axis_move(ndarray::Axis(0), 0)))
+        }
+        ImageOp::ExtractPatches {
+            sizes,
+            strides,
+            rates,
+            padding,
+        } => {
+            let tf = |v: &[usize; 2]| [1, v[0] as i64, v[1] as i64, 1];
+            let batch = Image::F32(image.to_f32().insert_axis(ndarray::Axis(0)));
+            patches::extract_patches(&batch, &tf(sizes), &tf(strides), &tf(rates), *padding)
+                .map(|p| Image::F32(p.to_f32().index_axis_move(ndarray::Axis(0), 0)))
         }
         _ => return None,
     })

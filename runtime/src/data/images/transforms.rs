@@ -10,6 +10,7 @@
 
 use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
+use specc_image::patches::{window_axis, Padding};
 use specc_image::random::DistortedBoxOptions;
 use specc_image::resize::ResizeMethod;
 
@@ -168,6 +169,14 @@ pub enum ImageOp {
         method: CropMethod,
         extrapolation_value: f32,
     },
+    /// `tf.image.extract_patches(image[None], [1, kh, kw, 1], [1, sh, sw,
+    /// 1], [1, rh, rw, 1], padding)[0]`: `[out_h, out_w, kh·kw·C]`.
+    ExtractPatches {
+        sizes: [usize; 2],
+        strides: [usize; 2],
+        rates: [usize; 2],
+        padding: Padding,
+    },
 }
 
 impl ImageOp {
@@ -206,6 +215,7 @@ impl ImageOp {
             ImageOp::SampleDistortedBoundingBox(_) => "sample_distorted_bounding_box",
             ImageOp::ExtractGlimpse { .. } => "extract_glimpse",
             ImageOp::CropAndResize { .. } => "crop_and_resize",
+            ImageOp::ExtractPatches { .. } => "extract_patches",
         }
     }
 
@@ -267,6 +277,7 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "sample_distorted_bounding_box",
     "extract_glimpse",
     "crop_and_resize",
+    "extract_patches",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -472,6 +483,33 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
                 return Err(format!("the target size must be positive, got {size:?}"));
             }
             [Some(size[0]), Some(size[1]), s[2]]
+        }
+        ImageOp::ExtractPatches {
+            sizes,
+            strides,
+            rates,
+            padding,
+        } => {
+            if [sizes, strides, rates].iter().any(|v| v.contains(&0)) {
+                return Err(format!(
+                    "sizes, strides and rates must be >= 1, got {sizes:?}, {strides:?}, {rates:?}"
+                ));
+            }
+            let (Some(h), Some(w)) = (s[0], s[1]) else {
+                return Err(format!(
+                    "extract_patches needs the image's size, but it is [{}]: resize before it",
+                    fmt_shape(&s)
+                ));
+            };
+            let (oh, _) = window_axis(h, sizes[0], strides[0], rates[0], *padding);
+            let (ow, _) = window_axis(w, sizes[1], strides[1], rates[1], *padding);
+            if oh == 0 || ow == 0 {
+                return Err(format!(
+                    "the patches {sizes:?} at rates {rates:?} do not fit in the image [{}]",
+                    fmt_shape(&s)
+                ));
+            }
+            [Some(oh), Some(ow), s[2].map(|c| c * sizes[0] * sizes[1])]
         }
         ImageOp::Transpose => [s[1], s[0], s[2]],
         ImageOp::Rot90 { k } if k.rem_euclid(2) == 1 => [s[1], s[0], s[2]],
