@@ -573,6 +573,14 @@ fn cases() -> Vec<Case> {
             "resize_area(a, [2, 3], align_corners = true)",
         ),
         (
+            "ssim_index_map",
+            "ssim(a, a * 0.5 + 0.2, 1.0, filter_size = 3, return_index_map = true)",
+        ),
+        (
+            "ssim_multiscale_two_scales",
+            "ssim_multiscale(a, a * 0.5 + 0.2, 1.0, power_factors = [0.4, 0.6], filter_size = 2)",
+        ),
+        (
             "extract_glimpse_v1_pixels",
             "extract_glimpse_v1(a, [2, 2], [[1.0, 2.0], [-1.0, 0.5]], normalized = false, uniform_noise = false)",
         ),

@@ -48,8 +48,23 @@ pub(super) const IMAGE_BUILTINS: &[Builtin] = &[
             opt("filter_sigma"),
             opt("k1"),
             opt("k2"),
+            opt("return_index_map"),
         ],
         lower: image_ops::ssim,
+    },
+    Builtin {
+        name: "ssim_multiscale",
+        params: &[
+            req("img1"),
+            req("img2"),
+            req("max_val"),
+            opt("power_factors"),
+            opt("filter_size"),
+            opt("filter_sigma"),
+            opt("k1"),
+            opt("k2"),
+        ],
+        lower: image_ops::ssim_multiscale,
     },
     Builtin {
         name: "rgb_to_grayscale",
