@@ -90,9 +90,9 @@ fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static st
         .as_str()
         .is_some_and(|d| d.starts_with("float"));
     if op == "tf.image.convert_image_dtype" {
-        // The pipeline's conversion: the decoded uint8 image to float32.
-        let to_float32 = case["args"]["dtype"] == "float32";
-        return (input["dtype"] == "uint8" && to_float32).then_some(&CONVERT);
+        // The pipeline's conversion: of the decoded uint8 image, to any
+        // dtype (held as float32 values).
+        return (input["dtype"] == "uint8").then_some(&CONVERT);
     }
     OPS.iter()
         .find(|(name, _, any_dtype)| *name == op && (float || *any_dtype))
@@ -217,6 +217,10 @@ fn check_named(name: &str) {
 
 crate::op_case_tests!(super::check_named;
     convert_image_dtype_uint8_to_float32,
+    convert_image_dtype_uint8_to_int16,
+    convert_image_dtype_uint8_to_int32,
+    convert_image_dtype_uint8_to_float64,
+    convert_image_dtype_uint8_to_uint8,
     rgb_to_grayscale,
     grayscale_to_rgb,
     rgb_to_hsv,

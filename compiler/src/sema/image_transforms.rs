@@ -20,6 +20,7 @@ use specc_grammar::{Code, Diagnostic};
 use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
 use specc_image::patches::Padding;
+use specc_image::DType;
 use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
 
 use super::args::{self, opt, req, Bound};
@@ -152,21 +153,25 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
             }
             "convert_image_dtype" => {
                 let b = args::bind(name, call, &[opt("dtype"), opt("saturate")])?;
-                if let Some(e) = b.get(0) {
-                    let d = args::eval_string(e)?;
-                    if d != "float32" {
-                        return Err(Diagnostic::new(
-                            Code::UnsupportedArgument,
-                            e.span,
-                            format!("an image input is float32: `dtype` must be \"float32\", got \"{d}\""),
-                        )
-                        .with_label("not float32"));
+                let dtype = match b.get(0) {
+                    Some(e) => {
+                        let d = args::eval_string(e)?;
+                        DType::from_name(d).ok_or_else(|| {
+                            Diagnostic::new(
+                                Code::UnsupportedArgument,
+                                e.span,
+                                format!("convert_image_dtype's dtype is one of uint8, uint16, int16, int32, float16, float32, float64, got \"{d}\""),
+                            )
+                            .with_label("not an image dtype")
+                        })?
                     }
-                }
-                if let Some(e) = b.get(1) {
-                    args::eval_bool(e)?;
-                }
-                ImageOp::ConvertImageDtype
+                    None => DType::F32,
+                };
+                let saturate = match b.get(1) {
+                    Some(e) => args::eval_bool(e)?,
+                    None => false,
+                };
+                ImageOp::ConvertImageDtype { dtype, saturate }
             }
             "flip_left_right" | "flip_up_down" | "transpose" => {
                 args::bind(name, call, &[])?;

@@ -17,7 +17,7 @@
 use specc_image::glimpse::{self, GlimpseOptions};
 use specc_image::patches;
 use specc_image::random::{self, Draws};
-use specc_image::{adjust, codec, color, crop_resize, geometry, Image, ImageError};
+use specc_image::{adjust, codec, color, convert, crop_resize, geometry, DType, Image, ImageError};
 
 use super::transforms::{ColorConversion, ImageOp};
 
@@ -30,7 +30,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::PadToBoundingBox { .. }
             | ImageOp::ResizeWithCropOrPad { .. }
             | ImageOp::ResizeWithPad { .. }
-            | ImageOp::ConvertImageDtype
+            | ImageOp::ConvertImageDtype { .. }
             | ImageOp::FlipLeftRight
             | ImageOp::FlipUpDown
             | ImageOp::Transpose
@@ -90,11 +90,18 @@ pub(super) fn run(
             method,
             antialias,
         } => crop_resize::resize_with_pad(image, size[0], size[1], *method, *antialias),
-        ImageOp::ConvertImageDtype => {
+        ImageOp::ConvertImageDtype {
+            dtype: DType::F32, ..
+        } => {
             // TF's int→float conversion: `x · (1 / max)`, the scale a
             // float32 constant.
             let scale = (1.0 / 255.0f64) as f32;
             Ok(Image::F32(image.to_f32().mapv(|v| v * scale)))
+        }
+        ImageOp::ConvertImageDtype { dtype, saturate } => {
+            let decoded = Image::U8(image.to_f32().mapv(|v| v as u8));
+            convert::convert_image_dtype(&decoded, *dtype, *saturate)
+                .map(|c| Image::F32(c.to_f32()))
         }
         ImageOp::FlipLeftRight => geometry::flip_left_right(image),
         ImageOp::FlipUpDown => geometry::flip_up_down(image),

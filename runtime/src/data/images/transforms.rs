@@ -13,6 +13,7 @@ use specc_image::glimpse::GlimpseNoise;
 use specc_image::patches::{window_axis, Padding};
 use specc_image::random::DistortedBoxOptions;
 use specc_image::resize::ResizeMethod;
+use specc_image::DType;
 
 /// A colour-space conversion of `tf.image` (`specc_image::color`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,9 +122,12 @@ pub enum ImageOp {
         method: ResizeMethod,
         antialias: bool,
     },
-    /// `tf.image.convert_image_dtype(image, tf.float32)` of the decoded
-    /// uint8 image: its 0..255 values times `1/255` (float32), into [0, 1].
-    ConvertImageDtype,
+    /// `tf.image.convert_image_dtype(image, dtype, saturate)` of the
+    /// decoded uint8 image, held as float32 values: to float32 its 0..255
+    /// values times `1/255` (float32), into [0, 1]; to another dtype the
+    /// image's values cast to uint8 (the decoded pixels) through
+    /// `specc_image::convert`.
+    ConvertImageDtype { dtype: DType, saturate: bool },
     /// `tf.image.flip_left_right(image)`.
     FlipLeftRight,
     /// `tf.image.flip_up_down(image)`.
@@ -200,7 +204,7 @@ impl ImageOp {
             ImageOp::PadToBoundingBox { .. } => "pad_to_bounding_box",
             ImageOp::ResizeWithCropOrPad { .. } => "resize_with_crop_or_pad",
             ImageOp::ResizeWithPad { .. } => "resize_with_pad",
-            ImageOp::ConvertImageDtype => "convert_image_dtype",
+            ImageOp::ConvertImageDtype { .. } => "convert_image_dtype",
             ImageOp::FlipLeftRight => "flip_left_right",
             ImageOp::FlipUpDown => "flip_up_down",
             ImageOp::Transpose => "transpose",
@@ -384,7 +388,7 @@ impl ImagePipeline {
                 ImageOp::RandomFlipLeftRight
                 | ImageOp::RandomFlipUpDown
                 | ImageOp::PerImageStandardization
-                | ImageOp::ConvertImageDtype
+                | ImageOp::ConvertImageDtype { .. }
                 | ImageOp::FlipLeftRight
                 | ImageOp::FlipUpDown
                 | ImageOp::AdjustBrightness { .. }
