@@ -77,6 +77,18 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.extract_glimpse", "extract_glimpse", false),
     ("tf.image.crop_and_resize", "crop_and_resize", false),
     ("tf.image.extract_patches", "extract_patches", true),
+    (
+        "tf.compat.v1.image.resize_bilinear",
+        "resize_bilinear",
+        false,
+    ),
+    (
+        "tf.compat.v1.image.resize_nearest_neighbor",
+        "resize_nearest_neighbor",
+        true,
+    ),
+    ("tf.compat.v1.image.resize_bicubic", "resize_bicubic", false),
+    ("tf.compat.v1.image.resize_area", "resize_area", false),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
@@ -284,6 +296,28 @@ crate::op_case_tests!(super::check_named;
     extract_patches_same_stride1,
     extract_patches_valid_rates,
     extract_patches_same_rates_strided,
+    v1_resize_bilinear_up_legacy,
+    v1_resize_bilinear_up_align_corners,
+    v1_resize_bilinear_up_half_pixel_centers,
+    v1_resize_bilinear_down_legacy,
+    v1_resize_bilinear_down_align_corners,
+    v1_resize_bilinear_down_half_pixel_centers,
+    v1_resize_nearest_neighbor_up_legacy,
+    v1_resize_nearest_neighbor_up_align_corners,
+    v1_resize_nearest_neighbor_up_half_pixel_centers,
+    v1_resize_nearest_neighbor_down_legacy,
+    v1_resize_nearest_neighbor_down_align_corners,
+    v1_resize_nearest_neighbor_down_half_pixel_centers,
+    v1_resize_bicubic_up_legacy,
+    v1_resize_bicubic_up_align_corners,
+    v1_resize_bicubic_up_half_pixel_centers,
+    v1_resize_bicubic_down_legacy,
+    v1_resize_bicubic_down_align_corners,
+    v1_resize_bicubic_down_half_pixel_centers,
+    v1_resize_area_up_legacy,
+    v1_resize_area_up_align_corners,
+    v1_resize_area_down_legacy,
+    v1_resize_area_down_align_corners,
 );
 
 /// The cases of these transforms without a test of their own (a

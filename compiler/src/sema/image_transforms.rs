@@ -7,7 +7,8 @@
 //! Inception-style crop (`sample_distorted_bounding_box`) and
 //! `extract_glimpse` (one glimpse per image, at the same offsets) and
 //! `crop_and_resize` (one box per image), and `extract_patches` (the
-//! patches as the channels of an `[out_h, out_w, kh·kw·C]` input).
+//! patches as the channels of an `[out_h, out_w, kh·kw·C]` input), and
+//! the v1 resizes (`resize_bilinear`, ..., `align_corners`).
 //!
 //! Owns: their names and arguments (TF's) and the argument checks a
 //! literal allows, with a caret under the argument; the pipeline's shape
@@ -20,6 +21,7 @@ use specc_grammar::{Code, Diagnostic};
 use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
 use specc_image::patches::Padding;
+use specc_image::resize::Centers;
 use specc_image::DType;
 use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
 
@@ -376,6 +378,49 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                     extrapolation_value: b.get(3).map(float).transpose()?.unwrap_or(0.0),
                 }
             }
+            "resize_bilinear" | "resize_nearest_neighbor" | "resize_bicubic" | "resize_area" => {
+                let area = name == "resize_area";
+                let params: &[args::Param] = if area {
+                    &[req("size"), opt("align_corners")]
+                } else {
+                    &[req("size"), opt("align_corners"), opt("half_pixel_centers")]
+                };
+                let b = args::bind(name, call, params)?;
+                let es = b.req(0);
+                let v = args::eval_int_list(es)?;
+                let size =
+                    match v[..] {
+                        [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                            [h as usize, w as usize]
+                        }
+                        _ => return Err(range(
+                            es,
+                            format!(
+                                "`size` is [new_height, new_width], two positive sizes, got {v:?}"
+                            ),
+                        )),
+                    };
+                let centers = Centers {
+                    align_corners: b.get(1).map(args::eval_bool).transpose()?.unwrap_or(false),
+                    half_pixel_centers: b.get(2).map(args::eval_bool).transpose()?.unwrap_or(false),
+                };
+                if centers.align_corners && centers.half_pixel_centers {
+                    return Err(range(
+                        b.req(2),
+                        "If half_pixel_centers is True, align_corners must be False.".to_string(),
+                    ));
+                }
+                ImageOp::ResizeV1 {
+                    size,
+                    method: match name {
+                        "resize_nearest_neighbor" => ResizeMethod::Nearest,
+                        "resize_bicubic" => ResizeMethod::Bicubic,
+                        "resize_area" => ResizeMethod::Area,
+                        _ => ResizeMethod::Bilinear,
+                    },
+                    centers,
+                }
+            }
             "extract_patches" => {
                 let b = args::bind(
                     name,
@@ -447,4 +492,8 @@ const NAMES: &[&str] = &[
     "extract_glimpse",
     "crop_and_resize",
     "extract_patches",
+    "resize_bilinear",
+    "resize_nearest_neighbor",
+    "resize_bicubic",
+    "resize_area",
 ];

@@ -4,7 +4,8 @@
 //! adjustments, the crops and pads by box,
 //! the flips and rotations, the JPEG re-encoding, and the Inception-style
 //! crop of `sample_distorted_bounding_box`, `crop_and_resize` of one box,
-//! `extract_patches` (the patches' values as the channels),
+//! `extract_patches` (the patches' values as the channels), the v1
+//! resizes,
 //! and `extract_glimpse` (its
 //! noise from the example's draws, in training and evaluation alike).
 //!
@@ -17,6 +18,7 @@
 use specc_image::glimpse::{self, GlimpseOptions};
 use specc_image::patches;
 use specc_image::random::{self, Draws};
+use specc_image::resize::{self, ResizeMethod};
 use specc_image::{adjust, codec, color, convert, crop_resize, geometry, DType, Image, ImageError};
 
 use super::transforms::{ColorConversion, ImageOp};
@@ -46,6 +48,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::ExtractGlimpse { .. }
             | ImageOp::CropAndResize { .. }
             | ImageOp::ExtractPatches { .. }
+            | ImageOp::ResizeV1 { .. }
     )
 }
 
@@ -172,6 +175,19 @@ pub(super) fn run(
             let batch = Image::F32(image.to_f32().insert_axis(ndarray::Axis(0)));
             patches::extract_patches(&batch, &tf(sizes), &tf(strides), &tf(rates), *padding)
                 .map(|p| Image::F32(p.to_f32().index_axis_move(ndarray::Axis(0), 0)))
+        }
+        ImageOp::ResizeV1 {
+            size,
+            method,
+            centers,
+        } => {
+            let im = Image::F32(image.to_f32());
+            match method {
+                ResizeMethod::Nearest => resize::resize_nearest_neighbor(&im, *size, *centers),
+                ResizeMethod::Bicubic => resize::resize_bicubic(&im, *size, *centers),
+                ResizeMethod::Area => resize::resize_area(&im, *size, centers.align_corners),
+                _ => resize::resize_bilinear(&im, *size, *centers),
+            }
         }
         _ => return None,
     })

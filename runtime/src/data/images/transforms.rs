@@ -12,7 +12,7 @@ use specc_image::crop_resize::CropMethod;
 use specc_image::glimpse::GlimpseNoise;
 use specc_image::patches::{window_axis, Padding};
 use specc_image::random::DistortedBoxOptions;
-use specc_image::resize::ResizeMethod;
+use specc_image::resize::{Centers, ResizeMethod};
 use specc_image::DType;
 
 /// A colour-space conversion of `tf.image` (`specc_image::color`).
@@ -181,6 +181,15 @@ pub enum ImageOp {
         rates: [usize; 2],
         padding: Padding,
     },
+    /// `tf.compat.v1.image.resize_bilinear`, `resize_nearest_neighbor`,
+    /// `resize_bicubic` (`method` bilinear, nearest, bicubic) and
+    /// `resize_area` (`area`) with `align_corners` and
+    /// `half_pixel_centers`.
+    ResizeV1 {
+        size: [usize; 2],
+        method: ResizeMethod,
+        centers: Centers,
+    },
 }
 
 impl ImageOp {
@@ -220,6 +229,12 @@ impl ImageOp {
             ImageOp::ExtractGlimpse { .. } => "extract_glimpse",
             ImageOp::CropAndResize { .. } => "crop_and_resize",
             ImageOp::ExtractPatches { .. } => "extract_patches",
+            ImageOp::ResizeV1 { method, .. } => match method {
+                ResizeMethod::Nearest => "resize_nearest_neighbor",
+                ResizeMethod::Bicubic => "resize_bicubic",
+                ResizeMethod::Area => "resize_area",
+                _ => "resize_bilinear",
+            },
         }
     }
 
@@ -282,6 +297,10 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "extract_glimpse",
     "crop_and_resize",
     "extract_patches",
+    "resize_bilinear",
+    "resize_nearest_neighbor",
+    "resize_bicubic",
+    "resize_area",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -480,6 +499,7 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
         ImageOp::ResizeWithCropOrPad { size }
         | ImageOp::ResizeWithPad { size, .. }
         | ImageOp::ExtractGlimpse { size, .. }
+        | ImageOp::ResizeV1 { size, .. }
         | ImageOp::CropAndResize {
             crop_size: size, ..
         } => {
