@@ -548,6 +548,42 @@ fn cases() -> Vec<Case> {
             "resize_with_pad_lanczos3",
             "resize_with_pad(a, 6, 5, method = \"lanczos3\")",
         ),
+        (
+            "extract_glimpse_partly_outside",
+            "extract_glimpse(a, [2, 3], [[0.1, -0.3], [-0.6, 0.5]], noise = \"zero\")",
+        ),
+        (
+            "crop_and_resize_bilinear",
+            "crop_and_resize(a, [[0.1, 0.2, 0.8, 0.7], [-0.2, 0.5, 0.6, 1.3], [0.9, 0.9, 0.3, 0.1]], [1.0, 0.0, 1.0], [3, 2], extrapolation_value = -0.5)",
+        ),
+        (
+            "crop_and_resize_nearest",
+            "crop_and_resize(a, [[0.1, 0.2, 0.8, 0.7], [0.3, 0.0, 0.6, 1.0]], [0.0, 1.0], [2, 3], method = \"nearest\")",
+        ),
+        (
+            "resize_bilinear_v1_align_corners",
+            "resize_bilinear(a, [5, 3], align_corners = true)",
+        ),
+        (
+            "resize_bicubic_v1_legacy",
+            "resize_bicubic(a, [4, 6])",
+        ),
+        (
+            "resize_area_v1_align_corners",
+            "resize_area(a, [2, 3], align_corners = true)",
+        ),
+        (
+            "ssim_index_map",
+            "ssim(a, a * 0.5 + 0.2, 1.0, filter_size = 3, return_index_map = true)",
+        ),
+        (
+            "ssim_multiscale_two_scales",
+            "ssim_multiscale(a, a * 0.5 + 0.2, 1.0, power_factors = [0.4, 0.6], filter_size = 2)",
+        ),
+        (
+            "extract_glimpse_v1_pixels",
+            "extract_glimpse_v1(a, [2, 2], [[1.0, 2.0], [-1.0, 0.5]], normalized = false, uniform_noise = false)",
+        ),
     ] {
         v.push(case(name, vec![img()], expr));
     }

@@ -1,9 +1,9 @@
 //! The differentiable `tf.image` measures as graph ops (`total_variation`,
-//! `image_gradients`, `sobel_edges`, `psnr`, `ssim`) against their cases of
+//! `image_gradients`, `sobel_edges`, `psnr`, `ssim`, `ssim_multiscale`) against their cases of
 //! `golden/images.json`, outputs and gradients, through the JIT-compiled
 //! gradient function: each case as its own test (plus one test of any such
-//! case the list lacks; `ssim` with `return_index_map` and `ssim_multiscale`
-//! are library functions, checked in `image/tests`).
+//! case the list lacks), `ssim` with `return_index_map` and
+//! `ssim_multiscale` included.
 //!
 //! The spec of a case has one constant parameter per input (its values from
 //! the file), the case's call with its arguments from `args`, and
@@ -51,12 +51,16 @@ const OPS: &[Op] = &[
     ),
     ("tf.image.psnr", &[("output", "psnr")], &["a", "b"]),
     ("tf.image.ssim", &[("output", "ssim")], &["img1", "img2"]),
+    (
+        "tf.image.ssim_multiscale",
+        &[("output", "ssim_multiscale")],
+        &["img1", "img2"],
+    ),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static Op> {
     let op = case["op"].as_str().expect("op");
-    let index_map = case["args"]["return_index_map"].as_bool() == Some(true);
-    OPS.iter().find(|(name, _, _)| *name == op && !index_map)
+    OPS.iter().find(|(name, _, _)| *name == op)
 }
 
 /// The spec bindings of a case: one line per output, named as in the file.
@@ -104,6 +108,9 @@ crate::op_case_tests!(super::check_named;
     ssim,
     ssim_custom_filter,
     ssim_uint8,
+    ssim_index_map,
+    ssim_multiscale,
+    ssim_multiscale_small_filter,
 );
 
 /// The graph-op cases of the file without a test of their own (a

@@ -74,15 +74,35 @@ const OPS: &[(&str, &str, bool)] = &[
         "draw_bounding_boxes",
         false,
     ),
+    ("tf.image.extract_glimpse", "extract_glimpse", false),
+    ("tf.image.crop_and_resize", "crop_and_resize", false),
+    (
+        "tf.compat.v1.image.resize_bilinear",
+        "resize_bilinear",
+        false,
+    ),
+    (
+        "tf.compat.v1.image.resize_nearest_neighbor",
+        "resize_nearest_neighbor",
+        true,
+    ),
+    ("tf.compat.v1.image.resize_bicubic", "resize_bicubic", false),
+    ("tf.compat.v1.image.resize_area", "resize_area", false),
+    (
+        "tf.compat.v1.image.extract_glimpse",
+        "extract_glimpse_v1",
+        false,
+    ),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
     let op = case["op"].as_str().expect("op");
+    // The image's dtype (the first input but `crop_and_resize`'s ids).
     let (_, input) = case["inputs"]
         .as_object()
         .expect("inputs")
         .iter()
-        .next()
+        .find(|(k, _)| *k != "box_indices")
         .expect("an input");
     let float = input["dtype"]
         .as_str()
@@ -105,6 +125,12 @@ fn bindings(case: &serde_json::Value) -> String {
     for (k, v) in case["args"].as_object().expect("args") {
         args.push(format!("{k} = {}", arg_text(v)));
     }
+    if *f == "extract_glimpse_v1" {
+        // The v1 op's default `uniform_noise = True` draws; as an op, specc
+        // fills with zeros only (the case's glimpses lie inside, where TF
+        // draws no noise either).
+        args.push("uniform_noise = false".to_string());
+    }
     format!("output = {f}({})\n", args.join(", "))
 }
 
@@ -116,7 +142,11 @@ fn check(case: &serde_json::Value) {
     let (_, f, _) = op_of(case).expect("an op of this file");
     // A resize sums its taps in another order than TF's kernels (products
     // by the map's matrices): as the library's resizes, 2e-6.
-    let tol = if f.starts_with("resize") { RESIZE } else { REL };
+    let tol = if f.starts_with("resize") || *f == "crop_and_resize" {
+        RESIZE
+    } else {
+        REL
+    };
     check_case(case, &bindings(case), tol, tol);
 }
 
@@ -213,6 +243,39 @@ crate::op_case_tests!(super::check_named;
     resize_with_pad_bilinear_1,
     resize_with_pad_nearest_1,
     resize_with_pad_bilinear_antialias_batch,
+    extract_glimpse_centered_normalized,
+    extract_glimpse_centered_pixels,
+    extract_glimpse_corner_normalized,
+    extract_glimpse_corner_pixels,
+    v1_extract_glimpse_inside,
+    crop_and_resize_bilinear,
+    crop_and_resize_nearest,
+    crop_and_resize_bilinear_extrapolation,
+    crop_and_resize_nearest_extrapolation,
+    crop_and_resize_bilinear_crop_size_one,
+    crop_and_resize_nearest_crop_size_one,
+    v1_resize_bilinear_up_legacy,
+    v1_resize_bilinear_up_align_corners,
+    v1_resize_bilinear_up_half_pixel_centers,
+    v1_resize_bilinear_down_legacy,
+    v1_resize_bilinear_down_align_corners,
+    v1_resize_bilinear_down_half_pixel_centers,
+    v1_resize_nearest_neighbor_up_legacy,
+    v1_resize_nearest_neighbor_up_align_corners,
+    v1_resize_nearest_neighbor_up_half_pixel_centers,
+    v1_resize_nearest_neighbor_down_legacy,
+    v1_resize_nearest_neighbor_down_align_corners,
+    v1_resize_nearest_neighbor_down_half_pixel_centers,
+    v1_resize_bicubic_up_legacy,
+    v1_resize_bicubic_up_align_corners,
+    v1_resize_bicubic_up_half_pixel_centers,
+    v1_resize_bicubic_down_legacy,
+    v1_resize_bicubic_down_align_corners,
+    v1_resize_bicubic_down_half_pixel_centers,
+    v1_resize_area_up_legacy,
+    v1_resize_area_up_align_corners,
+    v1_resize_area_down_legacy,
+    v1_resize_area_down_align_corners,
 );
 
 /// The cases of these ops without a test of their own (a regenerated file
@@ -264,8 +327,68 @@ fn bad_image_op_arguments_have_carets() {
             Code::ArgumentOutOfRange,
             "-2.0",
         ),
+        (
+            "extract_glimpse(reshape(a, [3, 5, 7, 1]), [3, 3], reshape(v, [3, 2]))",
+            Code::UnknownChoice,
+            "extract_glimpse(reshape(a, [3, 5, 7, 1]), [3, 3], reshape(v, [3, 2]))",
+        ),
+        (
+            "extract_glimpse(reshape(a, [3, 5, 7, 1]), [3, 3], reshape(v, [3, 2]), noise = \"gaussian\")",
+            Code::UnknownChoice,
+            "\"gaussian\"",
+        ),
+        (
+            "extract_glimpse(reshape(a, [1, 5, 7, 3]), [3, 3], v, noise = \"zero\")",
+            Code::ShapeMismatch,
+            "v",
+        ),
+        (
+            "crop_and_resize(reshape(a, [1, 5, 7, 3]), v, [0.0, 0.0], [2, 2])",
+            Code::ShapeMismatch,
+            "v",
+        ),
+        (
+            "crop_and_resize(reshape(a, [1, 5, 7, 3]), [[0.1, 0.2, 0.8, 0.7]], [0.0], [2, 2], method = \"cubic\")",
+            Code::UnknownChoice,
+            "\"cubic\"",
+        ),
     ];
     for (expr, code, under) in cases {
         assert_fails(&spec_of(expr), code, under);
+    }
+}
+
+/// The file's refused v1 resizes (`align_corners` and `half_pixel_centers`
+/// both true) are errors in TF's words, under `half_pixel_centers`.
+#[test]
+fn refused_v1_resizes_are_errors_in_tf_s_words() {
+    let all = common::golden(FILE);
+    let refused = all["refused"].as_array().expect("refused");
+    assert!(!refused.is_empty());
+    for case in refused {
+        let op = case["op"].as_str().expect("op");
+        let f = op.rsplit('.').next().expect("a name");
+        let args: Vec<String> = case["args"]
+            .as_object()
+            .expect("args")
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", arg_text(v)))
+            .collect();
+        let text = spec_of(&format!(
+            "{f}(reshape(a, [1, 5, 7, 3]), {})",
+            args.join(", ")
+        ));
+        assert_fails(&text, Code::ArgumentOutOfRange, "true");
+        let want = case["error"].as_str().expect("error");
+        let src = specc_grammar::SourceFile::new("case.spec", text.clone());
+        let errors = specc_compiler::driver::compile(&src, specc_compiler::driver::Functions::ALL)
+            .err()
+            .expect("refused");
+        assert!(
+            errors.iter().any(|d| want.contains(&d.message)),
+            "{}: {:?} is not TF's {want}",
+            case["name"],
+            errors.iter().map(|d| &d.message).collect::<Vec<_>>()
+        );
     }
 }

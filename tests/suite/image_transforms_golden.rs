@@ -9,7 +9,9 @@
 //! C]), TRANSFORM(args))` with `[H, W, C]` the case's image (the crop of
 //! the whole image keeps it, and gives the static shape a transform that
 //! depends on the image needs); a batch case runs each image through the
-//! pipeline. The pipeline's image is float32 (decoded pixels 0..255 as
+//! pipeline; `extract_glimpse` and `crop_and_resize`, whose offsets and
+//! boxes are a transform's arguments, run image `i` (box `i`'s image)
+//! through a pipeline with its own row of them. The pipeline's image is float32 (decoded pixels 0..255 as
 //! Keras casts them): a float case is TF's op on the same float tensor; a
 //! uint8 case is checked where TF's op gives the same numbers on the
 //! values as float32 (the crops, pads, flips, rotations and
@@ -72,18 +74,37 @@ const OPS: &[(&str, &str, bool)] = &[
     ("tf.image.flip_up_down", "flip_up_down", true),
     ("tf.image.transpose", "transpose", true),
     ("tf.image.rot90", "rot90", true),
+    ("tf.image.extract_glimpse", "extract_glimpse", false),
+    ("tf.image.crop_and_resize", "crop_and_resize", false),
+    ("tf.image.extract_patches", "extract_patches", true),
+    (
+        "tf.compat.v1.image.resize_bilinear",
+        "resize_bilinear",
+        false,
+    ),
+    (
+        "tf.compat.v1.image.resize_nearest_neighbor",
+        "resize_nearest_neighbor",
+        true,
+    ),
+    ("tf.compat.v1.image.resize_bicubic", "resize_bicubic", false),
+    ("tf.compat.v1.image.resize_area", "resize_area", false),
 ];
 
 fn op_of(case: &serde_json::Value) -> Option<&'static (&'static str, &'static str, bool)> {
     let op = case["op"].as_str().expect("op");
-    let (_, input) = case["inputs"].as_object()?.iter().next()?;
+    // The image (the first input but `crop_and_resize`'s ids).
+    let (_, input) = case["inputs"]
+        .as_object()?
+        .iter()
+        .find(|(k, _)| *k != "box_indices")?;
     let float = input["dtype"]
         .as_str()
         .is_some_and(|d| d.starts_with("float"));
     if op == "tf.image.convert_image_dtype" {
-        // The pipeline's conversion: the decoded uint8 image to float32.
-        let to_float32 = case["args"]["dtype"] == "float32";
-        return (input["dtype"] == "uint8" && to_float32).then_some(&CONVERT);
+        // The pipeline's conversion: of the decoded uint8 image, to any
+        // dtype (held as float32 values).
+        return (input["dtype"] == "uint8").then_some(&CONVERT);
     }
     OPS.iter()
         .find(|(name, _, any_dtype)| *name == op && (float || *any_dtype))
@@ -131,7 +152,7 @@ fn check(case: &serde_json::Value) {
     let (_, transform, _) = op_of(case).expect("an op of this file");
     let (_, input) = case["inputs"]
         .as_object()
-        .and_then(|o| o.iter().next())
+        .and_then(|o| o.iter().find(|(k, _)| *k != "box_indices" && *k != "boxes"))
         .expect("an input");
     let (dims, values) = array(&input["values"]);
     let (batch, hwc) = match dims.len() {
@@ -144,28 +165,52 @@ fn check(case: &serde_json::Value) {
         .iter()
         .map(|(k, v)| format!("{k} = {}", arg_text(v)))
         .collect();
-    let text = spec(
-        hwc[2],
-        &format!(
-            "random_crop([{}, {}, {}]), {transform}({})",
-            hwc[0],
-            hwc[1],
+    // `extract_glimpse`'s offsets are a transform's argument: image `i`
+    // through a pipeline with its own row of the case's offsets.
+    let offsets = case["inputs"].get("offsets").map(|o| array(&o["values"]).1);
+    // `crop_and_resize`'s boxes too: box `i` of image `box_indices[i]`.
+    let boxes = case["inputs"].get("boxes").map(|o| array(&o["values"]).1);
+    let text_of = |i: usize| {
+        let mut args = args.clone();
+        if let Some(o) = &offsets {
+            args.push(format!("offsets = [{}, {}]", o[2 * i], o[2 * i + 1]));
+        }
+        if let Some(b) = &boxes {
+            let b: Vec<String> = b[4 * i..4 * i + 4].iter().map(|v| v.to_string()).collect();
+            args.push(format!("boxes = [{}]", b.join(", ")));
+        }
+        spec(
             hwc[2],
-            args.join(", ")
-        ),
-    );
-    let pipeline = pipeline_of(&text);
+            &format!(
+                "random_crop([{}, {}, {}]), {transform}({})",
+                hwc[0],
+                hwc[1],
+                hwc[2],
+                args.join(", ")
+            ),
+        )
+    };
     let per: usize = hwc.iter().product();
     let mut got = Vec::new();
-    for i in 0..batch {
-        let im = image(hwc, &values[i * per..(i + 1) * per]);
+    let ids = case["inputs"]
+        .get("box_indices")
+        .map(|o| array(&o["values"]).1);
+    let outputs = match (&ids, &boxes) {
+        (Some(ids), _) => ids.len(),
+        _ => batch,
+    };
+    for i in 0..outputs {
+        let text = text_of(i);
+        let pipeline = pipeline_of(&text);
+        let k = ids.as_ref().map_or(i, |ids| ids[i] as usize);
+        let im = image(hwc, &values[k * per..(k + 1) * per]);
         let out = pipeline
             .apply_image(&im, true, (1, 0, i as u64))
             .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
         got.extend(out.to_f32().iter().copied());
     }
     let (_, want) = array(&case["outputs"]["output"]["values"]);
-    let rel = if transform.starts_with("resize") {
+    let rel = if transform.starts_with("resize") || *transform == "crop_and_resize" {
         2e-6
     } else {
         1e-6
@@ -184,6 +229,10 @@ fn check_named(name: &str) {
 
 crate::op_case_tests!(super::check_named;
     convert_image_dtype_uint8_to_float32,
+    convert_image_dtype_uint8_to_int16,
+    convert_image_dtype_uint8_to_int32,
+    convert_image_dtype_uint8_to_float64,
+    convert_image_dtype_uint8_to_uint8,
     rgb_to_grayscale,
     grayscale_to_rgb,
     rgb_to_hsv,
@@ -233,6 +282,42 @@ crate::op_case_tests!(super::check_named;
     rot90_k2,
     rot90_k3,
     rot90_k1_batch,
+    extract_glimpse_centered_normalized,
+    extract_glimpse_centered_pixels,
+    extract_glimpse_corner_normalized,
+    extract_glimpse_corner_pixels,
+    crop_and_resize_bilinear,
+    crop_and_resize_nearest,
+    crop_and_resize_bilinear_extrapolation,
+    crop_and_resize_nearest_extrapolation,
+    crop_and_resize_bilinear_crop_size_one,
+    crop_and_resize_nearest_crop_size_one,
+    extract_patches_valid_strided,
+    extract_patches_same_stride1,
+    extract_patches_valid_rates,
+    extract_patches_same_rates_strided,
+    v1_resize_bilinear_up_legacy,
+    v1_resize_bilinear_up_align_corners,
+    v1_resize_bilinear_up_half_pixel_centers,
+    v1_resize_bilinear_down_legacy,
+    v1_resize_bilinear_down_align_corners,
+    v1_resize_bilinear_down_half_pixel_centers,
+    v1_resize_nearest_neighbor_up_legacy,
+    v1_resize_nearest_neighbor_up_align_corners,
+    v1_resize_nearest_neighbor_up_half_pixel_centers,
+    v1_resize_nearest_neighbor_down_legacy,
+    v1_resize_nearest_neighbor_down_align_corners,
+    v1_resize_nearest_neighbor_down_half_pixel_centers,
+    v1_resize_bicubic_up_legacy,
+    v1_resize_bicubic_up_align_corners,
+    v1_resize_bicubic_up_half_pixel_centers,
+    v1_resize_bicubic_down_legacy,
+    v1_resize_bicubic_down_align_corners,
+    v1_resize_bicubic_down_half_pixel_centers,
+    v1_resize_area_up_legacy,
+    v1_resize_area_up_align_corners,
+    v1_resize_area_down_legacy,
+    v1_resize_area_down_align_corners,
 );
 
 /// The cases of these transforms without a test of their own (a

@@ -300,6 +300,63 @@ fn summaries_hold_images_of_the_batch_as_tf_normalizes_them() {
     }
 }
 
+/// `draw_bounding_boxes` named in `image_tensors`: TensorBoard reads the
+/// boxed image. The step draws a box (TF's default first colour, yellow)
+/// on 4×4 RGB images tiled from the data's rows; each written PNG decodes
+/// to the library's `draw_bounding_boxes` of the same image (checked
+/// against TF in `image/tests`), normalized as TF's `ImageSummary`.
+#[test]
+fn image_summaries_show_the_boxes_draw_bounding_boxes_draws() {
+    let spec = cli::BASE.replace(
+        "metrics {",
+        "canvas = tile(reshape(x, [B, 2, 2, 1]), [1, 2, 2, 3])\n\
+         boxes = reshape(reduce_sum(x, axis = 1) * 0.0, [B, 1, 1]) + [[[0.0, 0.25, 0.5, 1.0]]]\n\
+         drawn = draw_bounding_boxes(canvas, boxes)\n\
+         summaries { every_steps = 5, image_tensors = [drawn], max_images = 3 }\nmetrics {",
+    );
+    let dir = setup("drawn_boxes", &spec);
+    run(&dir, &["--checkpoint-dir", "ck"]);
+    let images: Vec<_> = summary_values(&dir.join("ck"))
+        .into_iter()
+        .filter_map(|(step, v)| match v.kind {
+            ValueKind::Image(i) if step == 1 => Some((v.tag, i)),
+            _ => None,
+        })
+        .collect();
+    // Rows 1, 2, 3 of data.csv, the first batch's (as above).
+    let rows: [[f32; 4]; 3] = [
+        [1.0, 2.0, 3.0, 4.0],
+        [0.5, 1.0, 1.5, 2.0],
+        [-1.0, 0.0, 1.0, 2.0],
+    ];
+    assert_eq!(images.len(), rows.len());
+    for ((tag, image), row) in images.iter().zip(rows) {
+        let canvas = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[1, 4, 4, 3]), |i| {
+            row[(i[1] % 2) * 2 + i[2] % 2]
+        });
+        let drawn =
+            specc_image::draw::draw_bounding_boxes(&canvas, &[vec![[0.0, 0.25, 0.5, 1.0]]], None)
+                .unwrap();
+        let pixels: Vec<f32> = drawn.iter().copied().collect();
+        let want = specc_runtime::summary::image::normalize(&pixels, 3);
+        assert_eq!(
+            (image.height, image.width, image.colorspace),
+            (4, 4, 3),
+            "{tag}"
+        );
+        let decoded =
+            specc_image::codec::decode_png(&image.encoded, 0, specc_image::codec::DecodeDType::U8)
+                .unwrap();
+        let specc_image::Image::U8(px) = decoded else {
+            panic!("{tag}: not 8-bit");
+        };
+        assert_eq!(px.iter().copied().collect::<Vec<u8>>(), want, "{tag}");
+        // The outline is drawn: yellow where the box's top row runs.
+        let top: Vec<f32> = drawn.iter().take(4 * 3).copied().collect();
+        assert_eq!(&top[3..6], &[1.0, 1.0, 0.0], "{tag}: the box's corner");
+    }
+}
+
 #[test]
 fn image_tensors_must_be_a_batch_of_images() {
     let spec = cli::BASE.replace(

@@ -18,7 +18,7 @@
 //! The library versions (`specc_image`) compute the same values for the
 //! input pipeline and as metrics.
 
-use specc_grammar::ast::{Call, Expr};
+use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
 
 use super::args::{self, Bound};
@@ -253,15 +253,38 @@ pub fn psnr(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     Ok(per_image(lw, v, single))
 }
 
-/// `tf.image.ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5,
-/// k1=0.01, k2=0.03)`: the mean SSIM of each image.
-pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
-    let (x, y, [h, w, c], single) = pair(lw, b, "ssim")?;
-    let max = positive(b, 2, 1.0, "max_val")?;
-    let size = number(b, 3, 11.0)?;
-    let sigma = positive(b, 4, 1.5, "filter_sigma")?;
-    let (k1, k2) = (number(b, 5, 0.01)?, number(b, 6, 0.03)?);
-    let at = b.get(3).unwrap_or(b.req(0));
+/// SSIM's arguments after the images: `max_val` (argument `max`), then
+/// `filter_size`, `filter_sigma`, `k1`, `k2` from argument `first` on.
+#[derive(Clone, Copy)]
+struct SsimArgs {
+    max: f64,
+    size: f64,
+    sigma: f64,
+    k1: f64,
+    k2: f64,
+}
+
+fn ssim_args(b: &Bound, max: usize, first: usize) -> R<SsimArgs> {
+    Ok(SsimArgs {
+        max: positive(b, max, 1.0, "max_val")?,
+        size: number(b, first, 11.0)?,
+        sigma: positive(b, first + 1, 1.5, "filter_sigma")?,
+        k1: number(b, first + 2, 0.01)?,
+        k2: number(b, first + 3, 0.03)?,
+    })
+}
+
+/// TF's `_ssim_per_channel` maps of `[N, H, W, C]` images: the SSIM map
+/// (luminance · contrast-structure) and the contrast-structure map, both
+/// `[N, H − f + 1, W − f + 1, C]` (VALID filtering by the Gaussian window).
+fn ssim_maps(
+    lw: &mut Lowerer,
+    (x, y): (NodeId, NodeId),
+    [h, w, c]: [u32; 3],
+    a: SsimArgs,
+    at: &Expr,
+) -> R<(NodeId, NodeId)> {
+    let size = a.size;
     if size.fract() != 0.0 || size < 1.0 || size > f64::from(h.min(w)) {
         return Err(Diagnostic::new(
             Code::ArgumentOutOfRange,
@@ -271,7 +294,7 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
         .with_label("bad filter_size"));
     }
     let size = size as u32;
-    let g: Vec<f32> = specc_image::ssim::gaussian(size as usize, sigma as f32)
+    let g: Vec<f32> = specc_image::ssim::gaussian(size as usize, a.sigma as f32)
         .iter()
         .map(|&v| v as f32)
         .collect();
@@ -283,6 +306,7 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let kernel = lw.g.tensor(DType::F32, Shape::fixed(&kd), k);
     let win = convolution::window([h, w], c, [size, size], [1, 1], [1, 1], Padding::Valid, at)?;
     let filter = |lw: &mut Lowerer, v: NodeId| convolution::depthwise(lw, v, kernel, &kd, win);
+    let (max, k1, k2) = (a.max, a.k1, a.k2);
     let c1 = lw.g.scalar(((k1 * max) * (k1 * max)) as f32);
     let c2 = lw.g.scalar(((k2 * max) * (k2 * max)) as f32);
     let mean0 = filter(lw, x);
@@ -307,9 +331,106 @@ pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     let cd = lw.g.sub(den1, den0);
     let cd = lw.g.add(cd, c2);
     let cs = lw.g.div(cn, cd);
-    let map = lw.g.mul(luminance, cs);
+    Ok((lw.g.mul(luminance, cs), cs))
+}
+
+/// `tf.image.ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5,
+/// k1=0.01, k2=0.03, return_index_map=False)`: the mean SSIM of each image,
+/// or (`return_index_map`) its map `[H − f + 1, W − f + 1]`, the mean over
+/// the channels.
+pub fn ssim(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let (x, y, hwc, single) = pair(lw, b, "ssim")?;
+    let a = ssim_args(b, 2, 3)?;
+    let at = b.get(3).unwrap_or(b.req(0));
+    let (map, _) = ssim_maps(lw, (x, y), hwc, a, at)?;
+    let index_map = match b.get(7).filter(|e| !args::is_none(e)) {
+        Some(e) => args::eval_bool(e)?,
+        None => false,
+    };
+    if index_map {
+        let m = lw.g.reduce_mean(map, &[3]);
+        if !single {
+            return Ok(m);
+        }
+        let mut s = lw.g.shape(m).clone();
+        s.0.remove(0);
+        return Ok(lw.g.reshape(m, &s));
+    }
     let per_channel = lw.g.reduce_mean(map, &[1, 2]);
     let v = lw.g.reduce_mean(per_channel, &[1]);
+    Ok(per_image(lw, v, single))
+}
+
+/// TF's default `power_factors` of `ssim_multiscale`.
+const POWER_FACTORS: [f64; 5] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
+
+/// `x` (`[N, H, W, C]`) zero-padded to even sides and 2×2 average pooled
+/// (TF's `ssim_multiscale` downscaling).
+fn downscale(lw: &mut Lowerer, x: NodeId, [h, w, c]: [u32; 3], at: &Expr) -> R<(NodeId, [u32; 3])> {
+    let (ph, pw) = (h + h % 2, w + w % 2);
+    let mut s = lw.g.shape(x).clone();
+    s.0[1] = Dim::Fixed(ph);
+    s.0[2] = Dim::Fixed(pw);
+    let x = lw.g.pad(x, &[0, 0, 0, 0], &s);
+    let kd = [2, 2, c, 1];
+    let kernel =
+        lw.g.tensor(DType::F32, Shape::fixed(&kd), vec![0.25; 4 * c as usize]);
+    let win = convolution::window([ph, pw], c, [2, 2], [2, 2], [1, 1], Padding::Valid, at)?;
+    Ok((
+        convolution::depthwise(lw, x, kernel, &kd, win),
+        [ph / 2, pw / 2, c],
+    ))
+}
+
+/// `tf.image.ssim_multiscale(img1, img2, max_val, power_factors=(0.0448,
+/// 0.2856, 0.3001, 0.2363, 0.1333), filter_size=11, filter_sigma=1.5,
+/// k1=0.01, k2=0.03)`: per image, `Π relu(cs_k)^p_k` over the scales but
+/// the last, times `relu(ssim)^p` at the last, averaged over the channels.
+pub fn ssim_multiscale(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    let (mut x, mut y, mut hwc, single) = pair(lw, b, "ssim_multiscale")?;
+    let powers = match b.get(3).filter(|e| !args::is_none(e)) {
+        Some(e) => {
+            let v = match &e.kind {
+                ExprKind::List(items) => items
+                    .iter()
+                    .map(args::eval_number)
+                    .collect::<R<Vec<f64>>>()?,
+                _ => vec![args::eval_number(e)?],
+            };
+            if v.is_empty() {
+                return Err(Diagnostic::new(
+                    Code::ArgumentOutOfRange,
+                    e.span,
+                    "power_factors needs one factor per scale, got none",
+                )
+                .with_label("empty"));
+            }
+            v
+        }
+        None => POWER_FACTORS.to_vec(),
+    };
+    // `filter_size` and the rest follow `power_factors` in TF's order.
+    let a = ssim_args(b, 2, 4)?;
+    let at = b.get(4).unwrap_or(b.req(0));
+    let mut product: Option<NodeId> = None;
+    for (k, &p) in powers.iter().enumerate() {
+        if k > 0 {
+            let (nx, next) = downscale(lw, x, hwc, at)?;
+            let (ny, _) = downscale(lw, y, hwc, at)?;
+            (x, y, hwc) = (nx, ny, next);
+        }
+        let (map, cs) = ssim_maps(lw, (x, y), hwc, a, at)?;
+        let last = k + 1 == powers.len();
+        let v = lw.g.reduce_mean(if last { map } else { cs }, &[1, 2]);
+        let v = lw.g.unary(UnaryOp::Relu, v);
+        let e = lw.g.scalar(p as f32);
+        let v = lw.g.binary(BinaryOp::Pow, v, e);
+        product = Some(match product {
+            Some(q) => lw.g.mul(q, v),
+            None => v,
+        });
+    }
+    let v = lw.g.reduce_mean(product.expect("a scale"), &[1]);
     Ok(per_image(lw, v, single))
 }
 

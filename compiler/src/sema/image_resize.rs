@@ -9,6 +9,10 @@
 //! TF's kernels) as constants — whose gradient is the transposed products,
 //! the adjoint TF's resize gradients compute; `resize_with_pad` is that
 //! resize to TF's fitted size, then zero padding at TF's offsets.
+//! The v1 ops (`resize_bilinear`, `resize_nearest_neighbor`,
+//! `resize_bicubic`, `resize_area`, `tf.compat.v1.image.resize_*` with
+//! `align_corners` and `half_pixel_centers`) are separable too: their maps
+//! are the library's v1 resizes of impulses.
 //! Invariant: images are float `[H, W, C]` or `[N, H, W, C]` with fixed
 //! `H, W, C`; the output size is static (from `size`, or the image's
 //! aspect with `preserve_aspect_ratio`); the result keeps the rank.
@@ -16,7 +20,8 @@
 use specc_grammar::ast::{Call, Expr};
 use specc_grammar::{Code, Diagnostic};
 use specc_image::crop_resize::resize_with_pad_layout;
-use specc_image::resize::{resize_matrix, target_size, ResizeMethod};
+use specc_image::resize::{self as v1, resize_matrix, target_size, Centers, ResizeMethod};
+use specc_image::Image;
 
 use super::args::{self, Bound};
 use super::expr::{Lowerer, R};
@@ -70,8 +75,23 @@ fn resized(
     (m, antialias): (ResizeMethod, bool),
     at: &Expr,
 ) -> R<NodeId> {
+    let matrix = |n: usize, o: usize| resize_matrix(n, o, m, antialias);
+    mapped(lw, x, h_axis, [h, w], out, matrix, at)
+}
+
+/// `x` resized to `out` by the separable map `matrix(in, out)` (`A`,
+/// `[out, in]` row-major) along each axis.
+fn mapped(
+    lw: &mut Lowerer,
+    x: NodeId,
+    h_axis: usize,
+    [h, w]: [usize; 2],
+    out: [usize; 2],
+    matrix: impl Fn(usize, usize) -> specc_image::Result<Vec<f32>>,
+    at: &Expr,
+) -> R<NodeId> {
     let matrix = |n: usize, o: usize| {
-        resize_matrix(n, o, m, antialias).map_err(|e| {
+        matrix(n, o).map_err(|e| {
             Diagnostic::new(Code::ArgumentOutOfRange, at.span, e.message).with_label("here")
         })
     };
@@ -173,4 +193,97 @@ pub fn resize_with_pad(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
     before[h_axis] = top as u32;
     before[h_axis + 1] = left as u32;
     Ok(lw.g.pad(r, &before, &s))
+}
+
+/// The v1 resize of `[in, 1, in]` impulses to `[out, 1]`: its map `A`.
+fn v1_matrix(
+    kind: V1,
+    centers: Centers,
+    input: usize,
+    output: usize,
+) -> specc_image::Result<Vec<f32>> {
+    let mut impulses = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&[input, 1, input]));
+    for k in 0..input {
+        impulses[[k, 0, k]] = 1.0;
+    }
+    let im = Image::F32(impulses);
+    let size = [output, 1];
+    let out = match kind {
+        V1::Bilinear => v1::resize_bilinear(&im, size, centers),
+        V1::Nearest => v1::resize_nearest_neighbor(&im, size, centers),
+        V1::Bicubic => v1::resize_bicubic(&im, size, centers),
+        V1::Area => v1::resize_area(&im, size, centers.align_corners),
+    }?;
+    Ok(out.to_f32().as_standard_layout().iter().copied().collect())
+}
+
+/// The `tf.compat.v1.image.resize_*` ops.
+#[derive(Clone, Copy)]
+enum V1 {
+    Bilinear,
+    Nearest,
+    Bicubic,
+    Area,
+}
+
+fn resize_v1(lw: &mut Lowerer, b: &Bound, kind: V1, what: &str) -> R<NodeId> {
+    let (x, h_axis, [h, w, _]) = image_operand(lw, b.req(0), what)?;
+    let e = b.req(1);
+    let v = args::eval_int_list(e)?;
+    if v.len() != 2 {
+        return Err(Diagnostic::new(
+            Code::MalformedArgument,
+            e.span,
+            format!("`size` is [new_height, new_width], got {} numbers", v.len()),
+        )
+        .with_label("expected 2 sizes"));
+    }
+    let out = [size(e, v[0], "new_height")?, size(e, v[1], "new_width")?];
+    let centers = Centers {
+        align_corners: flag(b, 2)?,
+        half_pixel_centers: match kind {
+            V1::Area => false,
+            _ => flag(b, 3)?,
+        },
+    };
+    if centers.align_corners && centers.half_pixel_centers {
+        return Err(Diagnostic::new(
+            Code::ArgumentOutOfRange,
+            b.get(3).map_or(b.call_span, |e| e.span),
+            "If half_pixel_centers is True, align_corners must be False.",
+        )
+        .with_label("both true"));
+    }
+    mapped(
+        lw,
+        x,
+        h_axis,
+        [h as usize, w as usize],
+        out,
+        |n, o| v1_matrix(kind, centers, n, o),
+        e,
+    )
+}
+
+/// `tf.compat.v1.image.resize_bilinear(images, size, align_corners =
+/// false, half_pixel_centers = false)`.
+pub fn resize_bilinear(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    resize_v1(lw, b, V1::Bilinear, "resize_bilinear")
+}
+
+/// `tf.compat.v1.image.resize_nearest_neighbor(images, size, align_corners
+/// = false, half_pixel_centers = false)`.
+pub fn resize_nearest_neighbor(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    resize_v1(lw, b, V1::Nearest, "resize_nearest_neighbor")
+}
+
+/// `tf.compat.v1.image.resize_bicubic(images, size, align_corners = false,
+/// half_pixel_centers = false)`.
+pub fn resize_bicubic(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    resize_v1(lw, b, V1::Bicubic, "resize_bicubic")
+}
+
+/// `tf.compat.v1.image.resize_area(images, size, align_corners = false)`.
+pub fn resize_area(lw: &mut Lowerer, b: &Bound, _: &Call) -> R<NodeId> {
+    resize_v1(lw, b, V1::Area, "resize_area")
 }

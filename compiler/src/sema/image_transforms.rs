@@ -4,7 +4,11 @@
 //! `resize_with_crop_or_pad`,
 //! `resize_with_pad`, the flips and rotations, the `adjust_*` family, the
 //! JPEG re-encoding (`adjust_jpeg_quality`, `random_jpeg_quality`) and the
-//! Inception-style crop (`sample_distorted_bounding_box`).
+//! Inception-style crop (`sample_distorted_bounding_box`) and
+//! `extract_glimpse` (one glimpse per image, at the same offsets) and
+//! `crop_and_resize` (one box per image), and `extract_patches` (the
+//! patches as the channels of an `[out_h, out_w, kh·kw·C]` input), and
+//! the v1 resizes (`resize_bilinear`, ..., `align_corners`).
 //!
 //! Owns: their names and arguments (TF's) and the argument checks a
 //! literal allows, with a caret under the argument; the pipeline's shape
@@ -14,6 +18,11 @@
 
 use specc_grammar::ast::{Call, Expr, ExprKind};
 use specc_grammar::{Code, Diagnostic};
+use specc_image::crop_resize::CropMethod;
+use specc_image::glimpse::GlimpseNoise;
+use specc_image::patches::Padding;
+use specc_image::resize::Centers;
+use specc_image::DType;
 use specc_runtime::data::images::{ColorConversion, DistortedBoxOptions, ImageOp, ResizeMethod};
 
 use super::args::{self, opt, req, Bound};
@@ -146,21 +155,25 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
             }
             "convert_image_dtype" => {
                 let b = args::bind(name, call, &[opt("dtype"), opt("saturate")])?;
-                if let Some(e) = b.get(0) {
-                    let d = args::eval_string(e)?;
-                    if d != "float32" {
-                        return Err(Diagnostic::new(
-                            Code::UnsupportedArgument,
-                            e.span,
-                            format!("an image input is float32: `dtype` must be \"float32\", got \"{d}\""),
-                        )
-                        .with_label("not float32"));
+                let dtype = match b.get(0) {
+                    Some(e) => {
+                        let d = args::eval_string(e)?;
+                        DType::from_name(d).ok_or_else(|| {
+                            Diagnostic::new(
+                                Code::UnsupportedArgument,
+                                e.span,
+                                format!("convert_image_dtype's dtype is one of uint8, uint16, int16, int32, float16, float32, float64, got \"{d}\""),
+                            )
+                            .with_label("not an image dtype")
+                        })?
                     }
-                }
-                if let Some(e) = b.get(1) {
-                    args::eval_bool(e)?;
-                }
-                ImageOp::ConvertImageDtype
+                    None => DType::F32,
+                };
+                let saturate = match b.get(1) {
+                    Some(e) => args::eval_bool(e)?,
+                    None => false,
+                };
+                ImageOp::ConvertImageDtype { dtype, saturate }
             }
             "flip_left_right" | "flip_up_down" | "transpose" => {
                 args::bind(name, call, &[])?;
@@ -255,6 +268,195 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                     use_image_if_no_bounding_boxes: true,
                 })
             }
+            "extract_glimpse" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[
+                        req("size"),
+                        req("offsets"),
+                        opt("centered"),
+                        opt("normalized"),
+                        opt("noise"),
+                    ],
+                )?;
+                let es = b.req(0);
+                let size = args::eval_int_list(es)?;
+                let size = match size[..] {
+                    [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                        [h as usize, w as usize]
+                    }
+                    _ => {
+                        return Err(range(
+                            es,
+                            format!("`size` is [glimpse_height, glimpse_width], two positive sizes, got {size:?}"),
+                        ))
+                    }
+                };
+                let noise = match b.get(4) {
+                    Some(e) => {
+                        let n = args::eval_string(e)?;
+                        GlimpseNoise::from_name(n).ok_or_else(|| {
+                            Diagnostic::new(
+                                Code::UnknownChoice,
+                                e.span,
+                                format!("unknown glimpse noise \"{n}\""),
+                            )
+                            .with_label("not uniform, gaussian or zero")
+                        })?
+                    }
+                    None => GlimpseNoise::Uniform,
+                };
+                ImageOp::ExtractGlimpse {
+                    size,
+                    offsets: pair(b.req(1), "offsets")?,
+                    centered: b.get(2).map(args::eval_bool).transpose()?.unwrap_or(true),
+                    normalized: b.get(3).map(args::eval_bool).transpose()?.unwrap_or(true),
+                    noise,
+                }
+            }
+            "crop_and_resize" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[
+                        req("boxes"),
+                        req("crop_size"),
+                        opt("method"),
+                        opt("extrapolation_value"),
+                    ],
+                )?;
+                let eb = b.req(0);
+                let boxes = match &eb.kind {
+                    ExprKind::List(items) if items.len() == 4 => [
+                        float(&items[0])?,
+                        float(&items[1])?,
+                        float(&items[2])?,
+                        float(&items[3])?,
+                    ],
+                    _ => {
+                        return Err(Diagnostic::new(
+                            Code::MalformedArgument,
+                            eb.span,
+                            "`boxes` is one box [y1, x1, y2, x2] (normalized)",
+                        )
+                        .with_label("expected 4 numbers"))
+                    }
+                };
+                let ec = b.req(1);
+                let cs = args::eval_int_list(ec)?;
+                let crop_size = match cs[..] {
+                    [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                        [h as usize, w as usize]
+                    }
+                    _ => {
+                        return Err(range(
+                            ec,
+                            format!("crop_size is [crop_height, crop_width], two positive sizes, got {cs:?}"),
+                        ))
+                    }
+                };
+                let method = match b.get(2) {
+                    None => CropMethod::Bilinear,
+                    Some(e) => match args::eval_string(e)? {
+                        "bilinear" => CropMethod::Bilinear,
+                        "nearest" => CropMethod::Nearest,
+                        m => {
+                            return Err(Diagnostic::new(
+                                Code::UnknownChoice,
+                                e.span,
+                                format!("crop_and_resize's method is \"bilinear\" or \"nearest\", got \"{m}\""),
+                            )
+                            .with_label("not bilinear or nearest"))
+                        }
+                    },
+                };
+                ImageOp::CropAndResize {
+                    boxes,
+                    crop_size,
+                    method,
+                    extrapolation_value: b.get(3).map(float).transpose()?.unwrap_or(0.0),
+                }
+            }
+            "resize_bilinear" | "resize_nearest_neighbor" | "resize_bicubic" | "resize_area" => {
+                let area = name == "resize_area";
+                let params: &[args::Param] = if area {
+                    &[req("size"), opt("align_corners")]
+                } else {
+                    &[req("size"), opt("align_corners"), opt("half_pixel_centers")]
+                };
+                let b = args::bind(name, call, params)?;
+                let es = b.req(0);
+                let v = args::eval_int_list(es)?;
+                let size =
+                    match v[..] {
+                        [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                            [h as usize, w as usize]
+                        }
+                        _ => return Err(range(
+                            es,
+                            format!(
+                                "`size` is [new_height, new_width], two positive sizes, got {v:?}"
+                            ),
+                        )),
+                    };
+                let centers = Centers {
+                    align_corners: b.get(1).map(args::eval_bool).transpose()?.unwrap_or(false),
+                    half_pixel_centers: b.get(2).map(args::eval_bool).transpose()?.unwrap_or(false),
+                };
+                if centers.align_corners && centers.half_pixel_centers {
+                    return Err(range(
+                        b.req(2),
+                        "If half_pixel_centers is True, align_corners must be False.".to_string(),
+                    ));
+                }
+                ImageOp::ResizeV1 {
+                    size,
+                    method: match name {
+                        "resize_nearest_neighbor" => ResizeMethod::Nearest,
+                        "resize_bicubic" => ResizeMethod::Bicubic,
+                        "resize_area" => ResizeMethod::Area,
+                        _ => ResizeMethod::Bilinear,
+                    },
+                    centers,
+                }
+            }
+            "extract_patches" => {
+                let b = args::bind(
+                    name,
+                    call,
+                    &[req("sizes"), req("strides"), req("rates"), req("padding")],
+                )?;
+                let tf = |i: usize, what: &str| -> R<[usize; 2]> {
+                    let e = b.req(i);
+                    let v = args::eval_int_list(e)?;
+                    match v[..] {
+                        [1, a, c, 1] if (1..=1 << 20).contains(&a) && (1..=1 << 20).contains(&c) => {
+                            Ok([a as usize, c as usize])
+                        }
+                        _ => Err(range(
+                            e,
+                            format!("`{what}` must be [1, rows, cols, 1] with rows, cols >= 1, got {v:?}"),
+                        )),
+                    }
+                };
+                let ep = b.req(3);
+                let p = args::eval_string(ep)?;
+                let padding = Padding::from_name(p).ok_or_else(|| {
+                    Diagnostic::new(
+                        Code::UnknownChoice,
+                        ep.span,
+                        format!("padding is \"VALID\" or \"SAME\", got \"{p}\""),
+                    )
+                    .with_label("not VALID or SAME")
+                })?;
+                ImageOp::ExtractPatches {
+                    sizes: tf(0, "sizes")?,
+                    strides: tf(1, "strides")?,
+                    rates: tf(2, "rates")?,
+                    padding,
+                }
+            }
             other => {
                 return Err(Diagnostic::new(
                     Code::UnknownFunction,
@@ -287,4 +489,11 @@ const NAMES: &[&str] = &[
     "adjust_jpeg_quality",
     "random_jpeg_quality",
     "sample_distorted_bounding_box",
+    "extract_glimpse",
+    "crop_and_resize",
+    "extract_patches",
+    "resize_bilinear",
+    "resize_nearest_neighbor",
+    "resize_bicubic",
+    "resize_area",
 ];

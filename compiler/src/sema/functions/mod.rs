@@ -14,7 +14,8 @@
 //! `shape_ops` (`expand_dims`, `squeeze`, `stack`, `tile`, `sequence_mask`),
 //! `einsum` and `losses` (the cross-entropies, `mean_squared_error`); the other
 //! families have sema modules of their own ([`activations`],
-//! [`normalization`], [`image_ops`], [`layers`], [`convolution`]).
+//! [`normalization`], [`layers`], [`convolution`]); the `tf.image` ops'
+//! rows are a table of their own, in `image`.
 
 use specc_grammar::ast::Call;
 use specc_grammar::{Code, Diagnostic};
@@ -23,15 +24,14 @@ use super::activations;
 use super::args::{self, opt, req, Bound, Param};
 use super::convolution;
 use super::expr::{Lowerer, R};
-use super::image_ops;
 use super::layers;
 use super::normalization;
-use super::{image_color, image_draw, image_geometry, image_resize};
 use crate::ir::{BinaryOp, NodeId, UnaryOp};
 
 mod array_ops;
 mod einsum;
 mod gather;
+mod image;
 pub(crate) use gather::select_gather;
 mod losses;
 mod math;
@@ -282,189 +282,6 @@ pub const BUILTINS: &[Builtin] = &[
         name: "bias_add",
         params: &[req("value"), req("bias")],
         lower: lower_bias_add,
-    },
-    Builtin {
-        name: "total_variation",
-        params: &[req("images")],
-        lower: image_ops::total_variation,
-    },
-    Builtin {
-        name: "image_gradients_dy",
-        params: &[req("image")],
-        lower: image_ops::image_gradients_dy,
-    },
-    Builtin {
-        name: "image_gradients_dx",
-        params: &[req("image")],
-        lower: image_ops::image_gradients_dx,
-    },
-    Builtin {
-        name: "sobel_edges",
-        params: &[req("image")],
-        lower: image_ops::sobel_edges,
-    },
-    Builtin {
-        name: "psnr",
-        params: &[req("a"), req("b"), req("max_val")],
-        lower: image_ops::psnr,
-    },
-    Builtin {
-        name: "ssim",
-        params: &[
-            req("img1"),
-            req("img2"),
-            req("max_val"),
-            opt("filter_size"),
-            opt("filter_sigma"),
-            opt("k1"),
-            opt("k2"),
-        ],
-        lower: image_ops::ssim,
-    },
-    Builtin {
-        name: "rgb_to_grayscale",
-        params: &[req("images")],
-        lower: image_color::rgb_to_grayscale,
-    },
-    Builtin {
-        name: "grayscale_to_rgb",
-        params: &[req("images")],
-        lower: image_color::grayscale_to_rgb,
-    },
-    Builtin {
-        name: "rgb_to_yiq",
-        params: &[req("images")],
-        lower: image_color::rgb_to_yiq,
-    },
-    Builtin {
-        name: "yiq_to_rgb",
-        params: &[req("images")],
-        lower: image_color::yiq_to_rgb,
-    },
-    Builtin {
-        name: "rgb_to_yuv",
-        params: &[req("images")],
-        lower: image_color::rgb_to_yuv,
-    },
-    Builtin {
-        name: "yuv_to_rgb",
-        params: &[req("images")],
-        lower: image_color::yuv_to_rgb,
-    },
-    Builtin {
-        name: "rgb_to_hsv",
-        params: &[req("images")],
-        lower: image_color::rgb_to_hsv,
-    },
-    Builtin {
-        name: "hsv_to_rgb",
-        params: &[req("images")],
-        lower: image_color::hsv_to_rgb,
-    },
-    Builtin {
-        name: "per_image_standardization",
-        params: &[req("image")],
-        lower: image_color::per_image_standardization,
-    },
-    Builtin {
-        name: "adjust_brightness",
-        params: &[req("image"), req("delta")],
-        lower: image_color::adjust_brightness,
-    },
-    Builtin {
-        name: "adjust_gamma",
-        params: &[req("image"), opt("gamma"), opt("gain")],
-        lower: image_color::adjust_gamma,
-    },
-    Builtin {
-        name: "resize",
-        params: &[
-            req("images"),
-            req("size"),
-            opt("method"),
-            opt("preserve_aspect_ratio"),
-            opt("antialias"),
-        ],
-        lower: image_resize::resize,
-    },
-    Builtin {
-        name: "resize_with_pad",
-        params: &[
-            req("image"),
-            req("target_height"),
-            req("target_width"),
-            opt("method"),
-            opt("antialias"),
-        ],
-        lower: image_resize::resize_with_pad,
-    },
-    Builtin {
-        name: "extract_patches",
-        params: &[
-            req("images"),
-            req("sizes"),
-            req("strides"),
-            req("rates"),
-            req("padding"),
-        ],
-        lower: image_geometry::extract_patches,
-    },
-    Builtin {
-        name: "draw_bounding_boxes",
-        params: &[req("images"), req("boxes"), opt("colors")],
-        lower: image_draw::draw_bounding_boxes,
-    },
-    Builtin {
-        name: "crop_to_bounding_box",
-        params: &[
-            req("image"),
-            req("offset_height"),
-            req("offset_width"),
-            req("target_height"),
-            req("target_width"),
-        ],
-        lower: image_geometry::crop_to_bounding_box,
-    },
-    Builtin {
-        name: "pad_to_bounding_box",
-        params: &[
-            req("image"),
-            req("offset_height"),
-            req("offset_width"),
-            req("target_height"),
-            req("target_width"),
-        ],
-        lower: image_geometry::pad_to_bounding_box,
-    },
-    Builtin {
-        name: "central_crop",
-        params: &[req("image"), req("central_fraction")],
-        lower: image_geometry::central_crop,
-    },
-    Builtin {
-        name: "resize_with_crop_or_pad",
-        params: &[req("image"), req("target_height"), req("target_width")],
-        lower: image_geometry::resize_with_crop_or_pad,
-    },
-    Builtin {
-        name: "flip_left_right",
-        params: &[req("image")],
-        lower: image_geometry::flip_left_right,
-    },
-    Builtin {
-        name: "flip_up_down",
-        params: &[req("image")],
-        lower: image_geometry::flip_up_down,
-    },
-    Builtin {
-        name: "transpose_image",
-        params: &[req("image")],
-        lower: image_geometry::transpose_image,
-    },
-    Builtin {
-        name: "rot90",
-        params: &[req("image"), opt("k")],
-        lower: image_geometry::rot90,
     },
     Builtin {
         name: "layer_normalization",
@@ -785,7 +602,10 @@ pub const STATEMENTS: &[&str] = &["assert_shape"];
 
 /// Whether `name` is a builtin function (an op, a schedule or a check).
 pub fn is_builtin(name: &str) -> bool {
-    BUILTINS.iter().any(|b| b.name == name)
+    BUILTINS
+        .iter()
+        .chain(image::IMAGE_BUILTINS)
+        .any(|b| b.name == name)
         || shape_ops::TUPLE_BUILTINS.contains(&name)
         || super::recurrent::CELLS.contains(&name)
         || super::schedules::find(name).is_some()
@@ -798,6 +618,7 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
     let name = call.func.name.as_str();
     let found = BUILTINS
         .iter()
+        .chain(image::IMAGE_BUILTINS)
         .find(|b| b.name == name)
         .or_else(|| super::schedules::find(name));
     if super::checks::is_expression(name) {
@@ -851,6 +672,7 @@ pub fn lower_call(lw: &mut Lowerer, call: &Call) -> R<NodeId> {
             name,
             BUILTINS
                 .iter()
+                .chain(image::IMAGE_BUILTINS)
                 .chain(super::schedules::SCHEDULES)
                 .map(|b| b.name),
         ) {

@@ -3,7 +3,11 @@
 //! conversions, `convert_image_dtype` to float32, the deterministic
 //! adjustments, the crops and pads by box,
 //! the flips and rotations, the JPEG re-encoding, and the Inception-style
-//! crop of `sample_distorted_bounding_box`.
+//! crop of `sample_distorted_bounding_box`, `crop_and_resize` of one box,
+//! `extract_patches` (the patches' values as the channels), the v1
+//! resizes,
+//! and `extract_glimpse` (its
+//! noise from the example's draws, in training and evaluation alike).
 //!
 //! Invariants: each is the library's `tf.image` function (checked against
 //! TF's numbers in `image/tests`); on the pipeline's 0..255 scale the ones
@@ -11,8 +15,11 @@
 //! divided by 255 and give their result times 255; a random one uses its
 //! draws as `specc_image::random` does, only in training.
 
+use specc_image::glimpse::{self, GlimpseOptions};
+use specc_image::patches;
 use specc_image::random::{self, Draws};
-use specc_image::{adjust, codec, color, crop_resize, geometry, Image, ImageError};
+use specc_image::resize::{self, ResizeMethod};
+use specc_image::{adjust, codec, color, convert, crop_resize, geometry, DType, Image, ImageError};
 
 use super::transforms::{ColorConversion, ImageOp};
 
@@ -25,7 +32,7 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::PadToBoundingBox { .. }
             | ImageOp::ResizeWithCropOrPad { .. }
             | ImageOp::ResizeWithPad { .. }
-            | ImageOp::ConvertImageDtype
+            | ImageOp::ConvertImageDtype { .. }
             | ImageOp::FlipLeftRight
             | ImageOp::FlipUpDown
             | ImageOp::Transpose
@@ -38,6 +45,10 @@ pub(super) fn handles(op: &ImageOp) -> bool {
             | ImageOp::AdjustJpegQuality { .. }
             | ImageOp::RandomJpegQuality { .. }
             | ImageOp::SampleDistortedBoundingBox(_)
+            | ImageOp::ExtractGlimpse { .. }
+            | ImageOp::CropAndResize { .. }
+            | ImageOp::ExtractPatches { .. }
+            | ImageOp::ResizeV1 { .. }
     )
 }
 
@@ -82,11 +93,18 @@ pub(super) fn run(
             method,
             antialias,
         } => crop_resize::resize_with_pad(image, size[0], size[1], *method, *antialias),
-        ImageOp::ConvertImageDtype => {
+        ImageOp::ConvertImageDtype {
+            dtype: DType::F32, ..
+        } => {
             // TF's int→float conversion: `x · (1 / max)`, the scale a
             // float32 constant.
             let scale = (1.0 / 255.0f64) as f32;
             Ok(Image::F32(image.to_f32().mapv(|v| v * scale)))
+        }
+        ImageOp::ConvertImageDtype { dtype, saturate } => {
+            let decoded = Image::U8(image.to_f32().mapv(|v| v as u8));
+            convert::convert_image_dtype(&decoded, *dtype, *saturate)
+                .map(|c| Image::F32(c.to_f32()))
         }
         ImageOp::FlipLeftRight => geometry::flip_left_right(image),
         ImageOp::FlipUpDown => geometry::flip_up_down(image),
@@ -111,6 +129,65 @@ pub(super) fn run(
                 return Some(Ok(image.clone()));
             }
             distorted_crop(image, options, draws)
+        }
+        ImageOp::ExtractGlimpse {
+            size,
+            offsets,
+            centered,
+            normalized,
+            noise,
+        } => {
+            let x = image.to_f32();
+            let batch = x.insert_axis(ndarray::Axis(0));
+            let options = GlimpseOptions {
+                centered: *centered,
+                normalized: *normalized,
+                noise: *noise,
+                version: 2,
+            };
+            glimpse::extract_glimpse(&batch, *size, &[*offsets], options, draws)
+                .map(|g| Image::F32(g.index_axis_move(ndarray::Axis(0), 0)))
+        }
+        ImageOp::CropAndResize {
+            boxes,
+            crop_size,
+            method,
+            extrapolation_value,
+        } => {
+            let batch = Image::F32(image.to_f32().insert_axis(ndarray::Axis(0)));
+            crop_resize::crop_and_resize(
+                &batch,
+                &[*boxes],
+                &[0],
+                *crop_size,
+                *method,
+                *extrapolation_value,
+            )
+            .map(|g| Image::F32(g.index_axis_move(ndarray::Axis(0), 0)))
+        }
+        ImageOp::ExtractPatches {
+            sizes,
+            strides,
+            rates,
+            padding,
+        } => {
+            let tf = |v: &[usize; 2]| [1, v[0] as i64, v[1] as i64, 1];
+            let batch = Image::F32(image.to_f32().insert_axis(ndarray::Axis(0)));
+            patches::extract_patches(&batch, &tf(sizes), &tf(strides), &tf(rates), *padding)
+                .map(|p| Image::F32(p.to_f32().index_axis_move(ndarray::Axis(0), 0)))
+        }
+        ImageOp::ResizeV1 {
+            size,
+            method,
+            centers,
+        } => {
+            let im = Image::F32(image.to_f32());
+            match method {
+                ResizeMethod::Nearest => resize::resize_nearest_neighbor(&im, *size, *centers),
+                ResizeMethod::Bicubic => resize::resize_bicubic(&im, *size, *centers),
+                ResizeMethod::Area => resize::resize_area(&im, *size, centers.align_corners),
+                _ => resize::resize_bilinear(&im, *size, *centers),
+            }
         }
         _ => return None,
     })
@@ -153,6 +230,7 @@ mod tests {
     use super::*;
     use crate::data::images::ImagePipeline;
     use crate::prng::{mix, SplitMix64};
+    use specc_image::glimpse::GlimpseNoise;
     use specc_image::random::DistortedBoxOptions;
     use specc_image::resize::{self, ResizeMethod};
 
@@ -299,5 +377,58 @@ mod tests {
         ])
         .expect_err("empty range");
         assert!(err.1.contains("min_jpeg_quality"), "{}", err.1);
+    }
+
+    /// `extract_glimpse` with uniform noise: the cells inside the image are
+    /// the image's, the ones outside drawn between the image's minimum and
+    /// maximum from the example's stream (the same bits for the same key,
+    /// other noise for another example); zero noise fills zeros.
+    #[test]
+    fn glimpse_noise_comes_from_the_example_s_draws() {
+        let (image, png) = png();
+        let glimpse = |noise| ImagePipeline {
+            ops: vec![
+                ImageOp::DecodeImage { channels: 3 },
+                ImageOp::ExtractGlimpse {
+                    size: [4, 5],
+                    offsets: [-2.0, 7.0],
+                    centered: false,
+                    normalized: false,
+                    noise,
+                },
+            ],
+        };
+        let uniform = glimpse(GlimpseNoise::Uniform);
+        assert!(ImageOp::is_random(&uniform.ops[1]));
+        assert!(!ImageOp::is_random(&glimpse(GlimpseNoise::Zero).ops[1]));
+        assert_eq!(uniform.output_shape(), Ok([4, 5, 3]));
+        let run = |p: &ImagePipeline, index| {
+            let mut out = vec![0f32; 4 * 5 * 3];
+            p.apply(&png, true, (3, 0, index), &mut out).expect("apply");
+            out
+        };
+        let (a, again, other) = (run(&uniform, 0), run(&uniform, 0), run(&uniform, 1));
+        assert_eq!(a, again);
+        assert_ne!(a, other);
+        let zero = run(&glimpse(GlimpseNoise::Zero), 0);
+        let px = image.to_f32();
+        let (lo, hi) = px
+            .iter()
+            .fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        for r in 0..4 {
+            for c in 0..5 {
+                for k in 0..3 {
+                    let (y, x) = (r as i64 - 2, c as i64 + 7);
+                    let i = (r * 5 + c) * 3 + k;
+                    if (0..12).contains(&y) && (0..10).contains(&x) {
+                        let want = px[[y as usize, x as usize, k]];
+                        assert_eq!((a[i], zero[i]), (want, want), "inside at {r}, {c}");
+                    } else {
+                        assert_eq!(zero[i], 0.0, "zero fill at {r}, {c}");
+                        assert!((lo..=hi).contains(&a[i]), "noise {} at {r}, {c}", a[i]);
+                    }
+                }
+            }
+        }
     }
 }

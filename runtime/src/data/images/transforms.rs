@@ -8,8 +8,12 @@
 //! [`apply`](ImagePipeline::apply) writes; every argument is in the range
 //! TF accepts (an error names the transform by index).
 
+use specc_image::crop_resize::CropMethod;
+use specc_image::glimpse::GlimpseNoise;
+use specc_image::patches::{window_axis, Padding};
 use specc_image::random::DistortedBoxOptions;
-use specc_image::resize::ResizeMethod;
+use specc_image::resize::{Centers, ResizeMethod};
+use specc_image::DType;
 
 /// A colour-space conversion of `tf.image` (`specc_image::color`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,9 +122,12 @@ pub enum ImageOp {
         method: ResizeMethod,
         antialias: bool,
     },
-    /// `tf.image.convert_image_dtype(image, tf.float32)` of the decoded
-    /// uint8 image: its 0..255 values times `1/255` (float32), into [0, 1].
-    ConvertImageDtype,
+    /// `tf.image.convert_image_dtype(image, dtype, saturate)` of the
+    /// decoded uint8 image, held as float32 values: to float32 its 0..255
+    /// values times `1/255` (float32), into [0, 1]; to another dtype the
+    /// image's values cast to uint8 (the decoded pixels) through
+    /// `specc_image::convert`.
+    ConvertImageDtype { dtype: DType, saturate: bool },
     /// `tf.image.flip_left_right(image)`.
     FlipLeftRight,
     /// `tf.image.flip_up_down(image)`.
@@ -148,6 +155,41 @@ pub enum ImageOp {
     /// of the whole image, then the image sliced to the box (skipped in
     /// evaluation; the size depends on the draw, so a resize follows).
     SampleDistortedBoundingBox(DistortedBoxOptions),
+    /// `tf.image.extract_glimpse(image[None], size, [offsets], centered,
+    /// normalized, noise)[0]`: one glimpse per image at the same offsets;
+    /// `uniform`/`gaussian` noise outside the image from the example's draws.
+    ExtractGlimpse {
+        size: [usize; 2],
+        offsets: [f32; 2],
+        centered: bool,
+        normalized: bool,
+        noise: GlimpseNoise,
+    },
+    /// `tf.image.crop_and_resize(image[None], [boxes], [0], crop_size,
+    /// method, extrapolation_value)[0]`: one box per image.
+    CropAndResize {
+        boxes: [f32; 4],
+        crop_size: [usize; 2],
+        method: CropMethod,
+        extrapolation_value: f32,
+    },
+    /// `tf.image.extract_patches(image[None], [1, kh, kw, 1], [1, sh, sw,
+    /// 1], [1, rh, rw, 1], padding)[0]`: `[out_h, out_w, kh·kw·C]`.
+    ExtractPatches {
+        sizes: [usize; 2],
+        strides: [usize; 2],
+        rates: [usize; 2],
+        padding: Padding,
+    },
+    /// `tf.compat.v1.image.resize_bilinear`, `resize_nearest_neighbor`,
+    /// `resize_bicubic` (`method` bilinear, nearest, bicubic) and
+    /// `resize_area` (`area`) with `align_corners` and
+    /// `half_pixel_centers`.
+    ResizeV1 {
+        size: [usize; 2],
+        method: ResizeMethod,
+        centers: Centers,
+    },
 }
 
 impl ImageOp {
@@ -171,7 +213,7 @@ impl ImageOp {
             ImageOp::PadToBoundingBox { .. } => "pad_to_bounding_box",
             ImageOp::ResizeWithCropOrPad { .. } => "resize_with_crop_or_pad",
             ImageOp::ResizeWithPad { .. } => "resize_with_pad",
-            ImageOp::ConvertImageDtype => "convert_image_dtype",
+            ImageOp::ConvertImageDtype { .. } => "convert_image_dtype",
             ImageOp::FlipLeftRight => "flip_left_right",
             ImageOp::FlipUpDown => "flip_up_down",
             ImageOp::Transpose => "transpose",
@@ -184,6 +226,15 @@ impl ImageOp {
             ImageOp::AdjustJpegQuality { .. } => "adjust_jpeg_quality",
             ImageOp::RandomJpegQuality { .. } => "random_jpeg_quality",
             ImageOp::SampleDistortedBoundingBox(_) => "sample_distorted_bounding_box",
+            ImageOp::ExtractGlimpse { .. } => "extract_glimpse",
+            ImageOp::CropAndResize { .. } => "crop_and_resize",
+            ImageOp::ExtractPatches { .. } => "extract_patches",
+            ImageOp::ResizeV1 { method, .. } => match method {
+                ResizeMethod::Nearest => "resize_nearest_neighbor",
+                ResizeMethod::Bicubic => "resize_bicubic",
+                ResizeMethod::Area => "resize_area",
+                _ => "resize_bilinear",
+            },
         }
     }
 
@@ -200,7 +251,7 @@ impl ImageOp {
                 | ImageOp::RandomSaturation { .. }
                 | ImageOp::RandomJpegQuality { .. }
                 | ImageOp::SampleDistortedBoundingBox(_)
-        )
+        ) || matches!(self, ImageOp::ExtractGlimpse { noise, .. } if *noise != GlimpseNoise::Zero)
     }
 }
 
@@ -243,6 +294,13 @@ pub const TRANSFORM_NAMES: &[&str] = &[
     "adjust_jpeg_quality",
     "random_jpeg_quality",
     "sample_distorted_bounding_box",
+    "extract_glimpse",
+    "crop_and_resize",
+    "extract_patches",
+    "resize_bilinear",
+    "resize_nearest_neighbor",
+    "resize_bicubic",
+    "resize_area",
 ];
 
 /// An image input's transforms, `decode_image` first.
@@ -349,7 +407,7 @@ impl ImagePipeline {
                 ImageOp::RandomFlipLeftRight
                 | ImageOp::RandomFlipUpDown
                 | ImageOp::PerImageStandardization
-                | ImageOp::ConvertImageDtype
+                | ImageOp::ConvertImageDtype { .. }
                 | ImageOp::FlipLeftRight
                 | ImageOp::FlipUpDown
                 | ImageOp::AdjustBrightness { .. }
@@ -438,11 +496,44 @@ fn library_shape(op: &ImageOp, s: StaticShape) -> Result<StaticShape, String> {
             }
             [Some(size[0]), Some(size[1]), s[2]]
         }
-        ImageOp::ResizeWithCropOrPad { size } | ImageOp::ResizeWithPad { size, .. } => {
+        ImageOp::ResizeWithCropOrPad { size }
+        | ImageOp::ResizeWithPad { size, .. }
+        | ImageOp::ExtractGlimpse { size, .. }
+        | ImageOp::ResizeV1 { size, .. }
+        | ImageOp::CropAndResize {
+            crop_size: size, ..
+        } => {
             if size.contains(&0) {
                 return Err(format!("the target size must be positive, got {size:?}"));
             }
             [Some(size[0]), Some(size[1]), s[2]]
+        }
+        ImageOp::ExtractPatches {
+            sizes,
+            strides,
+            rates,
+            padding,
+        } => {
+            if [sizes, strides, rates].iter().any(|v| v.contains(&0)) {
+                return Err(format!(
+                    "sizes, strides and rates must be >= 1, got {sizes:?}, {strides:?}, {rates:?}"
+                ));
+            }
+            let (Some(h), Some(w)) = (s[0], s[1]) else {
+                return Err(format!(
+                    "extract_patches needs the image's size, but it is [{}]: resize before it",
+                    fmt_shape(&s)
+                ));
+            };
+            let (oh, _) = window_axis(h, sizes[0], strides[0], rates[0], *padding);
+            let (ow, _) = window_axis(w, sizes[1], strides[1], rates[1], *padding);
+            if oh == 0 || ow == 0 {
+                return Err(format!(
+                    "the patches {sizes:?} at rates {rates:?} do not fit in the image [{}]",
+                    fmt_shape(&s)
+                ));
+            }
+            [Some(oh), Some(ow), s[2].map(|c| c * sizes[0] * sizes[1])]
         }
         ImageOp::Transpose => [s[1], s[0], s[2]],
         ImageOp::Rot90 { k } if k.rem_euclid(2) == 1 => [s[1], s[0], s[2]],
