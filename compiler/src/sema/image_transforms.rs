@@ -388,18 +388,19 @@ pub(crate) fn transform(call: &Call) -> Option<R<ImageOp>> {
                 let b = args::bind(name, call, params)?;
                 let es = b.req(0);
                 let v = args::eval_int_list(es)?;
-                let size =
-                    match v[..] {
-                        [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
-                            [h as usize, w as usize]
-                        }
-                        _ => return Err(range(
+                let size = match v[..] {
+                    [h, w] if h > 0 && w > 0 && h <= 1 << 20 && w <= 1 << 20 => {
+                        [h as usize, w as usize]
+                    }
+                    _ => {
+                        return Err(range(
                             es,
                             format!(
                                 "`size` is [new_height, new_width], two positive sizes, got {v:?}"
                             ),
-                        )),
-                    };
+                        ))
+                    }
+                };
                 let centers = Centers {
                     align_corners: b.get(1).map(args::eval_bool).transpose()?.unwrap_or(false),
                     half_pixel_centers: b.get(2).map(args::eval_bool).transpose()?.unwrap_or(false),
