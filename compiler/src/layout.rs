@@ -174,6 +174,7 @@ pub fn place(model: &Model) -> VarPlacement {
                 VarKind::Exchange { gather } => VarRole::Exchange { gather: *gather },
                 VarKind::ExchangePeer { replica } => VarRole::ExchangePeer { replica: *replica },
             },
+            partitions: model.partitions_of(i as u32),
         });
     }
     for (k, c) in g.consts.iter().enumerate() {
@@ -192,6 +193,7 @@ pub fn place(model: &Model) -> VarPlacement {
                     .collect(),
             }),
             kind: VarRole::Constant,
+            partitions: Vec::new(),
         });
     }
     let inputs = g

@@ -79,6 +79,12 @@ pub struct VarInfo {
     pub init: Initializer,
     /// Where the spec declared it (params only).
     pub span: Option<Span>,
+    /// A partitioned variable's partitions along its first axis (TF's
+    /// `partitioner`, `get_variable(.., partitioner)`): each partition's
+    /// rows, in order, summing to the first dimension; empty when the
+    /// variable is not partitioned. Slots and moving averages take their
+    /// parameter's.
+    pub partitions: Vec<u64>,
 }
 
 /// The schedulable arguments of the optimizer (`learning_rate`, `momentum`,
@@ -615,6 +621,20 @@ impl Model {
         &self.optimizers[0].spec
     }
 
+    /// The partitions of variable `v` in checkpoints: a parameter's own, a
+    /// slot's or moving average's its parameter's (TF's slot creator copies
+    /// the primary's `save_slice_info`); rows of the first axis, in order.
+    pub fn partitions_of(&self, v: u32) -> Vec<usize> {
+        let info = &self.vars[v as usize];
+        let own = match &info.kind {
+            VarKind::Slot { param, .. } | VarKind::Average { param } => {
+                &self.vars[*param as usize].partitions
+            }
+            _ => &info.partitions,
+        };
+        own.iter().map(|&r| r as usize).collect()
+    }
+
     pub fn var_name(&self, v: u32) -> &str {
         &self.graph.vars[v as usize].name
     }
@@ -632,6 +652,7 @@ impl Model {
             kind,
             init,
             span: None,
+            partitions: Vec::new(),
         });
         i
     }

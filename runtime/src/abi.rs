@@ -157,6 +157,11 @@ pub struct VarLayout {
     pub init: Initializer,
     /// Trainable parameter, optimizer slot/variable, or constant.
     pub kind: VarRole,
+    /// A partitioned variable's partitions along its first axis, each
+    /// partition's rows in order (TF's `save_slice_info`: checkpoints store
+    /// the variable as one slice per partition); empty when it is not
+    /// partitioned.
+    pub partitions: Vec<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -190,6 +190,7 @@ fn gathered(
         kind: VarKind::Exchange { gather: true },
         init: Initializer::Zeros,
         span: None,
+        partitions: Vec::new(),
     });
     f.outputs.push(Output { name, node: value });
     model.graph.var(v)

@@ -84,6 +84,7 @@ pub(crate) fn param_named(st: &mut State, p: &ParamDecl, tf_name: &str, reuse: b
         kind: VarKind::Param { trainable },
         init,
         span: Some(p.name.span),
+        partitions: Vec::new(),
     });
     let node = st.graph.var(v);
     st.env

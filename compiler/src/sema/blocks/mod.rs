@@ -817,6 +817,7 @@ pub(crate) fn declare_variable(
         kind: crate::model::VarKind::Param { trainable: true },
         init,
         span: Some(span),
+        partitions: Vec::new(),
     });
     st.blocks.made_by.insert(name.to_string(), span);
     Ok(st.graph.var(v))

@@ -41,6 +41,7 @@ pub(super) fn variable(
         kind: VarKind::Param { trainable },
         init,
         span: Some(span),
+        partitions: Vec::new(),
     });
     let node = st.graph.var(v);
     st.features.vars.insert(name.to_string(), node);
