@@ -126,6 +126,10 @@ pub fn place(model: &Model) -> VarPlacement {
             *k == VarKind::Exchange { gather }
         });
     }
+    // The rows of sharded tables a replica's batch looks up.
+    pack(model, &mut arenas, &mut vars, "fetched".into(), |k| {
+        matches!(k, VarKind::Fetched { .. })
+    });
     // A shared exchange: each replica's summed values, as `step` reads them,
     // laid out as the `exchange/sum` arena (the same variables in the same
     // order), so the runtime can point these arenas at the replicas' own.
@@ -173,6 +177,9 @@ pub fn place(model: &Model) -> VarPlacement {
                 },
                 VarKind::Exchange { gather } => VarRole::Exchange { gather: *gather },
                 VarKind::ExchangePeer { replica } => VarRole::ExchangePeer { replica: *replica },
+                VarKind::Fetched { table } => VarRole::Fetched {
+                    table: g.vars[*table as usize].name.clone(),
+                },
             },
             partitions: model.partitions_of(i as u32),
         });
@@ -223,6 +230,26 @@ pub fn place(model: &Model) -> VarPlacement {
             vars: layout_vars,
             inputs,
             max_batch: model.train.batch as usize,
+            sharded: model
+                .sharded
+                .iter()
+                .map(|s| {
+                    let table = g.vars[s.table as usize].name.clone();
+                    specc_runtime::abi::ShardedLayout {
+                        rows: s.rows as usize,
+                        replicas: model.replicas.unwrap_or(1).max(1) as usize,
+                        fetched: g.vars[s.fetched as usize].name.clone(),
+                        ids: s
+                            .ids
+                            .iter()
+                            .map(|&i| g.inputs[i as usize].name.clone())
+                            .collect(),
+                        grad_ids: format!("replica/ids/{table}"),
+                        grad_values: format!("replica/values/{table}"),
+                        table,
+                    }
+                })
+                .collect(),
         },
         vars,
         consts,

@@ -71,6 +71,10 @@ pub enum VarKind {
     /// of that replica's `Exchange { gather: false }` arena, at the same
     /// offsets (the runtime points arena `exchange/peer/<replica>` at it).
     ExchangePeer { replica: u32 },
+    /// The rows of partitioned table `table` that this replica's batch looks
+    /// up, fetched from their owners before `replica_grad` (see
+    /// [`crate::optim::sharded`]): scratch, never saved.
+    Fetched { table: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -494,6 +498,24 @@ pub struct Model {
     /// `step` reads every replica's exchange values and sums them in replica
     /// order itself (see [`crate::optim::replicas`]).
     pub shared_exchange: bool,
+    /// The partitioned tables whose rows are sharded across the replicas
+    /// (set by [`crate::optim::sharded::shard`]; empty for one process).
+    pub sharded: Vec<ShardedTable>,
+}
+
+/// A table sharded across the replicas: each holds only its partitions'
+/// rows ([`crate::optim::sharded`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardedTable {
+    /// The parameter (its variable holds this replica's rows and a spare one).
+    pub table: u32,
+    /// The rows this replica's batch looks up (`Fetched`).
+    pub fetched: u32,
+    /// The id inputs the lookups read; the runtime rewrites them into
+    /// positions in `fetched`.
+    pub ids: Vec<u32>,
+    /// The table's logical rows (its declared first dimension).
+    pub rows: u64,
 }
 
 impl Model {

@@ -191,6 +191,11 @@ pub enum VarRole {
     ExchangePeer {
         replica: u32,
     },
+    /// The rows of sharded table `table` this replica's batch looks up,
+    /// fetched from their owners before each call ([`ShardedLayout`]).
+    Fetched {
+        table: String,
+    },
 }
 
 impl VarRole {
@@ -199,7 +204,10 @@ impl VarRole {
     pub fn is_state(&self) -> bool {
         !matches!(
             self,
-            VarRole::Constant | VarRole::Exchange { .. } | VarRole::ExchangePeer { .. }
+            VarRole::Constant
+                | VarRole::Exchange { .. }
+                | VarRole::ExchangePeer { .. }
+                | VarRole::Fetched { .. }
         )
     }
 }
@@ -315,10 +323,47 @@ pub struct Layout {
     pub vars: Vec<VarLayout>,
     pub inputs: Vec<InputLayout>,
     pub max_batch: usize,
+    /// The tables sharded across replicas (none for one process).
+    pub sharded: Vec<ShardedLayout>,
+}
+
+/// A partitioned table whose rows are sharded across the replicas
+/// (`compiler::optim::sharded`): what the runtime moves each step. The
+/// table's variable holds this replica's partitions (`p % replicas ==
+/// rank`, in order, of its [`VarLayout::partitions`]), padded to the
+/// largest share, and a spare row last; so do its slots and moving average.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardedLayout {
+    /// The parameter's name (TF's).
+    pub table: String,
+    /// Its logical rows (the declared first dimension).
+    pub rows: usize,
+    /// The replicas the program was compiled for.
+    pub replicas: usize,
+    /// The variable the lookups read: one row per id slot of the batch.
+    pub fetched: String,
+    /// The id inputs of the lookups, rewritten into positions in `fetched`.
+    pub ids: Vec<String>,
+    /// The `replica_grad` outputs (positions, rows) of its `IndexedSlices`
+    /// gradient, and the exchange variables of the same names that receive
+    /// the routed gradient (ids local to this replica's rows, then rows).
+    pub grad_ids: String,
+    pub grad_values: String,
 }
 
 impl Layout {
     pub fn var(&self, name: &str) -> Option<&VarLayout> {
         self.vars.iter().find(|v| v.name == name)
+    }
+
+    /// The sharded table variable `v` belongs to: the table itself, a
+    /// slot of it or its moving average.
+    pub fn shard_of(&self, v: &VarLayout) -> Option<&ShardedLayout> {
+        let table = match &v.kind {
+            VarRole::Param { .. } => &v.name,
+            VarRole::Slot { param, .. } | VarRole::Average { param } => param,
+            _ => return None,
+        };
+        self.sharded.iter().find(|s| &s.table == table)
     }
 }

@@ -49,6 +49,9 @@ pub struct Session {
     /// The index in the global batch of the first row this session feeds
     /// (`StepCtx::first_row`): 0 unless it is one replica of a data-parallel job.
     pub first_row: i64,
+    /// Which replica this session is (0 unless [`Session::set_replica`]
+    /// says): whose rows its sharded tables hold.
+    replica: usize,
     /// The dataset bound by [`Session::bind`] for [`Session::gather`].
     binding: Option<Binding>,
     /// Runs thread 1 of functions compiled for two threads.
@@ -117,6 +120,7 @@ impl Session {
             functions,
             global_step: 0,
             first_row: 0,
+            replica: 0,
             binding: None,
             worker: None,
             attached: Vec::new(),
@@ -134,8 +138,18 @@ impl Session {
             // distinct fields of the session, which `&mut self` holds).
             let arena = unsafe { std::slice::from_raw_parts_mut(self.arena_ptrs[v.arena], len) };
             let dst = &mut arena[v.offset..v.offset + n];
-            init::initialize(&v.init, &v.shape, dst)
-                .map_err(|e| format!("variable `{}`: {e}", v.name))?;
+            match self.layout.shard_of(v) {
+                // This replica's rows of the one-process table.
+                Some(s) => {
+                    let mut full = v.shape.clone();
+                    full[0] = s.rows;
+                    let own = crate::train::sharded::Ownership::new(&v.partitions, s.replicas);
+                    dst.fill(0.0);
+                    init::initialize_rows(&v.init, &full, &own.ranges(self.replica), dst)
+                }
+                None => init::initialize(&v.init, &v.shape, dst),
+            }
+            .map_err(|e| format!("variable `{}`: {e}", v.name))?;
         }
         // A moving average starts at its parameter's initial value (TF's
         // ExponentialMovingAverage.apply initializes the shadow from the variable).
@@ -147,6 +161,25 @@ impl Session {
         }
         self.global_step = 0;
         Ok(())
+    }
+
+    /// Makes this session replica `rank` of a data-parallel job: its
+    /// sharded tables (the layout's `sharded`) hold that replica's rows,
+    /// initialized again to one process's values there.
+    pub fn set_replica(&mut self, rank: usize) -> Result<(), String> {
+        self.replica = rank;
+        if self.layout.sharded.is_empty() {
+            return Ok(());
+        }
+        let step = self.global_step;
+        self.init_vars()?;
+        self.global_step = step;
+        Ok(())
+    }
+
+    /// Which replica this session is ([`Session::set_replica`]).
+    pub fn replica(&self) -> usize {
+        self.replica
     }
 
     /// The index of arena `name` in the layout.

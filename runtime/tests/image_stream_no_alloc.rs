@@ -90,6 +90,7 @@ fn streamed_image_batches_allocate_nothing_on_the_training_thread() {
             },
         ],
         max_batch: batch,
+        sharded: Vec::new(),
     };
     let mut bufs = vec![
         AlignedBuf::zeroed(batch * 64 * 4).unwrap(),

@@ -122,7 +122,22 @@ impl Prepared<'_> {
             Some(EvalData::Memory(d)) => (0..d.rows as u32).collect(),
             _ => Vec::new(),
         };
-        let eval_set = if !leader {
+        // Tables sharded across the replicas: no replica holds a whole
+        // model to evaluate (`specc evaluate` reads the checkpoint's).
+        let sharded = replicas.is_some() && !session.layout.sharded.is_empty();
+        if sharded && leader {
+            watch.note(&format!(
+                "{} table{} sharded across the replicas; evaluate the checkpoint with \
+                 `specc evaluate` (one process reads the whole tables)",
+                session.layout.sharded.len(),
+                if session.layout.sharded.len() == 1 {
+                    " is"
+                } else {
+                    "s are"
+                }
+            ));
+        }
+        let eval_set = if !leader || sharded {
             None
         } else if let Some(EvalData::Stream(s)) = &eval {
             let (layout, inputs) = (&layout, &inputs);
@@ -166,6 +181,9 @@ impl Prepared<'_> {
                 images: image_summaries(model),
             },
         )?;
+        if let (true, Some(r), Some(_)) = (sharded, replicas, &c.dir) {
+            hooks.share_saves(r.collective());
+        }
         let t1 = Instant::now();
         let streamed = matches!(data, TrainingData::Stream(_));
         let mut trainer = match replicas {
@@ -222,7 +240,7 @@ impl Prepared<'_> {
         let mut train_eval = None;
         let mut held_out = None;
         let mut averaged = None;
-        if leader {
+        if leader && !sharded {
             // A streamed run has no rows in memory to evaluate on.
             if let Some(d) = data.dataset() {
                 train_eval = Some(
@@ -257,7 +275,7 @@ impl Prepared<'_> {
                 ));
             }
         }
-        let checkpoint = hooks.saver.as_ref().and_then(|s| s.last_saved.clone());
+        let checkpoint = hooks.last_saved();
         let epochs = batches.epochs_started();
         let global_step = session.global_step;
         drop(hooks);

@@ -23,6 +23,8 @@ use specc_runtime::summary::hooks::{
     create_eval_writer, EvaluationSummaryHook, StepCounterHook, SummarySaverHook,
 };
 use specc_runtime::summary::SummaryWriter;
+use specc_runtime::train::replicas::Collective;
+use specc_runtime::train::sharded_checkpoint::ShardedSaverHook;
 use specc_runtime::train::{
     CheckpointSaverHook, DivergenceHook, EvalSet, Evaluation, EvaluationHook, Hook, NanTensorHook,
     RunContext, StepValues, StopAtStepHook, Timer, TrainError, DIVERGENCE_FACTOR,
@@ -107,6 +109,9 @@ pub struct RunHooks<'a, 'o> {
     pub evaluation: Option<EvaluationSummaryHook<'a>>,
     /// The checkpoint saver, with a checkpoint directory (the leader's).
     pub saver: Option<CheckpointSaverHook<'a>>,
+    /// With tables sharded across the replicas: every replica's part in
+    /// the saves (the leader's saver moves in, [`RunHooks::share_saves`]).
+    pub sharded_saver: Option<ShardedSaverHook<'a>>,
 }
 
 impl<'a, 'o> RunHooks<'a, 'o> {
@@ -203,7 +208,24 @@ impl<'a, 'o> RunHooks<'a, 'o> {
             writer,
             evaluation,
             saver,
+            sharded_saver: None,
         })
+    }
+
+    /// The run's tables are sharded across the replicas of `comm`: every
+    /// replica takes part in each save (the leader's saver, if any, moves
+    /// into the shared hook).
+    pub fn share_saves(&mut self, comm: std::rc::Rc<dyn Collective>) {
+        self.sharded_saver = Some(ShardedSaverHook::new(comm, self.saver.take()));
+    }
+
+    /// The last checkpoint written.
+    pub fn last_saved(&self) -> Option<std::path::PathBuf> {
+        let saver = self
+            .saver
+            .as_ref()
+            .or_else(|| self.sharded_saver.as_ref().and_then(|s| s.saver()));
+        saver.and_then(|s| s.last_saved.clone())
     }
 
     /// Every hook, in the order they run.
@@ -227,6 +249,9 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         // Checkpoints last: a failing hook before it ends the run without a
         // checkpoint of its step.
         if let Some(s) = self.saver.as_mut() {
+            hooks.push(s);
+        }
+        if let Some(s) = self.sharded_saver.as_mut() {
             hooks.push(s);
         }
         hooks

@@ -120,7 +120,14 @@ pub fn prepare<'r>(
     }
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
-    let trained = Model::from_program(program).map_err(Error::Session)?;
+    let mut trained = Model::from_program(program).map_err(Error::Session)?;
+    // A replica's sharded tables hold its rows.
+    if let Some(r) = replicas {
+        trained
+            .session
+            .set_replica(r.rank())
+            .map_err(Error::Session)?;
+    }
     let model = &trained.program.model;
     // `eval_data` (or `--eval-data`), checked before the data is read.
     let eval_source = data::eval_data_source(model, spec, request.eval_data.as_deref())?;

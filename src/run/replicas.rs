@@ -202,7 +202,7 @@ mod mpi_world {
     use std::sync::Mutex;
 
     use mpi::collective::SystemOperation;
-    use mpi::datatype::PartitionMut;
+    use mpi::datatype::{Partition, PartitionMut};
     use mpi::environment::Universe;
     use mpi::ffi;
     use mpi::topology::{Communicator, SimpleCommunicator};
@@ -325,6 +325,19 @@ mod mpi_world {
         }
         fn broadcast(&self, values: &mut [u32]) {
             self.world.process_at_rank(0).broadcast_into(values);
+        }
+        fn all_to_all(
+            &self,
+            send: &[u32],
+            send_counts: &[i32],
+            send_displs: &[i32],
+            recv: &mut [u32],
+            recv_counts: &[i32],
+            recv_displs: &[i32],
+        ) {
+            let from = Partition::new(send, send_counts, send_displs);
+            let mut into = PartitionMut::new(recv, recv_counts, recv_displs);
+            self.world.all_to_all_varcount_into(&from, &mut into);
         }
         fn shared_segments(&self, bytes: usize) -> Option<Vec<*mut u8>> {
             // 64 bytes more, to align each segment (the window's aren't).

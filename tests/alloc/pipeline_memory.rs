@@ -71,6 +71,7 @@ fn streaming_a_large_file_keeps_memory_bounded() {
             },
         ],
         max_batch: batch,
+        sharded: Vec::new(),
     };
     let mut spec = StreamSpec::new(Format::csv(), vec![path.clone()]);
     spec.num_epochs = Some(1);

@@ -7,3 +7,4 @@ mod mpi;
 mod mpi_hosts;
 #[cfg(feature = "mpi")]
 mod mpi_jobs;
+mod mpi_sharded;

@@ -16,7 +16,7 @@ use mpi_jobs::*;
 
 /// `mpirun` for this machine: as root if need be, more ranks than cores,
 /// on the loopback.
-fn mpirun(np: usize) -> Command {
+pub(crate) fn mpirun(np: usize) -> Command {
     let mut c = mpirun_command();
     c.args([
         "--oversubscribe",
@@ -30,13 +30,19 @@ fn mpirun(np: usize) -> Command {
 
 /// Trains `spec` for `steps` steps into `dir` with `np` ranks (0: one
 /// process without mpirun).
-fn train(spec_name: &str, np: usize, steps: u64, dir: &Path) -> Output {
+pub(crate) fn train(spec_name: &str, np: usize, steps: u64, dir: &Path) -> Output {
     train_exchanging(spec_name, np, steps, dir, true)
 }
 
 /// [`train`]; the ranks exchange through shared memory when `shared` (they
 /// run on one node), else by allreduce (`SPECC_SHARED_EXCHANGE=0`).
-fn train_exchanging(spec_name: &str, np: usize, steps: u64, dir: &Path, shared: bool) -> Output {
+pub(crate) fn train_exchanging(
+    spec_name: &str,
+    np: usize,
+    steps: u64,
+    dir: &Path,
+    shared: bool,
+) -> Output {
     let args = [
         "run".to_string(),
         spec(spec_name),

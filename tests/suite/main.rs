@@ -94,6 +94,7 @@ mod run_settings;
 mod runtime_checks;
 mod sequence_examples;
 mod sequence_feature_columns;
+mod sharded;
 mod sparse;
 mod sparse_first_occurrence;
 mod spec_optimizers;

@@ -18,14 +18,14 @@ use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::replicas::{check_identical, Collective, ExchangeKind, Solo};
 use specc_runtime::train::Trainer;
 
-fn read_spec(name: &str) -> String {
+pub(crate) fn read_spec(name: &str) -> String {
     std::fs::read_to_string(format!("{}/specs/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// State variables by name after training, and the losses.
-struct Trained {
-    vars: Vec<(String, Vec<f32>)>,
-    losses: Vec<f32>,
+pub(crate) struct Trained {
+    pub(crate) vars: Vec<(String, Vec<f32>)>,
+    pub(crate) losses: Vec<f32>,
 }
 
 /// Trains `steps` steps of `text`: one process (`comm` None), or replica
@@ -64,7 +64,7 @@ fn train(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>, shared: boo
 
 /// `text` compiled to train one process (`comm` None) or replica
 /// `comm.rank()` of `comm.replicas()`, with a shared exchange when `shared`.
-fn compile_replica(
+pub(crate) fn compile_replica(
     text: &str,
     comm: Option<&Rc<dyn Collective>>,
     shared: bool,
@@ -106,7 +106,7 @@ fn trained(
 /// Replicas as threads of one process, exchanging through shared memory:
 /// each deposits its values, then every replica sums (or concatenates) the
 /// deposits in replica order, so all get the same bits.
-struct Threads {
+pub(crate) struct Threads {
     rank: usize,
     shared: Arc<Shared>,
 }
@@ -121,7 +121,7 @@ struct Shared {
 }
 
 impl Threads {
-    fn group(n: usize) -> Vec<Threads> {
+    pub(crate) fn group(n: usize) -> Vec<Threads> {
         let shared = Arc::new(Shared {
             n,
             barrier: Barrier::new(n),
@@ -172,6 +172,30 @@ impl Collective for Threads {
     fn broadcast(&self, values: &mut [u32]) {
         let mine = values.to_vec();
         self.exchange(&mine, |all| values.copy_from_slice(&all[0]));
+    }
+    fn all_to_all(
+        &self,
+        send: &[u32],
+        send_counts: &[i32],
+        send_displs: &[i32],
+        recv: &mut [u32],
+        recv_counts: &[i32],
+        recv_displs: &[i32],
+    ) {
+        // Each deposits its counts, displacements and values.
+        let n = self.shared.n;
+        let mut deposit: Vec<u32> = send_counts.iter().map(|&c| c as u32).collect();
+        deposit.extend(send_displs.iter().map(|&d| d as u32));
+        deposit.extend_from_slice(send);
+        let me = self.rank;
+        self.exchange(&deposit, |all| {
+            for (r, d) in all.iter().enumerate() {
+                let (count, displ) = (d[me] as usize, d[n + me] as usize);
+                assert_eq!(count, recv_counts[r] as usize);
+                let at = recv_displs[r] as usize;
+                recv[at..at + count].copy_from_slice(&d[2 * n + displ..2 * n + displ + count]);
+            }
+        });
     }
     fn shared_segments(&self, bytes: usize) -> Option<Vec<*mut u8>> {
         if self.rank == 0 {
@@ -253,7 +277,7 @@ fn same_bits(a: &Trained, b: &Trained) {
 /// How far two models are apart, variable by variable: the largest
 /// `‖x − y‖₂ / ‖x‖₂` and the largest `max|x − y| / max|x|`, each with its
 /// variable (per variable, so a small slot is not hidden by a large one).
-fn relative_differences(a: &Trained, b: &Trained) -> ((f64, String), (f64, String)) {
+pub(crate) fn relative_differences(a: &Trained, b: &Trained) -> ((f64, String), (f64, String)) {
     let (mut l2, mut max) = ((0.0f64, String::new()), (0.0f64, String::new()));
     for ((name, x), (_, y)) in a.vars.iter().zip(&b.vars) {
         let norm = x.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
@@ -309,7 +333,7 @@ fn replicas_match_one_process(spec: &str, n: usize, steps: usize, shared: bool) 
 /// `many` (trained on `n` replicas: `what` in messages) is the model `one`
 /// process trains, up to the order of the replicas' sums: within 1e-6
 /// relative (L2) and 4e-6 (largest element), the losses within 1e-5.
-fn assert_same_model(one: &Trained, many: &Trained, n: usize, what: &str) {
+pub(crate) fn assert_same_model(one: &Trained, many: &Trained, n: usize, what: &str) {
     let ((l2, l2_name), (max, max_name)) = relative_differences(one, many);
     eprintln!("{n} {what}: l2 {l2:e} ({l2_name}), max {max:e} ({max_name})");
     assert!(

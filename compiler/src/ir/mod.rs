@@ -600,6 +600,18 @@ impl Graph {
         (self.vars.len() - 1) as u32
     }
 
+    /// Gives variable `v` a new shape, on its declaration and on its node:
+    /// the sharded-table rewrite, whose readers (lookups) do not depend on
+    /// the first dimension.
+    pub fn set_var_shape(&mut self, v: u32, shape: Shape) {
+        for n in &mut self.nodes {
+            if n.op == Op::Var(v) {
+                n.shape = shape.clone();
+            }
+        }
+        self.vars[v as usize].shape = shape;
+    }
+
     /// Adds an input declaration; returns its index for `Op::Input`.
     pub fn add_input(&mut self, name: &str, dtype: DType, shape: Shape) -> u32 {
         self.inputs.push(Leaf {

@@ -21,6 +21,7 @@
 pub mod clip;
 pub mod defined;
 pub mod replicas;
+pub mod sharded;
 pub mod sparse;
 pub mod table;
 
@@ -37,8 +38,15 @@ use crate::model::{Model, VarKind};
 
 /// Adds the `grad` and `step` functions to the model.
 pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
+    // Tables sharded across replicas are differentiated through the rows
+    // each replica fetches.
+    sharded::shard(model)?;
     let params = model.trainable_params();
-    let grads = autodiff::gradients(&mut model.graph, model.loss, &params)
+    let wrt: Vec<u32> = params
+        .iter()
+        .map(|&p| sharded::differentiated(model, p))
+        .collect();
+    let grads = autodiff::gradients(&mut model.graph, model.loss, &wrt)
         .map_err(|e| vec![not_differentiable(model, e)])?;
 
     let mut errors = Vec::new();
@@ -84,6 +92,20 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         .iter()
         .map(|&gr| indexed_slices(&model.graph, gr).map(|(ids, _)| ids))
         .collect();
+    for (k, &p) in params.iter().enumerate() {
+        if sparse_ids[k].is_none() && sharded::differentiated(model, p) != p {
+            let name = model.var_name(p).to_string();
+            return Err(vec![Diagnostic::new(
+                Code::ShapeMismatch,
+                model.vars[p as usize].span.unwrap_or_default(),
+                format!(
+                    "`{name}` is sharded across replicas, but its gradient is not the rows of \
+                     its lookup (an IndexedSlices)"
+                ),
+            )
+            .with_label("partitioned here")]);
+        }
+    }
     for (gr, ids) in grads.iter_mut().zip(&sparse_ids) {
         if ids.is_some() {
             *gr = model.graph.inputs_of(*gr)[2];

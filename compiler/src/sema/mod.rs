@@ -537,6 +537,7 @@ fn finish(mut st: State, default_name: &str) -> Result<Model, Vec<Diagnostic>> {
         step_outputs,
         replicas: None,
         shared_exchange: false,
+        sharded: Vec::new(),
     })
 }
 

@@ -130,7 +130,16 @@ impl Session {
                 }
                 CheckpointError::tensor(Mismatch, &index, tensor, m)
             })?;
-            if e.dtype != DType::Float || e.shape != v.shape {
+            // A sharded table's checkpoint is the whole (logical) table.
+            let logical = match self.layout.shard_of(v) {
+                Some(t) => {
+                    let mut shape = v.shape.clone();
+                    shape[0] = t.rows;
+                    shape
+                }
+                None => v.shape.clone(),
+            };
+            if e.dtype != DType::Float || e.shape != logical {
                 return Err(CheckpointError::tensor(
                     Mismatch,
                     &index,
@@ -139,7 +148,7 @@ impl Session {
                         "the checkpoint has a {} tensor of shape {}, the model a float32 {noun} of shape {}",
                         e.dtype,
                         shape_string(&e.shape),
-                        shape_string(&v.shape)
+                        shape_string(&logical)
                     ),
                 ));
             }
@@ -149,8 +158,39 @@ impl Session {
             Selection::Parameters | Selection::Assignments(_) => None,
         };
         for (tensor, var) in &pairs {
-            if let Some(dst) = self.var_mut(var) {
-                reader.load_f32_into(tensor, dst)?;
+            let sharded = self
+                .layout
+                .var(var)
+                .and_then(|v| Some((v, self.layout.shard_of(v)?)))
+                .map(|(v, t)| {
+                    let own = crate::train::sharded::Ownership::new(&v.partitions, t.replicas);
+                    (
+                        own.ranges(self.replica()),
+                        v.shape[1..].iter().product::<usize>(),
+                    )
+                });
+            match sharded {
+                // This replica's rows of the whole table.
+                Some((ranges, row_len)) => {
+                    let crate::checkpoint::Tensor::F32(whole) = reader.load(tensor)? else {
+                        continue;
+                    };
+                    let whole = whole.as_slice_memory_order().unwrap_or(&[]);
+                    if let Some(dst) = self.var_mut(var) {
+                        let mut at = 0;
+                        for (start, rows) in ranges {
+                            let len = rows * row_len;
+                            dst[at..at + len]
+                                .copy_from_slice(&whole[start * row_len..start * row_len + len]);
+                            at += len;
+                        }
+                    }
+                }
+                None => {
+                    if let Some(dst) = self.var_mut(var) {
+                        reader.load_f32_into(tensor, dst)?;
+                    }
+                }
             }
         }
         if let Some(step) = step {

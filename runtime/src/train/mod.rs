@@ -24,6 +24,8 @@ pub mod checkpoint_saver;
 pub mod eval;
 pub mod hooks;
 pub mod replicas;
+pub mod sharded;
+pub mod sharded_checkpoint;
 pub mod timer;
 
 use std::fmt;

@@ -50,6 +50,19 @@ pub trait Collective {
     fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]);
     /// Replica 0's `values` on every replica.
     fn broadcast(&self, values: &mut [u32]);
+    /// Every replica sends `send_counts[r]` values from
+    /// `send[send_displs[r]..]` to replica r, and receives replica r's into
+    /// `recv[recv_displs[r]..]` (`recv_counts[r]` of them): MPI's
+    /// `Alltoallv`.
+    fn all_to_all(
+        &self,
+        send: &[u32],
+        send_counts: &[i32],
+        send_displs: &[i32],
+        recv: &mut [u32],
+        recv_counts: &[i32],
+        recv_displs: &[i32],
+    );
     /// Memory every replica can read and write (replicas on one node): one
     /// segment of `bytes` per replica, in replica order, 64-byte aligned,
     /// the same segments on every replica; `None` when the replicas share no
@@ -88,6 +101,19 @@ impl Collective for Solo {
         recv[at..at + send.len()].copy_from_slice(send);
     }
     fn broadcast(&self, _: &mut [u32]) {}
+    fn all_to_all(
+        &self,
+        send: &[u32],
+        send_counts: &[i32],
+        send_displs: &[i32],
+        recv: &mut [u32],
+        _: &[i32],
+        recv_displs: &[i32],
+    ) {
+        let (from, n) = (send_displs[0] as usize, send_counts[0] as usize);
+        let at = recv_displs[0] as usize;
+        recv[at..at + n].copy_from_slice(&send[from..from + n]);
+    }
 }
 
 /// The rows of a global batch of `batch` that each of `replicas` replicas
@@ -163,6 +189,8 @@ pub struct ReplicaStep {
     places: Vec<i32>,
     /// Every replica's share of the global batch.
     shards: Vec<usize>,
+    /// The tables whose rows are sharded across the replicas.
+    sharded: Option<super::sharded::ShardedTables>,
 }
 
 impl fmt::Debug for ReplicaStep {
@@ -211,8 +239,16 @@ impl ReplicaStep {
         })?;
         let mut gathers = Vec::new();
         let (mut most_sent, mut most_received) = (0, 0);
+        // A sharded table's gradient is routed to its owners, not gathered.
+        let routed = |name: &str| {
+            session
+                .layout
+                .sharded
+                .iter()
+                .any(|s| s.grad_ids == name || s.grad_values == name)
+        };
         for v in &session.layout.vars {
-            if v.kind != (VarRole::Exchange { gather: true }) {
+            if v.kind != (VarRole::Exchange { gather: true }) || routed(&v.name) {
                 continue;
             }
             let output = session.output_index(grad, &v.name).ok_or_else(|| {
@@ -243,7 +279,16 @@ impl ReplicaStep {
                 displs,
             });
         }
+        if !session.layout.sharded.is_empty() && session.replica() != rank {
+            return Err(format!(
+                "the session holds replica {}'s rows of its sharded tables, not replica \
+                 {rank}'s (Session::set_replica)",
+                session.replica()
+            ));
+        }
+        let sharded = super::sharded::ShardedTables::new(session, comm.clone(), grad)?;
         Ok(ReplicaStep {
+            sharded,
             comm,
             shared,
             grad,
@@ -329,6 +374,9 @@ impl ReplicaStep {
         // Per-row random draws (dropout) key on the global row: this
         // replica's rows are the global batch's from its shard's start.
         session.first_row = self.first_row as i64;
+        if let Some(t) = self.sharded.as_mut() {
+            t.fetch(session, rows)?;
+        }
         let called = session.call(self.grad, rows);
         session.first_row = 0;
         called
@@ -372,6 +420,9 @@ impl ReplicaStep {
             for (d, s) in var.iter_mut().zip(&self.recv[..total]) {
                 *d = f32::from_bits(*s);
             }
+        }
+        if let Some(t) = self.sharded.as_mut() {
+            t.route(session, self.grad, self.rows)?;
         }
         Ok(())
     }
@@ -446,23 +497,26 @@ fn too_many(name: &str) -> String {
 }
 
 /// Makes every replica hold replica 0's model state: every variable (not the
-/// constants or exchange values) and the global step (Horovod's
-/// `broadcast_global_variables`).
+/// constants, exchange values or sharded tables' rows) and the global step
+/// (Horovod's `broadcast_global_variables`).
 pub fn broadcast_state(session: &mut Session, comm: &dyn Collective) {
-    let state: Vec<usize> = (0..session.layout.arenas.len())
-        .filter(|&a| {
-            session
-                .layout
-                .vars
-                .iter()
-                .any(|v| v.arena == a && v.kind.is_state())
-        })
+    // A sharded table's rows (and its slots') are each replica's own.
+    let state: Vec<String> = session
+        .layout
+        .vars
+        .iter()
+        .filter(|v| v.kind.is_state() && session.layout.shard_of(v).is_none())
+        .map(|v| v.name.clone())
         .collect();
-    for a in state {
-        let arena = session.arena_mut(a);
-        let mut bits: Vec<u32> = arena.iter().map(|v| v.to_bits()).collect();
+    let mut bits = Vec::new();
+    for name in state {
+        let Some(values) = session.var_mut(&name) else {
+            continue;
+        };
+        bits.clear();
+        bits.extend(values.iter().map(|v| v.to_bits()));
         comm.broadcast(&mut bits);
-        for (d, s) in arena.iter_mut().zip(&bits) {
+        for (d, s) in values.iter_mut().zip(&bits) {
             *d = f32::from_bits(*s);
         }
     }
@@ -472,11 +526,17 @@ pub fn broadcast_state(session: &mut Session, comm: &dyn Collective) {
     session.global_step = (u64::from(words[0]) | (u64::from(words[1]) << 32)) as i64;
 }
 
-/// A 64-bit FNV-1a hash of every state variable's bits and the global step:
-/// equal on two replicas exactly when they hold the same model.
+/// A 64-bit FNV-1a hash of every state variable's bits and the global step
+/// (but a sharded table's, whose rows are each replica's own): equal on two
+/// replicas exactly when they hold the same replicated model.
 pub fn fingerprint(session: &Session) -> u64 {
     let mut bytes = Vec::new();
-    for v in session.layout.vars.iter().filter(|v| v.kind.is_state()) {
+    for v in session
+        .layout
+        .vars
+        .iter()
+        .filter(|v| v.kind.is_state() && session.layout.shard_of(v).is_none())
+    {
         if let Some(values) = session.var(&v.name) {
             bytes.extend(values.iter().flat_map(|x| x.to_bits().to_le_bytes()));
         }

@@ -73,6 +73,7 @@ pub(super) fn layout(max_batch: usize) -> Layout {
             },
         ],
         max_batch,
+        sharded: Vec::new(),
     }
 }
 

@@ -219,6 +219,7 @@ fn feature_column_ids_stream_padding_and_check_their_range() {
             },
         ],
         max_batch: batch,
+        sharded: Vec::new(),
     };
     let d = dir("feature_ids");
     let good = d.join("good.csv");
