@@ -37,8 +37,8 @@ struct Part {
 
 /// Trains `steps` steps of `text` as replica `comm.rank()` (one process
 /// when `comm` is None).
-fn train_part(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>) -> Part {
-    let program = compile_replica(text, comm.as_ref(), false);
+fn train_part(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>, shared: bool) -> Part {
+    let program = compile_replica(text, comm.as_ref(), shared);
     let model = &program.model;
     let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
     let ds = data::load(&model.data_source(dir), &model.input_specs()).unwrap();
@@ -85,13 +85,13 @@ fn train_part(text: &str, steps: usize, comm: Option<Rc<dyn Collective>>) -> Par
 
 /// The model `n` replicas train, each table put back together from the
 /// replicas' rows; checks that every replicated variable is the same on all.
-fn train_sharded(text: &str, steps: usize, n: usize) -> (Trained, usize) {
+fn train_sharded(text: &str, steps: usize, n: usize, shared: bool) -> (Trained, usize) {
     let text = Arc::new(text.to_string());
     let handles: Vec<_> = Threads::group(n)
         .into_iter()
         .map(|t| {
             let text = text.clone();
-            std::thread::spawn(move || train_part(&text, steps, Some(Rc::new(t))))
+            std::thread::spawn(move || train_part(&text, steps, Some(Rc::new(t)), shared))
         })
         .collect();
     let parts: Vec<Part> = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -140,7 +140,7 @@ fn train_sharded(text: &str, steps: usize, n: usize) -> (Trained, usize) {
 }
 
 fn one_process(text: &str, steps: usize) -> Trained {
-    let p = train_part(text, steps, None);
+    let p = train_part(text, steps, None, false);
     Trained {
         vars: p.vars,
         losses: p.losses,
@@ -148,9 +148,9 @@ fn one_process(text: &str, steps: usize) -> Trained {
 }
 
 /// `n` replicas sharding every table of `spec` train what one process does.
-fn sharded_matches_one_process(spec: &str, n: usize, steps: usize, tables: usize) {
+fn sharded_matches_one_process(spec: &str, n: usize, steps: usize, tables: usize, shared: bool) {
     let mut one = one_process(spec, steps);
-    let (mut many, sharded) = train_sharded(spec, steps, n);
+    let (mut many, sharded) = train_sharded(spec, steps, n, shared);
     // A sharded table's variable is declared after the others.
     one.vars.sort_by(|a, b| a.0.cmp(&b.0));
     many.vars.sort_by(|a, b| a.0.cmp(&b.0));
@@ -164,15 +164,50 @@ fn sharded_matches_one_process(spec: &str, n: usize, steps: usize, tables: usize
 
 #[test]
 fn two_replicas_shard_the_ctr_tables_under_ftrl() {
-    sharded_matches_one_process(&read_spec("ctr_ftrl.spec"), 2, 6, 10);
+    sharded_matches_one_process(&read_spec("ctr_ftrl.spec"), 2, 6, 10, false);
 }
 
 #[test]
 fn three_replicas_shard_the_ctr_tables_under_ftrl() {
-    sharded_matches_one_process(&read_spec("ctr_ftrl.spec"), 3, 6, 10);
+    sharded_matches_one_process(&read_spec("ctr_ftrl.spec"), 3, 6, 10, false);
 }
 
 #[test]
 fn four_replicas_shard_the_ctr_tables_under_ftrl() {
-    sharded_matches_one_process(&read_spec("ctr_ftrl.spec"), 4, 6, 10);
+    sharded_matches_one_process(&read_spec("ctr_ftrl.spec"), 4, 6, 10, false);
+}
+
+/// Wide and deep over hashed ids: two embedding tables (2 MiB, truncated
+/// normal draws) under Adagrad with a dense layer, two `linear_model`
+/// tables under FTRL, a mean loss.
+const CTR_DEEP: &str = r#"
+model ctr_deep
+data csv("data/ctr_sample.csv")
+label click: float
+features {
+  user_id = categorical_column_with_hash_bucket(user_id, 65536)
+  ad_id   = categorical_column_with_hash_bucket(ad_id, 65536)
+  site    = categorical_column_with_hash_bucket(site, 262144)
+  deep = input_layer(embedding_column(user_id, dimension = 8), embedding_column(ad_id, dimension = 8))
+  wide = linear_model(site, user_id)
+}
+block dnn(x) {
+  h = layers.dense(x, 16, activation = relu)
+  return layers.dense(h, 1, name = "logits")
+}
+logit = reshape(dnn(deep) + wide, [B])
+loss = mean(sigmoid_cross_entropy(click, logit))
+optimizer ftrl(learning_rate = 0.1, var_list = "linear_model/*")
+optimizer adagrad(learning_rate = 0.05, var_list = ["dnn/*", "input_layer/*"])
+train { batch = 64, epochs = 1, shuffle = 0 }
+"#;
+
+#[test]
+fn three_replicas_shard_embeddings_under_adagrad() {
+    sharded_matches_one_process(CTR_DEEP, 3, 20, 4, false);
+}
+
+#[test]
+fn three_replicas_sharing_memory_shard_embeddings() {
+    sharded_matches_one_process(CTR_DEEP, 3, 20, 4, true);
 }

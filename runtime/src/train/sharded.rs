@@ -80,6 +80,13 @@ impl Ownership {
         (self.owner[p], self.local_start[p] + row - self.starts[p])
     }
 
+    /// [`Ownership::locate`] of the row id `id` (not negative) looks up:
+    /// an out-of-range id is clamped, as the lookup does.
+    #[inline]
+    pub fn locate_id(&self, id: i32) -> (usize, usize) {
+        self.locate((id as usize).min(self.rows().saturating_sub(1)))
+    }
+
     /// The logical rows replica `r` holds, as `(first row, rows)` ranges in
     /// its order.
     pub fn ranges(&self, r: usize) -> Vec<(usize, usize)> {
@@ -96,20 +103,30 @@ struct Table {
     own: Ownership,
     /// Floats per row.
     row_len: usize,
-    /// The id inputs: index, ids per example.
-    inputs: Vec<(usize, usize)>,
+    /// The lookup's id input (its group: tables looked up by one input
+    /// share its positions).
+    group: usize,
     /// `replica_grad`'s outputs: positions, rows.
     grad_ids: usize,
     grad_values: usize,
     /// The spare row's index in this replica's rows.
     spare: i32,
-    /// The batch's distinct ids in first-occurrence order, and their positions.
-    uniq: Vec<i32>,
-    position: HashMap<i32, u32>,
     /// For each id sent in `fetch`, its position in `uniq`.
     order: Vec<u32>,
     send: Buffers,
     recv: Buffers,
+}
+
+/// An id input of sharded lookups: the batch's distinct ids in
+/// first-occurrence order, and each one's position, which the input holds
+/// once rewritten.
+struct IdGroup {
+    input: usize,
+    per_example: usize,
+    /// The most distinct ids a batch can have (the fetched rows).
+    cap: usize,
+    uniq: Vec<i32>,
+    position: HashMap<i32, u32>,
 }
 
 /// One direction of an all-to-all: per replica counts and displacements
@@ -151,6 +168,7 @@ impl Buffers {
 /// The sharded tables of a replicated session (see the module doc).
 pub struct ShardedTables {
     comm: Rc<dyn Collective>,
+    groups: Vec<IdGroup>,
     tables: Vec<Table>,
     counts: Counts,
     /// Where the next entry to each replica goes.
@@ -171,6 +189,7 @@ impl ShardedTables {
         }
         let n = comm.replicas();
         let mut tables = Vec::new();
+        let mut groups: Vec<IdGroup> = Vec::new();
         for s in &layout.sharded {
             let var = layout
                 .var(&s.table)
@@ -201,15 +220,27 @@ impl ShardedTables {
                 ));
             }
             let cap = fetched.shape.first().copied().unwrap_or(0);
-            let mut inputs = Vec::new();
-            for name in &s.ids {
-                let i = layout
-                    .inputs
-                    .iter()
-                    .position(|l| &l.name == name)
-                    .ok_or_else(|| format!("no input `{name}`"))?;
-                inputs.push((i, layout.inputs[i].per_example));
-            }
+            let [name] = &s.ids[..] else {
+                return Err(format!("`{}` is not read by exactly one lookup", s.table));
+            };
+            let input = layout
+                .inputs
+                .iter()
+                .position(|l| &l.name == name)
+                .ok_or_else(|| format!("no input `{name}`"))?;
+            let group = match groups.iter().position(|g| g.input == input) {
+                Some(g) => g,
+                None => {
+                    groups.push(IdGroup {
+                        input,
+                        per_example: layout.inputs[input].per_example,
+                        cap,
+                        uniq: Vec::with_capacity(cap),
+                        position: HashMap::with_capacity(cap),
+                    });
+                    groups.len() - 1
+                }
+            };
             let output = |name: &str| {
                 session
                     .output_index(grad, name)
@@ -221,10 +252,8 @@ impl ShardedTables {
                 layout: s.clone(),
                 own,
                 row_len,
-                inputs,
+                group,
                 spare: i32::try_from(local - 1).map_err(|_| "table too large".to_string())?,
-                uniq: Vec::with_capacity(cap),
-                position: HashMap::with_capacity(cap),
                 order: vec![0; cap],
                 send: Buffers::new(n, cap, row_len),
                 recv: Buffers::new(n, cap, row_len),
@@ -232,6 +261,7 @@ impl ShardedTables {
         }
         Ok(Some(ShardedTables {
             comm,
+            groups,
             tables,
             counts: Counts {
                 ones: vec![1; n],
@@ -247,39 +277,35 @@ impl ShardedTables {
     /// the id inputs into positions among them.
     pub fn fetch(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
         let rank = self.comm.rank();
-        for t in &mut self.tables {
-            t.uniq.clear();
-            t.position.clear();
-            let last = t.own.rows().saturating_sub(1) as i32;
-            for &(input, per) in &t.inputs {
-                let ids = &mut session.input_i32_mut(input)[..rows * per];
-                for id in ids.iter_mut().filter(|id| **id >= 0) {
-                    // Out-of-range ids are clamped, as the lookup does.
-                    let key = (*id).min(last);
-                    let next = t.uniq.len() as u32;
-                    let pos = *t.position.entry(key).or_insert(next);
-                    if pos == next {
-                        if t.uniq.len() == t.order.len() {
-                            return Err(format!(
-                                "`{}`: more distinct ids than the batch has slots",
-                                t.layout.table
-                            ));
-                        }
-                        t.uniq.push(key);
+        // Each id input's distinct ids; the input holds their positions.
+        for g in &mut self.groups {
+            g.uniq.clear();
+            g.position.clear();
+            let ids = &mut session.input_i32_mut(g.input)[..rows * g.per_example];
+            for id in ids.iter_mut().filter(|id| **id >= 0) {
+                let next = g.uniq.len() as u32;
+                let pos = *g.position.entry(*id).or_insert(next);
+                if pos == next {
+                    if g.uniq.len() == g.cap {
+                        return Err("more distinct ids than the batch has slots".into());
                     }
-                    *id = pos as i32;
+                    g.uniq.push(*id);
                 }
+                *id = pos as i32;
             }
+        }
+        for t in &mut self.tables {
+            let g = &self.groups[t.group];
             // The ids to each owner, in first-occurrence order.
             t.send.counts.fill(0);
-            for &id in &t.uniq {
-                t.send.counts[t.own.locate(id as usize).0] += 1;
+            for &id in &g.uniq {
+                t.send.counts[t.own.locate_id(id).0] += 1;
             }
             t.send.place(t.row_len);
             let cursor = &mut self.cursor;
             cursor.copy_from_slice(&t.send.displs);
-            for (k, &id) in t.uniq.iter().enumerate() {
-                let (owner, local) = t.own.locate(id as usize);
+            for (k, &id) in g.uniq.iter().enumerate() {
+                let (owner, local) = t.own.locate_id(id);
                 let at = cursor[owner] as usize;
                 t.send.ids[at] = local as u32;
                 t.order[at] = k as u32;
@@ -325,7 +351,7 @@ impl ShardedTables {
             let fetched = session
                 .var_mut(&t.layout.fetched)
                 .ok_or_else(|| format!("no variable `{}`", t.layout.fetched))?;
-            let sent = t.uniq.len();
+            let sent = g.uniq.len();
             for (at, &k) in t.order[..sent].iter().enumerate() {
                 let k = k as usize;
                 for (dst, &bits) in fetched[k * d..(k + 1) * d]
@@ -344,6 +370,7 @@ impl ShardedTables {
     /// the `step` reads.
     pub fn route(&mut self, session: &mut Session, grad: usize, rows: usize) -> Result<(), String> {
         for t in &mut self.tables {
+            let g = &self.groups[t.group];
             let d = t.row_len;
             let ids = session
                 .output_i32_at(grad, t.grad_ids, rows)
@@ -353,8 +380,8 @@ impl ShardedTables {
                 .ok_or("no gradient rows")?;
             t.send.counts.fill(0);
             for &pos in ids.iter().filter(|&&p| p >= 0) {
-                let id = t.uniq[pos as usize];
-                t.send.counts[t.own.locate(id as usize).0] += 1;
+                let id = g.uniq[pos as usize];
+                t.send.counts[t.own.locate_id(id).0] += 1;
             }
             let total = t.send.place(d);
             if total > t.send.ids.len() {
@@ -363,7 +390,7 @@ impl ShardedTables {
             let cursor = &mut self.cursor;
             cursor.copy_from_slice(&t.send.displs);
             for (j, &pos) in ids.iter().enumerate().filter(|(_, &p)| p >= 0) {
-                let (owner, local) = t.own.locate(t.uniq[pos as usize] as usize);
+                let (owner, local) = t.own.locate_id(g.uniq[pos as usize]);
                 let at = cursor[owner] as usize;
                 t.send.ids[at] = local as u32;
                 for (dst, v) in t.send.rows[at * d..(at + 1) * d]
