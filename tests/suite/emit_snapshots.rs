@@ -83,7 +83,9 @@ fn the_direct_convolution_plan() {
 /// `replica_grad` function writing the exchange variables, the `step`
 /// reading them; dense (2 replicas: the sum scaled by 1/2 in the step;
 /// 3 replicas of a batch of 64: each replica weighs by its rows) and sparse
-/// (the gathered ids and rows).
+/// (the gathered ids and rows); tables sharded across the replicas (the
+/// CTR spec's hashed tables: the lookups read the fetched rows, each table
+/// holds a replica's rows and a spare, the routed gradient updates them).
 #[test]
 fn the_replicated_step() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("specs");
@@ -91,6 +93,7 @@ fn the_replicated_step() {
         ("digits_mlp", "2"),
         ("digits_mlp", "3"),
         ("digits_embedding", "2"),
+        ("ctr_ftrl", "2"),
     ] {
         let path = dir.join(format!("{spec}.spec"));
         for stage in ["step", "plan"] {

@@ -200,6 +200,7 @@ loss = mean(sigmoid_cross_entropy(click, logit))
 optimizer ftrl(learning_rate = 0.1, var_list = "linear_model/*")
 optimizer adagrad(learning_rate = 0.05, var_list = ["dnn/*", "input_layer/*"])
 train { batch = 64, epochs = 1, shuffle = 0 }
+ema 0.99
 "#;
 
 #[test]
@@ -210,4 +211,47 @@ fn three_replicas_shard_embeddings_under_adagrad() {
 #[test]
 fn three_replicas_sharing_memory_shard_embeddings() {
     sharded_matches_one_process(CTR_DEEP, 3, 20, 4, true);
+}
+
+/// The diagnostic compiling `text` for `n` replicas gives.
+fn refusal(text: &str, n: u32) -> specc_grammar::Diagnostic {
+    let src = specc_grammar::SourceFile::new("spec.spec", text.to_string());
+    let options = specc_compiler::driver::Options {
+        threads: 1,
+        replicas: Some(n),
+        ..specc_compiler::driver::Options::default()
+    };
+    match specc_compiler::driver::compile_with(
+        &src,
+        specc_compiler::driver::Functions::TRAIN,
+        &options,
+    ) {
+        Ok(_) => panic!("compiled"),
+        Err(mut d) => d.remove(0),
+    }
+}
+
+#[test]
+fn a_norm_over_a_sharded_gradient_is_refused_with_a_caret() {
+    let text = format!("{CTR_DEEP}clip global_norm(clip_norm = 5.0)\n");
+    let d = refusal(&text, 2);
+    assert!(d.message.contains("clipping by a norm"), "{}", d.message);
+    assert!(d.message.contains("input_layer/"), "{}", d.message);
+    assert_eq!(
+        &text[d.span.start as usize..d.span.end as usize],
+        "global_norm(clip_norm = 5.0)"
+    );
+    // The same clip of the dense layers alone is fine.
+    let dense = format!("{CTR_DEEP}clip global_norm(clip_norm = 5.0, var_list = \"dnn/*\")\n");
+    let src = specc_grammar::SourceFile::new("spec.spec", dense);
+    assert!(specc_compiler::driver::compile_with(
+        &src,
+        specc_compiler::driver::Functions::TRAIN,
+        &specc_compiler::driver::Options {
+            threads: 1,
+            replicas: Some(3),
+            ..specc_compiler::driver::Options::default()
+        }
+    )
+    .is_ok());
 }

@@ -126,6 +126,52 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         state_updates = split.state_updates;
     }
 
+    // A sharded table's gradient is held apart by the replicas: no norm
+    // over it can be taken where the step runs.
+    let sharded_name = |model: &Model, k: usize| {
+        let p = params[k];
+        (sharded::differentiated(model, p) != p).then(|| model.var_name(p).to_string())
+    };
+    if model.report_global_norm {
+        if let Some(name) = (0..params.len()).find_map(|k| sharded_name(model, k)) {
+            return Err(vec![Diagnostic::new(
+                Code::ShapeMismatch,
+                model.loss_span,
+                format!(
+                    "the `global_norm` metric needs every gradient whole, but `{name}` is \
+                     sharded across the replicas"
+                ),
+            )
+            .with_label("trained here")
+            .with_help("drop the metric, or train in one process")]);
+        }
+    }
+    for c in &model.clips {
+        if matches!(c.kind, crate::model::ClipKind::ByValue { .. }) {
+            continue;
+        }
+        let covered = (0..params.len()).filter(|&k| {
+            c.var_list
+                .as_ref()
+                .is_none_or(|l| l.contains(model.var_name(params[k])))
+        });
+        if let Some(name) = covered.clone().find_map(|k| sharded_name(model, k)) {
+            return Err(vec![Diagnostic::new(
+                Code::ShapeMismatch,
+                c.span,
+                format!(
+                    "clipping by a norm needs the whole gradient of `{name}`, which is sharded \
+                     across the replicas"
+                ),
+            )
+            .with_label("a norm over the sharded gradient")
+            .with_help(
+                "give the clip a var_list without the sharded tables, clip by value, or train \
+                 in one process",
+            )]);
+        }
+    }
+
     // The global norm of the raw gradients (metric), then clipping in order.
     let raw_norm = if model.report_global_norm {
         model.graph.current_span = None;
