@@ -195,7 +195,7 @@ fn a_killed_job_resumes_from_its_last_checkpoint() {
 }
 
 /// The ranks mpirun started (its children running specc).
-fn ranks_of(mpirun_pid: u32) -> Vec<i32> {
+pub(crate) fn ranks_of(mpirun_pid: u32) -> Vec<i32> {
     let children =
         std::fs::read_to_string(format!("/proc/{mpirun_pid}/task/{mpirun_pid}/children"))
             .unwrap_or_default();

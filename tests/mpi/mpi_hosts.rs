@@ -191,6 +191,18 @@ fn four_ranks_on_two_hosts_train_the_global_batch_sparse() {
     hosts_match_one_process("sparse4", "digits_embedding.spec", 2, 4);
 }
 
+/// The CTR spec's tables sharded across ranks on separate hosts: rows and
+/// their gradients cross the hosts' network in the all-to-alls.
+#[test]
+fn two_ranks_on_two_hosts_shard_the_ctr_tables() {
+    hosts_match_one_process("sharded2", "ctr_ftrl.spec", 2, 2);
+}
+
+#[test]
+fn four_ranks_on_two_hosts_shard_the_ctr_tables() {
+    hosts_match_one_process("sharded4", "ctr_ftrl.spec", 2, 4);
+}
+
 /// The specc processes (ranks) running in network namespace `ns`.
 fn ranks_in(ns: &str) -> Vec<i32> {
     let out = Command::new("ip")

@@ -68,3 +68,35 @@ fn a_sharded_job_resumes_with_other_numbers_of_ranks() {
         "resumed on 2, 3, 1 and 4 ranks",
     );
 }
+
+/// A rank killed while the job exchanges rows ends the job with an error,
+/// and nobody waits forever in an all-to-all.
+#[test]
+fn a_dead_rank_stops_a_sharded_job() {
+    let dir = temp_dir("sharded-dead-rank");
+    let mut c = crate::mpi::mpirun(3);
+    c.arg(SPECC)
+        .args(["run", &spec(CTR), "--steps", "100000000"])
+        .arg("--checkpoint-dir")
+        .arg(&dir)
+        .args(["--checkpoint-every-steps", "50"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut job = c.spawn().unwrap();
+    wait_for_checkpoint(&mut job, &dir, 100);
+    let ranks = crate::mpi::ranks_of(job.id());
+    assert_eq!(ranks.len(), 3, "mpirun's children: {ranks:?}");
+    // SAFETY: signalling a process this test's job started.
+    unsafe { libc::kill(ranks[2], libc::SIGKILL) };
+    let out = wait_for_end(job);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("exited on signal 9"), "{stderr}");
+    // The checkpoints written are whole, and one process resumes from them.
+    let at = checkpoint_step(&dir).expect("a checkpoint");
+    let resumed = train(CTR, 0, at as u64 + 10, &dir);
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr).contains("resumed from"),
+        "one process resumes the killed job's checkpoint"
+    );
+}
