@@ -269,6 +269,14 @@ fn print(o: &Outcome, json: bool) {
         "trained {} steps in {:.2} s ({:.0} steps/s, {} epochs){last}",
         o.steps, o.train_s, sps, o.epochs
     );
+    if let Some(r) = &o.replicas {
+        let mib: Vec<String> = r
+            .peak_rss
+            .iter()
+            .map(|b| format!("{:.0}", *b as f64 / (1 << 20) as f64))
+            .collect();
+        println!("peak memory per replica: {} MiB", mib.join(", "));
+    }
     if let Some(t) = &o.train {
         println!("{}", line("train", t));
     }
@@ -298,6 +306,10 @@ fn print(o: &Outcome, json: bool) {
             "allreduce"
         };
         obj.insert("exchange".into(), how.into());
+        obj.insert("peak_rss_bytes".into(), r.peak_rss.clone().into());
+    } else {
+        let peak = vec![specc::run::peak_rss_bytes()];
+        obj.insert("peak_rss_bytes".into(), peak.into());
     }
     obj.insert("compile_s".into(), o.compile_s.into());
     obj.insert("train_s".into(), o.train_s.into());

@@ -223,6 +223,7 @@ impl Prepared<'_> {
             size: r.size(),
             nodes: r.nodes(),
             shared_exchange: r.shared_exchange(),
+            peak_rss: peak_rss_of_replicas(&*r.collective()),
         });
         // The replicas hold the same model, bit for bit, or the run failed.
         if let Some(r) = replicas {
@@ -301,6 +302,24 @@ impl Prepared<'_> {
             model: trained,
         })
     }
+}
+
+/// Every replica's peak resident memory, in replica order (a collective).
+fn peak_rss_of_replicas(comm: &dyn specc_runtime::train::replicas::Collective) -> Vec<u64> {
+    let n = comm.replicas();
+    let mine = super::outcome::peak_rss_bytes();
+    let mut all = vec![0u32; 2 * n];
+    let counts = vec![2i32; n];
+    let displs: Vec<i32> = (0..n as i32).map(|r| 2 * r).collect();
+    comm.all_gather(
+        &[mine as u32, (mine >> 32) as u32],
+        &mut all,
+        &counts,
+        &displs,
+    );
+    all.chunks(2)
+        .map(|w| u64::from(w[0]) | (u64::from(w[1]) << 32))
+        .collect()
 }
 
 /// A training error that is not explained against the spec (a replica's,

@@ -68,7 +68,7 @@ use std::path::PathBuf;
 
 pub use error::{Error, TrainingFailure};
 pub use observer::{Observer, Quiet};
-pub use outcome::{Outcome, ReplicaInfo};
+pub use outcome::{peak_rss_bytes, Outcome, ReplicaInfo};
 pub use prepare::{prepare, Prepared};
 pub use replicas::{Launch, Replicas};
 pub use settings::Flags;

@@ -64,7 +64,7 @@ pub struct Outcome {
 }
 
 /// A data-parallel job as one replica saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplicaInfo {
     /// This replica's rank (0: the leader, which writes).
     pub rank: usize,
@@ -74,6 +74,23 @@ pub struct ReplicaInfo {
     pub nodes: usize,
     /// They exchange through shared memory (one node) rather than an allreduce.
     pub shared_exchange: bool,
+    /// Each replica's peak resident memory (bytes), in replica order.
+    pub peak_rss: Vec<u64>,
+}
+
+/// This process's peak resident memory so far, in bytes (`getrusage`'s
+/// `ru_maxrss`); 0 where the system does not say.
+pub fn peak_rss_bytes() -> u64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; it is zeroed first.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0;
+    if !ok {
+        return 0;
+    }
+    // SAFETY: initialized (zeroed, then filled by a successful call).
+    let usage = unsafe { usage.assume_init() };
+    // Linux reports kibibytes.
+    u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024
 }
 
 impl Outcome {

@@ -30,7 +30,7 @@ fn run_json(spec: &Path, args: &[&str]) -> serde_json::Value {
     let mut json: serde_json::Value =
         serde_json::from_str(out.lines().last().expect("a JSON line")).expect("JSON");
     let obj = json.as_object_mut().expect("an object");
-    for timing in ["compile_s", "train_s", "steps_per_s"] {
+    for timing in ["compile_s", "train_s", "steps_per_s", "peak_rss_bytes"] {
         obj.remove(timing);
     }
     json
