@@ -100,3 +100,79 @@ fn a_dead_rank_stops_a_sharded_job() {
         "one process resumes the killed job's checkpoint"
     );
 }
+
+/// A table of 2^21 rows of 16 floats with FTRL's two slots (384 MiB), too
+/// large for one process under a 200 MiB data limit (`prlimit --data`:
+/// RLIMIT_DATA, the heap and private mappings), trains on 4 ranks under the
+/// same limit each, each holding a quarter of the rows, to one process's
+/// loss; every rank's peak resident memory is reported, and is a fraction
+/// of one process's.
+#[test]
+fn four_ranks_train_a_table_one_process_cannot_hold() {
+    const LIMIT: u64 = 200 << 20;
+    let dir = temp_dir("sharded-memory");
+    let data = format!("{}/specs/data/ctr_sample.csv", env!("CARGO_MANIFEST_DIR"));
+    let text = format!(
+        "model big_table\n\
+         data csv({data:?})\n\
+         label click: float\n\
+         features {{\n  \
+           user_id = categorical_column_with_hash_bucket(user_id, 2097152)\n  \
+           deep = input_layer(embedding_column(user_id, dimension = 16))\n\
+         }}\n\
+         params {{\n  w: [16, 1] = zeros\n  b: [1] = zeros\n}}\n\
+         logit = reshape(deep @ w + b, [B])\n\
+         loss = mean(sigmoid_cross_entropy(click, logit))\n\
+         optimizer ftrl(learning_rate = 0.1)\n\
+         train {{ batch = 256, steps = 12, shuffle = 0 }}\n"
+    );
+    let spec = dir.join("big_table.spec");
+    std::fs::write(&spec, text).unwrap();
+    let spec = spec.display().to_string();
+    let json = |out: &std::process::Output| -> serde_json::Value {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line")
+    };
+    // One process without a limit: the reference.
+    let mut c = std::process::Command::new(SPECC);
+    c.args(["run", &spec, "--json"]);
+    let one = json(&run_ok(c));
+    // One process under the limit: refused, with the sizes.
+    let mut c = std::process::Command::new("prlimit");
+    c.arg(format!("--data={LIMIT}"))
+        .arg(SPECC)
+        .args(["run", &spec]);
+    let stderr = failing(c);
+    assert!(
+        stderr.contains("cannot allocate") && stderr.contains("384.2 MiB"),
+        "{stderr}"
+    );
+    // Four ranks under the limit each.
+    let mut c = crate::mpi::mpirun(4);
+    c.arg("prlimit")
+        .arg(format!("--data={LIMIT}"))
+        .arg(SPECC)
+        .args(["run", &spec, "--json"]);
+    let out = run_ok(c);
+    let many = json(&out);
+    let (a, b) = (
+        one["last_loss"].as_f64().unwrap(),
+        many["last_loss"].as_f64().unwrap(),
+    );
+    assert!(((a - b) / a).abs() < 1e-5, "last loss {a} against {b}");
+    let peaks: Vec<u64> = many["peak_rss_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let one_peak = one["peak_rss_bytes"][0].as_u64().unwrap();
+    eprintln!("peak RSS: one process {one_peak}, ranks {peaks:?}");
+    assert_eq!(peaks.len(), 4);
+    for p in peaks {
+        assert!(
+            p < LIMIT && p < one_peak / 2,
+            "a rank's peak {p} against {one_peak}"
+        );
+    }
+}
