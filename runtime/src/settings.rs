@@ -16,6 +16,7 @@
 //! | `SPECC_WINOGRAD_TILE` | `auto`, `2`, `4` (checked) | `auto` | forces the Winograd tile F(2×2) or F(4×4) |
 //! | `SPECC_WINOGRAD_BLOCK` | a positive integer (others: the default) | the cost model's | images per block of the fused Winograd transforms (for measurements) |
 //! | `SPECC_SHARED_EXCHANGE` | `0` or anything else | on | `0`: replicas on one node exchange gradients by allreduce instead of shared memory |
+//! | `SPECC_SHARD_TABLES` | `0` or anything else | on | `0`: replicas shard only the tables a spec partitions; every other table is replicated |
 //!
 //! Test settings (read by tests, interop checks and benchmarks, never by
 //! `specc`):
@@ -73,6 +74,7 @@ pub const WINOGRAD: &str = "SPECC_WINOGRAD";
 pub const WINOGRAD_TILE: &str = "SPECC_WINOGRAD_TILE";
 pub const WINOGRAD_BLOCK: &str = "SPECC_WINOGRAD_BLOCK";
 pub const SHARED_EXCHANGE: &str = "SPECC_SHARED_EXCHANGE";
+pub const SHARD_TABLES: &str = "SPECC_SHARD_TABLES";
 
 /// The settings `specc` reads (the first table of the module doc).
 pub const SETTINGS: &[Setting] = &[
@@ -123,6 +125,12 @@ pub const SETTINGS: &[Setting] = &[
         values: "`0` or anything else",
         default: "on",
         what: "`0`: replicas on one node exchange gradients by allreduce instead of shared memory",
+    },
+    Setting {
+        name: SHARD_TABLES,
+        values: "`0` or anything else",
+        default: "on",
+        what: "`0`: replicas shard only the tables a spec partitions; every other table is replicated",
     },
 ];
 
@@ -328,6 +336,13 @@ pub fn winograd_block() -> Option<u32> {
 pub fn shared_exchange() -> bool {
     static V: OnceLock<bool> = OnceLock::new();
     *V.get_or_init(|| value(SHARED_EXCHANGE).is_none_or(|v| v.trim() != "0"))
+}
+
+/// Whether replicas shard large lookup tables the spec does not partition
+/// (`SPECC_SHARD_TABLES`, on unless `0`).
+pub fn shard_tables() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| value(SHARD_TABLES).is_none_or(|v| v.trim() != "0"))
 }
 
 /// The checked settings: the first error (threads, kernel, Adam, epilogue,

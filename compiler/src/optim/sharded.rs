@@ -6,7 +6,7 @@
 //! picks the tables to shard (those the spec partitions, and without a
 //! `partitioner` every lookup table of at least [`AUTO_MIN_SLICE_BYTES`]
 //! bytes, partitioned as TF's `min_max_variable_partitioner(max_partitions =
-//! replicas)` would), and rewrites each:
+//! replicas)` would, unless `SPECC_SHARD_TABLES=0`), and rewrites each:
 //! - the parameter's variable keeps its name, kind and partitions but holds
 //!   this replica's rows: its partitions `p` with `p % replicas == rank`
 //!   (round robin, as `replica_device_setter` places partitions on parameter
@@ -129,7 +129,8 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             }
         };
         if !explicit {
-            if replicas == 1 || rows * row_len * 4 < AUTO_MIN_SLICE_BYTES {
+            let auto = specc_runtime::settings::shard_tables();
+            if !auto || replicas == 1 || rows * row_len * 4 < AUTO_MIN_SLICE_BYTES {
                 continue;
             }
             let n = min_max_partitions(rows, row_len * 4, replicas, AUTO_MIN_SLICE_BYTES);
