@@ -277,6 +277,13 @@ fn print(o: &Outcome, json: bool) {
             .collect();
         println!("peak memory per replica: {} MiB", mib.join(", "));
     }
+    if let (Some(s), true) = (o.sharded_exchange_s, o.steps > 0) {
+        println!(
+            "sharded tables: {:.3} ms a step fetching rows and routing their gradient ({:.0} % of training)",
+            s * 1e3 / o.steps as f64,
+            100.0 * s / o.train_s.max(1e-9)
+        );
+    }
     if let Some(t) = &o.train {
         println!("{}", line("train", t));
     }
@@ -307,6 +314,9 @@ fn print(o: &Outcome, json: bool) {
         };
         obj.insert("exchange".into(), how.into());
         obj.insert("peak_rss_bytes".into(), r.peak_rss.clone().into());
+        if let Some(s) = o.sharded_exchange_s {
+            obj.insert("sharded_exchange_s".into(), s.into());
+        }
     } else {
         let peak = vec![specc::run::peak_rss_bytes()];
         obj.insert("peak_rss_bytes".into(), peak.into());

@@ -299,6 +299,7 @@ impl Prepared<'_> {
             compile_s,
             train_s,
             replicas: info,
+            sharded_exchange_s: summary.sharded_exchange_s,
             model: trained,
         })
     }

@@ -61,6 +61,9 @@ pub struct Outcome {
     pub train_s: f64,
     /// The data-parallel job, when this process is one of its replicas.
     pub replicas: Option<ReplicaInfo>,
+    /// Seconds replica 0 spent moving the rows of sharded tables (fetching
+    /// them, routing their gradient); `None` without sharded tables.
+    pub sharded_exchange_s: Option<f64>,
 }
 
 /// A data-parallel job as one replica saw it.

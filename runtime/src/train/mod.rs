@@ -383,6 +383,9 @@ pub struct FitSummary {
     pub last: Option<StepValues>,
     /// True when the source ran out (rather than a hook stopping the run).
     pub exhausted: bool,
+    /// Seconds this replica spent moving the rows of sharded tables (their
+    /// fetch and their gradient's routing); `None` without sharded tables.
+    pub sharded_exchange_s: Option<f64>,
 }
 
 /// Trains: calls every hook's `begin`, then runs steps on batches of
@@ -433,5 +436,6 @@ pub fn fit_with(
         steps: trainer.steps,
         last: ctx.last_step().copied(),
         exhausted,
+        sharded_exchange_s: trainer.replica().and_then(|r| r.sharded_seconds()),
     })
 }

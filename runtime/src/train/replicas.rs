@@ -325,6 +325,12 @@ impl ReplicaStep {
             .all(|(&got, &share)| got as usize == share)
     }
 
+    /// Seconds spent moving the rows of sharded tables so far (`None`
+    /// without them).
+    pub fn sharded_seconds(&self) -> Option<f64> {
+        self.sharded.as_ref().map(|t| t.seconds)
+    }
+
     /// The rows this replica computes each step.
     pub fn rows(&self) -> usize {
         self.rows

@@ -173,6 +173,9 @@ pub struct ShardedTables {
     counts: Counts,
     /// Where the next entry to each replica goes.
     cursor: Vec<i32>,
+    /// Seconds spent in [`ShardedTables::fetch`] and
+    /// [`ShardedTables::route`] so far.
+    pub seconds: f64,
 }
 
 impl ShardedTables {
@@ -270,12 +273,20 @@ impl ShardedTables {
                 recv: vec![0; n],
             },
             cursor: vec![0; n],
+            seconds: 0.0,
         }))
     }
 
     /// Fetches the rows this replica's `rows` rows look up, and rewrites
     /// the id inputs into positions among them.
     pub fn fetch(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
+        let start = std::time::Instant::now();
+        let fetched = self.fetch_rows(session, rows);
+        self.seconds += start.elapsed().as_secs_f64();
+        fetched
+    }
+
+    fn fetch_rows(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
         let rank = self.comm.rank();
         // Each id input's distinct ids; the input holds their positions.
         for g in &mut self.groups {
@@ -369,6 +380,18 @@ impl ShardedTables {
     /// ran on `rows` rows) to the rows' owners, into the exchange variables
     /// the `step` reads.
     pub fn route(&mut self, session: &mut Session, grad: usize, rows: usize) -> Result<(), String> {
+        let start = std::time::Instant::now();
+        let routed = self.route_rows(session, grad, rows);
+        self.seconds += start.elapsed().as_secs_f64();
+        routed
+    }
+
+    fn route_rows(
+        &mut self,
+        session: &mut Session,
+        grad: usize,
+        rows: usize,
+    ) -> Result<(), String> {
         for t in &mut self.tables {
             let g = &self.groups[t.group];
             let d = t.row_len;
