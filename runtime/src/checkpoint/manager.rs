@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::bundle::{data_path, index_path, write_files, LimitedWriter};
+use super::slices::Partitions;
 use super::state::{CheckpointState, STATE_FILE};
 use super::tensor::{DType, TensorRef};
 use super::CheckpointError;
@@ -100,6 +101,8 @@ pub struct CheckpointManager {
     latest: Option<String>,
     last_preserved_timestamp: f64,
     write_limit: Option<u64>,
+    /// The tensors saved in slices (partitioned variables).
+    partitions: Partitions,
 }
 
 impl CheckpointManager {
@@ -123,6 +126,7 @@ impl CheckpointManager {
             latest: None,
             last_preserved_timestamp: now(),
             write_limit: None,
+            partitions: Partitions::new(),
             dir,
         };
         if let Some(st) = CheckpointState::read(&m.dir)? {
@@ -145,6 +149,19 @@ impl CheckpointManager {
     pub fn with_basename(mut self, basename: &str) -> CheckpointManager {
         self.basename = basename.to_string();
         self
+    }
+
+    /// Saves the tensors `partitions` names in slices, as TF saves a
+    /// partitioned variable ([`super::slices`]); the session's are
+    /// [`Session::checkpoint_partitions`](crate::session::Session::checkpoint_partitions).
+    pub fn with_partitions(mut self, partitions: Partitions) -> CheckpointManager {
+        self.partitions = partitions;
+        self
+    }
+
+    /// The prefix a save at `step` writes, `directory/model.ckpt-STEP`.
+    pub fn prefix_for(&self, step: i64) -> PathBuf {
+        self.dir.join(format!("{}-{step}", self.basename))
     }
 
     /// Test hook: every later save fails with "no space left on device"
@@ -211,6 +228,7 @@ impl CheckpointManager {
             &mut data_file,
             &tmp_data,
             tensors,
+            &self.partitions,
             self.write_limit,
         )
         .map(|n| bundle_bytes = n)
