@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::bundle::{data_path, index_path, write_files, LimitedWriter};
+use super::sharded::{write_sharded_index, ShardEntries};
 use super::slices::Partitions;
 use super::state::{CheckpointState, STATE_FILE};
 use super::tensor::{DType, TensorRef};
@@ -245,7 +246,39 @@ impl CheckpointManager {
             }
             return Err(e);
         }
+        self.list(&name, timestamp, bundle_bytes)?;
+        Ok(prefix)
+    }
 
+    /// The last step of a checkpoint several processes write (TF's sharded
+    /// save; see [`super::sharded`]): every process has written its data
+    /// file with [`write_shard`](super::write_shard)`(self.prefix_for(step),
+    /// rank, N, ..)` and sent the entries here; this writes the index from
+    /// them (`shards[i]`: shard `i`'s), then lists the checkpoint as the
+    /// latest and deletes what `max_to_keep` lets go, as
+    /// [`CheckpointManager::save`] does. Returns the prefix.
+    pub fn save_sharded(
+        &mut self,
+        step: i64,
+        shards: &[ShardEntries],
+    ) -> Result<PathBuf, CheckpointError> {
+        let name = format!("{}-{step}", self.basename);
+        let prefix = self.dir.join(&name);
+        write_sharded_index(&prefix, shards)?;
+        sync_dir(&self.dir)?;
+        self.list(&name, now(), 0)?;
+        Ok(prefix)
+    }
+
+    /// Lists the complete checkpoint `name` as the latest (the state file,
+    /// atomically), then deletes what `max_to_keep` lets go.
+    fn list(
+        &mut self,
+        name: &str,
+        timestamp: f64,
+        bundle_bytes: u64,
+    ) -> Result<(), CheckpointError> {
+        let name = name.to_string();
         // The new state, then the sweep of max_to_keep (TF's `_sweep`).
         let mut maybe_delete = self.maybe_delete.clone();
         maybe_delete.retain(|(p, _)| *p != name);
@@ -279,7 +312,7 @@ impl CheckpointManager {
                 delete_checkpoint(&CheckpointState::resolve(&self.dir, &p));
             }
         }
-        Ok(prefix)
+        Ok(())
     }
 
     /// Removes the temporary files a killed save left in the directory

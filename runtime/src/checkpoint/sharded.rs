@@ -10,6 +10,9 @@
 //! entries: each sliced tensor's full-name entry with all its slices,
 //! `num_shards` = N).
 //!
+//! [`CheckpointManager::save_sharded`](super::CheckpointManager::save_sharded)
+//! writes the index of a manager's checkpoint and then its state file.
+//!
 //! Invariants: both files are written atomically (a temporary, fsynced,
 //! renamed); the index is written only from every shard's entries (one
 //! list per shard, in shard order), after checking that each tensor has
@@ -143,6 +146,10 @@ pub fn write_shard(
         });
     }
     file.persist().map_err(atomic_error)?;
+    if let Some(dir) = path.parent() {
+        crate::io::atomic::sync_dir(dir)
+            .map_err(|e| CheckpointError::io(dir, "sync the directory", &e))?;
+    }
     Ok(out.finish())
 }
 

@@ -352,3 +352,46 @@ fn sharded_writes_merge_into_one_index() {
     assert_eq!(mid, values[6..12]);
     assert_eq!(r.entry("W").unwrap().slices.len(), 2);
 }
+
+#[test]
+fn a_managers_sharded_save_lists_the_checkpoint_and_sweeps_old_ones() {
+    use crate::checkpoint::sharded::{write_shard, ShardSlice};
+    use crate::checkpoint::CheckpointManager;
+    let dir = Dir::new("manager");
+    let mut m = CheckpointManager::new(dir.path(), Some(1), None).unwrap();
+    let (shape, values) = table(4);
+    for step in [1i64, 2] {
+        let prefix = m.prefix_for(step);
+        let entries: Vec<_> = [(0u32, 0..1usize), (1, 1..4)]
+            .into_iter()
+            .map(|(rank, rows)| {
+                let part = &values[rows.start * 3..rows.end * 3];
+                let sub = [rows.len(), 3];
+                let t = TensorRef::f32(&sub, part).unwrap();
+                let one = ShardSlice {
+                    name: "W",
+                    full_shape: &shape,
+                    rows,
+                    values: t,
+                };
+                write_shard(&prefix, rank, 2, &[one]).unwrap()
+            })
+            .collect();
+        assert_eq!(m.save_sharded(step, &entries).unwrap(), prefix);
+    }
+    let latest = crate::checkpoint::latest_checkpoint(dir.path())
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest, m.prefix_for(2));
+    let r = BundleReader::open(&latest).unwrap();
+    let mut all = vec![0f32; 12];
+    r.load_f32_into("W", &mut all).unwrap();
+    assert_eq!(all, values);
+    // max_to_keep 1: the first checkpoint's index and both shards are gone.
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("model.ckpt-1."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
