@@ -153,6 +153,10 @@ pub fn write_shard(
     Ok(out.finish())
 }
 
+/// A sliced tensor being merged: name, dtype, full shape, its slices with
+/// their first rows and row counts.
+type Sliced = (String, DType, Vec<usize>, Vec<(usize, usize, TensorSlice)>);
+
 /// One decoded record of [`ShardEntries`].
 struct Record {
     name: String,
@@ -210,7 +214,7 @@ pub fn write_sharded_index(
     let corrupt = |m: String| CheckpointError::new(Corrupt, &path, m);
     // key → entry; sliced tensors: name → (dtype, full shape, slices).
     let mut keyed: Vec<(Vec<u8>, BundleEntry)> = Vec::new();
-    let mut full: Vec<(String, DType, Vec<usize>, Vec<(usize, usize, TensorSlice)>)> = Vec::new();
+    let mut full: Vec<Sliced> = Vec::new();
     for (i, bytes) in shards.iter().enumerate() {
         for r in decode_records(bytes).map_err(corrupt)? {
             if r.entry.shard_id as usize != i {

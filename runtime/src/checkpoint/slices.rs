@@ -504,11 +504,7 @@ impl BundleReader {
     ) -> Result<(), CheckpointError> {
         let (file, path) = self.shard_file(b.entry.shard_id);
         let rows = b.bounds[0].1;
-        let row_bytes = if rows == 0 {
-            0
-        } else {
-            b.entry.size as usize / rows
-        };
+        let row_bytes = (b.entry.size as usize).checked_div(rows).unwrap_or(0);
         let chunk_rows = (READ_CHUNK / row_bytes.max(1)).max(1);
         let mut buf = vec![0u8; chunk_rows.min(rows) * row_bytes];
         let mut crc = 0u32;
