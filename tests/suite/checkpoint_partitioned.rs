@@ -14,8 +14,6 @@ use specc_runtime::session::Session;
 use specc_runtime::source::ShuffledBatches;
 use specc_runtime::train::Trainer;
 
-use crate::common::op_cases::assert_fails;
-
 const W1: &str = "W1: [64, 128] = glorot_uniform(seed = 1)";
 const B1: &str = "b1: [128]     = zeros";
 
@@ -164,6 +162,23 @@ fn checkpoints_restore_across_partitionings_and_training_goes_on_alike() {
     train(&mut b, &ds, 3, 13);
     train(&mut c, &ds, 3, 13);
     assert_eq!(values(&b), values(&c));
+}
+
+/// Compiles `text`, which must fail with `code` first, its caret under
+/// exactly `under`.
+fn assert_fails(text: &str, code: Code, under: &str) {
+    let src = SourceFile::new("case.spec", text.to_string());
+    let Err(diags) = compile(&src, Functions::TRAIN) else {
+        panic!("compiled:\n{text}");
+    };
+    let d = &diags[0];
+    assert_eq!(d.code, code, "{}", d.message);
+    assert_eq!(
+        &text[d.span.start as usize..d.span.end as usize],
+        under,
+        "{}",
+        d.message
+    );
 }
 
 fn spec(param: &str) -> String {
