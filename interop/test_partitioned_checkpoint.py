@@ -310,3 +310,49 @@ def test_specc_restores_tfs_sharded_partitioned_checkpoint(specc, tmp_path):
             want = logical(s)
             want.pop("global_step")
     assert_values(saved(tf.train.latest_checkpoint(str(tmp_path / "warm"))), want)
+
+
+def test_tf_reads_a_checkpoint_saved_by_several_processes(specc, tmp_path):
+    """The runtime's multi-process save (`write_shard` per process, then
+    `CheckpointManager::save_sharded`), done by the `write_checkpoint`
+    example: TF lists, loads and restores it into its own partitioning."""
+    from conftest import runtime_example
+
+    writer = runtime_example("write_checkpoint", "SPECC_WRITE_CHECKPOINT")
+    rng = np.random.default_rng(SEED)
+    shards = int(rng.integers(2, 5))
+    rows, dim = int(rng.integers(shards, 40)), int(rng.integers(1, 6))
+    tensors = {
+        "emb": rng.standard_normal((rows, dim)).astype(np.float32),
+        "emb/Adagrad": rng.random((rows, dim)).astype(np.float32),
+        "bias": rng.standard_normal(shards - 1).astype(np.float32),
+        "global_step": np.int64(rng.integers(1, 1000)),
+    }
+    dtypes = {"global_step": "int64"}
+    spec = {"manager": {"dir": str(tmp_path / "ckpt"), "step": 7}, "shards": shards,
+            "tensors": [{"name": n, "dtype": dtypes.get(n, "float32"),
+                         "shape": list(np.shape(v)), "values": np.asarray(v).tolist()}
+                        for n, v in tensors.items()]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    subprocess.run([writer, str(tmp_path / "spec.json")], check=True)
+    prefix = tf.train.latest_checkpoint(str(tmp_path / "ckpt"))
+    assert prefix.endswith("model.ckpt-7")
+    assert len(glob.glob(prefix + f".data-*-of-{shards:05d}")) == shards
+    assert dict(tf.train.list_variables(prefix)) == {
+        n: list(np.shape(v)) for n, v in tensors.items()}
+    for n, v in tensors.items():
+        np.testing.assert_array_equal(tf.train.load_variable(prefix, n), v, err_msg=n)
+    listed = json.loads(run(specc, tmp_path, "inspect", "--json", prefix))["variables"]
+    assert {v["name"]: len(v.get("slices", [])) for v in listed} == {
+        "emb": shards, "emb/Adagrad": shards, "bias": 0, "global_step": 0}
+
+    # Saver restores it into a graph with another partitioning.
+    k = int(rng.integers(1, rows + 1))
+    with tf.Graph().as_default():
+        emb = tf.compat.v1.get_variable("emb", [rows, dim],
+                                        partitioner=tf.compat.v1.fixed_size_partitioner(k))
+        bias = tf.compat.v1.get_variable("bias", [shards - 1])
+        with tf.compat.v1.Session() as s:
+            tf.compat.v1.train.Saver([emb, bias]).restore(s, prefix)
+            np.testing.assert_array_equal(s.run(tf.concat(list(emb), 0)), tensors["emb"])
+            np.testing.assert_array_equal(s.run(bias), tensors["bias"])
