@@ -18,6 +18,10 @@ around `input_layer` and `linear_model`. Checked, to 1e-5 relative:
   run` resumes from it (every variable, slot and the global step) and
   its next step is TF's, and `init_from_checkpoint` warm-starts from it as
   TF's does.
+- A checkpoint saved as several processes would (the runtime's
+  `write_shard` per shard, then `CheckpointManager::save_sharded`, through
+  the `write_checkpoint` example): TF lists and loads it and its `Saver`
+  restores it into another partitioning.
 
 The rows (a subset of the Titanic data), the step count and every partition
 count are drawn from SPECC_INTEROP_SEED (any seed passes).
