@@ -7,12 +7,20 @@
 //! "-inf"; float32 values must be float32-representable; bools as true/false)
 //! or, instead of `prefix`, `"manager": {"dir": DIR, "step": N, "max_to_keep": K}`
 //! to save through `CheckpointManager` (which also writes the state file).
+//! With the manager, `"partitions": {NAME: [rows, ..]}` saves those tensors
+//! in TF's slices, and `"shards": N` saves as N processes of a sharded save
+//! would: each tensor's rows split into N contiguous parts (the first
+//! `rows % N` one row longer; a tensor of fewer rows, or a scalar, whole in
+//! shard 0), each shard's data file written by `write_shard`, then the
+//! index by `CheckpointManager::save_sharded`.
 //! Exit 1 with a message on any error.
 
 use std::process::ExitCode;
 
 use serde_json::Value;
-use specc_runtime::checkpoint::{write_bundle, CheckpointManager, DType, TensorRef};
+use specc_runtime::checkpoint::{
+    write_bundle, write_shard, CheckpointManager, DType, Partitions, ShardSlice, TensorRef,
+};
 
 fn leaves<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
     match v {
@@ -122,9 +130,82 @@ fn run(path: &str) -> Result<(), String> {
             .as_i64()
             .ok_or("`manager.step` is not an integer")?;
         let keep = m["max_to_keep"].as_u64().map(|k| k as usize);
-        let mut manager = CheckpointManager::new(dir, keep, None).map_err(|e| e.to_string())?;
-        manager.save(step, &refs).map_err(|e| e.to_string())?;
+        let mut partitions = Partitions::new();
+        if let Some(p) = spec["partitions"].as_object() {
+            for (name, rows) in p {
+                let rows = rows
+                    .as_array()
+                    .ok_or_else(|| format!("partitions of {name}: not a list"))?
+                    .iter()
+                    .map(|r| r.as_u64().map(|r| r as usize).ok_or("a row count"))
+                    .collect::<Result<_, _>>()?;
+                partitions.insert(name.clone(), rows);
+            }
+        }
+        let mut manager = CheckpointManager::new(dir, keep, None)
+            .map_err(|e| e.to_string())?
+            .with_partitions(partitions);
+        match spec["shards"].as_u64() {
+            Some(n) => sharded(&mut manager, step, &refs, n as u32)?,
+            None => {
+                manager.save(step, &refs).map_err(|e| e.to_string())?;
+            }
+        }
     }
+    Ok(())
+}
+
+/// Saves `refs` as `n` processes would: shard `i` holds part `i` of every
+/// tensor's rows.
+fn sharded(
+    manager: &mut CheckpointManager,
+    step: i64,
+    refs: &[(&str, TensorRef<'_>)],
+    n: u32,
+) -> Result<(), String> {
+    let prefix = manager.prefix_for(step);
+    let mut shapes = Vec::new();
+    for (_, t) in refs {
+        let mut part = t.shape.to_vec();
+        if let Some(r) = part.first_mut() {
+            *r = 0;
+        }
+        shapes.push(part);
+    }
+    let mut entries = Vec::new();
+    for i in 0..n as usize {
+        let mut slices = Vec::new();
+        for ((name, t), part) in refs.iter().zip(shapes.iter_mut()) {
+            let rows = t.shape.first().copied().unwrap_or(1);
+            let whole = t.shape.is_empty() || rows < n as usize;
+            let range = if whole {
+                if i != 0 {
+                    continue;
+                }
+                0..rows
+            } else {
+                let (base, extra) = (rows / n as usize, rows % n as usize);
+                let start = i * base + i.min(extra);
+                start..start + base + usize::from(i < extra)
+            };
+            if !t.shape.is_empty() {
+                part[0] = range.len();
+            }
+            let row_bytes = t.bytes().len() / rows.max(1);
+            let bytes = &t.bytes()[range.start * row_bytes..range.end * row_bytes];
+            let values = TensorRef::from_bytes(t.dtype, part, bytes)?;
+            slices.push(ShardSlice {
+                name,
+                full_shape: t.shape,
+                rows: if t.shape.is_empty() { 0..0 } else { range },
+                values,
+            });
+        }
+        entries.push(write_shard(&prefix, i as u32, n, &slices).map_err(|e| e.to_string())?);
+    }
+    manager
+        .save_sharded(step, &entries)
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 

@@ -267,8 +267,9 @@ impl Model {
     /// file names it the latest; earlier checkpoints are kept). Returns the
     /// prefix written.
     pub fn save_checkpoint(&mut self, dir: impl AsRef<Path>) -> Result<PathBuf, Error> {
-        let mut manager =
-            CheckpointManager::new(dir.as_ref(), None, None).map_err(Error::Checkpoint)?;
+        let mut manager = CheckpointManager::new(dir.as_ref(), None, None)
+            .map_err(Error::Checkpoint)?
+            .with_partitions(self.session.checkpoint_partitions());
         let step = self.session.global_step;
         manager
             .save(step, &self.session.checkpoint_tensors())

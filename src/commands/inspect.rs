@@ -4,9 +4,10 @@
 //!
 //! Owns: resolving CHECKPOINT (a prefix, a prefix's `.index` file, or a
 //! directory: its latest checkpoint per the `checkpoint` state file) and the
-//! two outputs: text (a table; values nested like numpy, floats as the
+//! two outputs: text (a table, a partitioned variable's slices after its
+//! shape; values nested like numpy, floats as the
 //! shortest text that reads back to the same value) and `--json` (values
-//! exact: float32 as the float64 of its value, non-finite as "nan", "inf",
+//! exact, a partitioned variable's `slices`; float32 as the float64 of its value, non-finite as "nan", "inf",
 //! "-inf", integers as JSON integers).
 
 use std::path::Path;
@@ -25,7 +26,15 @@ pub fn run(checkpoint: &Path, tensor: Option<&str>, json_out: bool) -> Result<()
             let vars: Vec<Value> = reader
                 .list_variables()
                 .into_iter()
-                .map(|(n, d, s)| json!({"name": n, "dtype": d.name(), "shape": s}))
+                .map(|(n, d, s)| {
+                    let mut v = json!({"name": n, "dtype": d.name(), "shape": s});
+                    let slices = reader.slices(&n);
+                    if !slices.is_empty() {
+                        let texts: Vec<String> = slices.iter().map(|s| s.text()).collect();
+                        v["slices"] = json!(texts);
+                    }
+                    v
+                })
                 .collect();
             let out = json!({"checkpoint": prefix.to_string_lossy(), "variables": vars});
             println!("{out}");
@@ -34,7 +43,19 @@ pub fn run(checkpoint: &Path, tensor: Option<&str>, json_out: bool) -> Result<()
             let vars = reader.list_variables();
             let width = vars.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0);
             for (n, d, s) in vars {
-                println!("{n:width$}  {:8}  {}", d.name(), shape_string(&s));
+                let slices = reader.slices(&n);
+                if slices.is_empty() {
+                    println!("{n:width$}  {:8}  {}", d.name(), shape_string(&s));
+                } else {
+                    // A partitioned variable: its slices, TF's text form.
+                    let texts: Vec<String> = slices.iter().map(|s| s.text()).collect();
+                    println!(
+                        "{n:width$}  {:8}  {}  slices {}",
+                        d.name(),
+                        shape_string(&s),
+                        texts.join(" ")
+                    );
+                }
             }
         }
         Some(name) => {

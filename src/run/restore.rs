@@ -217,8 +217,10 @@ pub(crate) fn resume(
     watch: &Watch<'_>,
 ) -> Result<Resume, Error> {
     let keep = (c.keep > 0).then_some(c.keep as usize);
+    // Partitioned variables are saved in slices, as TF saves them.
     let manager = CheckpointManager::new(dir, keep, c.keep_every_n_hours)
-        .map_err(|e| Error::Checkpoint(e.to_string()))?;
+        .map_err(|e| Error::Checkpoint(e.to_string()))?
+        .with_partitions(session.checkpoint_partitions());
     // A variable of another shape is refused first (naming it and both
     // shapes); then `run.yaml`, the record of the run (spec, its hash,
     // overrides, data), refuses a changed spec and warns about changed

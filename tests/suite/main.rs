@@ -23,6 +23,7 @@ mod blocks;
 mod bytes_features;
 mod checkpoint_faults;
 mod checkpoint_manager;
+mod checkpoint_partitioned;
 mod checkpoint_session;
 mod cli_convert;
 mod cli_errors;

@@ -47,6 +47,7 @@ pub mod optimizer;
 pub mod optimizer_def;
 pub mod outputs;
 pub mod params;
+pub mod partitioner;
 pub(crate) mod recurrent;
 pub mod run;
 pub mod schedules;

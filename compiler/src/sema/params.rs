@@ -1,7 +1,8 @@
 //! The `params` block: trainable (and frozen) variables and their
 //! initializers.
 //!
-//! Owns: checking a parameter's fixed shape, its options (`trainable`) and
+//! Owns: checking a parameter's fixed shape, its options (`trainable`,
+//! `partitioner`: its partitions, [`super::partitioner`]) and
 //! its initializer (TF's names and defaults: `zeros`, `glorot_uniform(seed
 //! = ..)`, ...) into a graph variable and its [`VarInfo`].
 //! Invariants: parameters have fixed positive dimensions (never `B`); an
@@ -16,6 +17,7 @@ use specc_runtime::prng::fnv1a64;
 
 use super::args::{self, opt, req};
 use super::expr::{constant_values, R};
+use super::partitioner::Partitioner;
 use super::State;
 use crate::ir::{DType, Shape};
 use crate::model::{VarInfo, VarKind};
@@ -70,13 +72,29 @@ pub(crate) fn param_named(st: &mut State, p: &ParamDecl, tf_name: &str, reuse: b
             .env
             .define(&p.name.name, p.name.span, "parameter", Some(node));
     }
+    // `partitioner = ...` is the one option that is not a flag.
+    let is_partitioner = |o: &&Arg| o.name.as_ref().is_some_and(|n| n.name == "partitioner");
+    let flag_args: Vec<Arg> = p
+        .options
+        .iter()
+        .filter(|o| !is_partitioner(o))
+        .cloned()
+        .collect();
     let flags = args::flag_options(
-        &p.options,
-        &["trainable"],
+        &flag_args,
+        &["trainable", "partitioner"],
         "parameters have",
-        "parameter options: trainable",
+        "parameter options: trainable, partitioner",
     )?;
     let trainable = flags.get("trainable", true);
+    let partitions = match p.options.iter().rfind(is_partitioner) {
+        Some(o) => {
+            let part = Partitioner::parse(&o.value)?;
+            let dims: Vec<u64> = dims.iter().map(|&d| u64::from(d)).collect();
+            part.partitions(&dims, super::partitioner::FLOAT32_BYTES, o.value.span)?
+        }
+        None => Vec::new(),
+    };
     let shape = Shape::fixed(&dims);
     let init = initializer(&p.init, tf_name, &dims)?;
     let v = st.graph.add_var(tf_name, DType::F32, shape);
@@ -84,7 +102,7 @@ pub(crate) fn param_named(st: &mut State, p: &ParamDecl, tf_name: &str, reuse: b
         kind: VarKind::Param { trainable },
         init,
         span: Some(p.name.span),
-        partitions: Vec::new(),
+        partitions,
     });
     let node = st.graph.var(v);
     st.env

@@ -348,6 +348,29 @@ train { batch = 4, steps = 10 }
     }),
 };
 
+pub(super) const BAD_PARTITIONER: Explanation = Explanation {
+    text: "\
+A `partitioner = ...` argument (of a parameter, `embedding_column`,
+`shared_embedding_columns` or `linear_model`) is not one of TensorFlow's
+partitioners, has bad arguments, or is given to a scalar, which has no
+first axis to split. The partitioners are TF's
+`fixed_size_partitioner(num_shards)` (`num_shards` at least 1) and
+`min_max_variable_partitioner(max_partitions, min_slice_size = 262144)`
+(`max_partitions` at least 1, `min_slice_size` in bytes, at least 1).",
+    example: Some(Example {
+        wrong: "\
+data csv(\"data.csv\")
+label y: int
+features { x = numeric(x0..x3) }
+params { W: [4, 3] = zeros, partitioner = fixed_size_partitioner(0) }
+loss = mean(sparse_softmax_cross_entropy(y, x @ W))
+optimizer adam(learning_rate = 0.01)
+train { batch = 4, steps = 10 }
+",
+        fix: &[("fixed_size_partitioner(0)", "fixed_size_partitioner(2)")],
+    }),
+};
+
 pub(super) const BAD_METRIC: Explanation = Explanation {
     text: "\
 An entry of `metrics` is not a metric specc has (TensorFlow's

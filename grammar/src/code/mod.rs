@@ -185,6 +185,9 @@ codes! {
     BadInitializer = "bad-initializer",
         "a parameter's initializer is unknown or has bad arguments",
         arguments::BAD_INITIALIZER;
+    BadPartitioner = "bad-partitioner",
+        "a variable's partitioner is unknown, has bad arguments, or cannot split the variable",
+        arguments::BAD_PARTITIONER;
     BadMetric = "bad-metric",
         "a metric is unknown, or cannot be computed from what it is given",
         arguments::BAD_METRIC;

@@ -20,6 +20,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::slices::{self, encode_tensor_name_slice, Item, Partitions, TensorSlice};
 use super::table;
 use super::tensor::{num_elements, shape_string, DType, Tensor, TensorRef};
 use super::CheckpointError;
@@ -57,10 +58,29 @@ pub struct BundleEntry {
     pub size: u64,
     /// The masked CRC32C of the tensor's bytes, as stored.
     pub crc32c: u32,
+    /// A sliced (partitioned) tensor's slices, each stored as an entry of
+    /// its own under [`encode_tensor_name_slice`]'s key; empty for an
+    /// ordinary tensor. A sliced entry has no data (`size` 0) of its own.
+    pub slices: Vec<TensorSlice>,
 }
 
 impl BundleEntry {
-    fn encode(&self) -> Vec<u8> {
+    /// The full-name entry of a tensor saved in `slices` (TF's
+    /// `BundleWriter::AddSlice`: dtype, full shape, slices; no data).
+    pub fn sliced(dtype: DType, shape: Vec<usize>, slices: Vec<TensorSlice>) -> BundleEntry {
+        BundleEntry {
+            dtype,
+            shape,
+            shard_id: 0,
+            offset: 0,
+            size: 0,
+            crc32c: 0,
+            slices,
+        }
+    }
+
+    /// The `BundleEntryProto` bytes.
+    pub fn encode(&self) -> Vec<u8> {
         let mut e = Encoder::new();
         e.varint(1, self.dtype.enum_value());
         e.message(2, |s| {
@@ -84,12 +104,18 @@ impl BundleEntry {
         if self.crc32c != 0 {
             e.fixed32(6, self.crc32c);
         }
+        for s in &self.slices {
+            e.message(7, |m| s.encode_into(m));
+        }
         e.finish()
     }
 
-    fn decode(bytes: &[u8]) -> Result<BundleEntry, String> {
+    /// A `BundleEntryProto`, checked (a known dtype; an ordinary entry's
+    /// size is its shape's bytes).
+    pub fn decode(bytes: &[u8]) -> Result<BundleEntry, String> {
         let mut dtype = 0;
         let mut shape = Vec::new();
+        let mut slices = Vec::new();
         let (mut shard_id, mut offset, mut size, mut crc32c) = (0u64, 0u64, 0u64, 0u32);
         for f in fields(bytes) {
             let (n, v) = f.map_err(|e| format!("malformed BundleEntryProto: {e}"))?;
@@ -100,11 +126,8 @@ impl BundleEntry {
                 (4, Value::Varint(x)) => offset = x,
                 (5, Value::Varint(x)) => size = x,
                 (6, Value::Fixed32(x)) => crc32c = x,
-                (7, _) => return Err(
-                    "a slice of a partitioned variable; partitioned variables are not supported"
-                        .to_string(),
-                ),
-                (1..=6, _) => {
+                (7, Value::Bytes(b)) => slices.push(TensorSlice::decode(b)?),
+                (1..=7, _) => {
                     return Err(format!(
                         "BundleEntryProto field {n} has the wrong wire type"
                     ))
@@ -122,7 +145,7 @@ impl BundleEntry {
         let want = num_elements(&shape)
             .and_then(|n| n.checked_mul(dtype.size()))
             .ok_or_else(|| format!("shape {} is too large", shape_string(&shape)))?;
-        if want as u64 != size {
+        if slices.is_empty() && want as u64 != size {
             return Err(format!(
                 "a {dtype} tensor of shape {} has {want} bytes, but the entry says {size}",
                 shape_string(&shape)
@@ -137,6 +160,7 @@ impl BundleEntry {
             offset,
             size,
             crc32c,
+            slices,
         })
     }
 }
@@ -166,7 +190,7 @@ fn decode_shape(bytes: &[u8]) -> Result<Vec<usize>, String> {
     Ok(shape)
 }
 
-fn encode_header(num_shards: u32) -> Vec<u8> {
+pub(super) fn encode_header(num_shards: u32) -> Vec<u8> {
     let mut e = Encoder::new();
     e.varint(1, u64::from(num_shards));
     // endianness LITTLE = 0: left out.
@@ -259,8 +283,8 @@ impl<W: Write> Write for LimitedWriter<W> {
     }
 }
 
-/// The order in which `tensors` are saved (bytewise by name); errors on an
-/// empty or repeated name.
+/// The order of `tensors` by name (bytewise); errors on an empty or
+/// repeated name.
 fn key_order<S: AsRef<str>>(tensors: &[(S, TensorRef<'_>)]) -> Result<Vec<usize>, String> {
     let mut order: Vec<usize> = (0..tensors.len()).collect();
     order.sort_by(|&a, &b| tensors[a].0.as_ref().cmp(tensors[b].0.as_ref()));
@@ -279,35 +303,48 @@ fn key_order<S: AsRef<str>>(tensors: &[(S, TensorRef<'_>)]) -> Result<Vec<usize>
     Ok(order)
 }
 
-/// Writes the tensors' bytes to `data` in key order; returns the index
-/// table. `Err((tensor, error))` names the tensor being written.
+/// Writes the items' data to `data` in key order (a partitioned tensor's
+/// slices, as `partitions` says, each under its slice key); returns the
+/// index table. `Err((tensor, error))` names the tensor being written.
 fn write_data<S: AsRef<str>, W: Write>(
     data: &mut W,
     tensors: &[(S, TensorRef<'_>)],
-    order: &[usize],
+    partitions: &Partitions,
 ) -> Result<Vec<u8>, (Option<String>, io::Error)> {
-    let mut entries = Vec::with_capacity(order.len());
+    let items = slices::items(tensors, partitions);
+    let mut values = Vec::with_capacity(items.len());
     let mut offset = 0u64;
-    for &i in order {
-        let (name, t) = (&tensors[i].0, &tensors[i].1);
-        let bytes = t.bytes();
-        data.write_all(bytes)
-            .map_err(|e| (Some(name.as_ref().to_string()), e))?;
-        entries.push(BundleEntry {
-            dtype: t.dtype,
-            shape: t.shape.to_vec(),
-            shard_id: 0,
-            offset,
-            size: bytes.len() as u64,
-            crc32c: crc::masked_crc32c(bytes),
-        });
-        offset += bytes.len() as u64;
+    for item in &items {
+        match item {
+            Item::Data {
+                name,
+                dtype,
+                shape,
+                bytes,
+                ..
+            } => {
+                data.write_all(bytes)
+                    .map_err(|e| (Some(name.to_string()), e))?;
+                values.push(
+                    BundleEntry {
+                        dtype: *dtype,
+                        shape: shape.clone(),
+                        shard_id: 0,
+                        offset,
+                        size: bytes.len() as u64,
+                        crc32c: crc::masked_crc32c(bytes),
+                        slices: Vec::new(),
+                    }
+                    .encode(),
+                );
+                offset += bytes.len() as u64;
+            }
+            Item::Sliced { entry, .. } => values.push(entry.encode()),
+        }
     }
     data.flush().map_err(|e| (None, e))?;
     let header = encode_header(1);
-    let values: Vec<Vec<u8>> = entries.iter().map(BundleEntry::encode).collect();
-    let keys =
-        std::iter::once(&b""[..]).chain(order.iter().map(|&i| tensors[i].0.as_ref().as_bytes()));
+    let keys = std::iter::once(&b""[..]).chain(items.iter().map(Item::key));
     let vals = std::iter::once(&header[..]).chain(values.iter().map(Vec::as_slice));
     Ok(table::build(keys.zip(vals)))
 }
@@ -322,11 +359,12 @@ pub(crate) fn write_files<S: AsRef<str>>(
     data: &mut impl Write,
     data_name: &Path,
     tensors: &[(S, TensorRef<'_>)],
+    partitions: &Partitions,
     limit: Option<u64>,
 ) -> Result<u64, CheckpointError> {
-    let order = key_order(tensors).map_err(|m| CheckpointError::new(Invalid, index_name, m))?;
+    key_order(tensors).map_err(|m| CheckpointError::new(Invalid, index_name, m))?;
     let mut w = BufWriter::with_capacity(WRITE_BUFFER, LimitedWriter::new(data, limit));
-    let table = write_data(&mut w, tensors, &order).map_err(|(t, e)| CheckpointError {
+    let table = write_data(&mut w, tensors, partitions).map_err(|(t, e)| CheckpointError {
         kind: Io,
         file: data_name.to_path_buf(),
         tensor: t,
@@ -349,6 +387,16 @@ pub fn write_bundle<S: AsRef<str>>(
     prefix: impl AsRef<Path>,
     tensors: &[(S, TensorRef<'_>)],
 ) -> Result<(), CheckpointError> {
+    write_partitioned_bundle(prefix, tensors, &Partitions::new())
+}
+
+/// [`write_bundle`] with the tensors `partitions` names saved in slices,
+/// as TF saves a partitioned variable (see [`super::slices`]).
+pub fn write_partitioned_bundle<S: AsRef<str>>(
+    prefix: impl AsRef<Path>,
+    tensors: &[(S, TensorRef<'_>)],
+    partitions: &Partitions,
+) -> Result<(), CheckpointError> {
     let prefix = prefix.as_ref();
     let (index, data) = (index_path(prefix), data_path(prefix, 0, 1));
     let create =
@@ -361,6 +409,7 @@ pub fn write_bundle<S: AsRef<str>>(
         &mut data_file,
         &data,
         tensors,
+        partitions,
         None,
     )
     .map(|_| ())
@@ -376,7 +425,10 @@ struct Shard {
 pub struct BundleReader {
     prefix: PathBuf,
     index: PathBuf,
+    /// The tensors by name (a sliced tensor's full-name entry among them).
     entries: Vec<(String, BundleEntry)>,
+    /// The slices' own entries, by slice key (bytewise).
+    slice_entries: Vec<(Vec<u8>, BundleEntry)>,
     shards: Vec<Shard>,
 }
 
@@ -409,7 +461,24 @@ impl BundleReader {
             }
         };
         let mut entries = Vec::with_capacity(pairs.len());
+        let mut slice_entries = Vec::new();
         for (k, v) in pairs {
+            if k.first() == Some(&0) {
+                // A slice's data (its key is EncodeTensorNameSlice's).
+                let name = String::from_utf8_lossy(&k).into_owned();
+                let entry = BundleEntry::decode(&v)
+                    .map_err(|m| CheckpointError::tensor(Corrupt, &index, &name, m))?;
+                if entry.shard_id >= num_shards || !entry.slices.is_empty() {
+                    return Err(CheckpointError::tensor(
+                        Corrupt,
+                        &index,
+                        &name,
+                        "a slice entry with a shard out of range, or slices of its own",
+                    ));
+                }
+                slice_entries.push((k, entry));
+                continue;
+            }
             let name = String::from_utf8(k).map_err(|e| {
                 err(format!(
                     "a tensor name is not UTF-8: {:?}",
@@ -447,7 +516,15 @@ impl BundleReader {
                 .len();
             shards.push(Shard { path, file, len });
         }
-        for (name, e) in &entries {
+        check_slices(&index, &entries, &slice_entries)?;
+        let stored = entries.iter().map(|(n, e)| (n.clone(), e));
+        let sliced = slice_entries
+            .iter()
+            .map(|(k, e)| (String::from_utf8_lossy(k).into_owned(), e));
+        for (name, e) in stored.chain(sliced) {
+            if !e.slices.is_empty() {
+                continue;
+            }
             let shard = &shards[e.shard_id as usize];
             if e.offset
                 .checked_add(e.size)
@@ -456,7 +533,7 @@ impl BundleReader {
                 return Err(CheckpointError::tensor(
                     Corrupt,
                     &shard.path,
-                    name,
+                    &name,
                     format!(
                         "needs bytes {}..{} but the file has {} bytes: truncated",
                         e.offset,
@@ -470,8 +547,23 @@ impl BundleReader {
             prefix,
             index,
             entries,
+            slice_entries,
             shards,
         })
+    }
+
+    /// The entry of a slice's data, by its key.
+    pub(super) fn slice_entry(&self, key: &[u8]) -> Option<&BundleEntry> {
+        self.slice_entries
+            .binary_search_by(|(k, _)| k.as_slice().cmp(key))
+            .ok()
+            .map(|i| &self.slice_entries[i].1)
+    }
+
+    /// The file and path of data shard `shard` (checked on open).
+    pub(super) fn shard_file(&self, shard: u32) -> (&File, &Path) {
+        let s = &self.shards[shard as usize];
+        (&s.file, &s.path)
     }
 
     pub fn prefix(&self) -> &Path {
@@ -483,7 +575,8 @@ impl BundleReader {
         &self.index
     }
 
-    /// Every tensor's name and entry, in key order.
+    /// Every tensor's name and entry, in key order (a sliced tensor's
+    /// full-name entry; its slices' own entries are not listed).
     pub fn entries(&self) -> &[(String, BundleEntry)] {
         &self.entries
     }
@@ -513,6 +606,9 @@ impl BundleReader {
     /// and checks their CRC.
     pub fn load_into(&self, name: &str, dst: &mut [u8]) -> Result<(), CheckpointError> {
         let e = self.entry_or_err(name)?;
+        if !e.slices.is_empty() {
+            return self.load_rows_into(name, 0..e.shape[0], dst);
+        }
         let shard = &self.shards[e.shard_id as usize];
         if dst.len() as u64 != e.size {
             return Err(CheckpointError::tensor(
@@ -563,7 +659,8 @@ impl BundleReader {
         match t.bytes_mut() {
             Some(dst) => self.load_into(name, dst)?,
             None => {
-                let mut bytes = vec![0u8; e.size as usize];
+                let n = num_elements(&e.shape).unwrap_or(0) * e.dtype.size();
+                let mut bytes = vec![0u8; n];
                 self.load_into(name, &mut bytes)?;
                 t.copy_from_bytes(&bytes);
             }
@@ -580,13 +677,51 @@ impl BundleReader {
     }
 }
 
+/// Checks every sliced tensor's slices against its shape and its slices'
+/// entries (present, of its dtype, of the slice's shape).
+fn check_slices(
+    index: &Path,
+    entries: &[(String, BundleEntry)],
+    slice_entries: &[(Vec<u8>, BundleEntry)],
+) -> Result<(), CheckpointError> {
+    for (name, e) in entries {
+        for s in &e.slices {
+            let corrupt = |m: String| CheckpointError::tensor(Corrupt, index, name, m);
+            let bounds = s.bounds(&e.shape).map_err(corrupt)?;
+            let key = encode_tensor_name_slice(name, s);
+            let found = slice_entries
+                .binary_search_by(|(k, _)| k.as_slice().cmp(&key))
+                .ok()
+                .map(|i| &slice_entries[i].1);
+            let Some(se) = found else {
+                return Err(corrupt(format!(
+                    "the data of slice {} is not in the index",
+                    s.text()
+                )));
+            };
+            let shape: Vec<usize> = bounds.iter().map(|b| b.1).collect();
+            if se.dtype != e.dtype || se.shape != shape {
+                return Err(corrupt(format!(
+                    "slice {} is a {} tensor of shape {}, not {} of shape {}",
+                    s.text(),
+                    se.dtype,
+                    shape_string(&se.shape),
+                    e.dtype,
+                    shape_string(&shape)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(unix)]
-fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+pub(super) fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
 }
 
 #[cfg(not(unix))]
-fn read_at(mut f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+pub(super) fn read_at(mut f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     f.seek(SeekFrom::Start(offset))?;
     f.read_exact(buf)

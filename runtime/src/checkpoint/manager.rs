@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::bundle::{data_path, index_path, write_files, LimitedWriter};
+use super::sharded::{write_sharded_index, ShardEntries};
+use super::slices::Partitions;
 use super::state::{CheckpointState, STATE_FILE};
 use super::tensor::{DType, TensorRef};
 use super::CheckpointError;
@@ -100,6 +102,8 @@ pub struct CheckpointManager {
     latest: Option<String>,
     last_preserved_timestamp: f64,
     write_limit: Option<u64>,
+    /// The tensors saved in slices (partitioned variables).
+    partitions: Partitions,
 }
 
 impl CheckpointManager {
@@ -123,6 +127,7 @@ impl CheckpointManager {
             latest: None,
             last_preserved_timestamp: now(),
             write_limit: None,
+            partitions: Partitions::new(),
             dir,
         };
         if let Some(st) = CheckpointState::read(&m.dir)? {
@@ -145,6 +150,19 @@ impl CheckpointManager {
     pub fn with_basename(mut self, basename: &str) -> CheckpointManager {
         self.basename = basename.to_string();
         self
+    }
+
+    /// Saves the tensors `partitions` names in slices, as TF saves a
+    /// partitioned variable ([`super::slices`]); the session's are
+    /// [`Session::checkpoint_partitions`](crate::session::Session::checkpoint_partitions).
+    pub fn with_partitions(mut self, partitions: Partitions) -> CheckpointManager {
+        self.partitions = partitions;
+        self
+    }
+
+    /// The prefix a save at `step` writes, `directory/model.ckpt-STEP`.
+    pub fn prefix_for(&self, step: i64) -> PathBuf {
+        self.dir.join(format!("{}-{step}", self.basename))
     }
 
     /// Test hook: every later save fails with "no space left on device"
@@ -211,6 +229,7 @@ impl CheckpointManager {
             &mut data_file,
             &tmp_data,
             tensors,
+            &self.partitions,
             self.write_limit,
         )
         .map(|n| bundle_bytes = n)
@@ -227,7 +246,39 @@ impl CheckpointManager {
             }
             return Err(e);
         }
+        self.list(&name, timestamp, bundle_bytes)?;
+        Ok(prefix)
+    }
 
+    /// The last step of a checkpoint several processes write (TF's sharded
+    /// save; see [`super::sharded`]): every process has written its data
+    /// file with [`write_shard`](super::write_shard)`(self.prefix_for(step),
+    /// rank, N, ..)` and sent the entries here; this writes the index from
+    /// them (`shards[i]`: shard `i`'s), then lists the checkpoint as the
+    /// latest and deletes what `max_to_keep` lets go, as
+    /// [`CheckpointManager::save`] does. Returns the prefix.
+    pub fn save_sharded(
+        &mut self,
+        step: i64,
+        shards: &[ShardEntries],
+    ) -> Result<PathBuf, CheckpointError> {
+        let name = format!("{}-{step}", self.basename);
+        let prefix = self.dir.join(&name);
+        write_sharded_index(&prefix, shards)?;
+        sync_dir(&self.dir)?;
+        self.list(&name, now(), 0)?;
+        Ok(prefix)
+    }
+
+    /// Lists the complete checkpoint `name` as the latest (the state file,
+    /// atomically), then deletes what `max_to_keep` lets go.
+    fn list(
+        &mut self,
+        name: &str,
+        timestamp: f64,
+        bundle_bytes: u64,
+    ) -> Result<(), CheckpointError> {
+        let name = name.to_string();
         // The new state, then the sweep of max_to_keep (TF's `_sweep`).
         let mut maybe_delete = self.maybe_delete.clone();
         maybe_delete.retain(|(p, _)| *p != name);
@@ -261,7 +312,7 @@ impl CheckpointManager {
                 delete_checkpoint(&CheckpointState::resolve(&self.dir, &p));
             }
         }
-        Ok(prefix)
+        Ok(())
     }
 
     /// Removes the temporary files a killed save left in the directory

@@ -3,6 +3,9 @@
 //! Owns: [`tensor`] (dtypes and tensor values), [`table`] (the leveldb-style
 //! table of the `.index` file), [`bundle`] (TF's tensor bundle: `PREFIX.index`
 //! and `PREFIX.data-00000-of-00001`, [`write_bundle`] and [`BundleReader`]),
+//! [`slices`] (partitioned variables: TF's sliced entries, their keys, and
+//! reading any row range from any slicing), [`sharded`] (a checkpoint
+//! written by several processes: one data shard each, then one index),
 //! [`state`] (the `checkpoint` state file and [`latest_checkpoint`]),
 //! [`manager`] ([`CheckpointManager`]: atomic saves, `max_to_keep`,
 //! `keep_checkpoint_every_n_hours`, resume), [`session`] (a session's
@@ -21,6 +24,8 @@
 pub mod bundle;
 pub mod manager;
 pub mod session;
+pub mod sharded;
+pub mod slices;
 pub mod state;
 pub mod table;
 pub mod tensor;
@@ -29,9 +34,13 @@ pub mod vocab_remap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use bundle::{data_path, index_path, write_bundle, BundleEntry, BundleReader};
+pub use bundle::{
+    data_path, index_path, write_bundle, write_partitioned_bundle, BundleEntry, BundleReader,
+};
 pub use manager::{CheckpointManager, Snapshot};
 pub use session::Selection;
+pub use sharded::{write_shard, write_sharded_index, ShardEntries, ShardSlice};
+pub use slices::{Partitions, TensorSlice};
 pub use state::{latest_checkpoint, CheckpointState};
 pub use tensor::{DType, Tensor, TensorRef};
 

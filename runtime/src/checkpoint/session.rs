@@ -1,6 +1,6 @@
 //! A session's variables to and from a checkpoint, under TF's names.
 //!
-//! Owns: [`Session::checkpoint_tensors`] (every variable, slot, optimizer
+//! Owns: [`Session::checkpoint_tensors`] and [`Session::checkpoint_partitions`] (every variable, slot, optimizer
 //! variable and moving average of the layout, plus `global_step` as an int64
 //! scalar; constants are not saved) and the one restore,
 //! [`Session::restore_selected`], of a [`Selection`]: every saved variable
@@ -18,6 +18,7 @@
 //! it may then already be restored).
 
 use super::bundle::BundleReader;
+use super::slices::Partitions;
 use super::tensor::{shape_string, DType, Tensor, TensorRef};
 use super::CheckpointError;
 use super::CheckpointErrorKind::Mismatch;
@@ -74,6 +75,18 @@ impl Session {
             out.push((GLOBAL_STEP, t));
         }
         out
+    }
+
+    /// The partitioned variables among [`Session::checkpoint_tensors`] and
+    /// their partitions' rows: a save writes them in slices, as TF saves a
+    /// variable with a `partitioner`.
+    pub fn checkpoint_partitions(&self) -> Partitions {
+        self.layout
+            .vars
+            .iter()
+            .filter(|v| v.kind.is_state() && v.partitions.len() > 1)
+            .map(|v| (v.name.clone(), v.partitions.clone()))
+            .collect()
     }
 
     /// Copies every saved variable and the global step back from `reader`

@@ -23,7 +23,7 @@ use crate::ir::{BinaryOp, Dim, NodeId, UnaryOp};
 use crate::model::ClipKind;
 use crate::sema::args::{self, opt, req};
 use crate::sema::expr::R;
-use crate::sema::State;
+use crate::sema::{partitioner, State};
 
 /// `embedding_lookup_sparse`'s combiners.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +127,9 @@ const EMBEDDING_ARGS: [args::Param; 5] = [
 pub(super) fn embedding_column(st: &mut State, c: &Call) -> R<Column> {
     let mut params = vec![req("categorical_column")];
     params.extend(EMBEDDING_ARGS);
+    params.push(opt("partitioner"));
     let b = args::bind("embedding_column", c, &params)?;
+    let partitioner = partitioner::argument(b.get(6))?;
     let cat = categorical(st, b.req(0))?;
     // The table's name in an input_layer (the initializer's default seed).
     let table = format!("{}_embedding/embedding_weights", cat.column.name());
@@ -141,6 +143,7 @@ pub(super) fn embedding_column(st: &mut State, c: &Call) -> R<Column> {
         max_norm,
         trainable,
         shared: None,
+        partitioner,
     })))
 }
 
@@ -148,7 +151,9 @@ pub(super) fn shared_embeddings(st: &mut State, c: &Call) -> R<Column> {
     let mut params = vec![req("categorical_columns")];
     params.extend(EMBEDDING_ARGS);
     params.push(opt("shared_embedding_collection_name"));
+    params.push(opt("partitioner"));
     let b = args::bind("shared_embeddings", c, &params)?;
+    let partitioner = partitioner::argument(b.get(7))?;
     let le = b.req(0);
     let ExprKind::List(items) = &le.kind else {
         return Err(bad(
@@ -219,6 +224,7 @@ pub(super) fn shared_embeddings(st: &mut State, c: &Call) -> R<Column> {
                 max_norm,
                 trainable,
                 shared: Some(name.clone()),
+                partitioner,
             })
             .collect(),
     ))
@@ -334,12 +340,14 @@ pub(super) fn embedding_table(st: &mut State, e: &Embedding, scope: &str, span: 
     let rows = e.categorical.column.num_buckets() as u32;
     // The default initializer's seed is derived from the name without the
     // scope (the same in every layer).
+    let dims = [rows, e.dimension];
     variable(
         st,
         &name,
-        &[rows, e.dimension],
+        &dims,
         e.initializer.clone(),
         e.trainable,
         span,
+        partitioner::of_float32(e.partitioner, &dims),
     )
 }

@@ -22,7 +22,7 @@ use crate::ir::{DType, NodeId, Shape};
 use crate::model::{VarInfo, VarKind};
 use crate::sema::args::{self, opt};
 use crate::sema::expr::R;
-use crate::sema::State;
+use crate::sema::{partitioner, State};
 
 /// A variable created by a layer (by TF name; a second request returns it).
 pub(super) fn variable(
@@ -32,6 +32,7 @@ pub(super) fn variable(
     init: Initializer,
     trainable: bool,
     span: Span,
+    partitions: Vec<u64>,
 ) -> NodeId {
     if let Some(&v) = st.features.vars.get(name) {
         return v;
@@ -41,7 +42,7 @@ pub(super) fn variable(
         kind: VarKind::Param { trainable },
         init,
         span: Some(span),
-        partitions: Vec::new(),
+        partitions,
     });
     let node = st.graph.var(v);
     st.features.vars.insert(name.to_string(), node);
@@ -184,8 +185,16 @@ pub(super) fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
         "linear_model",
         call,
         "COLUMNS",
-        &[opt("units"), opt("sparse_combiner"), opt("trainable")],
+        &[
+            opt("units"),
+            opt("sparse_combiner"),
+            opt("trainable"),
+            opt("partitioner"),
+        ],
     )?;
+    // TF1's linear_model under `variable_scope(partitioner=...)`: every
+    // variable it makes (weights and bias) is partitioned.
+    let partitioner = partitioner::argument(b.get(3))?;
     let units = match b.get(0) {
         Some(e) => {
             let u = args::eval_count(e, "units")?;
@@ -215,14 +224,15 @@ pub(super) fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
         let name = format!("{scope}/{}/weights", c.column.name());
         let term = match &c.column {
             Column::Categorical(cat) => {
-                let n = cat.column.num_buckets() as u32;
+                let dims = [cat.column.num_buckets() as u32, units];
                 let w = variable(
                     st,
                     &name,
-                    &[n, units],
+                    &dims,
                     Initializer::Zeros,
                     trainable,
                     c.span,
+                    partitioner::of_float32(partitioner, &dims),
                 );
                 let prune = combiner != Combiner::Sum;
                 let (ids, weights) = categorical_inputs(st, cat, true, prune, c.span);
@@ -231,13 +241,15 @@ pub(super) fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
             _ => {
                 let x = dense(st, c, &scope, "linear_model")?;
                 let width = st.graph.shape(x).0[1].fixed().unwrap_or(1);
+                let dims = [width, units];
                 let w = variable(
                     st,
                     &name,
-                    &[width, units],
+                    &dims,
                     Initializer::Zeros,
                     trainable,
                     c.span,
+                    partitioner::of_float32(partitioner, &dims),
                 );
                 st.graph.matmul(x, w, false, false)
             }
@@ -254,6 +266,7 @@ pub(super) fn linear_model(st: &mut State, call: &Call) -> R<NodeId> {
         Initializer::Zeros,
         trainable,
         call.span,
+        partitioner::of_float32(partitioner, &[units]),
     );
     let sum =
         sum.ok_or_else(|| bad(Code::MissingArgument, call.span, "no columns", "no columns"))?;

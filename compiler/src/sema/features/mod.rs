@@ -154,6 +154,9 @@ pub struct Embedding {
     pub trainable: bool,
     /// `shared_embeddings`: the collection (and table variable) name.
     pub shared: Option<String>,
+    /// `partitioner = ...`: the table's partitioner (TF's
+    /// `variable_scope(partitioner=...)` around the layer).
+    pub partitioner: Option<crate::sema::partitioner::Partitioner>,
 }
 
 /// A feature column, as the spec built it.
