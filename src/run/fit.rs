@@ -81,6 +81,10 @@ impl Prepared<'_> {
         // A checkpoint directory with a checkpoint: continue from it, to the
         // same bits as a run that never stopped (MonitoredTrainingSession).
         let mut saver = None;
+        // Tables sharded across the replicas: every replica writes its
+        // rows of each checkpoint (the leader's manager lists them).
+        let sharded = replicas.is_some() && !session.layout.sharded.is_empty();
+        let mut sharded_saves = None;
         let mut resumed_from = None;
         let c = &config.checkpoint;
         if let Some(dir) = &c.dir {
@@ -98,7 +102,9 @@ impl Prepared<'_> {
             // The config has TF's defaults applied (600 s with a directory
             // alone); with neither period, the hook saves at the end only.
             let timer = Timer::new(c.every_steps, c.every_secs);
-            if leader {
+            if sharded {
+                sharded_saves = Some(leader.then_some((r.manager, timer)));
+            } else if leader {
                 saver = Some(CheckpointSaverHook::new(r.manager, timer).map_err(Error::Io)?);
             }
         }
@@ -124,7 +130,6 @@ impl Prepared<'_> {
         };
         // Tables sharded across the replicas: no replica holds a whole
         // model to evaluate (`specc evaluate` reads the checkpoint's).
-        let sharded = replicas.is_some() && !session.layout.sharded.is_empty();
         if sharded && leader {
             watch.note(&format!(
                 "{} table{} sharded across the replicas; evaluate the checkpoint with \
@@ -181,8 +186,8 @@ impl Prepared<'_> {
                 images: image_summaries(model),
             },
         )?;
-        if let (true, Some(r), Some(_)) = (sharded, replicas, &c.dir) {
-            hooks.share_saves(r.collective());
+        if let (Some(r), Some(parts)) = (replicas, sharded_saves) {
+            hooks.share_saves(r.collective(), parts);
         }
         let t1 = Instant::now();
         let streamed = matches!(data, TrainingData::Stream(_));

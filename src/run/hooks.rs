@@ -24,7 +24,7 @@ use specc_runtime::summary::hooks::{
 };
 use specc_runtime::summary::SummaryWriter;
 use specc_runtime::train::replicas::Collective;
-use specc_runtime::train::sharded_checkpoint::ShardedSaverHook;
+use specc_runtime::train::sharded_checkpoint::{Leader, ShardedSaverHook};
 use specc_runtime::train::{
     CheckpointSaverHook, DivergenceHook, EvalSet, Evaluation, EvaluationHook, Hook, NanTensorHook,
     RunContext, StepValues, StopAtStepHook, Timer, TrainError, DIVERGENCE_FACTOR,
@@ -213,19 +213,30 @@ impl<'a, 'o> RunHooks<'a, 'o> {
     }
 
     /// The run's tables are sharded across the replicas of `comm`: every
-    /// replica takes part in each save (the leader's saver, if any, moves
-    /// into the shared hook).
-    pub fn share_saves(&mut self, comm: std::rc::Rc<dyn Collective>) {
-        self.sharded_saver = Some(ShardedSaverHook::new(comm, self.saver.take()));
+    /// replica writes its rows of each checkpoint; the leader (with its
+    /// manager and timer, `leader`) lists them.
+    pub fn share_saves(
+        &mut self,
+        comm: std::rc::Rc<dyn Collective>,
+        leader: Option<(specc_runtime::checkpoint::CheckpointManager, Timer)>,
+    ) {
+        let watch = self.observe.watch;
+        let leader = leader.map(|(manager, timer)| Leader {
+            manager,
+            timer,
+            report: Some(Box::new(move |p: &Path| watch.with(|o| o.checkpoint(p)))
+                as Box<dyn FnMut(&Path) + 'a>),
+        });
+        self.sharded_saver = Some(ShardedSaverHook::new(comm, leader));
     }
 
     /// The last checkpoint written.
     pub fn last_saved(&self) -> Option<std::path::PathBuf> {
-        let saver = self
-            .saver
-            .as_ref()
-            .or_else(|| self.sharded_saver.as_ref().and_then(|s| s.saver()));
-        saver.and_then(|s| s.last_saved.clone())
+        match (&self.saver, &self.sharded_saver) {
+            (Some(s), _) => s.last_saved.clone(),
+            (None, Some(s)) => s.last_saved.clone(),
+            (None, None) => None,
+        }
     }
 
     /// Every hook, in the order they run.

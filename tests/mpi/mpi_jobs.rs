@@ -61,9 +61,10 @@ pub fn checkpoint(dir: &Path) -> Vec<(String, Vec<f64>)> {
         .into_iter()
         .map(|(name, _, shape)| {
             let n: usize = shape.iter().product::<usize>().max(1);
-            let e = r.entry(&name).unwrap();
-            let width = e.size as usize / n;
-            let mut bytes = vec![0u8; e.size as usize];
+            // A sliced (partitioned) tensor's full entry holds no bytes:
+            // its size is its elements'.
+            let width = r.entry(&name).unwrap().dtype.size();
+            let mut bytes = vec![0u8; n * width];
             r.load_into(&name, &mut bytes).unwrap();
             let values = bytes
                 .chunks(width)

@@ -183,18 +183,17 @@ impl Session {
                     )
                 });
             match sharded {
-                // This replica's rows of the whole table.
+                // This replica's rows of the whole table, read alone.
                 Some((ranges, row_len)) => {
-                    let crate::checkpoint::Tensor::F32(whole) = reader.load(tensor)? else {
-                        continue;
-                    };
-                    let whole = whole.as_slice_memory_order().unwrap_or(&[]);
                     if let Some(dst) = self.var_mut(var) {
                         let mut at = 0;
                         for (start, rows) in ranges {
                             let len = rows * row_len;
-                            dst[at..at + len]
-                                .copy_from_slice(&whole[start * row_len..start * row_len + len]);
+                            reader.load_rows_f32_into(
+                                tensor,
+                                start..start + rows,
+                                &mut dst[at..at + len],
+                            )?;
                             at += len;
                         }
                     }

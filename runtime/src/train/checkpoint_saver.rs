@@ -178,60 +178,12 @@ impl<'r> CheckpointSaverHook<'r> {
     }
 
     fn save(&mut self, ctx: &RunContext<'_>) -> Result<(), TrainError> {
-        self.save_with(ctx, &[])
-    }
-
-    /// Whether the timer says to save after step `step` of the run.
-    pub fn due(&self, step: u64) -> bool {
-        self.timer.due(step)
-    }
-
-    /// Saves now (a save the timer was due for), with `whole` in place of
-    /// the session's values of those variables: `(name, shape, values)`,
-    /// the sharded tables put back together
-    /// ([`super::sharded_checkpoint`]).
-    pub fn save_now(
-        &mut self,
-        ctx: &RunContext<'_>,
-        step: u64,
-        whole: &[(String, Vec<usize>, Vec<f32>)],
-    ) -> Result<(), TrainError> {
-        self.timer.triggered(step);
-        self.save_with(ctx, whole)
-    }
-
-    /// The end's save (with `whole` as in [`CheckpointSaverHook::save_now`]),
-    /// waiting for it to be written.
-    pub fn end_with(
-        &mut self,
-        ctx: &RunContext<'_>,
-        whole: &[(String, Vec<usize>, Vec<f32>)],
-    ) -> Result<(), TrainError> {
-        self.save_with(ctx, whole)?;
-        let last = self.writer.wait()?;
-        self.written(last);
-        Ok(())
-    }
-
-    fn save_with(
-        &mut self,
-        ctx: &RunContext<'_>,
-        whole: &[(String, Vec<usize>, Vec<f32>)],
-    ) -> Result<(), TrainError> {
         let step = ctx.global_step();
         if self.saved_step == Some(step) {
             return Ok(());
         }
         let position = ctx.source_position();
         let mut tensors = ctx.session().checkpoint_tensors();
-        for (name, shape, values) in whole {
-            if let (Some(t), Ok(full)) = (
-                tensors.iter_mut().find(|(n, _)| n == name),
-                TensorRef::f32(shape, values),
-            ) {
-                t.1 = full;
-            }
-        }
         let shape = [position.as_ref().map_or(0, Vec::len)];
         if let Some(p) = &position {
             if let Ok(t) = TensorRef::i64(&shape, p) {
@@ -263,7 +215,10 @@ impl Hook for CheckpointSaverHook<'_> {
     }
 
     fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
-        self.end_with(ctx, &[])
+        self.save(ctx)?;
+        let last = self.writer.wait()?;
+        self.written(last);
+        Ok(())
     }
 }
 

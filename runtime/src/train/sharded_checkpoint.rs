@@ -1,181 +1,302 @@
 //! Checkpoints of a run whose tables are sharded across replicas
-//! ([`super::sharded`]): every replica takes part in each save.
+//! ([`super::sharded`]): every replica writes its own rows, as TF's
+//! parameter servers write a sharded checkpoint.
 //!
-//! Owns: [`assemble`] (a sharded variable's rows, from every replica, put
-//! back together on replica 0 in the logical table's order) and
-//! [`ShardedSaverHook`], the [`CheckpointSaverHook`] of such a run: on every
+//! Owns: [`ShardedSaverHook`], the checkpoint hook of such a run. On every
 //! step replica 0 says whether it saves (its timer may count seconds, which
-//! the replicas do not share), and when it does every replica sends its
-//! rows and replica 0 writes the checkpoint, with the whole tables under
-//! their TF names, as one process would.
+//! the replicas do not share). A save writes one data file per replica,
+//! `PREFIX.data-<rank>-of-<replicas>`:
+//! - every replica's file holds its partitions of each sharded table, its
+//!   slots and moving average, one slice per partition (TF's
+//!   `save_slice_info`);
+//! - replica 0's file also holds every replicated variable, the global
+//!   step and the batch order.
+//!
+//! Then replica 0, with every replica's entries, writes `PREFIX.index` (TF's
+//! `MergeBundles`) and lists the checkpoint in the state file.
 //!
 //! Invariants: every replica installs the hook when the run saves
 //! checkpoints, and calls the collectives in the same order (one broadcast
-//! a step; the gathers of a save, variable by variable in layout order);
-//! the checkpoint holds the logical tables, so a run resumes from it with
-//! any number of replicas. (Replica 0 holds one whole table at a time while
-//! it saves.)
+//! a step; a save's prefix, its outcome and its entries); no replica holds
+//! more than its own rows; a checkpoint is listed only when every replica
+//! wrote its file, so a failed save leaves the last good one the latest; its
+//! tensors are the logical ones, so a run resumes from it with any number of
+//! replicas, or in one process.
 
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::checkpoint_saver::CheckpointSaverHook;
+use super::checkpoint_saver::BATCH_ORDER;
 use super::hooks::{Hook, RunContext, StepValues};
 use super::replicas::Collective;
 use super::sharded::Ownership;
+use super::timer::Timer;
 use super::TrainError;
+use crate::checkpoint::session::GLOBAL_STEP;
+use crate::checkpoint::{write_shard, CheckpointManager, ShardSlice, TensorRef};
 use crate::session::Session;
 
-/// A table put back together: name, logical shape, values.
-pub type Whole = (String, Vec<usize>, Vec<f32>);
-
-/// Gathers every sharded state variable of `session` to replica 0, into
-/// `whole` (there; untouched elsewhere). `scratch` is a receive buffer kept
-/// between saves. A collective: every replica calls it.
-pub fn assemble(
-    session: &Session,
-    comm: &dyn Collective,
-    whole: &mut Vec<Whole>,
-    scratch: &mut Vec<u32>,
-) -> Result<(), String> {
-    let (rank, n) = (comm.rank(), comm.replicas());
-    let layout = &session.layout;
-    let mut k = 0;
-    for v in layout.vars.iter().filter(|v| v.kind.is_state()) {
-        let Some(t) = layout.shard_of(v) else {
-            continue;
-        };
-        let row_len: usize = v.shape[1..].iter().product();
-        let own = Ownership::new(&v.partitions, t.replicas);
-        let held = |r: usize| own.ranges(r).iter().map(|&(_, c)| c).sum::<usize>() * row_len;
-        let local = session
-            .var(&v.name)
-            .ok_or_else(|| format!("no variable `{}`", v.name))?;
-        let mine = held(rank);
-        // SAFETY: f32 and u32 have the same size and alignment, and every
-        // bit pattern is valid for both.
-        let send: &[u32] =
-            unsafe { std::slice::from_raw_parts(local.as_ptr().cast::<u32>(), mine) };
-        let mut send_counts = vec![0i32; n];
-        send_counts[0] = i32::try_from(mine).map_err(|_| too_large(&v.name))?;
-        let zeros = vec![0i32; n];
-        let mut recv_counts = vec![0i32; n];
-        let mut recv_displs = vec![0i32; n];
-        let mut total = 0usize;
-        if rank == 0 {
-            for r in 0..n {
-                recv_counts[r] = i32::try_from(held(r)).map_err(|_| too_large(&v.name))?;
-                recv_displs[r] = i32::try_from(total).map_err(|_| too_large(&v.name))?;
-                total += held(r);
-            }
-        }
-        scratch.resize(total.max(scratch.len()), 0);
-        comm.all_to_all(
-            send,
-            &send_counts,
-            &zeros,
-            &mut scratch[..total],
-            &recv_counts,
-            &recv_displs,
-        );
-        if rank != 0 {
-            continue;
-        }
-        let mut shape = v.shape.clone();
-        shape[0] = t.rows;
-        if whole.len() <= k {
-            whole.push((String::new(), Vec::new(), Vec::new()));
-        }
-        let w = &mut whole[k];
-        k += 1;
-        w.0.clone_from(&v.name);
-        w.1.clone_from(&shape);
-        w.2.resize(t.rows * row_len, 0.0);
-        let mut at = 0;
-        for r in 0..n {
-            for (start, rows) in own.ranges(r) {
-                let len = rows * row_len;
-                for (d, &s) in w.2[start * row_len..start * row_len + len]
-                    .iter_mut()
-                    .zip(&scratch[at..at + len])
-                {
-                    *d = f32::from_bits(s);
-                }
-                at += len;
-            }
-        }
-    }
-    Ok(())
+/// Replica 0's part: the manager that lists the checkpoints, its timer, and
+/// who is told of each one written.
+pub struct Leader<'r> {
+    pub manager: CheckpointManager,
+    pub timer: Timer,
+    pub report: Option<Box<dyn FnMut(&Path) + 'r>>,
 }
 
-fn too_large(name: &str) -> String {
-    format!("`{name}`: more than 2^31 values to gather in one save")
-}
-
-/// The checkpoint hook of a run with sharded tables (see the module doc):
-/// replica 0's [`CheckpointSaverHook`], and every replica's part in its saves.
+/// The checkpoint hook of a run with sharded tables (see the module doc).
 pub struct ShardedSaverHook<'r> {
     comm: Rc<dyn Collective>,
-    /// Replica 0's saver (`None` on the others).
-    saver: Option<CheckpointSaverHook<'r>>,
-    whole: Vec<Whole>,
-    scratch: Vec<u32>,
+    /// Replica 0's part (`None` on the others).
+    leader: Option<Leader<'r>>,
+    /// The global step of the last save.
+    saved_step: Option<i64>,
+    /// The last checkpoint written (replica 0).
+    pub last_saved: Option<PathBuf>,
 }
 
 impl<'r> ShardedSaverHook<'r> {
-    /// `saver` is replica 0's (and `None` on every other replica).
-    pub fn new(comm: Rc<dyn Collective>, saver: Option<CheckpointSaverHook<'r>>) -> Self {
+    /// `leader` is replica 0's part (and `None` on every other replica).
+    pub fn new(comm: Rc<dyn Collective>, leader: Option<Leader<'r>>) -> Self {
         ShardedSaverHook {
             comm,
-            saver,
-            whole: Vec::new(),
-            scratch: Vec::new(),
+            leader,
+            saved_step: None,
+            last_saved: None,
         }
     }
 
-    /// Replica 0's saver.
-    pub fn saver(&self) -> Option<&CheckpointSaverHook<'r>> {
-        self.saver.as_ref()
+    fn save(&mut self, ctx: &RunContext<'_>) -> Result<(), TrainError> {
+        let step = ctx.global_step();
+        if self.saved_step == Some(step) {
+            return Ok(());
+        }
+        let (rank, n) = (self.comm.rank(), self.comm.replicas());
+        // Where: replica 0's manager names the checkpoint.
+        let prefix = self
+            .leader
+            .as_ref()
+            .map(|l| l.manager.prefix_for(step))
+            .unwrap_or_default();
+        let prefix = PathBuf::from(broadcast_text(&*self.comm, &prefix.to_string_lossy()));
+        let position = if rank == 0 {
+            ctx.source_position()
+        } else {
+            None
+        };
+        let written = write_part(ctx.session(), rank, n, &prefix, step, position.as_deref());
+        // Every replica's outcome and entries' size, then the entries.
+        let entries = written.as_ref().map(Vec::as_slice).unwrap_or(&[]);
+        let mut outcome = vec![0u32; 2 * n];
+        let counts = vec![2i32; n];
+        let displs: Vec<i32> = (0..n as i32).map(|r| 2 * r).collect();
+        let mine = [u32::from(written.is_ok()), entries.len() as u32];
+        self.comm.all_gather(&mine, &mut outcome, &counts, &displs);
+        if let Err(e) = written {
+            return Err(TrainError::Hook(format!("cannot save the checkpoint: {e}")));
+        }
+        if let Some(r) = (0..n).find(|&r| outcome[2 * r] == 0) {
+            return Err(TrainError::Hook(format!(
+                "cannot save the checkpoint: replica {r} could not write its part"
+            )));
+        }
+        let lens: Vec<usize> = (0..n).map(|r| outcome[2 * r + 1] as usize).collect();
+        let all = gather_bytes(&*self.comm, entries, &lens);
+        self.saved_step = Some(step);
+        if let Some(l) = self.leader.as_mut() {
+            let prefix = l
+                .manager
+                .save_sharded(step, &all)
+                .map_err(|e| TrainError::Hook(format!("cannot save the checkpoint: {e}")))?;
+            if let Some(report) = l.report.as_mut() {
+                report(&prefix);
+            }
+            self.last_saved = Some(prefix);
+        }
+        Ok(())
     }
+}
 
-    fn gather(&mut self, ctx: &RunContext<'_>) -> Result<(), TrainError> {
-        assemble(
-            ctx.session(),
-            &*self.comm,
-            &mut self.whole,
-            &mut self.scratch,
-        )
-        .map_err(TrainError::Hook)
+/// Writes this replica's data file of the checkpoint at `prefix` (see the
+/// module doc); its entries.
+fn write_part(
+    session: &Session,
+    rank: usize,
+    n: usize,
+    prefix: &Path,
+    step: i64,
+    position: Option<&[i64]>,
+) -> Result<Vec<u8>, String> {
+    let layout = &session.layout;
+    // (name, logical shape, rows, shape of the part, values).
+    let mut parts: Vec<(&str, Vec<usize>, std::ops::Range<usize>, Vec<usize>, &[f32])> = Vec::new();
+    for v in layout.vars.iter().filter(|v| v.kind.is_state()) {
+        let values = session
+            .var(&v.name)
+            .ok_or_else(|| format!("no variable `{}`", v.name))?;
+        let row_len: usize = v.shape.iter().skip(1).product();
+        let (full, ranges, local) = match layout.shard_of(v) {
+            Some(t) => {
+                let mut full = v.shape.clone();
+                full[0] = t.rows;
+                let own = Ownership::new(&v.partitions, t.replicas);
+                (full, own.ranges(rank), true)
+            }
+            None if rank != 0 => continue,
+            // A replicated variable, partitioned in the checkpoint or whole.
+            None if v.partitions.is_empty() || v.shape.is_empty() => {
+                let rows = v.shape.first().copied().unwrap_or(0);
+                (v.shape.clone(), vec![(0, rows)], false)
+            }
+            None => {
+                let mut at = 0;
+                let ranges = v
+                    .partitions
+                    .iter()
+                    .map(|&r| {
+                        at += r;
+                        (at - r, r)
+                    })
+                    .collect();
+                (v.shape.clone(), ranges, false)
+            }
+        };
+        let mut at = 0;
+        for (start, rows) in ranges {
+            let mut shape = full.clone();
+            if !shape.is_empty() {
+                shape[0] = rows;
+            }
+            let from = if local { at } else { start * row_len };
+            let len = if full.is_empty() { 1 } else { rows * row_len };
+            parts.push((
+                &v.name,
+                full.clone(),
+                start..start + rows,
+                shape,
+                &values[from..from + len],
+            ));
+            at += len;
+        }
     }
+    let mut slices = Vec::with_capacity(parts.len() + 2);
+    for (name, full, rows, shape, values) in &parts {
+        slices.push(ShardSlice {
+            name,
+            full_shape: full,
+            rows: rows.clone(),
+            values: TensorRef::f32(shape, values)?,
+        });
+    }
+    let steps = [step];
+    let no_dims: [usize; 0] = [];
+    let order_shape = [position.map_or(0, <[i64]>::len)];
+    if rank == 0 {
+        slices.push(ShardSlice {
+            name: GLOBAL_STEP,
+            full_shape: &no_dims,
+            rows: 0..0,
+            values: TensorRef::i64(&no_dims, &steps)?,
+        });
+        if let Some(p) = position {
+            slices.push(ShardSlice {
+                name: BATCH_ORDER,
+                full_shape: &order_shape,
+                rows: 0..p.len(),
+                values: TensorRef::i64(&order_shape, p)?,
+            });
+        }
+    }
+    write_shard(prefix, rank as u32, n as u32, &slices).map_err(|e| e.to_string())
+}
+
+/// Replica 0's `text` on every replica.
+fn broadcast_text(comm: &dyn Collective, text: &str) -> String {
+    let mut len = [text.len() as u32];
+    comm.broadcast(&mut len);
+    let mut words = vec![0u32; (len[0] as usize).div_ceil(4)];
+    for (w, chunk) in words.iter_mut().zip(text.as_bytes().chunks(4)) {
+        let mut b = [0u8; 4];
+        b[..chunk.len()].copy_from_slice(chunk);
+        *w = u32::from_le_bytes(b);
+    }
+    comm.broadcast(&mut words);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    String::from_utf8_lossy(&bytes[..len[0] as usize]).into_owned()
+}
+
+/// Every replica's `bytes` (replica r's being `lens[r]` long) on replica 0,
+/// in replica order (empty elsewhere).
+fn gather_bytes(comm: &dyn Collective, bytes: &[u8], lens: &[usize]) -> Vec<Vec<u8>> {
+    let (rank, n) = (comm.rank(), comm.replicas());
+    let words = |len: usize| len.div_ceil(4);
+    let mut send = vec![0u32; words(bytes.len())];
+    for (w, chunk) in send.iter_mut().zip(bytes.chunks(4)) {
+        let mut b = [0u8; 4];
+        b[..chunk.len()].copy_from_slice(chunk);
+        *w = u32::from_le_bytes(b);
+    }
+    let mut send_counts = vec![0i32; n];
+    send_counts[0] = send.len() as i32;
+    let zeros = vec![0i32; n];
+    let (mut recv_counts, mut recv_displs) = (vec![0i32; n], vec![0i32; n]);
+    let mut total = 0;
+    if rank == 0 {
+        for r in 0..n {
+            recv_counts[r] = words(lens[r]) as i32;
+            recv_displs[r] = total as i32;
+            total += words(lens[r]);
+        }
+    }
+    let mut recv = vec![0u32; total];
+    comm.all_to_all(
+        &send,
+        &send_counts,
+        &zeros,
+        &mut recv,
+        &recv_counts,
+        &recv_displs,
+    );
+    if rank != 0 {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|r| {
+            let at = recv_displs[r] as usize;
+            let b: Vec<u8> = recv[at..at + words(lens[r])]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect();
+            b[..lens[r]].to_vec()
+        })
+        .collect()
 }
 
 impl Hook for ShardedSaverHook<'_> {
     fn begin(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
-        match self.saver.as_mut() {
-            Some(s) => s.begin(ctx),
-            None => Ok(()),
+        // The timer counts from the start (a resumed run: from its step).
+        if let Some(l) = self.leader.as_mut() {
+            l.timer.triggered(0);
         }
+        self.saved_step = Some(ctx.global_step());
+        Ok(())
     }
 
     fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
         let mut due = [u32::from(
-            self.saver.as_ref().is_some_and(|s| s.due(v.step)),
+            self.leader.as_ref().is_some_and(|l| l.timer.due(v.step)),
         )];
         self.comm.broadcast(&mut due);
         if due[0] == 0 {
             return Ok(());
         }
-        self.gather(ctx)?;
-        match self.saver.as_mut() {
-            Some(s) => s.save_now(ctx, v.step, &self.whole),
-            None => Ok(()),
+        if let Some(l) = self.leader.as_mut() {
+            l.timer.triggered(v.step);
         }
+        self.save(ctx)
     }
 
     fn end(&mut self, ctx: &mut RunContext<'_>) -> Result<(), TrainError> {
-        self.gather(ctx)?;
-        match self.saver.as_mut() {
-            Some(s) => s.end_with(ctx, &self.whole),
-            None => Ok(()),
-        }
+        self.save(ctx)
     }
 }
