@@ -189,6 +189,50 @@ fn two_live_scratch_buffers_in_the_same_bytes() {
     );
 }
 
+/// The first chain of the MLP's step (Adam's merged update reads the
+/// gradients of W1, b1, W2 and b2 from one scratch block).
+fn a_chain(pl: &Plan) -> crate::plan::merge::Chain {
+    let c = pl.chains.first().expect("a chain").clone();
+    assert!(c.members.len() >= 2, "{c:?}");
+    c
+}
+
+#[test]
+fn a_buffer_twice_in_a_chain() {
+    let p = planned(MLP, Functions::TRAIN, 1);
+    let (f, pl) = function(&p, "step");
+    let mut pl = pl.clone();
+    // The chain's last gradient listed again.
+    let c = a_chain(&pl);
+    let last = c.members[c.members.len() - 1];
+    pl.chains[0].members.push(last);
+    let v = expect(verify(&p, f, &pl), "scratch-chains");
+    assert!(
+        v.detail.ends_with(&format!(
+            "{} ({}) is twice in chain 0",
+            last.0,
+            pl.buffer(last.0).node
+        )),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_chained_buffer_away_from_its_chain() {
+    let p = planned(MLP, Functions::TRAIN, 1);
+    let (f, pl) = function(&p, "step");
+    let mut pl = pl.clone();
+    let (b, _) = a_chain(&pl).members[1];
+    let Loc::Scratch { offset } = pl.buffer(b).loc else {
+        panic!("chained in scratch")
+    };
+    pl.buffers[b.0 as usize].loc = Loc::Scratch {
+        offset: offset + 64,
+    };
+    let v = expect(verify(&p, f, &pl), "scratch-chains");
+    assert!(v.detail.starts_with(&format!("chain 0's {b}")), "{v}");
+}
+
 /// Two biases of one sum have one gradient (one node, hash-consed), which
 /// `replica_grad` copies into the exchange once per bias; the copies of
 /// `b1`, `W` and `b2` are adjacent update loops of one signature, but one
