@@ -13,7 +13,10 @@
 //! Invariants: a merged loop computes exactly what its members computed
 //! (the same ops per element, each element of each variable once); the
 //! padding between variables is computed on but belongs to no variable; a
-//! member moves later only past kernels that do not read what it writes.
+//! member moves later only past kernels that do not read what it writes; a
+//! buffer is accessed by one member of one run at most, once (a chain
+//! gives each scratch buffer one offset, and the merged loop reads every
+//! member through the first).
 
 use std::collections::{HashMap, HashSet};
 
@@ -103,7 +106,10 @@ fn candidate(g: &Graph, buffers: &[Buffer], index: usize, k: &LoopKernel) -> Opt
         stores.push(*local.get(n)?);
         bufs.push(v.buf);
     }
-    if stores.is_empty() {
+    // A buffer accessed twice would be two members of the chain (or a
+    // member of two chains) at one offset.
+    let distinct: HashSet<BufId> = bufs.iter().copied().collect();
+    if stores.is_empty() || distinct.len() < bufs.len() {
         return None;
     }
     Some(Candidate {
@@ -171,6 +177,24 @@ fn overlaps(touched: &[(u32, u64, u64)], ranges: &[(u32, u64, u64)]) -> bool {
     })
 }
 
+/// Ends the run being built: kept when it merges two members or more, else
+/// its buffers are free again.
+fn end_run<'c>(
+    run: &mut Vec<&'c Candidate>,
+    runs: &mut Vec<Vec<&'c Candidate>>,
+    used: &mut HashSet<BufId>,
+) {
+    if run.len() > 1 {
+        runs.push(std::mem::take(run));
+    } else {
+        for c in run.drain(..) {
+            for b in &c.bufs {
+                used.remove(b);
+            }
+        }
+    }
+}
+
 /// Merges runs of adjacent, identical update loops; returns the scratch
 /// chains the memory planner must honor.
 pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -> Vec<Chain> {
@@ -191,26 +215,28 @@ pub fn merge_updates(g: &Graph, buffers: &[Buffer], kernels: &mut Vec<Kernel>) -
         }
     }
     let store0 = |c: &Candidate| arena(buffers, c.bufs[c.bufs.len() - c.sig.stores.len()]);
+    // Runs of adjacent members. A buffer is in one run at most, once: a
+    // chain gives each of its scratch buffers one offset, so a gradient that
+    // two members read (the biases of one sum: one node, hash-consed) would
+    // be placed twice and the merged loop would read it from the wrong
+    // bytes. `used`: the buffers of the runs so far and of the run built.
     let mut runs: Vec<Vec<&Candidate>> = Vec::new();
     let mut used: HashSet<BufId> = HashSet::new();
     for mut gr in groups {
         gr.sort_by_key(|c| store0(c));
         let mut run: Vec<&Candidate> = Vec::new();
         for c in gr {
-            let fits = run.last().is_some_and(|p| adjacent(buffers, p, c))
-                && !c.bufs.iter().any(|b| used.contains(b));
-            if !fits && run.len() > 1 {
-                used.extend(run.iter().flat_map(|m| m.bufs.iter().copied()));
-                runs.push(std::mem::take(&mut run));
-            } else if !fits {
-                run.clear();
+            let free = |used: &HashSet<BufId>| c.bufs.iter().all(|b| !used.contains(b));
+            if !(free(&used) && run.last().is_some_and(|p| adjacent(buffers, p, c))) {
+                end_run(&mut run, &mut runs, &mut used);
+                if !free(&used) {
+                    continue;
+                }
             }
+            used.extend(c.bufs.iter().copied());
             run.push(c);
         }
-        if run.len() > 1 {
-            used.extend(run.iter().flat_map(|m| m.bufs.iter().copied()));
-            runs.push(run);
-        }
+        end_run(&mut run, &mut runs, &mut used);
     }
     // What each kernel touches in the arenas, computed once for the checks below.
     let touched: Vec<Vec<(u32, u64, u64)>> =

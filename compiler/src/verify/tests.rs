@@ -32,6 +32,16 @@ outputs { probs = softmax(logits) }
 ";
 
 fn planned(text: &str, which: Functions, threads: usize) -> Planned {
+    planned_replicas(text, which, threads, None)
+}
+
+/// [`planned`], split for `replicas` data-parallel replicas.
+fn planned_replicas(
+    text: &str,
+    which: Functions,
+    threads: usize,
+    replicas: Option<u32>,
+) -> Planned {
     let src = SourceFile::new("t.spec", text.to_string());
     // The defaults, whatever the environment says.
     let options = Options {
@@ -39,6 +49,7 @@ fn planned(text: &str, which: Functions, threads: usize) -> Planned {
         winograd: crate::passes::winograd::Winograd::Auto,
         winograd_tile: None,
         gemm_epilogue: true,
+        replicas,
         ..Options::default()
     };
     plan_model_with(&src, which, &options).unwrap_or_else(|d| panic!("{d:?}"))
@@ -52,6 +63,7 @@ fn function<'p>(p: &'p Planned, name: &str) -> (&'p crate::ir::Function, &'p Pla
         fs.step.as_ref(),
         fs.predict.as_ref(),
         fs.grad.as_ref(),
+        fs.replica_grad.as_ref(),
     ]
     .into_iter()
     .flatten()
@@ -175,6 +187,117 @@ fn two_live_scratch_buffers_in_the_same_bytes() {
         v.detail.contains(&format!("{r}")) || v.detail.contains("chain"),
         "{v}"
     );
+}
+
+/// The first chain of the MLP's step (Adam's merged update reads the
+/// gradients of W1, b1, W2 and b2 from one scratch block).
+fn a_chain(pl: &Plan) -> crate::plan::merge::Chain {
+    let c = pl.chains.first().expect("a chain").clone();
+    assert!(c.members.len() >= 2, "{c:?}");
+    c
+}
+
+#[test]
+fn a_buffer_twice_in_a_chain() {
+    let p = planned(MLP, Functions::TRAIN, 1);
+    let (f, pl) = function(&p, "step");
+    let mut pl = pl.clone();
+    // The chain's last gradient listed again.
+    let c = a_chain(&pl);
+    let last = c.members[c.members.len() - 1];
+    pl.chains[0].members.push(last);
+    let v = expect(verify(&p, f, &pl), "scratch-chains");
+    assert!(
+        v.detail.ends_with(&format!(
+            "{} ({}) is twice in chain 0",
+            last.0,
+            pl.buffer(last.0).node
+        )),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_chained_buffer_away_from_its_chain() {
+    let p = planned(MLP, Functions::TRAIN, 1);
+    let (f, pl) = function(&p, "step");
+    let mut pl = pl.clone();
+    let (b, _) = a_chain(&pl).members[1];
+    let Loc::Scratch { offset } = pl.buffer(b).loc else {
+        panic!("chained in scratch")
+    };
+    pl.buffers[b.0 as usize].loc = Loc::Scratch {
+        offset: offset + 64,
+    };
+    let v = expect(verify(&p, f, &pl), "scratch-chains");
+    assert!(v.detail.starts_with(&format!("chain 0's {b}")), "{v}");
+}
+
+/// Two biases of one sum have one gradient (one node, hash-consed), which
+/// `replica_grad` copies into the exchange once per bias; the copies of
+/// `b1`, `W` and `b2` are adjacent update loops of one signature, but one
+/// merged loop cannot read that buffer at two offsets of its chain
+/// (`plan::merge` chained it twice, and the merged copy read `W`'s
+/// gradient from past the chain: `scratch-offsets` broken after
+/// `plan::memory`, and the wide-and-deep CTR model of two embedding
+/// columns, a dense layer and a linear model broke `scratch-lifetimes`).
+const TWIN_BIASES: &str = "model twin_biases
+data synthetic(rows = 64, features = 3, classes = 2, seed = 1)
+label label: int
+features { x = numeric(x0..x2) }
+params {
+  b1: [2] = zeros
+  W: [3, 2] = zeros
+  b2: [2] = zeros
+}
+loss = mean(sparse_softmax_cross_entropy(label, x @ W + b1 + b2))
+optimizer gradient_descent(learning_rate = 0.1)
+train { batch = 8, steps = 1 }
+";
+
+#[test]
+fn a_gradient_two_exchange_copies_read_is_chained_once() {
+    // 2 and 4 replicas copy the sums as they are (3 weigh them by rows).
+    for replicas in [2, 3, 4] {
+        let p = planned_replicas(TWIN_BIASES, Functions::TRAIN, 1, Some(replicas));
+        let (f, pl) = function(&p, "replica_grad");
+        assert_eq!(verify(&p, f, pl), Ok(()), "{replicas} replicas");
+        if replicas == 3 {
+            // Each replica weighs its sums by its rows: b2's copy reads
+            // b1's weighted gradient from the exchange, not the sum.
+            continue;
+        }
+        // The bias gradient's buffer, and W's.
+        let g = &p.model.graph;
+        let grad = |shape: &[u32]| {
+            pl.buffers
+                .iter()
+                .position(|b| {
+                    matches!(b.loc, Loc::Scratch { .. })
+                        && b.shape == Shape::fixed(shape)
+                        && !matches!(g.op(b.node), Op::Var(_))
+                })
+                .map(|b| BufId(b as u32))
+        };
+        let (bias, w) = (grad(&[2]).expect("the bias gradient"), grad(&[3, 2]));
+        let w = w.expect("W's gradient");
+        // b1's and W's copies merge (W 16 elements after b1, as in the
+        // arenas); b2's is a loop of its own.
+        assert_eq!(
+            pl.chains,
+            [crate::plan::merge::Chain {
+                members: vec![(bias, 0), (w, 16)],
+                len: 22,
+            }],
+            "{replicas} replicas"
+        );
+        let copies_of_bias = pl
+            .kernels
+            .iter()
+            .filter(|k| reads(k, bias) && matches!(k, Kernel::Loop(l) if l.reductions.is_empty()))
+            .count();
+        assert_eq!(copies_of_bias, 2, "{replicas} replicas");
+    }
 }
 
 #[test]

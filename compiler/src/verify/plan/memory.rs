@@ -1,10 +1,13 @@
 //! Scratch memory: offsets and lifetimes.
 //!
-//! Of the scratch offsets (`plan::memory`, `plan::winofuse`), checked by
+//! Of the scratch chains (`plan::merge`), checked by [`chains`] with the
+//! kernels (after `plan::merge` and every later rewrite), and of the
+//! scratch offsets (`plan::memory`, `plan::winofuse`), checked by
 //! [`scratch`]:
 //!
 //! | invariant | what holds |
 //! |---|---|
+//! | `scratch-chains` | a chain's members are scratch buffers, each in one chain only and once, the first at element 0, each inside the chain's span; once offsets are assigned, each lies at its element offset from the first (the merged loop reads them all through the first) |
 //! | `scratch-offsets` | scratch buffers start on 64-byte boundaries, and every scratch byte a kernel touches is below `scratch_bytes` |
 //! | `scratch-lifetimes` | two scratch buffers (a chain of `plan::merge` counts as one block) live at the same kernel share no byte; a buffer lives from the first kernel that touches it to the last, to the end when read lazily as a scalar, always when it is a persistent marker table |
 //! | `winograd-scratch` | a fused Winograd kernel's per-thread block tiles and second accumulator lie in scratch and share no byte with a buffer live at that kernel |
@@ -27,8 +30,73 @@ struct Block {
     last: usize,
 }
 
-/// `scratch-offsets`, `scratch-lifetimes` and `winograd-scratch` of plan `pl`.
+/// `scratch-chains` of `p`'s chains, except where they lie (see
+/// [`scratch`]).
+pub fn chains(p: &Parts) -> Verdict {
+    let mut seen: HashMap<BufId, usize> = HashMap::new();
+    for (c, chain) in p.chains.iter().enumerate() {
+        require(
+            chain.members.first().is_some_and(|m| m.1 == 0),
+            "scratch-chains",
+            || format!("chain {c} does not start at element 0: {:?}", chain.members),
+        )?;
+        for &(b, off) in &chain.members {
+            require((b.0 as usize) < p.buffers.len(), "scratch-chains", || {
+                format!("chain {c} names {b}, of {} buffers", p.buffers.len())
+            })?;
+            let buf = p.buffer(b);
+            require(
+                matches!(buf.loc, Loc::Scratch { .. }),
+                "scratch-chains",
+                || format!("chain {c}'s {b} ({}) is at {:?}", buf.node, buf.loc),
+            )?;
+            let n = buf.shape.fixed_numel();
+            require(
+                !buf.shape.has_batch() && off + n <= chain.len,
+                "scratch-chains",
+                || {
+                    format!(
+                        "chain {c}'s {b} ({}, {}) at element {off} of {}",
+                        buf.node, buf.shape, chain.len
+                    )
+                },
+            )?;
+            if let Some(d) = seen.insert(b, c) {
+                return Err(broken(
+                    "scratch-chains",
+                    if d == c {
+                        format!("{b} ({}) is twice in chain {c}", buf.node)
+                    } else {
+                        format!("{b} ({}) is in chains {d} and {c}", buf.node)
+                    },
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `scratch-offsets`, `scratch-chains` (where the members lie),
+/// `scratch-lifetimes` and `winograd-scratch` of plan `pl`.
 pub fn scratch(p: &Parts, pl: &Plan) -> Verdict {
+    chains(p)?;
+    for (c, chain) in p.chains.iter().enumerate() {
+        let at = |b: BufId| match p.buffer(b).loc {
+            Loc::Scratch { offset } => offset,
+            _ => unreachable!("checked by `chains`"),
+        };
+        let base = at(chain.members[0].0);
+        for &(b, off) in &chain.members {
+            require(at(b) == base + 4 * off, "scratch-chains", || {
+                format!(
+                    "chain {c}'s {b} ({}) at byte {}, not {} (element {off} from byte {base})",
+                    p.buffer(b).node,
+                    at(b),
+                    base + 4 * off
+                )
+            })?;
+        }
+    }
     let m = p.max_batch.max(1) as i64;
     let end = p.kernels.len();
     let persistent = persistent(p);

@@ -7,6 +7,8 @@
 //!   `plan::epilogue`);
 //! - their order ([`order()`](order::order)), after `plan::order` and the
 //!   same passes;
+//! - the scratch chains of the merged updates ([`memory::chains`]), with
+//!   the kernels (a chain is what `plan::merge` tells `plan::memory`);
 //! - the scratch offsets ([`memory::scratch`]), after `plan::memory`;
 //! - the threads ([`finish::threads`]), after `plan::threads`;
 //! - what the function writes and where its buffers are
@@ -88,8 +90,10 @@ pub fn plan(g: &Graph, f: &Function, place: &VarPlacement, p: &Plan) -> Verdict 
 
 /// `views-address-buffers`, `loop-structure`, `loop-shapes`,
 /// `gemm-geometry`, `row-geometry`, `accesses-in-bounds` and
-/// `leaves-read-only` for every kernel (in any order).
+/// `leaves-read-only` for every kernel (in any order), and
+/// `scratch-chains` ([`memory::chains`]).
 pub fn kernels(p: &Parts) -> Verdict {
+    memory::chains(p)?;
     // Per node, the last kernel (plus one) in which it is available:
     // loaded, or computed so far (no hashing: loops of 100,000 nodes).
     let mut available = vec![0u32; p.g.len()];
