@@ -204,6 +204,31 @@ ema 0.99
 "#;
 
 #[test]
+fn two_replicas_shard_embeddings_under_adagrad() {
+    sharded_matches_one_process(CTR_DEEP, 2, 20, 4, false);
+}
+
+/// Tables the spec partitions (five partitions on two replicas: three on
+/// the first, round robin), small enough not to be sharded otherwise.
+#[test]
+fn two_replicas_shard_the_tables_a_spec_partitions() {
+    let text = CTR_DEEP
+        .replace("65536", "4096")
+        .replace("262144", "4096")
+        .replace(
+            "dimension = 8)",
+            "dimension = 8, partitioner = fixed_size_partitioner(5))",
+        )
+        .replace(
+            "linear_model(site, user_id)",
+            "linear_model(site, user_id, partitioner = fixed_size_partitioner(3))",
+        );
+    // Two embedding tables, two linear tables (and the linear model's
+    // bias, which TF's linear_model partitions too, though it has one row).
+    sharded_matches_one_process(&text, 2, 20, 4, false);
+}
+
+#[test]
 fn three_replicas_shard_embeddings_under_adagrad() {
     sharded_matches_one_process(CTR_DEEP, 3, 20, 4, false);
 }
