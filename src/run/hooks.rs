@@ -24,7 +24,7 @@ use specc_runtime::summary::hooks::{
 };
 use specc_runtime::summary::SummaryWriter;
 use specc_runtime::train::replicas::Collective;
-use specc_runtime::train::sharded_checkpoint::{Leader, ShardedSaverHook};
+use specc_runtime::train::sharded_checkpoint::{Leader, Report, ShardedSaverHook};
 use specc_runtime::train::{
     CheckpointSaverHook, DivergenceHook, EvalSet, Evaluation, EvaluationHook, Hook, NanTensorHook,
     RunContext, StepValues, StopAtStepHook, Timer, TrainError, DIVERGENCE_FACTOR,
@@ -224,8 +224,7 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         let leader = leader.map(|(manager, timer)| Leader {
             manager,
             timer,
-            report: Some(Box::new(move |p: &Path| watch.with(|o| o.checkpoint(p)))
-                as Box<dyn FnMut(&Path) + 'a>),
+            report: Some(Box::new(move |p: &Path| watch.with(|o| o.checkpoint(p))) as Report<'a>),
         });
         self.sharded_saver = Some(ShardedSaverHook::new(comm, leader));
     }

@@ -36,12 +36,15 @@ use crate::checkpoint::session::GLOBAL_STEP;
 use crate::checkpoint::{write_shard, CheckpointManager, ShardSlice, TensorRef};
 use crate::session::Session;
 
+/// What is told of each checkpoint written.
+pub type Report<'r> = Box<dyn FnMut(&Path) + 'r>;
+
 /// Replica 0's part: the manager that lists the checkpoints, its timer, and
 /// who is told of each one written.
 pub struct Leader<'r> {
     pub manager: CheckpointManager,
     pub timer: Timer,
-    pub report: Option<Box<dyn FnMut(&Path) + 'r>>,
+    pub report: Option<Report<'r>>,
 }
 
 /// The checkpoint hook of a run with sharded tables (see the module doc).
@@ -117,6 +120,15 @@ impl<'r> ShardedSaverHook<'r> {
     }
 }
 
+/// A slice to write: name, logical shape, rows, shape of the part, values.
+type Part<'a> = (
+    &'a str,
+    Vec<usize>,
+    std::ops::Range<usize>,
+    Vec<usize>,
+    &'a [f32],
+);
+
 /// Writes this replica's data file of the checkpoint at `prefix` (see the
 /// module doc); its entries.
 fn write_part(
@@ -128,8 +140,7 @@ fn write_part(
     position: Option<&[i64]>,
 ) -> Result<Vec<u8>, String> {
     let layout = &session.layout;
-    // (name, logical shape, rows, shape of the part, values).
-    let mut parts: Vec<(&str, Vec<usize>, std::ops::Range<usize>, Vec<usize>, &[f32])> = Vec::new();
+    let mut parts: Vec<Part<'_>> = Vec::new();
     for v in layout.vars.iter().filter(|v| v.kind.is_state()) {
         let values = session
             .var(&v.name)
