@@ -1,0 +1,907 @@
+//! Issue 30, "the model of step time at 8-512 nodes extended with the
+//! all-to-all term": the exchanges of tables sharded by row across N ranks
+//! (docs/sharded-tables.md), from a simulated Zipf id stream, on top of the
+//! dense allreduce of `allreduce_scale` (shared: `scale_model/allreduce.rs`).
+//!
+//! ```text
+//! cargo run --release --example alltoall_scale                      # W5's CTR model
+//! cargo run --release --example alltoall_scale -- --tables 26 --dim 64 --rows 10000000 \
+//!     --dense-params 499521 --compute-ms 3                           # a Criteo-like DLRM
+//! ```
+//!
+//! A model only: no MPI, no measurement, runs without `mpirun`.
+//!
+//! Simulated, per table and step (`--steps` steps, each table its own
+//! stream): each of N ranks draws `--batch` × `--ids-per-example` ids, Zipf
+//! ranks (`--zipf` s; 0 is uniform) over `--rows` R, each rank hashed to a
+//! row as a hash bucket does (so the hot ids land on arbitrary rows, and two
+//! values may share a row). Each rank dedupes its ids (what specc's fetch
+//! sends) and sends every lookup's gradient entry (not deduplicated). Rows
+//! live in TF's contiguous partitions (`--partitions`, or specc's automatic
+//! `min_max_variable_partitioner(max_partitions = N, min_slice_size = 256 KiB)`),
+//! partition p on rank p mod N: `specc_compiler`'s and `specc_runtime`'s
+//! own functions. Ranks sit `--ranks-per-node` G to a node, in blocks.
+//!
+//! Modelled, per table and step, the six `MPI_Alltoallv`s specc runs (fetch:
+//! counts, ids, rows; gradient: counts, ids, rows) as Open MPI's pairwise
+//! all-to-all: N−1 rounds, (G−1) of them over shared memory, so
+//! (G−1)·α_s + (N−G)·α of latency, plus the busiest node's network bytes
+//! (the larger of what its ranks send off the node and receive) over β and
+//! the busiest rank's bytes within its node over β_s. The step: compute +
+//! dense allreduce + all-to-all (sequential, no overlap).
+
+use clap::Parser;
+use serde_json::json;
+use specc_compiler::optim::sharded::{min_max_partitions, partition_rows, AUTO_MIN_SLICE_BYTES};
+use specc_runtime::prng::{mix, SplitMix64};
+use specc_runtime::train::sharded::Ownership;
+use std::collections::HashSet;
+
+#[path = "scale_model/allreduce.rs"]
+mod allreduce_model;
+use allreduce_model::{
+    efficiency, hierarchical_allreduce_s, parse_link, recursive_doubling_allreduce_s,
+    ring_allreduce_s, step_s, Link,
+};
+
+/// The defaults are W5's CTR model scaled up (`specs/ctr_ftrl.spec`): ten
+/// `linear_model` tables of 2^24 rows (the spec has 2^18), one weight per
+/// row, one id per example and table, batch 256 per rank.
+#[derive(Parser, Debug)]
+#[command(about = "Sharded tables' all-to-all: simulated id stream, modelled step time at N ranks")]
+struct Args {
+    /// Rank counts to model.
+    #[arg(long, value_delimiter = ',', default_value = "8,64,512")]
+    ranks: Vec<usize>,
+    /// Network links to model, GBIT:LATENCY_US (Gbit/s per node, µs per message).
+    #[arg(long, value_delimiter = ',', default_value = "100:5,25:5", value_parser = parse_link)]
+    link: Vec<Link>,
+    /// Ranks per node G (1: every peer over the network).
+    #[arg(long, default_value_t = 1)]
+    ranks_per_node: usize,
+    /// Intra-node (shared memory) bandwidth per rank, GB/s (as `allreduce_scale`).
+    #[arg(long, default_value_t = 10.0)]
+    shm_gbps: f64,
+    /// Intra-node latency per message, µs (as `allreduce_scale`).
+    #[arg(long, default_value_t = 1.0)]
+    shm_us: f64,
+    /// Examples per rank and step.
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// Ids per example and table (k).
+    #[arg(long, default_value_t = 1)]
+    ids_per_example: usize,
+    /// Sharded tables (each looked up by its own id input).
+    #[arg(long, default_value_t = 10)]
+    tables: usize,
+    /// Floats per row (d).
+    #[arg(long, default_value_t = 1)]
+    dim: usize,
+    /// Rows per table (R).
+    #[arg(long, default_value_t = 1 << 24)]
+    rows: u64,
+    /// Zipf exponents s of the id stream (0: uniform).
+    #[arg(long, value_delimiter = ',', default_value = "0,1.05")]
+    zipf: Vec<f64>,
+    /// Partitions per table; default: specc's automatic ones at each N.
+    #[arg(long)]
+    partitions: Option<u64>,
+    /// float32 parameters allreduced densely. Default: W5's 4 (the bias and
+    /// three numeric columns' weights).
+    #[arg(long, default_value_t = 4)]
+    dense_params: usize,
+    /// Per-rank compute of one step, ms. Default: W5's one pass, 0.447 s for
+    /// 800,000 rows (docs/performance.md) = 3,125 steps of 256, 0.143 ms each.
+    #[arg(long, default_value_t = 0.143)]
+    compute_ms: f64,
+    /// Simulated steps to average over.
+    #[arg(long, default_value_t = 4)]
+    steps: u64,
+    /// Seed of the simulated id streams.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// One JSON line per row instead of the tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Zipf(s) over ranks 1..=n, P(x) ∝ x^−s, by rejection-inversion (Hörmann
+/// and Derflinger, 1996): no table, O(1) per sample for any n. The envelope
+/// is 1 on [0, 1] and y^−s beyond; x = ⌊y⌋ + 1 is accepted with
+/// probability x^−s / y^−s (1 when y ≤ 1).
+#[derive(Clone, Copy, Debug)]
+struct Zipf {
+    n: u64,
+    s: f64,
+    /// The envelope's total mass, ∫₀ⁿ.
+    t: f64,
+}
+
+impl Zipf {
+    fn new(n: u64, s: f64) -> Result<Zipf, String> {
+        if n == 0 || !(s >= 0.0 && s.is_finite()) {
+            return Err(format!(
+                "Zipf over {n} ranks with s = {s}: need n > 0, s >= 0"
+            ));
+        }
+        let nf = n as f64;
+        let t = if s == 1.0 {
+            1.0 + nf.ln()
+        } else {
+            (nf.powf(1.0 - s) - s) / (1.0 - s)
+        };
+        Ok(Zipf { n, s, t })
+    }
+
+    /// The envelope's inverse CDF at `p` ∈ [0, 1).
+    fn inv_envelope(&self, p: f64) -> f64 {
+        let pt = p * self.t;
+        if pt <= 1.0 {
+            pt
+        } else if self.s == 1.0 {
+            (pt - 1.0).exp()
+        } else {
+            (pt * (1.0 - self.s) + self.s).powf(1.0 / (1.0 - self.s))
+        }
+    }
+
+    /// One rank in 1..=n.
+    fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        loop {
+            let y = self.inv_envelope(rng.uniform01_f64());
+            let x = (y + 1.0).floor();
+            let ratio = if x > 1.0 { (y / x).powf(self.s) } else { 1.0 };
+            if rng.uniform01_f64() < ratio {
+                return (x as u64).clamp(1, self.n);
+            }
+        }
+    }
+}
+
+/// The row Zipf rank `z` lands on in table `table` of `rows`: a hash bucket,
+/// each table its own hash, so two tables' hot ids have unrelated rows.
+fn hashed_row(z: u64, table: u64, rows: u64) -> u64 {
+    mix(z ^ mix(table.wrapping_add(0x5eed))) % rows
+}
+
+/// The partitions of a table at `n` ranks: `fixed` if given (at most the
+/// rows), else specc's automatic ones (`specc_compiler::optim::sharded`).
+fn table_partitions(rows: u64, dim: usize, n: usize, fixed: Option<u64>) -> Vec<usize> {
+    let p = fixed.unwrap_or_else(|| {
+        min_max_partitions(rows, dim as u64 * 4, n as u64, AUTO_MIN_SLICE_BYTES)
+    });
+    partition_rows(rows, p)
+        .into_iter()
+        .map(|r| r as usize)
+        .collect()
+}
+
+/// Entries (ids, or gradient entries) one all-to-all moves, counted by who
+/// sends and receives them and over which path.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Counters {
+    /// Per rank: entries it sends and receives (its own included).
+    sent: Vec<u64>,
+    received: Vec<u64>,
+    /// Per rank: to and from ranks of its node, itself excluded.
+    shm_out: Vec<u64>,
+    shm_in: Vec<u64>,
+    /// Per node: off the node and onto it.
+    net_out: Vec<u64>,
+    net_in: Vec<u64>,
+}
+
+impl Counters {
+    fn new(n: usize, g: usize) -> Counters {
+        let nodes = n.div_ceil(g);
+        Counters {
+            sent: vec![0; n],
+            received: vec![0; n],
+            shm_out: vec![0; n],
+            shm_in: vec![0; n],
+            net_out: vec![0; nodes],
+            net_in: vec![0; nodes],
+        }
+    }
+
+    /// One entry from rank `src` to rank `dst`, `g` ranks per node.
+    fn add(&mut self, src: usize, dst: usize, g: usize) {
+        self.sent[src] += 1;
+        self.received[dst] += 1;
+        if src == dst {
+            return;
+        }
+        if src / g == dst / g {
+            self.shm_out[src] += 1;
+            self.shm_in[dst] += 1;
+        } else {
+            self.net_out[src / g] += 1;
+            self.net_in[dst / g] += 1;
+        }
+    }
+
+    fn busiest(&self) -> Busiest {
+        let max2 = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(x, y)| *x.max(y)).max();
+        Busiest {
+            net: max2(&self.net_out, &self.net_in).unwrap_or(0),
+            shm: max2(&self.shm_out, &self.shm_in).unwrap_or(0),
+            owner: self.received.iter().copied().max().unwrap_or(0),
+            sender: self.sent.iter().copied().max().unwrap_or(0),
+        }
+    }
+}
+
+/// The loads that time one all-to-all, in entries.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Busiest {
+    /// The busiest node's network entries: max over nodes of max(out, in).
+    net: u64,
+    /// The busiest rank's entries to or from its node's other ranks.
+    shm: u64,
+    /// The most entries any rank receives, its own included (the busiest owner).
+    owner: u64,
+    /// The most entries any rank sends, its own included.
+    sender: u64,
+}
+
+/// One table's traffic in one step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct TableStep {
+    /// The distinct ids, summed over ranks.
+    distinct: u64,
+    /// The fetch: distinct ids to their owners (and rows back).
+    fetch: Busiest,
+    /// The gradient: every lookup's entry to its owner.
+    grad: Busiest,
+}
+
+/// Simulates table `table`'s ids in step `step`: every rank draws
+/// `batch`·`k` Zipf ranks, hashed to rows, dedupes them in first-occurrence
+/// order and sends each distinct id to its owner, and each lookup's
+/// gradient entry. Deterministic in (`seed`, `table`, `step`, rank).
+#[allow(clippy::too_many_arguments)]
+fn simulate_table_step(
+    n: usize,
+    g: usize,
+    batch: usize,
+    k: usize,
+    zipf: &Zipf,
+    own: &Ownership,
+    table: u64,
+    step: u64,
+    seed: u64,
+) -> TableStep {
+    let g = g.clamp(1, n.max(1));
+    let (mut fetch, mut grad) = (Counters::new(n, g), Counters::new(n, g));
+    let mut seen = HashSet::with_capacity(batch * k);
+    let mut distinct = 0;
+    for r in 0..n {
+        let stream = mix(seed ^ mix(table ^ mix(step ^ mix(r as u64))));
+        let mut rng = SplitMix64::new(stream);
+        seen.clear();
+        for _ in 0..batch * k {
+            let row = hashed_row(zipf.sample(&mut rng), table, own.rows() as u64);
+            let owner = own.locate(row as usize).0;
+            grad.add(r, owner, g);
+            if seen.insert(row) {
+                fetch.add(r, owner, g);
+            }
+        }
+        distinct += seen.len() as u64;
+    }
+    TableStep {
+        distinct,
+        fetch: fetch.busiest(),
+        grad: grad.busiest(),
+    }
+}
+
+/// Latency of one pairwise all-to-all of `n` ranks, `g` per node: n−1
+/// rounds, g−1 of them to ranks of the node.
+fn pairwise_latency_s(n: usize, g: usize, net: Link, shm: Link) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    let g = g.clamp(1, n);
+    (g - 1) as f64 * shm.alpha_s + (n - g) as f64 * net.alpha_s
+}
+
+/// One pairwise `MPI_Alltoallv` of entries of `bytes` each whose busiest
+/// node and rank carry `busy`: its latency plus the busiest node's network
+/// bytes over β and the busiest rank's node bytes over β_s. (The busiest
+/// node and the busiest rank need not be in the same round: a lower bound
+/// on the bytes' time, an upper one on the latency.)
+fn alltoallv_s(n: usize, g: usize, busy: Busiest, bytes: f64, net: Link, shm: Link) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    pairwise_latency_s(n, g, net, shm)
+        + busy.net as f64 * bytes / net.beta
+        + busy.shm as f64 * bytes / shm.beta
+}
+
+/// The all-to-all of the counts: 4 bytes from every rank to every other.
+fn counts_busiest(n: usize, g: usize) -> Busiest {
+    let g = g.clamp(1, n.max(1));
+    let node = g.min(n) as u64;
+    Busiest {
+        net: node * (n as u64 - node),
+        shm: node.saturating_sub(1),
+        owner: n as u64,
+        sender: n as u64,
+    }
+}
+
+/// The time of one table's exchanges in one step, by phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Exchanges {
+    /// Fetch: counts, ids (4 B each), rows (4·d B each, back).
+    fetch_s: f64,
+    /// Gradient: counts, local rows (4 B each), rows (4·d B each).
+    grad_s: f64,
+    /// The six all-to-alls' latency (in `fetch_s` and `grad_s`).
+    latency_s: f64,
+}
+
+impl Exchanges {
+    fn total_s(&self) -> f64 {
+        self.fetch_s + self.grad_s
+    }
+}
+
+/// The six all-to-alls of one table's step. Directions do not matter: each
+/// all-to-all's time takes the larger of a node's (rank's) out and in.
+fn table_exchanges(
+    n: usize,
+    g: usize,
+    t: &TableStep,
+    dim: usize,
+    net: Link,
+    shm: Link,
+) -> Exchanges {
+    let row = 4.0 * dim as f64;
+    let counts = alltoallv_s(n, g, counts_busiest(n, g), 4.0, net, shm);
+    Exchanges {
+        fetch_s: counts
+            + alltoallv_s(n, g, t.fetch, 4.0, net, shm)
+            + alltoallv_s(n, g, t.fetch, row, net, shm),
+        grad_s: counts
+            + alltoallv_s(n, g, t.grad, 4.0, net, shm)
+            + alltoallv_s(n, g, t.grad, row, net, shm),
+        latency_s: 6.0 * pairwise_latency_s(n, g, net, shm),
+    }
+}
+
+/// The dense allreduce: the fastest of the ring, recursive doubling (both
+/// over the network) and, with g > 1, the hierarchical allreduce.
+fn dense_allreduce_s(n: usize, g: usize, bytes: f64, net: Link, shm: Link) -> f64 {
+    let mut t = ring_allreduce_s(n, bytes, net).min(recursive_doubling_allreduce_s(n, bytes, net));
+    if g > 1 {
+        t = t.min(hierarchical_allreduce_s(n, g, bytes, net, shm));
+    }
+    t
+}
+
+/// One simulation: a rank count and skew, every table and step.
+struct Simulated {
+    n: usize,
+    s: f64,
+    /// Ranks that own rows of a table (partitions on fewer ranks than N
+    /// leave the rest without).
+    owners: usize,
+    partitions: usize,
+    /// `[step][table]`.
+    steps: Vec<Vec<TableStep>>,
+}
+
+impl Simulated {
+    fn run(args: &Args, n: usize, s: f64) -> Result<Simulated, String> {
+        let zipf = Zipf::new(args.rows, s)?;
+        let parts = table_partitions(args.rows, args.dim, n, args.partitions);
+        let own = Ownership::new(&parts, n);
+        let owners = (0..n).filter(|&r| !own.ranges(r).is_empty()).count();
+        let steps = (0..args.steps)
+            .map(|step| {
+                (0..args.tables as u64)
+                    .map(|t| {
+                        let g = args.ranks_per_node;
+                        let k = args.ids_per_example;
+                        simulate_table_step(n, g, args.batch, k, &zipf, &own, t, step, args.seed)
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Simulated {
+            n,
+            s,
+            owners,
+            partitions: parts.len(),
+            steps,
+        })
+    }
+
+    /// The mean over steps and tables of `f`.
+    fn mean(&self, f: impl Fn(&TableStep) -> f64) -> f64 {
+        let all: Vec<f64> = self.steps.iter().flatten().map(f).collect();
+        all.iter().sum::<f64>() / all.len().max(1) as f64
+    }
+
+    /// The mean over steps of the sum over tables of `f`.
+    fn per_step(&self, f: impl Fn(&TableStep) -> Exchanges) -> Exchanges {
+        let mut e = Exchanges::default();
+        for step in &self.steps {
+            for t in step {
+                let x = f(t);
+                e.fetch_s += x.fetch_s;
+                e.grad_s += x.grad_s;
+                e.latency_s += x.latency_s;
+            }
+        }
+        let k = self.steps.len().max(1) as f64;
+        Exchanges {
+            fetch_s: e.fetch_s / k,
+            grad_s: e.grad_s / k,
+            latency_s: e.latency_s / k,
+        }
+    }
+}
+
+/// A row of the model: one simulation on one link.
+struct Row {
+    link: Link,
+    a2a: Exchanges,
+    dense_s: f64,
+    step_s: f64,
+}
+
+fn model_row(args: &Args, sim: &Simulated, link: Link, shm: Link) -> Row {
+    let (n, g) = (sim.n, args.ranks_per_node);
+    let a2a = sim.per_step(|t| table_exchanges(n, g, t, args.dim, link, shm));
+    let dense_s = dense_allreduce_s(n, g, args.dense_params as f64 * 4.0, link, shm);
+    let compute_s = args.compute_ms * 1e-3;
+    Row {
+        link,
+        a2a,
+        dense_s,
+        step_s: step_s(compute_s, dense_s + a2a.total_s(), false),
+    }
+}
+
+fn print_sim(args: &Args, sim: &Simulated) {
+    let lookups = (args.batch * args.ids_per_example) as f64;
+    let uniq = sim.mean(|t| t.distinct as f64) / sim.n as f64;
+    println!();
+    println!(
+        "N = {}, Zipf s = {}: {} partitions on {} owners; per table, rank and step {} ids, \
+         {:.1} distinct (dedup saves {:.1} %)",
+        sim.n,
+        sim.s,
+        sim.partitions,
+        sim.owners,
+        lookups,
+        uniq,
+        100.0 * (1.0 - uniq / lookups)
+    );
+    let fair = |total: f64| total / sim.owners as f64;
+    let fetch_owner = sim.mean(|t| t.fetch.owner as f64);
+    let grad_owner = sim.mean(|t| t.grad.owner as f64);
+    println!(
+        "  busiest owner per table: fetch {:.0} ids ({:.2}x its fair share), gradient {:.0} \
+         entries ({:.2}x); busiest sender {:.0} ids",
+        fetch_owner,
+        fetch_owner / fair(uniq * sim.n as f64),
+        grad_owner,
+        grad_owner / fair(lookups * sim.n as f64),
+        sim.mean(|t| t.fetch.sender as f64),
+    );
+}
+
+fn print_row(args: &Args, sim: &Simulated, r: &Row) {
+    let compute_s = args.compute_ms * 1e-3;
+    if args.json {
+        let lookups = (args.batch * args.ids_per_example) as f64;
+        let line = json!({
+            "kind": "model",
+            "link_gbit": r.link.gbit(),
+            "alpha_us": r.link.alpha_s * 1e6,
+            "ranks": sim.n,
+            "ranks_per_node": args.ranks_per_node,
+            "zipf": sim.s,
+            "tables": args.tables,
+            "dim": args.dim,
+            "rows": args.rows,
+            "batch": args.batch,
+            "ids_per_example": args.ids_per_example,
+            "partitions": sim.partitions,
+            "owners": sim.owners,
+            "ids_per_rank": lookups,
+            "distinct_ids_per_rank": sim.mean(|t| t.distinct as f64) / sim.n as f64,
+            "busiest_owner_fetch_ids": sim.mean(|t| t.fetch.owner as f64),
+            "busiest_owner_grad_entries": sim.mean(|t| t.grad.owner as f64),
+            "busiest_node_fetch_net_ids": sim.mean(|t| t.fetch.net as f64),
+            "busiest_node_grad_net_entries": sim.mean(|t| t.grad.net as f64),
+            "fetch_ms": r.a2a.fetch_s * 1e3,
+            "grad_ms": r.a2a.grad_s * 1e3,
+            "alltoall_ms": r.a2a.total_s() * 1e3,
+            "alltoall_latency_ms": r.a2a.latency_s * 1e3,
+            "dense_params": args.dense_params,
+            "dense_ms": r.dense_s * 1e3,
+            "compute_ms": args.compute_ms,
+            "step_ms": r.step_s * 1e3,
+            "efficiency": efficiency(compute_s, r.step_s),
+            "steps_simulated": args.steps,
+            "seed": args.seed,
+        });
+        println!("{line}");
+        return;
+    }
+    println!(
+        "  {:>4.0} Gbit/s {:>4.1} us | all-to-all {:>7.3} ms (fetch {:>6.3}, gradient {:>6.3}; \
+         latency {:>6.3}) | dense {:>6.3} | step {:>7.3} ms, {:>3.0} %",
+        r.link.gbit(),
+        r.link.alpha_s * 1e6,
+        r.a2a.total_s() * 1e3,
+        r.a2a.fetch_s * 1e3,
+        r.a2a.grad_s * 1e3,
+        r.a2a.latency_s * 1e3,
+        r.dense_s * 1e3,
+        r.step_s * 1e3,
+        100.0 * efficiency(compute_s, r.step_s),
+    );
+}
+
+fn check(args: &Args) -> Result<(), String> {
+    let positive = [
+        ("--batch", args.batch),
+        ("--ids-per-example", args.ids_per_example),
+        ("--tables", args.tables),
+        ("--dim", args.dim),
+        ("--ranks-per-node", args.ranks_per_node),
+        ("--steps", args.steps as usize),
+    ];
+    if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
+        return Err(format!("{name} must be positive"));
+    }
+    if args.rows == 0 || args.ranks.contains(&0) || args.partitions == Some(0) {
+        return Err("--rows, --ranks and --partitions must be positive".into());
+    }
+    if !(args.shm_gbps > 0.0 && args.shm_us >= 0.0 && args.compute_ms >= 0.0) {
+        return Err("--shm-gbps must be positive, --shm-us and --compute-ms not negative".into());
+    }
+    if let Some(s) = args.zipf.iter().find(|s| !(**s >= 0.0 && s.is_finite())) {
+        return Err(format!("--zipf {s}: the exponent must be >= 0"));
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = check(&args) {
+        eprintln!("alltoall_scale: {e}");
+        std::process::exit(2);
+    }
+    let shm = Link {
+        alpha_s: args.shm_us * 1e-6,
+        beta: args.shm_gbps * 1e9,
+    };
+    if !args.json {
+        println!(
+            "{} tables x {} rows x {} floats; batch {} per rank, {} ids per example and table; \
+             {} dense float32; compute {} ms; {} rank(s) per node (shared memory {} GB/s, {} us); \
+             mean of {} simulated steps, seed {}",
+            args.tables,
+            args.rows,
+            args.dim,
+            args.batch,
+            args.ids_per_example,
+            args.dense_params,
+            args.compute_ms,
+            args.ranks_per_node,
+            args.shm_gbps,
+            args.shm_us,
+            args.steps,
+            args.seed
+        );
+    }
+    for &s in &args.zipf {
+        for &n in &args.ranks {
+            let sim = match Simulated::run(&args, n, s) {
+                Ok(sim) => sim,
+                Err(e) => {
+                    eprintln!("alltoall_scale: {e}");
+                    std::process::exit(2);
+                }
+            };
+            if !args.json {
+                print_sim(&args, &sim);
+            }
+            for &link in &args.link {
+                print_row(&args, &sim, &model_row(&args, &sim, link, shm));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NET: Link = Link {
+        alpha_s: 5e-6,
+        beta: 12.5e9,
+    };
+    const SHM: Link = Link {
+        alpha_s: 1e-6,
+        beta: 10e9,
+    };
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 + 1e-9 * b.abs()
+    }
+
+    /// Frequencies of `draws` samples of ranks 1..=n.
+    fn histogram(z: &Zipf, draws: usize, seed: u64) -> Vec<f64> {
+        let mut rng = SplitMix64::new(seed);
+        let mut h = vec![0.0; z.n as usize];
+        for _ in 0..draws {
+            let x = z.sample(&mut rng);
+            assert!((1..=z.n).contains(&x));
+            h[x as usize - 1] += 1.0 / draws as f64;
+        }
+        h
+    }
+
+    #[test]
+    fn zipf_matches_its_pmf() {
+        for s in [0.0, 0.5, 1.0, 1.05, 2.0] {
+            let z = Zipf::new(6, s).unwrap();
+            let norm: f64 = (1..=6).map(|x| (x as f64).powf(-s)).sum();
+            let h = histogram(&z, 400_000, 7);
+            for (i, f) in h.iter().enumerate() {
+                let p = ((i + 1) as f64).powf(-s) / norm;
+                // 4 standard deviations of a frequency of 400,000 draws.
+                let sd = (p * (1.0 - p) / 400_000.0).sqrt();
+                assert!(
+                    (f - p).abs() < 4.0 * sd,
+                    "s = {s}, rank {}: {f} vs {p}",
+                    i + 1
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zipf_over_many_rows_has_its_head() {
+        // s = 1.05 over 2^24: P(1) = 1 / Σ x^-1.05, the sum ≈ ζ(1.05) − the
+        // tail's ∫ = 20.58 − n^-0.05/0.05 = 20.58 − 8.71 = 11.87 (±0.02).
+        let z = Zipf::new(1 << 24, 1.05).unwrap();
+        let h = histogram(&z, 200_000, 3);
+        let p1 = 1.0 / 11.87;
+        assert!((h[0] - p1).abs() < 0.003, "{} vs {p1}", h[0]);
+        assert!((h[1] - p1 * 2f64.powf(-1.05)).abs() < 0.003);
+        assert!(Zipf::new(0, 1.0).is_err());
+        assert!(Zipf::new(10, -1.0).is_err());
+        assert!(Zipf::new(10, f64::NAN).is_err());
+    }
+
+    #[test]
+    fn hashed_rows_are_fixed_per_table_and_in_range() {
+        let rows = 1000;
+        for z in 1..200 {
+            assert!(hashed_row(z, 0, rows) < rows);
+            assert_eq!(hashed_row(z, 3, rows), hashed_row(z, 3, rows));
+        }
+        // Another table hashes the hot ids elsewhere.
+        let moved = (1..100)
+            .filter(|&z| hashed_row(z, 0, rows) != hashed_row(z, 1, rows))
+            .count();
+        assert!(moved > 90);
+    }
+
+    #[test]
+    fn partitions_follow_specc() {
+        // W5 at 2^24 rows of 4 bytes: 64 MiB = 256 slices of 256 KiB.
+        assert_eq!(table_partitions(1 << 24, 1, 8, None).len(), 8);
+        assert_eq!(table_partitions(1 << 24, 1, 512, None).len(), 256);
+        // DLRM: 10^7 rows of 256 bytes = 9,766 slices, capped at N.
+        assert_eq!(table_partitions(10_000_000, 64, 512, None).len(), 512);
+        let p = table_partitions(10, 1, 4, Some(3));
+        assert_eq!(p, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn counters_split_node_and_network() {
+        // 4 ranks, 2 per node: nodes {0, 1} and {2, 3}.
+        let mut c = Counters::new(4, 2);
+        c.add(0, 0, 2); // itself: no path
+        c.add(1, 0, 2); // within node 0
+        c.add(2, 0, 2); // node 1 to node 0
+        c.add(3, 0, 2);
+        c.add(0, 3, 2); // node 0 to node 1
+        assert_eq!(c.received, vec![4, 0, 0, 1]);
+        assert_eq!(c.sent, vec![2, 1, 1, 1]);
+        assert_eq!((c.shm_out, c.shm_in), (vec![0, 1, 0, 0], vec![1, 0, 0, 0]));
+        assert_eq!((c.net_out, c.net_in), (vec![1, 2], vec![2, 1]));
+        let mut c = Counters::new(4, 2);
+        c.add(1, 0, 2);
+        c.add(2, 0, 2);
+        c.add(3, 0, 2);
+        c.add(0, 3, 2);
+        c.add(0, 0, 2);
+        assert_eq!(
+            c.busiest(),
+            Busiest {
+                net: 2,
+                shm: 1,
+                owner: 4,
+                sender: 2
+            }
+        );
+    }
+
+    /// One row: every id is row 0, on rank 0.
+    #[test]
+    fn one_row_goes_to_one_owner() {
+        let z = Zipf::new(1, 0.0).unwrap();
+        let own = Ownership::new(&[1], 4);
+        let t = simulate_table_step(4, 1, 3, 2, &z, &own, 0, 0, 9);
+        // Each rank sends 1 distinct id; rank 0 keeps its own.
+        assert_eq!(t.distinct, 4);
+        assert_eq!(
+            t.fetch,
+            Busiest {
+                net: 3,
+                shm: 0,
+                owner: 4,
+                sender: 1
+            }
+        );
+        // Every one of the 4·3·2 lookups sends its gradient entry.
+        assert_eq!(
+            t.grad,
+            Busiest {
+                net: 18,
+                shm: 0,
+                owner: 24,
+                sender: 6
+            }
+        );
+        // Two ranks per node: rank 1's entries go over shared memory.
+        let t = simulate_table_step(4, 2, 3, 2, &z, &own, 0, 0, 9);
+        assert_eq!((t.fetch.net, t.fetch.shm), (2, 1));
+        assert_eq!((t.grad.net, t.grad.shm), (12, 6));
+    }
+
+    #[test]
+    fn uniform_ids_over_many_rows_barely_repeat() {
+        // 256 uniform ids over 2^24 rows: 256·255/2 / 2^24 = 0.002 expected
+        // repeats per rank; 8 ranks spread evenly over 8 owners.
+        let z = Zipf::new(1 << 24, 0.0).unwrap();
+        let own = Ownership::new(&table_partitions(1 << 24, 1, 8, None), 8);
+        let t = simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1);
+        assert!(t.distinct >= 8 * 256 - 1);
+        // Each owner gets about 256 of the 2,048; the busiest a few sd more.
+        assert!((256..330).contains(&t.grad.owner), "{}", t.grad.owner);
+        // Deterministic in the seed, not in the table.
+        assert_eq!(t, simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1));
+        assert_ne!(t, simulate_table_step(8, 1, 256, 1, &z, &own, 1, 0, 1));
+    }
+
+    #[test]
+    fn skewed_ids_repeat_and_load_the_hot_owner() {
+        // s = 1.05 over 2^24: rank 1 has P ≈ 1/11.87, so about 22 of a
+        // rank's 256 lookups; deduplication keeps one.
+        let rows = 1 << 24;
+        let z = Zipf::new(rows, 1.05).unwrap();
+        let own = Ownership::new(&table_partitions(rows, 1, 8, None), 8);
+        let t = simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1);
+        let per_rank = t.distinct as f64 / 8.0;
+        assert!(per_rank < 0.8 * 256.0, "{per_rank}");
+        // The hot ids' owner receives each rank's ~22 entries of rank 1
+        // alone, beyond its even share of 256 entries.
+        assert!(t.grad.owner as f64 > 256.0 + 8.0 * 15.0, "{}", t.grad.owner);
+    }
+
+    #[test]
+    fn pairwise_latency_counts_rounds() {
+        assert_eq!(pairwise_latency_s(1, 1, NET, SHM), 0.0);
+        assert!(close(pairwise_latency_s(512, 1, NET, SHM), 511.0 * 5e-6));
+        // 64 ranks, 8 per node: 7 rounds within the node, 56 across.
+        assert!(close(
+            pairwise_latency_s(64, 8, NET, SHM),
+            7e-6 + 56.0 * 5e-6
+        ));
+        // One node.
+        assert!(close(pairwise_latency_s(8, 8, NET, SHM), 7e-6));
+    }
+
+    #[test]
+    fn alltoallv_time() {
+        let busy = Busiest {
+            net: 1000,
+            shm: 100,
+            owner: 0,
+            sender: 0,
+        };
+        // 1000 rows of 256 B over 12.5 GB/s, 100 over 10 GB/s, 7 + 56 latencies.
+        let t = alltoallv_s(64, 8, busy, 256.0, NET, SHM);
+        assert!(close(
+            t,
+            7e-6 + 56.0 * 5e-6 + 256_000.0 / 12.5e9 + 25_600.0 / 10e9
+        ));
+        assert_eq!(alltoallv_s(1, 1, busy, 256.0, NET, SHM), 0.0);
+        // The counts: 4 B to each of the other ranks.
+        let c = counts_busiest(64, 8);
+        assert_eq!((c.net, c.shm), (8 * 56, 7));
+        assert_eq!(counts_busiest(8, 1).net, 7);
+    }
+
+    #[test]
+    fn a_tables_six_exchanges() {
+        let t = TableStep {
+            distinct: 0,
+            fetch: Busiest {
+                net: 200,
+                ..Busiest::default()
+            },
+            grad: Busiest {
+                net: 300,
+                ..Busiest::default()
+            },
+        };
+        let e = table_exchanges(8, 1, &t, 64, NET, SHM);
+        let lat = 7.0 * 5e-6;
+        let counts = lat + 7.0 * 4.0 / 12.5e9;
+        assert!(close(
+            e.fetch_s,
+            counts + 2.0 * lat + 200.0 * (4.0 + 256.0) / 12.5e9
+        ));
+        assert!(close(
+            e.grad_s,
+            counts + 2.0 * lat + 300.0 * (4.0 + 256.0) / 12.5e9
+        ));
+        assert!(close(e.latency_s, 6.0 * lat));
+        assert!(close(e.total_s(), e.fetch_s + e.grad_s));
+    }
+
+    #[test]
+    fn dense_term_takes_the_fastest_allreduce() {
+        // W5's 16 bytes at 512 ranks: recursive doubling's 9 rounds.
+        assert!(close(
+            dense_allreduce_s(512, 1, 16.0, NET, SHM),
+            recursive_doubling_allreduce_s(512, 16.0, NET)
+        ));
+        // 2 MB at 8 ranks: the ring.
+        assert!(close(
+            dense_allreduce_s(8, 1, 2e6, NET, SHM),
+            ring_allreduce_s(8, 2e6, NET)
+        ));
+        // 8 MB at 512 ranks, 8 per node: the hierarchical one (4.7 ms; the
+        // ring 6.4, recursive doubling 5.8).
+        let h = hierarchical_allreduce_s(512, 8, 8e6, NET, SHM);
+        assert!(close(dense_allreduce_s(512, 8, 8e6, NET, SHM), h));
+        assert!(h < recursive_doubling_allreduce_s(512, 8e6, NET));
+        assert!(h < ring_allreduce_s(512, 8e6, NET));
+        let node = allreduce_model::reduce_to_one_s(8, 8e6, SHM);
+        assert!(close(2.0 * node + ring_allreduce_s(64, 8e6, NET), h));
+        // 2 MB at 512 ranks: recursive doubling's 9 rounds beat both.
+        assert!(close(
+            dense_allreduce_s(512, 8, 2e6, NET, SHM),
+            recursive_doubling_allreduce_s(512, 2e6, NET)
+        ));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let parse = |extra: &[&str]| {
+            let mut v = vec!["alltoall_scale"];
+            v.extend_from_slice(extra);
+            check(&Args::try_parse_from(v).unwrap())
+        };
+        assert!(parse(&[]).is_ok());
+        assert!(parse(&["--batch", "0"]).unwrap_err().contains("--batch"));
+        assert!(parse(&["--zipf=-1"]).unwrap_err().contains("--zipf"));
+        assert!(parse(&["--ranks", "8,0"]).is_err());
+        assert!(Args::try_parse_from(["a", "--link", "100"]).is_err());
+    }
+}
