@@ -28,7 +28,9 @@
 //! (G−1)·α_s + (N−G)·α of latency, plus the busiest node's network bytes
 //! (the larger of what its ranks send off the node and receive) over β and
 //! the busiest rank's bytes within its node over β_s. The step: compute +
-//! dense allreduce + all-to-all (sequential, no overlap).
+//! dense allreduce + all-to-all (sequential, no overlap). Beside it, `fused`:
+//! the same six all-to-alls once per step for all tables together
+//! (TorchRec's), which specc does not do yet.
 
 use clap::Parser;
 use serde_json::json;
@@ -220,6 +222,23 @@ impl Counters {
         }
     }
 
+    /// Adds `other`'s entries (another table's, for one fused all-to-all).
+    fn merge(&mut self, other: &Counters) {
+        let pairs = [
+            (&mut self.sent, &other.sent),
+            (&mut self.received, &other.received),
+            (&mut self.shm_out, &other.shm_out),
+            (&mut self.shm_in, &other.shm_in),
+            (&mut self.net_out, &other.net_out),
+            (&mut self.net_in, &other.net_in),
+        ];
+        for (a, b) in pairs {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+
     fn busiest(&self) -> Busiest {
         let max2 = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(x, y)| *x.max(y)).max();
         Busiest {
@@ -244,7 +263,25 @@ struct Busiest {
     sender: u64,
 }
 
-/// One table's traffic in one step.
+/// One table's entries in one step, by path.
+#[derive(Clone, Debug, PartialEq)]
+struct TableCounts {
+    distinct: u64,
+    fetch: Counters,
+    grad: Counters,
+}
+
+impl TableCounts {
+    fn busiest(&self) -> TableStep {
+        TableStep {
+            distinct: self.distinct,
+            fetch: self.fetch.busiest(),
+            grad: self.grad.busiest(),
+        }
+    }
+}
+
+/// One table's traffic in one step (or every table's, fused).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct TableStep {
     /// The distinct ids, summed over ranks.
@@ -270,7 +307,7 @@ fn simulate_table_step(
     table: u64,
     step: u64,
     seed: u64,
-) -> TableStep {
+) -> TableCounts {
     let g = g.clamp(1, n.max(1));
     let (mut fetch, mut grad) = (Counters::new(n, g), Counters::new(n, g));
     let mut seen = HashSet::with_capacity(batch * k);
@@ -289,10 +326,10 @@ fn simulate_table_step(
         }
         distinct += seen.len() as u64;
     }
-    TableStep {
+    TableCounts {
         distinct,
-        fetch: fetch.busiest(),
-        grad: grad.busiest(),
+        fetch,
+        grad,
     }
 }
 
@@ -392,6 +429,9 @@ struct Simulated {
     partitions: usize,
     /// `[step][table]`.
     steps: Vec<Vec<TableStep>>,
+    /// `[step]`: every table's entries in one all-to-all per exchange
+    /// (TorchRec's fused exchange; specc runs one per table).
+    fused: Vec<TableStep>,
 }
 
 impl Simulated {
@@ -400,23 +440,28 @@ impl Simulated {
         let parts = table_partitions(args.rows, args.dim, n, args.partitions);
         let own = Ownership::new(&parts, n);
         let owners = (0..n).filter(|&r| !own.ranges(r).is_empty()).count();
-        let steps = (0..args.steps)
-            .map(|step| {
-                (0..args.tables as u64)
-                    .map(|t| {
-                        let g = args.ranks_per_node;
-                        let k = args.ids_per_example;
-                        simulate_table_step(n, g, args.batch, k, &zipf, &own, t, step, args.seed)
-                    })
-                    .collect()
-            })
-            .collect();
+        let (mut steps, mut fused) = (Vec::new(), Vec::new());
+        for step in 0..args.steps {
+            let (g, k) = (args.ranks_per_node, args.ids_per_example);
+            let tables: Vec<TableCounts> = (0..args.tables as u64)
+                .map(|t| simulate_table_step(n, g, args.batch, k, &zipf, &own, t, step, args.seed))
+                .collect();
+            let mut all = tables[0].clone();
+            for t in &tables[1..] {
+                all.distinct += t.distinct;
+                all.fetch.merge(&t.fetch);
+                all.grad.merge(&t.grad);
+            }
+            steps.push(tables.iter().map(TableCounts::busiest).collect());
+            fused.push(all.busiest());
+        }
         Ok(Simulated {
             n,
             s,
             owners,
             partitions: parts.len(),
             steps,
+            fused,
         })
     }
 
@@ -444,24 +489,42 @@ impl Simulated {
             latency_s: e.latency_s / k,
         }
     }
+
+    /// The mean over steps of `f` of the fused exchange.
+    fn fused_per_step(&self, f: impl Fn(&TableStep) -> Exchanges) -> Exchanges {
+        let k = self.fused.len().max(1) as f64;
+        let mut e = Exchanges::default();
+        for x in self.fused.iter().map(f) {
+            e.fetch_s += x.fetch_s / k;
+            e.grad_s += x.grad_s / k;
+            e.latency_s += x.latency_s / k;
+        }
+        e
+    }
 }
 
 /// A row of the model: one simulation on one link.
 struct Row {
     link: Link,
     a2a: Exchanges,
+    /// The same ids in six all-to-alls per step, all tables fused.
+    fused: Exchanges,
     dense_s: f64,
     step_s: f64,
+    fused_step_s: f64,
 }
 
 fn model_row(args: &Args, sim: &Simulated, link: Link, shm: Link) -> Row {
     let (n, g) = (sim.n, args.ranks_per_node);
     let a2a = sim.per_step(|t| table_exchanges(n, g, t, args.dim, link, shm));
+    let fused = sim.fused_per_step(|t| table_exchanges(n, g, t, args.dim, link, shm));
     let dense_s = dense_allreduce_s(n, g, args.dense_params as f64 * 4.0, link, shm);
     let compute_s = args.compute_ms * 1e-3;
     Row {
         link,
         a2a,
+        fused,
+        fused_step_s: step_s(compute_s, dense_s + fused.total_s(), false),
         dense_s,
         step_s: step_s(compute_s, dense_s + a2a.total_s(), false),
     }
@@ -529,6 +592,10 @@ fn print_row(args: &Args, sim: &Simulated, r: &Row) {
             "compute_ms": args.compute_ms,
             "step_ms": r.step_s * 1e3,
             "efficiency": efficiency(compute_s, r.step_s),
+            "fused_alltoall_ms": r.fused.total_s() * 1e3,
+            "fused_alltoall_latency_ms": r.fused.latency_s * 1e3,
+            "fused_step_ms": r.fused_step_s * 1e3,
+            "fused_efficiency": efficiency(compute_s, r.fused_step_s),
             "steps_simulated": args.steps,
             "seed": args.seed,
         });
@@ -537,7 +604,8 @@ fn print_row(args: &Args, sim: &Simulated, r: &Row) {
     }
     println!(
         "  {:>4.0} Gbit/s {:>4.1} us | all-to-all {:>7.3} ms (fetch {:>6.3}, gradient {:>6.3}; \
-         latency {:>6.3}) | dense {:>6.3} | step {:>7.3} ms, {:>3.0} %",
+         latency {:>6.3}) | dense {:>6.3} | step {:>7.3} ms, {:>3.0} % | fused: all-to-all \
+         {:>6.3}, step {:>7.3} ms, {:>3.0} %",
         r.link.gbit(),
         r.link.alpha_s * 1e6,
         r.a2a.total_s() * 1e3,
@@ -547,6 +615,9 @@ fn print_row(args: &Args, sim: &Simulated, r: &Row) {
         r.dense_s * 1e3,
         r.step_s * 1e3,
         100.0 * efficiency(compute_s, r.step_s),
+        r.fused.total_s() * 1e3,
+        r.fused_step_s * 1e3,
+        100.0 * efficiency(compute_s, r.fused_step_s),
     );
 }
 
@@ -739,12 +810,32 @@ mod tests {
         );
     }
 
+    #[test]
+    fn fused_counters_add_up() {
+        let z = Zipf::new(1000, 1.05).unwrap();
+        let own = Ownership::new(&table_partitions(1000, 1, 4, Some(4)), 4);
+        let a = simulate_table_step(4, 2, 16, 2, &z, &own, 0, 0, 5);
+        let b = simulate_table_step(4, 2, 16, 2, &z, &own, 1, 0, 5);
+        let mut all = a.fetch.clone();
+        all.merge(&b.fetch);
+        for r in 0..4 {
+            assert_eq!(all.sent[r], a.fetch.sent[r] + b.fetch.sent[r]);
+            assert_eq!(all.shm_in[r], a.fetch.shm_in[r] + b.fetch.shm_in[r]);
+        }
+        assert_eq!(all.net_out[1], a.fetch.net_out[1] + b.fetch.net_out[1]);
+        // Every rank's 32 lookups leave it, once per table.
+        let mut grad = a.grad.clone();
+        grad.merge(&b.grad);
+        assert_eq!(grad.sent, vec![64; 4]);
+        assert_eq!(grad.received.iter().sum::<u64>(), 4 * 64);
+    }
+
     /// One row: every id is row 0, on rank 0.
     #[test]
     fn one_row_goes_to_one_owner() {
         let z = Zipf::new(1, 0.0).unwrap();
         let own = Ownership::new(&[1], 4);
-        let t = simulate_table_step(4, 1, 3, 2, &z, &own, 0, 0, 9);
+        let t = simulate_table_step(4, 1, 3, 2, &z, &own, 0, 0, 9).busiest();
         // Each rank sends 1 distinct id; rank 0 keeps its own.
         assert_eq!(t.distinct, 4);
         assert_eq!(
@@ -767,7 +858,7 @@ mod tests {
             }
         );
         // Two ranks per node: rank 1's entries go over shared memory.
-        let t = simulate_table_step(4, 2, 3, 2, &z, &own, 0, 0, 9);
+        let t = simulate_table_step(4, 2, 3, 2, &z, &own, 0, 0, 9).busiest();
         assert_eq!((t.fetch.net, t.fetch.shm), (2, 1));
         assert_eq!((t.grad.net, t.grad.shm), (12, 6));
     }
@@ -778,13 +869,14 @@ mod tests {
         // repeats per rank; 8 ranks spread evenly over 8 owners.
         let z = Zipf::new(1 << 24, 0.0).unwrap();
         let own = Ownership::new(&table_partitions(1 << 24, 1, 8, None), 8);
-        let t = simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1);
+        let t = simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1).busiest();
         assert!(t.distinct >= 8 * 256 - 1);
         // Each owner gets about 256 of the 2,048; the busiest a few sd more.
         assert!((256..330).contains(&t.grad.owner), "{}", t.grad.owner);
         // Deterministic in the seed, not in the table.
-        assert_eq!(t, simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1));
-        assert_ne!(t, simulate_table_step(8, 1, 256, 1, &z, &own, 1, 0, 1));
+        let again = |table| simulate_table_step(8, 1, 256, 1, &z, &own, table, 0, 1).busiest();
+        assert_eq!(t, again(0));
+        assert_ne!(t, again(1));
     }
 
     #[test]
@@ -794,7 +886,7 @@ mod tests {
         let rows = 1 << 24;
         let z = Zipf::new(rows, 1.05).unwrap();
         let own = Ownership::new(&table_partitions(rows, 1, 8, None), 8);
-        let t = simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1);
+        let t = simulate_table_step(8, 1, 256, 1, &z, &own, 0, 0, 1).busiest();
         let per_rank = t.distinct as f64 / 8.0;
         assert!(per_rank < 0.8 * 256.0, "{per_rank}");
         // The hot ids' owner receives each rank's ~22 entries of rank 1
