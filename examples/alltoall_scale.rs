@@ -44,12 +44,15 @@ use allreduce_model::{
     efficiency, hierarchical_allreduce_s, parse_link, recursive_doubling_allreduce_s,
     ring_allreduce_s, step_s, Link,
 };
+#[cfg(feature = "mpi")]
+#[path = "scale_model/measure.rs"]
+mod measure;
 use ids::{simulate_table_step, table_partitions, Busiest, TableCounts, TableStep, Zipf};
 
 /// The defaults are W5's CTR model scaled up (`specs/ctr_ftrl.spec`): ten
 /// `linear_model` tables of 2^24 rows (the spec has 2^18), one weight per
 /// row, one id per example and table, batch 256 per rank.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(about = "Sharded tables' all-to-all: simulated id stream, modelled step time at N ranks")]
 struct Args {
     /// Rank counts to model.
@@ -105,6 +108,17 @@ struct Args {
     /// One JSON line per row instead of the tables.
     #[arg(long)]
     json: bool,
+    /// Measure instead (under `mpirun`, built with `--features mpi`): this
+    /// job's ranks run one simulated step's exchanges (step 0 of the
+    /// stream), and rank 0 prints the median next to the model on one node.
+    #[arg(long)]
+    measure: bool,
+    /// Timed repetitions of `--measure` (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Untimed repetitions before them.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
 }
 
 /// Latency of one pairwise all-to-all of `n` ranks, `g` per node: n−1
@@ -403,6 +417,7 @@ fn check(args: &Args) -> Result<(), String> {
         ("--dim", args.dim),
         ("--ranks-per-node", args.ranks_per_node),
         ("--steps", args.steps as usize),
+        ("--reps", args.reps),
     ];
     if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
         return Err(format!("{name} must be positive"));
@@ -419,6 +434,71 @@ fn check(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// `--measure`: one simulated step's exchanges on this job's ranks, timed,
+/// beside the model of the same step with every rank on one node.
+#[cfg(feature = "mpi")]
+fn measured(args: &Args, shm: Link) -> Result<(), String> {
+    use mpi::traits::Communicator;
+    let universe = mpi::initialize().ok_or("MPI is already initialized")?;
+    let world = universe.world();
+    let n = world.size() as usize;
+    for &s in &args.zipf {
+        let zipf = Zipf::new(args.rows, s)?;
+        let own = Ownership::new(
+            &table_partitions(args.rows, args.dim, n, args.partitions),
+            n,
+        );
+        let k = args.ids_per_example;
+        let stream = (0, args.seed);
+        let mut plan = measure::Plan::new(
+            &world,
+            args.tables,
+            args.batch,
+            k,
+            args.dim,
+            &zipf,
+            &own,
+            stream,
+        );
+        let t = measure::measure_step_s(&world, &mut plan, args.warmup, args.reps);
+        if world.rank() != 0 {
+            continue;
+        }
+        let one_node = Args {
+            ranks_per_node: n,
+            steps: 1,
+            ..args.clone()
+        };
+        let sim = Simulated::run(&one_node, n, s)?;
+        let model = model_row(&one_node, &sim, shm, shm).a2a;
+        if args.json {
+            let line = json!({
+                "kind": "measured",
+                "ranks": n,
+                "zipf": s,
+                "tables": args.tables,
+                "dim": args.dim,
+                "batch": args.batch,
+                "alltoall_ms": t * 1e3,
+                "model_one_node_alltoall_ms": model.total_s() * 1e3,
+                "reps": args.reps,
+            });
+            println!("{line}");
+        } else {
+            println!(
+                "measured, {n} rank(s), Zipf s = {s}: one step's all-to-alls {:.3} ms (median of {}, \
+                 slowest rank); the model on one node ({} GB/s, {} us): {:.3} ms",
+                t * 1e3,
+                args.reps,
+                args.shm_gbps,
+                args.shm_us,
+                model.total_s() * 1e3
+            );
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Args::parse();
     if let Err(e) = check(&args) {
@@ -429,6 +509,18 @@ fn main() {
         alpha_s: args.shm_us * 1e-6,
         beta: args.shm_gbps * 1e9,
     };
+    if args.measure {
+        #[cfg(feature = "mpi")]
+        let done = measured(&args, shm);
+        #[cfg(not(feature = "mpi"))]
+        let done: Result<(), String> =
+            Err("--measure needs MPI: build with `--features mpi` and run under mpirun".into());
+        if let Err(e) = done {
+            eprintln!("alltoall_scale: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     if !args.json {
         println!(
             "{} tables x {} rows x {} floats; batch {} per rank, {} ids per example and table; \

@@ -203,10 +203,35 @@ pub struct TableStep {
     pub grad: Busiest,
 }
 
-/// Simulates table `table`'s ids in step `step`: every rank draws
-/// `batch`·`k` Zipf ranks, hashed to rows, dedupes them in first-occurrence
-/// order and sends each distinct id to its owner, and each lookup's
-/// gradient entry. Deterministic in (`seed`, `table`, `step`, rank).
+/// Where one table's stream puts rank `r`'s lookups in step `step`: for
+/// each of its `batch`·`k` ids, in order, `visit(owner, first)` with the
+/// row's owner and whether the id is the first of its row in this rank's
+/// batch (the fetch sends those; the gradient sends them all). Returns the
+/// distinct ids. Deterministic in (`seed`, `table`, `step`, `r`).
+#[allow(clippy::too_many_arguments)]
+pub fn rank_lookups(
+    r: usize,
+    batch: usize,
+    k: usize,
+    zipf: &Zipf,
+    own: &Ownership,
+    (table, step, seed): (u64, u64, u64),
+    seen: &mut HashSet<u64>,
+    mut visit: impl FnMut(usize, bool),
+) -> u64 {
+    let stream = mix(seed ^ mix(table ^ mix(step ^ mix(r as u64))));
+    let mut rng = SplitMix64::new(stream);
+    seen.clear();
+    for _ in 0..batch * k {
+        let row = hashed_row(zipf.sample(&mut rng), table, own.rows() as u64);
+        visit(own.locate(row as usize).0, seen.insert(row));
+    }
+    seen.len() as u64
+}
+
+/// Simulates table `table`'s ids in step `step` on `n` ranks, `g` per node
+/// ([`rank_lookups`] of every rank): each distinct id to its owner (the
+/// fetch), each lookup's gradient entry (the gradient).
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_table_step(
     n: usize,
@@ -224,18 +249,13 @@ pub fn simulate_table_step(
     let mut seen = HashSet::with_capacity(batch * k);
     let mut distinct = 0;
     for r in 0..n {
-        let stream = mix(seed ^ mix(table ^ mix(step ^ mix(r as u64))));
-        let mut rng = SplitMix64::new(stream);
-        seen.clear();
-        for _ in 0..batch * k {
-            let row = hashed_row(zipf.sample(&mut rng), table, own.rows() as u64);
-            let owner = own.locate(row as usize).0;
+        let stream = (table, step, seed);
+        distinct += rank_lookups(r, batch, k, zipf, own, stream, &mut seen, |owner, first| {
             grad.add(r, owner, g);
-            if seen.insert(row) {
+            if first {
                 fetch.add(r, owner, g);
             }
-        }
-        distinct += seen.len() as u64;
+        });
     }
     TableCounts {
         distinct,
