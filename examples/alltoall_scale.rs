@@ -9,7 +9,14 @@
 //!     --dense-params 499521 --compute-ms 3                           # a Criteo-like DLRM
 //! ```
 //!
-//! A model only: no MPI, no measurement, runs without `mpirun`.
+//! The model needs no MPI and runs without `mpirun`. With `--measure` (the
+//! `mpi` feature, under `mpirun`; `scale_model/measure.rs`), this job's ranks
+//! run one simulated step's exchanges instead, timed:
+//!
+//! ```text
+//! cargo build --release --features mpi --example alltoall_scale
+//! mpirun --allow-run-as-root -np 2 target/release/examples/alltoall_scale --measure
+//! ```
 //!
 //! Simulated (`scale_model/ids.rs`), per table and step (`--steps` steps, each table its own
 //! stream): each of N ranks draws `--batch` × `--ids-per-example` ids, Zipf
