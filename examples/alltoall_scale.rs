@@ -432,6 +432,16 @@ fn check(args: &Args) -> Result<(), String> {
     if args.rows == 0 || args.ranks.contains(&0) || args.partitions == Some(0) {
         return Err("--rows, --ranks and --partitions must be positive".into());
     }
+    if (args.dim as u64)
+        .checked_mul(4)
+        .and_then(|row| row.checked_mul(args.rows))
+        .is_none_or(|bytes| usize::try_from(bytes).is_err())
+    {
+        return Err(format!(
+            "--rows {} of --dim {} floats: the table's bytes overflow",
+            args.rows, args.dim
+        ));
+    }
     if !(args.shm_gbps > 0.0 && args.shm_us >= 0.0 && args.compute_ms >= 0.0) {
         return Err("--shm-gbps must be positive, --shm-us and --compute-ms not negative".into());
     }
@@ -684,6 +694,9 @@ mod tests {
         assert!(parse(&["--batch", "0"]).unwrap_err().contains("--batch"));
         assert!(parse(&["--zipf=-1"]).unwrap_err().contains("--zipf"));
         assert!(parse(&["--ranks", "8,0"]).is_err());
+        let huge = parse(&["--rows", "1000000000000000000", "--dim", "64"]);
+        assert!(huge.unwrap_err().contains("overflow"));
+        assert!(parse(&["--rows", "10000000", "--dim", "64"]).is_ok());
         assert!(Args::try_parse_from(["a", "--link", "100"]).is_err());
     }
 }
