@@ -47,7 +47,7 @@ pub const AUTO_MIN_SLICE_BYTES: u64 = 256 << 10;
 /// TF's `min_max_variable_partitioner(max_partitions, min_slice_size)`: the
 /// partitions of a table of `rows` rows of `row_bytes` bytes each.
 pub fn min_max_partitions(rows: u64, row_bytes: u64, max_partitions: u64, min_slice: u64) -> u64 {
-    let total = rows * row_bytes;
+    let total = rows.saturating_mul(row_bytes);
     let wanted = total.div_ceil(min_slice.max(1));
     wanted.min(rows).min(max_partitions).max(1)
 }
@@ -130,7 +130,7 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         };
         if !explicit {
             let auto = specc_runtime::settings::shard_tables();
-            if !auto || replicas == 1 || rows * row_len * 4 < AUTO_MIN_SLICE_BYTES {
+            if !auto || replicas == 1 || rows.saturating_mul(row_len * 4) < AUTO_MIN_SLICE_BYTES {
                 continue;
             }
             let n = min_max_partitions(rows, row_len * 4, replicas, AUTO_MIN_SLICE_BYTES);
