@@ -4,30 +4,32 @@
 //! parameter servers). The compiler's half is `compiler::optim::sharded`.
 //!
 //! Owns: [`Ownership`] (which replica holds which rows of a table, and
-//! where), [`ShardedTables`] (the two exchanges of a step, for every sharded
-//! table of a session):
+//! where), [`ShardedTables`] (the two exchanges of a step, every sharded
+//! table of a session in each, table after table in one message per pair
+//! of replicas, so a step makes six all-to-alls whatever the tables):
 //! - [`ShardedTables::fetch`], before `replica_grad`: the distinct ids of
 //!   this replica's rows, in first-occurrence order, go to their owners
-//!   (an all-to-all), which return the rows (another); they land in the
+//!   (the counts, then the ids), which return the rows; they land in each
 //!   table's `Fetched` variable, and the id inputs are rewritten into
 //!   positions in it;
 //! - [`ShardedTables::route`], after `replica_grad`: each entry of this
 //!   replica's `IndexedSlices` (position, row) goes to the id's owner as
-//!   (its local row, row), in this replica's order; an owner receives the
-//!   replicas' entries in replica order, so in the order one process would
-//!   see them, and the `step`'s sparse update sums duplicates as TF does.
-//!   The rest of the exchange variables is padding: the spare row, zero
-//!   gradient.
+//!   (its local row, row), in this replica's order (the counts, the ids,
+//!   the rows); an owner receives the replicas' entries in replica order, so
+//!   in the order one process would see them, and the `step`'s sparse
+//!   update sums duplicates as TF does. The rest of the exchange variables
+//!   is padding: the spare row, zero gradient.
 //!
-//! Invariants: every replica calls both in the same step, in table order
-//! (the collectives pair up); buffers are sized once from the layout, so a
-//! step allocates nothing once the id map has grown to a batch's ids;
-//! negative ids (a column's padding) name no row and move nothing.
+//! Invariants: every replica calls both in the same step (the collectives
+//! pair up); within a message to a replica the tables come in layout order;
+//! buffers are sized once from the layout, so a step allocates nothing once
+//! the id maps have grown to a batch's ids; negative ids (a column's
+//! padding) name no row and move nothing.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::abi::{ShardedLayout, VarRole};
+use crate::abi::ShardedLayout;
 use crate::session::Session;
 use crate::train::replicas::Collective;
 
@@ -97,7 +99,7 @@ impl Ownership {
     }
 }
 
-/// One sharded table's state and buffers.
+/// One sharded table.
 struct Table {
     layout: ShardedLayout,
     own: Ownership,
@@ -111,10 +113,16 @@ struct Table {
     grad_values: usize,
     /// The spare row's index in this replica's rows.
     spare: i32,
-    /// For each id sent in `fetch`, its position in `uniq`.
+    /// Ids (or gradient entries) this replica sends each replica, and
+    /// receives from each, this exchange.
+    sent: Vec<i32>,
+    got: Vec<i32>,
+    /// Where each replica's ids start in `order`, and the next free place.
+    start: Vec<usize>,
+    next: Vec<usize>,
+    /// The ids fetched, by owner: their positions among the group's
+    /// distinct ids.
     order: Vec<u32>,
-    send: Buffers,
-    recv: Buffers,
 }
 
 /// An id input of sharded lookups: the batch's distinct ids in
@@ -129,39 +137,50 @@ struct IdGroup {
     position: HashMap<i32, u32>,
 }
 
-/// One direction of an all-to-all: per replica counts and displacements
-/// (of ids; rows are `row_len` times), the ids and the rows' bits.
-struct Buffers {
-    counts: Vec<i32>,
-    displs: Vec<i32>,
-    row_counts: Vec<i32>,
-    row_displs: Vec<i32>,
+/// One direction of the all-to-alls: what goes to (or comes from) each
+/// replica, ids and words (the rows' bits), with their offsets.
+struct Side {
+    id_counts: Vec<i32>,
+    id_displs: Vec<i32>,
+    word_counts: Vec<i32>,
+    word_displs: Vec<i32>,
     ids: Vec<u32>,
-    rows: Vec<u32>,
+    words: Vec<u32>,
 }
 
-impl Buffers {
-    fn new(replicas: usize, ids: usize, row_len: usize) -> Buffers {
-        Buffers {
-            counts: vec![0; replicas],
-            displs: vec![0; replicas],
-            row_counts: vec![0; replicas],
-            row_displs: vec![0; replicas],
+impl Side {
+    fn new(replicas: usize, ids: usize, words: usize) -> Side {
+        Side {
+            id_counts: vec![0; replicas],
+            id_displs: vec![0; replicas],
+            word_counts: vec![0; replicas],
+            word_displs: vec![0; replicas],
             ids: vec![0; ids],
-            rows: vec![0; ids * row_len],
+            words: vec![0; words],
         }
     }
 
-    /// Displacements from the counts; the total.
-    fn place(&mut self, row_len: usize) -> usize {
-        let mut at = 0;
-        for r in 0..self.counts.len() {
-            self.displs[r] = at as i32;
-            self.row_counts[r] = self.counts[r] * row_len as i32;
-            self.row_displs[r] = (at * row_len) as i32;
-            at += self.counts[r] as usize;
+    /// The counts and offsets of ids `count(t, r)` per table and replica.
+    fn place(&mut self, tables: &[Table], count: impl Fn(&Table, usize) -> i32) {
+        let (mut ids, mut words) = (0i32, 0i32);
+        for r in 0..self.id_counts.len() {
+            let n: i32 = tables.iter().map(|t| count(t, r)).sum();
+            let w: i32 = tables.iter().map(|t| count(t, r) * t.row_len as i32).sum();
+            self.id_counts[r] = n;
+            self.id_displs[r] = ids;
+            self.word_counts[r] = w;
+            self.word_displs[r] = words;
+            ids += n;
+            words += w;
         }
-        at
+    }
+
+    fn total_ids(&self) -> usize {
+        self.id_counts.iter().map(|&c| c as usize).sum()
+    }
+
+    fn total_words(&self) -> usize {
+        self.word_counts.iter().map(|&c| c as usize).sum()
     }
 }
 
@@ -170,9 +189,17 @@ pub struct ShardedTables {
     comm: Rc<dyn Collective>,
     groups: Vec<IdGroup>,
     tables: Vec<Table>,
-    counts: Counts,
-    /// Where the next entry to each replica goes.
-    cursor: Vec<i32>,
+    send: Side,
+    recv: Side,
+    /// The per-table counts to (and from) each replica, table-major within
+    /// a replica, and their all-to-all's counts and offsets.
+    count_send: Vec<u32>,
+    count_recv: Vec<u32>,
+    per_replica: Vec<i32>,
+    count_displs: Vec<i32>,
+    /// Where the next id and word to (or from) each replica go.
+    id_cursor: Vec<usize>,
+    word_cursor: Vec<usize>,
     /// Seconds spent in [`ShardedTables::fetch`] and
     /// [`ShardedTables::route`] so far.
     pub seconds: f64,
@@ -193,6 +220,7 @@ impl ShardedTables {
         let n = comm.replicas();
         let mut tables = Vec::new();
         let mut groups: Vec<IdGroup> = Vec::new();
+        let (mut all_ids, mut all_words) = (0usize, 0usize);
         for s in &layout.sharded {
             let var = layout
                 .var(&s.table)
@@ -249,6 +277,8 @@ impl ShardedTables {
                     .output_index(grad, name)
                     .ok_or_else(|| format!("`replica_grad` has no output `{name}`"))
             };
+            all_ids += cap;
+            all_words += cap * row_len;
             tables.push(Table {
                 grad_ids: output(&s.grad_ids)?,
                 grad_values: output(&s.grad_values)?,
@@ -257,22 +287,29 @@ impl ShardedTables {
                 row_len,
                 group,
                 spare: i32::try_from(local - 1).map_err(|_| "table too large".to_string())?,
+                sent: vec![0; n],
+                got: vec![0; n],
+                start: vec![0; n],
+                next: vec![0; n],
                 order: vec![0; cap],
-                send: Buffers::new(n, cap, row_len),
-                recv: Buffers::new(n, cap, row_len),
             });
         }
+        if i32::try_from(all_words).is_err() {
+            return Err("the sharded tables' rows of one batch exceed 2^31 values".into());
+        }
+        let t = tables.len();
         Ok(Some(ShardedTables {
             comm,
             groups,
+            send: Side::new(n, all_ids, all_words),
+            recv: Side::new(n, all_ids, all_words),
             tables,
-            counts: Counts {
-                ones: vec![1; n],
-                places: (0..n as i32).collect(),
-                send: vec![0; n],
-                recv: vec![0; n],
-            },
-            cursor: vec![0; n],
+            count_send: vec![0; n * t],
+            count_recv: vec![0; n * t],
+            per_replica: vec![t as i32; n],
+            count_displs: (0..n).map(|r| (r * t) as i32).collect(),
+            id_cursor: vec![0; n],
+            word_cursor: vec![0; n],
             seconds: 0.0,
         }))
     }
@@ -287,7 +324,6 @@ impl ShardedTables {
     }
 
     fn fetch_rows(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
-        let rank = self.comm.rank();
         // Each id input's distinct ids; the input holds their positions.
         for g in &mut self.groups {
             g.uniq.clear();
@@ -305,71 +341,92 @@ impl ShardedTables {
                 *id = pos as i32;
             }
         }
+        // Each table's ids to each owner, in first-occurrence order.
         for t in &mut self.tables {
             let g = &self.groups[t.group];
-            // The ids to each owner, in first-occurrence order.
-            t.send.counts.fill(0);
+            t.sent.fill(0);
             for &id in &g.uniq {
-                t.send.counts[t.own.locate_id(id).0] += 1;
+                t.sent[t.own.locate_id(id).0] += 1;
             }
-            t.send.place(t.row_len);
-            let cursor = &mut self.cursor;
-            cursor.copy_from_slice(&t.send.displs);
+            let mut at = 0;
+            for r in 0..t.sent.len() {
+                t.start[r] = at;
+                t.next[r] = at;
+                at += t.sent[r] as usize;
+            }
+        }
+        self.exchange_counts();
+        self.send.place(&self.tables, |t, r| t.sent[r]);
+        self.recv.place(&self.tables, |t, r| t.got[r]);
+        self.check_room("rows asked for")?;
+        for (c, &d) in self.id_cursor.iter_mut().zip(&self.send.id_displs) {
+            *c = d as usize;
+        }
+        for t in &mut self.tables {
+            let g = &self.groups[t.group];
             for (k, &id) in g.uniq.iter().enumerate() {
                 let (owner, local) = t.own.locate_id(id);
-                let at = cursor[owner] as usize;
-                t.send.ids[at] = local as u32;
-                t.order[at] = k as u32;
-                cursor[owner] += 1;
+                self.send.ids[self.id_cursor[owner]] = local as u32;
+                self.id_cursor[owner] += 1;
+                t.order[t.next[owner]] = k as u32;
+                t.next[owner] += 1;
             }
-            self.counts
-                .exchange(&*self.comm, &t.send.counts, &mut t.recv.counts);
-            let got = t.recv.place(t.row_len);
-            if got > t.recv.ids.len() {
-                return Err(format!(
-                    "`{}`: replica {rank} was asked for {got} rows, more than a batch holds",
-                    t.layout.table
-                ));
-            }
-            self.comm.all_to_all(
-                &t.send.ids,
-                &t.send.counts,
-                &t.send.displs,
-                &mut t.recv.ids,
-                &t.recv.counts,
-                &t.recv.displs,
-            );
-            // The owner's answer: each asked row, in the order asked.
-            let table = session
-                .var(&t.layout.table)
-                .ok_or_else(|| format!("no variable `{}`", t.layout.table))?;
-            let d = t.row_len;
-            for (k, &local) in t.recv.ids[..got].iter().enumerate() {
-                let row = &table[local as usize * d..(local as usize + 1) * d];
-                for (dst, v) in t.recv.rows[k * d..(k + 1) * d].iter_mut().zip(row) {
-                    *dst = v.to_bits();
+        }
+        let (send, recv) = (&self.send, &mut self.recv);
+        self.comm.all_to_all(
+            &send.ids,
+            &send.id_counts,
+            &send.id_displs,
+            &mut recv.ids,
+            &recv.id_counts,
+            &recv.id_displs,
+        );
+        // The owner's answer: each asked row, in the order asked (replica
+        // by replica, table after table), into the words going back.
+        let mut word = 0;
+        for r in 0..self.recv.id_counts.len() {
+            let mut at = self.recv.id_displs[r] as usize;
+            for t in &self.tables {
+                let table = session
+                    .var(&t.layout.table)
+                    .ok_or_else(|| format!("no variable `{}`", t.layout.table))?;
+                let d = t.row_len;
+                for &local in &self.recv.ids[at..at + t.got[r] as usize] {
+                    let row = &table[local as usize * d..(local as usize + 1) * d];
+                    for (dst, v) in self.send.words[word..word + d].iter_mut().zip(row) {
+                        *dst = v.to_bits();
+                    }
+                    word += d;
                 }
+                at += t.got[r] as usize;
             }
-            // Back to the askers: the roles of the two buffers swap.
-            self.comm.all_to_all(
-                &t.recv.rows,
-                &t.recv.row_counts,
-                &t.recv.row_displs,
-                &mut t.send.rows,
-                &t.send.row_counts,
-                &t.send.row_displs,
-            );
-            let fetched = session
-                .var_mut(&t.layout.fetched)
-                .ok_or_else(|| format!("no variable `{}`", t.layout.fetched))?;
-            let sent = g.uniq.len();
-            for (at, &k) in t.order[..sent].iter().enumerate() {
-                let k = k as usize;
-                for (dst, &bits) in fetched[k * d..(k + 1) * d]
-                    .iter_mut()
-                    .zip(&t.send.rows[at * d..(at + 1) * d])
-                {
-                    *dst = f32::from_bits(bits);
+        }
+        // Back to the askers: what each replica asked of this one.
+        let (send, recv) = (&self.send, &mut self.recv);
+        self.comm.all_to_all(
+            &send.words,
+            &recv.word_counts,
+            &recv.word_displs,
+            &mut recv.words,
+            &send.word_counts,
+            &send.word_displs,
+        );
+        for r in 0..self.send.id_counts.len() {
+            let mut word = self.send.word_displs[r] as usize;
+            for t in &self.tables {
+                let d = t.row_len;
+                let fetched = session
+                    .var_mut(&t.layout.fetched)
+                    .ok_or_else(|| format!("no variable `{}`", t.layout.fetched))?;
+                for &k in &t.order[t.start[r]..t.start[r] + t.sent[r] as usize] {
+                    let k = k as usize;
+                    for (dst, &bits) in fetched[k * d..(k + 1) * d]
+                        .iter_mut()
+                        .zip(&self.recv.words[word..word + d])
+                    {
+                        *dst = f32::from_bits(bits);
+                    }
+                    word += d;
                 }
             }
         }
@@ -386,13 +443,26 @@ impl ShardedTables {
         routed
     }
 
-    fn route_rows(
-        &mut self,
-        session: &mut Session,
-        grad: usize,
-        rows: usize,
-    ) -> Result<(), String> {
+    fn route_rows(&mut self, session: &mut Session, grad: usize, rows: usize) -> Result<(), String> {
         for t in &mut self.tables {
+            let g = &self.groups[t.group];
+            let ids = session
+                .output_i32_at(grad, t.grad_ids, rows)
+                .ok_or("no gradient ids")?;
+            t.sent.fill(0);
+            for &pos in ids.iter().filter(|&&p| p >= 0) {
+                t.sent[t.own.locate_id(g.uniq[pos as usize]).0] += 1;
+            }
+        }
+        self.exchange_counts();
+        self.send.place(&self.tables, |t, r| t.sent[r]);
+        self.recv.place(&self.tables, |t, r| t.got[r]);
+        self.check_room("gradient rows")?;
+        for r in 0..self.id_cursor.len() {
+            self.id_cursor[r] = self.send.id_displs[r] as usize;
+            self.word_cursor[r] = self.send.word_displs[r] as usize;
+        }
+        for t in &self.tables {
             let g = &self.groups[t.group];
             let d = t.row_len;
             let ids = session
@@ -401,115 +471,121 @@ impl ShardedTables {
             let values = session
                 .output_at(grad, t.grad_values, rows)
                 .ok_or("no gradient rows")?;
-            t.send.counts.fill(0);
-            for &pos in ids.iter().filter(|&&p| p >= 0) {
-                let id = g.uniq[pos as usize];
-                t.send.counts[t.own.locate_id(id).0] += 1;
-            }
-            let total = t.send.place(d);
-            if total > t.send.ids.len() {
-                return Err(format!("`{}`: too many gradient rows", t.layout.table));
-            }
-            let cursor = &mut self.cursor;
-            cursor.copy_from_slice(&t.send.displs);
             for (j, &pos) in ids.iter().enumerate().filter(|(_, &p)| p >= 0) {
                 let (owner, local) = t.own.locate_id(g.uniq[pos as usize]);
-                let at = cursor[owner] as usize;
-                t.send.ids[at] = local as u32;
-                for (dst, v) in t.send.rows[at * d..(at + 1) * d]
+                self.send.ids[self.id_cursor[owner]] = local as u32;
+                self.id_cursor[owner] += 1;
+                let w = self.word_cursor[owner];
+                for (dst, v) in self.send.words[w..w + d]
                     .iter_mut()
                     .zip(&values[j * d..(j + 1) * d])
                 {
                     *dst = v.to_bits();
                 }
-                cursor[owner] += 1;
+                self.word_cursor[owner] += d;
             }
-            self.counts
-                .exchange(&*self.comm, &t.send.counts, &mut t.recv.counts);
-            let got = t.recv.place(d);
-            let Some(ids_var) = session.layout.var(&t.layout.grad_ids) else {
-                return Err(format!("no variable `{}`", t.layout.grad_ids));
-            };
-            let capacity = ids_var.shape.iter().product::<usize>();
-            if got > capacity || got > t.recv.ids.len() {
-                return Err(format!(
-                    "`{}`: {got} gradient rows for {capacity} places",
-                    t.layout.table
-                ));
-            }
-            self.comm.all_to_all(
-                &t.send.ids,
-                &t.send.counts,
-                &t.send.displs,
-                &mut t.recv.ids,
-                &t.recv.counts,
-                &t.recv.displs,
-            );
-            self.comm.all_to_all(
-                &t.send.rows,
-                &t.send.row_counts,
-                &t.send.row_displs,
-                &mut t.recv.rows,
-                &t.recv.row_counts,
-                &t.recv.row_displs,
-            );
+        }
+        let (send, recv) = (&self.send, &mut self.recv);
+        self.comm.all_to_all(
+            &send.ids,
+            &send.id_counts,
+            &send.id_displs,
+            &mut recv.ids,
+            &recv.id_counts,
+            &recv.id_displs,
+        );
+        self.comm.all_to_all(
+            &send.words,
+            &send.word_counts,
+            &send.word_displs,
+            &mut recv.words,
+            &recv.word_counts,
+            &recv.word_displs,
+        );
+        // Each table's entries, replica after replica, then the padding.
+        for r in 0..self.id_cursor.len() {
+            self.id_cursor[r] = self.recv.id_displs[r] as usize;
+            self.word_cursor[r] = self.recv.word_displs[r] as usize;
+        }
+        for t in &self.tables {
+            let d = t.row_len;
+            let got: usize = t.got.iter().map(|&c| c as usize).sum();
             let ids_out = session
                 .var_mut(&t.layout.grad_ids)
                 .ok_or("no gradient ids variable")?;
-            for (dst, &local) in ids_out.iter_mut().zip(&t.recv.ids[..got]) {
-                *dst = f32::from_bits(local);
+            if got > ids_out.len() {
+                return Err(format!(
+                    "`{}`: {got} gradient rows for {} places",
+                    t.layout.table,
+                    ids_out.len()
+                ));
+            }
+            let mut m = 0;
+            for r in 0..t.got.len() {
+                let c = t.got[r] as usize;
+                let at = self.id_cursor[r];
+                for (dst, &local) in ids_out[m..m + c].iter_mut().zip(&self.recv.ids[at..at + c]) {
+                    *dst = f32::from_bits(local);
+                }
+                m += c;
             }
             ids_out[got..].fill(f32::from_bits(t.spare as u32));
             let rows_out = session
                 .var_mut(&t.layout.grad_values)
                 .ok_or("no gradient rows variable")?;
-            for (dst, &bits) in rows_out.iter_mut().zip(&t.recv.rows[..got * d]) {
-                *dst = f32::from_bits(bits);
+            let mut m = 0;
+            for r in 0..t.got.len() {
+                let c = t.got[r] as usize;
+                let (at, w) = (self.id_cursor[r], self.word_cursor[r]);
+                rows_out[m * d..(m + c) * d]
+                    .iter_mut()
+                    .zip(&self.recv.words[w..w + c * d])
+                    .for_each(|(dst, &bits)| *dst = f32::from_bits(bits));
+                m += c;
+                self.id_cursor[r] = at + c;
+                self.word_cursor[r] = w + c * d;
             }
             rows_out[got * d..].fill(0.0);
         }
         Ok(())
     }
-}
 
-/// The exchange of per-replica counts (an all-to-all of one value each),
-/// with its buffers.
-struct Counts {
-    ones: Vec<i32>,
-    places: Vec<i32>,
-    send: Vec<u32>,
-    recv: Vec<u32>,
-}
-
-impl Counts {
-    /// `recv[r]` = what replica r put in its `send[rank]`.
-    fn exchange(&mut self, comm: &dyn Collective, send: &[i32], recv: &mut [i32]) {
-        for (d, &c) in self.send.iter_mut().zip(send) {
-            *d = c as u32;
+    /// The per-table counts of this exchange: each table's `sent` to every
+    /// replica, and into `got` what every replica sends this one.
+    fn exchange_counts(&mut self) {
+        let t = self.tables.len();
+        for (ti, table) in self.tables.iter().enumerate() {
+            for (r, &c) in table.sent.iter().enumerate() {
+                self.count_send[r * t + ti] = c as u32;
+            }
         }
-        comm.all_to_all(
-            &self.send,
-            &self.ones,
-            &self.places,
-            &mut self.recv,
-            &self.ones,
-            &self.places,
+        self.comm.all_to_all(
+            &self.count_send,
+            &self.per_replica,
+            &self.count_displs,
+            &mut self.count_recv,
+            &self.per_replica,
+            &self.count_displs,
         );
-        for (r, &g) in recv.iter_mut().zip(&self.recv) {
-            *r = g as i32;
+        for (ti, table) in self.tables.iter_mut().enumerate() {
+            for r in 0..table.got.len() {
+                table.got[r] = self.count_recv[r * t + ti] as i32;
+            }
         }
     }
-}
 
-/// Whether variable `v` of `session` holds only this replica's rows.
-pub fn is_sharded(session: &Session, name: &str) -> bool {
-    session.layout.var(name).is_some_and(|v| {
-        session.layout.shard_of(v).is_some()
-            && matches!(
-                v.kind,
-                VarRole::Param { .. } | VarRole::Slot { .. } | VarRole::Average { .. }
-            )
-    })
+    /// Whether this exchange fits the buffers (a batch's worth).
+    fn check_room(&self, what: &str) -> Result<(), String> {
+        let fits = |s: &Side| s.total_ids() <= s.ids.len() && s.total_words() <= s.words.len();
+        if fits(&self.send) && fits(&self.recv) {
+            Ok(())
+        } else {
+            Err(format!(
+                "replica {}: more {what} than a batch holds",
+                self.comm.rank()
+            ))
+        }
+    }
 }
 
 #[cfg(test)]
