@@ -443,7 +443,12 @@ impl ShardedTables {
         routed
     }
 
-    fn route_rows(&mut self, session: &mut Session, grad: usize, rows: usize) -> Result<(), String> {
+    fn route_rows(
+        &mut self,
+        session: &mut Session,
+        grad: usize,
+        rows: usize,
+    ) -> Result<(), String> {
         for t in &mut self.tables {
             let g = &self.groups[t.group];
             let ids = session
