@@ -132,71 +132,15 @@ pub fn initialize(init: &Initializer, shape: &[usize], out: &mut [f32]) -> Resul
                 ));
             }
         }
-        &Initializer::RandomUniform {
-            minval,
-            maxval,
-            seed,
-        } => {
-            check_finite("minval", minval)?;
-            check_finite("maxval", maxval)?;
-            let range = maxval - minval;
-            if !range.is_finite() {
-                return Err(format!(
-                    "maxval - minval overflows float32 (minval {minval}, maxval {maxval})"
-                ));
-            }
-            let mut s = SplitMix64::new(seed);
-            for w in out.iter_mut() {
-                *w = s.uniform01_f32() * range + minval;
-            }
-        }
-        &Initializer::RandomNormal { mean, stddev, seed } => {
-            check_normal_params(mean, stddev)?;
-            let mut s = SplitMix64::new(seed);
-            for w in out.iter_mut() {
-                *w = s.normal_f64() as f32 * stddev + mean;
-            }
-        }
-        &Initializer::TruncatedNormal { mean, stddev, seed } => {
-            check_normal_params(mean, stddev)?;
-            truncated_normal(out, mean, stddev, seed);
-        }
-        &Initializer::GlorotUniform { seed } => {
-            if n == 0 {
-                return Ok(());
-            }
-            let (fan_in, fan_out) = fans(shape);
-            let limit = (6.0 / (fan_in + fan_out)).sqrt() as f32;
-            let mut s = SplitMix64::new(seed);
-            for w in out.iter_mut() {
-                *w = (2.0f32 * s.uniform01_f32() - 1.0f32) * limit;
-            }
-        }
-        &Initializer::GlorotNormal { seed } => {
-            if n == 0 {
-                return Ok(());
-            }
-            let (fan_in, fan_out) = fans(shape);
-            let scale = 1.0 / f64::max(1.0, (fan_in + fan_out) / 2.0);
-            let stddev = (scale.sqrt() / TRUNCATED_NORMAL_STD) as f32;
-            truncated_normal(out, 0.0, stddev, seed);
-        }
+        // The random ones: their stream, drawn into place.
+        _ if n == 0
+            && matches!(
+                init,
+                Initializer::GlorotUniform { .. } | Initializer::GlorotNormal { .. }
+            ) => {}
+        _ => StreamInit::new(init, shape)?.fill(out),
     }
     Ok(())
-}
-
-/// Normals with |n| <= 2 (redrawing from the same stream), scaled in f32.
-fn truncated_normal(out: &mut [f32], mean: f32, stddev: f32, seed: u64) {
-    let mut s = SplitMix64::new(seed);
-    for w in out.iter_mut() {
-        let n = loop {
-            let n = s.normal_f64();
-            if n.abs() <= 2.0 {
-                break n;
-            }
-        };
-        *w = n as f32 * stddev + mean;
-    }
 }
 
 /// Fills `out` with the rows of `init`'s values for a tensor of `shape`

@@ -180,7 +180,7 @@ fn four_replicas_shard_the_ctr_tables_under_ftrl() {
 /// Wide and deep over hashed ids: two embedding tables (2 MiB, truncated
 /// normal draws) under Adagrad with a dense layer, two `linear_model`
 /// tables under FTRL, a mean loss.
-const CTR_DEEP: &str = r#"
+pub(crate) const CTR_DEEP: &str = r#"
 model ctr_deep
 data csv("data/ctr_sample.csv")
 label click: float
