@@ -37,6 +37,12 @@ struct FunctionState {
     twin: Option<(usize, StallGuard)>,
 }
 
+/// What runs before each call of one function of a session, with the
+/// batch's rows filled ([`Session::set_prologue`]).
+pub trait Prologue {
+    fn before(&mut self, session: &mut Session, rows: usize) -> Result<(), String>;
+}
+
 pub struct Session {
     pub layout: Layout,
     arenas: Vec<AlignedBuf>,
@@ -52,6 +58,8 @@ pub struct Session {
     /// Which replica this session is (0 unless [`Session::set_replica`]
     /// says): whose rows its sharded tables hold.
     replica: usize,
+    /// Runs before each call of one function ([`Session::set_prologue`]).
+    prologue: Option<(usize, Box<dyn Prologue>)>,
     /// The dataset bound by [`Session::bind`] for [`Session::gather`].
     binding: Option<Binding>,
     /// Runs thread 1 of functions compiled for two threads.
@@ -121,6 +129,7 @@ impl Session {
             global_step: 0,
             first_row: 0,
             replica: 0,
+            prologue: None,
             binding: None,
             worker: None,
             attached: Vec::new(),
@@ -175,6 +184,12 @@ impl Session {
         self.init_vars()?;
         self.global_step = step;
         Ok(())
+    }
+
+    /// Runs `prologue` before every call of function `f` (a sharded
+    /// session's evaluation fetches the rows its batch looks up).
+    pub fn set_prologue(&mut self, f: usize, prologue: Box<dyn Prologue>) {
+        self.prologue = Some((f, prologue));
     }
 
     /// Which replica this session is ([`Session::set_replica`]).
@@ -467,6 +482,13 @@ impl Session {
     pub fn call(&mut self, f: usize, batch: usize) -> Result<(), String> {
         if f >= self.functions.len() {
             return Err(format!("there is no function {f}"));
+        }
+        if self.prologue.as_ref().is_some_and(|(g, _)| *g == f) {
+            if let Some((g, mut p)) = self.prologue.take() {
+                let done = p.before(self, batch);
+                self.prologue = Some((g, p));
+                done?;
+            }
         }
         if batch == 0 || batch > self.layout.max_batch {
             return Err(format!(

@@ -128,21 +128,31 @@ impl Prepared<'_> {
             Some(EvalData::Memory(d)) => (0..d.rows as u32).collect(),
             _ => Vec::new(),
         };
-        // Tables sharded across the replicas: no replica holds a whole
-        // model to evaluate (`specc evaluate` reads the checkpoint's).
-        if sharded && leader {
-            watch.note(&format!(
-                "{} table{} sharded across the replicas; evaluate the checkpoint with \
-                 `specc evaluate` (one process reads the whole tables)",
-                session.layout.sharded.len(),
-                if session.layout.sharded.len() == 1 {
-                    " is"
-                } else {
-                    "s are"
+        // Tables sharded across the replicas: every replica evaluates the
+        // same batches together, fetching the rows each batch looks up.
+        if let (true, Some(r)) = (sharded, replicas) {
+            let grad = session.function_index(specc_runtime::abi::REPLICA_GRAD);
+            let eval = session.function_index("eval");
+            if let (Some(grad), Some(eval)) = (grad, eval) {
+                let tables = specc_runtime::train::sharded::ShardedTables::new(
+                    session,
+                    r.collective(),
+                    grad,
+                )
+                .map_err(Error::Session)?;
+                if let Some(t) = tables {
+                    session.set_prologue(eval, Box::new(t));
                 }
-            ));
+            }
+            if leader {
+                let n = session.layout.sharded.len();
+                watch.note(&format!(
+                    "{n} table{} sharded across the replicas; they evaluate together",
+                    if n == 1 { " is" } else { "s are" }
+                ));
+            }
         }
-        let eval_set = if !leader || sharded {
+        let eval_set = if !leader && !sharded {
             None
         } else if let Some(EvalData::Stream(s)) = &eval {
             let (layout, inputs) = (&layout, &inputs);
@@ -246,7 +256,8 @@ impl Prepared<'_> {
         let mut train_eval = None;
         let mut held_out = None;
         let mut averaged = None;
-        if leader && !sharded {
+        // With sharded tables every replica takes part in each evaluation.
+        if leader || sharded {
             // A streamed run has no rows in memory to evaluate on.
             if let Some(d) = data.dataset() {
                 train_eval = Some(

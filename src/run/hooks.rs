@@ -174,11 +174,13 @@ impl<'a, 'o> RunHooks<'a, 'o> {
                     EvaluationHook::over(periodic.unwrap_or(0), set, metrics),
                     eval_writer,
                 );
-                Some(match periodic {
-                    Some(_) => hook.reporting(move |step: i64, e: &Evaluation| {
+                // Only the leader reports (with sharded tables every
+                // replica evaluates).
+                Some(match (periodic, leader) {
+                    (Some(_), true) => hook.reporting(move |step: i64, e: &Evaluation| {
                         watch.with(|o| o.evaluation(step, e))
                     }),
-                    None => hook,
+                    _ => hook,
                 })
             }
             None => None,

@@ -207,3 +207,46 @@ fn sharding_changes_where_rows_live_not_the_bits() {
         );
     }
 }
+
+/// A sharded job evaluates (periodically, then the training rows and the
+/// held-out rows) with every rank fetching the rows of each batch: the
+/// numbers one process reports.
+#[test]
+fn a_sharded_job_evaluates_as_one_process() {
+    let run = |np: usize| -> serde_json::Value {
+        let args = [
+            "run".to_string(),
+            spec(CTR),
+            "--steps".into(),
+            "30".into(),
+            "--set".into(),
+            "evaluate.every_steps=10".into(),
+            "--json".into(),
+        ];
+        let out = if np == 0 {
+            let mut c = std::process::Command::new(SPECC);
+            c.args(&args);
+            run_ok(c)
+        } else {
+            let mut c = crate::mpi::mpirun(np);
+            c.arg(SPECC).args(&args);
+            run_ok(c)
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.matches("eval @ 20").count(), 1, "{stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line")
+    };
+    let one = run(0);
+    let many = run(3);
+    for set in ["train", "eval"] {
+        for key in ["loss", "auc"] {
+            let (a, b) = (
+                one[set][key].as_f64().unwrap(),
+                many[set][key].as_f64().unwrap(),
+            );
+            assert!(((a - b) / a).abs() < 1e-5, "{set} {key}: {a} against {b}");
+        }
+        assert_eq!(one[set]["rows"], many[set]["rows"], "{set}");
+    }
+}

@@ -593,6 +593,15 @@ impl ShardedTables {
     }
 }
 
+/// A sharded session's evaluation: before each call of `eval`, every
+/// replica fetches the rows its batch looks up (all replicas evaluate the
+/// same batches together).
+impl crate::session::Prologue for ShardedTables {
+    fn before(&mut self, session: &mut Session, rows: usize) -> Result<(), String> {
+        self.fetch(session, rows)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
