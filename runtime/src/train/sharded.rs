@@ -294,15 +294,18 @@ impl ShardedTables {
                 order: vec![0; cap],
             });
         }
-        if i32::try_from(all_words).is_err() {
+        if i32::try_from(n * all_words).is_err() {
             return Err("the sharded tables' rows of one batch exceed 2^31 values".into());
         }
         let t = tables.len();
         Ok(Some(ShardedTables {
             comm,
             groups,
-            send: Side::new(n, all_ids, all_words),
-            recv: Side::new(n, all_ids, all_words),
+            // In an evaluation every replica looks up a whole batch, so an
+            // owner may be asked by every replica for a batch's worth (and
+            // answers in its send words).
+            send: Side::new(n, all_ids, n * all_words),
+            recv: Side::new(n, n * all_ids, n * all_words),
             tables,
             count_send: vec![0; n * t],
             count_recv: vec![0; n * t],
@@ -582,7 +585,11 @@ impl ShardedTables {
     /// Whether this exchange fits the buffers (a batch's worth).
     fn check_room(&self, what: &str) -> Result<(), String> {
         let fits = |s: &Side| s.total_ids() <= s.ids.len() && s.total_words() <= s.words.len();
-        if fits(&self.send) && fits(&self.recv) {
+        // A fetch answers what it was asked in the send words, and takes
+        // the answers in the receive words.
+        let answers = self.recv.total_words() <= self.send.words.len()
+            && self.send.total_words() <= self.recv.words.len();
+        if fits(&self.send) && fits(&self.recv) && answers {
             Ok(())
         } else {
             Err(format!(
