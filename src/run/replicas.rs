@@ -257,6 +257,14 @@ mod mpi_world {
             let open_mpi =
                 mpi::environment::library_version().is_ok_and(|v| v.contains("Open MPI"));
             let world = universe.world();
+            // A replica that panics (a bug) would finalize MPI as it
+            // unwinds, which waits for the replicas that wait for it in an
+            // exchange: the job would hang. It ends the job instead.
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                previous(info);
+                SimpleCommunicator::world().abort(101);
+            }));
             let node = world.split_shared(world.rank());
             let one_node = node.size() == world.size();
             // The nodes: the ranks that are first on theirs, counted.
