@@ -224,7 +224,9 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<(NodeId, NodeId)>, String> {
             continue;
         };
         if n.op != Op::Gather || at != 0 || n.inputs[1..].contains(&var) {
-            return Err(format!("`{}` reads it whole", op_name(&n.op)));
+            let text = crate::ir::print::op_text(g, &n.op);
+            let name = text.split(' ').next().unwrap_or_default();
+            return Err(format!("`{name}` reads it whole"));
         }
         let ids = n.inputs[1];
         if !matches!(g.op(ids), Op::Input(_)) {
@@ -239,19 +241,6 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<(NodeId, NodeId)>, String> {
         ));
     }
     Ok(lookups)
-}
-
-fn op_name(op: &Op) -> String {
-    let text = format!("{op:?}");
-    let head = text.split([' ', '(', '{']).next().unwrap_or("");
-    let mut out = String::new();
-    for (i, c) in head.chars().enumerate() {
-        if c.is_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.extend(c.to_lowercase());
-    }
-    out
 }
 
 #[cfg(test)]
