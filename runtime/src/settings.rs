@@ -17,6 +17,7 @@
 //! | `SPECC_WINOGRAD_BLOCK` | a positive integer (others: the default) | the cost model's | images per block of the fused Winograd transforms (for measurements) |
 //! | `SPECC_SHARED_EXCHANGE` | `0` or anything else | on | `0`: replicas on one node exchange gradients by allreduce instead of shared memory |
 //! | `SPECC_SHARD_TABLES` | `0` or anything else | on | `0`: replicas shard only the tables a spec partitions; every other table is replicated |
+//! | `SPECC_FAULT_PANIC` | `<rank>:<n>` (checked) | off | a failure drill: replica `rank` of an `mpirun` job panics at its `n`-th all-to-all exchange (the job must end with the panic's message, not hang) |
 //!
 //! Test settings (read by tests, interop checks and benchmarks, never by
 //! `specc`):
@@ -75,6 +76,7 @@ pub const WINOGRAD_TILE: &str = "SPECC_WINOGRAD_TILE";
 pub const WINOGRAD_BLOCK: &str = "SPECC_WINOGRAD_BLOCK";
 pub const SHARED_EXCHANGE: &str = "SPECC_SHARED_EXCHANGE";
 pub const SHARD_TABLES: &str = "SPECC_SHARD_TABLES";
+pub const FAULT_PANIC: &str = "SPECC_FAULT_PANIC";
 
 /// The settings `specc` reads (the first table of the module doc).
 pub const SETTINGS: &[Setting] = &[
@@ -131,6 +133,12 @@ pub const SETTINGS: &[Setting] = &[
         values: "`0` or anything else",
         default: "on",
         what: "`0`: replicas shard only the tables a spec partitions; every other table is replicated",
+    },
+    Setting {
+        name: FAULT_PANIC,
+        values: "`<rank>:<n>` (checked)",
+        default: "off",
+        what: "a failure drill: replica `rank` of an `mpirun` job panics at its `n`-th all-to-all exchange (the job must end with the panic's message, not hang)",
     },
 ];
 
@@ -345,6 +353,24 @@ pub fn shard_tables() -> bool {
     *V.get_or_init(|| value(SHARD_TABLES).is_none_or(|v| v.trim() != "0"))
 }
 
+/// `SPECC_FAULT_PANIC`: `(rank, n)` when replica `rank` is to panic at its
+/// `n`-th all-to-all exchange (a failure drill; `n` counts from 1).
+pub fn fault_panic() -> Result<Option<(usize, u64)>, String> {
+    static V: OnceLock<Result<Option<(usize, u64)>, String>> = OnceLock::new();
+    V.get_or_init(|| {
+        let Some(v) = value(FAULT_PANIC).filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        v.trim()
+            .split_once(':')
+            .and_then(|(r, n)| Some((r.trim().parse().ok()?, n.trim().parse().ok()?)))
+            .filter(|&(_, n)| n > 0)
+            .map(Some)
+            .ok_or_else(|| format!("SPECC_FAULT_PANIC must be <rank>:<n> (n from 1), got {v:?}"))
+    })
+    .clone()
+}
+
 /// The checked settings: the first error (threads, kernel, Adam, epilogue,
 /// tile), which the CLI reports before doing anything (exit 1).
 pub fn check() -> Result<(), String> {
@@ -353,6 +379,7 @@ pub fn check() -> Result<(), String> {
     runtime_adam()?;
     gemm_epilogue()?;
     winograd_tile()?;
+    fault_panic()?;
     Ok(())
 }
 

@@ -199,6 +199,7 @@ impl Replicas {
 mod mpi_world {
     //! The MPI world communicator as a [`Collective`].
 
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
 
     use mpi::collective::SystemOperation;
@@ -225,6 +226,10 @@ mod mpi_world {
         /// The shared-memory windows of `shared_segments`, freed (before
         /// MPI finalizes) when the world is dropped.
         windows: Mutex<Vec<Window>>,
+        /// `SPECC_FAULT_PANIC`'s drill: the all-to-all at which this rank
+        /// panics, and the all-to-alls so far.
+        drill: Option<u64>,
+        exchanges: AtomicU64,
         // Last: finalizes MPI when dropped, after the communicator.
         _universe: Universe,
     }
@@ -271,7 +276,12 @@ mod mpi_world {
             let first = u32::from(node.rank() == 0);
             let mut nodes = 0u32;
             world.all_reduce_into(&first, &mut nodes, SystemOperation::sum());
+            let drill = specc_runtime::settings::fault_panic()?
+                .filter(|&(rank, _)| rank == world.rank() as usize)
+                .map(|(_, n)| n);
             Ok(World {
+                drill,
+                exchanges: AtomicU64::new(0),
                 world,
                 open_mpi,
                 one_node,
@@ -343,6 +353,13 @@ mod mpi_world {
             recv_counts: &[i32],
             recv_displs: &[i32],
         ) {
+            let at = self.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.drill == Some(at) {
+                panic!(
+                    "SPECC_FAULT_PANIC: replica {} panics at its all-to-all {at} (a failure drill)",
+                    self.world.rank()
+                );
+            }
             let from = Partition::new(send, send_counts, send_displs);
             let mut into = PartitionMut::new(recv, recv_counts, recv_displs);
             self.world.all_to_all_varcount_into(&from, &mut into);

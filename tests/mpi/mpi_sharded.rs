@@ -101,6 +101,39 @@ fn a_dead_rank_stops_a_sharded_job() {
     );
 }
 
+/// A rank that panics mid-job (a bug; `SPECC_FAULT_PANIC`'s drill makes
+/// rank 1 panic at its 720th all-to-all, about step 120 at six a step) ends
+/// the job at once with the panic's message: its panic hook aborts the MPI
+/// job rather than finalizing MPI while the others wait for it in an
+/// exchange. The checkpoints written before are whole.
+#[test]
+fn a_panicking_rank_ends_a_sharded_job() {
+    let dir = temp_dir("sharded-panic");
+    let mut c = crate::mpi::mpirun(3);
+    c.env("SPECC_FAULT_PANIC", "1:720")
+        .arg(SPECC)
+        .args(["run", &spec(CTR), "--steps", "100000000"])
+        .arg("--checkpoint-dir")
+        .arg(&dir)
+        .args(["--checkpoint-every-steps", "50"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = wait_for_end(c.spawn().unwrap());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("SPECC_FAULT_PANIC: replica 1 panics at its all-to-all 720"),
+        "the panic's message: {stderr}"
+    );
+    let at = checkpoint_step(&dir).expect("a checkpoint before the panic");
+    assert!((50..=120).contains(&at), "the last checkpoint: step {at}");
+    let resumed = train(CTR, 0, at as u64 + 10, &dir);
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr).contains("resumed from"),
+        "one process resumes the job's checkpoint"
+    );
+}
+
 /// A table of 2^21 rows of 16 floats with FTRL's two slots (384 MiB), too
 /// large for one process under a 200 MiB data limit (`prlimit --data`:
 /// RLIMIT_DATA, the heap and private mappings), trains on 4 ranks under the
