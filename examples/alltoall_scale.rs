@@ -29,15 +29,15 @@
 //! partition p on rank p mod N: `specc_compiler`'s and `specc_runtime`'s
 //! own functions. Ranks sit `--ranks-per-node` G to a node, in blocks.
 //!
-//! Modelled, per table and step, the six `MPI_Alltoallv`s specc runs (fetch:
+//! Modelled, per table and step, the six `MPI_Alltoallv`s of one table (fetch:
 //! counts, ids, rows; gradient: counts, ids, rows) as Open MPI's pairwise
 //! all-to-all: N−1 rounds, (G−1) of them over shared memory, so
 //! (G−1)·α_s + (N−G)·α of latency, plus the busiest node's network bytes
 //! (the larger of what its ranks send off the node and receive) over β and
 //! the busiest rank's bytes within its node over β_s. The step: compute +
-//! dense allreduce + all-to-all (sequential, no overlap). Beside it, `fused`:
-//! the same six all-to-alls once per step for all tables together
-//! (TorchRec's), which specc does not do yet.
+//! dense allreduce + all-to-all (sequential, no overlap), table by table as
+//! specc's first version ran them; and `fused`: the same six all-to-alls once
+//! per step for all tables together, which specc runs (as TorchRec does).
 
 use clap::Parser;
 use serde_json::json;
@@ -225,7 +225,7 @@ struct Simulated {
     /// `[step][table]`.
     steps: Vec<Vec<TableStep>>,
     /// `[step]`: every table's entries in one all-to-all per exchange
-    /// (TorchRec's fused exchange; specc runs one per table).
+    /// (the fused exchange specc runs, as TorchRec does).
     fused: Vec<TableStep>,
 }
 
@@ -477,7 +477,8 @@ fn measured(args: &Args, shm: Link) -> Result<(), String> {
             &own,
             stream,
         );
-        let t = measure::measure_step_s(&world, &mut plan, args.warmup, args.reps);
+        let t = measure::measure_step_s(&world, &mut plan, false, args.warmup, args.reps);
+        let t_fused = measure::measure_step_s(&world, &mut plan, true, args.warmup, args.reps);
         if world.rank() != 0 {
             continue;
         }
@@ -487,7 +488,8 @@ fn measured(args: &Args, shm: Link) -> Result<(), String> {
             ..args.clone()
         };
         let sim = Simulated::run(&one_node, n, s)?;
-        let model = model_row(&one_node, &sim, shm, shm).a2a;
+        let row = model_row(&one_node, &sim, shm, shm);
+        let (model, model_fused) = (row.a2a, row.fused);
         if args.json {
             let line = json!({
                 "kind": "measured",
@@ -498,18 +500,23 @@ fn measured(args: &Args, shm: Link) -> Result<(), String> {
                 "batch": args.batch,
                 "alltoall_ms": t * 1e3,
                 "model_one_node_alltoall_ms": model.total_s() * 1e3,
+                "fused_alltoall_ms": t_fused * 1e3,
+                "model_one_node_fused_alltoall_ms": model_fused.total_s() * 1e3,
                 "reps": args.reps,
             });
             println!("{line}");
         } else {
             println!(
-                "measured, {n} rank(s), Zipf s = {s}: one step's all-to-alls {:.3} ms (median of {}, \
-                 slowest rank); the model on one node ({} GB/s, {} us): {:.3} ms",
+                "measured, {n} rank(s), Zipf s = {s}: one step's all-to-alls, table by table \
+                 {:.3} ms, fused {:.3} ms (medians of {}, slowest rank); the model on one node \
+                 ({} GB/s, {} us): {:.3} ms and {:.3} ms",
                 t * 1e3,
+                t_fused * 1e3,
                 args.reps,
                 args.shm_gbps,
                 args.shm_us,
-                model.total_s() * 1e3
+                model.total_s() * 1e3,
+                model_fused.total_s() * 1e3
             );
         }
     }

@@ -4,8 +4,9 @@
 //!
 //! Owns: [`Plan`] (per table, the counts each rank sends in the fetch and
 //! the gradient, from `ids::rank_lookups`, the model's own stream) and
-//! [`measure_step_s`] (the six `MPI_Alltoallv`s per table that specc runs,
-//! with buffers of those sizes; the median of the repetitions, from the
+//! [`measure_step_s`] (the six `MPI_Alltoallv`s a step that specc runs for
+//! every table together, or six per table as its first version did, with
+//! buffers of those sizes; the median of the repetitions, from the
 //! slowest rank). Invariants: every rank runs the same collectives in the
 //! same order; buffers are allocated before the timed loop; the contents are
 //! zeros (only the sizes matter).
@@ -63,9 +64,38 @@ struct TablePlan {
     grad_rows: (Side, Side),
 }
 
-/// Every table's exchanges of one step on this rank.
+impl TablePlan {
+    /// The exchanges of `fetch` ids and `grad` entries sent to each rank,
+    /// `fetch_in` and `grad_in` received from each, rows of `dim` floats.
+    fn new(fetch: &[i32], grad: &[i32], fetch_in: &[i32], grad_in: &[i32], dim: usize) -> Self {
+        let ones = vec![1; fetch.len()];
+        TablePlan {
+            counts_send: Side::new(&ones, 1),
+            counts_recv: Side::new(&ones, 1),
+            fetch_ids: (Side::new(fetch, 1), Side::new(fetch_in, 1)),
+            // The owner answers: it sends what it received.
+            fetch_rows: (Side::new(fetch_in, dim), Side::new(fetch, dim)),
+            grad_ids: (Side::new(grad, 1), Side::new(grad_in, 1)),
+            grad_rows: (Side::new(grad, dim), Side::new(grad_in, dim)),
+        }
+    }
+
+    /// The counts, ids and rows of the fetch, then of the gradient.
+    fn run(&mut self, world: &SimpleCommunicator) {
+        exchange(world, &self.counts_send, &mut self.counts_recv);
+        exchange(world, &self.fetch_ids.0, &mut self.fetch_ids.1);
+        exchange(world, &self.fetch_rows.0, &mut self.fetch_rows.1);
+        exchange(world, &self.counts_send, &mut self.counts_recv);
+        exchange(world, &self.grad_ids.0, &mut self.grad_ids.1);
+        exchange(world, &self.grad_rows.0, &mut self.grad_rows.1);
+    }
+}
+
+/// Every table's exchanges of one step on this rank, table by table and
+/// fused (every table in each message: what specc runs).
 pub struct Plan {
     tables: Vec<TablePlan>,
+    fused: TablePlan,
 }
 
 impl Plan {
@@ -87,6 +117,8 @@ impl Plan {
         let rank = world.rank() as usize;
         let ones = vec![1; n];
         let mut seen = HashSet::new();
+        // Every table's counts per rank: what the fused exchange moves.
+        let mut totals = (vec![0i32; n], vec![0i32; n], vec![0i32; n], vec![0i32; n]);
         let plans = (0..tables as u64)
             .map(|t| {
                 let (mut fetch, mut grad) = (vec![0i32; n], vec![0i32; n]);
@@ -107,30 +139,31 @@ impl Plan {
                     back.buf.iter().map(|&c| c as i32).collect::<Vec<i32>>()
                 };
                 let (fetch_in, grad_in) = (got(&fetch), got(&grad));
-                TablePlan {
-                    counts_send: Side::new(&ones, 1),
-                    counts_recv: Side::new(&ones, 1),
-                    fetch_ids: (Side::new(&fetch, 1), Side::new(&fetch_in, 1)),
-                    // The owner answers: it sends what it received.
-                    fetch_rows: (Side::new(&fetch_in, dim), Side::new(&fetch, dim)),
-                    grad_ids: (Side::new(&grad, 1), Side::new(&grad_in, 1)),
-                    grad_rows: (Side::new(&grad, dim), Side::new(&grad_in, dim)),
+                for (all, one) in [
+                    (&mut totals.0, &fetch),
+                    (&mut totals.1, &grad),
+                    (&mut totals.2, &fetch_in),
+                    (&mut totals.3, &grad_in),
+                ] {
+                    all.iter_mut().zip(one).for_each(|(a, b)| *a += b);
                 }
+                TablePlan::new(&fetch, &grad, &fetch_in, &grad_in, dim)
             })
             .collect();
-        Plan { tables: plans }
+        let fused = TablePlan::new(&totals.0, &totals.1, &totals.2, &totals.3, dim);
+        Plan {
+            tables: plans,
+            fused,
+        }
     }
 
-    /// One step's exchanges: per table, the counts, ids and rows of the
-    /// fetch, then the counts, ids and rows of the gradient.
-    fn run(&mut self, world: &SimpleCommunicator) {
-        for t in &mut self.tables {
-            exchange(world, &t.counts_send, &mut t.counts_recv);
-            exchange(world, &t.fetch_ids.0, &mut t.fetch_ids.1);
-            exchange(world, &t.fetch_rows.0, &mut t.fetch_rows.1);
-            exchange(world, &t.counts_send, &mut t.counts_recv);
-            exchange(world, &t.grad_ids.0, &mut t.grad_ids.1);
-            exchange(world, &t.grad_rows.0, &mut t.grad_rows.1);
+    /// One step's exchanges: six all-to-alls per table, or (`fused`) six
+    /// for every table together.
+    fn run(&mut self, world: &SimpleCommunicator, fused: bool) {
+        if fused {
+            self.fused.run(world);
+        } else {
+            self.tables.iter_mut().for_each(|t| t.run(world));
         }
     }
 }
@@ -149,11 +182,12 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Seconds of one step's exchanges of `plan`: each rank's median of `reps`
+/// Seconds of one step's exchanges of `plan` (`fused` or table by table): each rank's median of `reps`
 /// after `warmup`, each repetition between barriers; the slowest rank's.
 pub fn measure_step_s(
     world: &SimpleCommunicator,
     plan: &mut Plan,
+    fused: bool,
     warmup: usize,
     reps: usize,
 ) -> f64 {
@@ -161,7 +195,7 @@ pub fn measure_step_s(
     for i in 0..warmup + reps {
         world.barrier();
         let t = mpi::time();
-        plan.run(world);
+        plan.run(world, fused);
         let dt = mpi::time() - t;
         if i >= warmup {
             times.push(dt);
