@@ -9,11 +9,13 @@
 //! `specc run` gives it: replica 0 writes the summaries and lists the
 //! checkpoints, the others take part in both.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
+use specc::run::hooks::TensorLogHook;
 use specc_runtime::abi::VarRole;
 use specc_runtime::checkpoint::{BundleReader, CheckpointManager, CheckpointState};
 use specc_runtime::data;
@@ -50,14 +52,14 @@ struct Dirs {
 /// rows it holds (`(first row, rows)` in its order), its values.
 type Rows = (String, Vec<usize>, Vec<(usize, usize)>, Vec<f32>);
 
+/// What a replica ends with: its sharded parameters' rows, every trainable
+/// parameter's name, and (replica 0) the lines logging the first embedding
+/// table (`logging { tensors }`).
+type Ended = (Vec<Rows>, Vec<String>, Vec<String>);
+
 /// Trains `STEPS` steps of `text` as replica `comm.rank()` (one process when
-/// `comm` is None) with the run's hooks; its sharded parameters' rows, and
-/// every trainable parameter's name.
-fn train_part(
-    text: &str,
-    comm: Option<Rc<dyn Collective>>,
-    dirs: &Dirs,
-) -> (Vec<Rows>, Vec<String>) {
+/// `comm` is None) with the run's hooks.
+fn train_part(text: &str, comm: Option<Rc<dyn Collective>>, dirs: &Dirs) -> Ended {
     let program = compile_replica(text, comm.as_ref(), false);
     let model = &program.model;
     let specs = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/specs"));
@@ -95,13 +97,30 @@ fn train_part(
         });
         ShardedSaverHook::new(c, leader).with_directory(&dirs.checkpoints[rank])
     });
+    let embedding = s
+        .layout
+        .vars
+        .iter()
+        .find(|v| matches!(v.kind, VarRole::Param { .. }) && v.name.contains("embedding"))
+        .map(|v| v.name.clone())
+        .unwrap();
+    let lines = RefCell::new(Vec::new());
+    let mut log = (rank == 0).then(|| {
+        let print = |l: &str| lines.borrow_mut().push(l.to_string());
+        let timer = Timer::new(Some(SUMMARY_STEPS), None);
+        TensorLogHook::new(vec![embedding], &[], timer, STEPS as i64, print)
+    });
     let mut hooks: Vec<&mut dyn Hook> = vec![&mut stop, &mut *summaries];
+    if let Some(l) = log.as_mut() {
+        hooks.push(l);
+    }
     if let Some(s) = saver.as_mut() {
         hooks.push(s);
     }
     fit_with(trainer, &mut s, &mut batches, &mut hooks).unwrap();
     drop(hooks);
     drop(summaries);
+    drop(log);
     if let Some(w) = writer {
         w.close().unwrap();
     }
@@ -125,7 +144,7 @@ fn train_part(
             ));
         }
     }
-    (tables, params)
+    (tables, params, lines.into_inner())
 }
 
 /// The histograms in the event files of `dir`: `(step, tag, histogram)`.
@@ -145,13 +164,18 @@ fn histograms(dir: &Path) -> Vec<(i64, String, HistogramProto)> {
     out
 }
 
-/// `n` replicas train `CTR_DEEP` with each its own checkpoint directory;
-/// the sharded tables put back together from the replicas' rows, replica
-/// 0's parameters, and the run's directories.
-fn train_sharded(
-    n: usize,
-    tag: &str,
-) -> (Vec<(String, Vec<f32>)>, Vec<String>, Dirs, Vec<TempDir>) {
+/// A sharded run: its tables put back together from the replicas' rows,
+/// replica 0's parameters and lines logged, the run's directories.
+struct Sharded {
+    tables: Vec<(String, Vec<f32>)>,
+    params: Vec<String>,
+    logged: Vec<String>,
+    dirs: Dirs,
+    _temps: Vec<TempDir>,
+}
+
+/// `n` replicas train `CTR_DEEP`, each with its own checkpoint directory.
+fn train_sharded(n: usize, tag: &str) -> Sharded {
     let temps: Vec<TempDir> = (0..=n)
         .map(|k| TempDir::new(&format!("sharded_hooks_{tag}_{k}")))
         .collect();
@@ -168,13 +192,12 @@ fn train_sharded(
             std::thread::spawn(move || train_part(CTR_DEEP, Some(Rc::new(t)), &dirs))
         })
         .collect();
-    let parts: Vec<(Vec<Rows>, Vec<String>)> =
-        handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut parts: Vec<Ended> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     let mut tables = Vec::new();
     for (k, (name, shape, _, _)) in parts[0].0.iter().enumerate() {
         let row_len: usize = shape[1..].iter().product();
         let mut full = vec![f32::NAN; shape.iter().product()];
-        for (rows, _) in &parts {
+        for (rows, _, _) in &parts {
             let (_, _, ranges, local) = &rows[k];
             let mut at = 0;
             for &(start, count) in ranges {
@@ -189,8 +212,14 @@ fn train_sharded(
         );
         tables.push((name.clone(), full));
     }
-    let dirs = Arc::try_unwrap(dirs).ok().unwrap();
-    (tables, parts[0].1.clone(), dirs, temps)
+    let (_, params, logged) = parts.swap_remove(0);
+    Sharded {
+        tables,
+        params,
+        logged,
+        dirs: Arc::try_unwrap(dirs).ok().unwrap(),
+        _temps: temps,
+    }
 }
 
 fn assert_relative(a: f64, b: f64, what: &str) {
@@ -221,7 +250,8 @@ fn assert_same_histogram(got: &HistogramProto, want: &HistogramProto, what: &str
 /// replica 0, is the whole table's: what one process writes of the table
 /// the replicas hold together, and of the table one process trains.
 fn histograms_are_the_whole_tables(n: usize) {
-    let (tables, params, dirs, _temps) = train_sharded(n, &format!("histograms{n}"));
+    let run = train_sharded(n, &format!("histograms{n}"));
+    let (tables, params, dirs) = (&run.tables, &run.params, &run.dirs);
     assert_eq!(tables.len(), 4, "the sharded tables");
     let written = histograms(&dirs.summaries);
     // Every parameter has one histogram at every write: none is missing
@@ -233,7 +263,7 @@ fn histograms_are_the_whole_tables(n: usize) {
         tags.iter().copied().collect::<BTreeSet<_>>(),
         params.iter().map(String::as_str).collect::<BTreeSet<_>>()
     );
-    for (name, full) in &tables {
+    for (name, full) in tables {
         let steps: Vec<i64> = written
             .iter()
             .filter(|w| &w.1 == name)
@@ -263,7 +293,7 @@ fn histograms_are_the_whole_tables(n: usize) {
     };
     train_part(CTR_DEEP, None, &one);
     let alone = histograms(&one.summaries);
-    for (name, _) in &tables {
+    for (name, _) in tables {
         let pick = |w: &[(i64, String, HistogramProto)]| {
             w.iter()
                 .filter(|x| &x.1 == name)
@@ -287,6 +317,34 @@ fn histograms_are_the_whole_tables(n: usize) {
             }
         }
     }
+}
+
+/// Replica 0 logs a sharded table (`logging { tensors }`) as the logical
+/// table: its shape, and its first values, which are replica 0's first rows.
+fn logged_tables_are_the_whole_tables(n: usize) {
+    let run = train_sharded(n, &format!("logging{n}"));
+    let (name, full) = run
+        .tables
+        .iter()
+        .find(|(t, _)| t.contains("embedding"))
+        .unwrap();
+    let first: Vec<String> = full[..6].iter().map(f32::to_string).collect();
+    let rows = full.len() / 8;
+    let want = format!(
+        "step {STEPS}: {name} = [{rows}, 8] [{} ...]",
+        first.join(" ")
+    );
+    assert_eq!(run.logged.last(), Some(&want), "{:?}", run.logged);
+}
+
+#[test]
+fn a_table_sharded_on_two_replicas_is_logged_whole() {
+    logged_tables_are_the_whole_tables(2);
+}
+
+#[test]
+fn a_table_sharded_on_three_replicas_is_logged_whole() {
+    logged_tables_are_the_whole_tables(3);
 }
 
 #[test]
@@ -315,7 +373,8 @@ fn files(dir: &Path) -> Vec<String> {
 #[test]
 fn every_replica_sweeps_its_files_of_the_checkpoints_replica_0_sweeps() {
     let n = 3;
-    let (tables, _, dirs, _temps) = train_sharded(n, "sweep");
+    let run = train_sharded(n, "sweep");
+    let (tables, dirs) = (&run.tables, &run.dirs);
     // Saves at steps 2, 4, 6, 8, 10 and at the end, 11: 10 and 11 are kept.
     let state = CheckpointState::read(&dirs.checkpoints[0])
         .unwrap()
@@ -349,7 +408,7 @@ fn every_replica_sweeps_its_files_of_the_checkpoints_replica_0_sweeps() {
         std::fs::copy(&from, dirs.checkpoints[0].join(data(11, r))).unwrap();
     }
     let reader = BundleReader::open(dirs.checkpoints[0].join("model.ckpt-11")).unwrap();
-    for (name, full) in &tables {
+    for (name, full) in tables {
         let mut read = vec![0.0f32; full.len()];
         reader.load_f32_into(name, &mut read).unwrap();
         assert!(
