@@ -196,8 +196,11 @@ impl Prepared<'_> {
                 images: image_summaries(model),
             },
         )?;
-        if let (Some(r), Some(parts)) = (replicas, sharded_saves) {
-            hooks.share_saves(r.collective(), parts);
+        if let (Some(r), Some(parts), Some(dir)) = (replicas, sharded_saves, &c.dir) {
+            hooks.share_saves(r.collective(), dir, parts);
+        }
+        if let (true, Some(r)) = (sharded, replicas) {
+            hooks.share_histograms(r.collective(), session);
         }
         let t1 = Instant::now();
         let streamed = matches!(data, TrainingData::Stream(_));

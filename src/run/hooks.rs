@@ -22,6 +22,7 @@ use specc_runtime::metrics::Metric;
 use specc_runtime::summary::hooks::{
     create_eval_writer, EvaluationSummaryHook, StepCounterHook, SummarySaverHook,
 };
+use specc_runtime::summary::sharded::{ShardedHistogramHook, ShardedHistograms};
 use specc_runtime::summary::SummaryWriter;
 use specc_runtime::train::replicas::Collective;
 use specc_runtime::train::sharded_checkpoint::{Leader, Report, ShardedSaverHook};
@@ -104,6 +105,12 @@ pub struct RunHooks<'a, 'o> {
     tensor_log: Option<TensorLogHook<'a, Print<'a>>>,
     summaries: Option<(SummarySaverHook, StepCounterHook)>,
     writer: Option<SummaryWriter>,
+    /// Every how many global steps the parameters' histograms are written
+    /// (on the leader), when they are.
+    histograms_every: Option<u64>,
+    /// With tables sharded across the replicas, a replica other than the
+    /// leader's part in their histograms ([`RunHooks::share_histograms`]).
+    sharded_histograms: Option<ShardedHistogramHook>,
     /// The held-out evaluation (periodic, and at the end), when there is
     /// an evaluation set.
     pub evaluation: Option<EvaluationSummaryHook<'a>>,
@@ -152,6 +159,11 @@ impl<'a, 'o> RunHooks<'a, 'o> {
             .transpose()
             .map_err(|e| Error::Io(e.to_string()))?;
         let every = sc.every_steps.unwrap_or(1);
+        let histograms_every = sc
+            .dir
+            .as_ref()
+            .and(sc.every_steps)
+            .filter(|_| sc.histograms);
         let summaries = writer.as_ref().map(|w| {
             (
                 SummarySaverHook::new(w.clone(), every, sc.histograms)
@@ -208,6 +220,8 @@ impl<'a, 'o> RunHooks<'a, 'o> {
             tensor_log,
             summaries,
             writer,
+            histograms_every,
+            sharded_histograms: None,
             evaluation,
             saver,
             sharded_saver: None,
@@ -215,11 +229,14 @@ impl<'a, 'o> RunHooks<'a, 'o> {
     }
 
     /// The run's tables are sharded across the replicas of `comm`: every
-    /// replica writes its rows of each checkpoint; the leader (with its
-    /// manager and timer, `leader`) lists them.
+    /// replica writes its rows of each checkpoint into its checkpoint
+    /// directory `dir` (its machine's); the leader (with its manager and
+    /// timer, `leader`) lists them, and every replica deletes its files of
+    /// the checkpoints the leader sweeps.
     pub fn share_saves(
         &mut self,
         comm: std::rc::Rc<dyn Collective>,
+        dir: &Path,
         leader: Option<(specc_runtime::checkpoint::CheckpointManager, Timer)>,
     ) {
         let watch = self.observe.watch;
@@ -228,7 +245,34 @@ impl<'a, 'o> RunHooks<'a, 'o> {
             timer,
             report: Some(Box::new(move |p: &Path| watch.with(|o| o.checkpoint(p))) as Report<'a>),
         });
-        self.sharded_saver = Some(ShardedSaverHook::new(comm, leader));
+        self.sharded_saver = Some(ShardedSaverHook::new(comm, leader).with_directory(dir));
+    }
+
+    /// The run's tables are sharded across the replicas of `comm`: the
+    /// histograms of the parameters (when the run writes them) show each
+    /// whole table, which every replica counts its rows of and the leader
+    /// writes.
+    pub fn share_histograms(
+        &mut self,
+        comm: std::rc::Rc<dyn Collective>,
+        session: &specc_runtime::session::Session,
+    ) {
+        let Some(every) = self.histograms_every else {
+            return;
+        };
+        let leader = comm.rank() == 0;
+        let Some(histograms) = ShardedHistograms::new(session, comm) else {
+            return;
+        };
+        match self.summaries.take() {
+            Some((saver, counter)) if leader => {
+                self.summaries = Some((saver.with_sharded(Some(histograms)), counter));
+            }
+            summaries => {
+                self.summaries = summaries;
+                self.sharded_histograms = Some(ShardedHistogramHook::new(histograms, every));
+            }
+        }
     }
 
     /// The last checkpoint written.
@@ -254,6 +298,9 @@ impl<'a, 'o> RunHooks<'a, 'o> {
         if let Some((saver, counter)) = self.summaries.as_mut() {
             hooks.push(saver);
             hooks.push(counter);
+        }
+        if let Some(h) = self.sharded_histograms.as_mut() {
+            hooks.push(h);
         }
         if let Some(e) = self.evaluation.as_mut() {
             hooks.push(e);

@@ -341,6 +341,10 @@ mod mpi_world {
             let mut into = PartitionMut::new(recv, counts, displs);
             self.world.all_gather_varcount_into(send, &mut into);
         }
+        fn all_gather_f64(&self, send: &[f64], recv: &mut [f64]) {
+            self.world
+                .all_gather_into(send, &mut recv[..send.len() * self.replicas()]);
+        }
         fn broadcast(&self, values: &mut [u32]) {
             self.world.process_at_rank(0).broadcast_into(values);
         }

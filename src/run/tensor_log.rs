@@ -1,7 +1,8 @@
 //! The hook a run adds that prints the spec's tensors: TF's
 //! `LoggingTensorHook` over the spec's names (`logging { tensors = [...] }`).
 //!
-//! Owns: [`TensorLogHook`] and how its lines look.
+//! Owns: [`TensorLogHook`] and how its lines look (a table sharded across
+//! the replicas as the logical table, the leader's first rows of it).
 //! Invariants: between two lines it reads nothing and allocates nothing; a
 //! line is printed through the caller's `print` (above a progress bar).
 
@@ -112,6 +113,9 @@ fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metr
             None => "(evaluated on rows only)".into(),
         };
     }
+    if let Some(text) = sharded_table_text(ctx, name) {
+        return text;
+    }
     if let Some(p) = ctx.variable(name) {
         let shape: Vec<usize> = p.shape().to_vec();
         let values: Vec<String> = p
@@ -141,6 +145,26 @@ fn tensor_text(ctx: &RunContext<'_>, v: &StepValues, name: &str, metrics: &[Metr
         return values.into_iter().next().unwrap_or_default();
     }
     array_text(&shape, n, &values)
+}
+
+/// A table sharded across the replicas (or its slot or moving average),
+/// as the leader logs it: the logical table's shape and its first values,
+/// which are the leader's (partition 0 is replica 0's, first in its rows),
+/// as many as partition 0 holds.
+fn sharded_table_text(ctx: &RunContext<'_>, name: &str) -> Option<String> {
+    let session = ctx.session();
+    let layout = &session.layout;
+    let v = layout.var(name)?;
+    let t = layout.shard_of(v)?;
+    let mut shape = v.shape.clone();
+    *shape.first_mut()? = t.rows;
+    let row_len: usize = shape[1..].iter().product();
+    let own = specc_runtime::train::sharded::Ownership::new(&v.partitions, t.replicas);
+    let first_rows = own.ranges(0).first().map_or(0, |&(_, rows)| rows);
+    let values = session.var(name)?;
+    let values = &values[..(first_rows * row_len).min(values.len())];
+    let first = first_values(Some(values));
+    Some(array_text(&shape, shape.iter().product(), &first))
 }
 
 /// The first values of an output as text, enough to summarize it.

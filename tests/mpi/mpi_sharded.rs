@@ -283,3 +283,86 @@ fn a_sharded_job_evaluates_as_one_process() {
         assert_eq!(one[set]["rows"], many[set]["rows"], "{set}");
     }
 }
+
+/// A 2-rank job writing histograms every 13 steps and keeping 2 of its
+/// checkpoints (every 10 steps): each sharded table's histogram at the last
+/// step is the whole table's, the one in the final checkpoint, as one
+/// process writes it; and only the two listed checkpoints' files are left.
+#[test]
+fn a_sharded_job_writes_whole_tables_histograms_and_sweeps_every_ranks_files() {
+    use specc_runtime::summary::{event_files, read_events, Histogram, ValueKind, What};
+    let (ckpt, summaries) = (
+        temp_dir("sharded-histograms-ckpt"),
+        temp_dir("sharded-histograms-events"),
+    );
+    let mut c = crate::mpi::mpirun(2);
+    c.arg(SPECC)
+        .args(["run", &spec(CTR), "--steps", &STEPS.to_string()])
+        .args(["--checkpoint-every-steps", "10", "--keep", "2"])
+        .arg("--checkpoint-dir")
+        .arg(&ckpt)
+        .arg("--summary-dir")
+        .arg(&summaries)
+        .args(["--set", "summaries.every_steps=13"])
+        .args(["--set", "summaries.histograms=true"]);
+    run_ok(c);
+    let mut names: Vec<String> = std::fs::read_dir(&ckpt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("model.ckpt-"))
+        .collect();
+    names.sort();
+    let files = |step: u64| {
+        [0, 1]
+            .map(|r| format!("model.ckpt-{step}.data-0000{r}-of-00002"))
+            .into_iter()
+            .chain([format!("model.ckpt-{step}.index")])
+    };
+    let kept: Vec<String> = files(30).chain(files(STEPS)).collect();
+    assert_eq!(names, kept, "the files of the kept checkpoints only");
+    let events = event_files(&summaries).unwrap();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let mut last = Vec::new();
+    for e in read_events(&events[0]).unwrap() {
+        if let (What::Summary(s), true) = (e.what, e.step == STEPS as i64) {
+            last.extend(s.values.into_iter().filter_map(|v| match v.kind {
+                ValueKind::Histo(h) => Some((v.tag, h)),
+                _ => None,
+            }));
+        }
+    }
+    let tables: Vec<(String, Vec<f64>)> = checkpoint(&ckpt)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("linear_model/") && n.ends_with("/weights"))
+        .collect();
+    // The ten hashed tables are sharded (2^18 rows each); the others are
+    // replicated, and their histograms are those of the same values too.
+    let sharded = tables.iter().filter(|(_, v)| v.len() == 1 << 18).count();
+    assert_eq!(sharded, 10, "the CTR spec's sharded tables");
+    for (name, values) in &tables {
+        let written: Vec<_> = last.iter().filter(|(t, _)| t == name).collect();
+        assert_eq!(written.len(), 1, "`{name}`: one histogram at step {STEPS}");
+        let got = &written[0].1;
+        let mut whole = Histogram::new();
+        for &v in values {
+            whole.add_f32(v as f32);
+        }
+        let want = whole.to_proto();
+        assert_eq!(
+            got.num as usize,
+            values.len(),
+            "`{name}`: every real row once"
+        );
+        assert_eq!(
+            (&got.bucket_limit, &got.bucket, got.min, got.max),
+            (&want.bucket_limit, &want.bucket, want.min, want.max),
+            "`{name}`"
+        );
+        for (a, b) in [(got.sum, want.sum), (got.sum_squares, want.sum_squares)] {
+            assert!(
+                (a - b).abs() <= 1e-6 * a.abs().max(b.abs()),
+                "`{name}`: {a} against {b}"
+            );
+        }
+    }
+}

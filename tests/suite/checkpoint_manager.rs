@@ -100,10 +100,16 @@ fn keep_checkpoint_every_n_hours_preserves_unlisted() {
     )
     .unwrap();
     let mut m = CheckpointManager::new(&d, Some(1), Some(1.0)).unwrap();
+    // What each save swept (what the other processes of a sharded save
+    // delete of theirs): never a preserved checkpoint.
     let a = save_at(&mut m, 1, t0 + 600.0); // 10 min: deleted when pushed out
+    assert!(m.swept().is_empty());
     let b = save_at(&mut m, 2, t0 + 3700.0); // over an hour after t0: preserved
+    assert_eq!(m.swept(), ["model.ckpt-1"]);
     let c = save_at(&mut m, 3, t0 + 4000.0); // 5 min after b: deleted later
+    assert!(m.swept().is_empty(), "b is preserved, not swept");
     let e = save_at(&mut m, 4, t0 + 4100.0);
+    assert_eq!(m.swept(), ["model.ckpt-3"]);
     assert!(!exists(&a), "deleted");
     assert!(exists(&b), "preserved");
     assert!(!exists(&c), "deleted");

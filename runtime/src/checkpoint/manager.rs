@@ -104,6 +104,9 @@ pub struct CheckpointManager {
     write_limit: Option<u64>,
     /// The tensors saved in slices (partitioned variables).
     partitions: Partitions,
+    /// The checkpoints the last save deleted (`max_to_keep`), as the state
+    /// file named them.
+    swept: Vec<String>,
 }
 
 impl CheckpointManager {
@@ -128,6 +131,7 @@ impl CheckpointManager {
             last_preserved_timestamp: now(),
             write_limit: None,
             partitions: Partitions::new(),
+            swept: Vec::new(),
             dir,
         };
         if let Some(st) = CheckpointState::read(&m.dir)? {
@@ -181,6 +185,14 @@ impl CheckpointManager {
         self.latest
             .as_deref()
             .map(|p| CheckpointState::resolve(&self.dir, p))
+    }
+
+    /// The checkpoints the last save deleted (fell out of `max_to_keep`),
+    /// as the state file named them (`model.ckpt-STEP`, relative to the
+    /// directory): what processes that wrote data files of them elsewhere
+    /// (a sharded save without a shared file system) delete of theirs.
+    pub fn swept(&self) -> &[String] {
+        &self.swept
     }
 
     /// The checkpoints kept and listed, oldest first.
@@ -278,6 +290,7 @@ impl CheckpointManager {
         timestamp: f64,
         bundle_bytes: u64,
     ) -> Result<(), CheckpointError> {
+        self.swept.clear();
         let name = name.to_string();
         // The new state, then the sweep of max_to_keep (TF's `_sweep`).
         let mut maybe_delete = self.maybe_delete.clone();
@@ -307,11 +320,11 @@ impl CheckpointManager {
         self.maybe_delete = maybe_delete;
         self.last_preserved_timestamp = last_preserved;
         self.latest = Some(name);
-        for p in delete {
-            if p != *self.latest.as_deref().unwrap_or_default() {
-                delete_checkpoint(&CheckpointState::resolve(&self.dir, &p));
-            }
+        delete.retain(|p| p != self.latest.as_deref().unwrap_or_default());
+        for p in &delete {
+            delete_checkpoint(&CheckpointState::resolve(&self.dir, p));
         }
+        self.swept = delete;
         Ok(())
     }
 
@@ -368,6 +381,13 @@ fn sync_dir(dir: &Path) -> Result<(), CheckpointError> {
 /// Deletes a checkpoint's index and data shards (what is missing is skipped).
 fn delete_checkpoint(prefix: &Path) {
     let _ = std::fs::remove_file(index_path(prefix));
+    delete_data_files(prefix);
+}
+
+/// Deletes the data files of the checkpoint at `prefix` in its directory,
+/// `PREFIX.data-*` whatever their shard counts, not temporaries being
+/// written (what is missing is skipped; best effort).
+pub fn delete_data_files(prefix: &Path) {
     let (Some(dir), Some(name)) = (prefix.parent(), prefix.file_name()) else {
         return;
     };

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 pub use bundle::{
     data_path, index_path, write_bundle, write_partitioned_bundle, BundleEntry, BundleReader,
 };
-pub use manager::{CheckpointManager, Snapshot};
+pub use manager::{delete_data_files, CheckpointManager, Snapshot};
 pub use session::Selection;
 pub use sharded::{write_shard, write_sharded_index, ShardEntries, ShardSlice};
 pub use slices::{Partitions, TensorSlice};

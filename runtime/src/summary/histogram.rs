@@ -7,7 +7,9 @@
 //! bucket, min, max, num, sum, sum of squares, all in float64) and its
 //! [`HistogramProto`] (TF's `EncodeToProto` without zero buckets: every run of
 //! empty buckets becomes one empty bucket at the run's last limit, and an
-//! empty histogram is one empty bucket at `DBL_MAX`).
+//! empty histogram is one empty bucket at `DBL_MAX`), and its state as
+//! float64 words ([`Histogram::state`], [`Histogram::merge_state`]: the
+//! histogram of a tensor whose parts several processes hold).
 //!
 //! Invariants: a value `v` (a float32 subnormal flushed to zero, as TF's
 //! kernels do) counts in the first bucket whose limit is greater
@@ -152,6 +154,39 @@ impl Histogram {
         &self.buckets
     }
 
+    /// The histogram's state as float64 words, for an exchange between
+    /// processes: min, max, num, sum, sum of squares, then every bucket's
+    /// count ([`Histogram::state_words`] in all).
+    pub fn state(&self, out: &mut Vec<f64>) {
+        out.extend_from_slice(&[self.min, self.max, self.num, self.sum, self.sum_squares]);
+        out.extend_from_slice(&self.buckets);
+    }
+
+    /// The length of [`Histogram::state`].
+    pub fn state_words() -> usize {
+        5 + default_bucket_limits().len()
+    }
+
+    /// Adds the values a histogram of `state` ([`Histogram::state`]) counted,
+    /// as if they came after this one's: counts, num, sum and sum of
+    /// squares add up (in that order: TF's values of a tensor that is the
+    /// two tensors concatenated, up to the rounding of the sums), min and
+    /// max are the extremes. `state` is shorter than
+    /// [`Histogram::state_words`]: nothing changes.
+    pub fn merge_state(&mut self, state: &[f64]) {
+        if state.len() < 5 + self.buckets.len() {
+            return;
+        }
+        self.min = self.min.min(state[0]);
+        self.max = self.max.max(state[1]);
+        self.num += state[2];
+        self.sum += state[3];
+        self.sum_squares += state[4];
+        for (b, c) in self.buckets.iter_mut().zip(&state[5..]) {
+            *b += c;
+        }
+    }
+
     /// TF's `EncodeToProto(proto, preserve_zero_buckets = false)`.
     pub fn to_proto(&self) -> HistogramProto {
         let mut p = HistogramProto {
@@ -232,6 +267,28 @@ mod tests {
         let p = h.to_proto();
         assert_eq!((p.sum, p.num, p.min, p.max), (0.0, 3.0, 0.0, 0.0));
         assert_eq!(p.bucket, [0.0, 3.0, 0.0]);
+    }
+
+    #[test]
+    fn merged_states_are_the_histogram_of_the_values_together() {
+        // Sums exact in float64 whatever the order.
+        let (a, b) = ([-3.5f32, 0.0, 1e-30, 2.25], [7.0f32, -0.125, 2.25]);
+        let mut whole = Histogram::new();
+        whole.add_finite(&a).unwrap();
+        whole.add_finite(&b).unwrap();
+        let (mut ha, mut hb) = (Histogram::new(), Histogram::new());
+        ha.add_finite(&a).unwrap();
+        hb.add_finite(&b).unwrap();
+        let mut state = Vec::new();
+        hb.state(&mut state);
+        assert_eq!(state.len(), Histogram::state_words());
+        ha.merge_state(&state);
+        assert_eq!(ha.to_proto(), whole.to_proto());
+        // An empty histogram's state changes nothing.
+        state.clear();
+        Histogram::new().state(&mut state);
+        ha.merge_state(&state);
+        assert_eq!(ha, whole);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Owns: [`SummarySaverHook`] (every scalar output of the step — `loss`,
 //! `learning_rate`, `global_norm`, metrics — under its name, and opt-in a
-//! histogram of every trainable parameter under its TF name),
+//! histogram of every trainable parameter under its TF name, a table
+//! sharded across replicas whole),
 //! [`StepCounterHook`] (`global_step/sec`), [`EvaluationSummaryHook`] and
 //! [`write_evaluation`] (an [`Evaluation`] under the training tags, in the
 //! run's `eval/` directory, so TensorBoard overlays the two runs).
@@ -18,6 +19,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::sharded::ShardedHistograms;
 use super::writer::{ImageBatch, SummaryBatch, SummaryWriter};
 use super::SummaryError;
 use crate::abi::{ElemType, VarRole};
@@ -38,14 +40,22 @@ fn hook_error(e: SummaryError) -> TrainError {
 /// TF's `SecondOrStepTimer` by steps: due at the first step, then at the
 /// first global step at least `every` past the last trigger.
 #[derive(Clone, Copy, Debug, Default)]
-struct StepTimer {
+pub(crate) struct StepTimer {
     every: u64,
-    last: Option<i64>,
+    pub(crate) last: Option<i64>,
 }
 
 impl StepTimer {
+    /// Due every `every` global steps (0 counts as 1).
+    pub(crate) fn new(every: u64) -> StepTimer {
+        StepTimer {
+            every: every.max(1),
+            last: None,
+        }
+    }
+
     #[inline]
-    fn due(&self, global_step: i64) -> bool {
+    pub(crate) fn due(&self, global_step: i64) -> bool {
         match self.last {
             None => true,
             Some(last) => {
@@ -91,6 +101,9 @@ pub struct SummarySaverHook {
     /// `(tag, Markdown)` written once as `tf.summary.text`, with the first
     /// summaries (after the session's START, which would purge them).
     texts: Vec<(String, String)>,
+    /// The tables sharded across the replicas, whose histograms the
+    /// replicas combine ([`ShardedHistograms`]).
+    sharded: Option<ShardedHistograms>,
 }
 
 impl SummarySaverHook {
@@ -99,11 +112,9 @@ impl SummarySaverHook {
     pub fn new(writer: SummaryWriter, every_steps: u64, histograms: bool) -> SummarySaverHook {
         SummarySaverHook {
             writer,
-            timer: StepTimer {
-                every: every_steps.max(1),
-                last: None,
-            },
+            timer: StepTimer::new(every_steps),
             histograms,
+            sharded: None,
             metrics: Vec::new(),
             step_fn: 0,
             scalars: Vec::new(),
@@ -130,6 +141,15 @@ impl SummarySaverHook {
     /// the first write of the run: the spec, the run's configuration.
     pub fn with_texts(mut self, texts: Vec<(String, String)>) -> SummarySaverHook {
         self.texts = texts;
+        self
+    }
+
+    /// With `histograms`, the histogram of each table sharded across the
+    /// replicas is the whole table's ([`ShardedHistograms`]): every other
+    /// replica runs a [`ShardedHistogramHook`](super::sharded::ShardedHistogramHook)
+    /// with the same `every_steps`.
+    pub fn with_sharded(mut self, sharded: Option<ShardedHistograms>) -> SummarySaverHook {
+        self.sharded = sharded;
         self
     }
 
@@ -160,6 +180,22 @@ impl SummarySaverHook {
 
     fn write(&mut self, ctx: &RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
         let session = ctx.session();
+        // The collective first, so no other failure leaves the replicas
+        // waiting in it.
+        let combined = match self.sharded.as_mut().filter(|_| self.histograms) {
+            Some(s) => s.combine(session).map_err(|e| {
+                TrainError::Hook(format!(
+                    "NaN in summary histogram for: {} (element {} is {}) at global step {}; \
+                     event file {}",
+                    e.tag,
+                    e.element,
+                    e.value,
+                    v.global_step,
+                    self.writer.path().display()
+                ))
+            })?,
+            None => Vec::new(),
+        };
         let mut batch = SummaryBatch::new(v.global_step);
         batch.scalars.reserve(self.scalars.len());
         for s in &self.scalars {
@@ -204,6 +240,7 @@ impl SummarySaverHook {
             self.check_finite(p, values, v.global_step)?;
             batch.histograms.push((p.clone(), values.to_vec()));
         }
+        batch.counted = combined;
         self.writer.add(batch).map_err(hook_error)
     }
 }
@@ -261,6 +298,7 @@ impl Hook for SummarySaverHook {
                 .vars
                 .iter()
                 .filter(|v| matches!(v.kind, VarRole::Param { .. }))
+                .filter(|v| !self.sharded.as_ref().is_some_and(|s| s.contains(&v.name)))
                 .map(|v| v.name.clone())
                 .collect()
         } else {

@@ -9,7 +9,9 @@
 //! `events.out.tfevents.<secs>.<host>` file per writer, written by a
 //! background thread), [`reader`] (any event file, every CRC checked),
 //! [`hooks`] ([`SummarySaverHook`], [`StepCounterHook`],
-//! [`EvaluationSummaryHook`], [`write_evaluation`]) and [`SummaryError`].
+//! [`EvaluationSummaryHook`], [`write_evaluation`]), [`sharded`] (the
+//! histograms of tables sharded across replicas, combined) and
+//! [`SummaryError`].
 //!
 //! Invariants: what specc writes, TensorFlow's `summary_iterator` and
 //! TensorBoard's `EventAccumulator` read with the same tags, steps and
@@ -23,6 +25,7 @@ pub mod histogram;
 pub mod hooks;
 pub mod image;
 pub mod reader;
+pub mod sharded;
 pub mod writer;
 
 use std::fmt;

@@ -33,7 +33,7 @@ use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::event::{Event, SessionLog, Summary, SummaryValue, What, FILE_VERSION};
-use super::histogram::Histogram;
+use super::histogram::{Histogram, HistogramProto};
 use super::SummaryError;
 use crate::io::tfrecord::write_record;
 
@@ -82,6 +82,9 @@ pub struct SummaryBatch {
     pub scalars: Vec<(String, f32)>,
     /// `(tag, values)`: each becomes a histogram with TF's default buckets.
     pub histograms: Vec<(String, Vec<f32>)>,
+    /// `(tag, histogram)` counted already (a table sharded across
+    /// replicas, [`super::sharded`]), written after `histograms`.
+    pub counted: Vec<(String, HistogramProto)>,
     /// Images of a batch: each becomes up to `max_images` PNG image
     /// summaries (TF's `ImageSummary`), normalized and encoded on the
     /// writer thread.
@@ -106,6 +109,7 @@ impl SummaryBatch {
             wall_time: wall_time(),
             scalars: Vec::new(),
             histograms: Vec::new(),
+            counted: Vec::new(),
             images: Vec::new(),
         }
     }
@@ -429,6 +433,9 @@ impl SummaryBatch {
                 h.add_f32(x);
             }
             values.push(SummaryValue::histogram(tag, h.to_proto()));
+        }
+        for (tag, p) in self.counted {
+            values.push(SummaryValue::histogram(&tag, p));
         }
         for b in &self.images {
             values.extend(super::image::image_values(

@@ -1,8 +1,9 @@
 //! Synchronous data-parallel training: one step on every replica, joined at
 //! the gradient exchange (TF's `SyncReplicasOptimizer`, Horovod's allreduce).
 //!
-//! Owns: [`Collective`] (the three collectives a step needs — allreduce,
-//! allgather, broadcast — whatever carries them: MPI in the CLI, [`Solo`]
+//! Owns: [`Collective`] (the collectives a step needs — allreduce,
+//! allgather, broadcast, all-to-all — and the summaries' allgather of
+//! float64 values, whatever carries them: MPI in the CLI, [`Solo`]
 //! for one process), [`shard_rows`] (how a global batch is cut between
 //! replicas), and [`ReplicaStep`], which the [`super::Trainer`] runs in place
 //! of the plain `step`: `replica_grad` on this replica's rows, the sum of the
@@ -48,6 +49,27 @@ pub trait Collective {
     /// `recv` = every replica's `send` in replica order; replica `r` sends
     /// `counts[r]` values, placed at `displs[r]`.
     fn all_gather(&self, send: &[u32], recv: &mut [u32], counts: &[i32], displs: &[i32]);
+    /// `recv` = every replica's `send` in replica order; every replica
+    /// sends as many values (`recv` holds `replicas()` times as many). By
+    /// default an [`Collective::all_gather`] of each value's two 32-bit
+    /// halves: the same bits on every replica.
+    fn all_gather_f64(&self, send: &[f64], recv: &mut [f64]) {
+        let n = self.replicas();
+        let words: Vec<u32> = send
+            .iter()
+            .flat_map(|v| {
+                let b = v.to_bits();
+                [b as u32, (b >> 32) as u32]
+            })
+            .collect();
+        let counts = vec![words.len() as i32; n];
+        let displs: Vec<i32> = (0..n).map(|r| (r * words.len()) as i32).collect();
+        let mut all = vec![0u32; n * words.len()];
+        self.all_gather(&words, &mut all, &counts, &displs);
+        for (r, w) in recv.iter_mut().zip(all.chunks_exact(2)) {
+            *r = f64::from_bits(u64::from(w[0]) | (u64::from(w[1]) << 32));
+        }
+    }
     /// Replica 0's `values` on every replica.
     fn broadcast(&self, values: &mut [u32]);
     /// Every replica sends `send_counts[r]` values from
@@ -99,6 +121,9 @@ impl Collective for Solo {
     fn all_gather(&self, send: &[u32], recv: &mut [u32], _: &[i32], displs: &[i32]) {
         let at = displs[0] as usize;
         recv[at..at + send.len()].copy_from_slice(send);
+    }
+    fn all_gather_f64(&self, send: &[f64], recv: &mut [f64]) {
+        recv[..send.len()].copy_from_slice(send);
     }
     fn broadcast(&self, _: &mut [u32]) {}
     fn all_to_all(

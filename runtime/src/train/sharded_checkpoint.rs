@@ -13,11 +13,17 @@
 //!   step and the batch order.
 //!
 //! Then replica 0, with every replica's entries, writes `PREFIX.index` (TF's
-//! `MergeBundles`) and lists the checkpoint in the state file.
+//! `MergeBundles`) and lists the checkpoint in the state file. It deletes
+//! the checkpoints that fell out of `max_to_keep` (TF's `_sweep`) and tells
+//! the others which, and each of them deletes its data files of those in
+//! its own directory: without a shared file system, no other process can.
 //!
 //! Invariants: every replica installs the hook when the run saves
 //! checkpoints, and calls the collectives in the same order (one broadcast
-//! a step; a save's prefix, its outcome and its entries); no replica holds
+//! a step; a save's prefix, its outcome, its entries and the checkpoints
+//! swept, which every replica learns from replica 0's manager, the one
+//! state there is); a replica deletes only checkpoints the state file no
+//! longer lists, after replica 0 has written that state; no replica holds
 //! more than its own rows; a checkpoint is listed only when every replica
 //! wrote its file, so a failed save leaves the last good one the latest; its
 //! tensors are the logical ones, so a run resumes from it with any number of
@@ -33,7 +39,7 @@ use super::sharded::Ownership;
 use super::timer::Timer;
 use super::TrainError;
 use crate::checkpoint::session::GLOBAL_STEP;
-use crate::checkpoint::{write_shard, CheckpointManager, ShardSlice, TensorRef};
+use crate::checkpoint::{delete_data_files, write_shard, CheckpointManager, ShardSlice, TensorRef};
 use crate::session::Session;
 
 /// What is told of each checkpoint written.
@@ -56,6 +62,9 @@ pub struct ShardedSaverHook<'r> {
     saved_step: Option<i64>,
     /// The last checkpoint written (replica 0).
     pub last_saved: Option<PathBuf>,
+    /// Where a replica other than 0 writes its data files: its checkpoint
+    /// directory (on its machine; `None`: replica 0's directory).
+    dir: Option<PathBuf>,
 }
 
 impl<'r> ShardedSaverHook<'r> {
@@ -66,6 +75,24 @@ impl<'r> ShardedSaverHook<'r> {
             leader,
             saved_step: None,
             last_saved: None,
+            dir: None,
+        }
+    }
+
+    /// A replica other than 0 writes its data files into `dir`, its own
+    /// checkpoint directory (the run's on its machine; a test's own),
+    /// instead of the path of replica 0's.
+    pub fn with_directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// Where this replica writes its part of the checkpoint replica 0
+    /// names `prefix`.
+    fn local_prefix(&self, prefix: &Path) -> PathBuf {
+        match (&self.dir, &self.leader, prefix.file_name()) {
+            (Some(dir), None, Some(name)) => dir.join(name),
+            _ => prefix.to_path_buf(),
         }
     }
 
@@ -87,7 +114,8 @@ impl<'r> ShardedSaverHook<'r> {
         } else {
             None
         };
-        let written = write_part(ctx.session(), rank, n, &prefix, step, position.as_deref());
+        let local = self.local_prefix(&prefix);
+        let written = write_part(ctx.session(), rank, n, &local, step, position.as_deref());
         // Every replica's outcome and entries' size, then the entries.
         let entries = written.as_ref().map(Vec::as_slice).unwrap_or(&[]);
         let mut outcome = vec![0u32; 2 * n];
@@ -106,11 +134,25 @@ impl<'r> ShardedSaverHook<'r> {
         let lens: Vec<usize> = (0..n).map(|r| outcome[2 * r + 1] as usize).collect();
         let all = gather_bytes(&*self.comm, entries, &lens);
         self.saved_step = Some(step);
-        if let Some(l) = self.leader.as_mut() {
-            let prefix = l
-                .manager
-                .save_sharded(step, &all)
-                .map_err(|e| TrainError::Hook(format!("cannot save the checkpoint: {e}")))?;
+        let listed = match self.leader.as_mut() {
+            Some(l) => l.manager.save_sharded(step, &all).map(Some),
+            None => Ok(None),
+        };
+        // The checkpoints replica 0 swept, by name (none when the save
+        // failed: the state is as it was); every replica, even then.
+        let swept = match (&listed, &self.leader) {
+            (Ok(Some(_)), Some(l)) => l.manager.swept().join("\0"),
+            _ => String::new(),
+        };
+        let swept = broadcast_text(&*self.comm, &swept);
+        if self.leader.is_none() {
+            for name in swept.split('\0').filter(|n| !n.is_empty()) {
+                sweep_part(&local, name);
+            }
+        }
+        let listed =
+            listed.map_err(|e| TrainError::Hook(format!("cannot save the checkpoint: {e}")))?;
+        if let (Some(prefix), Some(l)) = (listed, self.leader.as_mut()) {
             if let Some(report) = l.report.as_mut() {
                 report(&prefix);
             }
@@ -219,6 +261,18 @@ fn write_part(
         }
     }
     write_shard(prefix, rank as u32, n as u32, &slices).map_err(|e| e.to_string())
+}
+
+/// Deletes this replica's data files of the swept checkpoint `name` (as
+/// the state file named it, relative to the directory) from the directory
+/// of `local`, this replica's prefix of the checkpoint just written.
+fn sweep_part(local: &Path, name: &str) {
+    let dir = local.parent().unwrap_or(Path::new(""));
+    // A name the state file gave with directories: its last component, in
+    // this replica's directory.
+    if let Some(file) = Path::new(name).file_name() {
+        delete_data_files(&dir.join(file));
+    }
 }
 
 /// Replica 0's `text` on every replica.
