@@ -197,8 +197,7 @@ mod tests {
                 },
             ),
         ];
-        let csv =
-            csv_file::load(&path, "f.csv", &CsvReadOptions::default(), &inputs).unwrap();
+        let csv = csv_file::load(&path, "f.csv", &CsvReadOptions::default(), &inputs).unwrap();
         let a = [0.1, -3.0, 7.0];
         let b: Vec<&[u8]> = vec![b"2.5", b"1e-3", b"8"];
         let y = [1.0, 0.0, 2.0];
@@ -243,13 +242,21 @@ mod tests {
             values: ColumnValues::Numbers(&y),
         }];
         let e = load_frame("DataFrame", &cols, &inputs).unwrap_err();
-        assert_eq!((e.row, e.column.as_deref()), (Some(1), Some("label")), "{e}");
+        assert_eq!(
+            (e.row, e.column.as_deref()),
+            (Some(1), Some("label")),
+            "{e}"
+        );
         let nan = [1.0, f64::NAN];
         let cols = [FrameColumn {
             name: "label",
             values: ColumnValues::Numbers(&nan),
         }];
         let e = load_frame("DataFrame", &cols, &inputs).unwrap_err();
-        assert_eq!((e.row, e.column.as_deref()), (Some(1), Some("label")), "{e}");
+        assert_eq!(
+            (e.row, e.column.as_deref()),
+            (Some(1), Some("label")),
+            "{e}"
+        );
     }
 }
