@@ -10,9 +10,11 @@
 //! ([`Builder`], chunk by chunk): a number column's cells are
 //! [`Cell::Number`] (used as they are, as a CSV cell's parsed value is), a
 //! text column's are [`Cell::Text`] (parsed by the transform, as a CSV
-//! field is). A CSV's `na_value`, `column_defaults` and `filter` are the
-//! file reader's, not the transforms': a frame's values are already typed,
-//! so they do not apply (a NaN number is refused with its column and row).
+//! field is); a NaN number (pandas' missing value) is an empty text cell,
+//! a missing CSV field, which a feature column's `default_value` fills or
+//! the transform refuses. A CSV's `na_value`, `column_defaults` and
+//! `filter` are the file reader's, not the transforms': a frame's values
+//! are already typed, so they do not apply.
 //!
 //! Invariants: every input's columns are columns of the frame (an unknown
 //! one is an error naming the closest); every column has the same number
@@ -54,6 +56,9 @@ impl ColumnValues<'_> {
 
     fn cell(&self, row: usize) -> Cell<'_> {
         match self {
+            // A missing number (pandas' NaN) is a missing cell, as an
+            // empty CSV field is: a default fills it, or it is an error.
+            ColumnValues::Numbers(v) if v[row].is_nan() => Cell::Text(b""),
             ColumnValues::Numbers(v) => Cell::Number(v[row]),
             ColumnValues::Text(v) => Cell::Text(v[row]),
         }
@@ -117,21 +122,6 @@ pub fn load_frame(
             idx.push(i);
         }
         plan.push(idx);
-    }
-    // A NaN in a column an input reads (the others are not read).
-    for &i in plan.iter().flatten() {
-        let c = &columns[i];
-        if let ColumnValues::Numbers(v) = c.values {
-            if let Some(r) = v.iter().position(|x| x.is_nan()) {
-                return Err(DataError::at(
-                    frame,
-                    Some(r),
-                    Some(c.name),
-                    "a missing value (NaN): fill or drop it first (a CSV's \
-                     `na_value` and `column_defaults` do not apply to a frame)",
-                ));
-            }
-        }
     }
     let mut builder = Builder::new(inputs);
     builder
