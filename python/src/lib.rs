@@ -1,11 +1,10 @@
 //! `specc._specc`: the extension module under specc's Python package (the
 //! pure-Python `specc/` package wraps it; users import `specc`).
 //!
-//! Owns: [`compile`] (a spec file or text, with `--set`-style overrides,
-//! into a [`model::Model`]), the module's contents, and the conversions at
-//! the boundary ([`errors`]: specc's errors as Python exceptions;
-//! [`model`]: numpy arrays in and out, the GIL released while compiled code
-//! runs).
+//! Owns: `compile` (a spec file or text, with `--set`-style overrides,
+//! into a `model::Model`), the module's contents, and the conversions at
+//! the boundary (`errors`: specc's errors as Python exceptions; `model`:
+//! numpy arrays in and out, the GIL released while compiled code runs).
 //!
 //! Invariants: nothing panics across the boundary (every error is a Python
 //! exception); the numbers are the library's (`specc::Model`,

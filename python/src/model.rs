@@ -168,7 +168,7 @@ impl Model {
         &self,
         py: Python<'py>,
         batch: Vec<(String, PyReadonlyArrayDyn<'_, f32>)>,
-    ) -> PyResult<(f64, usize, Vec<(String, f64)>)> {
+    ) -> PyResult<Eval> {
         let views = views(&batch);
         let e = py
             .detach(|| self.lock().evaluate(&views))
@@ -397,13 +397,16 @@ fn with_frame<'py, R>(
     f(&frame)
 }
 
+/// An evaluation as Python gets it: `(mean loss, rows, [(metric, value)])`.
+type Eval = (f64, usize, Vec<(String, f64)>);
+
 /// What a run did, as `fit` reports it.
 struct Summary {
     global_step: i64,
     steps: u64,
     epochs: u64,
     loss: Option<f32>,
-    train: Option<(f64, usize, Vec<(String, f64)>)>,
-    held_out: Option<(f64, usize, Vec<(String, f64)>)>,
+    train: Option<Eval>,
+    held_out: Option<Eval>,
     checkpoint: Option<PathBuf>,
 }
