@@ -3,8 +3,8 @@ tools/test) against the CLI and TensorFlow.
 
 - digits (specs/digits_mlp.spec) trained from a pandas DataFrame of
   specs/data/digits.csv writes the same checkpoint bytes as `specc run` on
-  the CSV with the same steps (the spec's seed and shuffle), and so does a
-  fit from the CSV's path;
+  the CSV with the same steps (the spec's seed and shuffle), and so do a
+  fit from a dict of its columns' arrays and one from the CSV's path;
 - the titanic spec (a string label through its vocabulary, vocabulary,
   hashed and crossed categorical columns, a numeric column whose missing
   cells take its default) trained from a DataFrame with string columns and
@@ -67,6 +67,16 @@ def test_dataframe_fit_writes_specc_runs_checkpoint_bytes(digits_cli, tmp_path):
     assert r["checkpoint"] == str(tmp_path / "py" / f"model.ckpt-{DIGITS_STEPS}")
     # digits.csv: 1797 rows, 20 % held out (the spec's default split).
     assert r["train"]["rows"] + r["held_out"]["rows"] == len(df) == 1797
+    assert checkpoint_bytes(tmp_path / "py", DIGITS_STEPS) == checkpoint_bytes(
+        digits_cli, DIGITS_STEPS
+    )
+
+
+def test_dict_of_arrays_fit_writes_specc_runs_checkpoint_bytes(digits_cli, tmp_path):
+    df = pd.read_csv(DIGITS_CSV)
+    columns = {c: df[c].to_numpy() for c in df.columns}
+    model = pyspecc.compile(DIGITS_SPEC)
+    model.fit(columns, steps=DIGITS_STEPS, checkpoint_dir=tmp_path / "py")
     assert checkpoint_bytes(tmp_path / "py", DIGITS_STEPS) == checkpoint_bytes(
         digits_cli, DIGITS_STEPS
     )

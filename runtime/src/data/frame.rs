@@ -7,7 +7,7 @@
 //! [`ColumnTransform`](super::ColumnTransform), into a [`Dataset`]).
 //!
 //! How: the cells go to the very transforms a CSV file's cells go to
-//! ([`Builder`], chunk by chunk): a number column's cells are
+//! (the loader's `Builder`, chunk by chunk): a number column's cells are
 //! [`Cell::Number`] (used as they are, as a CSV cell's parsed value is), a
 //! text column's are [`Cell::Text`] (parsed by the transform, as a CSV
 //! field is); a NaN number (pandas' missing value) is an empty text cell,
