@@ -4,7 +4,8 @@ tools/test) against the CLI and TensorFlow.
 - digits (specs/digits_mlp.spec) trained from a pandas DataFrame of
   specs/data/digits.csv writes the same checkpoint bytes as `specc run` on
   the CSV with the same steps (the spec's seed and shuffle), and so do a
-  fit from a dict of its columns' arrays and one from the CSV's path;
+  fit from a dict of its columns' arrays and one from the CSV's path, and
+  `fit(epochs=1)` as `specc run --set epochs=1`;
 - the titanic spec (a string label through its vocabulary, vocabulary,
   hashed and crossed categorical columns, a numeric column whose missing
   cells take its default) trained from a DataFrame with string columns and
@@ -88,6 +89,20 @@ def test_path_fit_writes_specc_runs_checkpoint_bytes(digits_cli, tmp_path):
     assert checkpoint_bytes(tmp_path / "py", DIGITS_STEPS) == checkpoint_bytes(
         digits_cli, DIGITS_STEPS
     )
+
+
+def test_epochs_train_as_specc_run_with_set_epochs(specc, tmp_path):
+    subprocess.run(
+        [specc, "run", str(DIGITS_SPEC), "--set", "epochs=1", "--checkpoint-dir",
+         str(tmp_path / "cli")],
+        check=True, capture_output=True, text=True,
+    )
+    model = pyspecc.compile(DIGITS_SPEC)
+    r = model.fit(pd.read_csv(DIGITS_CSV), epochs=1, checkpoint_dir=tmp_path / "py")
+    # One pass over the 1438 training rows in batches of 64.
+    assert r["global_step"] == -(-1438 // 64)
+    step = r["global_step"]
+    assert checkpoint_bytes(tmp_path / "py", step) == checkpoint_bytes(tmp_path / "cli", step)
 
 
 def test_titanic_dataframe_with_string_columns_trains_as_specc_run(specc, tmp_path):
