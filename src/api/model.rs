@@ -20,7 +20,7 @@ use specc_compiler::model::InputRole;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
-use specc_runtime::data::{load, Source, Values};
+use specc_runtime::data::{load, load_frame, Dataset, FrameColumn, Source, Values};
 use specc_runtime::session::Session;
 use specc_runtime::train::{evaluate, Evaluation};
 
@@ -147,6 +147,40 @@ impl Model {
             )));
         }
         v.assign(&value);
+        Ok(())
+    }
+
+    /// Sets every variable of [`Model::variables`] and the global step to
+    /// `other`'s (a model of the same spec, compiled with other functions:
+    /// a run's model, a model restored elsewhere). A variable `other` does
+    /// not have, or has with another shape, is an error, and nothing is set.
+    pub fn copy_state_from(&mut self, other: &Model) -> Result<(), Error> {
+        let names = self.variables();
+        for (name, shape) in &names {
+            match other.session.variable(name) {
+                Some(v) if v.shape() == shape.as_slice() => {}
+                Some(v) => {
+                    return Err(Error::Parameter(format!(
+                        "`{name}` has shape {shape:?} here and {:?} in the other model",
+                        v.shape()
+                    )))
+                }
+                None => {
+                    return Err(Error::Parameter(format!(
+                        "the other model has no variable `{name}`"
+                    )))
+                }
+            }
+        }
+        for (name, _) in &names {
+            if let (Some(v), Some(mut d)) = (
+                other.session.variable(name),
+                self.session.variable_mut(name),
+            ) {
+                d.assign(&v);
+            }
+        }
+        self.session.global_step = other.session.global_step;
         Ok(())
     }
 
@@ -336,22 +370,43 @@ impl Model {
             options,
         };
         let data = load(&source, &specs).map_err(|e| Error::Input(e.to_string()))?;
-        data.inputs
+        dataset_arrays(&data)
+    }
+
+    /// Reads named columns in memory (a DataFrame's: `frame` names it in
+    /// errors) through the spec's columns, normalizers and feature columns,
+    /// as [`Model::read_csv`] reads a CSV file's columns, into one array per
+    /// model input; with `label = false` the label column need not exist.
+    pub fn read_frame(
+        &self,
+        frame: &str,
+        columns: &[FrameColumn<'_>],
+        label: bool,
+    ) -> Result<Vec<(String, ArrayD<f32>)>, Error> {
+        let specs: Vec<_> = self
+            .program
+            .model
+            .inputs
             .iter()
-            .map(|d| {
-                let v: Vec<f32> = match &d.values {
-                    Values::F32(v) => v.clone(),
-                    Values::I32(v) => v.iter().map(|&x| x as f32).collect(),
-                };
-                let shape = if d.width == 1 {
-                    vec![data.rows]
-                } else {
-                    vec![data.rows, d.width]
-                };
-                ArrayD::from_shape_vec(IxDyn(&shape), v)
-                    .map(|a| (d.name.clone(), a))
-                    .map_err(|e| Error::Input(format!("input `{}`: {e}", d.name)))
-            })
+            .filter(|i| label || i.role != InputRole::Label)
+            .map(|i| i.spec.clone())
+            .collect();
+        let data = load_frame(frame, columns, &specs).map_err(|e| Error::Input(e.to_string()))?;
+        dataset_arrays(&data)
+    }
+
+    /// The spec's `outputs`, in order, each with whether its values are
+    /// ids (int32, returned by [`Model::predict`] as whole numbers); empty
+    /// without a `predict` function.
+    pub fn outputs(&self) -> Vec<(String, bool)> {
+        let Some(f) = self.session.function_index("predict") else {
+            return Vec::new();
+        };
+        self.session
+            .function_layout(f)
+            .outputs
+            .iter()
+            .map(|o| (o.name.clone(), o.elem == ElemType::I32))
             .collect()
     }
 
@@ -393,4 +448,26 @@ impl Model {
             None => vec![rows, per_example],
         }
     }
+}
+
+/// A data set's inputs as arrays (`[rows]`, or `[rows, width]`; ids as
+/// whole numbers).
+fn dataset_arrays(data: &Dataset) -> Result<Vec<(String, ArrayD<f32>)>, Error> {
+    data.inputs
+        .iter()
+        .map(|d| {
+            let v: Vec<f32> = match &d.values {
+                Values::F32(v) => v.clone(),
+                Values::I32(v) => v.iter().map(|&x| x as f32).collect(),
+            };
+            let shape = if d.width == 1 {
+                vec![data.rows]
+            } else {
+                vec![data.rows, d.width]
+            };
+            ArrayD::from_shape_vec(IxDyn(&shape), v)
+                .map(|a| (d.name.clone(), a))
+                .map_err(|e| Error::Input(format!("input `{}`: {e}", d.name)))
+        })
+        .collect()
 }

@@ -69,7 +69,7 @@ use std::path::PathBuf;
 pub use error::{Error, TrainingFailure};
 pub use observer::{Observer, Quiet};
 pub use outcome::{peak_rss_bytes, Outcome, ReplicaInfo};
-pub use prepare::{prepare, Prepared};
+pub use prepare::{prepare, prepare_given, Given, Prepared};
 pub use replicas::{Launch, Replicas};
 pub use settings::Flags;
 

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_grammar::SourceFile;
+use specc_runtime::data::{load_frame, FrameColumn};
 use specc_runtime::train::Duration;
 
 use super::data::{self, EvalData, TrainingData};
@@ -82,11 +84,44 @@ impl Prepared<'_> {
     }
 }
 
+/// What a run is handed instead of what its request would read (the
+/// Python package's `Model.fit`): the spec's text, the training rows in
+/// memory, the model whose state training starts from. Each is `None` by
+/// default: the run reads it as `specc run` does.
+#[derive(Default)]
+pub struct Given<'g> {
+    /// The spec's text (a spec written in a program, not a file): the
+    /// request's `spec` is then only its name in messages and the base of
+    /// its relative paths (its parent directory).
+    pub spec: Option<SourceFile>,
+    /// The training data as named columns in memory (a DataFrame's) and
+    /// how messages name it: read through the spec's columns and feature
+    /// columns as a CSV file's columns are (`runtime::data::load_frame`),
+    /// in place of the spec's `data` (and `--data`), and split into
+    /// training and held-out rows as the spec's data would be.
+    pub frame: Option<(&'g [FrameColumn<'g>], String)>,
+    /// A model of the same spec whose variables and global step the session
+    /// starts from (before a warm start or a resume, which overwrite them);
+    /// its variables must have the run's shapes.
+    pub start: Option<&'g Model>,
+}
+
 /// Resolves `request`'s settings, compiles its spec (for the replicas of a
 /// data-parallel job when `replicas` is given), makes the session and
 /// opens the data; tells `observer` what it compiled and read.
 pub fn prepare<'r>(
     request: &Request,
+    replicas: Option<&'r Replicas>,
+    observer: &mut dyn Observer,
+) -> Result<Prepared<'r>, Error> {
+    prepare_given(request, Given::default(), replicas, observer)
+}
+
+/// [`prepare`] with what `given` hands the run in place of the request's
+/// spec file, data, or fresh variables (see [`Given`]).
+pub fn prepare_given<'r>(
+    request: &Request,
+    given: Given<'_>,
     replicas: Option<&'r Replicas>,
     observer: &mut dyn Observer,
 ) -> Result<Prepared<'r>, Error> {
@@ -96,7 +131,7 @@ pub fn prepare<'r>(
     let (steps, eval_fraction) = (request.flags.steps, request.flags.eval_fraction);
     // The spec with the config file's, `--set`'s and the flags' overrides
     // written into it, checked; and the run's settings.
-    let run = resolve(request)?;
+    let run = resolve(request, given.spec)?;
     let config = &run.config;
     let src = &run.source;
     let t0 = Instant::now();
@@ -121,6 +156,11 @@ pub fn prepare<'r>(
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
     let mut trained = Model::from_program(program).map_err(Error::Session)?;
+    if let Some(start) = given.start {
+        trained.copy_state_from(start).map_err(|e| {
+            Error::Checkpoint(format!("the model to start from does not fit the run: {e}"))
+        })?;
+    }
     // A replica's sharded tables hold its rows.
     if let Some(r) = replicas {
         trained
@@ -135,9 +175,22 @@ pub fn prepare<'r>(
     // input pipeline as training goes; anything else is loaded in memory.
     // An image input with random transforms: the data set holds their
     // evaluation form; the augmenter redraws them for every training batch.
-    let source = data::data_source(model, spec, config.data.as_deref())?;
-    let data_name = data::source_name(&source);
-    let mut data = TrainingData::open(model, source, true)?;
+    let (mut data, data_name) = match given.frame {
+        Some((columns, name)) => (
+            TrainingData::Memory {
+                dataset: load_frame(&name, columns, &model.input_specs())
+                    .map_err(|e| Error::Data(e.to_string()))?,
+                augmenter: None,
+                image_input: None,
+            },
+            name,
+        ),
+        None => {
+            let source = data::data_source(model, spec, config.data.as_deref())?;
+            let name = data::source_name(&source);
+            (TrainingData::open(model, source, true)?, name)
+        }
+    };
     // `eval_data` (or `--eval-data`): evaluations read it instead of a
     // held-out split; loaded whole (a single CSV) or streamed, one pass each.
     let eval = eval_source
@@ -265,9 +318,9 @@ pub fn prepare<'r>(
     })
 }
 
-/// The run's settings: the spec at `request.spec`, then its config file,
-/// `--set`s and flags ([`settings::resolve`]).
-fn resolve(request: &Request) -> Result<Resolved, Error> {
+/// The run's settings: the spec at `request.spec` (or its given text), then
+/// its config file, `--set`s and flags ([`settings::resolve`]).
+fn resolve(request: &Request, text: Option<SourceFile>) -> Result<Resolved, Error> {
     let flags = &request.flags;
     // The flag's own range check, before it reaches the spec.
     if let Some(f) = flags.eval_fraction {
@@ -278,7 +331,10 @@ fn resolve(request: &Request) -> Result<Resolved, Error> {
         }
     }
     let spec: &Path = &request.spec;
-    let src = crate::spec::read_spec(spec).map_err(Error::Io)?;
+    let src = match text {
+        Some(t) => t,
+        None => crate::spec::read_spec(spec).map_err(Error::Io)?,
+    };
     settings::resolve(&src, spec, request.config.as_deref(), &request.sets, flags).map_err(|e| {
         match e {
             ConfigError::Spec {

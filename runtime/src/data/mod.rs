@@ -43,6 +43,7 @@ pub mod columns;
 pub mod csv_file;
 pub mod csv_filter;
 pub mod csv_options;
+pub mod frame;
 pub mod images;
 pub mod norm;
 mod synthetic;
@@ -55,6 +56,7 @@ use crate::abi::ElemType;
 
 pub use columns::{Cell, CellRows, ColumnTransform, ValuesMut};
 pub use csv_options::CsvReadOptions;
+pub use frame::{load_frame, ColumnValues, FrameColumn};
 pub use norm::{NormExpr, NormFunc};
 
 /// The longest row of a CSV file, in bytes (its line terminator included;

@@ -1,0 +1,46 @@
+# The types of specc's Python API (specc/_model.py; its docstrings say what
+# each call does).
+from os import PathLike
+from typing import Any, Mapping, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = Union[str, PathLike[str]]
+# A pandas DataFrame, a dict of 1-D columns, a CSV path, or (evaluate,
+# predict) a dict of the model's inputs by name.
+_Data = Union[Any, Mapping[str, npt.ArrayLike], _Path]
+
+def compile(spec: _Path, **overrides: Any) -> Model: ...
+
+class Model:
+    @property
+    def name(self) -> str: ...
+    @property
+    def global_step(self) -> int: ...
+    @property
+    def max_batch(self) -> int: ...
+    @property
+    def inputs(self) -> list[dict[str, Any]]: ...
+    @property
+    def outputs(self) -> list[str]: ...
+    def train_step(self, batch: Mapping[str, npt.ArrayLike]) -> float: ...
+    def evaluate(self, data: _Data) -> dict[str, float]: ...
+    # A pandas DataFrame, or without pandas a dict of arrays.
+    def predict(self, data: _Data) -> Any: ...
+    def variables(self) -> dict[str, npt.NDArray[np.float32]]: ...
+    def set_variable(self, name: str, value: npt.ArrayLike) -> None: ...
+    def save(self, directory: _Path) -> str: ...
+    def restore(self, path: _Path) -> str: ...
+    def fit(
+        self,
+        data: Optional[_Data] = None,
+        steps: Optional[int] = None,
+        epochs: Optional[int] = None,
+        eval_data: Optional[_Path] = None,
+        checkpoint_dir: Optional[_Path] = None,
+        summary_dir: Optional[_Path] = None,
+        checkpoint_every_steps: Optional[int] = None,
+        callbacks: None = None,
+        **overrides: Any,
+    ) -> dict[str, Any]: ...
