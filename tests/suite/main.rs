@@ -96,6 +96,7 @@ mod runtime_checks;
 mod sequence_examples;
 mod sequence_feature_columns;
 mod sharded;
+mod sharded_lookups;
 mod sparse;
 mod sparse_first_occurrence;
 mod spec_optimizers;
