@@ -2,7 +2,8 @@
 //! (`optim::sharded`, `train::sharded`): the CTR spec's ten hashed
 //! `linear_model` tables (2^18 rows each, so sharded without a
 //! `partitioner`) under FTRL, against one process on the global batch,
-//! through the checkpoints replica 0 writes with the whole tables.
+//! through the checkpoints replica 0 writes with the whole tables; and a
+//! table shared by several columns (`shared_embeddings`).
 #![cfg(feature = "mpi")]
 
 use crate::mpi::{train, train_exchanging};
@@ -249,4 +250,49 @@ fn a_sharded_job_evaluates_as_one_process() {
         }
         assert_eq!(one[set]["rows"], many[set]["rows"], "{set}");
     }
+}
+
+/// One table shared by three hashed columns (`shared_embeddings`, 2 MiB,
+/// sharded without a partitioner) under Adagrad, and two of the columns'
+/// `linear_model` tables under FTRL: 2 ranks fetch each batch's distinct
+/// ids of the three columns once, and train the model one process does.
+#[test]
+fn two_ranks_shard_a_table_shared_by_three_columns() {
+    let dir = temp_dir("sharded-shared-spec");
+    let data = format!("{}/specs/data/ctr_sample.csv", env!("CARGO_MANIFEST_DIR"));
+    let text = format!(
+        "model ctr_shared\n\
+         data csv({data:?})\n\
+         label click: float\n\
+         features {{\n  \
+           user_id = categorical_column_with_hash_bucket(user_id, 65536)\n  \
+           ad_id = categorical_column_with_hash_bucket(ad_id, 65536)\n  \
+           site = categorical_column_with_hash_bucket(site, 65536)\n  \
+           deep = input_layer(shared_embeddings([user_id, ad_id, site], dimension = 8))\n  \
+           wide = linear_model(site, user_id)\n\
+         }}\n\
+         params {{\n  w: [24, 1] = glorot_uniform(seed = 4)\n  b: [1] = zeros\n}}\n\
+         logit = reshape(deep @ w + b + wide, [B])\n\
+         loss = mean(sigmoid_cross_entropy(click, logit))\n\
+         optimizer ftrl(learning_rate = 0.1, var_list = \"linear_model/*\")\n\
+         optimizer adagrad(learning_rate = 0.05, var_list = [\"w\", \"b\", \"*shared_embedding/*\"])\n\
+         train {{ batch = 64, epochs = 1, shuffle = 0 }}\n"
+    );
+    let spec = dir.join("ctr_shared.spec");
+    std::fs::write(&spec, text).unwrap();
+    let spec = spec.display().to_string();
+    let one = temp_dir("sharded-shared-one");
+    let many = temp_dir("sharded-shared-2");
+    train(&spec, 0, STEPS, &one);
+    let out = train(&spec, 2, STEPS, &many);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("3 tables are sharded across the replicas"),
+        "the job says it shards the tables: {stderr}"
+    );
+    assert_close(
+        &checkpoint(&one),
+        &checkpoint(&many),
+        "a shared table on 2 ranks",
+    );
 }
