@@ -148,7 +148,13 @@ fn one_process(text: &str, steps: usize) -> Trained {
 }
 
 /// `n` replicas sharding every table of `spec` train what one process does.
-pub(crate) fn sharded_matches_one_process(spec: &str, n: usize, steps: usize, tables: usize, shared: bool) {
+pub(crate) fn sharded_matches_one_process(
+    spec: &str,
+    n: usize,
+    steps: usize,
+    tables: usize,
+    shared: bool,
+) {
     let mut one = one_process(spec, steps);
     let (mut many, sharded) = train_sharded(spec, steps, n, shared);
     // A sharded table's variable is declared after the others.

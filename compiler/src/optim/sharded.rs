@@ -14,15 +14,24 @@
 //!   replica's share, then one spare row that the padding of the routed
 //!   gradient updates ([`local_rows`]); its slots and moving average are
 //!   shaped alike;
-//! - the lookups read a new `Fetched` variable instead, `shard/fetched/W`,
-//!   one row per id slot of a replica's batch: before `replica_grad` the
-//!   runtime gathers the batch's distinct ids' rows there from their owners
-//!   and rewrites the id inputs into positions in it (so the forward and
-//!   backward are the unsharded ones, on the fetched rows);
+//! - the lookups (any number: `shared_embeddings`, several `gather`s) read
+//!   a new `Fetched` variable instead, `shard/fetched/W`, one row per id
+//!   slot of the batch's inputs in the table's id group: before
+//!   `replica_grad` the runtime gathers the batch's distinct ids' rows there
+//!   from their owners and rewrites the id inputs into positions in it (so
+//!   the forward and backward are the unsharded ones, on the fetched rows);
 //! - the gradient is taken with respect to the fetched rows
-//!   ([`differentiated`]); its `IndexedSlices` go to the rows' owners (an
-//!   all-to-all), each of which applies the optimizer's sparse update to
-//!   its rows with the ids it received, in replica order.
+//!   ([`differentiated`]), the lookups' `IndexedSlices` as one
+//!   ([`summed_slices`]); it goes to the rows' owners (an all-to-all), each
+//!   of which applies the optimizer's sparse update to its rows with the ids
+//!   it received, in replica order.
+//!
+//! An id group (`id_groups`): the id inputs linked by the sharded tables
+//! reading them (a table read by several inputs, an input read by several
+//! tables, as a column in `shared_embeddings` and in `linear_model`). The
+//! runtime numbers the distinct ids of a group's inputs together, so one
+//! rewritten input is a position in each of its tables' fetched rows, and
+//! each table's fetched rows have a slot for every id of its group.
 //!
 //! Which rows a replica owns: TF's partitions are contiguous ranges (the
 //! `div` strategy of feature columns' lookups, so a checkpoint's logical
@@ -30,8 +39,8 @@
 //! evenly over them.
 //!
 //! Invariants: a sharded table is read only by lookups (`gather`) of id
-//! inputs; the ids of one replica's rows, and so the fetched rows, number at
-//! most the fetched variable's rows; the program is the same on every
+//! inputs; the distinct ids of one replica's batch over a group's inputs,
+//! and so the fetched rows, number at most the fetched variable's rows; the program is the same on every
 //! replica (a replica's rows are where the runtime puts them).
 
 use specc_grammar::{Code, Diagnostic};
@@ -210,7 +219,10 @@ fn id_groups(tables: &[(u32, Vec<NodeId>)]) -> Vec<Vec<NodeId>> {
                 let shared = tables[a].1.iter().any(|i| tables[b].1.contains(i));
                 if shared && group[a] != group[b] {
                     let (from, to) = (group[a].max(group[b]), group[a].min(group[b]));
-                    group.iter_mut().filter(|g| **g == from).for_each(|g| *g = to);
+                    group
+                        .iter_mut()
+                        .filter(|g| **g == from)
+                        .for_each(|g| *g = to);
                     changed = true;
                 }
             }
@@ -219,7 +231,11 @@ fn id_groups(tables: &[(u32, Vec<NodeId>)]) -> Vec<Vec<NodeId>> {
     (0..tables.len())
         .map(|k| {
             let mut inputs: Vec<NodeId> = Vec::new();
-            for (t, _) in tables.iter().enumerate().filter(|(t, _)| group[*t] == group[k]) {
+            for (t, _) in tables
+                .iter()
+                .enumerate()
+                .filter(|(t, _)| group[*t] == group[k])
+            {
                 for &i in &tables[t].1 {
                     if !inputs.contains(&i) {
                         inputs.push(i);
@@ -345,6 +361,24 @@ mod tests {
         assert_eq!(min_max_partitions(262_144, 4, 8, 256 << 10), 4);
         assert_eq!(min_max_partitions(262_144, 4, 3, 256 << 10), 3);
         assert_eq!(min_max_partitions(100, 4, 8, 256 << 10), 1);
+    }
+
+    #[test]
+    fn tables_sharing_an_id_input_share_its_group() {
+        let n = NodeId;
+        // W reads a and b, V reads b, U reads c: {a, b} for W and V.
+        let tables = [(0, vec![n(1), n(2)]), (1, vec![n(2)]), (2, vec![n(3)])];
+        let groups = id_groups(&tables);
+        assert_eq!(groups[0], vec![n(1), n(2)]);
+        assert_eq!(groups[1], vec![n(1), n(2)]);
+        assert_eq!(groups[2], vec![n(3)]);
+        // A chain joins all three.
+        let tables = [
+            (0, vec![n(1)]),
+            (1, vec![n(2), n(3)]),
+            (2, vec![n(3), n(1)]),
+        ];
+        assert!(id_groups(&tables).iter().all(|g| g.len() == 3));
     }
 
     #[test]

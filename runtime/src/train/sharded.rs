@@ -11,7 +11,10 @@
 //!   this replica's rows, in first-occurrence order, go to their owners
 //!   (the counts, then the ids), which return the rows; they land in each
 //!   table's `Fetched` variable, and the id inputs are rewritten into
-//!   positions in it;
+//!   positions in it. The ids are numbered per id group (the inputs linked
+//!   by the tables reading them: a table read by several lookups, an input
+//!   read by several tables), so each distinct id is fetched once per
+//!   table, and a table fetches only the ids its own lookups read;
 //! - [`ShardedTables::route`], after `replica_grad`: each entry of this
 //!   replica's `IndexedSlices` (position, row) goes to the id's owner as
 //!   (its local row, row), in this replica's order (the counts, the ids,
@@ -381,7 +384,9 @@ impl ShardedTables {
             let g = &self.groups[t.group];
             t.wanted[..g.uniq.len()].fill(false);
             for &input in &t.inputs {
-                let ids = session.input_i32(input, rows).ok_or("an id input is not int32")?;
+                let ids = session
+                    .input_i32(input, rows)
+                    .ok_or("an id input is not int32")?;
                 for &pos in ids.iter().filter(|&&p| p >= 0) {
                     t.wanted[pos as usize] = true;
                 }
@@ -652,7 +657,10 @@ fn id_groups(tables: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
                 let shared = tables[a].iter().any(|i| tables[b].contains(i));
                 if shared && group[a] != group[b] {
                     let (from, to) = (group[a].max(group[b]), group[a].min(group[b]));
-                    group.iter_mut().filter(|g| **g == from).for_each(|g| *g = to);
+                    group
+                        .iter_mut()
+                        .filter(|g| **g == from)
+                        .for_each(|g| *g = to);
                     changed = true;
                 }
             }
@@ -690,6 +698,14 @@ impl crate::session::Prologue for ShardedTables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_linked_by_an_id_input_are_one_group() {
+        // Inputs 4 and 5 (one table), 5 (another), 7 (a third), 7 and 8.
+        let (of_table, groups) = id_groups(&[vec![4, 5], vec![5], vec![7], vec![8, 7]]);
+        assert_eq!(of_table, vec![0, 0, 1, 1]);
+        assert_eq!(groups, vec![vec![4, 5], vec![7, 8]]);
+    }
 
     #[test]
     fn rows_are_located_round_robin() {
