@@ -245,7 +245,7 @@ fn three_replicas_sharing_memory_shard_embeddings() {
 }
 
 /// The diagnostic compiling `text` for `n` replicas gives.
-fn refusal(text: &str, n: u32) -> specc_grammar::Diagnostic {
+pub(crate) fn refusal(text: &str, n: u32) -> specc_grammar::Diagnostic {
     let src = specc_grammar::SourceFile::new("spec.spec", text.to_string());
     let options = specc_compiler::driver::Options {
         threads: 1,

@@ -8,7 +8,7 @@
 //! lookups. One process adds the lookups' gradients densely, so their sums
 //! differ from the sharded ones in the order of addition: the bar is 1e-6.
 
-use crate::sharded::sharded_matches_one_process;
+use crate::sharded::{refusal, sharded_matches_one_process};
 
 /// One table shared by three hashed columns (2 MiB, large enough to be
 /// sharded without a partitioner) under Adagrad, and a `linear_model` of two
@@ -121,4 +121,21 @@ fn two_replicas_shard_a_parameter_read_by_two_gathers() {
 #[test]
 fn three_replicas_shard_a_parameter_read_by_two_gathers() {
     sharded_matches_one_process(TWO_GATHERS, 3, 20, 1, false);
+}
+
+/// Several lookups, but one of ids the step computes (here constant): the
+/// rows cannot be fetched before the step, so a partitioned table is
+/// refused, at the parameter.
+#[test]
+fn a_partitioned_table_looked_up_by_ids_not_an_input_is_refused_with_a_caret() {
+    let text = TWO_GATHERS.replace("reshape(gather(E, depth), [B, 4])", "gather(E, [3])");
+    let d = refusal(&text, 2);
+    assert!(
+        d.message
+            .contains("`E` is partitioned, and 2 replicas hold its rows apart")
+            && d.message.contains("a lookup's ids are computed"),
+        "{}",
+        d.message
+    );
+    assert_eq!(&text[d.span.start as usize..d.span.end as usize], "E");
 }
