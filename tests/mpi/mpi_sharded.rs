@@ -255,7 +255,8 @@ fn a_sharded_job_evaluates_as_one_process() {
 /// One table shared by three hashed columns (`shared_embeddings`, 2 MiB,
 /// sharded without a partitioner) under Adagrad, and two of the columns'
 /// `linear_model` tables under FTRL: 2 ranks fetch each batch's distinct
-/// ids of the three columns once, and train the model one process does.
+/// ids of the three columns once, train the model one process does and
+/// evaluate it as one process does.
 #[test]
 fn two_ranks_shard_a_table_shared_by_three_columns() {
     let dir = temp_dir("sharded-shared-spec");
@@ -276,7 +277,8 @@ fn two_ranks_shard_a_table_shared_by_three_columns() {
          loss = mean(sigmoid_cross_entropy(click, logit))\n\
          optimizer ftrl(learning_rate = 0.1, var_list = \"linear_model/*\")\n\
          optimizer adagrad(learning_rate = 0.05, var_list = [\"w\", \"b\", \"*shared_embedding/*\"])\n\
-         train {{ batch = 64, epochs = 1, shuffle = 0 }}\n"
+         train {{ batch = 64, epochs = 1, shuffle = 0, eval_fraction = 0.2, eval_split = \"last\" }}\n\
+         metrics {{\n  auc(click, sigmoid(logit))\n}}\n"
     );
     let spec = dir.join("ctr_shared.spec");
     std::fs::write(&spec, text).unwrap();
@@ -295,4 +297,30 @@ fn two_ranks_shard_a_table_shared_by_three_columns() {
         &checkpoint(&many),
         "a shared table on 2 ranks",
     );
+    // The ranks evaluate together, fetching the rows of every batch.
+    let json = |np: usize| -> serde_json::Value {
+        let args = ["run", &spec, "--steps", "30", "--json"];
+        let out = if np == 0 {
+            let mut c = std::process::Command::new(SPECC);
+            c.args(args);
+            run_ok(c)
+        } else {
+            let mut c = crate::mpi::mpirun(np);
+            c.arg(SPECC).args(args);
+            run_ok(c)
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line")
+    };
+    let (one, many) = (json(0), json(2));
+    for set in ["train", "eval"] {
+        for key in ["loss", "auc"] {
+            let (a, b) = (
+                one[set][key].as_f64().unwrap(),
+                many[set][key].as_f64().unwrap(),
+            );
+            assert!(((a - b) / a).abs() < 1e-5, "{set} {key}: {a} against {b}");
+        }
+        assert_eq!(one[set]["rows"], many[set]["rows"], "{set}");
+    }
 }
