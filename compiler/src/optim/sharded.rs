@@ -40,8 +40,9 @@
 //!
 //! Invariants: a sharded table is read only by lookups (`gather`) of id
 //! inputs; the distinct ids of one replica's batch over a group's inputs,
-//! and so the fetched rows, number at most the fetched variable's rows; the program is the same on every
-//! replica (a replica's rows are where the runtime puts them).
+//! and so the fetched rows, number at most the fetched variable's rows; the
+//! program is the same on every replica (a replica's rows are where the
+//! runtime puts them).
 
 use specc_grammar::{Code, Diagnostic};
 use specc_runtime::init::Initializer;
