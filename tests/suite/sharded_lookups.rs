@@ -139,3 +139,51 @@ fn a_partitioned_table_looked_up_by_ids_not_an_input_is_refused_with_a_caret() {
     );
     assert_eq!(&text[d.span.start as usize..d.span.end as usize], "E");
 }
+
+/// Adam's sparse update is not lazy: the dense one with a zero gradient on
+/// the rows a batch does not look up, as one process applies it.
+#[test]
+fn two_replicas_shard_a_parameter_read_by_two_gathers_under_adam() {
+    let text = TWO_GATHERS.replace(
+        "optimizer adagrad(learning_rate = 0.1)",
+        "optimizer adam(learning_rate = 0.01)",
+    );
+    sharded_matches_one_process(&text, 2, 20, 1, false);
+}
+
+/// Momentum's sparse update is lazy (the rows a batch does not look up keep
+/// their values), its dense one moves every row: a table of two lookups,
+/// whose gradients one process adds densely, is refused when partitioned.
+#[test]
+fn a_partitioned_table_of_two_lookups_under_momentum_is_refused_with_a_caret() {
+    let text = TWO_GATHERS.replace(
+        "optimizer adagrad(learning_rate = 0.1)",
+        "optimizer momentum(learning_rate = 0.1, momentum = 0.9)",
+    );
+    let d = refusal(&text, 2);
+    assert!(
+        d.message.contains("2 lookups read it")
+            && d.message
+                .contains("`momentum` updates the rows a batch does not look up"),
+        "{}",
+        d.message
+    );
+    assert_eq!(&text[d.span.start as usize..d.span.end as usize], "E");
+}
+
+/// The same table, large and not partitioned: it stays replicated, and
+/// trains as one process does.
+#[test]
+fn a_large_table_of_two_lookups_under_momentum_stays_replicated() {
+    let text = TWO_GATHERS
+        .replace(
+            "optimizer adagrad(learning_rate = 0.1)",
+            "optimizer momentum(learning_rate = 0.1, momentum = 0.9)",
+        )
+        .replace(
+            "E: [32, 4] = random_uniform(minval = -0.5, maxval = 0.5, seed = 3), \
+             partitioner = fixed_size_partitioner(3)",
+            "E: [32768, 4] = random_uniform(minval = -0.5, maxval = 0.5, seed = 3)",
+        );
+    sharded_matches_one_process(&text, 2, 20, 0, false);
+}

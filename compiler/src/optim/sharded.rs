@@ -14,7 +14,9 @@
 //!   replica's share, then one spare row that the padding of the routed
 //!   gradient updates ([`local_rows`]); its slots and moving average are
 //!   shaped alike;
-//! - the lookups (any number: `shared_embeddings`, several `gather`s) read
+//! - the lookups (any number: `shared_embeddings`, several `gather`s; several
+//!   only under an optimizer whose sparse update is the dense one with a
+//!   zero gradient, `DENSE_ALIKE`, as one process densifies them) read
 //!   a new `Fetched` variable instead, `shard/fetched/W`, one row per id
 //!   slot of the batch's inputs in the table's id group: before
 //!   `replica_grad` the runtime gathers the batch's distinct ids' rows there
@@ -115,7 +117,7 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             continue;
         };
         let row_len: u64 = shape.fixed_numel() / rows.max(1);
-        let ids = match lookups_of(model, p) {
+        let ids = match lookups_of(model, p).and_then(|l| dense_alike(model, p, l)) {
             Ok(l) => l,
             Err(why) => {
                 if explicit && replicas > 1 {
@@ -133,7 +135,8 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
                         .with_label("partitioned here")
                         .with_help(
                             "read it with embedding_column, shared_embeddings, linear_model or \
-                             gather(W, ids) of an id input, or train it in one process",
+                             gather(W, ids) of an id input (several lookups: with \
+                             gradient_descent, adagrad or adam), or train it in one process",
                         ),
                     );
                 }
@@ -291,9 +294,36 @@ pub fn summed_slices(g: &mut Graph, grad: NodeId) -> Option<NodeId> {
     Some(g.scatter_add(base, ids, values))
 }
 
+/// The optimizers whose sparse update of a table is its dense update with a
+/// zero gradient on the rows a batch does not touch: one process adds the
+/// gradients of a table's several lookups densely, the replicas apply them
+/// sparsely, and only these train both alike.
+const DENSE_ALIKE: &[&str] = &["gradient_descent", "adagrad", "adam"];
+
+/// `lookups` (the id inputs of parameter `p`'s lookups, and their number),
+/// if its optimizer trains a table of that many lookups sharded as one
+/// process does (see [`DENSE_ALIKE`]); why not otherwise.
+fn dense_alike(
+    model: &Model,
+    p: u32,
+    lookups: (Vec<NodeId>, usize),
+) -> Result<Vec<NodeId>, String> {
+    let (ids, count) = lookups;
+    let opt = &model.optimizers[model.optimizer_of(p)].spec;
+    if count > 1 && (opt.defined.is_some() || !DENSE_ALIKE.contains(&opt.name())) {
+        return Err(format!(
+            "{count} lookups read it, whose gradients one process applies densely, and \
+             `{}` updates the rows a batch does not look up (sparse, replicas leave them be)",
+            opt.name()
+        ));
+    }
+    Ok(ids)
+}
+
 /// The id inputs of the lookups reading parameter `p` (each once, however
-/// many lookups read it); why not when something else reads it.
-fn lookups_of(model: &Model, p: u32) -> Result<Vec<NodeId>, String> {
+/// many lookups read it), and the number of lookups; why not when something
+/// else reads it.
+fn lookups_of(model: &Model, p: u32) -> Result<(Vec<NodeId>, usize), String> {
     let g = &model.graph;
     let Some(var) = g
         .nodes()
@@ -322,6 +352,7 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<NodeId>, String> {
     roots.extend(model.state_updates.iter().map(|u| u.value));
     let live = g.reachable(&roots);
     let mut lookups = Vec::new();
+    let mut count = 0;
     for (_, n) in g.nodes().filter(|(id, _)| live[id.index()]) {
         let Some(at) = n.inputs.iter().position(|&i| i == var) else {
             continue;
@@ -335,6 +366,7 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<NodeId>, String> {
         if !matches!(g.op(ids), Op::Input(_)) {
             return Err("a lookup's ids are computed, not an id input".into());
         }
+        count += 1;
         if !lookups.contains(&ids) {
             lookups.push(ids);
         }
@@ -342,7 +374,7 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<NodeId>, String> {
     if lookups.is_empty() {
         return Err("no lookup reads it".into());
     }
-    Ok(lookups)
+    Ok((lookups, count))
 }
 
 #[cfg(test)]
