@@ -2,7 +2,8 @@
 //! (`optim::sharded`, `train::sharded`): the CTR spec's ten hashed
 //! `linear_model` tables (2^18 rows each, so sharded without a
 //! `partitioner`) under FTRL, against one process on the global batch,
-//! through the checkpoints replica 0 writes with the whole tables.
+//! through the checkpoints replica 0 writes with the whole tables; and a
+//! table shared by several columns (`shared_embeddings`).
 #![cfg(feature = "mpi")]
 
 use crate::mpi::{train, train_exchanging};
@@ -364,5 +365,78 @@ fn a_sharded_job_writes_whole_tables_histograms_and_sweeps_every_ranks_files() {
                 "`{name}`: {a} against {b}"
             );
         }
+    }
+}
+
+/// One table shared by three hashed columns (`shared_embeddings`, 2 MiB,
+/// sharded without a partitioner) under Adagrad, and two of the columns'
+/// `linear_model` tables under FTRL: 2 ranks fetch each batch's distinct
+/// ids of the three columns once, train the model one process does and
+/// evaluate it as one process does.
+#[test]
+fn two_ranks_shard_a_table_shared_by_three_columns() {
+    let dir = temp_dir("sharded-shared-spec");
+    let data = format!("{}/specs/data/ctr_sample.csv", env!("CARGO_MANIFEST_DIR"));
+    let text = format!(
+        "model ctr_shared\n\
+         data csv({data:?})\n\
+         label click: float\n\
+         features {{\n  \
+           user_id = categorical_column_with_hash_bucket(user_id, 65536)\n  \
+           ad_id = categorical_column_with_hash_bucket(ad_id, 65536)\n  \
+           site = categorical_column_with_hash_bucket(site, 65536)\n  \
+           deep = input_layer(shared_embeddings([user_id, ad_id, site], dimension = 8))\n  \
+           wide = linear_model(site, user_id)\n\
+         }}\n\
+         params {{\n  w: [24, 1] = glorot_uniform(seed = 4)\n  b: [1] = zeros\n}}\n\
+         logit = reshape(deep @ w + b + wide, [B])\n\
+         loss = mean(sigmoid_cross_entropy(click, logit))\n\
+         optimizer ftrl(learning_rate = 0.1, var_list = \"linear_model/*\")\n\
+         optimizer adagrad(learning_rate = 0.05, var_list = [\"w\", \"b\", \"*shared_embedding/*\"])\n\
+         train {{ batch = 64, epochs = 1, shuffle = 0, eval_fraction = 0.2, eval_split = \"last\" }}\n\
+         metrics {{\n  auc(click, sigmoid(logit))\n}}\n"
+    );
+    let spec = dir.join("ctr_shared.spec");
+    std::fs::write(&spec, text).unwrap();
+    let spec = spec.display().to_string();
+    let one = temp_dir("sharded-shared-one");
+    let many = temp_dir("sharded-shared-2");
+    train(&spec, 0, STEPS, &one);
+    let out = train(&spec, 2, STEPS, &many);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("3 tables are sharded across the replicas"),
+        "the job says it shards the tables: {stderr}"
+    );
+    assert_close(
+        &checkpoint(&one),
+        &checkpoint(&many),
+        "a shared table on 2 ranks",
+    );
+    // The ranks evaluate together, fetching the rows of every batch.
+    let json = |np: usize| -> serde_json::Value {
+        let args = ["run", &spec, "--steps", "30", "--json"];
+        let out = if np == 0 {
+            let mut c = std::process::Command::new(SPECC);
+            c.args(args);
+            run_ok(c)
+        } else {
+            let mut c = crate::mpi::mpirun(np);
+            c.arg(SPECC).args(args);
+            run_ok(c)
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line")
+    };
+    let (one, many) = (json(0), json(2));
+    for set in ["train", "eval"] {
+        for key in ["loss", "auc"] {
+            let (a, b) = (
+                one[set][key].as_f64().unwrap(),
+                many[set][key].as_f64().unwrap(),
+            );
+            assert!(((a - b) / a).abs() < 1e-5, "{set} {key}: {a} against {b}");
+        }
+        assert_eq!(one[set]["rows"], many[set]["rows"], "{set}");
     }
 }

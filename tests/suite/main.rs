@@ -97,6 +97,7 @@ mod sequence_examples;
 mod sequence_feature_columns;
 mod sharded;
 mod sharded_hooks;
+mod sharded_lookups;
 mod sparse;
 mod sparse_first_occurrence;
 mod spec_optimizers;

@@ -148,7 +148,13 @@ fn one_process(text: &str, steps: usize) -> Trained {
 }
 
 /// `n` replicas sharding every table of `spec` train what one process does.
-fn sharded_matches_one_process(spec: &str, n: usize, steps: usize, tables: usize, shared: bool) {
+pub(crate) fn sharded_matches_one_process(
+    spec: &str,
+    n: usize,
+    steps: usize,
+    tables: usize,
+    shared: bool,
+) {
     let mut one = one_process(spec, steps);
     let (mut many, sharded) = train_sharded(spec, steps, n, shared);
     // A sharded table's variable is declared after the others.
@@ -239,7 +245,7 @@ fn three_replicas_sharing_memory_shard_embeddings() {
 }
 
 /// The diagnostic compiling `text` for `n` replicas gives.
-fn refusal(text: &str, n: u32) -> specc_grammar::Diagnostic {
+pub(crate) fn refusal(text: &str, n: u32) -> specc_grammar::Diagnostic {
     let src = specc_grammar::SourceFile::new("spec.spec", text.to_string());
     let options = specc_compiler::driver::Options {
         threads: 1,

@@ -14,15 +14,26 @@
 //!   replica's share, then one spare row that the padding of the routed
 //!   gradient updates ([`local_rows`]); its slots and moving average are
 //!   shaped alike;
-//! - the lookups read a new `Fetched` variable instead, `shard/fetched/W`,
-//!   one row per id slot of a replica's batch: before `replica_grad` the
-//!   runtime gathers the batch's distinct ids' rows there from their owners
-//!   and rewrites the id inputs into positions in it (so the forward and
-//!   backward are the unsharded ones, on the fetched rows);
+//! - the lookups (any number: `shared_embeddings`, several `gather`s; several
+//!   only under an optimizer whose sparse update is the dense one with a
+//!   zero gradient, `DENSE_ALIKE`, as one process densifies them) read
+//!   a new `Fetched` variable instead, `shard/fetched/W`, one row per id
+//!   slot of the batch's inputs in the table's id group: before
+//!   `replica_grad` the runtime gathers the batch's distinct ids' rows there
+//!   from their owners and rewrites the id inputs into positions in it (so
+//!   the forward and backward are the unsharded ones, on the fetched rows);
 //! - the gradient is taken with respect to the fetched rows
-//!   ([`differentiated`]); its `IndexedSlices` go to the rows' owners (an
-//!   all-to-all), each of which applies the optimizer's sparse update to
-//!   its rows with the ids it received, in replica order.
+//!   ([`differentiated`]), the lookups' `IndexedSlices` as one
+//!   ([`summed_slices`]); it goes to the rows' owners (an all-to-all), each
+//!   of which applies the optimizer's sparse update to its rows with the ids
+//!   it received, in replica order.
+//!
+//! An id group (`id_groups`): the id inputs linked by the sharded tables
+//! reading them (a table read by several inputs, an input read by several
+//! tables, as a column in `shared_embeddings` and in `linear_model`). The
+//! runtime numbers the distinct ids of a group's inputs together, so one
+//! rewritten input is a position in each of its tables' fetched rows, and
+//! each table's fetched rows have a slot for every id of its group.
 //!
 //! Which rows a replica owns: TF's partitions are contiguous ranges (the
 //! `div` strategy of feature columns' lookups, so a checkpoint's logical
@@ -30,14 +41,15 @@
 //! evenly over them.
 //!
 //! Invariants: a sharded table is read only by lookups (`gather`) of id
-//! inputs; the ids of one replica's rows, and so the fetched rows, number at
-//! most the fetched variable's rows; the program is the same on every
-//! replica (a replica's rows are where the runtime puts them).
+//! inputs; the distinct ids of one replica's batch over a group's inputs,
+//! and so the fetched rows, number at most the fetched variable's rows; the
+//! program is the same on every replica (a replica's rows are where the
+//! runtime puts them).
 
 use specc_grammar::{Code, Diagnostic};
 use specc_runtime::init::Initializer;
 
-use crate::ir::{NodeId, Op, Shape};
+use crate::ir::{BinaryOp, Dim, Graph, NodeId, Op, Shape};
 use crate::model::{Model, ShardedTable, VarKind};
 
 /// The smallest table sharded without a `partitioner`: TF's
@@ -96,6 +108,8 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     let replicas = u64::from(replicas.max(1));
     let batch = model.train.batch as u64;
     let mut errors = Vec::new();
+    // The tables to shard and the id inputs their lookups read.
+    let mut chosen: Vec<(u32, Vec<NodeId>)> = Vec::new();
     for p in model.trainable_params() {
         let explicit = !model.vars[p as usize].partitions.is_empty();
         let shape = model.graph.vars[p as usize].shape.clone();
@@ -103,7 +117,7 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             continue;
         };
         let row_len: u64 = shape.fixed_numel() / rows.max(1);
-        let lookups = match lookups_of(model, p) {
+        let ids = match lookups_of(model, p).and_then(|l| dense_alike(model, p, l)) {
             Ok(l) => l,
             Err(why) => {
                 if explicit && replicas > 1 {
@@ -120,8 +134,9 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
                         )
                         .with_label("partitioned here")
                         .with_help(
-                            "read it with embedding_column, linear_model or gather(W, ids) of \
-                             an id input, or train it in one process",
+                            "read it with embedding_column, shared_embeddings, linear_model or \
+                             gather(W, ids) of an id input (several lookups: with \
+                             gradient_descent, adagrad or adam), or train it in one process",
                         ),
                     );
                 }
@@ -136,14 +151,20 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             let n = min_max_partitions(rows, row_len * 4, replicas, AUTO_MIN_SLICE_BYTES);
             model.vars[p as usize].partitions = partition_rows(rows, n);
         }
+        chosen.push((p, ids));
+    }
+    // Tables whose lookups share an id input share its positions, so the
+    // fetched rows of each hold a slot for every id of the group's inputs.
+    let groups = id_groups(&chosen);
+    for (k, (p, ids)) in chosen.iter().enumerate() {
+        let p = *p;
+        let shape = model.graph.vars[p as usize].shape.clone();
+        let rows = shape.0.first().and_then(|d| d.fixed()).map_or(0, u64::from);
         let partitions = model.vars[p as usize].partitions.clone();
         let local = local_rows(&partitions, replicas);
-        let ids_per_row: u64 = lookups
+        let ids_per_row: u64 = groups[k]
             .iter()
-            .map(|&(_, ids)| {
-                let s = model.graph.shape(ids);
-                s.concrete(1).iter().product::<u64>()
-            })
+            .map(|&i| model.graph.shape(i).concrete(1).iter().product::<u64>())
             .sum();
         let name = model.var_name(p).to_string();
         let mut fetched_dims = vec![u32::try_from(batch * ids_per_row).unwrap_or(u32::MAX)];
@@ -167,9 +188,9 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         model.vars[fetched as usize].kind = VarKind::Fetched { table };
         model.vars[fetched as usize].init = Initializer::Zeros;
         model.vars[fetched as usize].partitions = Vec::new();
-        let ids = lookups
+        let ids = ids
             .iter()
-            .filter_map(|&(_, ids)| match model.graph.op(ids) {
+            .filter_map(|&i| match model.graph.op(i) {
                 Op::Input(i) => Some(*i),
                 _ => None,
             })
@@ -188,9 +209,121 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
-/// The lookups reading parameter `p`: `(gather, ids)` for each, each `ids`
-/// an id input; why not when something else reads it.
-fn lookups_of(model: &Model, p: u32) -> Result<Vec<(NodeId, NodeId)>, String> {
+/// For each table of `tables` (a parameter and its lookups' id inputs), the
+/// id inputs of its group: the tables linked by shared id inputs, whose
+/// inputs the runtime rewrites into positions among their distinct ids.
+fn id_groups(tables: &[(u32, Vec<NodeId>)]) -> Vec<Vec<NodeId>> {
+    let mut group: Vec<usize> = (0..tables.len()).collect();
+    // Joins groups until no two tables sharing an input are apart.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for a in 0..tables.len() {
+            for b in a + 1..tables.len() {
+                let shared = tables[a].1.iter().any(|i| tables[b].1.contains(i));
+                if shared && group[a] != group[b] {
+                    let (from, to) = (group[a].max(group[b]), group[a].min(group[b]));
+                    group
+                        .iter_mut()
+                        .filter(|g| **g == from)
+                        .for_each(|g| *g = to);
+                    changed = true;
+                }
+            }
+        }
+    }
+    (0..tables.len())
+        .map(|k| {
+            let mut inputs: Vec<NodeId> = Vec::new();
+            for (t, _) in tables
+                .iter()
+                .enumerate()
+                .filter(|(t, _)| group[*t] == group[k])
+            {
+                for &i in &tables[t].1 {
+                    if !inputs.contains(&i) {
+                        inputs.push(i);
+                    }
+                }
+            }
+            inputs
+        })
+        .collect()
+}
+
+/// The gradient `grad` of a table read by several lookups, the sum of their
+/// `IndexedSlices`, as one `IndexedSlices`: the lookups' ids and rows side by
+/// side per example (`[B, slots]`, `[B, slots, ..]`), as TF's
+/// `aggregate_indexed_slices_gradients` concatenates them. `None` when it is
+/// not such a sum.
+pub fn summed_slices(g: &mut Graph, grad: NodeId) -> Option<NodeId> {
+    fn terms(g: &Graph, n: NodeId, out: &mut Vec<NodeId>) -> bool {
+        if let Op::Binary(BinaryOp::Add) = g.op(n) {
+            let [a, b] = g.inputs_of(n) else {
+                return false;
+            };
+            let (a, b) = (*a, *b);
+            g.shape(a) == g.shape(n) && g.shape(b) == g.shape(n) && {
+                terms(g, a, out) && terms(g, b, out)
+            }
+        } else {
+            out.push(n);
+            super::indexed_slices(g, n).is_some()
+        }
+    }
+    let mut parts = Vec::new();
+    if !terms(g, grad, &mut parts) || parts.len() < 2 {
+        return None;
+    }
+    let row = g.shape(grad).0[1..].to_vec();
+    let (mut ids, mut values) = (Vec::new(), Vec::new());
+    for &part in &parts {
+        let (i, v) = super::indexed_slices(g, part)?;
+        let s = g.shape(i).clone();
+        if s.0.first() != Some(&Dim::Batch) || s.0[1..].contains(&Dim::Batch) {
+            return None;
+        }
+        let slots = u32::try_from(s.fixed_numel()).ok()?;
+        let mut dims = vec![Dim::Batch, Dim::Fixed(slots)];
+        ids.push(g.reshape(i, &Shape(dims.clone())));
+        dims.extend(row.iter().copied());
+        values.push(g.reshape(v, &Shape(dims)));
+    }
+    let base = g.inputs_of(parts[0])[0];
+    let (ids, values) = (g.concat(&ids, 1), g.concat(&values, 1));
+    Some(g.scatter_add(base, ids, values))
+}
+
+/// The optimizers whose sparse update of a table is its dense update with a
+/// zero gradient on the rows a batch does not touch: one process adds the
+/// gradients of a table's several lookups densely, the replicas apply them
+/// sparsely, and only these train both alike.
+const DENSE_ALIKE: &[&str] = &["gradient_descent", "adagrad", "adam"];
+
+/// `lookups` (the id inputs of parameter `p`'s lookups, and their number),
+/// if its optimizer trains a table of that many lookups sharded as one
+/// process does (see [`DENSE_ALIKE`]); why not otherwise.
+fn dense_alike(
+    model: &Model,
+    p: u32,
+    lookups: (Vec<NodeId>, usize),
+) -> Result<Vec<NodeId>, String> {
+    let (ids, count) = lookups;
+    let opt = &model.optimizers[model.optimizer_of(p)].spec;
+    if count > 1 && (opt.defined.is_some() || !DENSE_ALIKE.contains(&opt.name())) {
+        return Err(format!(
+            "{count} lookups read it, whose gradients one process applies densely, and \
+             `{}` updates the rows a batch does not look up (sparse, replicas leave them be)",
+            opt.name()
+        ));
+    }
+    Ok(ids)
+}
+
+/// The id inputs of the lookups reading parameter `p` (each once, however
+/// many lookups read it), and the number of lookups; why not when something
+/// else reads it.
+fn lookups_of(model: &Model, p: u32) -> Result<(Vec<NodeId>, usize), String> {
     let g = &model.graph;
     let Some(var) = g
         .nodes()
@@ -219,7 +352,8 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<(NodeId, NodeId)>, String> {
     roots.extend(model.state_updates.iter().map(|u| u.value));
     let live = g.reachable(&roots);
     let mut lookups = Vec::new();
-    for (id, n) in g.nodes().filter(|(id, _)| live[id.index()]) {
+    let mut count = 0;
+    for (_, n) in g.nodes().filter(|(id, _)| live[id.index()]) {
         let Some(at) = n.inputs.iter().position(|&i| i == var) else {
             continue;
         };
@@ -232,15 +366,15 @@ fn lookups_of(model: &Model, p: u32) -> Result<Vec<(NodeId, NodeId)>, String> {
         if !matches!(g.op(ids), Op::Input(_)) {
             return Err("a lookup's ids are computed, not an id input".into());
         }
-        lookups.push((id, ids));
+        count += 1;
+        if !lookups.contains(&ids) {
+            lookups.push(ids);
+        }
     }
-    if lookups.len() != 1 {
-        return Err(format!(
-            "{} lookups read it; a sharded table has exactly one",
-            lookups.len()
-        ));
+    if lookups.is_empty() {
+        return Err("no lookup reads it".into());
     }
-    Ok(lookups)
+    Ok((lookups, count))
 }
 
 #[cfg(test)]
@@ -260,6 +394,24 @@ mod tests {
         assert_eq!(min_max_partitions(262_144, 4, 8, 256 << 10), 4);
         assert_eq!(min_max_partitions(262_144, 4, 3, 256 << 10), 3);
         assert_eq!(min_max_partitions(100, 4, 8, 256 << 10), 1);
+    }
+
+    #[test]
+    fn tables_sharing_an_id_input_share_its_group() {
+        let n = NodeId;
+        // W reads a and b, V reads b, U reads c: {a, b} for W and V.
+        let tables = [(0, vec![n(1), n(2)]), (1, vec![n(2)]), (2, vec![n(3)])];
+        let groups = id_groups(&tables);
+        assert_eq!(groups[0], vec![n(1), n(2)]);
+        assert_eq!(groups[1], vec![n(1), n(2)]);
+        assert_eq!(groups[2], vec![n(3)]);
+        // A chain joins all three.
+        let tables = [
+            (0, vec![n(1)]),
+            (1, vec![n(2), n(3)]),
+            (2, vec![n(3), n(1)]),
+        ];
+        assert!(id_groups(&tables).iter().all(|g| g.len() == 3));
     }
 
     #[test]

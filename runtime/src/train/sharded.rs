@@ -11,7 +11,10 @@
 //!   this replica's rows, in first-occurrence order, go to their owners
 //!   (the counts, then the ids), which return the rows; they land in each
 //!   table's `Fetched` variable, and the id inputs are rewritten into
-//!   positions in it;
+//!   positions in it. The ids are numbered per id group (the inputs linked
+//!   by the tables reading them: a table read by several lookups, an input
+//!   read by several tables), so each distinct id is fetched once per
+//!   table, and a table fetches only the ids its own lookups read;
 //! - [`ShardedTables::route`], after `replica_grad`: each entry of this
 //!   replica's `IndexedSlices` (position, row) goes to the id's owner as
 //!   (its local row, row), in this replica's order (the counts, the ids,
@@ -105,9 +108,12 @@ struct Table {
     own: Ownership,
     /// Floats per row.
     row_len: usize,
-    /// The lookup's id input (its group: tables looked up by one input
-    /// share its positions).
+    /// Its lookups' id group (tables whose lookups share an id input
+    /// share its positions), and its lookups' inputs (their indices).
     group: usize,
+    inputs: Vec<usize>,
+    /// Which of the group's distinct ids its lookups read, this batch.
+    wanted: Vec<bool>,
     /// `replica_grad`'s outputs: positions, rows.
     grad_ids: usize,
     grad_values: usize,
@@ -125,12 +131,14 @@ struct Table {
     order: Vec<u32>,
 }
 
-/// An id input of sharded lookups: the batch's distinct ids in
-/// first-occurrence order, and each one's position, which the input holds
+/// The id inputs of sharded lookups linked by the tables reading them (a
+/// table read by several lookups, an input read by several tables): the
+/// batch's distinct ids over all of them, input after input, in
+/// first-occurrence order, and each one's position, which the inputs hold
 /// once rewritten.
 struct IdGroup {
-    input: usize,
-    per_example: usize,
+    /// The inputs (their indices) and their ids per example.
+    inputs: Vec<(usize, usize)>,
     /// The most distinct ids a batch can have (the fetched rows).
     cap: usize,
     uniq: Vec<i32>,
@@ -219,9 +227,37 @@ impl ShardedTables {
         }
         let n = comm.replicas();
         let mut tables = Vec::new();
-        let mut groups: Vec<IdGroup> = Vec::new();
+        let input_sets = layout
+            .sharded
+            .iter()
+            .map(|s| {
+                s.ids
+                    .iter()
+                    .map(|name| {
+                        layout
+                            .inputs
+                            .iter()
+                            .position(|l| &l.name == name)
+                            .ok_or_else(|| format!("no input `{name}`"))
+                    })
+                    .collect::<Result<Vec<usize>, String>>()
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let (of_table, group_inputs) = id_groups(&input_sets);
+        let mut groups: Vec<IdGroup> = group_inputs
+            .into_iter()
+            .map(|inputs| IdGroup {
+                inputs: inputs
+                    .into_iter()
+                    .map(|i| (i, layout.inputs[i].per_example))
+                    .collect(),
+                cap: 0,
+                uniq: Vec::new(),
+                position: HashMap::new(),
+            })
+            .collect();
         let (mut all_ids, mut all_words) = (0usize, 0usize);
-        for s in &layout.sharded {
+        for (k, s) in layout.sharded.iter().enumerate() {
             let var = layout
                 .var(&s.table)
                 .ok_or_else(|| format!("no variable `{}`", s.table))?;
@@ -251,27 +287,21 @@ impl ShardedTables {
                 ));
             }
             let cap = fetched.shape.first().copied().unwrap_or(0);
-            let [name] = &s.ids[..] else {
-                return Err(format!("`{}` is not read by exactly one lookup", s.table));
-            };
-            let input = layout
-                .inputs
-                .iter()
-                .position(|l| &l.name == name)
-                .ok_or_else(|| format!("no input `{name}`"))?;
-            let group = match groups.iter().position(|g| g.input == input) {
-                Some(g) => g,
-                None => {
-                    groups.push(IdGroup {
-                        input,
-                        per_example: layout.inputs[input].per_example,
-                        cap,
-                        uniq: Vec::with_capacity(cap),
-                        position: HashMap::with_capacity(cap),
-                    });
-                    groups.len() - 1
-                }
-            };
+            let group = of_table[k];
+            let g = &mut groups[group];
+            let slots: usize = g.inputs.iter().map(|&(_, per)| per).sum();
+            if cap != slots * layout.max_batch {
+                return Err(format!(
+                    "`{}` fetches {cap} rows, but its lookups' batch has {} ids",
+                    s.table,
+                    slots * layout.max_batch
+                ));
+            }
+            if g.cap == 0 {
+                g.cap = cap;
+                g.uniq.reserve(cap);
+                g.position.reserve(cap);
+            }
             let output = |name: &str| {
                 session
                     .output_index(grad, name)
@@ -286,6 +316,8 @@ impl ShardedTables {
                 own,
                 row_len,
                 group,
+                inputs: input_sets[k].clone(),
+                wanted: vec![false; cap],
                 spare: i32::try_from(local - 1).map_err(|_| "table too large".to_string())?,
                 sent: vec![0; n],
                 got: vec![0; n],
@@ -331,24 +363,36 @@ impl ShardedTables {
         for g in &mut self.groups {
             g.uniq.clear();
             g.position.clear();
-            let ids = &mut session.input_i32_mut(g.input)[..rows * g.per_example];
-            for id in ids.iter_mut().filter(|id| **id >= 0) {
-                let next = g.uniq.len() as u32;
-                let pos = *g.position.entry(*id).or_insert(next);
-                if pos == next {
-                    if g.uniq.len() == g.cap {
-                        return Err("more distinct ids than the batch has slots".into());
+            for &(input, per_example) in &g.inputs {
+                let ids = &mut session.input_i32_mut(input)[..rows * per_example];
+                for id in ids.iter_mut().filter(|id| **id >= 0) {
+                    let next = g.uniq.len() as u32;
+                    let pos = *g.position.entry(*id).or_insert(next);
+                    if pos == next {
+                        if g.uniq.len() == g.cap {
+                            return Err("more distinct ids than the batch has slots".into());
+                        }
+                        g.uniq.push(*id);
                     }
-                    g.uniq.push(*id);
+                    *id = pos as i32;
                 }
-                *id = pos as i32;
             }
         }
-        // Each table's ids to each owner, in first-occurrence order.
+        // Each table's ids (those its own lookups read) to each owner, in
+        // first-occurrence order.
         for t in &mut self.tables {
             let g = &self.groups[t.group];
+            t.wanted[..g.uniq.len()].fill(false);
+            for &input in &t.inputs {
+                let ids = session
+                    .input_i32(input, rows)
+                    .ok_or("an id input is not int32")?;
+                for &pos in ids.iter().filter(|&&p| p >= 0) {
+                    t.wanted[pos as usize] = true;
+                }
+            }
             t.sent.fill(0);
-            for &id in &g.uniq {
+            for (&id, _) in g.uniq.iter().zip(&t.wanted).filter(|(_, &w)| w) {
                 t.sent[t.own.locate_id(id).0] += 1;
             }
             let mut at = 0;
@@ -367,7 +411,7 @@ impl ShardedTables {
         }
         for t in &mut self.tables {
             let g = &self.groups[t.group];
-            for (k, &id) in g.uniq.iter().enumerate() {
+            for (k, &id) in g.uniq.iter().enumerate().filter(|&(k, _)| t.wanted[k]) {
                 let (owner, local) = t.own.locate_id(id);
                 self.send.ids[self.id_cursor[owner]] = local as u32;
                 self.id_cursor[owner] += 1;
@@ -600,6 +644,48 @@ impl ShardedTables {
     }
 }
 
+/// The groups of tables linked by shared id inputs, each table's lookups'
+/// inputs `tables[t]`: each table's group, and each group's inputs in order
+/// of first reading.
+fn id_groups(tables: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut group: Vec<usize> = (0..tables.len()).collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for a in 0..tables.len() {
+            for b in a + 1..tables.len() {
+                let shared = tables[a].iter().any(|i| tables[b].contains(i));
+                if shared && group[a] != group[b] {
+                    let (from, to) = (group[a].max(group[b]), group[a].min(group[b]));
+                    group
+                        .iter_mut()
+                        .filter(|g| **g == from)
+                        .for_each(|g| *g = to);
+                    changed = true;
+                }
+            }
+        }
+    }
+    let mut of_table = Vec::with_capacity(tables.len());
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (t, &root) in group.iter().enumerate() {
+        let g = match groups.iter().position(|(r, _)| *r == root) {
+            Some(g) => g,
+            None => {
+                groups.push((root, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        for &i in &tables[t] {
+            if !groups[g].1.contains(&i) {
+                groups[g].1.push(i);
+            }
+        }
+        of_table.push(g);
+    }
+    (of_table, groups.into_iter().map(|(_, i)| i).collect())
+}
+
 /// A sharded session's evaluation: before each call of `eval`, every
 /// replica fetches the rows its batch looks up (all replicas evaluate the
 /// same batches together).
@@ -612,6 +698,14 @@ impl crate::session::Prologue for ShardedTables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_linked_by_an_id_input_are_one_group() {
+        // Inputs 4 and 5 (one table), 5 (another), 7 (a third), 7 and 8.
+        let (of_table, groups) = id_groups(&[vec![4, 5], vec![5], vec![7], vec![8, 7]]);
+        assert_eq!(of_table, vec![0, 0, 1, 1]);
+        assert_eq!(groups, vec![vec![4, 5], vec![7, 8]]);
+    }
 
     #[test]
     fn rows_are_located_round_robin() {
