@@ -413,6 +413,22 @@ fn two_ranks_shard_a_table_shared_by_three_columns() {
         &checkpoint(&many),
         "a shared table on 2 ranks",
     );
+    // One process sums the lookups' rows as one IndexedSlices too, example
+    // by example: replicated, the job trains the same bits.
+    let replicated = temp_dir("sharded-shared-2-replicated");
+    let mut c = crate::mpi::mpirun(2);
+    c.env("SPECC_SHARD_TABLES", "0")
+        .args(["-x", "SPECC_SHARD_TABLES"])
+        .arg(SPECC)
+        .args(["run", &spec, "--steps", &STEPS.to_string()])
+        .arg("--checkpoint-dir")
+        .arg(&replicated);
+    run_ok(c);
+    assert_same_bits(
+        &many,
+        &replicated,
+        "a shared table, sharded against replicated",
+    );
     // The ranks evaluate together, fetching the rows of every batch.
     let json = |np: usize| -> serde_json::Value {
         let args = ["run", &spec, "--steps", "30", "--json"];

@@ -72,13 +72,12 @@ pub fn build(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
         return Err(errors);
     }
     let mut grads: Vec<NodeId> = grads.into_iter().flatten().collect();
-    // A sharded table read by several lookups: their IndexedSlices, summed,
-    // are one IndexedSlices (TF's `aggregate_indexed_slices_gradients`).
-    for (k, &p) in params.iter().enumerate() {
-        if sharded::differentiated(model, p) != p {
-            if let Some(one) = sharded::summed_slices(&mut model.graph, grads[k]) {
-                grads[k] = one;
-            }
+    // A table read by several lookups: their IndexedSlices, summed, are one
+    // IndexedSlices (TF's `aggregate_indexed_slices_gradients`), which stays
+    // sparse as TF's does.
+    for gr in &mut grads {
+        if let Some(one) = sparse::summed_slices(&mut model.graph, *gr) {
+            *gr = one;
         }
     }
 

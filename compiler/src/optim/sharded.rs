@@ -14,9 +14,7 @@
 //!   replica's share, then one spare row that the padding of the routed
 //!   gradient updates ([`local_rows`]); its slots and moving average are
 //!   shaped alike;
-//! - the lookups (any number: `shared_embeddings`, several `gather`s; several
-//!   only under an optimizer whose sparse update is the dense one with a
-//!   zero gradient, `DENSE_ALIKE`, as one process densifies them) read
+//! - the lookups (any number: `shared_embeddings`, several `gather`s) read
 //!   a new `Fetched` variable instead, `shard/fetched/W`, one row per id
 //!   slot of the batch's inputs in the table's id group: before
 //!   `replica_grad` the runtime gathers the batch's distinct ids' rows there
@@ -24,7 +22,7 @@
 //!   the forward and backward are the unsharded ones, on the fetched rows);
 //! - the gradient is taken with respect to the fetched rows
 //!   ([`differentiated`]), the lookups' `IndexedSlices` as one
-//!   ([`summed_slices`]); it goes to the rows' owners (an all-to-all), each
+//!   (`sparse::summed_slices`, as in one process); it goes to the rows' owners (an all-to-all), each
 //!   of which applies the optimizer's sparse update to its rows with the ids
 //!   it received, in replica order.
 //!
@@ -49,7 +47,7 @@
 use specc_grammar::{Code, Diagnostic};
 use specc_runtime::init::Initializer;
 
-use crate::ir::{BinaryOp, Dim, Graph, NodeId, Op, Shape};
+use crate::ir::{NodeId, Op, Shape};
 use crate::model::{Model, ShardedTable, VarKind};
 
 /// The smallest table sharded without a `partitioner`: TF's
@@ -117,7 +115,7 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
             continue;
         };
         let row_len: u64 = shape.fixed_numel() / rows.max(1);
-        let ids = match lookups_of(model, p).and_then(|l| dense_alike(model, p, l)) {
+        let ids = match lookups_of(model, p).map(|(ids, _)| ids) {
             Ok(l) => l,
             Err(why) => {
                 if explicit && replicas > 1 {
@@ -249,75 +247,6 @@ fn id_groups(tables: &[(u32, Vec<NodeId>)]) -> Vec<Vec<NodeId>> {
             inputs
         })
         .collect()
-}
-
-/// The gradient `grad` of a table read by several lookups, the sum of their
-/// `IndexedSlices`, as one `IndexedSlices`: the lookups' ids and rows side by
-/// side per example (`[B, slots]`, `[B, slots, ..]`), as TF's
-/// `aggregate_indexed_slices_gradients` concatenates them. `None` when it is
-/// not such a sum.
-pub fn summed_slices(g: &mut Graph, grad: NodeId) -> Option<NodeId> {
-    fn terms(g: &Graph, n: NodeId, out: &mut Vec<NodeId>) -> bool {
-        if let Op::Binary(BinaryOp::Add) = g.op(n) {
-            let [a, b] = g.inputs_of(n) else {
-                return false;
-            };
-            let (a, b) = (*a, *b);
-            g.shape(a) == g.shape(n) && g.shape(b) == g.shape(n) && {
-                terms(g, a, out) && terms(g, b, out)
-            }
-        } else {
-            out.push(n);
-            super::indexed_slices(g, n).is_some()
-        }
-    }
-    let mut parts = Vec::new();
-    if !terms(g, grad, &mut parts) || parts.len() < 2 {
-        return None;
-    }
-    let row = g.shape(grad).0[1..].to_vec();
-    let (mut ids, mut values) = (Vec::new(), Vec::new());
-    for &part in &parts {
-        let (i, v) = super::indexed_slices(g, part)?;
-        let s = g.shape(i).clone();
-        if s.0.first() != Some(&Dim::Batch) || s.0[1..].contains(&Dim::Batch) {
-            return None;
-        }
-        let slots = u32::try_from(s.fixed_numel()).ok()?;
-        let mut dims = vec![Dim::Batch, Dim::Fixed(slots)];
-        ids.push(g.reshape(i, &Shape(dims.clone())));
-        dims.extend(row.iter().copied());
-        values.push(g.reshape(v, &Shape(dims)));
-    }
-    let base = g.inputs_of(parts[0])[0];
-    let (ids, values) = (g.concat(&ids, 1), g.concat(&values, 1));
-    Some(g.scatter_add(base, ids, values))
-}
-
-/// The optimizers whose sparse update of a table is its dense update with a
-/// zero gradient on the rows a batch does not touch: one process adds the
-/// gradients of a table's several lookups densely, the replicas apply them
-/// sparsely, and only these train both alike.
-const DENSE_ALIKE: &[&str] = &["gradient_descent", "adagrad", "adam"];
-
-/// `lookups` (the id inputs of parameter `p`'s lookups, and their number),
-/// if its optimizer trains a table of that many lookups sharded as one
-/// process does (see [`DENSE_ALIKE`]); why not otherwise.
-fn dense_alike(
-    model: &Model,
-    p: u32,
-    lookups: (Vec<NodeId>, usize),
-) -> Result<Vec<NodeId>, String> {
-    let (ids, count) = lookups;
-    let opt = &model.optimizers[model.optimizer_of(p)].spec;
-    if count > 1 && (opt.defined.is_some() || !DENSE_ALIKE.contains(&opt.name())) {
-        return Err(format!(
-            "{count} lookups read it, whose gradients one process applies densely, and \
-             `{}` updates the rows a batch does not look up (sparse, replicas leave them be)",
-            opt.name()
-        ));
-    }
-    Ok(ids)
 }
 
 /// The id inputs of the lookups reading parameter `p` (each once, however

@@ -24,7 +24,7 @@
 //! rule; only the parameter and slot values differ.
 
 use super::table::{RowRule, Sparse, UpdateInputs, UpdateOutputs};
-use crate::ir::{Graph, NodeId};
+use crate::ir::{BinaryOp, Dim, Graph, NodeId, Op, Shape};
 use crate::model::OptimizerSpec;
 
 /// The update of one parameter from rows `u.grad` at `ids`.
@@ -84,4 +84,50 @@ fn lazy(
             .map(|(&s, &new)| g.scatter_rows(s, ids, first, new))
             .collect(),
     }
+}
+
+/// The gradient `grad` of a table read by several lookups, the sum of their
+/// `IndexedSlices`, as one `IndexedSlices`: the lookups' ids and rows side by
+/// side per example (`[B, slots]`, `[B, slots, ..]`). TF's
+/// `aggregate_indexed_slices_gradients` concatenates them lookup after
+/// lookup; per example, a replica's share of the batch is contiguous, so
+/// replicas sending their entries in turn keep one process's order. Either
+/// way a row's duplicates are summed, and only the rounding differs. `None`
+/// when it is not such a sum.
+pub fn summed_slices(g: &mut Graph, grad: NodeId) -> Option<NodeId> {
+    fn terms(g: &Graph, n: NodeId, out: &mut Vec<NodeId>) -> bool {
+        if let Op::Binary(BinaryOp::Add) = g.op(n) {
+            let [a, b] = g.inputs_of(n) else {
+                return false;
+            };
+            let (a, b) = (*a, *b);
+            g.shape(a) == g.shape(n) && g.shape(b) == g.shape(n) && {
+                terms(g, a, out) && terms(g, b, out)
+            }
+        } else {
+            out.push(n);
+            super::indexed_slices(g, n).is_some()
+        }
+    }
+    let mut parts = Vec::new();
+    if !terms(g, grad, &mut parts) || parts.len() < 2 {
+        return None;
+    }
+    let row = g.shape(grad).0[1..].to_vec();
+    let (mut ids, mut values) = (Vec::new(), Vec::new());
+    for &part in &parts {
+        let (i, v) = super::indexed_slices(g, part)?;
+        let s = g.shape(i).clone();
+        if s.0.first() != Some(&Dim::Batch) || s.0[1..].contains(&Dim::Batch) {
+            return None;
+        }
+        let slots = u32::try_from(s.fixed_numel()).ok()?;
+        let mut dims = vec![Dim::Batch, Dim::Fixed(slots)];
+        ids.push(g.reshape(i, &Shape(dims.clone())));
+        dims.extend(row.iter().copied());
+        values.push(g.reshape(v, &Shape(dims)));
+    }
+    let base = g.inputs_of(parts[0])[0];
+    let (ids, values) = (g.concat(&ids, 1), g.concat(&values, 1));
+    Some(g.scatter_add(base, ids, values))
 }

@@ -327,11 +327,21 @@ pub(super) fn indicator(st: &mut State, cat: &Categorical, span: Span) -> NodeId
     st.graph.reduce_sum(weighted, &[1])
 }
 
-/// The embedding table of a column in a layer's scope (a shared table is
-/// one variable, named by its collection, whatever the layer).
+/// The embedding table of a column in a layer's scope. A shared table is
+/// one variable per collection, made in the scope of the first layer that
+/// reads it (`input_layer/<collection>/embedding_weights`, as TF's
+/// `shared_embedding_columns` in `input_layer` names it); later layers
+/// reuse it, as TF's collection does.
 pub(super) fn embedding_table(st: &mut State, e: &Embedding, scope: &str, span: Span) -> NodeId {
+    let collection = e
+        .shared
+        .as_ref()
+        .map(|c| format!("shared embedding collection {c}"));
+    if let Some(&table) = collection.as_ref().and_then(|c| st.features.vars.get(c)) {
+        return table;
+    }
     let name = match &e.shared {
-        Some(collection) => format!("{collection}/embedding_weights"),
+        Some(collection) => format!("{scope}/{collection}/embedding_weights"),
         None => format!(
             "{scope}/{}_embedding/embedding_weights",
             e.categorical.column.name()
@@ -341,7 +351,7 @@ pub(super) fn embedding_table(st: &mut State, e: &Embedding, scope: &str, span: 
     // The default initializer's seed is derived from the name without the
     // scope (the same in every layer).
     let dims = [rows, e.dimension];
-    variable(
+    let table = variable(
         st,
         &name,
         &dims,
@@ -349,5 +359,9 @@ pub(super) fn embedding_table(st: &mut State, e: &Embedding, scope: &str, span: 
         e.trainable,
         span,
         partitioner::of_float32(e.partitioner, &dims),
-    )
+    );
+    if let Some(c) = collection {
+        st.features.vars.insert(c, table);
+    }
+    table
 }
