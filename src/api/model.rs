@@ -20,7 +20,7 @@ use specc_compiler::model::InputRole;
 use specc_grammar::SourceFile;
 use specc_runtime::abi::{ElemType, VarRole, OUTPUT_LOSS};
 use specc_runtime::checkpoint::{BundleReader, CheckpointManager};
-use specc_runtime::data::{load, load_frame, Dataset, FrameColumn, Source, Values};
+use specc_runtime::data::{load, load_frame, Dataset, FrameColumn, InputSpec, Source, Values};
 use specc_runtime::session::Session;
 use specc_runtime::train::{evaluate, Evaluation};
 
@@ -348,14 +348,7 @@ impl Model {
         path: impl AsRef<Path>,
         label: bool,
     ) -> Result<Vec<(String, ArrayD<f32>)>, Error> {
-        let specs: Vec<_> = self
-            .program
-            .model
-            .inputs
-            .iter()
-            .filter(|i| label || i.role != InputRole::Label)
-            .map(|i| i.spec.clone())
-            .collect();
+        let specs = self.input_specs(label);
         // The spec's CSV options, but its filter: one row out per row in.
         let options = self
             .program
@@ -373,6 +366,17 @@ impl Model {
         dataset_arrays(&data)
     }
 
+    /// The model inputs' column specs, the label's only with `label`.
+    fn input_specs(&self, label: bool) -> Vec<InputSpec> {
+        self.program
+            .model
+            .inputs
+            .iter()
+            .filter(|i| label || i.role != InputRole::Label)
+            .map(|i| i.spec.clone())
+            .collect()
+    }
+
     /// Reads named columns in memory (a DataFrame's: `frame` names it in
     /// errors) through the spec's columns, normalizers and feature columns,
     /// as [`Model::read_csv`] reads a CSV file's columns, into one array per
@@ -383,14 +387,7 @@ impl Model {
         columns: &[FrameColumn<'_>],
         label: bool,
     ) -> Result<Vec<(String, ArrayD<f32>)>, Error> {
-        let specs: Vec<_> = self
-            .program
-            .model
-            .inputs
-            .iter()
-            .filter(|i| label || i.role != InputRole::Label)
-            .map(|i| i.spec.clone())
-            .collect();
+        let specs = self.input_specs(label);
         let data = load_frame(frame, columns, &specs).map_err(|e| Error::Input(e.to_string()))?;
         dataset_arrays(&data)
     }

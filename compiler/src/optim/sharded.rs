@@ -211,42 +211,10 @@ pub fn shard(model: &mut Model) -> Result<(), Vec<Diagnostic>> {
 /// id inputs of its group: the tables linked by shared id inputs, whose
 /// inputs the runtime rewrites into positions among their distinct ids.
 fn id_groups(tables: &[(u32, Vec<NodeId>)]) -> Vec<Vec<NodeId>> {
-    let mut group: Vec<usize> = (0..tables.len()).collect();
-    // Joins groups until no two tables sharing an input are apart.
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for a in 0..tables.len() {
-            for b in a + 1..tables.len() {
-                let shared = tables[a].1.iter().any(|i| tables[b].1.contains(i));
-                if shared && group[a] != group[b] {
-                    let (from, to) = (group[a].max(group[b]), group[a].min(group[b]));
-                    group
-                        .iter_mut()
-                        .filter(|g| **g == from)
-                        .for_each(|g| *g = to);
-                    changed = true;
-                }
-            }
-        }
-    }
-    (0..tables.len())
-        .map(|k| {
-            let mut inputs: Vec<NodeId> = Vec::new();
-            for (t, _) in tables
-                .iter()
-                .enumerate()
-                .filter(|(t, _)| group[*t] == group[k])
-            {
-                for &i in &tables[t].1 {
-                    if !inputs.contains(&i) {
-                        inputs.push(i);
-                    }
-                }
-            }
-            inputs
-        })
-        .collect()
+    let inputs: Vec<Vec<NodeId>> = tables.iter().map(|(_, i)| i.clone()).collect();
+    // The runtime's grouping, so both number the same groups.
+    let (of_table, groups) = specc_runtime::train::sharded::id_groups(&inputs);
+    of_table.into_iter().map(|g| groups[g].clone()).collect()
 }
 
 /// The id inputs of the lookups reading parameter `p` (each once, however

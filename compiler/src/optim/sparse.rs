@@ -15,6 +15,10 @@
 //!   kernels) and written back. Untouched rows stay frozen and the work is
 //!   proportional to the ids, not the table.
 //!
+//! The gradient of a table read by several lookups is first made one
+//! `IndexedSlices` (`summed_slices`, TF's `aggregate_indexed_slices_gradients`),
+//! so it is applied sparsely as TF applies it.
+//!
 //! Where TF's float arithmetic cannot be mirrored: its vectorized `rsqrt` in
 //! rows of 8 or more elements is an approximation (CPU-dependent), and some
 //! `inner_dim == 1` paths compute in double; specc uses `1 / sqrt(x)` and

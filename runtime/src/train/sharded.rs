@@ -647,7 +647,7 @@ impl ShardedTables {
 /// The groups of tables linked by shared id inputs, each table's lookups'
 /// inputs `tables[t]`: each table's group, and each group's inputs in order
 /// of first reading.
-fn id_groups(tables: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+pub fn id_groups<T: Copy + PartialEq>(tables: &[Vec<T>]) -> (Vec<usize>, Vec<Vec<T>>) {
     let mut group: Vec<usize> = (0..tables.len()).collect();
     let mut changed = true;
     while changed {
@@ -667,7 +667,7 @@ fn id_groups(tables: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
         }
     }
     let mut of_table = Vec::with_capacity(tables.len());
-    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut groups: Vec<(usize, Vec<T>)> = Vec::new();
     for (t, &root) in group.iter().enumerate() {
         let g = match groups.iter().position(|(r, _)| *r == root) {
             Some(g) => g,
