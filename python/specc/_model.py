@@ -174,6 +174,8 @@ class Model:
         summary_dir=None,
         checkpoint_every_steps=None,
         callbacks=None,
+        every_steps=1,
+        progress=None,
         **overrides,
     ):
         """Trains the model as ``specc run`` trains the spec, from the
@@ -192,8 +194,9 @@ class Model:
 
         ``steps``: the global step training ends at (``specc run --steps``);
         ``epochs``: instead, whole passes over the training rows; neither:
-        the spec's ``train`` duration. ``eval_data``: a file evaluated
-        instead of a held-out split (``--eval-data``). ``checkpoint_dir``:
+        the spec's ``train`` duration. ``eval_data``: data evaluated
+        instead of a held-out split: a file's path (``--eval-data``), or a
+        DataFrame or a dict of columns, read as ``data`` is (every row). ``checkpoint_dir``:
         where TF checkpoints are written; a directory that holds one is
         resumed from, to the same bits as a run that never stopped
         (``--checkpoint-dir``). ``checkpoint_every_steps``,
@@ -204,20 +207,39 @@ class Model:
         ``global_step``, ``steps`` (taken by this run), ``epochs``,
         ``loss`` (the last step's), ``train`` and ``held_out`` (the
         evaluations after training, ``{"loss", "rows", METRIC...}`` or
-        ``None``) and ``checkpoint`` (the last one written, or ``None``).
+        ``None``), ``checkpoint`` (the last one written, or ``None``) and
+        ``stopped`` (a callback ended training early).
 
-        Not yet: ``callbacks`` (raises ``NotImplementedError``), a progress
-        bar, stopping at a step boundary on Ctrl-C, a DataFrame as
-        ``eval_data``.
+        ``callbacks``: a callable ``cb(step, logs)`` or an object with
+        ``on_step(step, logs)`` and/or ``on_evaluation(step, logs)`` (and
+        optionally ``on_train_begin(logs)``, ``on_train_end(logs)``), or a
+        list of them. ``on_step`` (a callable) is called every
+        ``every_steps`` global steps with the global step and ``logs``:
+        ``loss`` (the step's, the value ``specc run --json`` reports),
+        ``rows``, and ``learning_rate``/``global_norm`` when the spec has
+        them. ``on_evaluation`` is called after each periodic evaluation
+        (``evaluate { every_steps }``) with ``loss``, ``rows`` and the
+        metrics by name. A callback returning ``False`` (not ``None``) or
+        raising ``StopIteration`` ends training at that step boundary (after
+        an evaluation: after the next step); the run then ends as a run of
+        that many steps would (its checkpoint written, the final
+        evaluations done) and ``fit`` returns with ``stopped`` true. Any
+        other exception a callback raises ends training the same way and is
+        raised by ``fit``.
+
+        ``progress``: a tqdm progress bar (when tqdm is installed); ``None``
+        (the default): when stderr is a terminal.
+
+        Ctrl-C (SIGINT) ends training at the next step boundary: the
+        checkpoint of that step is written (with ``checkpoint_dir``), the
+        model keeps the state trained so far, and ``fit`` raises
+        ``KeyboardInterrupt``.
         """
-        if callbacks is not None:
-            raise NotImplementedError("Model.fit(callbacks=...) is not implemented yet")
+        from ._watch import Watcher
+
         if steps is not None and epochs is not None:
             raise ValueError("fit takes steps or epochs, not both")
-        if eval_data is not None and not isinstance(eval_data, (str, os.PathLike)):
-            raise NotImplementedError(
-                "Model.fit(eval_data=...) takes a file's path; a DataFrame is not implemented yet"
-            )
+        watcher = Watcher(callbacks, progress, every_steps)
         sets = _sets(overrides)
         if epochs is not None:
             sets.append(f"epochs={int(epochs)}")
@@ -227,15 +249,24 @@ class Model:
             checkpoint_dir=_path(checkpoint_dir),
             checkpoint_every_steps=checkpoint_every_steps,
             summary_dir=_path(summary_dir),
-            eval_data=_path(eval_data),
+            watcher=watcher if watcher.wanted() else None,
+            every_steps=watcher.every_steps,
         )
-        if data is None:
-            r = self._m.fit(**kwargs)
-        elif isinstance(data, (str, os.PathLike)):
-            r = self._m.fit(data=os.fspath(data), **kwargs)
+        if eval_data is None or isinstance(eval_data, (str, os.PathLike)):
+            kwargs["eval_data"] = _path(eval_data)
         else:
-            columns, frame = _columns(data)
-            r = self._m.fit(columns=columns, frame_name=frame, **kwargs)
+            columns, frame = _columns(eval_data)
+            kwargs.update(eval_columns=columns, eval_frame_name=frame)
+        try:
+            if data is None:
+                r = self._m.fit(**kwargs)
+            elif isinstance(data, (str, os.PathLike)):
+                r = self._m.fit(data=os.fspath(data), **kwargs)
+            else:
+                columns, frame = _columns(data)
+                r = self._m.fit(columns=columns, frame_name=frame, **kwargs)
+        finally:
+            watcher.close()
         r["train"] = _evaluation(r["train"])
         r["held_out"] = _evaluation(r["held_out"])
         if r["checkpoint"] is not None:

@@ -19,6 +19,7 @@ use specc_grammar::SourceFile;
 
 mod errors;
 mod model;
+mod observe;
 
 /// Compiles a spec into a `Model`: the file at `path`, or `text` (named
 /// `name` in diagnostics, its relative paths from the current directory),

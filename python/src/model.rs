@@ -27,6 +27,7 @@ use specc_grammar::SourceFile;
 use specc_runtime::data::{ColumnValues, FrameColumn};
 
 use crate::errors::{model_error, run_error};
+use crate::observe::PyObserver;
 
 /// A `specc::Model` made by `specc::Model::from_source`, which may move
 /// between threads.
@@ -269,7 +270,7 @@ impl Model {
     /// `data` a data file in place of the spec's (`--data`), or `columns`
     /// a frame's named columns, or neither (the spec's `data`). Returns a
     /// dict of what the run did. The GIL is released while it runs.
-    #[pyo3(signature = (data=None, columns=None, frame_name="DataFrame".to_string(), steps=None, sets=Vec::new(), checkpoint_dir=None, checkpoint_every_steps=None, summary_dir=None, eval_data=None))]
+    #[pyo3(signature = (data=None, columns=None, frame_name="DataFrame".to_string(), steps=None, sets=Vec::new(), checkpoint_dir=None, checkpoint_every_steps=None, summary_dir=None, eval_data=None, eval_columns=None, eval_frame_name="DataFrame".to_string(), watcher=None, every_steps=1))]
     #[allow(clippy::too_many_arguments)]
     fn fit<'py>(
         &self,
@@ -283,10 +284,19 @@ impl Model {
         checkpoint_every_steps: Option<u64>,
         summary_dir: Option<PathBuf>,
         eval_data: Option<PathBuf>,
+        eval_columns: Option<Vec<(String, Bound<'py, PyAny>)>>,
+        eval_frame_name: String,
+        watcher: Option<Py<PyAny>>,
+        every_steps: u64,
     ) -> PyResult<Bound<'py, PyDict>> {
         if data.is_some() && columns.is_some() {
             return Err(PyValueError::new_err(
                 "fit takes a data path or columns, not both",
+            ));
+        }
+        if eval_data.is_some() && eval_columns.is_some() {
+            return Err(PyValueError::new_err(
+                "fit takes an eval_data path or eval columns, not both",
             ));
         }
         let mut all_sets = self.sets.clone();
@@ -309,32 +319,45 @@ impl Model {
             .as_ref()
             .map(|t| SourceFile::new(self.spec_path.display().to_string(), t.clone()));
         let given_frame = columns.is_some();
+        let given_eval_frame = eval_columns.is_some();
+        let mut observer = PyObserver::new(watcher, every_steps);
+        let eval_columns = eval_columns.unwrap_or_default();
         let summary = with_frame(columns.unwrap_or_default(), |frame| {
-            let frame = given_frame.then_some((frame, frame_name));
-            Ok(py.detach(|| -> Result<Summary, run::Error> {
-                let mut model = self.lock();
-                let given = Given {
-                    spec,
-                    frame,
-                    start: Some(&*model),
-                };
-                let outcome =
-                    run::prepare_given(&request, given, None, &mut Quiet)?.fit(&mut Quiet)?;
-                model
-                    .copy_state_from(&outcome.model)
-                    .map_err(|e| run::Error::Session(e.to_string()))?;
-                Ok(Summary {
-                    global_step: outcome.global_step,
-                    steps: outcome.steps,
-                    epochs: outcome.epochs,
-                    loss: outcome.last.as_ref().map(|l| l.loss),
-                    train: outcome.train.map(|e| (e.loss, e.rows, e.metrics)),
-                    held_out: outcome.held_out.map(|e| (e.loss, e.rows, e.metrics)),
-                    checkpoint: outcome.checkpoint,
-                })
-            }))
+            with_frame(eval_columns, |eval_frame| {
+                let frame = given_frame.then_some((frame, frame_name));
+                let eval_frame = given_eval_frame.then_some((eval_frame, eval_frame_name));
+                let observer = &mut observer;
+                Ok(py.detach(move || -> Result<Summary, run::Error> {
+                    let mut model = self.lock();
+                    let given = Given {
+                        spec,
+                        frame,
+                        eval_frame,
+                        start: Some(&*model),
+                    };
+                    let outcome =
+                        run::prepare_given(&request, given, None, &mut Quiet)?.fit(observer)?;
+                    model
+                        .copy_state_from(&outcome.model)
+                        .map_err(|e| run::Error::Session(e.to_string()))?;
+                    Ok(Summary {
+                        global_step: outcome.global_step,
+                        steps: outcome.steps,
+                        epochs: outcome.epochs,
+                        loss: outcome.last.as_ref().map(|l| l.loss),
+                        train: outcome.train.map(|e| (e.loss, e.rows, e.metrics)),
+                        held_out: outcome.held_out.map(|e| (e.loss, e.rows, e.metrics)),
+                        checkpoint: outcome.checkpoint,
+                    })
+                }))
+            })
         })?;
         let s = summary.map_err(|e| run_error(py, e))?;
+        // Stopped by an exception (Ctrl-C's KeyboardInterrupt, a
+        // callback's): the trained state is in the model; raise it now.
+        if let Some(e) = observer.error.take() {
+            return Err(e);
+        }
         let d = PyDict::new(py);
         d.set_item("global_step", s.global_step)?;
         d.set_item("steps", s.steps)?;
@@ -343,6 +366,7 @@ impl Model {
         d.set_item("train", s.train)?;
         d.set_item("held_out", s.held_out)?;
         d.set_item("checkpoint", s.checkpoint)?;
+        d.set_item("stopped", observer.stopped)?;
         Ok(d)
     }
 

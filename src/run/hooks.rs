@@ -62,15 +62,21 @@ impl<'o> Watch<'o> {
 }
 
 /// Tells the observer every step ([`Observer::step`]) and the end
-/// ([`Observer::end`]).
+/// ([`Observer::end`]), and stops the run when it asks
+/// ([`Observer::stop_requested`]).
 pub struct ObserverHook<'a, 'o> {
     watch: &'a Watch<'o>,
 }
 
 impl Hook for ObserverHook<'_, '_> {
     #[inline]
-    fn after_run(&mut self, _ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
-        self.watch.with(|o| o.step(v));
+    fn after_run(&mut self, ctx: &mut RunContext<'_>, v: &StepValues) -> Result<(), TrainError> {
+        if self.watch.with(|o| {
+            o.step(v);
+            o.stop_requested()
+        }) {
+            ctx.request_stop();
+        }
         Ok(())
     }
 

@@ -7,9 +7,11 @@
 //! through one; a library user does their own thing.
 //!
 //! Invariants: the calls come from the thread that trains, between steps,
-//! in the order the events happen; an observer cannot change the run (it
-//! sees values, never the session), so a run's numbers are the same
-//! whatever observes it.
+//! in the order the events happen; an observer cannot change the run's
+//! numbers (it sees values, never the session), so they are the same
+//! whatever observes it: it can only end the run early, at a step boundary
+//! ([`Observer::stop_requested`], as Ctrl-C in Python does), which then
+//! ends as a run whose last step that was.
 
 use std::path::Path;
 
@@ -36,6 +38,13 @@ pub trait Observer {
 
     /// A step's values (after its hooks that can stop the run ran).
     fn step(&mut self, _values: &StepValues) {}
+
+    /// Asked after every step (after [`Observer::step`]): true ends the run
+    /// after this step, as a hook's `request_stop` does (the hooks' ends run:
+    /// a checkpoint of the step is written, the evaluations follow).
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
 
     /// The loop ended without an error: the last step's values, if a step ran.
     fn end(&mut self, _last: Option<&StepValues>) {}

@@ -100,6 +100,11 @@ pub struct Given<'g> {
     /// in place of the spec's `data` (and `--data`), and split into
     /// training and held-out rows as the spec's data would be.
     pub frame: Option<(&'g [FrameColumn<'g>], String)>,
+    /// The evaluation data as named columns in memory (a DataFrame's) and
+    /// how messages name it, read as `frame` is, in place of the spec's
+    /// `eval_data` (and `--eval-data`): evaluations read every row of it
+    /// instead of a held-out split.
+    pub eval_frame: Option<(&'g [FrameColumn<'g>], String)>,
     /// A model of the same spec whose variables and global step the session
     /// starts from (before a warm start or a resume, which overwrite them);
     /// its variables must have the run's shapes.
@@ -193,11 +198,22 @@ pub fn prepare_given<'r>(
     };
     // `eval_data` (or `--eval-data`): evaluations read it instead of a
     // held-out split; loaded whole (a single CSV) or streamed, one pass each.
-    let eval = eval_source
-        .as_ref()
-        .map(|s| EvalData::open(model, s))
-        .transpose()?;
-    let eval_name = eval_source.as_ref().map(data::source_name);
+    let (eval, eval_name) = match given.eval_frame {
+        Some((columns, name)) => (
+            Some(EvalData::Memory(
+                load_frame(&name, columns, &model.input_specs())
+                    .map_err(|e| Error::Data(e.to_string()))?,
+            )),
+            Some(name),
+        ),
+        None => (
+            eval_source
+                .as_ref()
+                .map(|s| EvalData::open(model, s))
+                .transpose()?,
+            eval_source.as_ref().map(data::source_name),
+        ),
+    };
 
     let fraction = eval_fraction.unwrap_or(model.train.eval_fraction);
     if !(0.0..1.0).contains(&fraction) {
@@ -206,7 +222,7 @@ pub fn prepare_given<'r>(
         )));
     }
     let (train_rows, eval_rows) = match &data {
-        TrainingData::Memory { dataset, .. } if eval_source.is_some() => {
+        TrainingData::Memory { dataset, .. } if eval.is_some() => {
             ((0..dataset.rows as u32).collect(), Vec::new())
         }
         TrainingData::Memory { dataset, .. } => model.held_out_split(dataset, fraction),
