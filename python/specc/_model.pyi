@@ -1,7 +1,7 @@
 # The types of specc's Python API (specc/_model.py; its docstrings say what
 # each call does).
 from os import PathLike
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +10,19 @@ _Path = Union[str, PathLike[str]]
 # A pandas DataFrame, a dict of 1-D columns, a CSV path, or (evaluate,
 # predict) a dict of the model's inputs by name.
 _Data = Union[Any, Mapping[str, npt.ArrayLike], _Path]
+
+# A callback of `Model.fit`: `cb(step, logs)` (False: stop), or an object
+# with `on_step(step, logs)` and/or `on_evaluation(step, logs)` (and
+# optionally `on_train_begin(logs)`, `on_train_end(logs)`).
+class _StepCallback(Protocol):
+    def on_step(self, step: int, logs: dict[str, float]) -> Optional[bool]: ...
+
+class _EvaluationCallback(Protocol):
+    def on_evaluation(self, step: int, logs: dict[str, float]) -> Optional[bool]: ...
+
+_Callback = Union[
+    Callable[[int, dict[str, float]], Optional[bool]], _StepCallback, _EvaluationCallback
+]
 
 def compile(spec: _Path, **overrides: Any) -> Model: ...
 
@@ -37,10 +50,12 @@ class Model:
         data: Optional[_Data] = None,
         steps: Optional[int] = None,
         epochs: Optional[int] = None,
-        eval_data: Optional[_Path] = None,
+        eval_data: Optional[_Data] = None,
         checkpoint_dir: Optional[_Path] = None,
         summary_dir: Optional[_Path] = None,
         checkpoint_every_steps: Optional[int] = None,
-        callbacks: None = None,
+        callbacks: Optional[Union[_Callback, Sequence[_Callback]]] = None,
+        every_steps: int = 1,
+        progress: Optional[bool] = None,
         **overrides: Any,
     ) -> dict[str, Any]: ...

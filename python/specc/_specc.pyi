@@ -50,4 +50,9 @@ class Model:
         checkpoint_every_steps: Optional[int] = None,
         summary_dir: Optional[_Path] = None,
         eval_data: Optional[_Path] = None,
+        eval_columns: Optional[Sequence[Tuple[str, Any]]] = None,
+        eval_frame_name: str = "DataFrame",
+        # specc/_watch.py's Watcher: begin, step, evaluation, end.
+        watcher: Optional[Any] = None,
+        every_steps: int = 1,
     ) -> dict[str, Any]: ...

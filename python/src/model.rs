@@ -13,7 +13,8 @@
 //! while compiled code runs or data is read (the model is then held by its
 //! lock, so two Python threads never step one model at once). A refused
 //! call leaves the model as it was (a failed `fit` too: its state is copied
-//! in only when the run succeeds).
+//! in only when the run succeeds; a run that Ctrl-C or a callback ended
+//! early succeeded, at the step it stopped at).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -268,8 +269,14 @@ impl Model {
 
     /// A whole run from this model's state (see the package's `Model.fit`):
     /// `data` a data file in place of the spec's (`--data`), or `columns`
-    /// a frame's named columns, or neither (the spec's `data`). Returns a
-    /// dict of what the run did. The GIL is released while it runs.
+    /// a frame's named columns, or neither (the spec's `data`); `eval_data`
+    /// a file, or `eval_columns` a frame's columns, evaluated instead of a
+    /// held-out split. `watcher` (the package's `Watcher`) hears the run
+    /// every `every_steps` global steps (`observe::PyObserver`), and Ctrl-C
+    /// ends it at a step boundary. Returns a dict of what the run did; an
+    /// exception that stopped it (KeyboardInterrupt, a callback's) is
+    /// raised once the trained state is in the model. The GIL is released
+    /// while it runs.
     #[pyo3(signature = (data=None, columns=None, frame_name="DataFrame".to_string(), steps=None, sets=Vec::new(), checkpoint_dir=None, checkpoint_every_steps=None, summary_dir=None, eval_data=None, eval_columns=None, eval_frame_name="DataFrame".to_string(), watcher=None, every_steps=1))]
     #[allow(clippy::too_many_arguments)]
     fn fit<'py>(
