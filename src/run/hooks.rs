@@ -165,11 +165,9 @@ impl<'a, 'o> RunHooks<'a, 'o> {
             .transpose()
             .map_err(|e| Error::Io(e.to_string()))?;
         let every = sc.every_steps.unwrap_or(1);
-        let histograms_every = sc
-            .dir
-            .as_ref()
-            .and(sc.every_steps)
-            .filter(|_| sc.histograms);
+        // The leader's summary hook's period, which the other replicas'
+        // part in the histograms must follow step for step.
+        let histograms_every = sc.dir.as_ref().map(|_| every).filter(|_| sc.histograms);
         let summaries = writer.as_ref().map(|w| {
             (
                 SummarySaverHook::new(w.clone(), every, sc.histograms)
