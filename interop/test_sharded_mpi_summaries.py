@@ -28,6 +28,7 @@ from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E4
 )
 
 from test_sharded_mpi_checkpoint import latest, mpirun  # noqa: E402
+from test_sharded_mpi_checkpoint import spec_text as checkpoint_spec  # noqa: E402
 
 SEED = int(os.environ.get("SPECC_INTEROP_SEED", "2026"))
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,30 +47,10 @@ def draw():
 
 
 def spec_text(parts, buckets, dim, every, steps, summaries):
-    data = ROOT / "specs" / "data" / "ctr_sample.csv"
-    p = f"partitioner = fixed_size_partitioner({parts})"
-    return f"""model ctr_deep
-data csv("{data}")
-label click: float
-features {{
-  user_id = categorical_column_with_hash_bucket(user_id, {buckets})
-  ad_id   = categorical_column_with_hash_bucket(ad_id, {buckets})
-  site    = categorical_column_with_hash_bucket(site, {buckets})
-  deep = input_layer(embedding_column(user_id, dimension = {dim}, {p}),
-                     embedding_column(ad_id, dimension = {dim}, {p}))
-  wide = linear_model(site, {p})
-}}
-block dnn(x) {{
-  h = layers.dense(x, 8, activation = relu)
-  return layers.dense(h, 1, name = "logits")
-}}
-logit = reshape(dnn(deep) + wide, [B])
-loss = mean(sigmoid_cross_entropy(click, logit))
-optimizer ftrl(learning_rate = 0.1, var_list = "linear_model/*")
-optimizer adagrad(learning_rate = 0.05, var_list = ["dnn/*", "input_layer/*"])
-train {{ batch = 60, steps = {steps}, shuffle = 0, eval_fraction = 0 }}
-summaries {{ dir = "{summaries}", every_steps = {every}, histograms = true }}
-"""
+    """test_sharded_mpi_checkpoint's model, writing histograms every `every` steps."""
+    return (checkpoint_spec(parts, buckets, dim, steps)
+            + f'summaries {{ dir = "{summaries}", every_steps = {every}, histograms = true }}\n')
+
 
 
 def tf_histogram(values):
