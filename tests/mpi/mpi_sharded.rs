@@ -211,6 +211,19 @@ fn four_ranks_train_a_table_one_process_cannot_hold() {
     }
 }
 
+/// `np` ranks train `spec` for `STEPS` steps into `dir` with every table
+/// replicated (`SPECC_SHARD_TABLES=0`).
+fn train_replicated(spec: &str, np: usize, dir: &std::path::Path) -> std::process::Output {
+    let mut c = crate::mpi::mpirun(np);
+    c.env("SPECC_SHARD_TABLES", "0")
+        .args(["-x", "SPECC_SHARD_TABLES"])
+        .arg(SPECC)
+        .args(["run", spec, "--steps", &STEPS.to_string()])
+        .arg("--checkpoint-dir")
+        .arg(dir);
+    run_ok(c)
+}
+
 /// Sharded or replicated (`SPECC_SHARD_TABLES=0`: every rank holds every
 /// table, the ids and rows gathered to all), the job trains the same bits:
 /// each row's gradient is summed in the same order, the dense gradients by
@@ -221,14 +234,7 @@ fn sharding_changes_where_rows_live_not_the_bits() {
         let sharded = temp_dir(&format!("sharded-bits-{np}"));
         let replicated = temp_dir(&format!("replicated-bits-{np}"));
         train(CTR, np, STEPS, &sharded);
-        let mut c = crate::mpi::mpirun(np);
-        c.env("SPECC_SHARD_TABLES", "0")
-            .args(["-x", "SPECC_SHARD_TABLES"])
-            .arg(SPECC)
-            .args(["run", &spec(CTR), "--steps", &STEPS.to_string()])
-            .arg("--checkpoint-dir")
-            .arg(&replicated);
-        let out = run_ok(c);
+        let out = train_replicated(&spec(CTR), np, &replicated);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             !stderr.contains("sharded"),
@@ -416,14 +422,7 @@ fn two_ranks_shard_a_table_shared_by_three_columns() {
     // One process sums the lookups' rows as one IndexedSlices too, example
     // by example: replicated, the job trains the same bits.
     let replicated = temp_dir("sharded-shared-2-replicated");
-    let mut c = crate::mpi::mpirun(2);
-    c.env("SPECC_SHARD_TABLES", "0")
-        .args(["-x", "SPECC_SHARD_TABLES"])
-        .arg(SPECC)
-        .args(["run", &spec, "--steps", &STEPS.to_string()])
-        .arg("--checkpoint-dir")
-        .arg(&replicated);
-    run_ok(c);
+    train_replicated(&spec, 2, &replicated);
     assert_same_bits(
         &many,
         &replicated,
