@@ -104,14 +104,23 @@ impl Serving {
     /// averaged parameter: an error names the first missing one, its
     /// tensor, the checkpoint, and how to do without.
     pub fn check(&self, reader: &BundleReader) -> Result<(), String> {
+        let place = format!("the checkpoint {}", reader.prefix().display());
+        self.check_in(&place, |t| reader.entry(t).is_some())
+    }
+
+    /// [`Serving::check`] of a session's variables (a model trained in
+    /// this process) instead of a checkpoint's tensors.
+    pub fn check_session(&self, session: &Session) -> Result<(), String> {
+        self.check_in("the model", |t| session.layout.var(t).is_some())
+    }
+
+    /// The check of [`Serving::check`]: `has` says whether `place` (a
+    /// checkpoint, a model) holds a tensor.
+    fn check_in(&self, place: &str, has: impl Fn(&str) -> bool) -> Result<(), String> {
         let Some(origin) = self.origin else {
             return Ok(());
         };
-        let Some(missing) = self
-            .averaged
-            .iter()
-            .find(|p| reader.entry(&average_name(p)).is_none())
-        else {
+        let Some(missing) = self.averaged.iter().find(|p| !has(&average_name(p))) else {
             return Ok(());
         };
         let (why, off) = match origin {
@@ -122,9 +131,8 @@ impl Serving {
             ),
         };
         Err(format!(
-            "{why}: the checkpoint {} has no moving average of `{missing}` (no tensor `{}`: \
+            "{why}: {place} has no moving average of `{missing}` (no tensor `{}`: \
              it was trained without an `ema` over `{missing}`); {off} to use the trained values",
-            reader.prefix().display(),
             average_name(missing)
         ))
     }
@@ -159,6 +167,40 @@ impl Serving {
         session
             .restore_selected(reader, Selection::Assignments(&map))
             .map_err(|e| e.to_string())
+    }
+
+    /// Sets every parameter of `session` from `from`'s variables (a
+    /// session of the same spec, compiled with other functions: a model
+    /// trained in this process), each averaged one from its moving average
+    /// when the averages are used; optimizer slots and the global step are
+    /// not set. Nothing is written unless every tensor is there with its
+    /// parameter's shape.
+    pub fn copy_params(&self, session: &mut Session, from: &Session) -> Result<(), String> {
+        self.check_session(from)?;
+        let map = self.restore_map(session);
+        for a in &map {
+            let want = session.layout.var(&a.param).map(|v| v.shape.clone());
+            match (from.variable(&a.tensor), want) {
+                (Some(v), Some(shape)) if v.shape() == shape.as_slice() => {}
+                (Some(v), Some(shape)) => {
+                    return Err(format!(
+                        "the model's `{}` has shape {:?}, and `{}` {shape:?}",
+                        a.tensor,
+                        v.shape(),
+                        a.param
+                    ))
+                }
+                _ => return Err(format!("the model has no variable `{}`", a.tensor)),
+            }
+        }
+        for a in &map {
+            if let (Some(v), Some(mut d)) =
+                (from.variable(&a.tensor), session.variable_mut(&a.param))
+            {
+                d.assign(&v);
+            }
+        }
+        Ok(())
     }
 
     /// How a command's summary line says where the weights came from:

@@ -22,7 +22,8 @@
 //!
 //! Owns: [`Model`] (a compiled spec and its session: the trained state),
 //! [`Error`], [`run`] (a training run), [`averages`] (serving with the
-//! moving averages) and [`spec`] (reading a spec file).
+//! moving averages), [`export`] (TF Lite and object files, from a
+//! checkpoint or a [`Model`]) and [`spec`] (reading a spec file).
 //! Arrays cross the API as [`ndarray`] arrays: `ArrayViewD<f32>`
 //! in (an int32 input — class labels, ids — takes whole numbers as f32),
 //! `ArrayD<f32>` out; the first axis is the batch. The crates underneath
@@ -39,6 +40,7 @@
 
 mod api;
 pub mod averages;
+pub mod export;
 pub mod run;
 pub mod spec;
 

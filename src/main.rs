@@ -583,36 +583,28 @@ fn main() -> ExitCode {
             use_averages,
         } => match format {
             ExportFormat::Tflite => {
-                use commands::export::Quantize;
-                let interface = commands::tflite_boundary::interface(
+                use specc::export::Quantize;
+                let quantize = Quantize::from_flags(
                     quantize.map(|q| matches!(q, QuantizeMode::Int8)),
+                    representative_data.as_deref(),
+                    samples as usize,
                     inference_input_type.map(InferenceTypeArg::to_tflite),
                     inference_output_type.map(InferenceTypeArg::to_tflite),
-                );
-                let quantize = match (quantize, representative_data.as_deref(), interface) {
-                    (_, _, Err(e)) => Err(e),
-                    (None, None, _) => Ok(Quantize::None),
-                    (Some(QuantizeMode::Dynamic), None, _) => Ok(Quantize::Dynamic),
-                    (Some(QuantizeMode::Int8), data, Ok(interface)) => Ok(Quantize::Int8 {
-                        data,
-                        samples: samples as usize,
-                        interface,
-                    }),
-                    (_, Some(_), _) => Err(Failure::from(
-                        "--representative-data is for --quantize int8",
-                    )),
-                };
+                )
+                .map_err(Failure::from);
                 quantize.and_then(|quantize| {
                     commands::export::run(
                         &spec,
                         &commands::export::ExportOptions {
                             checkpoint: Some(&checkpoint),
                             output: &output,
-                            outputs: &fetch,
-                            batch,
-                            quantize,
-                            use_averages,
-                            raw_inputs,
+                            tflite: specc::export::TfliteOptions {
+                                outputs: &fetch,
+                                batch,
+                                quantize,
+                                use_averages,
+                                raw_inputs,
+                            },
                         },
                     )
                 })

@@ -164,6 +164,88 @@ class Model:
         it is missing, damaged or does not fit the model."""
         return str(self._m.restore(os.fspath(path)))
 
+    def export_tflite(
+        self,
+        path,
+        *,
+        fetch=None,
+        batch=None,
+        quantize=None,
+        representative_data=None,
+        samples=32,
+        inference_input_type=None,
+        inference_output_type=None,
+        use_averages=None,
+        raw_inputs=False,
+    ):
+        """Writes the model's inference graph with its current values as a
+        TensorFlow Lite model at ``path``, and ``<path>.features.json``
+        beside it (the feature columns the model expects in front of it):
+        the file ``specc export --format tflite`` writes from a checkpoint
+        of the same values with the same options.
+
+        ``fetch``: the spec's bindings to export as the outputs (a name or a
+        list; default: the spec's ``outputs`` item). ``batch``: a fixed
+        batch size (default: dynamic). ``quantize``: ``"dynamic"`` (int8
+        weights, float activations) or ``"int8"`` (full-integer: the ranges
+        of the spec's fake quantizations, the others calibrated on the
+        first ``samples`` rows of ``representative_data``, a CSV or
+        TFRecord file the spec reads), whose inputs and float outputs are
+        of the types ``inference_input_type`` and ``inference_output_type``
+        name (``"float32"``, ``"int8"``, ``"uint8"``). ``use_averages``:
+        export the ``ema`` item's moving averages (default: the spec's
+        ``use_averages``). ``raw_inputs``: the model takes the raw columns
+        and computes the feature columns itself.
+
+        Returns a dict of what was written: ``path``, ``features``,
+        ``bytes``, ``operators``, ``tensors``, ``inputs``, ``outputs``,
+        ``moving_averages`` and ``quantization`` (None, or a dict with its
+        ``mode``). A spec the export refuses raises :class:`specc.SpecError`
+        with a caret under the spec; an option that does not fit,
+        ``ValueError``; unreadable representative data,
+        :class:`specc.DataError`."""
+        return _specc.export_tflite(
+            self._m,
+            os.fspath(path),
+            fetch=_names(fetch),
+            batch=batch,
+            quantize=quantize,
+            representative_data=(
+                None if representative_data is None else os.fspath(representative_data)
+            ),
+            samples=samples,
+            inference_input_type=inference_input_type,
+            inference_output_type=inference_output_type,
+            use_averages=use_averages,
+            raw_inputs=raw_inputs,
+        )
+
+    def export_object(self, path, *, fetch=None, symbol="specc_predict", use_averages=None):
+        """Writes the model's inference function with its current values as
+        a relocatable object file at ``path``, its C header (``path`` with
+        the extension ``.h``) and ``<path>.features.json``: the files
+        ``specc export --format object`` writes from a checkpoint of the
+        same values. Link the object into a C or C++ program and call
+        ``SYMBOL(in, out, rows)`` (see the header).
+
+        ``fetch``: the spec's bindings the function computes (a name or a
+        list; default: the spec's ``outputs`` item). ``symbol``: the C
+        function's name. ``use_averages``: as for :meth:`export_tflite`.
+
+        Returns a dict of what was written: ``path``, ``header``,
+        ``features``, ``bytes``, ``symbol``, ``in_width`` and ``out_width``
+        (floats per row of ``in`` and ``out``), ``max_batch`` (rows per
+        call of the compiled code; larger calls are chunked), ``raw_keys``
+        (the cells ``SYMBOL_raw`` takes per row, or None) and
+        ``moving_averages``."""
+        return _specc.export_object(
+            self._m,
+            os.fspath(path),
+            fetch=_names(fetch),
+            symbol=symbol,
+            use_averages=use_averages,
+        )
+
     def fit(
         self,
         data=None,
@@ -379,3 +461,12 @@ def _evaluation(e):
     out = {"loss": loss, "rows": rows}
     out.update(metrics)
     return out
+
+
+def _names(fetch):
+    """``fetch`` as a list of names: None (none), a name, or names."""
+    if fetch is None:
+        return []
+    if isinstance(fetch, str):
+        return [fetch]
+    return [str(n) for n in fetch]

@@ -1,7 +1,7 @@
 # The types of specc's Python API (specc/_model.py; its docstrings say what
 # each call does).
 from os import PathLike
-from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, Union
+from typing import Any, Callable, Literal, Mapping, Optional, Protocol, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,28 @@ class Model:
     def set_variable(self, name: str, value: npt.ArrayLike) -> None: ...
     def save(self, directory: _Path) -> str: ...
     def restore(self, path: _Path) -> str: ...
+    def export_tflite(
+        self,
+        path: _Path,
+        *,
+        fetch: Union[None, str, Sequence[str]] = None,
+        batch: Optional[int] = None,
+        quantize: Optional[Literal["dynamic", "int8"]] = None,
+        representative_data: Optional[_Path] = None,
+        samples: int = 32,
+        inference_input_type: Optional[Literal["float32", "int8", "uint8"]] = None,
+        inference_output_type: Optional[Literal["float32", "int8", "uint8"]] = None,
+        use_averages: Optional[bool] = None,
+        raw_inputs: bool = False,
+    ) -> dict[str, Any]: ...
+    def export_object(
+        self,
+        path: _Path,
+        *,
+        fetch: Union[None, str, Sequence[str]] = None,
+        symbol: str = "specc_predict",
+        use_averages: Optional[bool] = None,
+    ) -> dict[str, Any]: ...
     def fit(
         self,
         data: Optional[_Data] = None,

@@ -56,3 +56,24 @@ class Model:
         watcher: Optional[Any] = None,
         every_steps: int = 1,
     ) -> dict[str, Any]: ...
+
+def export_tflite(
+    model: Model,
+    path: _Path,
+    fetch: Sequence[str] = (),
+    batch: Optional[int] = None,
+    quantize: Optional[str] = None,
+    representative_data: Optional[_Path] = None,
+    samples: int = 32,
+    inference_input_type: Optional[str] = None,
+    inference_output_type: Optional[str] = None,
+    use_averages: Optional[bool] = None,
+    raw_inputs: bool = False,
+) -> dict[str, Any]: ...
+def export_object(
+    model: Model,
+    path: _Path,
+    fetch: Sequence[str] = (),
+    symbol: str = "specc_predict",
+    use_averages: Optional[bool] = None,
+) -> dict[str, Any]: ...

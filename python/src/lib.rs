@@ -18,6 +18,7 @@ use specc::run::settings::{self, ConfigError, Flags};
 use specc_grammar::SourceFile;
 
 mod errors;
+mod export;
 mod model;
 mod observe;
 
@@ -73,6 +74,8 @@ fn compile(
 fn _specc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_class::<model::Model>()?;
+    m.add_function(wrap_pyfunction!(export::export_tflite, m)?)?;
+    m.add_function(wrap_pyfunction!(export::export_object, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

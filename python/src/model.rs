@@ -79,7 +79,7 @@ impl Model {
         }
     }
 
-    fn lock(&self) -> Locked<'_> {
+    pub fn lock(&self) -> Locked<'_> {
         // A panic never happens under the lock (every call returns errors);
         // if one did, the model's state is still whole between calls.
         Locked(self.model.lock().unwrap_or_else(|p| p.into_inner()))
@@ -87,7 +87,7 @@ impl Model {
 }
 
 /// The model, locked.
-struct Locked<'a>(MutexGuard<'a, Owned>);
+pub struct Locked<'a>(MutexGuard<'a, Owned>);
 
 impl std::ops::Deref for Locked<'_> {
     type Target = specc::Model;

@@ -32,6 +32,8 @@ pub struct Model {
     // Dropped first: it calls the program's code.
     pub(crate) session: Session,
     pub(crate) program: Box<Program>,
+    /// The spec as compiled.
+    source: SourceFile,
 }
 
 impl Model {
@@ -54,18 +56,29 @@ impl Model {
             rendered: specc_grammar::diag::render_all(&d, &src, false),
             diagnostics: d,
         })?;
-        Model::from_program(program).map_err(Error::Session)
+        Model::from_program(program, src).map_err(Error::Session)
     }
 
-    /// A model of `program` with a fresh session (variables initialized);
-    /// the error says why the session cannot be made (memory).
-    pub(crate) fn from_program(program: Program) -> Result<Model, String> {
+    /// A model of `program` (compiled from `source`) with a fresh session
+    /// (variables initialized); the error says why the session cannot be
+    /// made (memory).
+    pub(crate) fn from_program(program: Program, source: SourceFile) -> Result<Model, String> {
         let program = Box::new(program);
         // SAFETY: the functions were generated from this program's plans for
         // this layout's ABI; the program is boxed (its code does not move)
         // and outlives the session (the session field drops first).
         let session = unsafe { program.new_session() }?;
-        Ok(Model { session, program })
+        Ok(Model {
+            session,
+            program,
+            source,
+        })
+    }
+
+    /// The spec as compiled (a run's overrides written into it): what
+    /// [`crate::export`] compiles to export this model.
+    pub fn source(&self) -> &SourceFile {
+        &self.source
     }
 
     /// The model's name (its `model` item, or the file name).

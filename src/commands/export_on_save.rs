@@ -9,7 +9,7 @@
 //! checkpoints, none is removed while it is exported, and `specc export`'s
 //! dry run accepts the spec and flags, so a refused export costs no
 //! training), and the export of each written checkpoint through `specc
-//! export`'s own code path (`export::run`, `export_object::run`) on the
+//! export`'s own code path (`specc::export`) on the
 //! checkpoint just saved, with the spec's choice of moving averages.
 //!
 //! Invariant: the file written for step N is the one `specc export SPEC
@@ -19,9 +19,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::export::{ExportOptions, Quantize};
+use super::export::ExportOptions;
 use super::export_object::ObjectOptions;
 use crate::Failure;
+use specc::export::TfliteOptions;
 
 /// What `--export-format` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,11 +83,12 @@ impl ExportOnSave {
                 &ExportOptions {
                     checkpoint,
                     output,
-                    outputs: &[],
-                    batch: self.batch,
-                    quantize: Quantize::None,
-                    use_averages: self.use_averages,
-                    raw_inputs: self.raw_inputs,
+                    tflite: TfliteOptions {
+                        batch: self.batch,
+                        use_averages: self.use_averages,
+                        raw_inputs: self.raw_inputs,
+                        ..TfliteOptions::default()
+                    },
                 },
             ),
             Format::Object => super::export_object::run(

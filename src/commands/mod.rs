@@ -3,7 +3,6 @@
 //! [`Failure`].
 pub mod bench;
 pub mod bench_adam;
-pub mod calibrate;
 pub mod check;
 pub mod compile;
 pub mod convert;
@@ -19,9 +18,7 @@ pub mod inspect_tfrecord;
 pub mod library;
 pub mod predict;
 pub mod predict_raw;
-pub mod predict_tflite;
 pub mod run;
-pub mod tflite_boundary;
 
 use std::io::IsTerminal;
 

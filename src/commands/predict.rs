@@ -30,10 +30,10 @@ use specc_runtime::predict::{
 };
 
 use super::predict_raw::RawPredictor;
-use super::predict_tflite::TflitePredictor;
 use super::report;
 use crate::Failure;
 use specc::averages::Serving;
+use specc::export::TflitePredictor;
 use specc::run::data::open_prediction_source;
 use specc::run::restore::checkpoint_prefix;
 use specc::spec::read_spec;
@@ -47,7 +47,7 @@ pub struct PredictOptions<'a> {
     /// The trained parameters for the compiled `predict` function.
     pub checkpoint: Option<&'a Path>,
     /// Instead of a checkpoint: an exported TFLite model run by specc's
-    /// interpreter (`predict_tflite`).
+    /// interpreter (`specc::export::predictor`).
     pub tflite: Option<&'a Path>,
     pub data: &'a Path,
     pub output: Option<&'a Path>,

@@ -22,7 +22,7 @@ use specc_runtime::data::csv_file::{ByteRecord, CsvFile};
 use specc_runtime::predict::PredictionWriter;
 use specc_tflite::{Interpreter, Model, TensorType, Value};
 
-use super::predict_tflite::{signature, TflitePredictor};
+use specc::export::predictor::{signature, TflitePredictor};
 
 /// One raw input: its field in the file, its position among the
 /// subgraph's inputs, its type and values per row.

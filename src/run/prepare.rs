@@ -160,7 +160,7 @@ pub fn prepare_given<'r>(
     }
     // The session first: a model that does not fit in memory is refused
     // before its data is read.
-    let mut trained = Model::from_program(program).map_err(Error::Session)?;
+    let mut trained = Model::from_program(program, src.clone()).map_err(Error::Session)?;
     if let Some(start) = given.start {
         trained.copy_state_from(start).map_err(|e| {
             Error::Checkpoint(format!("the model to start from does not fit the run: {e}"))

@@ -284,3 +284,67 @@ fn read_csv_gives_the_spec_inputs_as_arrays() {
     let err = model.read_csv(dir.join("nope.csv"), false).unwrap_err();
     assert!(err.to_string().contains("nope.csv"), "{err}");
 }
+
+#[test]
+fn exports_from_a_model_are_the_exports_of_its_checkpoint() {
+    use specc::export::{self, ObjectOptions, TfliteOptions, Weights};
+    let (x, y) = data(4);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("library_api_export");
+    std::fs::remove_dir_all(&dir).ok();
+    let mut model = Model::from_source("tiny.spec", SPEC).unwrap();
+    let fresh = Model::from_source("tiny.spec", SPEC).unwrap();
+    model
+        .train_step(&[("x", x.view().into_dyn()), ("y", y.view().into_dyn())])
+        .unwrap();
+    let prefix = model.save_checkpoint(&dir).unwrap();
+    let fetch = ["logits".to_string()];
+    let tflite = TfliteOptions {
+        outputs: &fetch,
+        ..TfliteOptions::default()
+    };
+    let object = ObjectOptions {
+        fetch: &fetch,
+        ..ObjectOptions::default()
+    };
+    let src = model.source();
+    let file = |name: &str| dir.join(name);
+    let read = |name: &str| std::fs::read(file(name)).unwrap();
+    let w = export::tflite(src, Weights::Model(&model), &file("m.tflite"), &tflite).unwrap();
+    export::tflite(
+        src,
+        Weights::Checkpoint(&prefix),
+        &file("c.tflite"),
+        &tflite,
+    )
+    .unwrap();
+    export::tflite(src, Weights::Model(&fresh), &file("f.tflite"), &tflite).unwrap();
+    assert_eq!(read("m.tflite"), read("c.tflite"));
+    assert_ne!(
+        read("m.tflite"),
+        read("f.tflite"),
+        "the trained values are exported"
+    );
+    assert_eq!((w.inputs, w.outputs), (vec!["x".into()], fetch.to_vec()));
+    assert_eq!(w.bytes, read("m.tflite").len());
+    assert_eq!(
+        read("m.tflite.features.json"),
+        read("c.tflite.features.json")
+    );
+    let o = export::object(src, Weights::Model(&model), &file("m.o"), &object).unwrap();
+    export::object(src, Weights::Checkpoint(&prefix), &file("c.o"), &object).unwrap();
+    assert_eq!(read("m.o"), read("c.o"));
+    assert_eq!(read("m.h"), read("c.h"));
+    assert_eq!((o.in_width, o.out_width), (4, 3));
+    // Averages of a spec without `ema` are refused, naming it; nothing is written.
+    let averaged = TfliteOptions {
+        use_averages: Some(true),
+        ..tflite
+    };
+    let err =
+        export::tflite(src, Weights::Model(&model), &file("a.tflite"), &averaged).unwrap_err();
+    assert!(
+        matches!(&err, specc::run::Error::Settings(m) if m.contains("ema")),
+        "{err}"
+    );
+    assert!(!file("a.tflite").exists());
+}

@@ -1,6 +1,7 @@
-//! `specc predict SPEC --tflite model.tflite --data FILE`: an exported
-//! TensorFlow Lite model run by specc's own interpreter (`specc_tflite`)
-//! on rows preprocessed by the spec's feature columns.
+//! An exported TensorFlow Lite model run by specc's own interpreter
+//! (`specc_tflite`) on rows preprocessed by the spec's feature columns:
+//! `specc predict SPEC --tflite model.tflite --data FILE`, and the
+//! calibration of `--quantize int8` ([`super::calibrate`]).
 //!
 //! Owns: binding a model's `serving_default` signature to the spec — every
 //! signature input is one of the spec's dense inputs by name (what
@@ -151,7 +152,7 @@ impl TflitePredictor {
 
     /// `model` bound by its outputs alone: a raw-input model, which
     /// `predict_raw` feeds from the CSV's cells.
-    pub(super) fn outputs_only(model: Model, path: &Path) -> Result<TflitePredictor, String> {
+    pub fn outputs_only(model: Model, path: &Path) -> Result<TflitePredictor, String> {
         let outputs = bind_outputs(&model, path)?;
         Ok(TflitePredictor {
             model,
@@ -227,7 +228,7 @@ impl TflitePredictor {
 
     /// The outputs `out` of a batch of `rows` rows (padding rows after
     /// them dropped) to `writer`.
-    pub(super) fn write_batch<W: std::io::Write>(
+    pub fn write_batch<W: std::io::Write>(
         &self,
         file: &Path,
         out: &[Value],
@@ -326,19 +327,15 @@ impl TflitePredictor {
     }
 }
 
-/// The model's `serving_default` signature (or its first).
-pub(super) fn signature<'m>(model: &'m Model, path: &Path) -> Result<&'m SignatureDef, String> {
-    model
-        .signature_defs
-        .iter()
-        .find(|s| s.signature_key == specc_tflite::SERVING_DEFAULT)
-        .or(model.signature_defs.first())
-        .ok_or_else(|| {
-            format!(
-                "{}: the model has no signature naming its inputs and outputs",
-                path.display()
-            )
-        })
+/// The model's `serving_default` signature (or its first); the error
+/// names the file `path`.
+pub fn signature<'m>(model: &'m Model, path: &Path) -> Result<&'m SignatureDef, String> {
+    super::features::serving_signature(model).ok_or_else(|| {
+        format!(
+            "{}: the model has no signature naming its inputs and outputs",
+            path.display()
+        )
+    })
 }
 
 /// The signature's outputs: `(index in the subgraph's outputs, column)`,

@@ -1,5 +1,5 @@
-//! `specc export --quantize int8 --representative-data FILE [--samples N]`:
-//! the calibration rows.
+//! The calibration rows of a full-integer model (`specc export --quantize
+//! int8 --representative-data FILE [--samples N]`).
 //!
 //! Owns: reading the first `samples` rows of the representative data
 //! through the spec's feature columns and input pipeline (as `specc predict`
@@ -14,15 +14,14 @@
 
 use std::path::Path;
 
-use specc_compiler::driver::{compile_with, Functions, Options};
+use specc_compiler::driver::{compile_with, Functions, Options, Program, ProgramSession};
 use specc_grammar::SourceFile;
 use specc_tflite::quantize::Calibration;
 use specc_tflite::{Interpreter, Model};
 
-use super::predict_tflite::TflitePredictor;
-use super::report;
-use crate::Failure;
-use specc::run::data::open_prediction_source;
+use super::predictor::TflitePredictor;
+use crate::run::data::open_prediction_source;
+use crate::run::Error;
 
 /// Rows per batch while calibrating.
 const BATCH: u32 = 256;
@@ -34,44 +33,62 @@ pub fn calibrate(
     model: &Model,
     data: &Path,
     samples: usize,
-) -> Result<Calibration, Failure> {
+) -> Result<Calibration, Error> {
     let compile = |batch: u32| {
         let options = Options {
             max_batch: Some(batch),
             ..Options::default()
         };
-        compile_with(src, Functions::PREDICT, &options).map_err(|d| report(&d, src))
+        compile_with(src, Functions::PREDICT, &options).map_err(|diagnostics| Error::Spec {
+            source: src.clone(),
+            diagnostics,
+        })
     };
     let mut program = compile(BATCH)?;
     let name = Path::new("the exported model");
-    let mut predictor = TflitePredictor::new(model.clone(), name, &*program.session()?)?;
+    let mut predictor =
+        TflitePredictor::new(model.clone(), name, &*session(&program)?).map_err(Error::Settings)?;
     // A fixed-batch model: batches of its size, the last one padded.
     let batch = match predictor.fixed_batch() {
         Some(b) if b as u32 != BATCH => {
             program = compile(b as u32)?;
-            predictor = TflitePredictor::new(model.clone(), name, &*program.session()?)?;
+            predictor = TflitePredictor::new(model.clone(), name, &*session(&program)?)
+                .map_err(Error::Settings)?;
             b as u32
         }
         _ => BATCH,
     };
-    let mut session = program.session()?;
+    let mut session = session(&program)?;
     let reads = predictor.reads(session.layout.inputs.len());
     let mut source = open_prediction_source(&program.model, &session.layout, &reads, data, batch)?;
-    let interpreter = Interpreter::new(predictor.model())?;
+    let interpreter =
+        Interpreter::new(predictor.model()).map_err(|e| Error::Settings(e.to_string()))?;
     let mut calibration = Calibration::new(predictor.model());
     while calibration.rows() < samples {
-        let rows = session.fill(&mut source).map_err(|e| e.to_string())?;
+        let rows = session
+            .fill(&mut source)
+            .map_err(|e| Error::Data(e.to_string()))?;
         if rows == 0 {
             break;
         }
         let rows = rows.min(samples - calibration.rows());
-        let inputs = predictor.batch_inputs(&session, rows, true)?;
+        let inputs = predictor
+            .batch_inputs(&session, rows, true)
+            .map_err(Error::Data)?;
         calibration
             .run(&interpreter, inputs, rows)
-            .map_err(|e| format!("{}: {e}", data.display()))?;
+            .map_err(|e| Error::Data(format!("{}: {e}", data.display())))?;
     }
     if calibration.rows() == 0 {
-        return Err(format!("{}: no rows to calibrate on", data.display()).into());
+        return Err(Error::Data(format!(
+            "{}: no rows to calibrate on",
+            data.display()
+        )));
     }
     Ok(calibration)
+}
+
+/// A session of `program`; the error is the session's (memory).
+fn session(program: &Program) -> Result<ProgramSession<'_>, Error> {
+    program.session().map_err(Error::Session)
 }
