@@ -13,8 +13,8 @@
 //! (`tflite`, `aot`); the file format is `specc_tflite`.
 //!
 //! Invariants: nothing here prints: a spec's errors come back as
-//! [`Error::Spec`](crate::run::Error::Spec) with their diagnostics, the
-//! others as the [`Error`](crate::run::Error) variant of their kind, and
+//! [`Error::Spec`] with their diagnostics, the
+//! others as the [`Error`] variant of their kind, and
 //! what was written as a value the caller shows (the CLI prints it, the
 //! Python package returns it); every file is written to a temporary file
 //! and renamed into place, so a failure leaves no half-written file; the
