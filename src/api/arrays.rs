@@ -148,13 +148,24 @@ impl BatchSource for ArraySource<'_> {
         for (i, a) in self.arrays.iter().enumerate() {
             let Some(a) = a else { continue };
             let rows = a.slice_axis(ndarray::Axis(0), (from..to).into());
-            match buffers.input_mut(i) {
-                ValuesMut::F32(d) => {
+            // A contiguous array (the usual case) is copied as a slice; any
+            // other layout element by element, in logical order.
+            match (buffers.input_mut(i), rows.as_slice()) {
+                (ValuesMut::F32(d), Some(s)) => {
+                    let k = d.len().min(s.len());
+                    d[..k].copy_from_slice(&s[..k]);
+                }
+                (ValuesMut::F32(d), None) => {
                     for (d, &x) in d.iter_mut().zip(rows.iter()) {
                         *d = x;
                     }
                 }
-                ValuesMut::I32(d) => {
+                (ValuesMut::I32(d), Some(s)) => {
+                    for (d, &x) in d.iter_mut().zip(s) {
+                        *d = x as i32;
+                    }
+                }
+                (ValuesMut::I32(d), None) => {
                     for (d, &x) in d.iter_mut().zip(rows.iter()) {
                         *d = x as i32;
                     }

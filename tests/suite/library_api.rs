@@ -77,6 +77,53 @@ fn train_steps_equal_the_sessions_bits() {
 }
 
 #[test]
+fn arrays_of_any_layout_train_the_same_bits() {
+    // The same rows as a C-order array (copied as a slice), a column-major
+    // one and a strided view (copied element by element, in logical order).
+    let (x, y) = data(8);
+    let column_major = x.t().as_standard_layout().into_owned();
+    // x's columns at the even positions of a wider array.
+    let strided_rows =
+        Array2::from_shape_fn(
+            (8, 8),
+            |(r, c)| {
+                if c % 2 == 0 {
+                    x[[r, c / 2]]
+                } else {
+                    f32::NAN
+                }
+            },
+        );
+    let layouts = [
+        x.view(),
+        column_major.t(),
+        strided_rows.slice(specc::ndarray::s![.., ..;2]),
+    ];
+    assert!(layouts[0].as_slice().is_some());
+    assert!(layouts[1].as_slice().is_none() && layouts[2].as_slice().is_none());
+    let losses: Vec<Vec<u32>> = layouts
+        .iter()
+        .map(|view| {
+            let mut model = Model::from_source("tiny.spec", SPEC).unwrap();
+            (0..2)
+                .map(|k| {
+                    let rows = k * 4..(k + 1) * 4;
+                    let xs = view.slice(specc::ndarray::s![rows.clone(), ..]);
+                    assert_eq!(xs, x.slice(specc::ndarray::s![rows.clone(), ..]));
+                    let ys = y.slice(specc::ndarray::s![rows]);
+                    let loss = model
+                        .train_step(&[("x", xs.into_dyn()), ("y", ys.into_dyn())])
+                        .unwrap();
+                    loss.to_bits()
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(losses[0], losses[1]);
+    assert_eq!(losses[0], losses[2]);
+}
+
+#[test]
 fn evaluate_over_many_batches_equals_the_runtimes() {
     let (x, y) = data(11);
     let mut model = Model::from_source("tiny.spec", SPEC).unwrap();
