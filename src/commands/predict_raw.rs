@@ -22,7 +22,7 @@ use specc_runtime::data::csv_file::{ByteRecord, CsvFile};
 use specc_runtime::predict::PredictionWriter;
 use specc_tflite::{Interpreter, Model, TensorType, Value};
 
-use specc::export::predictor::{signature, TflitePredictor};
+use specc::export::predictor::{signature, subgraph_input, TflitePredictor};
 
 /// One raw input: its field in the file, its position among the
 /// subgraph's inputs, its type and values per row.
@@ -55,16 +55,7 @@ impl RawPredictor {
         let mut fixed_batch = None;
         for m in &sig.inputs {
             let t = &g.tensors[m.tensor_index as usize];
-            let position = g
-                .inputs
-                .iter()
-                .position(|&i| i as u32 == m.tensor_index)
-                .ok_or_else(|| {
-                    format!(
-                        "{file}: the signature's input `{}` is not a subgraph input",
-                        m.name
-                    )
-                })?;
+            let position = subgraph_input(g, m, path)?;
             let string = match (t.tensor_type, t.shape.len()) {
                 (TensorType::String, 1) => true,
                 (TensorType::Float32, 1 | 2) => false,

@@ -75,16 +75,7 @@ impl TflitePredictor {
                         known.join(", ")
                     )
                 })?;
-            let position = g
-                .inputs
-                .iter()
-                .position(|&i| i as u32 == m.tensor_index)
-                .ok_or_else(|| {
-                    format!(
-                        "{file}: the signature's input `{}` is not a subgraph input",
-                        m.name
-                    )
-                })?;
+            let position = subgraph_input(g, m, path)?;
             let l = &layout.inputs[input];
             let int = match (t.tensor_type, l.elem) {
                 (TensorType::Float32, ElemType::F32) => false,
@@ -336,6 +327,25 @@ pub fn signature<'m>(model: &'m Model, path: &Path) -> Result<&'m SignatureDef, 
             path.display()
         )
     })
+}
+
+/// The position among the subgraph's inputs of the signature's input
+/// `m`; the error names the file `path`.
+pub fn subgraph_input(
+    g: &specc_tflite::SubGraph,
+    m: &specc_tflite::TensorMap,
+    path: &Path,
+) -> Result<usize, String> {
+    g.inputs
+        .iter()
+        .position(|&i| i as u32 == m.tensor_index)
+        .ok_or_else(|| {
+            format!(
+                "{}: the signature's input `{}` is not a subgraph input",
+                path.display(),
+                m.name
+            )
+        })
 }
 
 /// The signature's outputs: `(index in the subgraph's outputs, column)`,
