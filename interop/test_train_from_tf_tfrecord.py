@@ -120,3 +120,34 @@ def test_specc_trains_from_tensorflows_tfrecords_as_from_the_csv(specc, tmp_path
         assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), name
     # Training moved the weights: the comparison is not of two zero tables.
     assert np.count_nonzero(from_tf["linear_model/city/weights"]) > 0
+
+
+def test_python_fit_of_a_tfrecord_path_trains_as_specc_run(specc, tmp_path):
+    """specc's Python package: `Model.fit(path)` of TensorFlow's TFRecord
+    file (the spec's `data` item says how to read it) trains the variables
+    `specc run` trains, bit for bit."""
+    import specc as pyspecc
+
+    data = tmp_path / "data"
+    data.mkdir()
+    write_tfrecord(data / "rows.tfrecord", "GZIP")
+    item = f'data tfrecord("{data / "elsewhere.tfrecord"}", compression = "GZIP")'
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "model.spec").write_text(spec(item))
+    subprocess.run(
+        [specc, "run", str(tmp_path / "cli" / "model.spec"), "--data", str(data / "rows.tfrecord"),
+         "--checkpoint-dir", str(tmp_path / "cli" / "ckpt")],
+        check=True, capture_output=True, text=True,
+    )
+    model = pyspecc.compile(tmp_path / "cli" / "model.spec")
+    r = model.fit(data / "rows.tfrecord", checkpoint_dir=tmp_path / "py")
+    # 3 epochs of N rows, repeated then batched (tf.data's order): batches
+    # of 8 across the epochs' boundaries, the last one short.
+    assert r["global_step"] == -(-3 * N // 8)
+    cli = tf.train.load_checkpoint(str(tmp_path / "cli" / "ckpt"))
+    py = tf.train.load_checkpoint(str(tmp_path / "py"))
+    names = sorted(n for n, _ in tf.train.list_variables(str(tmp_path / "cli" / "ckpt")))
+    assert "linear_model/city/weights" in names
+    for name in names:
+        assert py.get_tensor(name).tobytes() == cli.get_tensor(name).tobytes(), name
+    assert np.count_nonzero(py.get_tensor("linear_model/city/weights")) > 0

@@ -39,9 +39,11 @@ use super::Error;
 /// Where a model's data comes from: `--data`, else the spec's source (relative to the spec).
 /// For an image source `--data` replaces the source's directory, CSV or
 /// TFRecord path or pattern and keeps its options ([`image_source_at`]);
-/// for any other source it is a CSV file, loaded into memory and read with
-/// the spec's CSV options (`column_names`, `column_defaults`, `filter`...)
-/// when its `data` is CSV.
+/// for a streamed source (TFRecord, or CSV with `stream = true`) it
+/// replaces the files, read as the spec's `data` item says; for any other
+/// source it is a CSV file, loaded into memory and read with the spec's
+/// CSV options (`column_names`, `column_defaults`, `filter`...) when its
+/// `data` is CSV.
 pub fn data_source(
     model: &Model,
     spec: &Path,
@@ -52,6 +54,9 @@ pub fn data_source(
         return Ok(source);
     };
     let options = source.csv_options().cloned().unwrap_or_default();
+    if let Some(stream) = records_at(&source, p) {
+        return Ok(stream);
+    }
     Ok(
         image_source_at(source, p, "--data")?.unwrap_or_else(|| Source::Csv {
             path: p.to_path_buf(),
@@ -60,11 +65,27 @@ pub fn data_source(
     )
 }
 
+/// A streamed source of records (TFRecord, or CSV with `stream = true`)
+/// reading `path` instead of its files, its format and every option kept:
+/// `--data` and `--eval-data` read a file as the spec's item says. `None`
+/// for any other source (in memory, images).
+fn records_at(source: &Source, path: &Path) -> Option<Source> {
+    match source {
+        Source::Stream(st) if !matches!(st.format, Format::Images(_)) => {
+            let mut st = st.clone();
+            st.paths = vec![path.to_path_buf()];
+            Some(Source::Stream(st))
+        }
+        _ => None,
+    }
+}
+
 /// What evaluations read: `--eval-data`, else the spec's `eval_data`. For
 /// an image model `--eval-data` replaces the path of the spec's image
 /// `eval_data`, else of its data source in the evaluation form (streamed,
-/// without the random transforms, as an image `eval_data` always is); for
-/// any other model it is a CSV file, read with the CSV options of the
+/// without the random transforms, as an image `eval_data` always is); it
+/// replaces the files of a streamed `eval_data` (TFRecord, streamed CSV);
+/// otherwise it is a CSV file, read with the CSV options of the
 /// spec's `eval_data`, else with the `data` item's but its `filter` (the
 /// training rows' selection).
 pub fn eval_data_source(
@@ -76,6 +97,9 @@ pub fn eval_data_source(
     let Some(p) = eval_override else {
         return Ok(model.eval_data_source(dir));
     };
+    if let Some(stream) = model.eval_data_source(dir).and_then(|e| records_at(&e, p)) {
+        return Ok(Some(stream));
+    }
     let base = model
         .eval_data_source(dir)
         .or_else(|| match model.data_source(dir) {

@@ -110,6 +110,57 @@ fn streamed_eval_data_gives_the_in_memory_numbers() {
 }
 
 #[test]
+fn data_flags_replace_a_streamed_items_files_and_keep_its_format() {
+    let (dir, test_rows) = workdir("stream_flags");
+    let train = "batch = 64, epochs = 2, shuffle = 256, seed = 7";
+    let csv = |data: &str, eval: &str| {
+        spec(
+            &format!("csv(\"{data}\", stream = true)"),
+            Some(&format!("csv(\"{eval}\", stream = true)")),
+            train,
+        )
+    };
+    let named = run(&dir, &csv("train.csv", "test.csv"), &[]);
+    assert_eq!(named["eval"]["rows"], test_rows as u64, "{named}");
+    // The flags name the files the streamed items read: the same run (a
+    // CSV loaded into memory would also evaluate the training rows).
+    let flags = ["--data", "train.csv", "--eval-data", "test.csv"];
+    let flagged = run(&dir, &csv("elsewhere.csv", "nowhere.csv"), &flags);
+    assert_eq!(flagged["train"], serde_json::Value::Null, "{flagged}");
+    assert_eq!(flagged["eval"], named["eval"]);
+    assert_eq!(flagged["last_loss"], named["last_loss"]);
+    // TFRecord items read the flags' files as TFRecord.
+    std::fs::write(dir.join("spec.spec"), csv("train.csv", "test.csv")).unwrap();
+    for part in ["train", "test"] {
+        let (code, _, err) = specc(
+            &dir,
+            &[
+                "convert",
+                "spec.spec",
+                "--data",
+                &format!("{part}.csv"),
+                "-o",
+                &format!("{part}.tfrecord"),
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+    }
+    let tfrecord = |data: &str, eval: &str| {
+        spec(
+            &format!("tfrecord(\"{data}\")"),
+            Some(&format!("tfrecord(\"{eval}\")")),
+            train,
+        )
+    };
+    let named = run(&dir, &tfrecord("train.tfrecord", "test.tfrecord"), &[]);
+    let flags = ["--data", "train.tfrecord", "--eval-data", "test.tfrecord"];
+    let flagged = run(&dir, &tfrecord("a.tfrecord", "b.tfrecord"), &flags);
+    assert_eq!(named["eval"]["rows"], test_rows as u64, "{named}");
+    assert_eq!(flagged["eval"], named["eval"]);
+    assert_eq!(flagged["last_loss"], named["last_loss"]);
+}
+
+#[test]
 fn a_streamed_training_run_evaluates_on_eval_data() {
     let (dir, test_rows) = workdir("stream_train");
     let json = run(
