@@ -1,4 +1,4 @@
-//! Why a run failed.
+//! Why a run (or an export, `crate::export`) failed.
 //!
 //! Owns: [`Error`], one variant per kind of failure — the spec's
 //! diagnostics, the run's settings, the data, a checkpoint, files, the
