@@ -253,32 +253,45 @@ fn sharding_changes_where_rows_live_not_the_bits() {
 /// numbers one process reports.
 #[test]
 fn a_sharded_job_evaluates_as_one_process() {
-    let run = |np: usize| -> serde_json::Value {
-        let args = [
-            "run".to_string(),
-            spec(CTR),
-            "--steps".into(),
-            "30".into(),
-            "--set".into(),
-            "evaluate.every_steps=10".into(),
-            "--json".into(),
-        ];
-        let out = if np == 0 {
-            let mut c = std::process::Command::new(SPECC);
-            c.args(&args);
-            run_ok(c)
-        } else {
-            let mut c = crate::mpi::mpirun(np);
-            c.arg(SPECC).args(&args);
-            run_ok(c)
-        };
-        let stderr = String::from_utf8_lossy(&out.stderr);
+    let spec = spec(CTR);
+    let args = [
+        "run",
+        &spec,
+        "--steps",
+        "30",
+        "--set",
+        "evaluate.every_steps=10",
+        "--json",
+    ];
+    let run = |np: usize| {
+        let (json, stderr) = run_json(np, &args);
         assert_eq!(stderr.matches("eval @ 20").count(), 1, "{stderr}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line")
+        json
     };
-    let one = run(0);
-    let many = run(3);
+    assert_same_evaluations(&run(0), &run(3));
+}
+
+/// `specc ARGS` (with `--json`) as one process (`np` 0) or on `np` ranks:
+/// its last JSON line, and its stderr.
+fn run_json(np: usize, args: &[&str]) -> (serde_json::Value, String) {
+    let out = if np == 0 {
+        let mut c = std::process::Command::new(SPECC);
+        c.args(args);
+        run_ok(c)
+    } else {
+        let mut c = crate::mpi::mpirun(np);
+        c.arg(SPECC).args(args);
+        run_ok(c)
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line");
+    (json, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Two runs' final evaluations (the training rows and the held-out rows)
+/// agree: loss and AUC to 1e-5 relative, the same rows.
+fn assert_same_evaluations(one: &serde_json::Value, many: &serde_json::Value) {
     for set in ["train", "eval"] {
         for key in ["loss", "auc"] {
             let (a, b) = (
@@ -429,29 +442,6 @@ fn two_ranks_shard_a_table_shared_by_three_columns() {
         "a shared table, sharded against replicated",
     );
     // The ranks evaluate together, fetching the rows of every batch.
-    let json = |np: usize| -> serde_json::Value {
-        let args = ["run", &spec, "--steps", "30", "--json"];
-        let out = if np == 0 {
-            let mut c = std::process::Command::new(SPECC);
-            c.args(args);
-            run_ok(c)
-        } else {
-            let mut c = crate::mpi::mpirun(np);
-            c.arg(SPECC).args(args);
-            run_ok(c)
-        };
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON line")
-    };
-    let (one, many) = (json(0), json(2));
-    for set in ["train", "eval"] {
-        for key in ["loss", "auc"] {
-            let (a, b) = (
-                one[set][key].as_f64().unwrap(),
-                many[set][key].as_f64().unwrap(),
-            );
-            assert!(((a - b) / a).abs() < 1e-5, "{set} {key}: {a} against {b}");
-        }
-        assert_eq!(one[set]["rows"], many[set]["rows"], "{set}");
-    }
+    let args = ["run", &spec, "--steps", "30", "--json"];
+    assert_same_evaluations(&run_json(0, &args).0, &run_json(2, &args).0);
 }
