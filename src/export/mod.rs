@@ -82,18 +82,18 @@ impl Values<'_> {
     pub(crate) fn load(&self, name: &str) -> Result<ArrayD<f32>, Error> {
         match self {
             Values::Checkpoint(reader) => {
-                let stored = reader.list_variables();
-                let Some((_, _, shape)) = stored.iter().find(|(s, _, _)| s == name) else {
+                let Some(entry) = reader.entry(name) else {
                     return Err(Error::Checkpoint(format!(
                         "{}: no variable `{name}`, which the model needs",
                         reader.index_file().display()
                     )));
                 };
+                let shape = entry.shape.clone();
                 let mut values = vec![0f32; shape.iter().product()];
                 reader
                     .load_f32_into(name, &mut values)
                     .map_err(|e| checkpoint(&e))?;
-                ArrayD::from_shape_vec(IxDyn(shape), values)
+                ArrayD::from_shape_vec(IxDyn(&shape), values)
                     .map_err(|e| Error::Checkpoint(format!("`{name}`: {e}")))
             }
             Values::Session(session) => {
